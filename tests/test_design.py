@@ -216,8 +216,9 @@ def test_a_quality_bound_without_a_band_says_so():
     # uncertain term between them), "no band" rather than "beyond 1 x its sigma 0"
     from llm_codesign.explore.design import quality_why
 
-    assert quality_why(0.0123, 0.0041, 1.0) == "proxy loss +0.0123 against the reference's, beyond 1 x its sigma 0.0041"
-    assert quality_why(0.0123, 0.0, 1.0) == "proxy loss +0.0123 against the reference's, above it, with no band"
+    assert quality_why(0.0123, 0.0041, 1.0) == "proxy loss +0.0123 against the reference's, beyond 1 x its sigma_delta 0.0041"
+    assert quality_why(0.0123, 0.0, 1.0) == ("proxy loss +0.0123 against the reference's, above it, with no band (no term the two "
+                                             "differ in has a stated uncertainty: sigma_delta is 0)")
 
 
 def test_default_vocabulary_is_llama3s_tokenizer():

@@ -85,7 +85,7 @@ def test_the_columns_are_the_baseline_and_the_top_three_as_design_ranked_them(ru
         assert c["at_slo"]["objective"] == pytest.approx(d["objective"], rel=1e-9) and c["at_slo"]["deployment"] == d["deployment"]
         assert c["gain_pct"] == pytest.approx(d["gain_pct"], rel=1e-9)
         q = d["quality"]
-        assert c["quality"]["delta_band_pct"] == pytest.approx([q["delta_pct"] - q["sigma_pct"], q["delta_pct"] + q["sigma_pct"]])
+        assert c["quality"]["delta_band_pct"] == pytest.approx([q["delta_pct"] - q["sigma_delta_pct"], q["delta_pct"] + q["sigma_delta_pct"]])
         # the full findings behind the row's counts
         assert sum(f["severity"] == "warning" for f in c["lint"]) == d["lint"]["warnings"]
         assert sum(f["severity"] == "error" for f in c["lint"]) == d["lint"]["errors"]
@@ -124,15 +124,21 @@ def test_the_report_shows_the_jsons_figures(run):
     assert t["side-by-side"][0] == ["", "qwen3-8b (baseline)", "design 1", "design 2", "design 3"]
     assert rows["layers"] == [f"{c['shape']['layers']:,}" for c in cols] and rows["layers"][0] == "36"
     assert rows["KV heads"] == [str(c["shape"]["kv_heads"]) for c in cols] and rows["vocabulary"] == ["151,936"] * 4
-    assert rows["gain over the reference"] == ["-", *(f"{c['gain_pct']:+.1f}%" for c in cols[1:])]
+    gain = rows["gain over the reference (its own 80% band)"]
+    assert gain[0] == "-" and all(cell.startswith(f"{c['gain_pct']:+.1f}% (") for cell, c in zip(gain[1:], cols[1:], strict=True))
+    for cell, c in zip(gain[1:], cols[1:], strict=True):  # the gain's own band, and whether the gain is beyond it
+        b = c["gain_band"]
+        assert f"({b['gain_lo80']:+.1f}% to {b['gain_hi80']:+.1f}%: " in cell
+        assert ("within model error" in cell) == (b["gain_lo80"] <= 0 <= b["gain_hi80"])
     obj = rows["tok/s/GPU at the SLO (the objective)"]
     for cell, c in zip(obj, cols, strict=True):
         b = c["at_slo"]["intervals"]["output_tok_s_per_gpu"]
         assert cell == f"{c['at_slo']['objective']:,.0f} (80%: {b['lo80']:,.0f}-{b['hi80']:,.0f})"
     q = cols[1]["quality"]
-    assert rows["loss against the reference, 1-sigma band"][1] == (
-        f"{q['delta_pct']:+.2f}% ± {q['sigma_pct']:.2f}% ({q['delta_band_pct'][0]:+.2f}% to {q['delta_band_pct'][1]:+.2f}%)")
-    assert rows["loss against the reference, 1-sigma band"][0] == "0 (the reference)"
+    label = "loss against the reference ± sigma_delta (the equal-quality test's band)"
+    assert rows[label][1] == (
+        f"{q['delta_pct']:+.2f}% ± {q['sigma_delta_pct']:.2f}% ({q['delta_band_pct'][0]:+.2f}% to {q['delta_band_pct'][1]:+.2f}%)")
+    assert rows[label][0] == "0 (the reference)"
     # every finding of every shape, with its predicted cost
     assert [row[:5] for row in t["lint-findings"][1:]] == [
         ["qwen3-8b (baseline)" if c["role"] == "baseline" else c["name"], f"{f['rule']} {f['rule_name']}", f["severity"], f["where"],

@@ -59,8 +59,11 @@ def test_design_keeps_its_title_and_lint_column_at_80_columns():
     header = next(line for line in lines if line.lstrip().startswith("#"))
     assert header.split() == ["#", "shape", "params", "active", "loss", "%", "/GPU", "%", "deployment", "lint"]
     assert next(line for line in lines if line.lstrip().startswith("1 ")).split()[-2:] == ["0E", "0W"]
-    assert "112,750 deployments in" in " ".join(out.split())
-    assert "Every design lies inside the published envelope (searched inside it)." in " ".join(out.split())
+    # 158 shapes since a dense search's aspect and depth bounds come from the dense models (180 from every model)
+    assert "96,250 deployments in" in " ".join(out.split())
+    # the envelope said exactly: which models, the margin, the aspect limit and who set it (llama-3.1-8b's 4096 / 32 x 1.5)
+    assert ("Every design lies inside the envelope: the published dense models near 13B, ratios widened x1.5 and counts +-25% "
+            "(aspect ratio at most 192: 1.5 x the largest published, 128, llama-3.1-8b) (searched inside it).") in " ".join(out.split())
 
 
 def test_design_outside_the_envelope_keeps_its_lint_column_at_80_columns():

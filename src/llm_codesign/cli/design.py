@@ -75,6 +75,69 @@ def _batch_line(r: dict, short: str) -> str | None:
     return "batch: one step up the search's batch grid, " + "; ".join(parts)
 
 
+_TERM_NAMES = {"params": "active params", "moe_rule": "total/active", "kv_sharing": "q heads per KV head", "head_dim": "head size",
+               "granularity": "expert granularity", "aspect": "aspect penalty", "mla": "MLA", "hybrid": "recurrent", "window": "window"}
+_FLAT_NAMES = {"aspect": "aspect ratio (depth)", "head_dim": "head size"}
+
+
+def wins_by(d: dict, against: str, short: str) -> str:
+    """One line: why design 1 differs from what it is measured against, in loss (the proxy's terms, largest first;
+    the flat axes said as such, never as a measured 0), in parameters and KV bytes per token, and in speed with
+    the gain's own 80% band."""
+    q, v = d["quality"], d.get("versus_reference") or {}
+    terms = ", ".join(f"{_TERM_NAMES.get(t['term'], t['term'])} {t['delta_pct']:+.2f}%" for t in q["terms"][:3]) or "no term differs"
+    flat = "; ".join(f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} is invisible to the proxy "
+                     f"(flat on {x['flat_range'][0]:g}-{x['flat_range'][1]:g})" for x in q.get("flat", []))
+    out = f"design 1 vs {against}: loss {q['delta_pct']:+.2f}% = {terms} of the loss" + (f" ({flat})" if flat else "")
+    if v:
+        out += (f"; params {v['total_params_change_pct']:+.1f}%, KV {v['kv_bytes_per_token'] / 1024:,.0f} KiB/token "
+                f"({v['kv_change_pct']:+.0f}%)")
+    if d.get("gain_pct") is not None:
+        out += f"; {short} {d['gain_pct']:+.1f}%"
+        if gb := d.get("gain_band"):
+            out += (f" (80% {gb['gain_lo80']:+.1f} to {gb['gain_hi80']:+.1f}%: "
+                    + ("within model error" if gb["within_model_error"] else "beyond model error") + ")")
+    return out
+
+
+def envelope_said(env: dict) -> str:
+    """The envelope exactly: which models it is drawn over and the margin (explore.envelope's policy)."""
+    a = env["bounds"].get("aspect_ratio")
+    kind = "dense models" if env.get("kind", "").startswith("dense") else "models"
+    out = (f"Every design lies inside the envelope: the published {kind} near {env['scale'] / 1e9:,.3g}B, ratios widened "
+           f"x{env.get('ratio_margin', 1.5):g} and counts +-{100 * env.get('count_margin', 0.25):g}%")
+    if a:
+        out += (f" (aspect ratio at most {a['max']:.4g}: {env.get('ratio_margin', 1.5):g} x the largest published, "
+                f"{a['published_max']:.4g}, {', '.join(a['max_set_by'])})")
+    return out
+
+
+def envelope_lines(designs: list[dict]) -> list[str]:
+    """Rows at the edge of the envelope (within 5% of a limit) and rows beyond every published model on a bound
+    (inside only by the margin), said with the published value and who set it."""
+    edge: dict = {}
+    beyond: dict = {}
+    for j, d in enumerate(designs, 1):
+        e = d["envelope"]
+        if not e.get("inside"):
+            continue
+        if e.get("at_edge"):
+            c = e["closest"]
+            edge.setdefault((c["bound"], round(c["limit"], 6)), []).append(j)
+        for x in e.get("beyond_published", []):
+            beyond.setdefault((x["bound"], x["published"], tuple(x["set_by"])), []).append((j, x["value"]))
+    out = []
+    for (bound, lim), rows in edge.items():
+        out.append(f"envelope: {_rows(rows)} at the edge, {bound} within 5% of its limit {lim:.4g}")
+    for (bound, pub, who), rows in beyond.items():
+        vals = sorted(v for _, v in rows)
+        span = f"{vals[0]:.4g}" if len(vals) == 1 or abs(vals[-1] - vals[0]) < 1e-9 else f"{vals[0]:.4g}-{vals[-1]:.4g}"
+        side = "above" if bound.endswith(".max") else "below"
+        out.append(f"envelope: {_rows([j for j, _ in rows])} {side} every published model on {bound.split('.')[0]} "
+                   f"({span} against {pub:.4g}, {', '.join(who)}): inside only by the margin")
+    return out
+
+
 @app.command()
 def lint(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
@@ -230,18 +293,18 @@ def design(
     if plot_path and r["designs"]:
         from dataclasses import replace
 
+        from llm_codesign.explore.envelope import reference_model
         from llm_codesign.explore.search import SearchSpace, search
         from llm_codesign.render.report import write_plot
 
-        runs = []
+        # the baseline (else the reference) first, then designs 1-3: series i takes colour i, as design.html's columns do
+        who, name, _ = reference_model(params, baseline=base, moe=moe, budget_tol=budget_tol, active=active_params)
+        runs = [replace(search(who, g, cal, SearchSpace(gpus_, precisions=(prec,)), isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng),
+                        model=f"{'baseline' if base else 'reference'} {name}")]
         for j, d in enumerate(r["designs"][:3]):
             res = search(to_model(d, vocab, f"design {j + 1}"), g, cal, SearchSpace(gpus_, precisions=(prec,)),
                          isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
             runs.append(replace(res, model=f"design {j + 1} ({d['shape']['hidden']}x{d['shape']['layers']})"))
-        if base:
-            res = search(base, g, cal, SearchSpace(gpus_, precisions=(prec,)),
-                         isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
-            runs.append(replace(res, model=f"baseline {base.name}"))
         jobs.append((lambda p: write_plot(runs, p), plot_path))
     config = json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n" if export and r["designs"] else None
     if config is not None and export != "-":
@@ -254,6 +317,13 @@ def design(
     con = _console(stderr=export == "-")  # the table beside a config.json on standard output goes to stderr
     b, ref = r["baseline"], r["reference"]
     short = {"output_tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user"}.get(r["objective"], r["objective"])
+    if r["designs"] and not r.get("beats_reference", True):  # said first: the rows below are all slower
+        best = max((d["gain_pct"] for d in r["designs"] if d["gain_pct"] is not None), default=None)
+        con.print(f"no design beats {(b or ref)['name']} at equal quality proxy: the best is {best:+.1f}% {short} "
+                  "(the rows below are the least slow)" if best is not None else f"no design beats {(b or ref)['name']}", highlight=False)
+        if b and b.get("outside_grid"):
+            con.print(f"{b['name']}'s {', '.join(b['outside_grid'])} are outside the shape grid (full GQA attention in every layer)",
+                      highlight=False)
     if b:
         con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f} nats/token, "
                   f"{short} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
@@ -268,7 +338,7 @@ def design(
         q, e = d["quality"], d["envelope"]
         where = "in" if e["inside"] else _envelope_cell(e["outside"][0])
         rows.append((str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B",
-                     f"{q['delta_pct']:+.2f}±{q['sigma_pct']:.2f}" + (" x" if q["extrapolated"] else ""), where,
+                     f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f}" + (" x" if q["extrapolated"] else "") + (" ~" if q.get("flat") else ""), where,
                      f"{d['objective']:.1f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
                      f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W"))
     # where the rows differ in the envelope, each row's place in it beneath its loss (a column of its own cropped the lint
@@ -280,13 +350,15 @@ def design(
     columns = f"#:n shape:t params:n active:n {'loss_%' if inside else 'loss_%|envelope'}:n {heads} deployment:t lint:k"
     budget = f"{params / 1e9:.0f}B params" + (f", {active_params / 1e9:.3g}B active" if active_params is not None else "")
     # the search's size on a line of its own: folded at 80 columns, one title broke "in 1.5 / s)" between a figure and its unit
-    t = _table(f"designs at {budget} on {gpus_}x {g.name}, {regime} regime\n({r['candidates']:,} shapes, "
+    sc = r.get("screened", {})
+    thinned = f", thinned to {sc['priced']:,} of {sc['admitted']:,} admitted" if sc.get("priced", 0) < sc.get("admitted", 0) else ""
+    t = _table(f"designs at {budget} on {gpus_}x {g.name}, {regime} regime\n({r['candidates']:,} shapes{thinned}, "
                f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)", columns,
                f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
-               f"proxy loss against {ref['name']}'s, +- its 1-sigma band (the terms the two differ in); x: a term extrapolated "
-               "beyond its studied range. " + ("Every design lies inside the published envelope" if inside else
-                                               "envelope, beneath the loss: in, or the bound it breaks most, above its "
-                                               "maximum (>) or below its minimum (<), and by what factor (--json: every bound)") + " ("
+               f"proxy loss against {ref['name']}'s, +- sigma_delta, the band the equal-quality test uses; x: a term extrapolated "
+               "beyond its studied range; ~: the shapes differ on an axis the proxy is flat on (it cannot tell them apart). "
+               + (envelope_said(env) if inside else "envelope, beneath the loss: in, or the bound it breaks most, above its "
+                  "maximum (>) or below its minimum (<), and by what factor (--json: every bound)") + " ("
                + ("searched inside it" if env["applied"] else "--outside-envelope") + f"). {short}: the regime's objective at its best "
                "deployment; gain % over the baseline (else the reference) at the same SLO. lint: errors and warnings.")
     for row in rows:
@@ -302,10 +374,13 @@ def design(
             con.print(f"binds: {x['axis']} {x['side']} {x['value']} is a real limit, {x['why']}" + (f" ({', '.join(x['bounds'])})" if x.get("bounds") else ""))
         else:
             con.print(f"binds: {x['kind']}: {x['axis']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}")
+    for line in envelope_lines(r["designs"]):
+        con.print(line, highlight=False)
     if r["designs"]:  # how far to trust the objective (every row's in --json)
         b1 = r["designs"][0]["intervals"][r["objective"]]
         con.print(f"{short} of design 1: 80% interval {b1['lo80']:.1f}-{b1['hi80']:.1f}, 95% {b1['lo95']:.1f}-{b1['hi95']:.1f} "
                   f"(from {b1['source']}{'; ' + '; '.join(b1['widened']) if b1['widened'] else ''})", highlight=False)
+        con.print(wins_by(r["designs"][0], ref["name"] if not b else b["name"], short), highlight=False)
     if export and r["designs"]:
         con.print(f"wrote {'standard output' if export == '-' else export}")
     if plot_path and r["designs"]:

@@ -222,6 +222,39 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
     return {"delta": delta, "sigma": sigma, "sigma_test": sigma_test, "passes": passes, "beyond": beyond}
 
 
+def delta_terms(cand: dict, ref: dict, *, active, ref_active, c: dict | None = None, pc: dict | None = None) -> dict:
+    """Why a shape's loss differs from a reference's (loss_terms of each; `active`: the shape's active parameters,
+    arrays): {"nats": {term: its part of the delta}, "flat": {axis: the shapes differ on it where its term is flat}}.
+    The effective-parameter terms (active parameters "params", the MoE rule, KV sharing, head size, granularity, ...)
+    add in ln N_eff: each takes the delta of the parameter term in proportion to its own ln change (the secant slope
+    of A / N_eff^alpha between the two, the tangent `slope` where they cancel), so the parts sum to the delta exactly;
+    the aspect penalty is its own nats. "flat": aspect ratio inside Kaplan's flat band (quality.toml [shape]
+    optimum / flat_band .. optimum x flat_band) or head size inside [low, high] (proxy.toml [head_dim]) on both
+    shapes at different values: the term reads 0 there because the proxy cannot tell them apart, not because it
+    measured no difference (quality_delta's band carries its spread per e-fold)."""
+    c = c or quality.constants()
+    pc = pc or proxy_constants()
+    dln = {"params": np.log(np.asarray(active, float) / float(ref_active))}
+    for name, t in cand["ln"].items():
+        dln[name] = np.asarray(t[0], float) - np.asarray(ref["ln"].get(name, (0.0,))[0], float)
+    nats = {name: np.asarray(t[0], float) - np.asarray(ref["nats"].get(name, (0.0,))[0], float) for name, t in cand["nats"].items()}
+    delta = np.asarray(cand["loss"], float) - np.asarray(ref["loss"], float)
+    total = sum(dln.values())
+    d_param = delta - sum(nats.values())  # the parameter term's own change (one precision and token count: theirs cancel)
+    safe = np.where(np.abs(total) > 1e-12, total, 1.0)
+    secant = np.where(np.abs(total) > 1e-12, -d_param / safe, np.asarray(ref["slope"], float))
+    out = {name: -secant * v for name, v in dln.items()} | nats
+    sh, hd = c["shape"], pc["head_dim"]
+    la, lr = np.asarray(cand["position"]["aspect"][0], float), float(np.ravel(ref["position"]["aspect"][0])[0])
+    band = (sh["optimum"] / sh["flat_band"], sh["optimum"] * sh["flat_band"])
+    in_band = lambda x: (x >= np.log(band[0])) & (x <= np.log(band[1]))  # noqa: E731
+    ha, hr = np.asarray(cand["position"]["head_dim"][0], float), float(np.ravel(ref["position"]["head_dim"][0])[0])
+    in_hd = lambda x: (x >= np.log(hd["low"])) & (x <= np.log(hd["high"]))  # noqa: E731
+    flat = {"aspect": in_band(la) & in_band(np.asarray(lr)) & (np.abs(la - lr) > 1e-9),
+            "head_dim": in_hd(ha) & in_hd(np.asarray(hr)) & (np.abs(ha - hr) > 1e-9)}
+    return {"nats": out, "flat": flat, "flat_range": {"aspect": band, "head_dim": (float(hd["low"]), float(hd["high"]))}}
+
+
 def model_features(model) -> dict:
     """The proxy's architecture keywords for a ModelSpec (layer-count weighted over its layer groups)."""
     mixers = gqa = mla = rec = win = 0

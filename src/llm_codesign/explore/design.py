@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -273,6 +273,8 @@ class Reference:
     terms: dict
     k: float  # a shape passes when its loss is at most k sigma_test (+ tol x the reference's loss) above this one's
     tol: float
+    qc: dict | None = field(default=None, repr=False, compare=False)  # the constants the terms were drawn with
+    pc: dict | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict:
         m = self.model
@@ -289,14 +291,15 @@ def _spec_shape(m: ModelSpec) -> dict:
 
 
 def reference(params: float, *, baseline: ModelSpec | None, moe: bool, weight_dtype: str, budget_tol: float, qc: dict, pc: dict,
-              k: float = 1.0, tol: float = 0.0) -> Reference:
+              k: float = 1.0, tol: float = 0.0, active: float | None = None) -> Reference:
     """The baseline, or without one the published model of the search's kind (dense or MoE, full GQA attention)
-    nearest the budget: as it is when within the budget tolerance, else its shape scaled to the budget."""
-    m, name, basis = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol)
-    return Reference(name, basis, m, accuracy_model.model_terms(m, weight_dtype, c=qc, pc=pc), k, tol)
+    nearest the budget (total and, with `active`, active parameters): as it is when within the budget tolerance, else
+    its shape scaled to the budget."""
+    m, name, basis = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol, active=active)
+    return Reference(name, basis, m, accuracy_model.model_terms(m, weight_dtype, c=qc, pc=pc), k, tol, qc, pc)
 
 
-def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, outside_envelope: bool) -> dict:
+def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, outside_envelope: bool, moe: bool = False) -> dict:
     """Quality against the reference and place in the envelope, per shape, merged into the shape arrays
     ("q_*", "env_*" keys) with "admit": passes the quality test and lies inside (or the envelope is open)."""
     from llm_codesign.explore import envelope
@@ -304,7 +307,8 @@ def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, 
     t = accuracy_model.shape_terms(cand, weight_dtype, qc, pc)
     qd = accuracy_model.quality_delta(t, ref.terms, k=ref.k, tol=ref.tol)
     n = len(cand["hidden"])
-    viol = envelope.violations_at(envelope.shape_arrays(cand), cand["total_params"])  # each at its own scale, as lint judges it
+    # each at its own scale, as lint judges it; a dense search's trunk bounds from the dense models (envelope.TRUNK_VARIABLES)
+    viol = envelope.violations_at(envelope.shape_arrays(cand), cand["total_params"], dense=not moe)
     out = dict(cand)
     out["q_loss"] = np.broadcast_to(t["loss"], (n,)).astype(float)
     for key in ("delta", "sigma", "sigma_test", "passes"):
@@ -326,7 +330,8 @@ def _cat(a: dict, b: dict) -> dict:
     return {k: np.concatenate([a[k], b[k]]) for k in a}
 
 
-def _setup(params, baseline, moe, prec, *, budget_tol, quality_tol, quality_sigmas, outside_envelope, quality_file, proxy_file):
+def _setup(params, baseline, moe, prec, *, budget_tol, quality_tol, quality_sigmas, outside_envelope, quality_file, proxy_file,
+           active=None):
     """What both searches judge shapes by: the precision, the vocabulary, the reference, the envelope at the budget
     and judge()'s keywords."""
     from llm_codesign.explore.envelope import envelope_at
@@ -337,9 +342,9 @@ def _setup(params, baseline, moe, prec, *, budget_tol, quality_tol, quality_sigm
     qc = quality.constants(quality_file)
     pc = accuracy_model.proxy_constants(proxy_file)  # the accuracy proxy's constants, a user's overrides on top
     ref = reference(params, baseline=baseline, moe=moe, weight_dtype=prec.weight.name, budget_tol=budget_tol, qc=qc, pc=pc,
-                    k=quality_sigmas, tol=quality_tol)
-    env = envelope_at(params)
-    jk = dict(ref=ref, weight_dtype=prec.weight.name, qc=qc, pc=pc, outside_envelope=outside_envelope)
+                    k=quality_sigmas, tol=quality_tol, active=active)
+    env = envelope_at(params, dense=not moe)
+    jk = dict(ref=ref, weight_dtype=prec.weight.name, qc=qc, pc=pc, outside_envelope=outside_envelope, moe=moe)
     return prec, (baseline.vocab if baseline else DEFAULT_VOCAB), ref, env, jk
 
 
@@ -380,7 +385,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     _check_active(active_params, params, moe)
     prec, vocab, ref, env, jk = _setup(params, baseline, moe, prec, budget_tol=budget_tol, quality_tol=quality_tol,
                                        quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file,
-                                       proxy_file=proxy_file)
+                                       proxy_file=proxy_file, active=active_params)
     prec = prec.on(gpu)  # an activation left to the GPU settled on it (MXFP4: W4A4 on CDNA4), so that the answer says what runs
     check_kv_format(engine, gpu, prec.kv.name)  # a KV-cache format the engine holds on this GPU, as estimate's
     axes = grid_axes(moe=moe)
@@ -389,6 +394,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     screened = {"in_budget": int(len(allc["hidden"])), "inside_envelope": int(allc["inside"].sum()),
                 "pass_quality": int(allc["q_passes"].sum()), "admitted": int(allc["admit"].sum())}
     cand = thin(_take(allc, allc["admit"]), max_candidates)
+    screened["priced"] = int(len(cand["hidden"]))  # below "admitted" where max_candidates thinned them (an even spread)
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     if not screened["in_budget"]:
         raise _none_in_budget(grid, params, budget_tol, vocab, moe=moe, active_params=active_params)
@@ -412,7 +418,8 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
                 num_gpus=num_gpus, top=top, t0=t0, **on)
     _add_batch_binds(r, vocab, baseline=baseline, ref=ref, gpu=gpu, cal=cal, prec=prec, slo=slo, engine=engine)
     r["candidates"] = searched  # the grid's shapes; the extensions' are counted under "grid"
-    r |= {"screened": screened, "envelope": env.to_dict() | {"applied": not outside_envelope}, "grid": grid, "binds": binds}
+    r |= {"screened": screened, "envelope": env.to_dict() | {"applied": not outside_envelope}, "grid": grid, "binds": binds,
+          "active_params": active_params}
     return r
 
 
@@ -531,7 +538,8 @@ def _num(x):
 def quality_why(delta: float, sigma: float, k: float) -> str:
     """Why a shape falls below the reference's quality: its proxy loss difference beyond k x the difference's
     sigma, or, where the sigma is 0 (no term the two differ in is uncertain), beyond the reference's with no band."""
-    band = f"beyond {k:g} x its sigma {sigma:.2g}" if sigma > 0 else "above it, with no band"
+    band = (f"beyond {k:g} x its sigma_delta {sigma:.2g}" if sigma > 0 else
+            "above it, with no band (no term the two differ in has a stated uncertainty: sigma_delta is 0)")
     return f"proxy loss {delta:+.4f} against the reference's, {band}"
 
 
@@ -566,7 +574,7 @@ def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits, a
         gain = 100.0 * (o[i] / obj[w] - 1.0)
         what = {"axis": axis, "to": _num(c[f"ax_{axis}"][i]), "gain_pct": float(gain)}
         if not c["inside"][i]:
-            pos = position(envelope_at(float(c["total_params"][i])), shape_arrays(c), i)
+            pos = position(envelope_at(float(c["total_params"][i]), dense=not moe), shape_arrays(c), i)
             out.append({"kind": "envelope", **what, "bounds": [v["bound"] for v in pos["outside"]],
                         "why": "; ".join(describe(v) for v in pos["outside"])})
         if not c["q_passes"][i]:
@@ -638,6 +646,35 @@ def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, 
     return obj, bplan, bbatch, evaluated
 
 
+def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Reference) -> dict:
+    """Row i's quality against the reference (j: its place in `why`, accuracy_model.delta_terms of the ranked rows).
+    sigma_delta (the test's band, each term's sigma at its studied edge) is the band the rows print; "uncertainty" adds
+    what the test leaves out: flat terms' spread per e-fold and extrapolation (quality_delta)."""
+    bq = float(ref.terms["loss"])
+    sd, ex = float(cand["q_sigma_test"][i]), sorted(k[3:] for k in cand if k.startswith("qx_") and cand[k][i] > 0)
+    flat = [{"term": t, "value": float(np.exp(pos)), "reference": float(np.exp(np.ravel(ref.terms["position"][t][0])[0])),
+             "flat_range": list(why["flat_range"][t])}
+            for t, pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i]))) if bool(why["flat"][t][j])]
+    return {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
+            "sigma_delta": sd, "sigma_delta_pct": 100.0 * sd / bq,
+            "uncertainty": float(cand["q_sigma"][i]), "uncertainty_pct": 100.0 * float(cand["q_sigma"][i]) / bq,
+            "sigma": float(cand["q_sigma"][i]), "sigma_pct": 100.0 * float(cand["q_sigma"][i]) / bq,
+            "sigma_test": sd, "k": ref.k, "passes": bool(cand["q_passes"][i]), "extrapolated": ex,
+            # each term's part of the delta, largest first; a flat term's difference is the proxy's blind spot, not a 0
+            "terms": sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
+                             for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"])),
+            "flat": flat}
+
+
+def _versus(cand: dict, i: int, *, ref: Reference, prec: Precision, moe: bool, ref_kv: float) -> dict:
+    """Row i's parameters and KV-cache bytes per token against the reference's."""
+    kv = kv_bytes_per_token(_model(cand, slice(i, i + 1), DEFAULT_VOCAB, moe=moe), prec)  # the vocabulary holds no KV
+    return {"total_params_change_pct": 100.0 * (float(cand["total_params"][i]) / ref.model.total_params - 1.0),
+            "active_params_change_pct": 100.0 * (float(cand["active_params"][i]) / ref.model.active_params - 1.0),
+            "kv_bytes_per_token": kv, "reference_kv_bytes_per_token": ref_kv,
+            "kv_change_pct": 100.0 * (kv / ref_kv - 1.0) if ref_kv else None}
+
+
 def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, baseline, ref, moe, params, num_gpus,
             engine, top, t0) -> dict:
     """The ranked designs (`best`: each shape's best plan and batch), each with its quality against the
@@ -656,34 +693,64 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     at = {"objective": float(base_v[0]) if np.isfinite(base_v[0]) else None, "deployment": _dep(bplans, binst, int(bp[0]), int(bb[0]))}
     if baseline is not None:
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
-                "quality_proxy": bq, **at}
-    rank = np.argsort(-obj, kind="stable")[:top]
+                "quality_proxy": bq, **at, "outside_grid": outside_grid(baseline)}
     bo = at["objective"] or None
     f = shape_arrays(cand)
+    rank = [i for i in np.argsort(-obj, kind="stable")[:top] if np.isfinite(obj[i])]
+    # why each row differs from the reference: the proxy's terms one by one (accuracy_model.delta_terms), with what
+    # it costs in parameters and KV cache; the reference's terms at the search's weight format (Reference.terms)
+    sub = {k: v[rank] for k, v in cand.items()}
+    why = accuracy_model.delta_terms(accuracy_model.shape_terms(sub, prec.weight.name, ref.qc, ref.pc), ref.terms,
+                                     active=sub["active_params"], ref_active=float(ref.model.active_params), c=ref.qc, pc=ref.pc) if rank else None
+    ref_kv = kv_bytes_per_token(ref.model, prec)
     designs = []
-    for i in rank:
-        if not np.isfinite(obj[i]):
-            continue
+    for j, i in enumerate(rank):
         shape = {k: int(cand[k][i]) for k in ("hidden", "layers", "heads", "kv_heads", "head_dim")}
         if moe:
             shape.update({k: int(cand[k][i]) for k in ("experts", "top_k", "expert_inter", "shared_inter")})
         else:
             shape["inter"] = int(cand["inter"][i])
-        ex = sorted(k[3:] for k in cand if k.startswith("qx_") and cand[k][i] > 0)
-        quality_row = {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
-                       "sigma": float(cand["q_sigma"][i]), "sigma_pct": 100.0 * float(cand["q_sigma"][i]) / bq,
-                       "sigma_test": float(cand["q_sigma_test"][i]), "k": ref.k, "passes": bool(cand["q_passes"][i]),
-                       "extrapolated": ex}
+        quality_row = _quality_row(cand, i, j, why=why, f=f, ref=ref)
+        versus = _versus(cand, i, ref=ref, prec=prec, moe=moe, ref_kv=ref_kv)
         designs.append({"shape": shape, "total_params": int(cand["total_params"][i]), "active_params": int(cand["active_params"][i]),
-                        "quality_proxy": float(cand["q_loss"][i]), "quality": quality_row,
-                        "envelope": position(envelope_at(float(cand["total_params"][i])), f, int(i)),
+                        "quality_proxy": float(cand["q_loss"][i]), "quality": quality_row, "versus_reference": versus,
+                        "envelope": position(envelope_at(float(cand["total_params"][i]), dense=not moe), f, int(i)),
                         "objective": float(obj[i]), "gain_pct": (100.0 * (obj[i] / bo - 1.0)) if bo else None,
                         "deployment": _dep(plan, inst, int(bplan[i]), int(bbatch[i]))})
     obj_name, cons, _, _ = REGIMES[slo.regime]
     return {"regime": slo.regime, "objective": obj_name, "constraint": {cons: slo.min_tps_user if cons == "min_tps_user" else slo.min_tps_gpu},
             "isl_osl": slo.lengths(), "gpu": gpu.id, "num_gpus": num_gpus, "precision": prec.label(), "params": params,
             "candidates": int(len(obj)), "evaluated": int(evaluated), "seconds": time.perf_counter() - t0,
-            "baseline": base, "reference": ref.to_dict() | ({} if base else at), "designs": designs}
+            "baseline": base, "reference": ref.to_dict() | ({} if base else at) | {"kv_bytes_per_token": ref_kv}, "designs": designs,
+            # none of the rows beats what they are measured against: said first (a 120B / 5B MoE search against
+            # gpt-oss-120b listed -9.3%, -22.2%, ... as designs)
+            "beats_reference": bool(bo) and any((d["gain_pct"] or 0.0) > 0 for d in designs)}
+
+
+def outside_grid(m: ModelSpec) -> list[str]:
+    """The traits of a baseline no design row can take (the grid's shapes: full GQA attention in every layer, one FFN
+    kind): gpt-oss-120b's sliding-window layers, MLA, chunked or recurrent mixers, mixed FFNs."""
+    from llm_codesign.spec.kinds import MLA
+
+    out = []
+    attn = [layer.attn for layer, _ in m.groups]
+    if any(isinstance(a, GQA) and a.window for a in attn):
+        out.append("sliding-window attention layers")
+    if any(isinstance(a, GQA) and a.attn_chunk for a in attn):
+        out.append("chunked attention layers")
+    if any(isinstance(a, MLA) for a in attn):
+        out.append("MLA attention")
+    if any(not isinstance(a, (GQA, MLA)) for a in attn):
+        out.append("recurrent or other non-attention mixers")
+    ffn = {type(layer.ffn) for layer, _ in m.groups}
+    if len(ffn) > 1:
+        out.append("dense and MoE FFN layers mixed")
+    return out
+
+
+def kv_bytes_per_token(m: ModelSpec, prec: Precision) -> float:
+    """KV-cache bytes one token of context holds over every layer (each mixer's own values, at the KV format)."""
+    return float(np.sum(sum(n * layer.attn.kv_values_per_token() for layer, n in m.groups)) * prec.kv.bytes_per_value())
 
 
 def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
@@ -705,7 +772,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     _check_active(active_params, params, moe)
     prec, vocab, ref, env, jk = _setup(params, baseline, moe, prec, budget_tol=budget_tol, quality_tol=quality_tol,
                                        quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file,
-                                       proxy_file=proxy_file)
+                                       proxy_file=proxy_file, active=active_params)
     prec = prec.on(gpu)  # as design's
     check_kv_format(engine, gpu, prec.kv.name)
     plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
@@ -742,7 +809,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
         raise InputError("params", params, f"a budget and tolerances that admit a shape (no feasible one in {trials} trials)")
     r = _trials_result(list(seen.values()), vocab=vocab, baseline=baseline, ref=ref, moe=moe, params=params, num_gpus=num_gpus,
                        top=top, t0=t0, **on)
-    r |= {"trials": trials, "envelope": env.to_dict() | {"applied": not outside_envelope}}
+    r |= {"trials": trials, "envelope": env.to_dict() | {"applied": not outside_envelope}, "active_params": active_params}
     return r
 
 

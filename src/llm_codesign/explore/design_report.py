@@ -77,7 +77,7 @@ def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) 
 def _envelope(m: ModelSpec) -> dict:
     from llm_codesign.explore.envelope import envelope_at, features, position, row_of
 
-    return position(envelope_at(float(m.total_params)), features(row_of(m)) | {"hidden": float(m.hidden)})
+    return position(envelope_at(float(m.total_params), dense=not m.is_moe), features(row_of(m)) | {"hidden": float(m.hidden)})
 
 
 def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precision, num_gpus: int, slo: Slo, moe: bool,
@@ -91,19 +91,23 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
     from llm_codesign.explore.lint import lint
 
     ref = r["reference"]
-    m0, name0, _ = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol)
+    m0, name0, _ = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol, active=r.get("active_params"))
     vocab = baseline.vocab if baseline is not None else DEFAULT_VOCAB  # design's shapes take the baseline's vocabulary
     terms = accuracy_model.model_terms(m0, prec.weight.name, c=quality.constants(quality_file), pc=accuracy_model.proxy_constants(proxy_file))
     cols = [(m0, {"role": "baseline" if baseline is not None else "reference", "name": name0, "basis": ref["basis"],
-                  "quality": {"loss": ref["quality_proxy"], "delta_pct": 0.0, "sigma_pct": 0.0, "delta_band_pct": [0.0, 0.0], "passes": True,
+                  "quality": {"loss": ref["quality_proxy"], "delta_pct": 0.0, "sigma_pct": 0.0, "sigma_delta_pct": 0.0, "uncertainty_pct": 0.0,
+                              "delta_band_pct": [0.0, 0.0], "passes": True, "terms": [], "flat": [],
                               "extrapolated": accuracy_model.extrapolated(terms)}, "envelope": _envelope(m0)})]
     for j, d in enumerate(r["designs"][:n], 1):
         q = d["quality"]
         cols.append((to_model(d, vocab, f"design {j}"), {
             "role": "design", "name": f"design {j}", "rank": j,
-            "quality": {"loss": q["loss"], "delta_pct": q["delta_pct"], "sigma_pct": q["sigma_pct"],
-                        "delta_band_pct": [q["delta_pct"] - q["sigma_pct"], q["delta_pct"] + q["sigma_pct"]], "passes": q["passes"],
-                        "extrapolated": q["extrapolated"]}, "envelope": d["envelope"]}))
+            # the band is sigma_delta, the equal-quality test's (design's rows print the same)
+            "quality": {"loss": q["loss"], "delta_pct": q["delta_pct"], "sigma_pct": q["sigma_pct"], "sigma_delta_pct": q["sigma_delta_pct"],
+                        "uncertainty_pct": q["uncertainty_pct"], "terms": q["terms"], "flat": q["flat"],
+                        "delta_band_pct": [q["delta_pct"] - q["sigma_delta_pct"], q["delta_pct"] + q["sigma_delta_pct"]], "passes": q["passes"],
+                        "extrapolated": q["extrapolated"]}, "envelope": d["envelope"], "versus_reference": d.get("versus_reference"),
+            "gain_band": d.get("gain_band")}))
     out = []
     for m, col in cols:
         at = _at_slo(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine, table=table)
@@ -133,8 +137,49 @@ def complete(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precis
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
     r = design_rows(r, gpu=gpu, prec=prec, engine=engine.name, baseline=baseline, table=table)
+    _gain_bands(r, params=params, gpu=gpu, prec=prec, engine=engine, baseline=baseline, moe=moe, budget_tol=budget_tol, table=table)
     if side and r["designs"]:
         r["side_by_side"] = side_by_side(r, params=params, gpu=gpu, cal=cal, prec=prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine,
                                          baseline=baseline, budget_tol=budget_tol, table=table, lint_regime=lint_regime,
                                          quality_file=quality_file, proxy_file=proxy_file)
     return r
+
+
+def gain_band(d: dict, b: dict, level: int = 80) -> dict:
+    """A gain's own interval from the two predictions' (`d`, `b`: {"lo80", "hi80", ...} bands about values v_d, v_b):
+    each band's log half-widths below and above its value added in quadrature, as for independent errors
+    (ln(v_d / v_b) - hypot(ln(v_d/lo_d), ln(hi_b/v_b)) .. + hypot(ln(hi_d/v_d), ln(v_b/lo_b))). Two predictions from one
+    interval slice (one engine, GPU family and load band: `same_slice`) share part of that error, which cancels in
+    their ratio, so there the band is an upper bound; the project has no paired runs of two shapes to say how much."""
+    import math
+
+    vd, vb = d["value"], b["value"]
+    lo_d, hi_d, lo_b, hi_b = d[f"lo{level}"], d[f"hi{level}"], b[f"lo{level}"], b[f"hi{level}"]
+    g = math.log(vd / vb)
+    lo = g - math.hypot(math.log(vd / lo_d), math.log(hi_b / vb))
+    hi = g + math.hypot(math.log(hi_d / vd), math.log(vb / lo_b))
+    lo_pct, hi_pct = 100.0 * math.expm1(lo), 100.0 * math.expm1(hi)
+    same = d.get("source") == b.get("source")
+    return {f"gain_lo{level}": lo_pct, f"gain_hi{level}": hi_pct, "within_model_error": bool(lo_pct <= 0.0 <= hi_pct), "same_slice": same,
+            "basis": "independent errors added in quadrature" + ("; both from one interval slice, whose shared error cancels in "
+                                                                  "the ratio: an upper bound" if same else "")}
+
+
+def _gain_bands(r: dict, *, params, gpu, prec, engine, baseline, moe, budget_tol, table) -> None:
+    """Each row's gain_band against the baseline's interval (design_rows), else the reference's (priced here as a
+    baseline's is: measure.intervals.context of the reference shape at its deployment)."""
+    from llm_codesign.measure.intervals import band, context
+
+    obj = r["objective"]
+    who = r["baseline"] if r.get("baseline") else r["reference"]
+    if who.get("objective") is None:
+        return
+    if not who.get("intervals"):
+        m0, _, _ = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol, active=r.get("active_params"))
+        isl, osl = r["isl_osl"]
+        ctx = context(m0, gpu, prec, engine=engine.name, concurrency=who["deployment"]["concurrency_per_instance"], isl=isl, osl=osl)
+        who["intervals"] = {obj: band(obj, who["objective"], ctx, table=table)}
+    b = who["intervals"][obj] | {"value": who["objective"]}
+    for d in r["designs"]:
+        if d.get("intervals") and d["gain_pct"] is not None:
+            d["gain_band"] = gain_band(d["intervals"][obj] | {"value": d["objective"]}, b)

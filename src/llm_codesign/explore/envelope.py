@@ -33,6 +33,8 @@ VARIABLES = {
     "granularity": ("ratio", "granularity G"),
     "active_fraction": ("ratio", "active / total parameters"),
 }
+# a design within 5% of a limit is "at the edge" (one grid step: 2 layers of 48 are 4%)
+EDGE_HEADROOM = 1.05
 MOE_VARIABLES = ("experts", "top_k", "granularity", "active_fraction")
 GQA_VARIABLES = ("q_per_kv", "kv_heads")
 
@@ -105,16 +107,28 @@ class Envelope:
     models: tuple[str, ...]  # the published models in the window
     bounds: dict[str, Bound]
     depth_log_base: float  # Levine et al.: layers >= log_base(d_model)
+    dense: bool = False  # drawn over the dense models only
 
     def to_dict(self) -> dict:
-        return {"scale": self.scale, "models": list(self.models), "depth_threshold": f"layers >= log{self.depth_log_base:g}(d_model)",
+        return {"scale": self.scale, "models": list(self.models), "kind": "dense models only" if self.dense else "every model",
+                "ratio_margin": float(data()["policy"]["ratio_margin"]), "count_margin": float(data()["policy"]["count_margin"]), "depth_threshold": f"layers >= log{self.depth_log_base:g}(d_model)",
                 "bounds": {k: {"min": b.lo, "max": b.hi, "published_min": b.lo_value, "published_max": b.hi_value,
                                "min_set_by": list(b.lo_models), "max_set_by": list(b.hi_models)} for k, b in self.bounds.items()}}
 
 
-def _pools() -> dict[str, list[dict]]:
+# the trunk's variables: a MoE's width and depth follow its active size, not its total (mixtral-8x7b, 46.7B, is 4096 x 32,
+# a 13B dense trunk), so a dense search draws them over the dense models; attention geometry (head size, KV heads,
+# query heads per KV head) is the same kind of layer in both and stays drawn over every model of the window
+TRUNK_VARIABLES = ("aspect_ratio", "layers")
+_POOL_NAMES = ("trunk", "all", "moe", "gqa")
+
+
+def _pools(dense: bool = False) -> dict[str, list[dict]]:
+    """The published rows each variable is drawn over (TRUNK_VARIABLES over "trunk": the dense models for a `dense`
+    search, every model otherwise)."""
     rows = data()["model"]
-    return {"all": rows, "moe": [r for r in rows if r.get("experts")], "gqa": [r for r in rows if r.get("kv_heads")]}
+    return {"trunk": [r for r in rows if not r.get("experts")] if dense else rows, "all": rows,
+            "moe": [r for r in rows if r.get("experts")], "gqa": [r for r in rows if r.get("kv_heads")]}
 
 
 def _members(x: np.ndarray, rows: list[dict]) -> np.ndarray:
@@ -128,41 +142,51 @@ def _members(x: np.ndarray, rows: list[dict]) -> np.ndarray:
     return np.where((near.sum(axis=1) < k)[:, None], nearest, near)
 
 
+def _pool_of(var: str) -> str:
+    return "moe" if var in MOE_VARIABLES else "gqa" if var in GQA_VARIABLES else "trunk" if var in TRUNK_VARIABLES else "all"
+
+
 @lru_cache(maxsize=256)
-def _bounds(key: tuple[tuple[str, ...], ...]) -> tuple[tuple[str, ...], dict]:
-    """Each variable's published range over the window's models (`key`: the names in the all, MoE and GQA pools),
-    widened by the margin."""
+def _bounds(key: tuple[tuple[str, ...], ...], dense: bool = False) -> tuple[tuple[str, ...], dict]:
+    """Each variable's published range over the window's models (`key`: the names in the _POOL_NAMES pools),
+    widened by the margin; `dense`: no MoE variables."""
     pol = data()["policy"]
     by_name = {r["name"]: r for r in data()["model"]}
-    pools = dict(zip(("all", "moe", "gqa"), ([by_name[n] for n in names] for names in key), strict=True))
-    bounds = {}
+    pools = dict(zip(_POOL_NAMES, ([by_name[n] for n in names] for names in key), strict=True))
+    bounds, used = {}, []
     for var, (kind, _) in VARIABLES.items():
-        pool = pools["moe" if var in MOE_VARIABLES else "gqa" if var in GQA_VARIABLES else "all"]
+        if dense and var in MOE_VARIABLES:
+            continue  # a dense search has none of them
+        pool = pools[_pool_of(var)]
         vals = [(features(r)[var], r["name"]) for r in pool if var in features(r)]
+        used += [n for _, n in vals]
         lo_v, hi_v = min(v for v, _ in vals), max(v for v, _ in vals)
         if kind == "ratio":
             lo, hi = lo_v / pol["ratio_margin"], hi_v * pol["ratio_margin"]
         else:
             lo, hi = lo_v * (1 - pol["count_margin"]), hi_v * (1 + pol["count_margin"])
         bounds[var] = Bound(var, lo, hi, lo_v, hi_v, tuple(n for v, n in vals if v == lo_v), tuple(n for v, n in vals if v == hi_v))
-    return tuple(dict.fromkeys(n for names in key for n in names)), bounds
+    order = [n for names in key for n in names]
+    return tuple(n for n in dict.fromkeys(order) if n in set(used)), bounds
 
 
-def _keys(scales) -> list[tuple[tuple[str, ...], ...]]:
+def _keys(scales, dense: bool = False) -> list[tuple[tuple[str, ...], ...]]:
     x = np.log10(np.asarray(scales, float).reshape(-1))
-    masks = {name: _members(x, rows) for name, rows in _pools().items()}
-    names = {name: [r["name"] for r in rows] for name, rows in _pools().items()}
-    return [tuple(tuple(n for n, m in zip(names[p], masks[p][i], strict=True) if m) for p in ("all", "moe", "gqa"))
+    pools = _pools(dense)
+    masks = {name: _members(x, rows) for name, rows in pools.items()}
+    names = {name: [r["name"] for r in rows] for name, rows in pools.items()}
+    return [tuple(tuple(n for n, m in zip(names[p], masks[p][i], strict=True) if m) for p in _POOL_NAMES)
             for i in range(len(x))]
 
 
-def envelope_at(scale: float) -> Envelope:
+def envelope_at(scale: float, *, dense: bool = False) -> Envelope:
     """The envelope at `scale` total parameters: every variable's published range over the models of the
-    window (MoE variables over its MoE models, KV-head variables over its GQA models), widened by the margin."""
+    window (MoE variables over its MoE models, KV-head variables over its GQA models), widened by the margin.
+    `dense`: over the dense models only, no MoE variables (a dense search's)."""
     from llm_codesign.explore.quality import constants
 
-    models, bounds = _bounds(_keys([scale])[0])
-    return Envelope(float(scale), models, bounds, float(constants()["shape"]["depth_log_base"]))
+    models, bounds = _bounds(_keys([scale], dense)[0], dense)
+    return Envelope(float(scale), models, bounds, float(constants()["shape"]["depth_log_base"]), dense)
 
 
 def shape_arrays(cand: dict) -> dict:
@@ -199,16 +223,16 @@ def depth_threshold(hidden, base: float = 3.0):
     return np.log(np.asarray(hidden, float)) / math.log(base)
 
 
-def violations_at(f: dict, scales) -> dict[str, np.ndarray]:
+def violations_at(f: dict, scales, *, dense: bool = False) -> dict[str, np.ndarray]:
     """`violations` with each shape judged against the envelope at its own scale (array `scales`, total params)."""
-    keys = _keys(scales)
+    keys = _keys(scales, dense)
     n = len(keys)
     out: dict[str, np.ndarray] = {}
     groups: dict[tuple, list[int]] = {}
     for i, key in enumerate(keys):
         groups.setdefault(key, []).append(i)
     for idx in groups.values():
-        env = envelope_at(float(np.asarray(scales, float).reshape(-1)[idx[0]]))
+        env = envelope_at(float(np.asarray(scales, float).reshape(-1)[idx[0]]), dense=dense)
         sub = {k: np.asarray(v)[idx] if np.ndim(v) else v for k, v in f.items()}
         for k, v in violations(env, sub).items():
             out.setdefault(k, np.zeros(n))[idx] = v
@@ -248,7 +272,22 @@ def position(env: Envelope, f: dict, i: int | None = None) -> dict:
         lim = float(depth_threshold(pick(f["hidden"]), env.depth_log_base))
         room.append((pick(f["layers"]) / lim, "depth_threshold", pick(f["layers"]), lim))
     by, key, x, lim = min(room)
-    return {"inside": True, "outside": [], "closest": {"bound": key, "value": x, "limit": lim, "headroom": by}}
+    # inside the widened limits may still be beyond every published model (the margin's allowance): each such bound
+    # with the published extreme and who set it (a 70B dense winner at aspect 192 against mixtral-8x7b's 128 x 1.5)
+    beyond = []
+    for var, b in env.bounds.items():
+        if var in f:
+            x_ = pick(f[var])
+            for side, pub, models, out_ in (("max", b.hi_value, b.hi_models, x_ > b.hi_value), ("min", b.lo_value, b.lo_models, x_ < b.lo_value)):
+                if out_:
+                    beyond.append({"bound": f"{var}.{side}", "value": x_, "published": pub, "set_by": list(models),
+                                   "limit": b.hi if side == "max" else b.lo, "by": x_ / pub if side == "max" else pub / x_})
+    closest = {"bound": key, "value": x, "limit": lim, "headroom": by}
+    if key != "depth_threshold":
+        b = env.bounds[key.split(".")[0]]
+        side = key.split(".")[1]
+        closest |= {"published": b.hi_value if side == "max" else b.lo_value, "set_by": list(b.hi_models if side == "max" else b.lo_models)}
+    return {"inside": True, "outside": [], "closest": closest, "at_edge": bool(by < EDGE_HEADROOM), "beyond_published": beyond}
 
 
 def describe(v: dict) -> str:
@@ -272,14 +311,19 @@ def _representable(m: ModelSpec) -> bool:
         all(isinstance(layer.ffn, MoE) for layer, _ in m.groups) or all(isinstance(layer.ffn, DenseFfn) for layer, _ in m.groups))
 
 
-def _scaled(m: ModelSpec, params: float) -> ModelSpec:
+def _scaled(m: ModelSpec, params: float, active: float | None = None) -> ModelSpec:
     """`m`'s recipe at `params` total parameters: hidden and every layer count scaled together (its aspect
-    ratio), head size, KV heads, experts and top-k kept, query heads and FFN/expert widths following the width."""
+    ratio), head size, KV heads, experts and top-k kept, query heads and FFN/expert widths following the width.
+    With `active` (a MoE's active budget) the widths and depth scale to the active count instead and the routed
+    experts (a multiple of 8, top-k at least) take the total: scaling alone keeps the model's own active fraction
+    (mixtral-8x22b's 0.28 put 32.7B active beside a 120B / 5B budget)."""
     from dataclasses import replace
 
-    s = (params / m.total_params) ** (1 / 3)
-    out = m
-    for _ in range(4):  # parameters go as layers x hidden^2: a few fixed-point steps land within ~1%
+    target = (lambda x: x.active_params) if active is not None else (lambda x: x.total_params)  # noqa: E731
+    goal = active if active is not None else params
+    s = (goal / target(m)) ** (1 / 3)
+    out, best = m, None
+    for _ in range(4 if active is None else 8):  # parameters go as layers x hidden^2: a few fixed-point steps land within ~1%
         h = max(int(round(m.hidden * s / 128)) * 128, 128)
         w = h / m.hidden
         groups = []
@@ -292,8 +336,37 @@ def _scaled(m: ModelSpec, params: float) -> ModelSpec:
                          shared_inter=int(round(f.shared_inter * w / 128)) * 128))
             groups.append((Layer(a, f), max(int(round(n * s)), 1)))
         out = replace(m, name=f"{m.name} scaled", hidden=h, groups=tuple(groups), layout=())
-        s *= (params / out.total_params) ** (1 / 3)
-    return out
+        if best is None or abs(math.log(target(out) / goal)) < abs(math.log(target(best) / goal)):
+            best = out
+        s *= (goal / target(out)) ** (1 / 3)
+    if active is None:
+        return out
+    # the active count: the nearest step's, its depth then trimmed a layer at a time (hidden moves in steps of 128,
+    # ~11% of the parameters at 2304), then the experts take the total
+    if len(best.groups) == 1:
+        layer, n = best.groups[0]
+        deeper = [replace(best, groups=((layer, max(n + d, 1)),)) for d in range(-4, 5)]
+        best = min(deeper, key=lambda x: abs(math.log(x.active_params / goal)))
+    return _with_experts(best, params)
+
+
+def _with_experts(m: ModelSpec, params: float) -> ModelSpec:
+    """`m` with the routed-expert count that brings its total nearest `params` at its active count (each routed expert
+    adds its own weights and a router column in every MoE layer; top-k and the expert width kept)."""
+    from dataclasses import replace
+
+    moe = [layer.ffn for layer, _ in m.groups if isinstance(layer.ffn, MoE)]
+    if not moe:
+        return m
+
+    def at(e: int) -> ModelSpec:
+        return replace(m, groups=tuple((Layer(layer.attn, replace(layer.ffn, experts=e)) if isinstance(layer.ffn, MoE) else layer, n)
+                                       for layer, n in m.groups))
+
+    e0 = moe[0].experts
+    per_expert = at(e0 + 1).total_params - m.total_params  # exact: total parameters are linear in the expert count
+    e = max(int(round((e0 + (params - m.total_params) / per_expert) / 8)) * 8, moe[0].top_k, 8)
+    return at(e)
 
 
 @lru_cache(maxsize=2)
@@ -303,9 +376,11 @@ def _reference_pool(moe: bool) -> tuple[str, ...]:
     return tuple(r["name"] for r in data()["model"] if bool(r.get("experts")) == moe and _representable(get_model(r["name"])))
 
 
-def reference_model(params: float, *, baseline: ModelSpec | None, moe: bool, budget_tol: float) -> tuple[ModelSpec, str, str]:
+def reference_model(params: float, *, baseline: ModelSpec | None, moe: bool, budget_tol: float,
+                    active: float | None = None) -> tuple[ModelSpec, str, str]:
     """The reference's shape, name and basis (`reference`): the baseline, else the nearest published model of the kind,
-    scaled to the budget where it lies outside the tolerance."""
+    scaled to the budget where it lies outside the tolerance. With `active` (a MoE search's active budget) nearest is
+    in log total plus log active parameters and both are scaled to (_scaled)."""
     import math
 
     from llm_codesign.spec.registry import get_model
@@ -313,11 +388,17 @@ def reference_model(params: float, *, baseline: ModelSpec | None, moe: bool, bud
     if baseline is not None:
         return baseline, baseline.name, "baseline"
     pool = [get_model(n) for n in _reference_pool(moe)]
-    near = min(pool, key=lambda x: abs(math.log(x.total_params / params)))
+    act = active if moe else None
+
+    def dist(x):
+        return abs(math.log(x.total_params / params)) + (abs(math.log(x.active_params / act)) if act else 0.0)
+
+    near = min(pool, key=dist)
     kind = "MoE" if moe else "dense"
-    if abs(near.total_params / params - 1) <= budget_tol:
-        return near, near.name, f"no baseline: the nearest published {kind} model"
-    m = _scaled(near, params)
-    name = f"{near.name} scaled to {m.total_params / 1e9:,.4g}B"
-    return (m, name, f"no baseline: the nearest published {kind} model ({near.name}, "
-            f"{near.total_params / 1e9:.3g}B), its shape scaled to the budget")
+    by = " by total and active parameters" if act else ""
+    if abs(near.total_params / params - 1) <= budget_tol and (not act or abs(near.active_params / act - 1) <= budget_tol):
+        return near, near.name, f"no baseline: the nearest published {kind} model{by}"
+    m = _scaled(near, params, act)
+    name = f"{near.name} scaled to {m.total_params / 1e9:,.4g}B" + (f" ({m.active_params / 1e9:.3g}B active)" if act else "")
+    return (m, name, f"no baseline: the nearest published {kind} model{by} ({near.name}, "
+            f"{near.total_params / 1e9:.3g}B" + (f" / {near.active_params / 1e9:.3g}B active" if act else "") + "), its shape scaled to the budget")

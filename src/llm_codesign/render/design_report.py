@@ -89,11 +89,20 @@ def _speed_rows(cols: list[dict], objective: str) -> list[tuple[str, list[str]]]
         return _n(a[k]) + (f" (80%: {_n(b['lo80'])}-{_n(b['hi80'])})" if b else "")
 
     return [(f"{_METRIC[objective]} at the SLO (the objective)", [at(c, objective, band=True) for c in cols]),
-            ("gain over the reference", [_pct(c["gain_pct"]) if c["role"] == "design" else "-" for c in cols]),
+            ("gain over the reference (its own 80% band)", [_gain(c) if c["role"] == "design" else "-" for c in cols]),
             *((_METRIC[k] + " there", [at(c, k) for c in cols]) for k in _METRIC if k != objective),
             ("best deployment", [f"{c['at_slo']['deployment']['plan']}, batch {c['at_slo']['deployment']['concurrency_per_instance']}"
                                  if c["at_slo"] else "-" for c in cols]),
             ("the next batch up the grid", [_next_batch(c["at_slo"]["deployment"]["batch"]) if c["at_slo"] else "-" for c in cols])]
+
+
+def _gain(c: dict) -> str:
+    """The gain with its own 80% band (explore.design_report.gain_band) and whether it is beyond model error."""
+    g, b = _pct(c["gain_pct"]), c.get("gain_band")
+    if not b or c["gain_pct"] is None:
+        return g
+    return (f"{g} ({b['gain_lo80']:+.1f}% to {b['gain_hi80']:+.1f}%: " + ("within" if b["within_model_error"] else "beyond")
+            + " model error" + (", an upper bound: one interval slice" if b["same_slice"] else "") + ")")
 
 
 def _next_batch(b: dict) -> str:
@@ -106,12 +115,31 @@ def _next_batch(b: dict) -> str:
 
 
 def _quality_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
-    def delta(q):
+    def delta(c):
+        q = c["quality"]
         lo, hi = q["delta_band_pct"]
-        return "0 (the reference)" if not q["sigma_pct"] and not q["delta_pct"] else f"{q['delta_pct']:+.2f}% ± {q['sigma_pct']:.2f}% ({lo:+.2f}% to {hi:+.2f}%)"
+        return "0 (the reference)" if c["role"] != "design" else f"{q['delta_pct']:+.2f}% ± {q['sigma_delta_pct']:.2f}% ({lo:+.2f}% to {hi:+.2f}%)"
+
+    def terms(c):
+        q = c["quality"]
+        if c["role"] != "design":
+            return "-"
+        out = ", ".join(f"{t['term']} {t['delta_pct']:+.2f}%" for t in q.get("terms", [])) or "no term differs"
+        flat = "; ".join(f"{x['term']} {x['value']:.4g} vs {x['reference']:.4g} is flat to the proxy ({x['flat_range'][0]:g}-"
+                         f"{x['flat_range'][1]:g}): it cannot tell them apart" for x in q.get("flat", []))
+        return out + (f"; {flat}" if flat else "")
+
+    def versus(c):
+        v = c.get("versus_reference")
+        return "-" if not v else (f"params {v['total_params_change_pct']:+.1f}%, active {v['active_params_change_pct']:+.1f}%, "
+                                  f"KV {v['kv_bytes_per_token'] / 1024:,.0f} KiB/token ({v['kv_change_pct']:+.0f}%)")
 
     return [("proxy loss (nats)", [f"{c['quality']['loss']:.4f}" for c in cols]),
-            ("loss against the reference, 1-sigma band", [delta(c["quality"]) for c in cols]),
+            ("loss against the reference ± sigma_delta (the equal-quality test's band)", [delta(c) for c in cols]),
+            ("the loss delta by term (% of the reference's loss)", [terms(c) for c in cols]),
+            ("model error of the delta (adds flat terms' spread, extrapolation)",
+             [f"± {c['quality']['uncertainty_pct']:.2f}%" if c["role"] == "design" else "-" for c in cols]),
+            ("against the reference", [versus(c) for c in cols]),
             ("equal quality", ["yes" if c["quality"]["passes"] else "no" for c in cols]),
             ("terms beyond their studied range", [", ".join(c["quality"]["extrapolated"]) or "none" for c in cols])]
 
@@ -119,7 +147,12 @@ def _quality_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
 def _envelope_text(e: dict) -> str:
     if e["inside"]:
         c = e["closest"]
-        return f"inside (nearest bound {c['bound']}: {c['value']:.4g} against {c['limit']:.4g}, headroom x{c['headroom']:.2f})"
+        out = (f"inside{' AT THE EDGE' if e.get('at_edge') else ''} (nearest bound {c['bound']}: {c['value']:.4g} against "
+               f"{c['limit']:.4g}, headroom x{c['headroom']:.2f}" + (f"; the published {c['published']:.4g}, {', '.join(c['set_by'])}"
+                                                                      if c.get("set_by") else "") + ")")
+        beyond = "; ".join(f"{v['bound']} {v['value']:.4g} beyond every published model's {v['published']:.4g} ({', '.join(v['set_by'])})"
+                           for v in e.get("beyond_published", []))
+        return out + (f"; inside only by the margin: {beyond}" if beyond else "")
     return "outside: " + "; ".join(f"{v['bound']} {v['value']:.4g} against {v['limit']:.4g} (x{v['by']:.2f})" for v in e["outside"])
 
 

@@ -62,6 +62,9 @@ def bound_in_view(rb: dict | None, limits: tuple[tuple[float, float], tuple[floa
 
 
 BOUND_DASHES = (":", "--", "-.", (0, (1, 4)), (0, (5, 2, 1, 2, 1, 2)))  # one dash per series' bound
+# one palette for every plot (matplotlib's tab10, in its order): the PNG/SVG's series i and the HTML reports' and the
+# page's (render.report's script takes it from here) are one colour, so design.png's reference is design.html's
+PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 
 
 def bound_label(r: dict, results: list[dict]) -> str:
@@ -81,11 +84,23 @@ def _place_labels(ax, fig, items) -> None:
     point and is left out when none is free. items: [(text, (x, y), colour)]."""
     renderer = fig.canvas.get_renderer()
     taken = []
+    # one label per text among points within ~4% of each other (three designs' "TP8 x1 B=1" at one frontier end read as
+    # one stack of labels floating off the curves)
+    seen: list[tuple[str, float, float]] = []
+    kept = []
     for text, xy, colour in items:
+        lx, ly = math.log(max(xy[0], 1e-30)), math.log(max(xy[1], 1e-30))
+        if any(t == text and abs(lx - x) < 0.04 and abs(ly - y) < 0.04 for t, x, y in seen):
+            continue
+        seen.append((text, lx, ly))
+        kept.append((text, xy, colour))
+    for text, xy, colour in kept:
         for off in ((6, 6), (6, -22), (-8, 8), (-8, -22), (14, 18), (14, -34)):
             ha = "left" if off[0] > 0 else "right"
+            # a leader line from the label to its point: a label moved off its point still says which point it names
             a = ax.annotate(text, xy, fontsize=7, xytext=off, textcoords="offset points", color=colour, ha=ha,
-                            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7})
+                            bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.7},
+                            arrowprops={"arrowstyle": "-", "color": colour, "lw": 0.6, "shrinkA": 0, "shrinkB": 2})
             box = a.get_window_extent(renderer).expanded(1.05, 1.1)
             if not any(box.overlaps(t) for t in taken) and ax.get_window_extent(renderer).contains(box.x0, box.y0) \
                     and ax.get_window_extent(renderer).contains(box.x1, box.y1):
@@ -135,6 +150,19 @@ def _axes(ax, results: list[dict], *, many: bool) -> None:
     _log_grid(ax, (x0, x1), (y0, y1))
 
 
+def _precision_markers(ax, r: dict, color: str, *, one_precision: bool, first: bool) -> None:
+    """The third dimension: one marker per precision on the frontier, its accuracy in the legend. Every series at one and
+    the same precision (design's shapes): one legend entry says so, not each series' "best precision (proxy)", which
+    read as a claim about the shapes' quality."""
+    precs = sorted({(q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) for q in r["frontier"]})
+    for mk, (w, kv) in zip("osD^vP*X" * 4, precs, strict=False):  # markers repeat past 8 precisions
+        pts = [q for q in r["frontier"] if (q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) == (w, kv)]
+        acc = (pts[0].get("accuracy") or {}).get("short") or "accuracy: no source"
+        label = f"{w}/{kv}: {acc}" if not one_precision else f"weights/KV {w}/{kv}: every series' precision" if first else None
+        ax.scatter([q["tok_s_per_user"] for q in pts], [q["output_tok_s_per_gpu"] for q in pts], marker=mk, s=22, color=color,
+                   edgecolors="black", linewidths=0.4, zorder=3, label=label)
+
+
 def draw(results: list[dict], path: str | Path) -> None:
     """PNG or SVG: dominated cloud, frontier, configs at key points, roofline-ideal bound. Several series
     (GPUs, models, designs): one colour and one bound dash each, the legend beside the axes, labels
@@ -150,8 +178,10 @@ def draw(results: list[dict], path: str | Path) -> None:
     FigureCanvasAgg(fig)  # the renderer label placement measures text with
     ax = fig.subplots()
     labels = []
+    precisions = {(q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) for r in results for q in r["frontier"]}
+    one_precision = many and len(precisions) == 1
     for i, r in enumerate(results):
-        color = f"C{i % 10}"
+        color = PALETTE[i % len(PALETTE)]
         # as arrays: a list reaches numpy.ma's MaskedArray, which masks it one element at a time (4,000
         # points: a fifth of the figure's draw); the same figure, byte for byte
         ax.scatter(np.asarray(r["cloud"]["tok_s_per_user"], float), np.asarray(r["cloud"]["output_tok_s_per_gpu"], float), s=4,
@@ -164,13 +194,7 @@ def draw(results: list[dict], path: str | Path) -> None:
         if band:  # each point's 80% interval on tok/s/GPU (measure.intervals), shaded along the frontier
             ax.fill_between([x for x, _ in band], [b[0] for _, b in band], [b[1] for _, b in band], color=color, alpha=0.15, lw=0,
                             gid=f"interval-band-{i}", label=f"{series_label(r, many=many)}: 80% interval of tok/s/GPU")
-        # the third dimension: one marker per precision on the frontier, its accuracy in the legend
-        precs = sorted({(q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) for q in r["frontier"]})
-        for mk, (w, kv) in zip("osD^vP*X" * 4, precs, strict=False):  # markers repeat past 8 precisions
-            pts = [q for q in r["frontier"] if (q["deployment"]["weight_dtype"], q["deployment"]["kv_dtype"]) == (w, kv)]
-            acc = (pts[0].get("accuracy") or {}).get("short") or "accuracy: no source"
-            ax.scatter([q["tok_s_per_user"] for q in pts], [q["output_tok_s_per_gpu"] for q in pts], marker=mk, s=22, color=color,
-                       edgecolors="black", linewidths=0.4, zorder=3, label=f"{w}/{kv}: {acc}")
+        _precision_markers(ax, r, color, one_precision=one_precision, first=i == 0)
         rb = r["roofline_bound"]
         # the same bound as its aggregated sibling's; one that misses the axes is neither drawn nor named
         if r.get("mode") != "disaggregated" and bound_in_view(rb, data_limits(results)):

@@ -16,7 +16,17 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import point_row
 from llm_codesign.render.accuracy import accuracy_said
 from llm_codesign.render.intervals import CAPPED_TEXT, capped_bounds, frontier_reasons
-from llm_codesign.render.plot import Drawing, PlotProcess, bound_in_view, bound_label, data_limits, draw, gpus_text, series_label
+from llm_codesign.render.plot import (
+    PALETTE,
+    Drawing,
+    PlotProcess,
+    bound_in_view,
+    bound_label,
+    data_limits,
+    draw,
+    gpus_text,
+    series_label,
+)
 
 _METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
 # each point's 80% interval per metric (measure.intervals), blank where the search gave none
@@ -120,7 +130,7 @@ def report_data(results: list[dict], breakdowns: dict) -> dict:
 _PLOT_JS = r"""
 const D = JSON.parse(document.getElementById('frontier-data').textContent);
 const NS = 'http://www.w3.org/2000/svg', W = 960, H = 560, M = {l: 72, r: 16, t: 14, b: 50};
-const COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf'];
+const COLOURS = __PALETTE__;
 const DASHES = ['2,3', '8,4', '9,3,2,3', '1,5', '6,2,1,2,1,2'];
 const colour = (i) => COLOURS[i % COLOURS.length], dash = (i) => DASHES[i % DASHES.length];
 function S(tag, attrs, parent) {
@@ -227,7 +237,7 @@ if (D.floor) {  // the design report: the SLO's floor, a line of tok/s/user (or 
   S('line', {...(f.axis === 'x' ? {x1: v, x2: v, y1: M.t, y2: H - M.b} : {x1: M.l, x2: W - M.r, y1: v, y2: v}), ...look, 'pointer-events': 'none', class: 'floor'}, area);
   swatch(E('div', null, legend), look, f.label);
 }
-"""
+""".replace("__PALETTE__", json.dumps(list(PALETTE)))  # plot.PALETTE: one palette for the PNG and the page
 # the pareto report's hover lines: a frontier point's deployment, precisions, metrics, accuracy and intervals
 _DESCRIBE_JS = r"""
 function describe(p) {

@@ -287,7 +287,10 @@ class DesignRequest(Precisions, WhatIf):
                                   "difference above the baseline's (design's --quality-sigmas).")
     engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     min_tps_user: Float = Field(20.0, ge=0, le=1e7)
-    max_candidates: Int = Field(500, ge=1, le=5000, description="Kept small: the page waits for the answer.")
+    # the CLI's default (design --max-candidates): the page's #1 is the CLI's for one question (200 thinned 500 admitted
+    # 70B shapes to another #1); a search's time goes with the shapes admitted, and check_size bounds it
+    max_candidates: Int = Field(20000, ge=1, le=20000, description="At most this many shapes priced, an even spread over the admitted "
+                                "ones (design's --max-candidates); the answer's screened.priced below screened.admitted says it thinned.")
     top: Int = Field(5, ge=1, le=20)
 
 

@@ -654,12 +654,17 @@ async function runDesign() {
         (sh.experts ? `E${sh.experts} k${sh.top_k} w${sh.expert_inter}` : `ffn${sh.inter}`);
       const q = d.quality, e = d.envelope;
       return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4),
-              `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${fix(q.sigma_pct, 2)}${q.extrapolated.length ? " x" : ""}`,
+              `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${fix(q.sigma_delta_pct, 2)}${q.extrapolated.length ? " x" : ""}${q.flat.length ? " ~" : ""}`,
               e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1),
               `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}`];
     });
-    $("design").replaceChildren(el("h2", `Designs (${r.candidates.toLocaleString()} shapes, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
-      el("div", `loss % against ${r.reference.name} (${r.reference.basis}), with its 1-sigma band; x: extrapolated`, "hint"),
+    // as the CLI says them: none beating the reference first, a thinned grid in the heading
+    const sc = r.screened || {}, thinned = sc.priced < sc.admitted ? `, thinned to ${sc.priced.toLocaleString()} of ${sc.admitted.toLocaleString()} admitted` : "";
+    const who = r.baseline || r.reference, gains = r.designs.map((d) => d.gain_pct).filter((g) => g !== null);
+    const none = r.designs.length && r.beats_reference === false
+      ? [el("div", `no design beats ${who.name} at equal quality proxy` + (gains.length ? `: the best is ${gains[0] >= 0 ? "+" : ""}${fix(Math.max(...gains), 1)}%` : ""), "warn")] : [];
+    $("design").replaceChildren(...none, el("h2", `Designs (${r.candidates.toLocaleString()} shapes${thinned}, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
+      el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; x: extrapolated; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
       table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss %", "n"], ["envelope", "t"],
                              [r.objective, "n"], ["deployment", "t"]], rows));
     if (r.side_by_side) showSideBySide(r.side_by_side, r.reference);
@@ -690,10 +695,12 @@ function sideRows(sbs) {
   for (const k of Object.keys(METRIC)) if (k !== obj) add(`${METRIC[k]} there`, (c) => at(c, k));
   add("best deployment", (c) => c.at_slo ? `${c.at_slo.deployment.plan}, batch ${c.at_slo.deployment.concurrency_per_instance}` : "-");
   add("proxy loss", (c) => fix(c.quality.loss, 4));
-  add("loss vs reference, 1-sigma", (c) => {
+  add("loss vs reference ± sigma_delta", (c) => {
     const q = c.quality, sg = (x) => `${x >= 0 ? "+" : ""}${fix(x, 2)}%`;
-    return q.delta_pct === 0 && q.sigma_pct === 0 ? "0 (the reference)" : `${sg(q.delta_pct)} ± ${fix(q.sigma_pct, 2)}% (${sg(q.delta_band_pct[0])} to ${sg(q.delta_band_pct[1])})`;
+    return c.role !== "design" ? "0 (the reference)" : `${sg(q.delta_pct)} ± ${fix(q.sigma_delta_pct, 2)}% (${sg(q.delta_band_pct[0])} to ${sg(q.delta_band_pct[1])})`;
   });
+  add("loss by term", (c) => c.role !== "design" ? "-" : (c.quality.terms.map((t) => `${t.term} ${t.delta_pct >= 0 ? "+" : ""}${fix(t.delta_pct, 2)}%`).join(", ") || "no term differs")
+    + (c.quality.flat.length ? "; flat (the proxy cannot tell): " + c.quality.flat.map((f) => `${f.term} ${fix(f.value, 0)} vs ${fix(f.reference, 0)}`).join(", ") : ""));
   add("extrapolated terms", (c) => c.quality.extrapolated.join(", ") || "none");
   add("envelope", (c) => c.envelope.inside ? `inside (nearest ${c.envelope.closest.bound}, x${fix(c.envelope.closest.headroom, 2)})`
     : "outside: " + c.envelope.outside.map((v) => `${v.bound} x${fix(v.by, 2)}`).join("; "));
