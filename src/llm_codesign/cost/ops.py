@@ -279,8 +279,9 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
 
 def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Plan, *, b: Batch,
                 engine: Engine | None = None, sample: bool = False) -> list[Op]:
-    """All operators of one step on one GPU of the slowest pipeline stage (the LM head counted where
-    that stage is the last, which holds it), in `engine`'s step (None: the kernel tables' kernels);
+    """All operators of one step on one GPU of the slowest pipeline stage (the LM head, and with `sample`
+    the logits gather and sampler, counted where that stage is the last, which runs them, and weighed in
+    choosing it), in `engine`'s step (None: the kernel tables' kernels);
     with `sample`, the engine's sampler after the head (a target step's, not a draft pass's: those
     sample apart, mtp_module_ops)."""
     pp = np.asarray(sh.pp, float)
@@ -310,8 +311,10 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
         # gather_output; SGLang LogitsProcessor._get_logits, tensor_model_parallel_all_gather; vLLM
         # LogitsProcessor._gather_logits), then one pass of the sampler over them (greedy argmax or
         # top-k / top-p: TensorRT-LLM's sampler, SGLang's and vLLM's Sampler), both in BF16; all of it on
-        # the last pipeline stage, which holds the head and samples (vLLM gpu_model_runner: only
-        # get_pp_group().is_last_rank computes logits and samples; SGLang's last PP rank; TensorRT-LLM's)
+        # the last pipeline stage alone (TensorRT-LLM _torch/pyexecutor/py_executor.py@9521caf
+        # _executor_loop_pp: forward on all ranks, _sample_async on the last; SGLang models/llama.py@bf7a0e2
+        # LlamaForCausalLM.forward: logits_processor only where pp_group.is_last_rank; vLLM
+        # v1/worker/gpu/pp_utils.py@eee051a: the last rank samples and broadcasts the tokens)
         nbytes = logits * model.vocab * 2.0
         S = Site("sampler", "lm_head")
         last += [_comm(S / "logits_gather", "all_gather", nbytes, dense_tp, once), _elementwise(S / "sample", nbytes, 1.0, once)]
