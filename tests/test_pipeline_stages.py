@@ -7,7 +7,7 @@ import pytest
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.memory import weight_bytes_per_gpu
-from llm_codesign.cost.ops import Batch, forward_ops
+from llm_codesign.cost.ops import Batch, forward_ops, step_time
 from llm_codesign.explore.lint import lint
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Plan, validity
@@ -106,3 +106,40 @@ def test_a_stale_layout_reads_as_blocks():
     assert one.stage_counts(4) == ((9,), (9,), (9,), (9,))
     swapped = replace(m, groups=((m.groups[0][0], 30), (m.groups[1][0], 6)))
     assert swapped.stage_counts(4) == ((9, 0), (9, 0), (9, 0), (3, 6))
+
+
+def _us(ops, *parts):
+    return {op.name: float(np.ravel(op.time)[0]) * 1e6 for op in ops if op.part in parts}
+
+
+def test_the_last_stage_weighs_the_head_the_gather_and_the_sampler():
+    # The last stage runs the LM head, the logits all-gather and the sampler (vLLM's, SGLang's and TensorRT-LLM's last
+    # PP rank alone samples); all three weigh in the slowest-stage choice, not the head alone (docs/modelling-notes.md#pp-sampler).
+    from llm_codesign.spec.engines import engine_for
+    g = get_gpu("b200")
+    costs = engine_for(g).costs(calibration_for(g))
+    b = Batch(dec_seqs=256, dec_ctx=2048)
+    # PP2, Llama-3.1-70B's layer repeated 81 times, TP8, 256 requests at 2k: stages of 41/40 layers. One layer 181.585 us;
+    # head 65.376 + gather 135.826 + sample 14.432 = 215.634 us, more than one layer (the head alone, 65.4, is less).
+    # Last stage 40 x 181.585 + 215.634 = 7,479.03 > 41 x 181.585 = 7,444.98; + send/recv 27.188 = 7,506.21 us
+    # (was 7,472.17: the 41-layer stage, with no sampler)
+    m = get_model("llama-3.1-70b")
+    (layer, _), = m.groups
+    m = replace(m, groups=((layer, 81),))
+    ops = forward_ops(m, g, costs.cal, m.default_precision, Plan(tp=8, pp=2).broadcast(), b=b, engine=costs.engine, sample=True)
+    last = _us(ops, "lm_head")
+    assert last == pytest.approx({"lm_head": 65.3757, "sampler/logits_gather": 135.8257, "sampler/sample": 14.4321}, rel=1e-4)
+    assert _us(ops, "pipeline")["pp/send_recv"] == pytest.approx(27.1878, rel=1e-4)
+    assert float(np.ravel(ops[0].count)[0]) == 40.0 and all(float(np.ravel(op.count)[0]) == 1.0 for op in ops if op.part == "lm_head")
+    assert float(np.ravel(step_time(ops))[0]) * 1e6 == pytest.approx(40 * 181.5848 + 215.6335 + 27.1878, rel=1e-5)
+    # PP8, gpt-oss-120b cut to 36 alternating layers, TP8 EP8: stages (sliding, full) of (2,2) x3, (3,2), (2,3), (3,2),
+    # (2,3), (2,2). A sliding layer 41.984 + 95.226 (MoE) + 7.540 = 144.750 us, a full one 58.938 + 95.226 + 7.540 =
+    # 161.704. Last stage 2 x 144.750 + 2 x 161.704 = 612.907 + head 37.201 + gather 191.524 + sample 20.924 = 862.555;
+    # the (2,3) stage 774.610, (3,2) 757.656. So the last one, + send/recv 16.303 = 878.859 us (was 790.914, the (2,3) stage)
+    m = get_model("gpt-oss-120b")
+    (s, _), (f, _) = m.groups
+    m = replace(m, groups=((s, 18), (f, 18)), layout=(0, 1) * 18)
+    ops = forward_ops(m, g, costs.cal, m.default_precision, Plan(tp=8, pp=8, ep=8, moe_tp=1).broadcast(), b=b, engine=costs.engine,
+                      sample=True)
+    assert _us(ops, "lm_head") == pytest.approx({"lm_head": 37.2008, "sampler/logits_gather": 191.5240, "sampler/sample": 20.9240}, rel=1e-4)
+    assert float(np.ravel(step_time(ops))[0]) * 1e6 == pytest.approx(2 * 144.7498 + 2 * 161.7035 + 249.6488 + 16.3034, rel=1e-5)

@@ -279,8 +279,9 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
 
 def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Plan, *, b: Batch,
                 engine: Engine | None = None, sample: bool = False) -> list[Op]:
-    """All operators of one step on one GPU of the slowest pipeline stage (the LM head counted where
-    that stage is the last, which holds it), in `engine`'s step (None: the kernel tables' kernels);
+    """All operators of one step on one GPU of the slowest pipeline stage (the LM head, and with `sample`
+    the logits gather and sampler, counted where that stage is the last, which runs them, and weighed in
+    choosing it), in `engine`'s step (None: the kernel tables' kernels);
     with `sample`, the engine's sampler after the head (a target step's, not a draft pass's: those
     sample apart, mtp_module_ops)."""
     pp = np.asarray(sh.pp, float)
@@ -304,22 +305,27 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     logits = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_seqs, float)
     dense_tp = np.asarray(sh.tp, float) * np.asarray(sh.kvp, float)
     once = _At(np.ones_like(pp), gpu, cal, engine)  # priced once per step on the stage that runs it
-    head = _gemm(Site("", "lm_head") / "lm_head", logits, model.vocab / dense_tp, model.hidden, once, **_BF16)
-    counts, head_on = slowest_stage(model, pp, [m for _, m in parts], part_time=lambda j: step_time(parts[j][0]),
-                                    head_time=head.time)
-    # each part's operators counted by the layers of the slowest stage that run them (one count object
-    # per part, as step_time sums them)
-    ops = [op.replace(count=c) for (p_ops, _), c in zip(parts, counts, strict=True) for op in p_ops]
-    ops.append(head.replace(count=head_on))
+    last = [_gemm(Site("", "lm_head") / "lm_head", logits, model.vocab / dense_tp, model.hidden, once, **_BF16)]
     if sample and engine is not None:
         # the vocabulary-parallel head's logits gathered on every TP rank (TensorRT-LLM LMHead with
         # gather_output; SGLang LogitsProcessor._get_logits, tensor_model_parallel_all_gather; vLLM
         # LogitsProcessor._gather_logits), then one pass of the sampler over them (greedy argmax or
-        # top-k / top-p: TensorRT-LLM's sampler, SGLang's and vLLM's Sampler), both in BF16
+        # top-k / top-p: TensorRT-LLM's sampler, SGLang's and vLLM's Sampler), both in BF16; all of it on
+        # the last pipeline stage alone (TensorRT-LLM _torch/pyexecutor/py_executor.py@9521caf
+        # _executor_loop_pp: forward on all ranks, _sample_async on the last; SGLang models/llama.py@bf7a0e2
+        # LlamaForCausalLM.forward: logits_processor only where pp_group.is_last_rank; vLLM
+        # v1/worker/gpu/pp_utils.py@eee051a: the last rank samples and broadcasts the tokens)
         nbytes = logits * model.vocab * 2.0
         S = Site("sampler", "lm_head")
-        ops.append(_comm(S / "logits_gather", "all_gather", nbytes, dense_tp, once).replace(count=head_on))
-        ops.append(_elementwise(S / "sample", nbytes, 1.0, once).replace(count=head_on))
+        last += [_comm(S / "logits_gather", "all_gather", nbytes, dense_tp, once), _elementwise(S / "sample", nbytes, 1.0, once)]
+    # the last stage weighs its layers plus every operator it alone runs (head, gather, sampler): the
+    # same operators, at the same per-step times, that the step sums below
+    counts, head_on = slowest_stage(model, pp, [m for _, m in parts], part_time=lambda j: step_time(parts[j][0]),
+                                    head_time=sum(op.time for op in last))
+    # each part's operators counted by the layers of the slowest stage that run them (one count object
+    # per part, as step_time sums them)
+    ops = [op.replace(count=c) for (p_ops, _), c in zip(parts, counts, strict=True) for op in p_ops]
+    ops += [op.replace(count=head_on) for op in last]
     if np.any(pp > 1):
         T = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_tokens, float)
         ops.append(_comm(Site("pp", "pipeline") / "send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0),

@@ -18,7 +18,8 @@ def slowest_stage(model: ModelSpec, pp, members: list[tuple[int, ...]], *, part_
     at the slowest stage's rate). Where every stage holds the same layers (pp dividing a regular
     stack) that is the last, with n / pp layers of each group, as before uneven stages were priced.
     `members`: the layer groups each part serves; part_time(j): part j's per-layer time at this step
-    (asked only where the split is uneven); head_time: the LM head's."""
+    (asked only where the split is uneven); head_time: that of every operator the last stage alone runs
+    (the LM head, and in a target step the logits gather and the sampler: forward_ops's own list)."""
     if len(model.groups) == 1:  # a regular stack (layer counts may be arrays in a shape sweep)
         n = np.asarray(model.groups[0][1], float)
         # pp dividing L, and a one-layer draft (MTP, EAGLE) spread over the target's stages as before
