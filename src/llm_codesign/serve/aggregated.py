@@ -455,7 +455,9 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": running / pp}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": running / pp,
+                                                        # the run's build's queued steps (SchedulerFlags), else the engine's: 0 a synchronous loop
+                                                        "queued_steps": np.where(np.isnan(fl.queued_steps), costs.ttft_wait_steps, fl.queued_steps)}}
     return res
 
 
