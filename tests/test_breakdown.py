@@ -114,3 +114,18 @@ def test_a_disaggregated_points_decode_rows_sum_to_its_tpot():
         assert sum(o["tpot_ms"] for o in rows) == pytest.approx(p.tpot_s * 1e3, rel=1e-12)
         ratio = {o["tpot_ms"] / o["time_ms"] for o in rows}
         assert max(ratio) == pytest.approx(min(ratio), rel=1e-12)  # one per-token factor for the pool
+
+
+def test_the_cli_writes_long_first_token_times_as_the_estimate_does_and_per_token_rows_without_a_step_time():
+    """At 4,000 requests on one H100 the first token waits minutes: its table's TTFT reads as the estimate's ('515 s',
+    render.intervals.table_time), not 514609.456 under an ms header; a part per output token has no ms/step."""
+    from conftest import cli
+
+    code, out, _ = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--backend", "vllm", "--concurrency", "4000", "--breakdown")
+    assert code == 0
+    said = next(line for line in out.splitlines() if line.strip("│ ").startswith("TTFT ")).split("│")[2].split(";")[0].strip()
+    assert said.endswith(" s")
+    ttft = next(line.split() for line in out.splitlines() if line.split()[:1] == ["TTFT"])
+    assert " ".join(ttft[1:]) == said
+    row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["prefill/others_prompts"])
+    assert row[1:3] == ["per", "token"] and len(row) == 4  # name, kind (two words), its TPOT share: no ms/step cell
