@@ -58,6 +58,10 @@ class Op:
     math: str | None = None  # the tensor-core math a GEMM runs (bf16, fp8, fp4)
     weight: str | None = None  # the number format of the weights a GEMM reads
     kernels: object = 1.0  # launches per layer (an elementwise operator may stand for several)
+    # of those, launches PDL does not overlap (no programmatic-dependent-launch attribute): a PyTorch elementwise
+    # kernel's plain <<<grid, block, 0, stream>>> (aten/src/ATen/native/cuda/CUDALoops.cuh launch_legacy_kernel /
+    # launch_vectorized_kernel@9b79ae91), FlashMLA's split-KV combine (flash_fwd_mla_kernel.h@08f1ea31)
+    no_pdl: object = 0.0
     _asked: dict = field(default_factory=dict, init=False, repr=False)  # work and split, once computed
 
     def _value(self, what: str):
@@ -165,16 +169,17 @@ def _comm_of(label: _Label, t, nbytes, at: _At):
                work=lambda: (np.zeros_like(t), np.where(t > 0, np.asarray(nbytes, float), 0.0)))
 
 
-def _elementwise(label: _Label, nbytes, kernels, at: _At):
-    """A memory-bound pass of `nbytes` in `kernels` launches."""
+def _elementwise(label: _Label, nbytes, kernels, at: _At, *, no_pdl=0.0):
+    """A memory-bound pass of `nbytes` in `kernels` launches, `no_pdl` of them launched without PDL (Op.no_pdl)."""
     t, tc, tm = cost.elementwise_time(nbytes, kernels, at.gpu, at.cal)
-    return _op(label, "elementwise", at, time=t, split=(tc, tm), work=(0.0, nbytes), kernels=kernels)
+    return _op(label, "elementwise", at, time=t, split=(tc, tm), work=(0.0, nbytes), kernels=kernels, no_pdl=no_pdl)
 
 
-def _attention(label: _Label, flops, nbytes, times, at: _At, *, kernels=1.0):
-    """An attention-core operator of the (time, compute, memory) an attention kernel model priced, in `kernels` launches."""
+def _attention(label: _Label, flops, nbytes, times, at: _At, *, kernels=1.0, no_pdl=0.0):
+    """An attention-core operator of the (time, compute, memory) an attention kernel model priced, in `kernels` launches,
+    `no_pdl` of them launched without PDL (Op.no_pdl)."""
     t, tc, tm = times
-    return _op(label, "attention", at, time=t, split=(tc, tm), work=(flops, nbytes), kernels=kernels)
+    return _op(label, "attention", at, time=t, split=(tc, tm), work=(flops, nbytes), kernels=kernels, no_pdl=no_pdl)
 
 
 class _Step(NamedTuple):

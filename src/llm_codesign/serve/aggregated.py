@@ -242,7 +242,9 @@ def op_step_time(op, pdl_per_launch: float = 0.0, *, one_layer: bool = False):
     t = op.time if one_layer else op.total_time
     if not pdl_per_launch:
         return t
-    launches_ = op.kernels if one_layer else op.count * op.kernels
+    # the launches PDL overlaps: those without its attribute (Op.no_pdl) get no credit
+    pdl_kernels = np.asarray(op.kernels, float) - np.asarray(op.no_pdl, float)
+    launches_ = pdl_kernels if one_layer else op.count * pdl_kernels
     time = np.asarray(op.time)
     if time.size and time.min() > 0:  # it runs at every element (a search's chunk): no mask, the same values
         # (a float64 array, not a Python float: a float32 time is promoted as the masked path's is)
