@@ -129,3 +129,17 @@ def test_the_cli_writes_long_first_token_times_as_the_estimate_does_and_per_toke
     assert " ".join(ttft[1:]) == said
     row = next(line.split() for line in out.splitlines() if line.split()[:1] == ["prefill/others_prompts"])
     assert row[1:3] == ["per", "token"] and len(row) == 4  # name, kind (two words), its TPOT share: no ms/step cell
+
+
+def test_the_overlap_sentence_reads_the_runs_queued_steps_not_the_engines():
+    """vLLM 0.11's synchronous loop (campaigns.toml: queued_steps 0) queues no step ahead whatever the engine's own
+    ttft_wait_steps (1): its host work runs in series, and the breakdown says so; NaN (no run flag) reads the engine's."""
+    import math
+    from types import SimpleNamespace
+
+    from llm_codesign.serve.estimate import _overlap_said
+
+    vllm = SimpleNamespace(ttft_wait_steps=1.0)
+    assert "synchronous" in _overlap_said(vllm, 0.0)
+    assert "overlap scheduler" in _overlap_said(vllm, math.nan) and "overlap scheduler" in _overlap_said(vllm, 1.0)
+    assert "synchronous" in _overlap_said(SimpleNamespace(ttft_wait_steps=0.0), math.nan)

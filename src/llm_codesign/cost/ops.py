@@ -381,16 +381,17 @@ def step_time(ops: list[Op]):
     return total
 
 
-def launches(ops: list[Op]):
+def launches(ops: list[Op], *, pdl: bool = False):
     """Kernel launches of one step: each operator's own (one, or an elementwise operator's count, less
-    what the engine fused away) wherever it runs."""
+    what the engine fused away) wherever it runs; with `pdl`, those PDL may overlap (less Op.no_pdl's)."""
     shape = np.broadcast_shapes(*(np.shape(op.time) for op in ops), *(np.shape(op.count) for op in ops))
     n = np.zeros(shape)
     everywhere = 0.0  # the operators that run at every element, at their counts' own (per-plan) shape
     for op in ops:  # in place: a search's whole chunk per operator
         t = np.asarray(op.time)
+        own = op.count * (np.asarray(op.kernels, float) - np.asarray(op.no_pdl, float) if pdl else op.kernels)
         if t.size and t.min() > 0:
-            everywhere = everywhere + op.count * op.kernels
+            everywhere = everywhere + own
         else:
-            np.add(n, op.count * op.kernels, out=n, where=t > 0)
+            np.add(n, own, out=n, where=t > 0)
     return n + everywhere

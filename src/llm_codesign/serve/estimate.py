@@ -319,6 +319,15 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
     return tuple(out)
 
 
+def _overlap_said(costs, queued: float) -> str:
+    """What the loop does with the rest of the host's work: an overlap loop (a step queued ahead: the run's
+    SchedulerFlags.queued_steps, NaN: the engine's ttft_wait_steps) hides it under the step before (accuracy.md);
+    vLLM 0.11's loop is synchronous (queued_steps 0, campaigns.toml:80)."""
+    if (costs.ttft_wait_steps if np.isnan(queued) else queued) >= 1:
+        return "; the engine's overlap scheduler runs the rest of its host work under the step before, not in TPOT"
+    return "; the build's loop is synchronous (no step queued ahead): its host work runs in series"
+
+
 def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: int | tuple = 1) -> tuple[float, tuple[OperatorTime, ...]]:
     """(TPOT per second of a decode step, the rows of a breakdown beyond the step's operator rows): read off the evaluation
     the metrics come from (serve.aggregated.evaluate's step_parts and time_parts, `priced`; `costs`: the engine's
@@ -341,12 +350,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
         if always or abs(t) > 1e-12:  # a part the step or metric does not have (no draft, one stage) is left out
             rows.append(OperatorTime(name, kind, t, 0.0, 0.0, phase, what, None if phase != "decode" else t * scale))
 
-    b = one(tp["batch"])
-    # an overlap loop (a step queued ahead: the run's SchedulerFlags.queued_steps, else the engine's ttft_wait_steps) hides
-    # the rest of the host's work (accuracy.md); vLLM 0.11's loop is synchronous (queued_steps 0, campaigns.toml:80)
-    queued = one(tp.get("queued_steps", costs.ttft_wait_steps))
-    hidden = ("; the engine's overlap scheduler runs the rest of its host work under the step before, not in TPOT"
-              if queued >= 1 else "; the build's loop is synchronous (no step queued ahead): its host work runs in series")
+    b, hidden = one(tp["batch"]), _overlap_said(costs, one(tp.get("queued_steps", np.nan)))
     # fitted serving values, not measured host work: what the step costs beyond its priced kernels, each within its
     # bounds (measure/calibrate.py SERVING_BOUNDS); default.toml documents each one's physical range
     add("fitted/per_step", "fitted", one(sp.host_step),
