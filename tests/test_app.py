@@ -107,6 +107,14 @@ def test_a_clicked_point_is_priced_as_the_frontier_priced_it(client):
     assert point.deployment.gpu == g
     assert [(o["name"], o["kind"]) for o in e["point_breakdown"]] == [(o["name"], o["kind"]) for o in want]
     assert [o["time_ms"] for o in e["point_breakdown"]] == pytest.approx([o["time_ms"] for o in want], rel=1e-12)
+    assert "breakdown" not in e  # asked for none: the point's rows alone
+    # a `concurrency` beside the record: the estimate and its breakdown are priced at one concurrency, the point's own
+    # (the estimate once ran at `concurrency`, the breakdown at the point's), so the rows sum to the TPOT shown
+    both = client.post("/api/estimate", json={"model": "qwen3-30b-a3b", "gpu": "h100", "deployment": p["deployment"], "isl": 1024,
+                                              "osl": 1024, "concurrency": 3 * p["deployment"]["concurrency_per_instance"]}).json()
+    assert both["concurrency"] == p["deployment"]["concurrency_per_instance"]
+    assert sum(o["tpot_ms"] for o in both["point_breakdown"]) == pytest.approx(both["tpot_ms"], rel=1e-9)
+    assert both["tpot_ms"] == pytest.approx(p["tpot_ms"], rel=1e-9)
 
 
 def test_a_points_export_is_export_points_file(client, tmp_path):

@@ -178,20 +178,26 @@ def test_a_key_the_table_does_not_know_is_one_line():
         assert str(e.value) == line
 
 
-def test_the_best_perf_pages_h200_min_latency_build_launches_nothing_with_pdl():
-    """The page's H200 min-latency run exports no TRTLLM_ENABLE_PDL=1 on a spring-2025 build (data/measurements/
-    campaigns.toml): pdl_fusion false there only; its B200 min-latency run exports it, its H200 max-throughput run is
-    not the one-request figure of that build. That build's DeepSeek-V3 gate also launches its sigmoid and bias add
-    apart (routing_fusion false; docs/modelling-notes.md#onereq-hopper), as blog 1's depth scan (MoE TP 2 x EP 4,
-    CUTLASS) does; the blog's TRTLLM-backend rows (EP 2) route inside the MoE op."""
+def test_the_best_perf_pages_rows_take_the_features_of_the_build_each_figure_was_measured_on():
+    """One rule for every row of the page (data/measurements/campaigns.toml, docs/modelling-notes.md#revfix10-builds): PDL
+    off where the command exports no TRTLLM_ENABLE_PDL=1 on a build before 1.2 (every row's: the spring-2025 build of the
+    H200 min-latency figure, release 0.20's b6261862 of the B200 max-throughput refresh, the H200 max-throughput re-run);
+    FlashMLA's per-layer metadata (mla_meta off) on every SM90 row, every build before NVIDIA/TensorRT-LLM#12161; the
+    gate's sigmoid and bias add apart (routing off) on the spring-2025 build alone, as blog 1's depth scan (MoE TP 2 x EP 4,
+    CUTLASS) of that spring; the blog's TRTLLM-backend rows (EP 2) route inside the MoE op."""
     rows = {r["source"].split(":")[1]: r for r in _published()}
-    assert campaigns.fusions_off(campaigns.settings(rows["h200-min-latency"])) == ("pdl", "routing", "mla_meta")
+    # row: (its build is the spring-2025 one, its command exports TRTLLM_ENABLE_PDL=1, SM90)
+    page = {"h200-min-latency": (True, False, True), "h200-max-throughput": (False, False, True),
+            "b200-min-latency": (False, True, False), "b200-max-throughput-fp8-kv": (False, False, False),
+            "b200-max-throughput-bf16-kv": (False, False, False)}
+    assert set(page) == set(rows)
+    for name, (spring, exports_pdl, sm90) in page.items():
+        want = tuple(f for f, off in (("pdl", not exports_pdl), ("routing", spring), ("mla_meta", sm90)) if off)
+        assert campaigns.fusions_off(campaigns.settings(rows[name])) == want, name
     blog = {r["source"]: r for r in _published("trtllm-blog1")}
     assert {campaigns.fusions_off(campaigns.settings(r)) for s, r in blog.items() if "mtp-depth" in s} == {("routing",)}
     assert {campaigns.fusions_off(campaigns.settings(r)) for s, r in blog.items() if "mtp-depth" not in s} == {()}
     assert sum("mtp-depth" in s for s in blog) == 6 and len(blog) == 8
-    for other in ("b200-min-latency", "h200-max-throughput", "b200-max-throughput-bf16-kv"):
-        assert campaigns.fusions_off(campaigns.settings(rows[other])) == ()
 
 
 def _published(prefix="trtllm-best-perf"):
@@ -277,7 +283,8 @@ def test_which_bundled_runs_lose_pdl():
     DeepSeek-V3, B200) and its 221 with no build recorded, measured before 2025-12-17 (144 Llama-3.1-70B, 53 DeepSeek-R1,
     19 gpt-oss-120b, 5 DeepSeek-V3; B200 and GB200), InferenceX's 26 on the 1.1.0rc2.post2 image and 125 with no image
     before run 21484110885, every perf-overview row (v0.17, v0.20, v1.0: 881),
-    the best-perf page's H200 min-latency run; none of the disaggregated runs (their recipes export TRTLLM_ENABLE_PDL=1)
+    the best-perf page's four runs that export no TRTLLM_ENABLE_PDL=1 on a pre-1.2 build (all but B200 min latency:
+    docs/modelling-notes.md#revfix10-builds); none of the disaggregated runs (their recipes export TRTLLM_ENABLE_PDL=1)
     nor MI355X's."""
     import csv
     from collections import Counter
@@ -292,7 +299,7 @@ def test_which_bundled_runs_lose_pdl():
                                                                      "openai/gpt-oss-120b": 19, "deepseek-ai/DeepSeek-V3": 18}))
     assert off("serving_inferencex_blackwell.csv")[0] == 26 + 125
     assert off("trtllm_perf_overview.csv")[0] == 881
-    assert off("published_runs.csv")[0] == 1
+    assert off("published_runs.csv")[0] == 4
     assert off("serving_disagg_blackwell.csv")[0] == off("serving_inferencex_mi355x.csv")[0] == off("published_mtp_depth.csv")[0] == 0
 
 

@@ -34,8 +34,11 @@ def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
         assert float(np.ravel(one["tpot_s"])[0]) == pytest.approx(p.tpot_s)
         assert float(np.ravel(one["output_tok_s_per_gpu"])[0]) == pytest.approx(p.output_tok_s_per_gpu)
         # the decode instance's kernels: the step less the engine's host costs (no speculation here)
-        ops_ms = sum(x["time_ms"] for x in decode_breakdown(llama70b, cal, p, isl=4096, osl=512))
+        rows = decode_breakdown(llama70b, cal, p, isl=4096, osl=512)
+        ops_ms = sum(x["time_ms"] for x in rows)
         assert 0.8 * p.tpot_s * 1e3 < ops_ms < p.tpot_s * 1e3
+        # each row's share of TPOT (the report's breakdown table reads it): they sum to the disaggregated TPOT
+        assert sum(x["tpot_ms"] for x in rows) == pytest.approx(p.tpot_s * 1e3, rel=1e-12)
 
 
 def test_pareto_disagg_cli(tmp_path):
@@ -72,3 +75,22 @@ def test_sglang_attention_dp_short_prompt_points_reprice_to_themselves():
                               decode_instances=d["decode"]["instances"], concurrency=p.concurrency, isl=64, osl=256)
         assert float(np.ravel(one["ttft_s"])[0]) == pytest.approx(p.ttft_s, rel=1e-9)
         assert float(np.ravel(one["output_tok_s_per_gpu"])[0]) == pytest.approx(p.output_tok_s_per_gpu, rel=1e-9)
+
+
+def test_pareto_disagg_html_report_breakdowns_carry_their_share_of_tpot(tmp_path):
+    # a click on a disaggregated point read `o.tpot_ms.toFixed(4)` (render/report.py's show) off rows without one
+    # (decode_breakdown's op rows) and threw: every embedded breakdown row now has it, and a point's rows sum to its TPOT
+    import re
+
+    page = tmp_path / "r.html"
+    r = run("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "4", "--isl", "2048", "--osl", "256", "--weight-dtype", "fp8",
+            "--kv-dtype", "fp8", "--disagg", "--html", str(page))
+    assert r.returncode == 0, r.stderr
+    blob = re.search(r'<script type="application/json" id="frontier-data">(.*?)</script>', page.read_text(), re.S).group(1)
+    data = json.loads(blob)
+    assert [x.get("mode", "aggregated") for x in data["results"]] == ["aggregated", "disaggregated"]
+    for i, res in enumerate(data["results"]):
+        for j, p in enumerate(res["frontier"]):
+            rows = data["breakdowns"][f"{i}:{j}"]
+            assert rows and all(isinstance(o["tpot_ms"], float) for o in rows), (i, j)
+            assert sum(o["tpot_ms"] for o in rows) == pytest.approx(p["tpot_ms"], rel=1e-9), (i, j)

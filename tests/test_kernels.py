@@ -745,6 +745,14 @@ def test_flashmla_launches_its_combine_always_and_its_metadata_per_layer_in_olde
 
     (t1, n1), (t2, n2), (t0, n0) = core(trt), core(trt.without("mla_meta")), core(None)
     assert (n0, n1, n2) == (2.0, 2.0, 3.0)
+    # the combine is a plain <<<>>> launch (flash_fwd_mla_kernel.h@08f1ea31): no PDL credit on it (Op.no_pdl 1), so a
+    # step credits PDL on the decode kernel (and, in the older build, the metadata kernel) alone
+    from llm_codesign.serve.aggregated import op_step_time
+
+    got = layer_ops(m, m.groups[0][0], 1.0, h100, cal, prec=Precision.of("fp8_block"), sh=Plan(),
+                    b=Batch(dec_seqs=1.0, dec_ctx=1024.0), prefix="layer", parts=("attn",), engine=trt)
+    o = next(o for o in got if o.role == "core_decode")
+    assert float(o.no_pdl) == 1.0 and float(op_step_time(o, 1e-6, one_layer=True)) == pytest.approx(t1 - 1e-6, rel=1e-9)
     assert t2 - t1 == pytest.approx(cal.kernel_overhead_s, rel=1e-9)
     # not where FlashMLA does not run: SGLang's fa3 on Hopper, TensorRT-LLM's TRTLLM-Gen on B200
     assert core(get_engine("sglang"))[1] == 1.0 and core(trt, get_gpu("b200"))[1] == 1.0

@@ -314,6 +314,32 @@ def test_the_static_report_draws_its_frontier_and_breakdowns_offline(page, tmp_p
     assert page.hosts <= {""} and not page.errors  # nothing fetched from any host
 
 
+def test_the_report_shows_a_disaggregated_points_breakdown_on_a_click(page, tmp_path):
+    """pareto --disagg's report: a click on a disaggregated point read `o.tpot_ms.toFixed(4)` off decode_breakdown's rows,
+    which had none, and threw; its rows now carry their share of TPOT (explore.disagg_search.decode_breakdown), shown."""
+    import llm_codesign as lc
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
+    from llm_codesign.explore.search import SearchSpace
+    from llm_codesign.render.report import write_html
+
+    m, g = lc.get_model("llama-3.1-8b"), lc.get_gpu("h100")
+    cal = calibration_for(g, None)
+    r = search_disagg(m, g, cal, SearchSpace(4), isl=2048, osl=256)
+    bd = {f"0:{j}": decode_breakdown(m, cal, p, isl=2048, osl=256) for j, p in enumerate(r.points)}
+    path = tmp_path / "report.html"
+    write_html([r], bd, path)
+    page.goto(path.as_uri())
+    page.wait_for_selector("#frontier-table")
+    page.click("#frontier-table tbody tr:nth-child(1)")
+    page.wait_for_selector("#breakdown-table")
+    rows = page.eval_on_selector_all("#breakdown-table tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.textContent))")
+    assert [x[0] for x in rows] == [o["name"] for o in bd["0:0"]]
+    assert [x[3] for x in rows] == [f"{o['tpot_ms']:.4f}" for o in bd["0:0"]]
+    assert sum(float(x[4][:-1]) for x in rows) == pytest.approx(100.0, abs=0.05 * len(rows))
+    assert not page.errors
+
+
 def test_a_what_if_gpu_joins_the_frontier_and_a_bad_figure_is_one_line(page, server):
     import llm_codesign as lc
 

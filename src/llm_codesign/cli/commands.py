@@ -291,12 +291,15 @@ def _print_breakdown(r: dict) -> None:
     """estimate's --breakdown: the decode step's operators (slowest first), then the rest of the step and of TPOT, each row's
     ms in a step of one GPU and its share of TPOT, summing to it; then the first token's parts, summing to TTFT; what each
     part beyond the operators is, beneath (serve.estimate.step_rows: the sums the metrics were made of)."""
+    from llm_codesign.render.intervals import table_time
+
     con = _console()
     dec = [o for o in r["breakdown"] if o["phase"] == "decode"]
     ops = sorted((o for o in dec if "what" not in o), key=lambda o: -o["time_ms"])
     bt = _table("decode: time per step (one GPU) and its share of TPOT", "part:t kind:k ms/step:n ms_of|TPOT:n")
     for o in ops + [o for o in dec if "what" in o]:
-        bt.add_row(o["name"], o["kind"], f"{o['time_ms']:.3f}", f"{o['tpot_ms']:.3f}")
+        # a part per output token (kind "per token") has no time in a step: its ms/step cell is blank, its TPOT share stands
+        bt.add_row(o["name"], o["kind"], "" if o["kind"] == "per token" else f"{o['time_ms']:.3f}", f"{o['tpot_ms']:.3f}")
     bt.add_row("TPOT", "", "", f"{sum(o['tpot_ms'] for o in dec):.3f}", style="bold")
     con.print(bt)
     for o in dec:
@@ -304,9 +307,10 @@ def _print_breakdown(r: dict) -> None:
             con.print(f"{o['name']}: {o['what']}.", highlight=False)
     first = [o for o in r["breakdown"] if o["phase"] == "first token"]
     ft = _table("first token: its parts", "part:t ms:n")
+    # beyond 10 s a time takes its own unit, as the estimate's table writes TTFT (render.intervals.table_time)
     for o in first:
-        ft.add_row(o["name"], f"{o['time_ms']:.3f}")
-    ft.add_row("TTFT", f"{sum(o['time_ms'] for o in first):.3f}", style="bold")
+        ft.add_row(o["name"], table_time(o["time_ms"], 3))
+    ft.add_row("TTFT", table_time(sum(o["time_ms"] for o in first), 3), style="bold")
     con.print(ft)
     for o in first:
         con.print(f"{o['name']}: {o['what']}.", highlight=False)

@@ -121,10 +121,12 @@ def _topk(f: MoE, M: Site, at: _At, T) -> Op:
     """The top-k selection over the router's logits, a kernel of its own in every engine (TensorRT-LLM's routing /
     noaux_tc kernels, vLLM's fused_topk and grouped_topk, SGLang's biased_grouped_topk): it reads each token's FP32 expert
     scores and writes top_k ids and weights. A build without the "routing" fusion (Engine.fusions) runs the score function
-    and the bias add before it, two launches each reading and writing the scores."""
+    and the bias add before it, two launches each reading and writing the scores, PyTorch elementwise kernels launched
+    without PDL (Op.no_pdl); its noaux_tc_op then reads both score tensors, the sigmoid's and the biased
+    (`noaux_tc_op(scores, scores_with_bias, ...)`, Deepseekv3RoutingImpl.noaux_tc), 4 B more an expert."""
     unfused = at.engine is not None and not at.engine.fuses("routing")
-    route_b = T * (f.experts + 2.0 * f.top_k) * 4.0 + (T * f.experts * 16.0 if unfused else 0.0)
-    return _elementwise(M / "topk", np.where(T > 0, route_b, 0.0), 3.0 if unfused else 1.0, at)
+    route_b = T * (f.experts + 2.0 * f.top_k) * 4.0 + (T * f.experts * (16.0 + 4.0) if unfused else 0.0)
+    return _elementwise(M / "topk", np.where(T > 0, route_b, 0.0), 3.0 if unfused else 1.0, at, no_pdl=2.0 if unfused else 0.0)
 
 
 def _all_to_all_ops(f: MoE, M: Site, at: _At, *, T, h, ep, sent, skew, a_b, a2a, ll, gpus) -> list[Op]:

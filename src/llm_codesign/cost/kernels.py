@@ -141,8 +141,16 @@ def flashmla_extra_launches(engine: Engine | None):
     "mla_meta" fusion (Engine.fusions), the scheduler metadata (get_mla_metadata_func, one CTA of 32 threads), which
     mlaGeneration launched before each decode call in the 1.x attention op read ("metadata should only be init once per
     iter, to fix later", cpp/tensorrt_llm/common/attentionOp.cpp, code index) where the newest computes it once a step
-    (compute_flash_mla_metadata; that one launch a step is not priced). The kernel tables' own (None) are 1.3's, whose
-    H100 rows read one launch more, not two (docs/modelling-notes.md#onereq-hopper)."""
+    (compute_flash_mla_metadata; that one launch a step is not priced). The kernel tables' own (None): one, the combine,
+    by how they were timed, not by fit: aiconfigurator's collector prepares the metadata once (attn_metadata.prepare(),
+    collector/trtllm/collect_mla.py:438, enable_flash_mla on SM90 at :436), runs one forward before timing (:572) and times
+    kernel_func (:589-625: mla_rope_generation and attn_mla.forward, no prepare) under benchmark_with_power's warm-ups and
+    graph (collector/helper.py:204-261@095f58a5); the newest TrtllmAttention.forward computes the FlashMLA scheduler
+    metadata only while metadata._flash_mla_metadata_valid is unset and then sets it, and only prepare_flash_mla() and
+    update_for_spec_dec() reset it (tensorrt_llm/_torch/attention_backend/trtllm.py, TrtllmAttention.forward and
+    TrtllmAttentionMetadata.prepare_flash_mla, code index; the stored version's commit is not indexed: the commits it
+    holds for that path, 9144c0e6 and 00bede19, precede the flag), so the timed calls launch no metadata kernel. The
+    H100 rows' one launch more, not two (docs/modelling-notes.md#onereq-hopper), agrees."""
     return 1.0 if engine is None or engine.fuses("mla_meta") else 2.0
 
 

@@ -318,7 +318,11 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     t, tc, tm = (x * f for x in times)
     # launches beside the decode kernel, at the elementwise fixed cost each, not scaled by the kernel's factor
     t = t + np.where(dec_flops > 0, extra, 0.0) * at.cal.kernel_overhead_s
-    return _attention(P / "core_decode", dec_flops, dec_bytes, (t, tc, tm), at, kernels=1.0 + np.where(dec_flops > 0, extra, 0.0))
+    # the combine, launched after every SM90 decode call with a plain <<<>>> (run_flash_splitkv_fwd_mla,
+    # flash_fwd_mla_kernel.h@08f1ea31): no PDL overlap on it; the metadata kernel's launch is not read, so it keeps the credit
+    combine = np.where((dec_flops > 0) & (np.asarray(extra) > 0), 1.0, 0.0)
+    return _attention(P / "core_decode", dec_flops, dec_bytes, (t, tc, tm), at, kernels=1.0 + np.where(dec_flops > 0, extra, 0.0),
+                      no_pdl=combine)
 
 
 def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Precision, per_tok_kv, qkv_d) -> Op:

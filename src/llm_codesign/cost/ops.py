@@ -58,6 +58,10 @@ class Op:
     math: str | None = None  # the tensor-core math a GEMM runs (bf16, fp8, fp4)
     weight: str | None = None  # the number format of the weights a GEMM reads
     kernels: object = 1.0  # launches per layer (an elementwise operator may stand for several)
+    # of those, launches PDL does not overlap (no programmatic-dependent-launch attribute): a PyTorch elementwise
+    # kernel's plain <<<grid, block, 0, stream>>> (aten/src/ATen/native/cuda/CUDALoops.cuh launch_legacy_kernel /
+    # launch_vectorized_kernel@9b79ae91), FlashMLA's split-KV combine (flash_fwd_mla_kernel.h@08f1ea31)
+    no_pdl: object = 0.0
     _asked: dict = field(default_factory=dict, init=False, repr=False)  # work and split, once computed
 
     def _value(self, what: str):
@@ -165,16 +169,17 @@ def _comm_of(label: _Label, t, nbytes, at: _At):
                work=lambda: (np.zeros_like(t), np.where(t > 0, np.asarray(nbytes, float), 0.0)))
 
 
-def _elementwise(label: _Label, nbytes, kernels, at: _At):
-    """A memory-bound pass of `nbytes` in `kernels` launches."""
+def _elementwise(label: _Label, nbytes, kernels, at: _At, *, no_pdl=0.0):
+    """A memory-bound pass of `nbytes` in `kernels` launches, `no_pdl` of them launched without PDL (Op.no_pdl)."""
     t, tc, tm = cost.elementwise_time(nbytes, kernels, at.gpu, at.cal)
-    return _op(label, "elementwise", at, time=t, split=(tc, tm), work=(0.0, nbytes), kernels=kernels)
+    return _op(label, "elementwise", at, time=t, split=(tc, tm), work=(0.0, nbytes), kernels=kernels, no_pdl=no_pdl)
 
 
-def _attention(label: _Label, flops, nbytes, times, at: _At, *, kernels=1.0):
-    """An attention-core operator of the (time, compute, memory) an attention kernel model priced, in `kernels` launches."""
+def _attention(label: _Label, flops, nbytes, times, at: _At, *, kernels=1.0, no_pdl=0.0):
+    """An attention-core operator of the (time, compute, memory) an attention kernel model priced, in `kernels` launches,
+    `no_pdl` of them launched without PDL (Op.no_pdl)."""
     t, tc, tm = times
-    return _op(label, "attention", at, time=t, split=(tc, tm), work=(flops, nbytes), kernels=kernels)
+    return _op(label, "attention", at, time=t, split=(tc, tm), work=(flops, nbytes), kernels=kernels, no_pdl=no_pdl)
 
 
 class _Step(NamedTuple):
@@ -382,16 +387,17 @@ def step_time(ops: list[Op]):
     return total
 
 
-def launches(ops: list[Op]):
+def launches(ops: list[Op], *, pdl: bool = False):
     """Kernel launches of one step: each operator's own (one, or an elementwise operator's count, less
-    what the engine fused away) wherever it runs."""
+    what the engine fused away) wherever it runs; with `pdl`, those PDL may overlap (less Op.no_pdl's)."""
     shape = np.broadcast_shapes(*(np.shape(op.time) for op in ops), *(np.shape(op.count) for op in ops))
     n = np.zeros(shape)
     everywhere = 0.0  # the operators that run at every element, at their counts' own (per-plan) shape
     for op in ops:  # in place: a search's whole chunk per operator
         t = np.asarray(op.time)
+        own = op.count * (np.asarray(op.kernels, float) - np.asarray(op.no_pdl, float) if pdl else op.kernels)
         if t.size and t.min() > 0:
-            everywhere = everywhere + op.count * op.kernels
+            everywhere = everywhere + own
         else:
-            np.add(n, op.count * op.kernels, out=n, where=t > 0)
+            np.add(n, own, out=n, where=t > 0)
     return n + everywhere

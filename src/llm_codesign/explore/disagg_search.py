@@ -145,14 +145,19 @@ def _with_energy(model: ModelSpec, cal: Calibration, p: DisaggPoint, *, isl: int
 
 def decode_breakdown(model: ModelSpec, cal: Calibration, point: DisaggPoint, *, isl: int, osl: int) -> list[dict]:
     """Per-operator time (ms per step, one GPU) of a disaggregated point's decode instance, priced
-    from its Deployment."""
+    from its Deployment, each row with `tpot_ms`, its share of the point's TPOT: the decode pool's per-token factor
+    from its own sums (TPOT / the rows' step sum), so that the rows sum to the disaggregated TPOT (the report's
+    breakdown table reads it). The pool's parts beyond its operators (host, draft) are not priced apart here: each
+    operator carries its share of them."""
     dep = point.decode
     _, pp, _, _, adp, _ = dep.plan.sizes
     per_rank = point.concurrency / point.decode_instances / adp / pp
     k = np.asarray(float(dep.spec.k if dep.spec else 0))
     costs = dep.engine.costs(cal)
     ops = decode_step(model, dep.gpu, dep.precision, dep.plan.broadcast(), costs=costs, b=per_rank, ctx=isl + osl / 2.0, k=k, spec=dep.spec)[2]
-    return op_rows(ops, "decode/", pdl_per_launch=pdl_per_launch(dep.gpu, costs))
+    rows = op_rows(ops, "decode/", pdl_per_launch=pdl_per_launch(dep.gpu, costs))
+    per_token = point.tpot_s / (sum(x["time_ms"] for x in rows) / 1e3)
+    return [x | {"tpot_ms": x["time_ms"] * per_token} for x in rows]
 
 
 def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan | str, decode_gpu: Gpu | None = None,

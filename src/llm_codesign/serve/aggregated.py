@@ -222,11 +222,11 @@ def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
 def kernels_time(ops, gpu: Gpu, costs: EngineCosts, *, n_launches=None):
     """A step's kernels (ops.step_time) less what programmatic dependent launch overlaps at each
     boundary the engine PDL-launches: the sum of op_step_time's, taken whole (a search's hot path).
-    `n_launches`: ops.launches(ops) where the caller has it already."""
+    `n_launches`: ops.launches(ops, pdl=True) where the caller has it already."""
     per = pdl_per_launch(gpu, costs)
     if not per:
         return step_time(ops)
-    return np.maximum(step_time(ops) - per * (launches(ops) if n_launches is None else n_launches), 0.0)
+    return np.maximum(step_time(ops) - per * (launches(ops, pdl=True) if n_launches is None else n_launches), 0.0)
 
 
 def pdl_per_launch(gpu: Gpu, costs: EngineCosts) -> float:
@@ -242,7 +242,9 @@ def op_step_time(op, pdl_per_launch: float = 0.0, *, one_layer: bool = False):
     t = op.time if one_layer else op.total_time
     if not pdl_per_launch:
         return t
-    launches_ = op.kernels if one_layer else op.count * op.kernels
+    # the launches PDL overlaps: those without its attribute (Op.no_pdl) get no credit
+    pdl_kernels = np.asarray(op.kernels, float) - np.asarray(op.no_pdl, float)
+    launches_ = pdl_kernels if one_layer else op.count * pdl_kernels
     time = np.asarray(op.time)
     if time.size and time.min() > 0:  # it runs at every element (a search's chunk): no mask, the same values
         # (a float64 array, not a Python float: a float32 time is promoted as the masked path's is)
@@ -306,8 +308,9 @@ def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *,
 
     def kernels():
         ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine, sample=True)
-        n = launches(ops)  # counted once: each launch pays its host cost, and PDL's share of a boundary comes off
-        return kernels_time(ops, gpu, costs, n_launches=n), n
+        # each launch pays its host cost; PDL's share of a boundary comes off those it may overlap (Op.no_pdl)
+        n = launches(ops)
+        return kernels_time(ops, gpu, costs, n_launches=launches(ops, pdl=True)), n
 
     t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
                            arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
@@ -460,7 +463,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": running / pp}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": running / pp, "queued_steps": fl.queued_steps}}
     return res
 
 

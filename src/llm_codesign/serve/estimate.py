@@ -51,7 +51,7 @@ class Memory:
 @dataclass(frozen=True)
 class OperatorTime:
     """One row of a breakdown. An operator of the decode step on one GPU: seconds per step (its layers of the stage, less
-    what PDL saves), FLOPs and bytes. Or (kind "host", "draft", "per token", "first token": FLOPs and bytes 0) a part of
+    what PDL saves), FLOPs and bytes. Or (kind "fitted", "host", "draft", "per token", "first token": FLOPs and bytes 0) a part of
     the step beyond its kernels, or of the metric beyond the step, said in `what` (step_rows). `phase` "decode": rows whose
     `tpot_s`, the row's share of TPOT (a step's part x pp / tokens accepted x the decode slots' share; a part per token x
     that share), sum to TPOT; "first token": rows whose `time_s` sum to TTFT."""
@@ -319,6 +319,15 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
     return tuple(out)
 
 
+def _overlap_said(costs, queued: float) -> str:
+    """What the loop does with the rest of the host's work: an overlap loop (a step queued ahead: the run's
+    SchedulerFlags.queued_steps, NaN: the engine's ttft_wait_steps) hides it under the step before (accuracy.md);
+    vLLM 0.11's loop is synchronous (queued_steps 0, campaigns.toml:80)."""
+    if (costs.ttft_wait_steps if np.isnan(queued) else queued) >= 1:
+        return "; the engine's overlap scheduler runs the rest of its host work under the step before, not in TPOT"
+    return "; the build's loop is synchronous (no step queued ahead): its host work runs in series"
+
+
 def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: int | tuple = 1) -> tuple[float, tuple[OperatorTime, ...]]:
     """(TPOT per second of a decode step, the rows of a breakdown beyond the step's operator rows): read off the evaluation
     the metrics come from (serve.aggregated.evaluate's step_parts and time_parts, `priced`; `costs`: the engine's
@@ -341,16 +350,14 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
         if always or abs(t) > 1e-12:  # a part the step or metric does not have (no draft, one stage) is left out
             rows.append(OperatorTime(name, kind, t, 0.0, 0.0, phase, what, None if phase != "decode" else t * scale))
 
-    b = one(tp["batch"])
-    # an overlap loop (ttft_wait_steps 1, default.toml: every engine here) hides the rest of the host's work (accuracy.md)
-    hidden = ("; the engine's overlap scheduler runs the rest of its host work under the step before, not in TPOT"
-              if costs.ttft_wait_steps >= 1 else "; the engine's loop is synchronous: its host work runs in series")
-    add("kernels/beyond_operators", "kernels", one(sp.kernels) - op_sum,
-        "the step's kernels beyond its operator rows: PDL's credit comes off the step whole, not below an operator's own time")
-    add("host/step", "host", one(sp.host_step),
-        f"the host work per step the GPU waits for (step_overhead_s {costs.step_overhead * 1e3:.3g} ms){hidden}", always=True)
-    add("host/sequences", "host", one(sp.host_seq),
-        f"{b:.4g} running sequences x {costs.seq_overhead * 1e6:.3g} us of host work each (seq_overhead_s)", always=True)
+    b, hidden = one(tp["batch"]), _overlap_said(costs, one(tp.get("queued_steps", np.nan)))
+    # fitted serving values, not measured host work: what the step costs beyond its priced kernels, each within its
+    # bounds (measure/calibrate.py SERVING_BOUNDS); default.toml documents each one's physical range
+    add("fitted/per_step", "fitted", one(sp.host_step),
+        f"the fitted cost a step beyond the kernels (step_overhead_s {costs.step_overhead * 1e3:.3g} ms){hidden}", always=True)
+    add("fitted/per_sequence", "fitted", one(sp.host_seq),
+        f"the fitted cost a running sequence beyond the kernels: {b:.4g} running sequences x {costs.seq_overhead * 1e6:.3g} us "
+        "(seq_overhead_s)", always=True)
     add("host/eager_launches", "host", one(sp.eager),
         f"a batch of {b:.4g} above the largest captured CUDA graph: every kernel's host launch, as in an eager step")
     add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage")

@@ -617,9 +617,6 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
 
     m = _model(req, hub_cache=hub_cache)
     if req.deployment is not None:  # a frontier point: one instance of its plan at its batch
-        from llm_codesign.cost.calibration import calibration_for
-        from llm_codesign.explore.search import point_breakdown
-
         given = next((f for f in Speculation.model_fields if getattr(req, f) is not None), None)
         if given is not None:
             raise InputError(given, getattr(req, given), "left out with `deployment` (a frontier point's record names its speculation)")
@@ -639,8 +636,15 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
             if e.field not in PointDeployment.model_fields:
                 raise
             raise InputError(f"deployment.{e.field}", e.value, e.valid) from None
-        r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency or conc), breakdown=req.breakdown).to_dict()
-        r["point_breakdown"] = point_breakdown(m, calibration_for(g, None), dep, conc, isl=req.isl, osl=req.osl)
+        # one pricing path at one concurrency, the point's own: its breakdown is the estimate's decode rows (serve.estimate.step_rows,
+        # as explore.search.point_breakdown gives them: the operators slowest first, then the rest of the step and of TPOT)
+        r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, conc), breakdown=True).to_dict()
+        dec = [o for o in r["breakdown"] if o["phase"] == "decode"]
+        keep = ("name", "kind", "time_ms", "tpot_ms", "what")
+        r["point_breakdown"] = [{k: o[k] for k in keep if k in o} for o in
+                                sorted((o for o in dec if "what" not in o), key=lambda o: -o["time_ms"]) + [o for o in dec if "what" in o]]
+        if not req.breakdown:
+            r.pop("breakdown")
         r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],
                               predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
         return _plain(r)
