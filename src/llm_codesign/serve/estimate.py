@@ -233,7 +233,7 @@ def _refuse_unfit(dep: Deployment, m, model: ModelSpec) -> None:
     option = FRACTION_OPTION.get(dep.engine.name, "kv_fraction")
     advice = (f"raise {option} (the deployment states {stated:g})" if dep.kv_fraction is not None and need <= mem
               else "add GPUs, raise TP/EP/PP or lower the precision" + _ep_upcast(model, dep))
-    if dep.kv_fraction is None and budget == "static" and need + act <= mem:
+    if dep.kv_fraction is None and budget == "static" and need + float(m.activation_bytes.reshape(-1)[0]) <= mem:
         # SGLang's own fraction (spec.engines.sglang static_fraction) reserves more than this plan's activations need: the
         # launch can raise it (DeepSeek-R1 FP8 on 4 B200s ran at 8k/1k where the default 0.855 holds no sequence)
         advice = f"raise {option} to {np.ceil(need / mem * 1000) / 1000:.3f} or more (SGLang's own for this plan is {stated:g}), or " + advice
