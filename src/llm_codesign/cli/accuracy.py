@@ -51,6 +51,8 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
             # which rows, where the reason does not say (a backend's or a plan's reason names none)
             at = "" if reason.startswith("line ") else _lines(lines[reason])
             con.print(f"  {n:5d}  {reason}{at}", highlight=False)
+    if rep.get("memory_refused"):
+        _print_memory_refused(con, rep["memory_refused"])
     checks = rep.get("data_checks") or {}
     if any(checks.get(k) for k in ("replanned", "repeat", "conflict", "suspect", "inconsistent", "unrecorded", "unplanned")):
         con.print(f"data checks: {checks['repeat']} rows repeat another row's measurement, {checks['conflict']} give another row's "
@@ -345,3 +347,18 @@ def bench(
     write_rows(out, cols, rows)
     where = "standard output" if out == "-" else out
     _console(stderr=out == "-").print(f"wrote {len(rows)} {kind} measurements ({rows[0]['system']}, {rows[0]['trtllm_version']}) to {where}")
+
+
+def _print_memory_refused(con, refused: list[dict]) -> None:
+    """Runs the memory model refuses that ran all the same: priced with its check bypassed and counted, each reason once
+    with its rows (the file's lines) and by how much the memory model is short for one sequence."""
+    n = len(refused)
+    con.print(f"[yellow]{n} row{'s' if n > 1 else ''} the memory model says cannot run, priced with its memory check bypassed and "
+              f"counted above: if {'they' if n > 1 else 'it'} ran, the memory model is short there[/yellow]", highlight=False)
+    by: dict[str, list[dict]] = {}
+    for u in refused:
+        by.setdefault(u["reason"], []).append(u)
+    for reason, us in by.items():
+        short = max(u["short_gb"] for u in us)
+        con.print(f"  {len(us):5d}  {reason}{_lines([u['row'] + 2 for u in us])}; short by {short:.1f} GB per GPU for one sequence",
+                  highlight=False)

@@ -304,9 +304,10 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         if offline.any():
             _offline_best(objs, a, out=out, offline=offline, lengths=(isl, osl, mnt), sub=sub)
         fits = np.broadcast_to(res["fits"], (len(idx),)) | offline
-        # a deployment that holds no sequence at all (weights, activations and one ISL+OSL sequence over the GPU's memory)
-        # cannot run: estimate refuses it, so it is listed, not scored (a concurrency past what it holds is priced: it queues)
         holds = (np.broadcast_to(res["max_concurrency"], (len(idx),)) >= 1) | offline
+        # a run the memory model says holds no sequence ran all the same: evidence against it, priced and counted (_bypass_memory)
+        bypassed, short, holds = _bypass_memory(model, objs, res, code=code, sets=sets, plan=plan, lengths=(c1, isl, osl, mnt), out=out, holds=holds)
+        fits = fits & ~bypassed
         for j, i in enumerate(idx):
             if code[j] >= 0:
                 why = _sizes_off(a, j, i + 2, model.is_moe) if REASONS[code[j]] == "gpus_mismatch" else reason_text(model, gpu, int(code[j]))
@@ -320,7 +321,42 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
             else:
                 preds[i] = {k: float(out[k][j]) for k in METRICS}
                 preds[i]["fits"] = bool(fits[j])
+                if bypassed[j]:  # listed apart with estimate's refusal and the shortfall (serving_report's memory_refused)
+                    preds[i] |= _refusal(model, objs, plan.at(j), num_gpus=int(a["num_gpus"][j]), row=(isl[j], osl[j], mnt[j]), sets=sets[j], short=short[j])
     return preds, unmodeled
+
+
+def _refusal(model, objs, plan: Plan, *, num_gpus: int, row, sets: dict, short: float) -> dict:
+    """A bypassed row's flag: estimate's refusal of its deployment (_cannot_run) and the bytes one sequence lacks, in GB."""
+    _, gpu, prec, engine, spec, cal = objs
+    isl, osl, mnt = (int(x) for x in row)
+    why = _cannot_run(model, gpu, prec, engine, spec, plan=plan, num_gpus=num_gpus, isl=isl, osl=osl, max_num_tokens=mnt,
+                      kv_fraction=sets.get("kv_fraction"), cal=cal)
+    return {"memory_refused": why, "memory_short_gb": float(short) / 1e9}
+
+
+def _bypass_memory(model, objs, res: dict, *, code, sets, plan, lengths, out: dict, holds):
+    """The rows of a group (`res`, evaluate's) that ran where the memory model holds no sequence (estimate refuses them),
+    re-priced with the memory check bypassed: the engine's memory fraction raised to the whole GPU (kv_fraction 1.0, each
+    engine's own reading of it: SGLang's weights and KV cache, vLLM's everything, TensorRT-LLM's KV share of what is
+    left), so that they queue no more than the GPU's memory makes them. Writes their metrics into `out`; returns which rows
+    were bypassed, the bytes one sequence lacks per row (memory.fit's free_for_kv short of a sequence), and `holds` with
+    those that now hold a sequence (a row whose weights exceed the whole GPU still holds none, and stays unpriced)."""
+    short = np.broadcast_to(res["kv_bytes_per_seq"] - res["free_bytes"] - res["kv_bytes"], holds.shape)
+    bypassed = (code < 0) & ~holds & np.isfinite(short)
+    if not bypassed.any():
+        return bypassed, short, holds
+    _, gpu, prec, engine, spec, cal = objs
+    c1, isl, osl, mnt = lengths
+    sets2 = [dict(s, kv_fraction=1.0) if b else s for s, b in zip(sets, bypassed, strict=True)]
+    harness = {"arrival": sets2[0]["arrival"], "flags": campaigns.group_flags(sets2, engine), "offline": bool(sets2[0].get("offline"))}
+    res = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine, spec=spec, max_num_tokens=mnt), cal=cal, concurrency=c1,
+                   isl=isl, osl=osl, **harness)
+    now = bypassed & (np.broadcast_to(res["max_concurrency"], bypassed.shape) >= 1)
+    for k, src in (("ttft_ms", res["ttft_s"] * 1e3), ("tpot_ms", res["tpot_s"] * 1e3), ("output_tok_s_per_gpu", res["output_tok_s_per_gpu"]),
+                   ("output_tok_s_per_user", res["tok_s_per_user"])):
+        out[k] = np.where(now, np.broadcast_to(src, bypassed.shape), out[k])
+    return now, short, holds | now
 
 
 def _cannot_run(model, gpu, prec, engine, spec, *, plan: Plan, num_gpus: int, isl: int, osl: int, max_num_tokens: int, kv_fraction,
@@ -457,6 +493,9 @@ def serving_report(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -
                  sorted(groups, key=lambda g: tuple(int(x) for x in g.split("/"))) if key == "lengths" else sorted(groups))
         rep["by"][key] = {g: stats(groups[g]) for g in order if g in groups}
     rep["unmodeled"] = unmodeled
+    # runs the memory model says cannot run, priced and counted with its check bypassed (predict_serving): evidence against it
+    rep["memory_refused"] = [{"row": i, "source": rows[i].get("source", ""), "reason": p["memory_refused"], "short_gb": p["memory_short_gb"]}
+                             for i, p in enumerate(preds) if p and p.get("memory_refused")]
     rep["columns"] = columns_read(rows)
     cleaned = audit.clean(rows)
     rep["data_checks"] = {**audit.summary(cleaned[1]), "changes": cleaned[1], "repeatability": audit.repeatability(rows, preds, cleaned)}

@@ -226,10 +226,17 @@ def _refuse_unfit(dep: Deployment, m, model: ModelSpec) -> None:
     stated = float(np.asarray(own if dep.kv_fraction is None else dep.kv_fraction).reshape(-1)[0])
     # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
     frac = 1.0 if budget == "free" else stated
-    need = float(m.weights_bytes.reshape(-1)[0] + m.activation_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0])
+    # SGLang's fraction holds the weights and the KV cache, its activations reserved outside it (memory.fit "static"):
+    # their need is weights and one sequence, against the fraction
+    act = 0.0 if budget == "static" else float(m.activation_bytes.reshape(-1)[0])
+    need = float(m.weights_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0]) + act
     option = FRACTION_OPTION.get(dep.engine.name, "kv_fraction")
     advice = (f"raise {option} (the deployment states {stated:g})" if dep.kv_fraction is not None and need <= mem
               else "add GPUs, raise TP/EP/PP or lower the precision" + _ep_upcast(model, dep))
+    if dep.kv_fraction is None and budget == "static" and need + float(m.activation_bytes.reshape(-1)[0]) <= mem:
+        # SGLang's own fraction (spec.engines.sglang static_fraction) reserves more than this plan's activations need: the
+        # launch can raise it (DeepSeek-R1 FP8 on 4 B200s ran at 8k/1k where the default 0.855 holds no sequence)
+        advice = f"raise {option} to {np.ceil(need / mem * 1000) / 1000:.3f} or more (SGLang's own for this plan is {stated:g}), or " + advice
     usable = f" ({frac * mem / GB:.0f} GB usable by {dep.backend})" if frac < 1 else ""
     if frac <= 0:  # SGLang's own fraction reserves 1.5 MiB per chunk token (static_fraction): a huge step budget leaves none
         usable, advice = f" ({dep.backend}'s own {option} for a step of {dep.step_tokens:g} tokens is {stated:g})", "a smaller step budget"
