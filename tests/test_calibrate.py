@@ -463,5 +463,7 @@ def test_calibrate_on_one_row_a_mixed_file_and_rows_that_cannot_run(tmp_path):
     s.write_text(lines[0] + "\na,llama-3.1-70b,h100,1,vllm,bf16,bf16,1024,512,512,1,,,,,,,,120,9.5,1500,\n")
     code, out, err = _cli("calibrate", "--serving", str(s), "-o", str(tmp_path / "none.toml"), "--force")
     assert code == 2 and out == "" and not (tmp_path / "none.toml").exists()
-    assert err == (f"error: serving: {str(s)!r} is not valid; rows that can run on their GPUs; none of its 1 rows can: line 2 (a): "
-                   "llama-3.1-70b on 1 h100 does not fit its GPUs' memory at 512 requests\n")
+    # the refusal validate and estimate give: no GPU memory holds one sequence (145 GB of weights, 79 GB usable by vLLM)
+    assert err == (f"error: serving: {str(s)!r} is not valid; a file with at least one row the model can price; none of its 1 rows "
+                   "is (TP1 on 1xh100 cannot run: needs 145 GB per GPU for one sequence, H100 SXM reports 86 GB (79 GB usable by "
+                   "vllm): add GPUs, raise TP/EP/PP or lower the precision)\n")

@@ -226,7 +226,7 @@ def calibrate(
                   f"values (no run responds to them): {', '.join(rep['held']) or 'none'}", highlight=False)
         _print_checks(profile.checks, con)
     for x in profile.left_out:
-        con.print(f"left out, cannot run: {x}", highlight=False)
+        con.print(f"note: {x}", highlight=False)
     if srv:
         _print_own_intervals(text, con)
         from llm_codesign.measure.validate import columns_read

@@ -731,7 +731,7 @@ class Profile:
     serving: dict | None = None
     path: str | None = None
     serving_rows: tuple = field(default=(), repr=False)  # the fitted serving runs, for what calibrate says of their columns
-    left_out: tuple = ()  # the serving rows that cannot run, in words (_serving_rows): not fitted on
+    left_out: tuple = ()  # the serving rows not priced or priced past the memory check, in words (_serving_rows)
     checks: dict = field(default_factory=dict, repr=False, compare=False, hash=False)  # own_check's figures "before" (the starting profile) and "after"
 
     def as_path(self) -> str:
@@ -800,9 +800,10 @@ def refuse(broken: list[str], bad: list[str], output: str | None, force: bool, *
 
 def _serving_rows(serving: str, *, clean: bool, hold_out: list[str] | None, calibration: str | None) -> tuple[list[dict], list[str]]:
     """The serving rows a fit reads (their clean form with `clean`, `hold_out`'s models left out), refused where none can
-    be used: priced, with a measured metric the loss reads; and, left out, the rows that cannot run (predict_serving's
-    `fits`, the predicate validate and estimate refuse a deployment by: the requests' KV cache does not fit its GPUs),
-    each in words with its line. A 512-request run of Llama-3.1-70B in BF16 on one H100 was fitted on (its TPOT 36x off)."""
+    be used: priced, with a measured metric the loss reads. The rows are those `validate` counts: a measured run the
+    memory model refuses is priced with the check bypassed and fitted on (validate's memory_refused: a run that ran is
+    evidence against the memory model, not a row to drop), and said; a row the model cannot price at all (no GPU memory
+    holds one sequence: Llama-3.1-70B in BF16 on one H100) is not fitted on, and said, each with its line."""
     from llm_codesign.measure.validate import clean_form, predict_serving, read_rows
 
     rows = read_rows(serving)
@@ -810,16 +811,14 @@ def _serving_rows(serving: str, *, clean: bool, hold_out: list[str] | None, cali
     line = {id(r): i + 2 for i, r in enumerate(rows)}  # the file's line (its header is line 1); the clean form's own order
     rows = held_out(rows, hold_out or [])
     preds, unmodeled = predict_serving(rows, calibration)
-    runs = [not p or p.get("fits", True) for p in preds]
-    left = [f"line {line[id(r)]} ({r.get('source') or r.get('model')}): {r.get('model')} on {r.get('num_gpus') or 1} {r.get('gpu')} "
-            f"does not fit its GPUs' memory at {r.get('concurrency') or 'its'} requests" for r, ok in zip(rows, runs, strict=True) if not ok]
-    if left:
-        kept = [i for i, ok in enumerate(runs) if ok]
-        at = {i: j for j, i in enumerate(kept)}
-        rows, preds = [rows[i] for i in kept], [preds[i] for i in kept]
-        unmodeled = [u | {"row": at[u["row"]]} for u in unmodeled if u["row"] in at]
-        if not rows:
-            raise InputError("serving", serving, f"rows that can run on their GPUs; none of its {len(left)} rows can: {left[0]}")
+
+    def at(i: int) -> str:
+        r = rows[i]
+        return f"line {line[id(r)]} ({r.get('source') or r.get('model')}): {r.get('model')} on {r.get('num_gpus') or 1} {r.get('gpu')}"
+
+    left = [f"{at(u['row'])}: not priced, {u['reason']}" for u in unmodeled]
+    left += [f"{at(i)}: priced and fitted on with the memory check bypassed, as validate counts it ({p['memory_refused']}; short by "
+             f"{p['memory_short_gb']:.1f} GB per GPU)" for i, p in enumerate(preds) if p and p.get("memory_refused")]
     why = unfittable(rows, preds, unmodeled)
     if why:
         raise InputError("serving", serving, why)
@@ -875,7 +874,7 @@ def _header(kernels: list[str], serving: str | None, *, clean: bool, hold_out: l
     header = (f"llm-codesign calibration profile, fitted {date.today().isoformat()} by `llm-codesign calibrate`\n"
               f"kernels: {', '.join(kernels) or 'none'}\nserving: {serving or 'none'}{' (cleaned)' if serving and clean else ''}"
               + (f"\nheld out of the serving fit: {', '.join(hold_out)}" if hold_out else "")
-              + "".join(f"\nleft out (cannot run): {x}" for x in left_out))
+              + "".join(f"\nnote: {x}" for x in left_out))
     if fitted:
         header += (f"\nserving parameters fitted: {', '.join(fitted['fitted']) or 'none'}\nkept at "
                    f"{'the profile given' if given else 'the bundled fit'}'s values (no run responds to them): {', '.join(fitted['held']) or 'none'}")
