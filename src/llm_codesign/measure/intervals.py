@@ -890,10 +890,15 @@ def profile_section(rows: list[dict], preds: list[dict]) -> str:
     del table["spread"]  # a profile's own slices keep their own quantiles (within)
     # the model classes of its runs per engine|family (`covered`): an own vLLM Blackwell slice of 120 dense Llama-3.1-70B
     # runs, 3.8% TPOT median, put the 635 MoE vLLM Blackwell runs' TPOT at 34.6 / 55.0% inside their 80 / 95% bands
-    # (bundled 79.2 / 96.7; fixcal's out-of-sample check). Not in build's envelope: the bundled table would change
+    # (bundled 79.2 / 96.7; fixcal's out-of-sample check; not in build's envelope: the bundled table would change).
+    # A class counts with a slice's worth of its own runs (MIN_ROWS):
+    # 39 dense runs and one MoE run do not make the dense runs' band a MoE question's
+    from collections import Counter
+
     for mode, env in table["envelope"].items():
         if isinstance(env, dict) and "runs" in env:
-            env["classes"] = {k: sorted({c.model_class for c, _ in records if c.mode == mode and f"{c.engine}|{c.family}" == k})
+            env["classes"] = {k: sorted(m for m, n in Counter(c.model_class for c, _ in records
+                                                              if c.mode == mode and f"{c.engine}|{c.family}" == k).items() if n >= MIN_ROWS)
                               for k in env["runs"]}
     return to_toml(table, ["the prediction intervals of this profile's own runs (llm_codesign.measure.intervals): they",
                            "replace the bundled ones for questions like them (same engine and GPU family)"], prefix="intervals")
