@@ -630,3 +630,13 @@ def test_disaggs_table_gives_long_times_in_s_and_h():
     line = next(x for x in out.splitlines() if x.split() and x.split()[0] == "2048")
     assert rows[1]["ttft_ms"] >= 10_000 and line.split()[1:4] == table_time(rows[1]["ttft_ms"]).split() + [table_time(rows[1]["prefill_ms"])]
     assert "Times in ms (from 10 s in s or h)" in out
+
+
+def test_the_estimate_says_a_decode_batch_the_cuda_graphs_miss(client):
+    # TensorRT-LLM's default capture (1-32, 64, 128, unpadded) misses 100 a rank: the page's estimate view shows the note
+    # (app.js eagerRows) from this field; a capture padded to 128 covers it (docs/modelling-notes.md#fixcg-eager-note)
+    req = {"model": "llama-3.1-70b", "gpu": "h100", "num_gpus": 8, "tp": 8, "engine": "trtllm", "concurrency": 100}
+    e = client.post("/api/estimate", json=req).json()
+    assert e["decode_bound"] == "host" and e["eager_decode"]["batch_per_rank"] == 100
+    assert e["eager_decode"]["note"].startswith("decode runs without CUDA graphs: a batch of 100 per rank")
+    assert "eager_decode" not in client.post("/api/estimate", json=req | {"cuda_graph_max_bs": 128}).json()

@@ -593,7 +593,7 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
                    f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
                    "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
     if ctx.eager:  # as speculative decoding's unmeasured term above: no group at all
-        out.append(Widening("eager", f"no decode run without CUDA graphs: its eager launches priced from prefill's; not measured, "
+        out.append(Widening("eager", "no decode run without CUDA graphs: its eager launches priced from prefill's; not measured, "
                    "widened by the campaign term once more, in quadrature on top of the others"))
     return out
 
