@@ -525,7 +525,7 @@ def test_pareto_searches_speculation_as_the_cli(client):
 
 
 def _page_rows(e: dict) -> list[list[str]]:
-    """app.js's metricRows and basisRows (what the page shows of an estimate) run in node on /api/estimate's answer."""
+    """app.js's metricRows, eagerRows and basisRows (what the page shows of an estimate) run in node on /api/estimate's answer."""
     import shutil
     import subprocess
 
@@ -536,7 +536,7 @@ def _page_rows(e: dict) -> list[list[str]]:
     fix = re.search(r"^function fix\(.*$", js, re.M)[0]
     body = js[js.index("const CENTRE = "):js.index("function frontierTable(")]
     out = subprocess.run([node, "-e", f"{fix}\n{body}\nconst e = {json.dumps(e)};\n"
-                          "console.log(JSON.stringify([['title', e.precision_as_run], ...metricRows(e), ...basisRows(e.intervals, e)]))"],
+                          "console.log(JSON.stringify([['title', e.precision_as_run], ...metricRows(e), ...eagerRows(e), ...basisRows(e.intervals, e)]))"],
                          capture_output=True, text=True, timeout=60, check=True).stdout
     return json.loads(out)
 
@@ -549,6 +549,8 @@ def _page_rows(e: dict) -> list[list[str]]:
      ("--concurrency", "1", "--isl", "1", "--osl", "1", "--weight-dtype", "nvfp4")),
     # offline: no arrival row
     ({"num_gpus": 1}, ()),
+    # 100 a rank, which TensorRT-LLM's default capture misses: the "CUDA graphs" note, as the CLI's row
+    ({"num_gpus": 1, "concurrency": 100}, ("--concurrency", "100")),
 ])
 def test_the_pages_estimate_reads_as_the_clis(client, body, args):
     from conftest import cli
@@ -566,6 +568,8 @@ def test_the_pages_estimate_reads_as_the_clis(client, body, args):
     assert ("arrival" in keys) == ("concurrency" in body)
     if body.get("osl") == 1:
         assert prec == "W:nvfp4 A:bf16 KV:bf16 as run" and ["TPOT", "n/a (one output token)"] in rows
+    if body.get("concurrency") == 100:
+        assert "CUDA graphs" in keys and e["eager_decode"]["batch_per_rank"] == 100
     if body.get("concurrency") == 100000:
         assert "bounds capped" in keys and dict(rows)["TTFT"].startswith(f"{e['ttft_ms'] / 3.6e6:.1f} h; ")
 

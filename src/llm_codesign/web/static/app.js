@@ -379,6 +379,12 @@ function basisRows(b, e) {
     ...reasons.map((w) => ["beyond the runs", w])];
 }
 
+// where a decode batch misses the CUDA graphs and runs eagerly: why TPOT jumps and the capture that avoids it (serve/estimate.py
+// EagerDecode; the CLI's "CUDA graphs" row)
+function eagerRows(e) {
+  return e.eager_decode ? [["CUDA graphs", e.eager_decode.note]] : [];
+}
+
 function frontierTable(series) {
   const rows = [], index = [];
   series.forEach((s, i) => s.frontier.forEach((p, j) => {
@@ -547,12 +553,6 @@ async function runPrice() {
     status("");
     showError(e.message);
   }
-}
-
-// where a decode batch misses the CUDA graphs and runs eagerly: why TPOT jumps and the capture that avoids it (serve/estimate.py
-// EagerDecode; the CLI's "CUDA graphs" row)
-function eagerRows(e) {
-  return e.eager_decode ? [["CUDA graphs", e.eager_decode.note]] : [];
 }
 
 function showPriced(e) {
