@@ -431,8 +431,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
     add("host/sequences", "host", one(sp.host_seq),
         f"{b:.4g} running sequences x {costs.seq_overhead * 1e6:.3g} us of host work each (seq_overhead_s)", always=True)
     add("host/eager_launches", "host", one(sp.eager),
-        f"a batch of {b:.4g} per rank the CUDA graphs do not capture ({captured_text(dep)}): every kernel's host launch, as "
-        "in an eager step")
+        f"a batch of {b:.4g} per rank the CUDA graphs miss ({captured_text(dep)}): every kernel's host launch, as eager")
     add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage")
     add("prefill/others_prompts", "per token", one(tp["prompt_stall"]),
         "the prompt chunks of requests arriving later, run in this request's decode steps, spread over its OSL - 1 tokens",
