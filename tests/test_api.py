@@ -42,9 +42,10 @@ def test_bottleneck_is_read_from_the_step_the_metrics_time(monkeypatch):
     from llm_codesign.serve import estimate as est
     from llm_codesign.serve.aggregated import op_step_time
 
+    # the decode step's resources (serve.estimate._decode_bound sets the host rows beside them: fixcg)
     seen = []
-    real = est.binding_resource
-    monkeypatch.setattr(est, "binding_resource", lambda ops, per=0.0: seen.append((ops, per)) or real(ops, per))
+    real = est.resource_times
+    monkeypatch.setattr(est, "resource_times", lambda ops, per=0.0: seen.append((ops, per)) or real(ops, per))
     m = lc.get_model("llama-3.1-70b")
     r = lc.estimate(m, lc.deployment(m, gpu="b200", tp=8), lc.Workload(isl=1024, osl=1024, concurrency=64), breakdown=True)
     ops, per = seen[0]

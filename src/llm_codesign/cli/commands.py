@@ -265,6 +265,8 @@ def estimate(
                     f"{dep.gpu.hbm_bytes / 1e9:.0f} GB on the data sheet)"),
                  ("decode step bound by", r["decode_bound"]), ("prefill bound by", r["prefill_bound"])):
         t.add_row(k, str(v))
+    if "eager_decode" in r:  # a decode batch the CUDA graphs miss runs eagerly: why TPOT jumps, and the capture that avoids it
+        t.add_row("CUDA graphs", f"[yellow]{r['eager_decode']['note']}[/yellow]")
     if "spec" in r:
         s = r["spec"]
         t.add_row("speculation", f"{s['method']} k={s['draft_len']}, {r['accepted_per_step']:.2f} tokens/step, "

@@ -106,6 +106,11 @@ MAD_FLOOR = 1e-3
 # question lies outside the calibrated envelope
 WIDEN = ("family", "kernel", "moe", "engine", "shape", "model", "spec", "load", "low_load", "lengths")
 BETWEEN = ("campaign", *WIDEN)
+# reasons no shipped run measures by construction, so intervals.toml holds no term for them: widened as an unmeasured
+# term is (`between`: the campaign term once more, in quadrature), as speculative decoding's one group is. "eager": a decode
+# step outside the CUDA graphs (serve.estimate.EagerDecode), priced from the eager cost fitted on prefill steps; no
+# campaign row decodes eagerly (docs/modelling-notes.md#cg128-default-graphs)
+UNRUN = ("eager",)
 # a band's keys shaped as its prediction (one per point of a frontier)
 POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
 
@@ -137,6 +142,7 @@ class Context:
     osl: float | None = None
     arrival: str = ""
     gemm_fmt: str = ""
+    eager: bool = False  # a decode step runs outside the CUDA graphs (serve.estimate.EagerDecode): UNRUN's reason
 
     def key(self, level: tuple[str, ...]) -> str:
         return "|".join(getattr(self, k) for k in level)
@@ -164,7 +170,7 @@ def format_label(prec) -> str:
 
 
 def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: float, spec: bool = False,
-            disaggregated: bool = False, arrival: str = "") -> Context:
+            disaggregated: bool = False, arrival: str = "", eager: bool = False) -> Context:
     """The Context of a question: `prec` as asked (mapped here to what `gpu` executes), `concurrency`
     None for offline max throughput (its `arrival` is then not said: every request queued at once)."""
     from llm_codesign.cost.ffns import moe_step_activation
@@ -188,7 +194,7 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
     return Context(mode, engine, gpu.family, "moe" if model.is_moe else "dense", load, lengths_class(isl, osl), tuple(kinds),
                    format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name,
                    None if concurrency is None else float(concurrency), float(isl), float(osl), "" if concurrency is None else arrival,
-                   gemm_fmt if gemm_fmt != format_label(run) else "")
+                   gemm_fmt if gemm_fmt != format_label(run) else "", eager)
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
@@ -586,6 +592,9 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         out.append(Widening("spec", f"speculative decoding: no {run} with it" + ("" if measured(t) else
                    f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
                    "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
+    if ctx.eager:  # as speculative decoding's unmeasured term above: no group at all
+        out.append(Widening("eager", "no decode run without CUDA graphs: its eager launches priced from prefill's; not measured, "
+                   "widened by the campaign term once more, in quadrature on top of the others"))
     return out
 
 
@@ -737,7 +746,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     # frontier, so that its points' reasons merge)
     terms = t.get("between", {})
     widened = [replace(w, factors=tuple(math.exp(term[lvl]) for lvl in levels), levels=tuple(levels))
-               for w in why for term in (between([w.kind], t, own=True, levels=levels) if measured(terms.get(w.kind, {})) else
+               for w in why for term in (between([w.kind], t, own=True, levels=levels)
+                                         if w.kind not in UNRUN and measured(terms.get(w.kind, {})) else
                                          between([], t, levels=levels),)]
     return out | {"n": c["n"], "source": source, "widened": widened}
 
@@ -758,7 +768,8 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     campaign, and taking the largest term left the band exactly as without the reason (review of uxa)."""
     terms = table.get("between", {})
     kinds = ([] if own else ["campaign"]) + [k for k in why if k not in terms or measured(terms[k])]
-    new = any(k in terms and not measured(terms[k]) for k in why)  # an unmeasured term: a second campaign's on top
+    # an unmeasured term (or UNRUN's, which no run measures): a second campaign's on top
+    new = any((k in terms and not measured(terms[k])) or k in UNRUN for k in why)
     out, floor = {}, 0.0
     for lvl in sorted(levels):
         top = max([0.0, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)])

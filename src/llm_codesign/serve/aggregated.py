@@ -969,6 +969,13 @@ def _memory_metrics(mem: dict, running) -> dict:
 def binding_resource(ops, pdl_per_launch: float = 0.0) -> str:
     """Which resource the step spends most time on: compute, memory or communication (each operator's
     time as the step prices it, op_step_time)."""
+    tot = resource_times(ops, pdl_per_launch)
+    return max(tot, key=tot.get)
+
+
+def resource_times(ops, pdl_per_launch: float = 0.0) -> dict[str, float]:
+    """Seconds of the step's operators by the resource each spends most time on (binding_resource's sums; serve.estimate
+    sets the host's time beside them)."""
     tot = {"compute": 0.0, "memory": 0.0, "communication": 0.0}
     for op in ops:
         t = float(np.sum(op_step_time(op, pdl_per_launch)))
@@ -978,4 +985,4 @@ def binding_resource(ops, pdl_per_launch: float = 0.0) -> str:
             tot["compute"] += t
         else:
             tot["memory"] += t
-    return max(tot, key=tot.get)
+    return tot

@@ -17,6 +17,8 @@ from llm_codesign.serve.aggregated import (
     engine_budget,
     op_step_time,
     pdl_per_launch,
+    resource_times,
+    stage_ranks,
 )
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
@@ -71,6 +73,28 @@ class OperatorTime:
 
 
 @dataclass(frozen=True)
+class EagerDecode:
+    """Where the answer's decode step runs without CUDA graphs (serve.aggregated.graph_misses: the batch per rank is above
+    the capture or, where it does not pad, not among its sizes): that batch, the capture in words (the deployment's
+    cuda_graph_max_bs, else the engine's default, Engine.cuda_graphs_default), the host launches it adds a step and their
+    share of TPOT (the breakdown's host/eager_launches row, the same arrays), the padded capture that covers the batch,
+    how to set it, and the note that says it all."""
+    batch_per_rank: float
+    captured: str
+    extra_s: float
+    tpot_s: float  # the row's share of TPOT, in seconds
+    share: float  # of TPOT
+    cuda_graph_max_bs: int
+    avoid: str
+    note: str
+
+    def to_dict(self) -> dict:
+        return {"batch_per_rank": self.batch_per_rank, "captured": self.captured, "extra_ms_per_step": self.extra_s * 1e3,
+                "tpot_ms": self.tpot_s * 1e3, "share_of_tpot": self.share, "cuda_graph_max_bs": self.cuda_graph_max_bs,
+                "avoid": self.avoid, "note": self.note}
+
+
+@dataclass(frozen=True)
 class SpecPayoff:
     """Speculation's TPOT speed-up over the same deployment without it: at the estimate's load, at one
     request, and the first load at which it stops paying (None: never within what fits)."""
@@ -114,6 +138,7 @@ class Estimate:
     cost: dict | None = None
     intervals: dict | None = None
     moe_activation: str | None = None  # the format the MoE runs on at this load where AITER's switch takes it off A:'s
+    eager_decode: EagerDecode | None = None  # where a decode step runs outside the CUDA graphs captured
 
     @property
     def fits(self) -> bool:
@@ -142,6 +167,8 @@ class Estimate:
         }
         if self.over_capacity is not None:
             out["over_capacity"] = self.over_capacity
+        if self.eager_decode is not None:  # absent where every decode step replays a CUDA graph
+            out["eager_decode"] = self.eager_decode.to_dict()
         if self.spec is not None:
             out["spec"] = asdict(self.spec)
         if self.breakdown is not None:
@@ -292,6 +319,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     dec_ops = list(priced["ops"])
     pf_ops = prefill_ops(model, dep, cal, workload)
     per = pdl_per_launch(dep.gpu, dep.engine.costs(cal))  # each operator as the step prices it
+    rows = _with_steps(_breakdown(dec_ops, per), priced, dep, cal)  # the breakdown's rows, summing to TPOT and TTFT
     est = Estimate(
         model=model.name, deployment=dep, workload=workload, mode=mode, concurrency=concurrency,
         ttft_s=s("ttft_s"), tpot_s=s("tpot_s"), tok_s_per_user=s("tok_s_per_user"), output_tok_s_per_gpu=s("output_tok_s_per_gpu"),
@@ -299,15 +327,66 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         memory=Memory(weights=s("weights_bytes"), kv=s("kv_bytes") - s("state_bytes"), state=s("state_bytes"), activations=s("activation_bytes"),
                       free=s("free_bytes"), capacity=dep.gpu.memory_bytes),
         energy=energy(model, dep, workload, concurrency, calibration=cal).at(),
-        decode_bound=binding_resource(dec_ops, per), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
+        decode_bound=_decode_bound(dec_ops, per, rows), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=tuple(executable(dep.precision, dep.gpu)[1]) + quark_note(model, dep.precision) + _expert_notes(model, dep),
         over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]))
         if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
-        breakdown=_with_steps(_breakdown(dec_ops, per), priced, dep, cal) if breakdown else None,
-        moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None))
+        breakdown=rows if breakdown else None,
+        moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None),
+        eager_decode=_eager_decode(dep, rows, batch=float(np.asarray(priced["time_parts"]["batch"], float).reshape(-1)[0]), tpot_s=s("tpot_s")))
     return check_estimate(model, est)
+
+
+def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
+    """What the decode step spends most time on: its operators by resource (serve.aggregated.resource_times, as
+    binding_resource sums them), or the host, its rows of the breakdown (step, sequences, eager launches) together, where
+    they exceed each: a step that launches every kernel eagerly waits on the host, not on memory."""
+    tot = resource_times(ops, per) | {"host": sum(o.time_s for o in rows if o.phase == "decode" and o.kind == "host")}
+    return max(tot, key=tot.get)
+
+
+# how each engine's launch sets a padded capture up to n (the advice of EagerDecode): TensorRT-LLM's extra LLM API options
+# (CudaGraphConfig enable_padding / max_batch_size, tensorrt_llm/llmapi/llm_args.py:175-255@00043967), SGLang's flag
+# (spec.harness SchedulerFlags.cuda_graph_max_bs); another engine's said generically
+GRAPH_OPTION = {"trtllm": "`cuda_graph_config: {{enable_padding: true, max_batch_size: {n}}}` in the extra LLM API options",
+                "sglang": "`--cuda-graph-max-bs {n}`"}
+
+
+def captured_text(dep: Deployment) -> str:
+    """The decode CUDA graphs `dep` captures, in words: the deployment's padded cuda_graph_max_bs, else the engine's own
+    default (Engine.cuda_graphs_default; an unpadded one's sizes as serve.aggregated.graph_misses holds them: 1-32, the
+    powers of 2 from 64 below its max, and the max)."""
+    if dep.cuda_graph_max_bs is not None:
+        return f"padded graphs up to {int(dep.cuda_graph_max_bs)} per rank (the deployment's cuda_graph_max_bs)"
+    top, padded = dep.engine.cuda_graphs_default
+    if padded:
+        return f"{dep.engine.title}'s default: " + ("every batch" if np.isinf(top) else f"padded graphs up to {top:g} per rank")
+    sizes = ["1-32", *(f"{2 ** k}" for k in range(6, 64) if 2 ** k < top), f"{top:g}"]
+    return f"{dep.engine.title}'s default where the launch sets none: batches {', '.join(sizes)} per rank, unpadded"
+
+
+def _eager_decode(dep: Deployment, rows: tuple[OperatorTime, ...], *, batch: float, tpot_s: float) -> EagerDecode | None:
+    """EagerDecode where the breakdown's host/eager_launches row is priced (step_rows, from the step's own eager part), else
+    None."""
+    row = next((o for o in rows if o.name == "host/eager_launches" and o.time_s > 0), None)
+    if row is None:
+        return None
+    n, ranks, title = int(np.ceil(batch - 1e-9)), int(np.asarray(stage_ranks(dep.plan)).reshape(-1)[0]), dep.engine.title
+    avoid = GRAPH_OPTION.get(dep.engine.name, f"a CUDA-graph capture padded up to {{n}} in {title}'s launch options").format(n=n) + \
+        f" (here: --cuda-graph-max-bs {n}, Deployment.cuda_graph_max_bs, priced as padded graphs up to {n})"
+    # the eager cost is fitted on prefill steps only (eager_launch_s; at several ranks eager_skew_s, fitted on TTFT by GPU
+    # count: docs/modelling-notes.md#eager-rank-skew): no campaign row runs decode eagerly (#cg128-default-graphs)
+    fitted = (f"{title}'s eager launch cost and its spread over the {ranks} ranks (eager_skew_s) are fitted on prefill TTFT "
+              "by GPU count" if ranks > 1 else f"{title}'s eager launch cost (eager_launch_s) is fitted on prefill steps")
+    share = row.tpot_s / tpot_s
+    note = (f"decode runs without CUDA graphs: a batch of {batch:.4g} per rank is not captured ({captured_text(dep)}), so each "
+            f"step launches every kernel from the host: +{row.time_s * 1e3:.3g} ms a step, {share:.0%} of TPOT "
+            f"(host/eager_launches). Avoid it with {avoid}. {fitted}; no measured run decodes without CUDA graphs, so this "
+            "part is unmeasured for decode (the intervals widen for it)")
+    return EagerDecode(batch_per_rank=batch, captured=captured_text(dep), extra_s=row.time_s, tpot_s=row.tpot_s, share=share,
+                       cuda_graph_max_bs=n, avoid=avoid, note=note)
 
 
 def _with_steps(ops: tuple[OperatorTime, ...], priced, dep: Deployment, cal: Calibration) -> tuple[OperatorTime, ...]:
@@ -366,7 +445,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
         f"the fitted cost a running sequence beyond the kernels: {b:.4g} running sequences x {costs.seq_overhead * 1e6:.3g} us "
         "(seq_overhead_s)", always=True)
     add("host/eager_launches", "host", one(sp.eager),
-        f"a batch of {b:.4g} above the largest captured CUDA graph: every kernel's host launch, as in an eager step")
+        f"a batch of {b:.4g} per rank the CUDA graphs miss ({captured_text(dep)}): every kernel's host launch, as eager")
     add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage")
     add("prefill/others_prompts", "per token", one(tp["prompt_stall"]),
         "the prompt chunks of requests arriving later, run in this request's decode steps, spread over its OSL - 1 tokens",

@@ -379,6 +379,12 @@ function basisRows(b, e) {
     ...reasons.map((w) => ["beyond the runs", w])];
 }
 
+// where a decode batch misses the CUDA graphs and runs eagerly: why TPOT jumps and the capture that avoids it (serve/estimate.py
+// EagerDecode; the CLI's "CUDA graphs" row)
+function eagerRows(e) {
+  return e.eager_decode ? [["CUDA graphs", e.eager_decode.note]] : [];
+}
+
 function frontierTable(series) {
   const rows = [], index = [];
   series.forEach((s, i) => s.frontier.forEach((p, j) => {
@@ -439,7 +445,7 @@ async function selectPoint(si, pi) {
     const summary = [["deployment", `${e.plan}, ${e.precision_as_run}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
       ["concurrency", e.concurrency], ...metricRows(e),
       ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
-      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...basisRows(e.intervals, e)];
+      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...basisRows(e.intervals, e)];
     // the rows' shares of TPOT sum to it (explore/search.py point_breakdowns: the operators, the host's step and per-sequence
     // costs, the prompts' stalls per token); a row's share of TPOT is its share here
     const total = e.point_breakdown.reduce((a, o) => a + o.tpot_ms, 0);
@@ -556,7 +562,7 @@ function showPriced(e) {
     ...metricRows(e), ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
     ["largest batch that fits", e.fits ? e.max_batch : `${e.max_batch}: ${e.over_capacity}`],
     ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
-    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...basisRows(e.intervals, e)];
+    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...basisRows(e.intervals, e)];
   if (sp) {
     rows.push(["speculation", `${sp.method} k=${sp.draft_len}, ${fix(e.accepted_per_step, 2)} tokens/step, speed-up ${fix(sp.speedup_at_concurrency, 2)}x `
                + `here, ${fix(sp.speedup_at_1, 2)}x at batch 1`],

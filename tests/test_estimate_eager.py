@@ -1,0 +1,91 @@
+"""estimate says when a decode step runs without CUDA graphs (serve.estimate.EagerDecode): TensorRT-LLM's default capture
+(1-32, 64, 128, unpadded: docs/modelling-notes.md#cg128-default-graphs) misses a batch of 100 per rank, whose step then
+launches every kernel from the host; the answer names the batch, the capture, the extra a step (the breakdown's
+host/eager_launches row, the same arrays), its share of TPOT, the capture that avoids it, and that the eager cost is
+unmeasured for decode (an interval reason with the campaign term: docs/modelling-notes.md#fixcg-eager-note)."""
+import json
+import math
+import tomllib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+import llm_codesign as lc
+from llm_codesign.measure import intervals
+
+FITTED = Path(lc.__file__).parent / "data" / "calibration" / "fitted.toml"
+ARGS = ("estimate", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--backend", "trtllm")
+
+
+def _est(conc: int, graphs: int | None = None):
+    m = lc.get_model("llama-3.1-70b")
+    dep = lc.deployment(m, gpu="h100", num_gpus=8, tp=8, engine="trtllm")
+    if graphs is not None:
+        dep = replace(dep, cuda_graph_max_bs=graphs)
+    return lc.estimate(m, dep, lc.Workload(isl=1024, osl=1024, concurrency=conc), breakdown=True)
+
+
+@pytest.fixture(scope="module")
+def at100():
+    return _est(100)
+
+
+def test_a_missed_batch_is_said_with_the_breakdowns_eager_row(at100):
+    e, d = at100.eager_decode, at100.to_dict()
+    row = next(o for o in at100.breakdown if o.name == "host/eager_launches")
+    # the same number as the breakdown's row, a step and in TPOT
+    assert e.extra_s == row.time_s and e.tpot_s == row.tpot_s and e.share == row.tpot_s / at100.tpot_s
+    # hand-derived: 723 launches a step (80 layers x 9 + LM head + sampler's 2) at the slowest of 8 ranks' pace,
+    # eager_launch_s + eager_skew_s x sqrt(2 ln 8) (EngineCosts.eager_per_launch): 723 x 45.13 us = 32.63 ms
+    f = tomllib.loads(FITTED.read_text())["default"]
+    per = f["eager_launch_s"]["trtllm"] + f["eager_skew_s"]["trtllm"] * math.sqrt(2 * math.log(8))
+    assert e.extra_s == pytest.approx(723 * per, rel=1e-9) and e.extra_s == pytest.approx(32.63e-3, abs=5e-5)
+    assert e.share == pytest.approx(0.628, abs=1e-3)  # 32.63 of TPOT's 51.94 ms
+    assert e.batch_per_rank == 100 and e.cuda_graph_max_bs == 100
+    # the engine's own default capture (Engine.cuda_graphs_default), the option that avoids it, the unmeasured part
+    assert "batches 1-32, 64, 128 per rank, unpadded" in e.note
+    assert "`cuda_graph_config: {enable_padding: true, max_batch_size: 100}` in the extra LLM API options" in e.note
+    assert "--cuda-graph-max-bs 100" in e.note and "unmeasured for decode" in e.note and "8 ranks" in e.note
+    assert d["eager_decode"]["extra_ms_per_step"] == pytest.approx(e.extra_s * 1e3, rel=1e-12)
+    assert d["eager_decode"]["note"] == e.note
+
+
+def test_the_host_binds_the_eager_step(at100):
+    # host rows 0.016 + 0.184 + 32.63 ms against the operators' 15.4 ms in all: the step waits on the host
+    host = sum(o.time_s for o in at100.breakdown if o.phase == "decode" and o.kind == "host")
+    ops = sum(o.time_s for o in at100.breakdown if o.phase == "decode" and not o.what)
+    assert at100.decode_bound == "host" and host > ops
+
+
+def test_the_interval_widens_by_the_campaign_term_for_it(at100):
+    tpot = at100.intervals["tpot_ms"]
+    why = [w for w in tpot["widened"] if w.kind == "eager"]
+    assert len(why) == 1 and "no decode run without CUDA graphs" in why[0]
+    m, dep = lc.get_model("llama-3.1-70b"), at100.deployment
+    kw = dict(engine="trtllm", concurrency=100, isl=1024, osl=1024, arrival=at100.workload.arrival)
+    b = {x: intervals.band("tpot_ms", 50.0, intervals.context(m, dep.gpu, dep.precision, eager=x, **kw)) for x in (False, True)}
+    # the campaign term once more, in quadrature (as speculative decoding's unmeasured term): wider at both levels
+    assert b[True]["hi95"] > b[False]["hi95"] and b[True]["lo80"] < b[False]["lo80"]
+    camp = intervals.bundled()["between"]["campaign"]
+    # (its 95% term floored at its 80%: intervals.between keeps a wider level's term at least a narrower one's)
+    assert why[0].factors == pytest.approx((math.exp(camp["t80"]), math.exp(max(camp["t80"], camp["t95"]))), rel=1e-12)
+
+
+@pytest.mark.parametrize("conc,graphs", [(128, None), (100, 128)])
+def test_no_note_where_the_capture_holds_the_batch(conc, graphs):
+    est = _est(conc, graphs)
+    assert est.eager_decode is None and "eager_decode" not in est.to_dict() and est.decode_bound == "memory"
+    assert not any(w.kind == "eager" for w in est.intervals["tpot_ms"]["widened"])
+
+
+def test_the_cli_prints_the_row_and_json_carries_the_field():
+    from conftest import cli
+
+    code, out, _ = cli(*ARGS, "--concurrency", "100")
+    assert code == 0 and "CUDA graphs" in out and "decode runs without CUDA graphs: a batch of 100 per rank" in out
+    assert any(line.split()[:4] == ["decode", "step", "bound", "by"] and line.split()[4] == "host" for line in
+               (x.replace("│", " ").replace("|", " ") for x in out.splitlines()) if len(line.split()) > 4)
+    for conc, field in ((100, True), (128, False)):
+        code, out, _ = cli(*ARGS, "--concurrency", str(conc), "--json")
+        assert code == 0 and ("eager_decode" in json.loads(out)) is field
