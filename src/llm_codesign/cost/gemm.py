@@ -187,8 +187,8 @@ def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, 
     B200 MoE table's times follow the heuristic tile where this model prices the narrower one faster (docs/modelling-
     notes.md#moe-tile, moeb2; with it the table's B200 rows 11.6 -> 19.9%, #fixmono-tile-window). A minimum over tiles each
     non-decreasing in the rows, over a window that only moves up the ladder as the tokens grow, so more tokens do not
-    price faster (the heuristic tile alone did: DeepSeek-R1 on 8 B200s, 256 -> 257 tokens took tile 64 -> 128 and the
-    busiest expert's two tiles of 64 became one of 128). Else `token_tile` itself (SGLang's Triton block). `parts`: the
+    price faster (the heuristic tile alone did: DeepSeek-R1 on 8 B200s under MoE TP8, 256 -> 257 tokens took tile 8 -> 16
+    and the busiest expert's 8.0024 rows two tiles of 8 -> one of 16). Else `token_tile` itself (SGLang's Triton block). `parts`: the
     launch's groups where their rows differ, ((rows, groups), ...) (a skewed load's busiest expert and the rest), their
     CTAs wave-quantised together, as the one launch runs them (else `m` rows in each of `groups`)."""
     f32 = np.float32
