@@ -530,6 +530,46 @@ def test_trtllm_gen_moe_block_on_its_own_tile_grid_and_quantises_the_tokens_once
     assert float(ops["experts_down"].time) == pytest.approx(float(priced(7168, 3072, "epilogue")[0]), rel=1e-6)
 
 
+
+def test_trtllm_gen_moe_tile_is_the_fastest_the_autotuner_offers_so_more_tokens_never_price_faster(b200):
+    """DeepSeek-R1 (256 experts, top 8, block FP8) under MoE TP8 on B200, TensorRT-LLM: every expert local, so the
+    heuristic tile (computeSelectedTileN) is the next power of two of T x 8 / 256: 8 at 256 tokens, 16 at 257. Uniform
+    routing puts 8.0024 rows on the busiest expert at 256 (routed_load), so tile 8 takes two tiles an expert and tile 16
+    one. The up-projection (N 2 x 2,048 / 8 = 512, K 7,168): 4 weight tiles x 255.92 experts = 1,023.7 CTAs, 7 waves of
+    (7,168 + k_half 83.99) K steps; a K step of tile t the longer of its MMA, 2 x t x 128 x 148 FLOPs at 4.5 PFLOPS x
+    gemm_eff_fp8 0.636 x moe_eff 0.531 x 2/3 (MOE_RATES), and its feed, 148 x (t x 1.03125 + 128 x 1.000244) bytes at
+    1/64 byte per BF16 FLOP of 2.25 PFLOPS: tile 8 0.574 ns (feed) x 2 tiles = 58.25 us, tile 16 0.608 ns (feed) = 30.89
+    us, tile 32 1.196 ns (MMA) = 60.73 us. The heuristic tile alone priced 256 tokens at 58.25 us and 257 at 30.89: the
+    autotuner's window (the heuristic tile and the next two rungs) takes tile 16 at both."""
+    from llm_codesign.cost import gemm
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.registry import get_model
+
+    m, e = get_model("deepseek-r1"), get_engine("trtllm")
+    cal = e.costs(calibration_for(b200)).cal
+    layer = next(lay for lay, _ in m.groups if hasattr(lay.ffn, "top_k"))
+    assert (cal.gemm_eff("fp8"), cal.moe_eff, cal.gemm_k_half("fp8"), b200.smem_bytes_per_bf16_flop) == (0.635998, 0.531155, 83.9947, 0.015625)
+    assert routed_load(256, 8, 256.0, 1, 0.0)[1] == pytest.approx(8.0024, abs=1e-4)
+
+    def step_time(t, feed_bound):
+        per = (148 * (t * 1.03125 + 128 * 1.000244140625) / (0.015625 * 2.25e15) if feed_bound
+               else 2 * t * 128 * 148 / (4.5e15 * 0.635998 * 0.531155 * 2 / 3))
+        return 7 * (7168 + 83.9947) * per
+
+    by_tile = {8: 2 * step_time(8, True), 16: step_time(16, True), 32: step_time(32, False)}
+    assert by_tile == pytest.approx({8: 58.248e-6, 16: 30.887e-6, 32: 60.731e-6}, rel=1e-4)
+    for tokens in (256.0, 257.0):
+        ops = {o.role: o for o in layer_ops(m, layer, 1.0, b200, cal, prec=m.default_precision, sh=Plan(tp=8, ep=1, moe_tp=8),
+                                            b=Batch(dec_seqs=tokens, dec_ctx=1536.0), prefix="x", parts=("ffn",), engine=e)}
+        assert float(np.ravel(ops["experts_gate_up"].t_compute)[0]) == pytest.approx(by_tile[16], rel=1e-5)
+    # the heuristic tile alone (not tuned), as main priced it: tile 8's two tiles an expert at 256 tokens
+    top, active = routed_load(256, 8, 256.0, 1, 0.0)[1], routed_load(256, 8, 256.0, 1, 0.0)[0]
+    alone = gemm.gemm_time(top, 512.0, 7168.0, b200, cal, math="fp8", a_bytes=1.03125, w_bytes=1.000244140625, groups=active,
+                           eff_scale=cal.moe_eff * 2 / 3, kernel="fp8", swap_ab=True, token_tile=8.0)
+    assert float(alone[1]) == pytest.approx(by_tile[8], rel=1e-5)
+
+
 def _gen_ops(gpu, cal, plan, tokens, engine=None):
     """The B200 MoE table's block (W4A8 MXFP4 x MXFP8, 384 experts of top 6, h 7,168, inter 3,072) at `tokens` a rank,
     its operators by role."""

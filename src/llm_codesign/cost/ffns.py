@@ -209,12 +209,12 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
 
     def gemm_of(name, n_dim, k_dim, *, fam, ff, kernel):
         ff, kernel = _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)
-        tile, even = _moe_tile([fam] if fam in run_as else fams, kernel, ff, gen=gen, tokens=tile_tokens, f=f, local=f.experts / ep)
+        tile, even, tuned = _moe_tile([fam] if fam in run_as else fams, kernel, ff, gen=gen, tokens=tile_tokens, f=f, local=f.experts / ep)
         rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
         return _expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel,
                             own_quant=own_quant or gen_quant, local=f.experts / ep,
                             quant_rows=(tokens if own_quant else quant_tokens if gen or gen_quant else None) if name == "experts_gate_up" else None,
-                            epilogue_quant=(gen or gen_quant) and name == "experts_down", tile=tile, even_grid=even, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+                            epilogue_quant=(gen or gen_quant) and name == "experts_down", tile=tile, even_grid=even, tuned=tuned, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
 
     def gemms(ff, kernel):
         ops = []
@@ -272,14 +272,15 @@ def _held_gemm(ff: dict, kernel: str, held: Dtype | None, *, prec: Precision, gp
 
 
 def _moe_tile(grid, kernel: str, ff: dict, *, gen: bool, tokens, f: MoE, local):
-    """The token tile the MoE kernel families `grid` compute each expert's rows in (None: none) and whether its blocks
-    spread evenly over the kernel's grid: TRTLLM-Gen's (`gen`, token_tile), Marlin's (marlin_block, on Marlin's own even
-    grid: gemm._marlin_grid_time) or SGLang's Triton MoE on BF16 (triton_block); `local` the rank's experts."""
+    """The token tile the MoE kernel families `grid` compute each expert's rows in (None: none), whether its blocks
+    spread evenly over the kernel's grid and whether an autotuner picks the tile near it: TRTLLM-Gen's (`gen`, token_tile,
+    its heuristic tile, the autotuner's window above it: gemm._token_tile_time), Marlin's (marlin_block, on Marlin's own
+    even grid: gemm._marlin_grid_time) or SGLang's Triton MoE on BF16 (triton_block); `local` the rank's experts."""
     if gen:
-        return token_tile(tokens, f.top_k, local, a_b=ff["a_b"], w_b=ff["w_b"]), False
+        return token_tile(tokens, f.top_k, local, a_b=ff["a_b"], w_b=ff["w_b"]), False, True
     if all(x in MARLIN for x in grid):
-        return marlin_block(tokens, f.top_k, local), True
-    return (triton_block(tokens, local) if kernel == "bf16" and all(x == "sglang_triton" for x in grid) else None), False
+        return marlin_block(tokens, f.top_k, local), True, False
+    return (triton_block(tokens, local) if kernel == "bf16" and all(x == "sglang_triton" for x in grid) else None), False, False
 
 # GPU families whose kernel tables' own MoE (fam None) reads its routed rows in the up-projection's GEMM
 # (a gather by the sorted indices, no permuted copy: one permutation launch, the un-permute's or its sort's)
@@ -419,7 +420,7 @@ def _either(sel, a: Op, b: Op) -> Op:
 
 
 def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0, own_quant=False,
-                 quant_rows=None, epilogue_quant=False, tile=None, even_grid=False):
+                 quant_rows=None, epilogue_quant=False, tile=None, even_grid=False, tuned=False):
     """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
     kernel tables') at the rates of dense GEMM kernel family `kernel`, keeping `kept` of them (MOE_RATES), its
     activations quantised as the weights' own family `quant_kernel` has them (gemm.quantise_kernel); `load` is
@@ -434,7 +435,8 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     TRTLLM-Gen's FC1: gemm.gemm_time); `epilogue_quant`: the previous GEMM's epilogue wrote them quantised (TRTLLM-Gen's
     FC2, no pass); `tile`: the kernel's token tile (token_tile), each expert's rows computed in whole tiles of it on the
     kernel's own grid (gemm._token_tile_time), or with `even_grid` Marlin's block (marlin_block), its padded blocks spread
-    evenly over the SMs (gemm._marlin_grid_time); its work (FLOPs, bytes) still its own rows."""
+    evenly over the SMs (gemm._marlin_grid_time), with `tuned` the fastest of it and the next two rungs above (TRTLLM-Gen's
+    autotuner: gemm._token_tile_time); its work (FLOPs, bytes) still its own rows."""
     active, top, on_rank, alpha = load
     cal = at.cal
     eff, overhead = expert_scale(cal, at.gpu, fam, kernel, kept), cal.moe_kernel(fam, kernel)[1]
@@ -446,7 +448,7 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # by a kernel of its own where the MoE kernel quantises them itself (`own_quant`: AITER's)
     quant = not epilogue_quant and gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel, fused=False if own_quant else None)
     kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant="epilogue" if epilogue_quant else not quant,
-              token_tile=tile, even_grid=even_grid)
+              token_tile=tile, even_grid=even_grid, tuned=tuned)
     if alpha <= 0.0:
         return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows, **kw)
     rest_groups = active - 1.0
@@ -499,14 +501,14 @@ def token_tile(tokens, top_k, local, *, a_b, w_b):
     top_k / num_local_experts), :1604,1834,2137-2145,2923-2945 (the tiles per launcher)@fb28d72, and TensorRT-LLM's
     own (cpp/tensorrt_llm/thop/fp8BlockScaleMoe.cpp getValidConfigs: computeSelectedTileN(mSupportedTileN, numTokens,
     totalExpertsPerToken, numTotalLocalExperts)). `tokens`: those the call receives (under an all-to-all the dispatched
-    ones, not their routed rows). Priced: the heuristic tile (computeSelectedTileN's centre), the one the B200 MoE table's
-    fit supports (docs/modelling-notes.md#moe-tile). Neither engine pick is it: the autotuner's tactic is the fastest of
-    the candidates computeSelectedTileN returns (this tile, the launcher's next two and its previous one, :972-986: half,
-    two and four times it on a power-of-two ladder), and the untuned fallback (tactic -1) is selectDefaultTileN's
-    *selected.begin(), the smallest candidate (:991-996,1012-1016@fb28d72). Not priced: the 256 block FP8 also offers under
-    MxFp8 quantisation (:2137-2145) and the 192 of MXFP4 x MXFP8 and NVFP4 x NVFP4 (:2936-2941), which also makes 192 the
-    previous candidate of 256 there."""
-    top = 256.0 if w_b < 1.0 and a_b < 2.0 else 64.0 if w_b < 1.0 else 128.0
+    ones, not their routed rows). The centre of the autotuner's candidates (computeSelectedTileN returns it, the ladder's
+    next two and its previous one, :972-986: half, two and four times it), of which the tuned tactic is the fastest;
+    priced as the fastest of it and the two above (gemm._token_tile_time, `tuned`), the one below left out on the B200
+    MoE table's verdict (docs/modelling-notes.md#fixmono-tile-window). The untuned fallback (tactic -1) is
+    selectDefaultTileN's *selected.begin(), the smallest candidate (:991-996,1012-1016@fb28d72). Not priced: the 256
+    block FP8 also offers under MxFp8 quantisation (:2137-2145) and the 192 of MXFP4 x MXFP8 and NVFP4 x NVFP4
+    (:2936-2941), which also makes 192 the previous candidate of 256 there."""
+    top = gemm.token_tile_ladder(a_b, w_b)[-1]
     per_expert = np.asarray(tokens, float) * top_k / np.maximum(np.asarray(local, float), 1.0)
     return np.clip(2.0 ** np.ceil(np.log2(np.maximum(per_expert, 1.0))), 8.0, top)
 

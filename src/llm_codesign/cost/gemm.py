@@ -102,21 +102,21 @@ def ridge(gpu: Gpu, cal: Calibration, math: str, kernel: str, eff_scale=1.0):
 
 
 def _best_tile_time(m: Tokens, n, k, gpu: Gpu, cal: Calibration, *, groups, peak, kernel, math, a_bytes, w_bytes, swap_ab, token_tile=None,
-                    even_grid: bool = False,
-                    parts=None):
+                    even_grid: bool = False, tuned: bool = False, parts=None):
     """Compute time of the fastest of the GPU's tiles (float32 arrays), tile and wave quantised, with
     split-K for dense BF16/FP8 kernels and each tile at its shared-memory feed rate. M enters only as
     whole tile rows, ceil(M / tile M), so where N, K and the groups vary along fewer elements than M
     (a search's chunk: per plan against plans x batches x k) the tiles are priced once per distinct
     (N, K, groups) and whole-row count and gathered (cost.arrays.tabulated): the same values. `token_tile`:
-    the kernel's own tile, not the fastest (_token_tile_time, with its `parts`); with `even_grid`, Marlin's block rows
+    the kernel's own tile, not the fastest of the dense ones (_token_tile_time, with its `parts`; `tuned`: the fastest of
+    it and the next two rungs of TRTLLM-Gen's ladder); with `even_grid`, Marlin's block rows
     spread evenly over its grid (_marlin_grid_time)."""
     if even_grid:
         return _marlin_grid_time(m.m, n, k, gpu, cal, block=token_tile, peak=peak, kernel=kernel, groups=groups, parts=parts)
     tiles = _candidate_tiles(gpu, math, float(a_bytes), float(w_bytes))
     if token_tile is not None:
         return _token_tile_time(m.m, n, k, gpu, cal, tiles=tiles, token_tile=token_tile, peak=peak, kernel=kernel, math=math,
-                                groups=groups, a_bytes=a_bytes, w_bytes=w_bytes, parts=parts)
+                                groups=groups, a_bytes=a_bytes, w_bytes=w_bytes, parts=parts, tuned=tuned)
     # split-K keeps >= 256 of K per split; block-scaled kernels (fp8_block, fp4) do not split K; Marlin's
     # striped partition (W4A16) spreads K over the SMs as stream-K does
     can_split = kernel in ("bf16", "fp8", "w4a16")
@@ -163,23 +163,44 @@ def _marlin_grid_time(m, n, k, gpu: Gpu, cal: Calibration, *, block, peak, kerne
     return np.ceil(units / f32(gpu.sms)) * per_unit
 
 
-def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, peak, kernel, math, groups, a_bytes, w_bytes, parts=None):
+def token_tile_ladder(a_b, w_b) -> tuple[float, ...]:
+    """TRTLLM-Gen's MoE token tiles (mSupportedTileN, a power-of-two ladder from 8): up to 256 for 4-bit weights on
+    quantised activations, 64 on BF16 ones, 128 for 8- and 16-bit weights (flashinfer-ai/flashinfer
+    csrc/trtllm_fused_moe_kernel_launcher.cu:1604,1834,2137-2145,2923-2945@fb28d72)."""
+    top = 256.0 if w_b < 1.0 and a_b < 2.0 else 64.0 if w_b < 1.0 else 128.0
+    return tuple(2.0 ** e for e in range(3, int(np.log2(top)) + 1))
+
+
+def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, peak, kernel, math, groups, a_bytes, w_bytes, parts=None,
+                     tuned=False):
     """Compute time of a grouped GEMM whose kernel fixes its tile (TRTLLM-Gen's MoE: cost.ffns.token_tile): the MMA
     output transposed (transposeMmaOutput, hard-coded true: flashinfer-ai/flashinfer csrc/trtllm_fused_moe_runner.cu:
-    99-108,243-252@fb28d72), so each CTA computes `token_tile` routed rows (MMA N) x the GPU's 1-CTA MMA M of weight rows
-    (tcgen05 cta_group::1: 128), over the whole of K (one CTA per tile and expert: its configs, sorted by tile K, M, N
+    99-108,243-252@fb28d72), so each CTA computes a token tile of routed rows (MMA N) x the GPU's 1-CTA MMA M of weight
+    rows (tcgen05 cta_group::1: 128), over the whole of K (one CTA per tile and expert: its configs, sorted by tile K, M, N
     and scheduler, split none: csrc/trtllm_batched_gemm_runner.cu:471-522), in waves over the SMs; a K step the longer
     of the MMA at the kernel's share of the peak and the tile's shared-memory feed (tile_feed: a narrow tile reads the
     same weight tile a K step for less MMA work). Each expert's rows are computed in whole tiles (the routing pads them
-    so), so the padding is priced, not chosen away: the tile is the launcher's heuristic one (cost.ffns.token_tile), not the
-    fastest. `parts`: the launch's groups where their rows differ, ((rows, groups), ...) (a skewed load's busiest expert
-    and the rest), their CTAs wave-quantised together, as the one launch runs them (else `m` rows in each of `groups`)."""
+    so), so the padding is priced. `tuned` (TRTLLM-Gen's MoE): the tile is the autotuner's, the fastest of `token_tile`
+    (the heuristic tile, cost.ffns.token_tile) and the ladder's next two rungs, tiles computeSelectedTileN offers
+    (csrc/trtllm_fused_moe_kernel_launcher.cu:953-989@fb28d72; the autotuner profiles each [tile_N, config]
+    getValidConfigs lists, :1802-1817, and keeps the fastest). Its fourth candidate, the rung below, is not priced: the
+    B200 MoE table's times follow the heuristic tile where this model prices the narrower one faster (docs/modelling-
+    notes.md#moe-tile, moeb2; with it the table's B200 rows 11.6 -> 19.9%, #fixmono-tile-window). A minimum over tiles each
+    non-decreasing in the rows, over a window that only moves up the ladder as the tokens grow, so more tokens do not
+    price faster (the heuristic tile alone did: DeepSeek-R1 on 8 B200s under MoE TP8, 256 -> 257 tokens took tile 8 -> 16
+    and the busiest expert's 8.0024 rows two tiles of 8 -> one of 16). Else `token_tile` itself (SGLang's Triton block). `parts`: the
+    launch's groups where their rows differ, ((rows, groups), ...) (a skewed load's busiest expert and the rest), their
+    CTAs wave-quantised together, as the one launch runs them (else `m` rows in each of `groups`)."""
     f32 = np.float32
     wide = max(t[0] for t in tiles if t[2] == 1)
     tt = np.asarray(token_tile, f32)
     k_half = f32(cal.gemm_k_half(kernel))
     out = None
-    for t in np.unique(tt):
+    for t in token_tile_ladder(float(a_bytes), float(w_bytes)) if tuned else np.unique(tt):
+        # the autotuner's window: the heuristic tile up to the ladder's next two rungs (t in [tt, 4 tt])
+        offered = ((f32(t) >= tt) & (f32(t) <= f32(4.0) * tt)) if tuned else tt == f32(t)
+        if not np.any(offered):
+            continue
         # a K step takes the longer of the MMA at the kernel's share of the peak and the operands' shared-memory feed, a
         # bandwidth the share does not scale (the tile's time at the full peak and its feed rate, _per_tile's)
         ((rq, inv_n, slots, inv_slots, feed),), _ = _per_tile(((int(t), wide, 1),), gpu, q=0, peak=float(gpu.peak(math)), math=math,
@@ -191,7 +212,8 @@ def _token_tile_time(m, n, k, gpu: Gpu, cal: Calibration, *, tiles, token_tile, 
             m_tiles, g = sum(np.ceil(np.asarray(r, f32) * rq) * np.asarray(gr, f32) for r, gr in parts), f32(1.0)
         time = _tile_times(m_tiles, inv_n, slots, inv_slots, per_wave, n=n, k=k, groups=g, k_split_max=f32(1.0),
                            k_half=k_half, can_split=False)
-        out = time if out is None else np.where(tt == t, time, out)
+        time = np.where(offered, time, f32(np.inf))
+        out = time if out is None else np.minimum(out, time)
     return out
 
 
@@ -251,18 +273,19 @@ def reuse_gemm_prices():
 def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
               overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, token_tile=None,
-              even_grid: bool = False, parts=None):
+              even_grid: bool = False, tuned: bool = False, parts=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM):
     _gemm_time's (time, compute time, memory time), reused within reuse_gemm_prices(). `quant_rows`: the rows an
     activation quantisation of its own reads where they are not A's (None: A's rows over the groups). `parts`: with
     `token_tile`, the launch's groups of unequal rows, ((rows, groups), ...), on one grid (_token_tile_time); `m` and
     `groups` then still give its work (their rows over the groups: the parts' total). `even_grid`: `token_tile` is
-    Marlin's block and its blocks are spread evenly over its grid (_marlin_grid_time)."""
+    Marlin's block and its blocks are spread evenly over its grid (_marlin_grid_time); `tuned`: `token_tile` is
+    TRTLLM-Gen's heuristic tile and the autotuner takes the fastest of it and the ladder's next two (_token_tile_time)."""
     def price():
         return _gemm_time(m, n, k, gpu, cal, math=math, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, groups=groups,
                           distinct_groups=distinct_groups, eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s,
                           fused_quant=fused_quant, engine=engine, quant_rows=quant_rows, token_tile=token_tile, even_grid=even_grid,
-                          parts=parts)
+                          tuned=tuned, parts=parts)
 
     memo = _GEMMS.get()
     if memo is None:
@@ -270,7 +293,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
     key = (gpu, memo.cal_key(cal), None if engine is None else engine.name, math, kernel, swap_ab, fused_quant, overhead_s is None,
            *(array_key(x.m if isinstance(x, Tokens) else x) for x in (m, n, k, a_bytes, w_bytes, c_bytes, groups, eff_scale)),
            array_key(-1.0 if distinct_groups is None else distinct_groups), array_key(0.0 if overhead_s is None else overhead_s),
-           array_key(-1.0 if quant_rows is None else quant_rows), array_key(-1.0 if token_tile is None else token_tile), even_grid,
+           array_key(-1.0 if quant_rows is None else quant_rows), array_key(-1.0 if token_tile is None else token_tile), even_grid, tuned,
            -1 if parts is None else len(parts), *(array_key(x) for part in (parts or ()) for x in part))
     return memo.get(key, price)
 
@@ -278,7 +301,7 @@ def gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byte
 def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_bytes, c_bytes=2.0,
               groups=1.0, distinct_groups=None, eff_scale=1.0, kernel: str | None = None, swap_ab: bool | None = None,
               overhead_s=None, fused_quant: bool | str | None = None, engine: Engine | None = None, quant_rows=None, token_tile=None,
-              even_grid: bool = False, parts=None):
+              even_grid: bool = False, tuned: bool = False, parts=None):
     """C[m,n] = A[m,k] B[k,n], repeated over `groups` independent problems (grouped/batched GEMM).
 
     Compute: FLOPs padded to whole CTA tiles (tile quantisation) and whole waves over the SMs (wave
@@ -303,7 +326,7 @@ def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byt
     kernel = kernel or math
     peak = peak_rate(gpu, cal, math, kernel, eff_scale)
     best = _best_tile_time(tokens, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
-                           w_bytes=w_bytes, swap_ab=swap_ab, token_tile=token_tile, even_grid=even_grid, parts=parts)
+                           w_bytes=w_bytes, swap_ab=swap_ab, token_tile=token_tile, even_grid=even_grid, tuned=tuned, parts=parts)
     rows = m if groups.ndim == 0 and groups == 1.0 else m * groups  # A's rows over the groups (m * 1 is m)
     nbytes = _gemm_bytes(rows, n, k, a_bytes=a_bytes, w_bytes=w_bytes, c_bytes=c_bytes, distinct_groups=dg)
     t_mem = nbytes * f32(1.0 / (gpu.hbm_bandwidth_bytes_per_s * cal.gemm_bw(kernel)))
