@@ -289,12 +289,11 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     prefill_pool's dict; base: the lone prefill without its idle host's extra, prefill["t_idle"]) and decode: the decode
     worker's admission (decode_admission; `on_arrival`, Engine.first_token_on_kv_arrival: its bootstrap
     hidden under the wait before the prefill), then as the requests arrive (spec.harness.ARRIVALS):
-    "closed_loop" or "waves", the wait for the running prefill step (step_residual, which grows with
-    the rate of the other C - 1 requests, the arrival theorem: a fixed point, `iterations` passes from
-    none) and closed_loop's queueing; "burst", lockstep_waves. Identical requests started together
-    ("waves") leave the prefill pool one service apart and keep that spacing, wave after wave, as their
-    decodes end in the same order: spread arrivals, priced as the closed loop's (an upper bound: evenly
-    spaced ones queue less than M/D/1).
+    "closed_loop" or "waves", the wait for the running prefill step (step_residual, which grows with the rate of the
+    other C - 1 requests, the arrival theorem: a fixed point, `iterations` passes from none) and closed_loop's
+    queueing; "burst", lockstep_waves. Identical requests started together
+    ("waves") leave the prefill pool one service apart and keep that spacing, wave after wave, as their decodes end in
+    the same order: spread arrivals, priced as the closed loop's (an upper bound: evenly spaced ones queue less than M/D/1).
     Under attention DP a request's steps also carry the prompts other ranks run (shared_steps): the
     x = lam t_step arriving during a step in a closed loop, the wave's others in a burst.
     The front end's work `front` (ttft_overhead) is paid before the prefill pool's queue, by serve.aggregated.
@@ -305,11 +304,8 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     arrival theorem again; its polls come at least after each admission there, so every min(R, the decode steps between the
     others' admissions) steps): each decodes a share f = rate x decode time / C of its cycle (decode_busy, the others spread
     evenly over the n_d instances); 0 in a burst, whose wave finds both pools idle; the same busy prices `next_loop`.
-    The idle host's extra (prefill_pool's t_idle) where an arrival finds its instance idle (_idle_paid).
-    `rate_cap`: the most requests a second the decode pool completes (its slots / decode time; closed_loop), the rate
-    the prefill pool then sees, so its queue, its running step and its idle extra are priced at it, not at the rate
-    the loop would run at with unbounded slots; the TTFT returned then stops at the prefill side (the slot wait is
-    the caller's).
+    The idle host's extra (prefill_pool's t_idle) where an arrival finds its instance idle (_idle_paid). `rate_cap`: the
+    decode pool's slots / decode time, the rate the prefill pool then sees (closed_loop; the slot wait is the caller's).
     Returns (rate, ttft, admission, step wait and shared steps, the front end's work paid, the idle extra paid)."""
     def admission(hidden, busy, interval=recv_interval):
         return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden, recv_interval=interval, busy=busy,
