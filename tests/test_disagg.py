@@ -221,7 +221,8 @@ def test_a_load_past_the_decode_slots_does_not_fit_and_says_why():
     # the slot wait is TTFT's largest part at 512 (7 decode at 25 tok/s for 1023 tokens, the rest wait), apart from the prefill queue
     r = rows[512]
     assert r["decode_slot_wait_ms"] > 0.9 * r["ttft_ms"]
-    assert r["prefill_ms"] + r["kv_transfer_ms"] + r["prefill_wait_ms"] + r["decode_slot_wait_ms"] <= r["ttft_ms"] + 1e-6
+    parts = r["prefill_ms"] + r["kv_transfer_ms"] + r["prefill_wait_ms"] + r["decode_slot_wait_ms"] + r["front_end_ms"]
+    assert parts == pytest.approx(r["ttft_ms"], rel=1e-9, abs=1e-9)
     # two decode instances hold 14; an engine max batch of 4 per rank binds before the KV cache's 7 and says so
     code, out, _ = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "14,15",
                        "--decode-instances", "2", "--json")
@@ -563,6 +564,40 @@ def test_prefill_routing_as_the_deployment_sets_it():
         evaluate_disagg(m, *pools, calibration=cal, prefill_instances=1, decode_instances=1, concurrency=64, isl=8192, osl=1024,
                         prefill_routing="Random")
     assert str(e.value) == "prefill_routing: 'Random' is not valid; balanced or random"
+
+
+def test_the_prefill_queue_sees_the_rate_the_decode_slots_allow():
+    """Llama-3.1-70B BF16, TP4 prefill and TP4 decode on H100, ISL/OSL 1024/1024, 512 requests, the decode engine's max batch 16
+    (the review's /api/disagg case). The decode pool completes 16 / (1023 x TPOT) = 16 / (1023 x 17.1611 ms) = 0.91138 requests
+    a second, so a request reaches the prefill pool at that rate, not at the loop's unbounded rate near the pool's 14.747 req/s
+    (the prefill queue then read 17,102 ms, the slot wait 526,996 ms). At 0.91138 req/s, s = q = 1 / 14.747 = 67.811 ms and a
+    step t = 104.804 ms: M/D/1 rho = 0.061802, W = rho q / (2 (1 - rho)) = 2.2334 ms; the running step's wait for an arrival
+    that sees the other 511 at 0.909602 req/s (step_residual): x = 0.095330, U = x e^x / (1 + x e^x) = 0.094912,
+    U t / 2 - rho' q / 2 = 4.9736 - 2.0913 = 2.8823 ms; the prefill side's wait 5.1157 ms. TTFT = 512 / rate - 1023 TPOT =
+    561,784.4 - 17,555.8 = 544,228.6 ms as before, the slot wait the rest: 544,092.9 ms."""
+    from conftest import cli
+
+    code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h100", "--prefill", "tp=4", "--decode", "tp=4", "--concurrency", "512",
+                         "--decode-max-batch", "16", "--json")
+    assert code == 0, err
+    r = json.loads(out)["rows"][0]
+    assert r["tpot_ms"] == pytest.approx(17.1611, rel=1e-4)
+    rate = 16 / (1023 * r["tpot_ms"] / 1e3)
+    assert rate == pytest.approx(0.91138, rel=1e-4)
+    assert r["ttft_ms"] == pytest.approx(512 / rate * 1e3 - 1023 * r["tpot_ms"], rel=1e-9)
+    assert r["ttft_ms"] == pytest.approx(544_228.6, rel=1e-6)
+    assert r["prefill_wait_ms"] == pytest.approx(2.2334 + 2.8823, rel=1e-3)  # was 17,101.8 ms
+    assert r["decode_slot_wait_ms"] == pytest.approx(544_092.9, rel=1e-6)  # was 526,996.2 ms
+    # the wait moved between the two columns: their sum is the old one's (17,101.8 + 526,996.2 = 544,098.1 ms), to 1%
+    assert r["prefill_wait_ms"] + r["decode_slot_wait_ms"] == pytest.approx(17_101.8 + 526_996.2, rel=0.01)
+    parts = r["prefill_ms"] + r["kv_transfer_ms"] + r["prefill_wait_ms"] + r["decode_slot_wait_ms"] + r["front_end_ms"]
+    assert parts == pytest.approx(r["ttft_ms"], rel=1e-9, abs=1e-9)
+    # 254 slots (the KV cache's, no max batch): 254 / (1023 x 37.644 ms) = 6.596 req/s, rho = 0.447, a 42.6 ms prefill side (was 291 ms)
+    code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h100", "--prefill", "tp=4", "--decode", "tp=4", "--concurrency", "512",
+                         "--json")
+    r = json.loads(out)["rows"][0]
+    assert r["prefill_wait_ms"] < 50.0 and r["decode_slot_wait_ms"] > 0.99 * r["ttft_ms"]
+    assert r["ttft_ms"] == pytest.approx(512 / (254 / (1023 * r["tpot_ms"])) - 1023 * r["tpot_ms"], rel=1e-9)
 
 
 def test_ttft_parts_add_up_with_the_decode_slot_wait_apart(h200, llama70b):

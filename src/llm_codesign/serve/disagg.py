@@ -284,17 +284,16 @@ def decode_busy(f, others_each):
 
 def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p, arrival: str = DEFAULT_ARRIVAL,
                 on_arrival: bool = False, front=0.0, overlaps: bool = False, recv_interval=1.0, n_d=1.0, next_loop=False,
-                iterations: int = 6) -> tuple:
+                rate_cap=np.inf, iterations: int = 6) -> tuple:
     """Request rate, TTFT and the waits in it for C requests cycling through a prefill pool (prefill:
     prefill_pool's dict; base: the lone prefill without its idle host's extra, prefill["t_idle"]) and decode: the decode
     worker's admission (decode_admission; `on_arrival`, Engine.first_token_on_kv_arrival: its bootstrap
     hidden under the wait before the prefill), then as the requests arrive (spec.harness.ARRIVALS):
-    "closed_loop" or "waves", the wait for the running prefill step (step_residual, which grows with
-    the rate of the other C - 1 requests, the arrival theorem: a fixed point, `iterations` passes from
-    none) and closed_loop's queueing; "burst", lockstep_waves. Identical requests started together
-    ("waves") leave the prefill pool one service apart and keep that spacing, wave after wave, as their
-    decodes end in the same order: spread arrivals, priced as the closed loop's (an upper bound: evenly
-    spaced ones queue less than M/D/1).
+    "closed_loop" or "waves", the wait for the running prefill step (step_residual, which grows with the rate of the
+    other C - 1 requests, the arrival theorem: a fixed point, `iterations` passes from none) and closed_loop's
+    queueing; "burst", lockstep_waves. Identical requests started together
+    ("waves") leave the prefill pool one service apart and keep that spacing, wave after wave, as their decodes end in
+    the same order: spread arrivals, priced as the closed loop's (an upper bound: evenly spaced ones queue less than M/D/1).
     Under attention DP a request's steps also carry the prompts other ranks run (shared_steps): the
     x = lam t_step arriving during a step in a closed loop, the wave's others in a burst.
     The front end's work `front` (ttft_overhead) is paid before the prefill pool's queue, by serve.aggregated.
@@ -305,7 +304,8 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     arrival theorem again; its polls come at least after each admission there, so every min(R, the decode steps between the
     others' admissions) steps): each decodes a share f = rate x decode time / C of its cycle (decode_busy, the others spread
     evenly over the n_d instances); 0 in a burst, whose wave finds both pools idle; the same busy prices `next_loop`.
-    The idle host's extra (prefill_pool's t_idle) where an arrival finds its instance idle (_idle_paid).
+    The idle host's extra (prefill_pool's t_idle) where an arrival finds its instance idle (_idle_paid). `rate_cap`: the
+    decode pool's slots / decode time, the rate the prefill pool then sees (closed_loop; the slot wait is the caller's).
     Returns (rate, ttft, admission, step wait and shared steps, the front end's work paid, the idle extra paid)."""
     def admission(hidden, busy, interval=recv_interval):
         return decode_admission(t_decode_step, t_kv, on_arrival=on_arrival, hidden=hidden, recv_interval=interval, busy=busy,
@@ -324,7 +324,7 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
             rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         return rate, ttft, admit, shared, paid + 0.0 * ttft, _idle_paid(prefill, None, n_p) + 0.0 * ttft
     extra, paid, idle = np.zeros(1), np.asarray(front, float), _idle_paid(prefill, 0.0, n_p)  # no running step known yet
-    queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"])
+    queue = dict(per_instance=prefill["per_instance"], n_p=n_p, queue_s=prefill["queue_s"], rate_cap=rate_cap)
     for _ in range(iterations):
         rate, ttft = closed_loop(C, base + idle + paid + admit + extra, decode_time, **queue)
         # the arrival theorem of a closed loop: an arriving request sees the other C - 1 at their rate, never its own step
@@ -371,14 +371,17 @@ def lockstep_waves(C, base, decode_time, per_instance, n_p) -> tuple:
     return C / (base + ahead * s + decode_time), base + ahead * s / 2.0
 
 
-def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None) -> tuple:
+def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None, rate_cap=np.inf) -> tuple:
     """Request rate and TTFT of C requests cycling through prefill (base: alone + hand-off +
     overhead, plus an M/D/1 wait in the queue a request joins) and decode. With service s =
     1/per_instance, pool capacity cap = n_p/s and the queue's service q (queue_s: s where an instance
     queues as one, adp s where each attention-DP rank queues its own, prefill_pool), rate r solves
     r (a + W(r)) = C, a = base + decode_time, W = rho q / (2 (1 - rho)), rho = r / cap: the quadratic
     (q/2 - a)/cap r^2 + (a + C/cap) r - C = 0, whose root below cap is taken. As C grows, r -> cap and
-    TTFT -> C/cap - decode_time."""
+    TTFT -> C/cap - decode_time. `rate_cap` (the decode pool's slots / decode time, _within_slots) bounds the loop's rate
+    where the decode slots bind: the requests then reach the prefill pool at that rate, so its queue is W(rate_cap) and
+    the TTFT returned base + W; r (a + W(r)) grows with r, so below the root base + W < C / rate_cap - decode_time, the
+    rest of the cycle being the wait for a slot (the caller's)."""
     C, a = np.asarray(C, float), np.asarray(base, float) + decode_time
     s = 1.0 / np.asarray(per_instance, float)
     q = s if queue_s is None else np.asarray(queue_s, float)
@@ -387,10 +390,11 @@ def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None) -> tup
     B = a + C / cap
     disc = np.sqrt(np.maximum(B * B + 4.0 * A * C, 0.0))
     # the smaller positive root, written to stay exact as A -> 0 (then r = C / B)
-    rate = 2.0 * C / (B + disc)
-    rate = np.minimum(rate, cap)
-    ttft = C / rate - decode_time
-    return rate, np.maximum(ttft, base)
+    rate = np.minimum(2.0 * C / (B + disc), cap)
+    capped = np.minimum(rate, rate_cap)
+    rho = np.minimum(capped / cap, 1.0 - 1e-12)  # < 1 wherever it is read: capped < rate <= cap there
+    ttft = np.where(capped < rate, np.asarray(base, float) + rho * q / (2.0 * (1.0 - rho)), C / capped - decode_time)
+    return capped, np.maximum(ttft, base)
 
 
 def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
@@ -472,8 +476,12 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
     slots / decode time a second and TTFT is what is left of the cycle, C / rate - decode time; in a burst a wave
     is what the slots hold and the rest wait whole waves, each one cycle, as serve.aggregated prices them."""
     if arrival != "burst":
-        rate, ttft, admit, step_wait, front, idle = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
-        rate = np.minimum(rate, slots / np.maximum(decode_time, 1e-12))
+        # past the slots the loop runs at what the decode pool completes, and a prefilled request waits for a slot: the
+        # prefill pool sees that rate (a request reaches it only after its last one left a slot), so its queue is priced at
+        # it and the rest of the cycle is the slot wait (first_token's rate_cap)
+        cap = slots / np.maximum(decode_time, 1e-12)
+        rate, ttft, admit, step_wait, front, idle = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival,
+                                                                rate_cap=cap, **pools)
         slot_wait = np.maximum(C / rate - decode_time - ttft, 0.0)
         return rate, ttft + slot_wait, admit, step_wait, slot_wait, front, idle
     held = np.minimum(C, slots)
@@ -596,15 +604,15 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
 def _rows(r: dict, C, **over) -> list[dict]:
     """estimate_disagg's rows from evaluate_disagg's `r` over the loads `C`: TTFT's parts as the CLI lists them (hand-off =
     transfer + decode admission; the prefill side's wait = its running step + its queue; the decode-slot wait its own part,
-    past the decode pool's slots), and where a row does not fit, why (_over_slots, given `over`'s pool)."""
+    past the decode pool's slots; the front end's overhead paid, the table's "request overhead": the parts add up to TTFT), and where a row does not fit, why (_over_slots, given `over`'s pool)."""
     def col(key, scale=1.0):
         return [float(x) * scale for x in np.broadcast_to(r[key], C.shape)]
 
     r = {**r, "hand_off_s": r["decode_admission_s"], "waits_s": r["prefill_step_wait_s"] + r["prefill_wait_s"]}
-    rows = [dict(zip(("concurrency", "ttft_ms", "prefill_ms", "kv_transfer_ms", "prefill_wait_ms", "decode_slot_wait_ms", "tpot_ms",
-                      "tok_s_per_user", "output_tok_s_per_gpu", "fits"), vals, strict=True))
+    rows = [dict(zip(("concurrency", "ttft_ms", "prefill_ms", "kv_transfer_ms", "prefill_wait_ms", "decode_slot_wait_ms", "front_end_ms",
+                      "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu", "fits"), vals, strict=True))
             for vals in zip([int(c) for c in C], col("ttft_s", 1e3), col("prefill_alone_s", 1e3), col("hand_off_s", 1e3),
-                            col("waits_s", 1e3), col("decode_slot_wait_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"),
+                            col("waits_s", 1e3), col("decode_slot_wait_s", 1e3), col("front_end_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"),
                             col("output_tok_s_per_gpu"), [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
     held, kv = (int(np.asarray(r[k]).reshape(-1)[0]) for k in ("max_concurrency", "decode_kv_slots"))
     for row in rows:  # as estimate's over_capacity says it (serve.estimate._over_capacity)
