@@ -58,15 +58,18 @@ def test_design_says_what_stops_each_rows_batch(tmp_path):
     # (TensorRT-LLM's host step 12.8 -> 16.5 us, eager launch 0.71 -> 0.14 us, host cost a sequence 2.36 -> 1.84 us: 0.75 ms
     # less a step for a rank's 1,438 requests at 5,752) puts design 1 back on DP4xTP1 PP2 EP4: 5,752 at 13,950.6, one batch up
     # (6,764) under the floor (18.3 tok/s/user, its cache 7,012); designs 2 and 3 at 1,848, 11,709.4 / 11,695.5 (21.08, 21.12).
+    # fixcap (docs/modelling-notes.md#fixcap-capture): design 3's cache holds 3,304 (was 3,308), design 1's 7,000 (was 7,012; 1,750 a
+    # rank of DP4, 3 fewer), the same batches and objectives: each deployment states the grid's
+    # capture (explore.search.point_graphs), whose TensorRT-LLM graph pool now holds that batch's activations, not 128's
     code, out, _ = cli("design", "--moe", "--params", "180e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
                        "--baseline", _moe30(tmp_path), "--top", "4", "--json")
     d = json.loads(out)["designs"]
     assert code == 0 and [x["deployment"]["concurrency_per_instance"] for x in d[:3]] == [5752, 1848, 1848]
     assert [round(x["objective"], 1) for x in d[:3]] == [13950.6, 11709.4, 11695.5]
     assert d[2]["deployment"]["batch"] | {"next_tok_s_per_user": 0} == {
-        "binds": None, "next_batch": 2172, "floor": 20.0, "max_concurrency": 3308, "next_tok_s_per_user": 0}
+        "binds": None, "next_batch": 2172, "floor": 20.0, "max_concurrency": 3304, "next_tok_s_per_user": 0}
     assert d[0]["deployment"]["batch"] | {"next_tok_s_per_user": 0} == {
-        "binds": "floor", "next_batch": 6764, "floor": 20.0, "max_concurrency": 7012, "next_tok_s_per_user": 0}
+        "binds": "floor", "next_batch": 6764, "floor": 20.0, "max_concurrency": 7000, "next_tok_s_per_user": 0}
     assert 18.2 < d[0]["deployment"]["batch"]["next_tok_s_per_user"] < 18.4
     # 21.08 / 21.12 since the re-fit 0db78f4; 20.95 / 21.00 tok/s/user since the re-fit 8ddcbce (21.17 / 21.22 at 0d4c090; 21.1 / 21.2 since the re-fit ba3a87f, 20.8 / 20.9 before)
     assert all(21.0 < x["deployment"]["batch"]["next_tok_s_per_user"] < 21.2 for x in d[1:3])
@@ -75,6 +78,9 @@ def test_design_says_what_stops_each_rows_batch(tmp_path):
     assert [_next_batch(x["deployment"]["batch"]) for x in d[:3]] == ["6,764 misses the SLO's floor",
                                                                       "2,172 meets the floor and fits but scores less",
                                                                       "2,172 meets the floor and fits but scores less"]
+    # fixcap (docs/modelling-notes.md#fixcap-capture): design 3's cache holds 3,304 (was 3,308), design 1's 7,000 (was 7,012; 1,750 a
+    # rank of DP4, 3 fewer), the same batches and objectives: each deployment states the grid's
+    # capture (explore.search.point_graphs), whose TensorRT-LLM graph pool now holds that batch's activations, not 128's
     code, out, _ = cli("design", "--moe", "--params", "180e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
                        "--baseline", _moe30(tmp_path), "--top", "4")
     assert code == 0 and ("batch: one step up the search's batch grid, row 1 miss the 20 tok/s/user floor (the objective sits at "
@@ -85,6 +91,9 @@ def test_design_says_what_stops_each_rows_batch(tmp_path):
 def test_an_active_parameter_budget_and_estimates_parameter_row(tmp_path):
     # "a ~30B-active MoE" had no flag: --active-params holds each design's active count within --budget-tol as --params
     # holds its total (a 180B search's shapes span 3.9B-36.4B active at 180B +- 10%)
+    # fixcap (docs/modelling-notes.md#fixcap-capture): design 3's cache holds 3,304 (was 3,308), design 1's 7,000 (was 7,012; 1,750 a
+    # rank of DP4, 3 fewer), the same batches and objectives: each deployment states the grid's
+    # capture (explore.search.point_graphs), whose TensorRT-LLM graph pool now holds that batch's activations, not 128's
     code, out, _ = cli("design", "--moe", "--params", "180e9", "--active-params", "30e9", "--gpu", "b200", "--weight-dtype", "fp8",
                        "--top", "5", "--max-candidates", "200", "--json")
     d = json.loads(out)["designs"]

@@ -159,8 +159,9 @@ def test_trtllm_extra_llm_api_options_yaml_with_the_model_given():
     # attention DP: every rank attention TP1 and its own batch of 256; the NVFP4 checkpoint's weights
     _golden(imp, model="deepseek-r1-nvfp4", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:nvfp4 attn-W:bf16 A:nvfp4 KV:fp8",
             concurrency=2048, step_tokens=8192)
-    assert imp.engine == "trtllm" and imp.ignored == (
-        "cuda_graph_config.enable_padding", "cuda_graph_config.max_batch_size", "moe_config.backend", "print_iter_log")
+    # its CUDA graphs read (padded up to 256 a rank), not ignored
+    assert imp.engine == "trtllm" and imp.ignored == ("moe_config.backend", "print_iter_log")
+    assert imp.deployment.cuda_graph_max_bs == 256
     assert imp.deployment.kv_fraction == 0.85
     with pytest.raises(InputError, match=r"^model: missing; this trtllm configuration names no model: give --model"):
         read_config(TRTLLM_YAML, "x.yaml", gpu=get_gpu("b200"))
@@ -369,3 +370,73 @@ def test_a_kv_fraction_an_engine_refuses_is_one_line(text, line):
     with pytest.raises(InputError) as e:
         read_config(text, "c", engine="trtllm" if "kv_cache_config" in text else None, gpu=get_gpu("h100"))
     assert str(e.value) == line
+
+
+@pytest.mark.parametrize("engine, graphs, line", [
+    # each engine's spelling of a capture up to 48 a rank (vLLM's counts tokens: 48 x (1 + 0 drafted)) and of none
+    ("vllm", 48, "max-cudagraph-capture-size: 48"),
+    ("sglang", 48, "--cuda-graph-max-bs-decode 48"),
+    ("trtllm", 48, "max_batch_size: 48"),
+    ("vllm", 0, "enforce-eager: true"),
+    ("sglang", 0, "--disable-decode-cuda-graph"),
+    ("trtllm", 0, "cuda_graph_config: null"),
+])
+def test_the_cuda_graph_capture_round_trips_through_export(engine, graphs, line):
+    """export writes the deployment's capture as the engine's option, import reads the same capture back (0: graphs off,
+    every decode step eager); a deployment that states none reads back as none, but for TensorRT-LLM's export, which
+    writes its batch per rank padded (the LLM API's own default stops at 128)."""
+    from llm_codesign.explore.export import export_config, read_export
+    from llm_codesign.spec.plan import Deployment
+    from llm_codesign.spec.registry import get_model
+
+    model = get_model("llama-3.1-8b")
+    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend=engine, max_num_tokens=8192, cuda_graph_max_bs=graphs)
+    text = export_config(model, dep, engine=engine, concurrency=64)
+    assert line in text
+    assert read_export(text).deployment == dep and Deployment.from_dict(dep.to_dict()) == dep
+    own = replace(dep, cuda_graph_max_bs=None)
+    back = read_export(export_config(model, own, engine=engine, concurrency=64)).deployment
+    assert back.cuda_graph_max_bs == (64 if engine == "trtllm" else None)
+
+
+def test_the_vllm_capture_counts_a_drafting_requests_tokens():
+    """vLLM's capture sizes are tokens, 1 + k a decode request (uniform_decode_query_len): 32 requests drafting 3 write 128."""
+    from llm_codesign.explore.export import export_config, read_export
+    from llm_codesign.spec.plan import Deployment, SpecDecoding
+    from llm_codesign.spec.registry import get_model
+
+    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend="vllm", max_num_tokens=8192, cuda_graph_max_bs=32,
+                     spec=SpecDecoding("eagle3", 3, 2.5, draft_model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"))
+    text = export_config(get_model("llama-3.1-8b"), dep, engine="vllm", concurrency=64)
+    assert "max-cudagraph-capture-size: 128" in text and read_export(text).deployment.cuda_graph_max_bs == 32
+
+
+@pytest.mark.parametrize("text, engine, graphs", [
+    # SGLang's older single-phase spellings (0.5.9 server_args.py:4478, the campaigns'), the per-phase list's largest
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --cuda-graph-max-bs 160", None, 160),
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --disable-cuda-graph", None, 0),
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --cuda-graph-bs-decode [1,2,4,24]", None, 24),
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct", None, None),
+    # vLLM's flags and the same inside compilation-config, and --enforce-eager
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-cudagraph-capture-size 256", None, 256),
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --cudagraph-capture-sizes [1,2,4,8,96]", None, 96),
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --compilation-config '{\"max_cudagraph_capture_size\": 64}'", None, 64),
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --compilation-config '{\"cudagraph_mode\": \"NONE\"}'", None, 0),
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --enforce-eager", None, 0),
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct", None, None),
+    # TensorRT-LLM: null turns graphs off; a bare file takes the LLM API's default
+    ("model: meta-llama/Llama-3.1-8B-Instruct\ncuda_graph_config: null\n", "trtllm", 0),
+    ("model: meta-llama/Llama-3.1-8B-Instruct\n", "trtllm", None),
+])
+def test_import_reads_each_engines_cuda_graph_capture(text, engine, graphs):
+    imp = read_config(text, "c", engine=engine, gpu=get_gpu("h100"))
+    assert imp.deployment.cuda_graph_max_bs == graphs
+    assert not any("graph" in x for x in imp.ignored), imp.ignored
+
+
+def test_an_unpadded_trtllm_capture_list_is_read_at_its_largest_and_says_so():
+    imp = read_config("model: meta-llama/Llama-3.1-8B-Instruct\ncuda_graph_config:\n  batch_sizes: [1, 2, 4, 8, 200]\n", "c",
+                      engine="trtllm", gpu=get_gpu("h100"))
+    assert imp.deployment.cuda_graph_max_bs == 200
+    assert imp.ignored == ("cuda_graph_config.batch_sizes (unpadded: priced as padded up to its largest, the batches between its "
+                           "sizes that run eagerly are not)",)

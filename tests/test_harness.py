@@ -327,5 +327,11 @@ def test_a_deployments_cuda_graphs_reach_the_estimate():
     captured = replace(dep, cuda_graph_max_bs=256)
     assert step(dep) - step(captured) == pytest.approx(290 * 0.139522e-6, rel=1e-4)
     assert Deployment.from_dict(captured.to_dict()).cuda_graph_max_bs == 256 and "cuda_graph_max_bs" not in dep.to_dict()
-    with pytest.raises(InputError, match="cuda_graph_max_bs: 0 is not valid; a whole number of requests from 1"):
-        replace(dep, cuda_graph_max_bs=0)
+    # 0: graphs off (what import reads from TensorRT-LLM's `cuda_graph_config: null`): 64 requests, which the default captures,
+    # pay the same 290 eager launches
+    def step64(d):
+        return evaluate(m, S.of(d), cal=cal, concurrency=64.0, isl=1024.0, osl=1024.0)["step_s"].item()
+
+    assert step64(replace(dep, cuda_graph_max_bs=0)) - step64(dep) == pytest.approx(290 * 0.139522e-6, rel=1e-4)
+    with pytest.raises(InputError, match=r"cuda_graph_max_bs: -1 is not valid; a whole number of requests from 0 \(graphs off\)"):
+        replace(dep, cuda_graph_max_bs=-1)

@@ -274,3 +274,23 @@ def test_expert_bytes_read_the_moe_gated_or_not(monkeypatch):
         seen.clear()
         fit(model, g, model.default_precision, Plan(2, 1, 2, 1, 1, 1), 1024, osl=1024, engine=engine)
         assert seen and set(seen) == {model.moe_gated}, model
+
+
+def test_the_graph_pool_is_the_runs_capture():
+    # TensorRT-LLM's graph pool holds its largest captured batch's activations: llama-3.1-8b at TP1, a token's
+    # (12 x 4096 + 3 x 14336) x 2 B = 184,320 B; the default capture's 128 (NaN or None), a capture up to 256 holds 128 more
+    # tokens' (23,592,960 B), up to 896 768 more (141,557,760 B), graphs off (0) none of the 128's
+    from llm_codesign.cost import memory as mem
+
+    m, sh = get_model("llama-3.1-8b"), Plan(1, 1, 1, 1, 1, 1).broadcast()
+
+    def act(g):
+        return float(mem.activation_bytes(m, sh, 8192, budget="free", graph_batch=g))
+
+    base = act(None)
+    assert act(128) == act(float("nan")) == base
+    assert (act(256) - base, act(896) - base, act(0) - base) == (23_592_960.0, 141_557_760.0, -23_592_960.0)
+    v = mem.activation_bytes(m, sh, 8192, budget="free", graph_batch=np.array([0.0, 128.0, 256.0]))
+    assert np.allclose(v - base, [-23_592_960.0, 0.0, 23_592_960.0])
+    # vLLM's and SGLang's budgets hold no such pool
+    assert float(mem.activation_bytes(m, sh, 8192, budget="static", graph_batch=896)) == float(mem.activation_bytes(m, sh, 8192, budget="static"))

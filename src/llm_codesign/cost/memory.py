@@ -31,7 +31,8 @@ VLLM_SAMPLER_BYTES_PER_LOGIT = 18.0
 # TensorRT-LLM captures decode CUDA graphs up to cuda_graph_config.max_batch_size, 128 when unset
 # (CudaGraphConfig in tensorrt_llm/llmapi/llm_args.py: "max_batch_size or 128"; spec.engines.trtllm), each padded batch
 # carrying 1 + draft-length tokens per sequence; the graphs share one memory pool, which holds the
-# largest one's activations.
+# largest one's activations: sized by the run's own capture where it states one (SchedulerFlags.cuda_graph_max_bs,
+# activation_bytes' graph_batch; 0, graphs off, holds none), by the 128 where it does not.
 
 
 def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan, *, expert_bytes=None):
@@ -123,7 +124,7 @@ def forward_activation_bytes(model: ModelSpec, sh: Plan, tokens):
     return np.asarray(tokens, float) * (12.0 * model.hidden + 3.0 * widest / (tp * kvp)) * 2.0
 
 
-def activation_bytes(model: ModelSpec, sh: Plan, max_num_tokens, *, budget: str = "free", max_seqs=1024.0, draft_len=0):
+def activation_bytes(model: ModelSpec, sh: Plan, max_num_tokens, *, budget: str = "free", max_seqs=1024.0, draft_len=0, graph_batch=None):
     """What an engine holds beside weights and KV cache, as the engine sizes it, per budget (fit):
 
     "total" (vLLM V1): its profile run's peak, the larger of a forward at max_num_batched_tokens and the
@@ -133,8 +134,9 @@ def activation_bytes(model: ModelSpec, sh: Plan, max_num_tokens, *, budget: str 
     they come out of the 1 - gpu_memory_utilization margin, not out of the KV cache.
     "free" (TensorRT-LLM PyTorch backend): the estimation forward over max_num_tokens of dummy context
     requests (KvCacheCreator) plus what it measures outside torch: the CUDA context and the decode
-    graphs' pool, the activations of TRTLLM_GRAPH_MAX_BATCH x (1 + draft_len) tokens; its sampler's
-    decode buffers fall inside the 1 - free_gpu_memory_fraction margin.
+    graphs' pool, the activations of `graph_batch` x (1 + draft_len) tokens (the largest captured decode batch per
+    rank, the run's cuda_graph_max_bs, NaN or None for the default's TRTLLM_GRAPH_MAX_BATCH, 0 for none); its
+    sampler's decode buffers fall inside the 1 - free_gpu_memory_fraction margin.
     "static" (SGLang): reserved outside mem_fraction_static (spec.engines.sglang static_fraction), reported
     as a forward over the chunk plus the context."""
     fwd = forward_activation_bytes(model, sh, max_num_tokens)
@@ -142,7 +144,9 @@ def activation_bytes(model: ModelSpec, sh: Plan, max_num_tokens, *, budget: str 
         rows = np.minimum(np.asarray(max_seqs, float), np.asarray(max_num_tokens, float))
         return np.maximum(fwd, rows * model.vocab * VLLM_SAMPLER_BYTES_PER_LOGIT) + CUDA_CONTEXT_BYTES
     if budget == "free":
-        graphs = forward_activation_bytes(model, sh, TRTLLM_GRAPH_MAX_BATCH * (1.0 + np.asarray(draft_len, float)))
+        g = np.asarray(TRTLLM_GRAPH_MAX_BATCH if graph_batch is None else graph_batch, float)
+        g = np.where(np.isnan(g), TRTLLM_GRAPH_MAX_BATCH, g)
+        graphs = forward_activation_bytes(model, sh, g * (1.0 + np.asarray(draft_len, float)))
         return fwd + graphs + CUDA_CONTEXT_BYTES
     return fwd + CUDA_CONTEXT_BYTES
 
@@ -179,7 +183,7 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
 def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_tokens=8192,
         usable_fraction=USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total",
         spec: SpecDecoding | None = None, draft: ModelSpec | None = None, max_seqs=1024.0, draft_len=None,
-        engine: Engine | None = None) -> dict:
+        engine: Engine | None = None, graph_batch=None) -> dict:
     """Per-GPU memory (bytes) and the most sequences each attention-DP rank can hold (`kv_per_seq`
     counts a sequence's KV cache and its recurrent state, `state_per_seq` the latter alone).
 
@@ -197,7 +201,8 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_t
     vLLM's max_num_seqs on a GPU of >= 70 GiB).
     `draft_len`: the draft length each point runs (a search's sweep, broadcasting; spec.k by default):
     where it is 0 speculation is off and no draft is loaded. `engine`: the engine, which decides how it
-    shards the draft (draft_weight_bytes_per_gpu)."""
+    shards the draft (draft_weight_bytes_per_gpu). `graph_batch`: the run's largest captured decode batch per rank
+    (activation_bytes; the "free" budget's graph pool), broadcasting."""
     prec = executable(prec, gpu)[0]  # e.g. NVFP4 re-quantised to MXFP4 on CDNA4 holds MXFP4's scale bytes
     w = weight_bytes_per_gpu(model, prec, sh, expert_bytes=expert_weight_bytes(gpu, prec, engine, sh.ep, gated=model.moe_gated))
     w_draft, k = 0.0, np.asarray(0.0 if spec is None else (spec.k if draft_len is None else draft_len), float)
@@ -205,7 +210,7 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_t
         w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, executable(spec.draft_precision(prec), gpu)[0], sh,
                                                              engine=engine), 0.0)
         w = w + w_draft
-    act = activation_bytes(model, sh, max_num_tokens, budget=budget, max_seqs=max_seqs, draft_len=k)
+    act = activation_bytes(model, sh, max_num_tokens, budget=budget, max_seqs=max_seqs, draft_len=k, graph_batch=graph_batch)
     if budget == "free":
         usable = w + act + usable_fraction * (gpu.memory_bytes - w - act)
     else:

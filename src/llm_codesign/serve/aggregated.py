@@ -705,7 +705,8 @@ def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k)
     mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, spec=spec,
-                            draft_len=k, flags=run_flags(None, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction))
+                            draft_len=k, flags=run_flags(None, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction,
+                                                         cuda_graph_max_bs=at.cuda_graph_max_bs))
     return np.where((mem["free_for_kv"] > 0) & (mnt >= 1), cap, 0.0)  # (evaluate's fits)
 
 
@@ -724,7 +725,10 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     budget, own, occupancy = kv_budget
     fraction = kv_fraction_of(flags, own)
     draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.max_batch(gpu),
-             "draft_len": draft_len, "engine": engine}  # a sweep's k = 0 loads no draft
+             "draft_len": draft_len, "engine": engine,  # a sweep's k = 0 loads no draft
+             # the graph pool the run's capture holds (memory.activation_bytes); a capture padded up to whatever batch runs (a
+             # search's, SEARCH_GRAPHS) is its export's, max_batch_size = the rank's requests (export_engines/trtllm.py)
+             "graph_batch": np.where(np.isinf(np.asarray(flags.cuda_graph_max_bs, float)), c_rank, flags.cuda_graph_max_bs)}
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      **draft)
     # sequences that run at once per rank: what is in flight, capped by the KV cache, by the engine's

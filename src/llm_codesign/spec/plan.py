@@ -285,8 +285,10 @@ class Deployment:
     # `import` and written by `export`; None: the engine's own (Engine.kv_fraction)
     kv_fraction: float | None = None
     # the largest decode batch per rank its CUDA graphs capture, every batch up to it padded to a captured one (SGLang
-    # --cuda-graph-max-bs, TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); None: the engine's default
-    # capture (Engine.cuda_graphs_default: TensorRT-LLM's LLM API stops at 128 and skips 33-63 and 65-127)
+    # --cuda-graph-max-bs, TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); 0: none captured, every decode
+    # step eager (TensorRT-LLM `cuda_graph_config: null`, SGLang --disable-cuda-graph, vLLM --enforce-eager: what `import` reads;
+    # the CLI's and web form's --cuda-graph-max-bs take 1 and up); None: the engine's default capture (Engine.cuda_graphs_default:
+    # TensorRT-LLM's LLM API stops at 128 and skips 33-63 and 65-127)
     cuda_graph_max_bs: int | None = None
 
     def __post_init__(self):
@@ -310,8 +312,9 @@ class Deployment:
         if self.kv_fraction is not None and memory_fraction(self.kv_fraction) is None:
             raise InputError("kv_fraction", self.kv_fraction, FRACTION + ", or absent (the engine's own)")
         g = self.cuda_graph_max_bs
-        if g is not None and (isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 1 <= g <= MAX_CONCURRENCY):
-            raise InputError("cuda_graph_max_bs", g, f"a whole number of requests from 1 to {MAX_CONCURRENCY:,}, or absent (the engine's default)")
+        if g is not None and (isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 0 <= g <= MAX_CONCURRENCY):
+            raise InputError("cuda_graph_max_bs", g, f"a whole number of requests from 0 (graphs off) to {MAX_CONCURRENCY:,}, or absent "
+                                                     "(the engine's default)")
         # an activation format left to the GPU settled on this one (MXFP4 weights: W4A4 on CDNA4), so that its label says what runs
         object.__setattr__(self, "precision", self.precision.on(self.gpu))
 

@@ -67,6 +67,12 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["max-running-requests"] = concurrency
     o["chunked-prefill-size"] = dep.step_tokens
     o["mem-fraction-static"] = exporter("sglang").written_kv_fraction(dep)
+    # the deployment's capture where it states one (0.5.23 spells it per phase: --cuda-graph-max-bs-decode, and
+    # --disable-decode-cuda-graph for none; sglang/srt/arg_groups/fields/exec_.py:629-665, cuda_graph_hook.py:60-75@0.5.23)
+    if dep.cuda_graph_max_bs == 0:
+        o["disable-decode-cuda-graph"] = True
+    elif dep.cuda_graph_max_bs is not None:
+        o["cuda-graph-max-bs-decode"] = dep.cuda_graph_max_bs
     if dep.spec is not None:
         o["speculative-algorithm"] = engine_spec("sglang")["spec_method"][dep.spec.method]
         o["speculative-num-steps"] = dep.spec.k
@@ -82,7 +88,9 @@ class SGLangExporter(Exporter):
     marker = "sglang.launch_server"
     reads = frozenset({"attention-backend", "model-path", "tp-size", "pp-size", "dp-size", "attn-dp-size", "dcp-size", "ep-size", "quantization", "kv-cache-dtype",
                        "max-running-requests", "chunked-prefill-size", "mem-fraction-static", "speculative-algorithm", "speculative-num-steps",
-                       "speculative-draft-model-path", "speculative-eagle-topk", "speculative-num-draft-tokens"})
+                       "speculative-draft-model-path", "speculative-eagle-topk", "speculative-num-draft-tokens",
+                       "cuda-graph-max-bs-decode", "cuda-graph-bs-decode", "disable-decode-cuda-graph", "disable-cuda-graph"})
+    switches = frozenset({"disable-decode-cuda-graph", "disable-cuda-graph"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return sglang_options(model, dep, concurrency)
@@ -142,6 +150,18 @@ class SGLangExporter(Exporter):
             return []
         return [f"attention-backend ({said}: priced as AITER's, no AMD kernel table or run prices another)" if aiter_attention(model, dep)
                 else "attention-backend"]
+
+    def cuda_graph_max_bs(self, o: dict) -> int | None:
+        """The decode capture: 0 where --disable-decode-cuda-graph (or the older --disable-cuda-graph) turns it off, else
+        --cuda-graph-max-bs-decode (the older --cuda-graph-max-bs, an alias here), else the largest of --cuda-graph-bs-decode
+        (SGLang pads a batch up to the next captured size: CudaGraphRunner, the list's gaps replay padded); None where
+        none is set (the engine's default capture)."""
+        if switch("disable-decode-cuda-graph", o.get("disable-decode-cuda-graph")) or switch("disable-cuda-graph", o.get("disable-cuda-graph")):
+            return 0
+        sizes = o.get("cuda-graph-bs-decode")
+        sizes = [sizes] if sizes is not None and not isinstance(sizes, list) else sizes or []
+        top = max((whole("cuda-graph-bs-decode", b, hi=1 << 20) for b in sizes), default=None)
+        return whole("cuda-graph-max-bs-decode", o.get("cuda-graph-max-bs-decode"), top, hi=1 << 20)
 
     def kv_fraction(self, o: dict) -> float | None:
         """--mem-fraction-static: weights and KV pool's share of the GPU (Engine.kv_budget "static")."""

@@ -61,8 +61,10 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
                                   free_gpu_memory_fraction=exporter("trtllm").written_kv_fraction(dep))
     # every batch up to the per-rank batch, padded (the LLM API's default stops at 128 and skips 33-63 and 65-127), or the
     # deployment's own capture where it stops below it (a search's points capture their whole grid, explore.search.point_graphs)
-    o["cuda_graph_config"] = nested("trtllm", "cuda_graph_config", enable_padding=True,
-                                    max_batch_size=min(dep.cuda_graph_max_bs or o["max_batch_size"], o["max_batch_size"]))
+    # 0 (graphs off): `cuda_graph_config: null`, which the LLM API runs eagerly (use_cuda_graph = cuda_graph_config is not None)
+    o["cuda_graph_config"] = None if dep.cuda_graph_max_bs == 0 else nested(
+        "trtllm", "cuda_graph_config", enable_padding=True,
+        max_batch_size=min(dep.cuda_graph_max_bs or o["max_batch_size"], o["max_batch_size"]))
     if dep.spec is not None:
         draft = {"speculative_model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
         o["speculative_config"] = nested("trtllm", "speculative_config", decoding_type=engine_spec("trtllm")["spec_method"][dep.spec.method],
@@ -75,7 +77,9 @@ class TRTLLMExporter(Exporter):
     quantization_option = False
     reads = frozenset({"model", "tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size", "cp_config", "moe_expert_parallel_size",
                        "moe_tensor_parallel_size", "enable_attention_dp", "max_batch_size", "max_num_tokens", "enable_chunked_prefill",
-                       "kv_cache_config.dtype", "kv_cache_config.free_gpu_memory_fraction", "speculative_config", "backend"})
+                       "kv_cache_config.dtype", "kv_cache_config.free_gpu_memory_fraction", "speculative_config", "backend",
+                       "cuda_graph_config", "cuda_graph_config.enable_padding", "cuda_graph_config.max_batch_size",
+                       "cuda_graph_config.batch_sizes"})
     switches = frozenset({"enable_attention_dp", "enable_chunked_prefill"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
@@ -148,11 +152,23 @@ class TRTLLMExporter(Exporter):
         memory weights and activations leave that the KV cache takes (Engine.kv_budget "free")."""
         return fraction("free_gpu_memory_fraction", (o.get("kv_cache_config") or {}).get("free_gpu_memory_fraction"))
 
+    def unread(self, o: dict, model: ModelSpec, dep: Deployment) -> list[str]:
+        """An unpadded list of capture sizes: priced as padded up to its largest (cuda_graph_max_bs), its gaps' eager
+        steps not priced (a Deployment carries one largest batch), so listed with why."""
+        g = o.get("cuda_graph_config")
+        if isinstance(g, dict) and g.get("batch_sizes") and not g.get("enable_padding"):
+            return ["cuda_graph_config.batch_sizes (unpadded: priced as padded up to its largest, the batches between its sizes "
+                    "that run eagerly are not)"]
+        return []
+
     def cuda_graph_max_bs(self, o: dict) -> int | None:
         """cuda_graph_config's largest batch (max_batch_size, else its batch_sizes' largest, else 128: CudaGraphConfig,
         tensorrt_llm/llmapi/llm_args.py:175-255@00043967) where the options set one; None where they set none or set
-        an unpadded default (the engine's default capture). An unpadded list of sizes is read as padded up to its
-        largest: the batches between its sizes that run eagerly are not priced."""
+        an unpadded default (the engine's default capture); 0 where `cuda_graph_config: null` turns graphs off (the model
+        loader's use_cuda_graph = cuda_graph_config is not None: every step eager). An unpadded list of sizes is read as
+        padded up to its largest: the batches between its sizes that run eagerly are not priced."""
+        if "cuda_graph_config" in o and o["cuda_graph_config"] is None:
+            return 0
         g = o.get("cuda_graph_config")
         if not isinstance(g, dict) or not (g.get("enable_padding") or g.get("batch_sizes") or g.get("max_batch_size")):
             return None

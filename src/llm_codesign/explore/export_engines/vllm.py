@@ -52,6 +52,12 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["max-num-batched-tokens"] = dep.step_tokens
     o["enable-chunked-prefill"] = True
     o["gpu-memory-utilization"] = exporter("vllm").written_kv_fraction(dep)
+    # the deployment's capture where it states one: --max-cudagraph-capture-size counts tokens, a decode request's 1 + k
+    # (VllmConfig._set_cudagraph_sizes, uniform_decode_query_len; vllm/config/vllm.py:2398-2470@0.33.0), --enforce-eager none
+    if dep.cuda_graph_max_bs == 0:
+        o["enforce-eager"] = True
+    elif dep.cuda_graph_max_bs is not None:
+        o["max-cudagraph-capture-size"] = dep.cuda_graph_max_bs * (1 + (dep.spec.k if dep.spec is not None else 0))
     if dep.spec is not None:
         draft = {"model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
         o["speculative-config"] = nested("vllm", "speculative-config", method=engine_spec("vllm")["spec_method"][dep.spec.method],
@@ -63,8 +69,9 @@ class VLLMExporter(Exporter):
     name, file_name, dynamo_image = VLLM.name, "vllm_config.yaml", "vllm"
     reads = frozenset({"model", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size", "decode-context-parallel-size",
                        "enable-expert-parallel", "quantization", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens",
-                       "enable-chunked-prefill", "gpu-memory-utilization", "speculative-config", "spec-method", "spec-tokens", "spec-model"})
-    switches = frozenset({"enable-expert-parallel", "enable-chunked-prefill"})
+                       "enable-chunked-prefill", "gpu-memory-utilization", "speculative-config", "spec-method", "spec-tokens", "spec-model",
+                       "enforce-eager", "max-cudagraph-capture-size", "cudagraph-capture-sizes"})
+    switches = frozenset({"enable-expert-parallel", "enable-chunked-prefill", "enforce-eager"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return vllm_options(model, dep, concurrency)
@@ -107,6 +114,29 @@ class VLLMExporter(Exporter):
         if model.is_moe or dp == 1:
             return o, 1
         return {k: v for k, v in o.items() if k != "data-parallel-size"}, dp
+
+    def cuda_graph_max_bs(self, o: dict) -> int | None:
+        """The decode capture in requests a rank: 0 where --enforce-eager (or compilation-config's cudagraph_mode NONE, or a
+        capture size of 0) turns graphs off; else --max-cudagraph-capture-size, else the largest of --cudagraph-capture-sizes
+        (either also inside compilation-config), in tokens, over the 1 + k tokens a decode request carries (vLLM pads a
+        batch up to the next captured size); None where none is set (the engine's default capture)."""
+        cc = o.get("compilation-config")
+        cc = cc if isinstance(cc, dict) else {}
+        if o.get("enforce-eager") or str(cc.get("cudagraph_mode", "")).upper() == "NONE":
+            return 0
+        top = o.get("max-cudagraph-capture-size", cc.get("max_cudagraph_capture_size"))
+        sizes = o.get("cudagraph-capture-sizes", cc.get("cudagraph_capture_sizes"))
+        if top is None and sizes is not None:
+            sizes = sizes if isinstance(sizes, list) else [sizes]
+            top = max((whole("cudagraph-capture-sizes", b, hi=1 << 20) for b in sizes), default=None)
+        if top in (0, "0"):
+            return 0
+        top = whole("max-cudagraph-capture-size", top, None, hi=1 << 20)
+        if top is None:
+            return None
+        sc = o.get("speculative-config")
+        k = (sc.get("num_speculative_tokens") if isinstance(sc, dict) else None) or o.get("spec-tokens")
+        return max(top // (1 + whole("num_speculative_tokens", k, 0, hi=16)), 1)
 
     def kv_fraction(self, o: dict) -> float | None:
         """--gpu-memory-utilization: the share of the GPU weights, activations and KV cache take (Engine.kv_budget "total")."""
