@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from llm_codesign.cost.calibration import calibration_for
-from llm_codesign.explore.design import Slo, _plans, candidates, design, hf_config, objective
+from llm_codesign.explore.design import Slo, candidates, design, hf_config, objective, plans_for
 from llm_codesign.explore.search import SearchSpace, search
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.model import from_hf_config
@@ -39,7 +39,7 @@ def test_baseline_reproduces_its_pareto_result():
     cal = calibration_for(g)
     m = get_model("llama-3.1-70b")
     slo = Slo("throughput", min_tps_user=30.0)
-    plan, inst = _plans(8, g, moe=False, long_context=False)
+    plan, inst = plans_for(8, g, moe=False, long_context=False)
     v, *_ = objective(m, g, cal, FP8, plan, inst=inst, slo=slo)
     r = search(m, g, cal, SearchSpace(8, adp=(1,), kvp=(1,), precisions=(FP8,)), isl=1024, osl=1024, min_tps_user=30.0)
     best = max(p.output_tok_s_per_gpu for p in r.points)
