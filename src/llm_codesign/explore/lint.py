@@ -168,7 +168,7 @@ def _stacked(models: list[ModelSpec]) -> ModelSpec | None:
     same = all(type(f) is type(f0) and replace(a, **{k: getattr(a0, k) for k in akeys}) == a0
                and replace(f, **{k: getattr(f0, k) for k in fkeys}) == f0
                and replace(m, hidden=models[0].hidden, groups=models[0].groups, layout=()) == replace(models[0], layout=())
-               for m, (a, f, _) in zip(models, parts))
+               for m, (a, f, _) in zip(models, parts, strict=True))
     if not same:
         return None
     col = lambda get: np.asarray([get(p) for p in parts])[:, None, None]  # noqa: E731  shape axis first
@@ -545,7 +545,7 @@ def _wider_priced(model, gpu, cal, prec, point, *, regime, engine, place, proxy_
         batch = [w for k, w in enumerate(batch) if not any(w == v for v, *_ in priced) and w not in batch[:k]]
         # every variant of the batch placed by one search over them (operating_points), as design prices its shapes
         placed = place(batch) if point.chosen and batch else [point] * len(batch)
-        for wide, pw in zip(batch, placed):
+        for wide, pw in zip(batch, placed, strict=True):
             pw = pw if pw.chosen or not point.chosen else point  # neither chosen: both at the shape's fixed point
             if int(validity(wide, gpu, pw.plan, int(np.ravel(pw.plan.gpus)[0]))) >= 0:
                 continue
