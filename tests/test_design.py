@@ -197,15 +197,18 @@ def test_the_api_and_the_page_design_the_same():
 
 
 def test_lint_does_not_contradict_design(latency70):
-    # design went wider than Llama-3.1-70B's 80 layers and lint's R3 says go wider there; on design's own winner
-    # lint finds no trust-region breach and does not ask for a still wider shape (it would leave the envelope)
+    # design went wider than Llama-3.1-70B's 80 layers, within the dense models' envelope (aspect at most 153.6 at 70B);
+    # lint's R3 variant, 60 layers x 9472 (aspect 157.9), lies beyond it, so lint says it would be faster but design would
+    # not propose it (an info: branch fixlint2 judges a dense shape's fix on the dense envelope, as design does); on
+    # design's own winner lint finds no trust-region breach and does not ask for a still wider shape
     from llm_codesign.explore.design import to_model
     from llm_codesign.explore.lint import lint
 
     g = get_gpu("b200")
     cal = calibration_for(g)
     assert latency70["designs"][0]["shape"]["layers"] < 80
-    assert [f.severity for f in lint(get_model("llama-3.1-70b"), g, cal, "latency") if f.rule == "R3"] == ["warning"]
+    r3 = [f for f in lint(get_model("llama-3.1-70b"), g, cal, "latency") if f.rule == "R3"]
+    assert [f.severity for f in r3] == ["info"] and "it leaves the published envelope (aspect_ratio.max)" in r3[0].message
     for d in latency70["designs"][:3]:
         fs = lint(to_model(d, 128256), g, cal, "latency")
         assert not [f for f in fs if f.rule == "R8"] and not [f for f in fs if f.rule == "R3" and f.severity == "warning"]
