@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from llm_codesign.cost.calibration import calibration_for
-from llm_codesign.explore.design import Slo, _plans, candidates, design, hf_config, objective
+from llm_codesign.explore.design import Slo, candidates, design, hf_config, objective, plans_for
 from llm_codesign.explore.search import SearchSpace, search
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.model import from_hf_config
@@ -39,7 +39,7 @@ def test_baseline_reproduces_its_pareto_result():
     cal = calibration_for(g)
     m = get_model("llama-3.1-70b")
     slo = Slo("throughput", min_tps_user=30.0)
-    plan, inst = _plans(8, g, moe=False, long_context=False)
+    plan, inst = plans_for(8, g, moe=False, long_context=False)
     v, *_ = objective(m, g, cal, FP8, plan, inst=inst, slo=slo)
     r = search(m, g, cal, SearchSpace(8, adp=(1,), kvp=(1,), precisions=(FP8,)), isl=1024, osl=1024, min_tps_user=30.0)
     best = max(p.output_tok_s_per_gpu for p in r.points)
@@ -197,15 +197,18 @@ def test_the_api_and_the_page_design_the_same():
 
 
 def test_lint_does_not_contradict_design(latency70):
-    # design went wider than Llama-3.1-70B's 80 layers and lint's R3 says go wider there; on design's own winner
-    # lint finds no trust-region breach and does not ask for a still wider shape (it would leave the envelope)
+    # design went wider than Llama-3.1-70B's 80 layers, within the dense models' envelope (aspect at most 153.6 at 70B);
+    # lint's R3 variant, 60 layers x 9472 (aspect 157.9), lies beyond it, so lint says it would be faster but design would
+    # not propose it (an info: branch fixlint2 judges a dense shape's fix on the dense envelope, as design does); on
+    # design's own winner lint finds no trust-region breach and does not ask for a still wider shape
     from llm_codesign.explore.design import to_model
     from llm_codesign.explore.lint import lint
 
     g = get_gpu("b200")
     cal = calibration_for(g)
     assert latency70["designs"][0]["shape"]["layers"] < 80
-    assert [f.severity for f in lint(get_model("llama-3.1-70b"), g, cal, "latency") if f.rule == "R3"] == ["warning"]
+    r3 = [f for f in lint(get_model("llama-3.1-70b"), g, cal, "latency") if f.rule == "R3"]
+    assert [f.severity for f in r3] == ["info"] and "it leaves the published envelope (aspect_ratio.max)" in r3[0].message
     for d in latency70["designs"][:3]:
         fs = lint(to_model(d, 128256), g, cal, "latency")
         assert not [f for f in fs if f.rule == "R8"] and not [f for f in fs if f.rule == "R3" and f.severity == "warning"]

@@ -140,14 +140,14 @@ def test_existing_cluster_through_dask_scheduler_address(monkeypatch):
 def test_design_on_a_local_cluster_gives_the_serial_designs():
     """design's shape chunks are sweep tasks too: a LocalCluster prices them to the serial run's figures."""
     pytest.importorskip("distributed")
-    from llm_codesign.explore.design import Slo, _plans, candidates, evaluate_shapes
+    from llm_codesign.explore.design import Slo, candidates, evaluate_shapes, plans_for
     from llm_codesign.spec.precision import Precision
 
     g = get_gpu("h100")
     cal, prec, slo = calibration_for(g), Precision.of("bf16"), Slo("throughput")
     # a small grid (two widths, depths 8-60) so the test prices ~50 shapes, not the default 20,000
     cand = candidates(8e9, moe=False, dense_hidden=[3072, 4096], layers=np.arange(8, 61, 2), max_candidates=50)
-    plan, inst = _plans(2, g, moe=False, long_context=False)
+    plan, inst = plans_for(2, g, moe=False, long_context=False)
     kw = {"inst": inst, "slo": slo, "vocab": 128256, "moe": False, "engine": get_engine("trtllm"), "num_gpus": 2}
     serial = evaluate_shapes(cand, g, cal, prec, plan, **kw)
     local = evaluate_shapes(cand, g, cal, prec, plan, scheduler="local", workers=2, **kw)

@@ -342,7 +342,7 @@ def envelope_judgement(model, weight_dtype: str, *, pc: dict) -> dict | None:
     baseline), with that difference's band (quality_delta), in nats: what lint's R8 reports, and what widens
     accuracy_of's band there."""
     n = float(model.total_params)
-    pos = position(envelope_at(n), features(row_of(model)) | {"hidden": float(model.hidden)})
+    pos = position(envelope_at(n, dense=not model.is_moe), features(row_of(model)) | {"hidden": float(model.hidden)})  # design's envelope
     if pos["inside"]:
         return None
     ref, name, _ = reference_model(n, baseline=None, moe=model.is_moe, budget_tol=0.1)

@@ -154,7 +154,10 @@ def _model(c: dict, sl, vocab: int, *, moe: bool) -> ModelSpec:
     return ModelSpec("candidate", col("hidden"), vocab, ((Layer(attn, ffn), col("layers")),))
 
 
-def _plans(num_gpus: int, gpu: Gpu, *, moe: bool, long_context: bool) -> tuple[Plan, np.ndarray]:
+def plans_for(num_gpus: int, gpu: Gpu, *, moe: bool, long_context: bool) -> tuple[Plan, np.ndarray]:
+    """The plans a search of `num_gpus` GPUs tries (every instance size dividing it: TP x PP x attention DP (MoE) x KVP
+    (long context), TP x KVP within the scale-up domain; MoE with every EP over the stage's GPUs), as one Plan of
+    arrays, with each plan's instance GPUs: design's and lint's operating point (explore.lint.operating_point)."""
     rows = []
     for n in divisors(num_gpus):
         ds = divisors(n)
@@ -207,7 +210,7 @@ def at_best(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, *, nu
             engine: Engine = TRTLLM) -> dict | None:
     """One shape's best deployment at the regime's SLO, as `design` ranks it (the plans of a `moe` search),
     with its four metrics there; None where no deployment meets the floor."""
-    plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
+    plan, inst = plans_for(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     r, ok = _priced(model, gpu, cal, prec, plan, inst=inst, slo=slo, engine=engine, batches=BATCHES)
     val = np.where(ok, r[REGIMES[slo.regime][0]], -np.inf)
     k = int(np.argmax(val.ravel()))
@@ -395,7 +398,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
                 "pass_quality": int(allc["q_passes"].sum()), "admitted": int(allc["admit"].sum())}
     cand = thin(_take(allc, allc["admit"]), max_candidates)
     screened["priced"] = int(len(cand["hidden"]))  # below "admitted" where max_candidates thinned them (an even spread)
-    plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
+    plan, inst = plans_for(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     if not screened["in_budget"]:
         raise _none_in_budget(grid, params, budget_tol, vocab, moe=moe, active_params=active_params)
     if not len(cand["hidden"]):
@@ -688,7 +691,7 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     # on the plans of its own kind: a MoE baseline of a dense search priced without EP or attention DP read 359.8 tok/s/GPU
     # (moe30 on 8x B200, bf16) where its own plans give 5,141, and every design a +282% gain over it
     who = baseline if baseline is not None else ref.model
-    bplans, binst = (plan, inst) if who.is_moe == moe else _plans(num_gpus, gpu, moe=who.is_moe, long_context=slo.regime == "long-context")
+    bplans, binst = (plan, inst) if who.is_moe == moe else plans_for(num_gpus, gpu, moe=who.is_moe, long_context=slo.regime == "long-context")
     base_v, bp, bb, _ = objective(who, gpu, cal, prec, bplans, inst=binst, slo=slo, engine=engine)
     at = {"objective": float(base_v[0]) if np.isfinite(base_v[0]) else None, "deployment": _dep(bplans, binst, int(bp[0]), int(bb[0]))}
     if baseline is not None:
@@ -775,7 +778,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
                                        proxy_file=proxy_file, active=active_params)
     prec = prec.on(gpu)  # as design's
     check_kv_format(engine, gpu, prec.kv.name)
-    plan, inst = _plans(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
+    plan, inst = plans_for(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     check_size(trials, len(inst), num_gpus, field="trials", flag="--trials")
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on
     seen: dict[tuple, tuple] = {}

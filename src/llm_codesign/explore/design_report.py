@@ -82,13 +82,14 @@ def _envelope(m: ModelSpec) -> dict:
 
 def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precision, num_gpus: int, slo: Slo, moe: bool,
                  engine: Engine, baseline: ModelSpec | None, budget_tol: float, table: dict, lint_regime: str,
-                 quality_file: str | None = None, proxy_file: str | None = None, n: int = SIDE_BY_SIDE) -> dict:
+                 quality_file: str | None = None, proxy_file: str | None = None, n: int = SIDE_BY_SIDE, linted: list | None = None) -> dict:
     """The reference (the baseline, else design's published or scaled model) and the top `n` designs of a
     `design` result `r`, each with its shape, frontier, best deployment at the SLO (gain over the reference's),
     proxy loss against the reference's with its 1-sigma band, envelope position and lint findings (explore.lint
-    at `lint_regime`, each with its predicted cost); with what binds the winner."""
+    at `lint_regime`, each with its predicted cost; `linted`: the designs' findings complete() already has, in rank
+    order); with what binds the winner."""
     from llm_codesign.explore import accuracy_model, quality
-    from llm_codesign.explore.lint import lint
+    from llm_codesign.explore.lint import design_point, lint
 
     ref = r["reference"]
     m0, name0, _ = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol, active=r.get("active_params"))
@@ -109,12 +110,16 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
                         "extrapolated": q["extrapolated"]}, "envelope": d["envelope"], "versus_reference": d.get("versus_reference"),
             "gain_band": d.get("gain_band")}))
     out = []
-    for m, col in cols:
+    for k, (m, col) in enumerate(cols):
         at = _at_slo(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine, table=table)
         frontier, evaluated = _frontier(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, engine=engine, table=table)
+        # a design's findings as complete() priced them; the reference's at the deployment _at_slo picked (its own search's
+        # point where none meets the floor)
+        fs = (linted[k - 1] if linted is not None and k > 0 and k - 1 < len(linted) else
+              lint(m, gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus, engine=engine, slo=slo,
+                   point=design_point(at["deployment"], slo=slo, gpu=gpu, num_gpus=num_gpus) if at else None))
         out.append(col | {"shape": shape_of(m), "total_params": int(m.total_params), "active_params": int(m.active_params),
-                          "at_slo": at, "frontier": frontier, "evaluated": evaluated,
-                          "lint": [f.to_dict() for f in lint(m, gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus, engine=engine)]})
+                          "at_slo": at, "frontier": frontier, "evaluated": evaluated, "lint": [f.to_dict() for f in fs]})
     base = out[0]["at_slo"]["objective"] if out[0]["at_slo"] else None
     for c in out:
         c["gain_pct"] = 100.0 * (c["at_slo"]["objective"] / base - 1.0) if base and c["at_slo"] and c["role"] == "design" else None
@@ -127,13 +132,17 @@ def complete(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precis
              proxy_file: str | None = None, side: bool = True) -> dict:
     """A `design` result as `design --json` and the API give it: each row's lint counts and first finding, its
     objective's intervals (measure.intervals.design_rows) and, with `side`, the `side_by_side` record."""
-    from llm_codesign.explore.lint import lint
+    from llm_codesign.explore.lint import design_point, lint
     from llm_codesign.measure.intervals import design_rows
 
     vocab = baseline.vocab if baseline is not None else DEFAULT_VOCAB
-    lint_regime = slo.regime if slo.regime != "long-context" else "throughput"
+    lint_regime = slo.regime  # lint prices each regime's objective (long-context: GPU time per output token, as design's)
+    linted = []
     for d in r["designs"]:
-        fs = lint(to_model(d, vocab), gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus, engine=engine)
+        # priced where design deployed the row (its plan and batch at `slo`), not at a second search at lint's defaults
+        fs = lint(to_model(d, vocab), gpu, cal, lint_regime, prec=prec, proxy_file=proxy_file, gpus=num_gpus, engine=engine, slo=slo,
+                  point=design_point(d["deployment"], slo=slo, gpu=gpu, num_gpus=num_gpus))
+        linted.append(fs)
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
     r = design_rows(r, gpu=gpu, prec=prec, engine=engine.name, baseline=baseline, table=table)
@@ -141,7 +150,7 @@ def complete(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precis
     if side and r["designs"]:
         r["side_by_side"] = side_by_side(r, params=params, gpu=gpu, cal=cal, prec=prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine,
                                          baseline=baseline, budget_tol=budget_tol, table=table, lint_regime=lint_regime,
-                                         quality_file=quality_file, proxy_file=proxy_file)
+                                         quality_file=quality_file, proxy_file=proxy_file, linted=linted)
     return r
 
 

@@ -108,6 +108,7 @@ class Point:
     osl: int
     source: str
     chosen: bool = True  # design's best deployment (False: lint's fixed point)
+    holds: bool = True  # a deployment on the budget holds the model (False: R2, R3 and R6 price nothing)
 
     def text(self, plan: Plan | None = None) -> str:
         """The deployment in `estimate`'s terms, for a finding's message (at `plan` where a rule varies the point's)."""
@@ -116,6 +117,26 @@ class Point:
     def to_dict(self) -> dict:
         return {**self.plan.to_dict(), "concurrency": self.concurrency, "isl": self.isl, "osl": self.osl, "source": self.source}
 
+    def caption(self) -> str:
+        """Where R2, R3 and R6 were priced, for lint's table: or that they were not, where nothing on the budget holds the model."""
+        return f"R2, R3 and R6 priced at {self.text()} ({self.source})" if self.holds else f"R2, R3 and R6 not priced: {self.source}"
+
+
+def _chosen(slo, n: int, gpu: Gpu) -> str:
+    """A chosen point's source: design's best deployment on `n` GPUs at the SLO's floor."""
+    floor = f"{slo.min_tps_gpu:g} tok/s/GPU" if slo.regime == "latency" else f"{slo.min_tps_user:g} tok/s/user"
+    return f"design's best deployment on {n} {gpu.name} at {floor}"
+
+
+def design_point(deployment: dict, *, slo, gpu: Gpu, num_gpus: int) -> Point:
+    """The Point of a deployment design picked (explore.design._dep's record: a design row's "deployment", at_best's),
+    at the SLO's lengths it was priced at: where `design`'s report lints a shape, so that its findings are priced where
+    design deployed it (no second search)."""
+    d = deployment
+    plan = Plan(tp=d["tp"], pp=d["pp"], ep=d["ep"], moe_tp=d["moe_tp"], adp=d["attention_dp"], kvp=d["kvp"])
+    isl, osl = slo.lengths()
+    return Point(plan, int(d["concurrency_per_instance"]), isl, osl, _chosen(slo, num_gpus, gpu))
+
 
 def operating_point(model: ModelSpec, gpu: Gpu, cal, prec: Precision, regime: str, *, gpus: int | None, engine: Engine,
                     slo=None) -> Point:
@@ -123,10 +144,48 @@ def operating_point(model: ModelSpec, gpu: Gpu, cal, prec: Precision, regime: st
     give the shape (explore.design.at_best: every plan of the budget and every batch, the best objective meeting the
     SLO's floor; `slo`, a design.Slo, else the regime's defaults), at the regime's lengths (design.REGIMES: 1,024/1,024,
     long-context 32,768/1,024) within the model's context. Where no deployment meets the floor: TP as _tp_for picks it,
-    EP over the experts where they split, lint's fixed load (REGIMES) at those lengths."""
-    from llm_codesign.explore.design import Slo, _plans, objective
+    EP over the experts where they split, lint's fixed load (REGIMES) at those lengths (`holds` False where not even
+    one request fits there)."""
+    return operating_points([model], gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo)[0]
+
+
+def _stacked(models: list[ModelSpec]) -> ModelSpec | None:
+    """`models` as one shape array (axis 0, as explore.design prices its candidates) where they are design's kind of
+    shape, one group of GQA layers with a dense FFN or experts of one top-k, differing only in the widths, heads and
+    depth R3 varies; None otherwise (each is then placed on its own)."""
+    def one(m):
+        if len(m.groups) != 1 or set(m.layout) - {0}:  # one group: a layout (from_hf_config's all-0) orders nothing
+            return None
+        layer, n = m.groups[0]
+        return (layer.attn, layer.ffn, n) if isinstance(layer.attn, GQA) and isinstance(layer.ffn, (DenseFfn, MoE)) else None
+
+    parts = [one(m) for m in models]
+    if len(models) < 2 or any(p is None for p in parts):
+        return None
+    a0, f0, _ = parts[0]
+    akeys = ("heads", "kv_heads", "head_dim", "v_head_dim")
+    fkeys = ("experts", "expert_inter", "shared_inter") if isinstance(f0, MoE) else ("inter",)
+    same = all(type(f) is type(f0) and replace(a, **{k: getattr(a0, k) for k in akeys}) == a0
+               and replace(f, **{k: getattr(f0, k) for k in fkeys}) == f0
+               and replace(m, hidden=models[0].hidden, groups=models[0].groups, layout=()) == replace(models[0], layout=())
+               for m, (a, f, _) in zip(models, parts, strict=True))
+    if not same:
+        return None
+    col = lambda get: np.asarray([get(p) for p in parts])[:, None, None]  # noqa: E731  shape axis first
+    attn = replace(a0, **{k: col(lambda p, k=k: getattr(p[0], k)) for k in akeys})
+    ffn = replace(f0, **{k: col(lambda p, k=k: getattr(p[1], k)) for k in fkeys})
+    hidden = np.asarray([m.hidden for m in models])[:, None, None]
+    return replace(models[0], hidden=hidden, groups=((Layer(attn, ffn), col(lambda p: p[2])),), layout=())
+
+
+def operating_points(models: list[ModelSpec], gpu: Gpu, cal, prec: Precision, regime: str, *, gpus: int | None, engine: Engine,
+                     slo=None) -> list[Point]:
+    """operating_point of each of `models` (of one kind, dense or MoE, and one context), searched in one objective() call
+    over them where they stack (_stacked: R3's variants), each one's best deployment its own argmax."""
+    from llm_codesign.explore.design import Slo, objective, plans_for
     from llm_codesign.explore.search import BATCHES
 
+    model = models[0]
     slo = slo or Slo(regime)
     isl, osl = slo.lengths()
     if model.max_context and isl + osl > model.max_context:
@@ -135,17 +194,37 @@ def operating_point(model: ModelSpec, gpu: Gpu, cal, prec: Precision, regime: st
     n = OPERATING_GPUS if gpus is None else gpus
     # at_best's choice (design's plans of a search of the shape's kind, every batch of its grid), without its
     # batch_binds, which re-prices the next batch to say what binds: a fifth of a lint's time, for nothing lint says
-    plans, inst = _plans(n, gpu, moe=model.is_moe, long_context=slo.regime == "long-context")
-    best, ip, ib, _ = objective(model, gpu, cal, prec, plans, inst=inst, slo=slo, engine=engine)
-    if np.isfinite(best[0]):
-        p = plans.at(int(ip[0]))
-        floor = f"{slo.min_tps_gpu:g} tok/s/GPU" if slo.regime == "latency" else f"{slo.min_tps_user:g} tok/s/user"
-        return Point(p, int(BATCHES[int(ib[0])] * p.adp), isl, osl, f"design's best deployment on {n} {gpu.name} at {floor}")
+    plans, inst = plans_for(n, gpu, moe=model.is_moe, long_context=slo.regime == "long-context")
+    stacked = _stacked(models)
+    if stacked is not None:
+        best, ip, ib, _ = objective(stacked, gpu, cal, prec, plans, inst=inst, slo=slo, engine=engine)
+    else:
+        found = [objective(m, gpu, cal, prec, plans, inst=inst, slo=slo, engine=engine) for m in models]
+        best, ip, ib = (np.concatenate([np.ravel(f[j]) for f in found]) for j in range(3))
+    out = []
+    for i, m in enumerate(models):
+        if np.isfinite(best[i]):
+            p = plans.at(int(ip[i]))
+            out.append(Point(p, int(BATCHES[int(ib[i])] * p.adp), isl, osl, _chosen(slo, n, gpu)))
+        else:
+            out.append(_fixed_point(m, gpu, cal, prec, regime, n=n, isl=isl, osl=osl, engine=engine))
+    return out
+
+
+def _fixed_point(model: ModelSpec, gpu: Gpu, cal, prec: Precision, regime: str, *, n: int, isl: int, osl: int, engine: Engine) -> Point:
+    """Lint's fixed point where no deployment on `n` GPUs meets the floor (operating_point)."""
     tp = _tp_for(model, gpu, n)
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
     ep = tp if moe and moe.experts % tp == 0 else 1  # experts whole on one GPU where they split
-    return Point(Plan(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1), REGIMES[regime][0], isl, osl,
-                 f"lint's fixed point: no deployment on {n} {gpu.name} meets the {regime} regime's floor", chosen=False)
+    pt = Point(Plan(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1), REGIMES[regime][0], isl, osl,
+               f"lint's fixed point: no deployment on {n} {gpu.name} meets the {regime} regime's floor", chosen=False)
+    # where even one request does not fit (the weights, or one sequence's KV cache, beyond the budget), the rules
+    # would price nothing: say so rather than name a point they were never priced at
+    one = replace(pt, concurrency=1)
+    if math.isfinite(_time(model, gpu, cal, prec, pt.plan, regime=regime, engine=engine, point=one)):
+        return pt
+    return replace(pt, holds=False, source=f"no deployment on {_count(n, 'GPU')} ({gpu.name}) holds the model at one request of "
+                   f"{isl}/{osl} tokens")
 
 
 def _time(model: ModelSpec, gpu, cal, prec, plan: Plan, *, regime: str, engine: Engine, point: Point) -> float:
@@ -191,18 +270,20 @@ def _signed(x: float, digits: int) -> str:
 
 
 def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", *, prec: Precision | None = None,
-         proxy_file: str | None = None, gpus: int | None = None, engine: Engine | None = None, slo=None) -> list[Finding]:
+         proxy_file: str | None = None, gpus: int | None = None, engine: Engine | None = None, slo=None,
+         point: Point | None = None) -> list[Finding]:
     """The shape's findings at `regime`. R2, R3 and R6 price the shape at the regime's operating point (operating_point:
     the deployment design would give it on `gpus` GPUs, None: OPERATING_GPUS, at `slo`, a design.Slo, else the
     regime's), R6 with PP 2, 4 and 8 added to that point's plan within `gpus` (None: up to 64, a node's TP8 and PP up
     to 8 on top of it), R7 on TP up to 8 within it. `engine` serves them; None: the GPU vendor's
-    (spec.engines.engine_for), so an MI355X's findings are SGLang's, not TensorRT-LLM's."""
+    (spec.engines.engine_for), so an MI355X's findings are SGLang's, not TensorRT-LLM's. `point`: where design already
+    deployed the shape (design_point), in place of operating_point's search; R3's variants are still placed at `slo`."""
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec, engine = prec or model.default_precision, engine or engine_for(gpu)
     check_kv_format(engine, gpu, prec.kv.name, model)  # a KV-cache format the engine holds on this GPU, as estimate's
     most = 64 if gpus is None else gpus
-    point = operating_point(model, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo)
+    point = point or operating_point(model, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo)
     # R1 and R5 read kernels at fixed batches (their messages say which) on lint's widest TP, as before
     tp = _tp_for(model, gpu, most)
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
@@ -213,7 +294,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     out += _memory_bound_gemm(model, gpu, cal, prec, sh, b=b, regime=regime)
     out += _tile_alignment(model, gpu, cal, prec, point, regime=regime, engine=engine)
     out += _width_vs_depth(model, gpu, cal, prec, point, regime=regime, proxy_file=proxy_file, engine=engine,
-                           place=lambda m: operating_point(m, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo))
+                           place=lambda ms: operating_points(ms, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo))
     out += _quantization_readiness(model, _shards(model, point.plan), gpu)
     out += _moe_shape(model, gpu, cal, prec, sh)
     out += _pipeline_regularity(model, gpu, cal, prec, point, b=b, regime=regime, gpus=most, engine=engine, sh=sh)
@@ -455,16 +536,16 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
 def _wider_priced(model, gpu, cal, prec, point, *, regime, engine, place, proxy_file, variants) -> list[tuple]:
     """R3's variants, each also with its FFN widened to the shape's parameters where rounding left it short (fewer
     parameters never pass design's test where the terms the shapes share are all that differ), each priced at its own
-    operating point (`place`; the shape's fixed point where the shape has no chosen one) and judged (_judge_wider):
+    operating point (`place`, of a list of variants; the shape's fixed point where the shape has no chosen one) and judged (_judge_wider):
     (variant, time, point, why not, aspect text, quality figures)."""
     priced = []
     for batch in (variants, [w for w in (_topped_up(v, model.total_params) for v in variants) if w is not None]):
         if any(not x[3] for x in priced):
             break  # a variant as given passes design's test: topped up it would only be slower (more parameters)
-        for wide in batch:
-            if any(wide == w for w, *_ in priced):
-                continue
-            pw = place(wide) if point.chosen else point
+        batch = [w for k, w in enumerate(batch) if not any(w == v for v, *_ in priced) and w not in batch[:k]]
+        # every variant of the batch placed by one search over them (operating_points), as design prices its shapes
+        placed = place(batch) if point.chosen and batch else [point] * len(batch)
+        for wide, pw in zip(batch, placed, strict=True):
             pw = pw if pw.chosen or not point.chosen else point  # neither chosen: both at the shape's fixed point
             if int(validity(wide, gpu, pw.plan, int(np.ravel(pw.plan.gpus)[0]))) >= 0:
                 continue
@@ -503,8 +584,9 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     only = [{"loss": t["nats"]["aspect"][0], "slope": t["slope"], "ln": {}, "nats": {"aspect": t["nats"]["aspect"]}} for t in (a, b)]
     q = {k: float(np.ravel(v)[0]) for k, v in quality_delta(only[1], only[0]).items() if k != "beyond"}
     acc = f"aspect-ratio term {_signed(100 * q['delta'] / loss, 3)}% +- {100 * q['sigma'] / loss:.3f}% of the proxy loss"
-    pos = position(envelope_at(float(wide.total_params)), features(row_of(wide)) | {"hidden": float(wide.hidden)})
-    here = position(envelope_at(float(model.total_params)), features(row_of(model)) | {"hidden": float(model.hidden)})
+    # a dense shape against the dense models' envelope, as design judges its shapes (design_report._envelope)
+    pos = position(envelope_at(float(wide.total_params), dense=not wide.is_moe), features(row_of(wide)) | {"hidden": float(wide.hidden)})
+    here = position(envelope_at(float(model.total_params), dense=not model.is_moe), features(row_of(model)) | {"hidden": float(model.hidden)})
     figures = {"quality_delta_pct": 100 * whole["delta"] / loss, "quality_band_pct": 100 * whole["sigma"] / loss,
                "quality_test_pct": 100 * whole["sigma_test"] / loss,
                "quality_passes": bool(whole["passes"]), "extrapolated": extrapolated(b), "wider_inside_envelope": bool(pos["inside"]),
