@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from llm_codesign.cli import app as cli
-from llm_codesign.explore import accuracy_model
 from llm_codesign.cli.design import margin_bound
+from llm_codesign.explore import accuracy_model
 from llm_codesign.explore.design import _setup, judge, shapes
 from llm_codesign.explore.design_report import gain_band
 from llm_codesign.explore.envelope import envelope_at, position, reference_model, shape_arrays, violations, violations_at
