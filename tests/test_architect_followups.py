@@ -16,9 +16,11 @@ def test_two_shapes_the_proxy_prices_alike_still_differ_by_a_band(tmp_path):
     # depth inside Kaplan's aspect band or head size inside 32..256, so the band was nil. Now each axis adds its spread per
     # e-fold (Kaplan fig. 5 caption: 0.98% of the loss per e-fold of aspect; Vaswani Table 3 (A): 0.82% per e-fold of d_k)
     code, out, _ = cli("design", "--params", "70e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
-                       "--baseline", _dense70(tmp_path), "--top", "30", "--json")  # ranks 17 and 27 since the dense envelope
-    rows = {(r["shape"]["layers"], r["shape"]["head_dim"]): r["quality"] for r in json.loads(out)["designs"]}
-    deep, wide_heads = rows[(68, 128)], rows[(68, 256)]
+                       "--baseline", _dense70(tmp_path), "--top", "30", "--json")  # ranks 8 and 5 since fixdes2's envelope
+    # keyed by the whole trunk: ffn 36864 at L68 (ranks 17 and 21) has more parameters than the baseline and reads a delta
+    rows = {(r["shape"]["hidden"], r["shape"]["layers"], r["shape"]["head_dim"], r["shape"]["inter"]): r["quality"]
+            for r in json.loads(out)["designs"]}
+    deep, wide_heads = rows[(8192, 68, 128, 34816)], rows[(8192, 68, 256, 34816)]
     assert code == 0 and deep["delta"] == 0.0 and wide_heads["delta"] == 0.0
     assert abs(deep["sigma_pct"] - 0.98 * math.log(80 / 68)) < 1e-9  # 0.159%: aspect 8192/68 against 8192/80
     assert abs(wide_heads["sigma_pct"] - math.hypot(0.98 * math.log(80 / 68), 0.82 * math.log(2))) < 1e-9  # 0.590%

@@ -17,7 +17,7 @@ from llm_codesign.spec.registry import get_model
 def test_every_row_is_its_bundled_configs_shape(row):
     path = resources.files("llm_codesign").joinpath(f"data/models/{row['config']}")
     derived = row_of(load_config_file(str(path), row["name"]))
-    assert {k: v for k, v in row.items() if k not in ("name", "config", "same_shape")} == derived
+    assert {k: v for k, v in row.items() if k not in ("name", "config", "same_shape", "trunk")} == derived
     for alias in row.get("same_shape", []):  # re-releases listed once: the same variables within 5% of the parameters
         other = row_of(get_model(alias))
         assert abs(other["total_params"] / row["total_params"] - 1) < 0.05
@@ -33,8 +33,10 @@ def test_envelope_at_70b_by_hand():
     # aspect: Qwen3-30B-A3B 2048 / 48 = 42.67 / 1.5 = 28.44; Mixtral-8x7B 4096 / 32 = 128 x 1.5 = 192
     assert (b["aspect_ratio"].lo, b["aspect_ratio"].hi) == pytest.approx((2048 / 48 / 1.5, 192.0))
     assert b["aspect_ratio"].lo_models == ("qwen3-30b-a3b",) and b["aspect_ratio"].hi_models == ("mixtral-8x7b",)
-    # layers: Gemma 4 26B 30 x 0.75 = 22.5; Nemotron-H-56B 118 x 1.25 = 147.5; KV heads 2 x 0.75 .. 8 x 1.25
-    assert (b["layers"].lo, b["layers"].hi) == (22.5, 147.5)
+    # layers: Gemma 4 26B 30 x 0.75 = 22.5; Llama-3.1-70B 80 x 1.25 = 100 (Nemotron-H-56B's 118 count Mamba-2, attention and FFN
+    # sublayers apart, and Nemotron-Super-49B is Llama's trunk pruned: neither sets a trunk bound, envelope.toml `trunk`);
+    # KV heads 2 x 0.75 .. 8 x 1.25
+    assert (b["layers"].lo, b["layers"].hi) == (22.5, 100.0) and b["layers"].hi_models == ("llama-3.1-70b",)
     assert (b["kv_heads"].lo, b["kv_heads"].hi) == (1.5, 10.0)
     # MoE: experts Mixtral 8 / 1.5 .. 128 x 1.5; active fraction gpt-oss-120b / 1.5 .. Mixtral-8x22B x 1.5
     assert (b["experts"].lo, b["experts"].hi) == pytest.approx((8 / 1.5, 192.0))

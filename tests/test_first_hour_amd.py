@@ -62,7 +62,7 @@ def test_design_keeps_its_title_and_lint_column_at_80_columns():
     # 158 shapes since a dense search's aspect and depth bounds come from the dense models (180 from every model)
     assert "96,250 deployments in" in " ".join(out.split())
     # the envelope said exactly: which models, the margin, the aspect limit and who set it (llama-3.1-8b's 4096 / 32 x 1.5)
-    assert ("Every design lies inside the envelope: the published dense models near 13B, ratios widened x1.5 and counts +-25% "
+    assert ("Every design lies inside the envelope: the published models (trunk: width, depth, aspect from the dense models; attention geometry from all) near 13B, ratios widened x1.5 and counts +-25% "
             "(aspect ratio at most 192: 1.5 x the largest published, 128, llama-3.1-8b) (searched inside it).") in " ".join(out.split())
 
 

@@ -95,15 +95,33 @@ def wins_by(d: dict, against: str, short: str) -> str:
     if d.get("gain_pct") is not None:
         out += f"; {short} {d['gain_pct']:+.1f}%"
         if gb := d.get("gain_band"):
-            out += (f" (80% {gb['gain_lo80']:+.1f} to {gb['gain_hi80']:+.1f}%: "
-                    + ("within model error" if gb["within_model_error"] else "beyond model error") + ")")
+            out += (f" (80% {gb['gain_lo80']:+.1f} to {gb['gain_hi80']:+.1f}%" + (", an upper bound" if gb.get("shared_error") else "")
+                    + ": " + ("within model error" if gb["within_model_error"] else "beyond model error") + ")")
+    if by := margin_bound(d.get("envelope") or {}):
+        out += f"; {by}"
     return out
+
+
+def margin_bound(e: dict) -> str | None:
+    """'inside only by the x1.5 margin (aspect_ratio 153.6 against the published 102.4, ...)': a shape inside the envelope
+    but beyond every published model on a bound (explore.envelope.position's beyond_published), with the margin that
+    admits it (envelope.toml [policy])."""
+    from llm_codesign.explore.envelope import VARIABLES, data
+
+    if not e.get("inside") or not e.get("beyond_published"):
+        return None
+    pol = data()["policy"]
+    kinds = {VARIABLES[x["bound"].split(".")[0]][0] for x in e["beyond_published"]}
+    margin = " and ".join(([f"x{pol['ratio_margin']:g}"] if "ratio" in kinds else []) + ([f"+-{100 * pol['count_margin']:g}%"] if "count" in kinds else []))
+    return (f"inside only by the {margin} margin (" + "; ".join(f"{x['bound'].split('.')[0]} {x['value']:.4g} against the published "
+                                                                f"{x['published']:.4g}, {', '.join(x['set_by'])}" for x in e["beyond_published"]) + ")")
 
 
 def envelope_said(env: dict) -> str:
     """The envelope exactly: which models it is drawn over and the margin (explore.envelope's policy)."""
     a = env["bounds"].get("aspect_ratio")
-    kind = "dense models" if env.get("kind", "").startswith("dense") else "models"
+    kind = ("models (trunk: width, depth, aspect from the dense models; attention geometry from all)"
+            if env.get("kind", "").startswith("trunk") else "models")
     out = (f"Every design lies inside the envelope: the published {kind} near {env['scale'] / 1e9:,.3g}B, ratios widened "
            f"x{env.get('ratio_margin', 1.5):g} and counts +-{100 * env.get('count_margin', 0.25):g}%")
     if a:

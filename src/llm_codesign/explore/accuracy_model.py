@@ -237,6 +237,12 @@ def delta_terms(cand: dict, ref: dict, *, active, ref_active, c: dict | None = N
     dln = {"params": np.log(np.asarray(active, float) / float(ref_active))}
     for name, t in cand["ln"].items():
         dln[name] = np.asarray(t[0], float) - np.asarray(ref["ln"].get(name, (0.0,))[0], float)
+    # where neither shape is MoE (the rule's sigma nil on both: loss_terms) its ln(total / active) is the input embedding's
+    # share of the parameters, not a routing choice: said with the parameters (a dense row read "total/active -0.00%")
+    if "moe_rule" in dln:
+        dense = (np.asarray(cand["ln"]["moe_rule"][2], float) == 0) & (np.asarray(ref["ln"].get("moe_rule", (0, 0, 0))[2], float) == 0)
+        dln["params"] = dln["params"] + np.where(dense, dln["moe_rule"], 0.0)
+        dln["moe_rule"] = np.where(dense, 0.0, dln["moe_rule"])
     nats = {name: np.asarray(t[0], float) - np.asarray(ref["nats"].get(name, (0.0,))[0], float) for name, t in cand["nats"].items()}
     delta = np.asarray(cand["loss"], float) - np.asarray(ref["loss"], float)
     total = sum(dln.values())

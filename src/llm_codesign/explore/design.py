@@ -302,16 +302,22 @@ def reference(params: float, *, baseline: ModelSpec | None, moe: bool, weight_dt
     return Reference(name, basis, m, accuracy_model.model_terms(m, weight_dtype, c=qc, pc=pc), k, tol, qc, pc)
 
 
-def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, outside_envelope: bool, moe: bool = False) -> dict:
+def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, outside_envelope: bool, moe: bool = False,
+          scale: float | None = None) -> dict:
     """Quality against the reference and place in the envelope, per shape, merged into the shape arrays
-    ("q_*", "env_*" keys) with "admit": passes the quality test and lies inside (or the envelope is open)."""
+    ("q_*", "env_*" keys) with "admit": passes the quality test and lies inside (or the envelope is open). `scale`:
+    the envelope every shape is judged at (a search's budget); None: each at its own total."""
     from llm_codesign.explore import envelope
 
     t = accuracy_model.shape_terms(cand, weight_dtype, qc, pc)
     qd = accuracy_model.quality_delta(t, ref.terms, k=ref.k, tol=ref.tol)
     n = len(cand["hidden"])
-    # each at its own scale, as lint judges it; a dense search's trunk bounds from the dense models (envelope.TRUNK_VARIABLES)
-    viol = envelope.violations_at(envelope.shape_arrays(cand), cand["total_params"], dense=not moe)
+    # a search's rows at its budget's envelope, one for the search: judged each at its own total, rows 74.8B and 73.3B of
+    # one 70B +-10% search met q/kv bounds 8 x1.5 and 16 x1.5 (qwen3-235b's 16 enters the window at ~74.5B); a dense
+    # search's trunk bounds from the dense models (envelope.TRUNK_VARIABLES)
+    f = envelope.shape_arrays(cand)
+    viol = (envelope.violations_at(f, cand["total_params"], dense=not moe) if scale is None else
+            envelope.violations(envelope.envelope_at(scale, dense=not moe), f))
     out = dict(cand)
     out["q_loss"] = np.broadcast_to(t["loss"], (n,)).astype(float)
     for key in ("delta", "sigma", "sigma_test", "passes"):
@@ -347,7 +353,7 @@ def _setup(params, baseline, moe, prec, *, budget_tol, quality_tol, quality_sigm
     ref = reference(params, baseline=baseline, moe=moe, weight_dtype=prec.weight.name, budget_tol=budget_tol, qc=qc, pc=pc,
                     k=quality_sigmas, tol=quality_tol, active=active)
     env = envelope_at(params, dense=not moe)
-    jk = dict(ref=ref, weight_dtype=prec.weight.name, qc=qc, pc=pc, outside_envelope=outside_envelope, moe=moe)
+    jk = dict(ref=ref, weight_dtype=prec.weight.name, qc=qc, pc=pc, outside_envelope=outside_envelope, moe=moe, scale=float(params))
     return prec, (baseline.vocab if baseline else DEFAULT_VOCAB), ref, env, jk
 
 
@@ -577,7 +583,7 @@ def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits, a
         gain = 100.0 * (o[i] / obj[w] - 1.0)
         what = {"axis": axis, "to": _num(c[f"ax_{axis}"][i]), "gain_pct": float(gain)}
         if not c["inside"][i]:
-            pos = position(envelope_at(float(c["total_params"][i]), dense=not moe), shape_arrays(c), i)
+            pos = position(envelope_at(float(params), dense=not moe), shape_arrays(c), i)  # the search's envelope (judge)
             out.append({"kind": "envelope", **what, "bounds": [v["bound"] for v in pos["outside"]],
                         "why": "; ".join(describe(v) for v in pos["outside"])})
         if not c["q_passes"][i]:
@@ -699,6 +705,7 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
                 "quality_proxy": bq, **at, "outside_grid": outside_grid(baseline)}
     bo = at["objective"] or None
     f = shape_arrays(cand)
+    env = envelope_at(float(params), dense=not moe)  # one envelope for the search, as judge() admits by
     rank = [i for i in np.argsort(-obj, kind="stable")[:top] if np.isfinite(obj[i])]
     # why each row differs from the reference: the proxy's terms one by one (accuracy_model.delta_terms), with what
     # it costs in parameters and KV cache; the reference's terms at the search's weight format (Reference.terms)
@@ -717,7 +724,7 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
         versus = _versus(cand, i, ref=ref, prec=prec, moe=moe, ref_kv=ref_kv)
         designs.append({"shape": shape, "total_params": int(cand["total_params"][i]), "active_params": int(cand["active_params"][i]),
                         "quality_proxy": float(cand["q_loss"][i]), "quality": quality_row, "versus_reference": versus,
-                        "envelope": position(envelope_at(float(cand["total_params"][i]), dense=not moe), f, int(i)),
+                        "envelope": position(env, f, int(i)),
                         "objective": float(obj[i]), "gain_pct": (100.0 * (obj[i] / bo - 1.0)) if bo else None,
                         "deployment": _dep(plan, inst, int(bplan[i]), int(bbatch[i]))})
     obj_name, cons, _, _ = REGIMES[slo.regime]

@@ -74,10 +74,11 @@ def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) 
                    "interval_basis": {"source": first["source"], "widened": list(first["widened"])}}
 
 
-def _envelope(m: ModelSpec) -> dict:
+def _envelope(m: ModelSpec, scale: float) -> dict:
+    """`m`'s place in the envelope at `scale` (the search's budget: the one envelope its rows are judged at)."""
     from llm_codesign.explore.envelope import envelope_at, features, position, row_of
 
-    return position(envelope_at(float(m.total_params), dense=not m.is_moe), features(row_of(m)) | {"hidden": float(m.hidden)})
+    return position(envelope_at(float(scale), dense=not m.is_moe), features(row_of(m)) | {"hidden": float(m.hidden)})
 
 
 def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precision, num_gpus: int, slo: Slo, moe: bool,
@@ -98,7 +99,7 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
     cols = [(m0, {"role": "baseline" if baseline is not None else "reference", "name": name0, "basis": ref["basis"],
                   "quality": {"loss": ref["quality_proxy"], "delta_pct": 0.0, "sigma_pct": 0.0, "sigma_delta_pct": 0.0, "uncertainty_pct": 0.0,
                               "delta_band_pct": [0.0, 0.0], "passes": True, "terms": [], "flat": [],
-                              "extrapolated": accuracy_model.extrapolated(terms)}, "envelope": _envelope(m0)})]
+                              "extrapolated": accuracy_model.extrapolated(terms)}, "envelope": _envelope(m0, params)})]
     for j, d in enumerate(r["designs"][:n], 1):
         q = d["quality"]
         cols.append((to_model(d, vocab, f"design {j}"), {
@@ -154,12 +155,15 @@ def complete(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precis
     return r
 
 
-def gain_band(d: dict, b: dict, level: int = 80) -> dict:
+def gain_band(d: dict, b: dict, level: int = 80, *, shared: bool | None = None) -> dict:
     """A gain's own interval from the two predictions' (`d`, `b`: {"lo80", "hi80", ...} bands about values v_d, v_b):
     each band's log half-widths below and above its value added in quadrature, as for independent errors
-    (ln(v_d / v_b) - hypot(ln(v_d/lo_d), ln(hi_b/v_b)) .. + hypot(ln(hi_d/v_d), ln(v_b/lo_b))). Two predictions from one
-    interval slice (one engine, GPU family and load band: `same_slice`) share part of that error, which cancels in
-    their ratio, so there the band is an upper bound; the project has no paired runs of two shapes to say how much."""
+    (ln(v_d / v_b) - hypot(ln(v_d/lo_d), ln(hi_b/v_b)) .. + hypot(ln(hi_d/v_d), ln(v_b/lo_b))). `shared`: both priced
+    on one engine and GPU family (None: read from their interval slices being one). Then part of that error is
+    common to both (the campaign and GPU-family widening: "no serving run on any Hopper GPU" on both H100 rows; the
+    engine's bias) and cancels in the ratio, so the band is an upper bound (`shared_error`). The widening terms are
+    not dropped before the quadrature: `band` folds them into each bound by hypot with the slice's own spread
+    (measure.intervals.band), and the project has no paired runs of two shapes to say how much of that is common."""
     import math
 
     vd, vb = d["value"], b["value"]
@@ -168,10 +172,10 @@ def gain_band(d: dict, b: dict, level: int = 80) -> dict:
     lo = g - math.hypot(math.log(vd / lo_d), math.log(hi_b / vb))
     hi = g + math.hypot(math.log(hi_d / vd), math.log(vb / lo_b))
     lo_pct, hi_pct = 100.0 * math.expm1(lo), 100.0 * math.expm1(hi)
-    same = d.get("source") == b.get("source")
-    return {f"gain_lo{level}": lo_pct, f"gain_hi{level}": hi_pct, "within_model_error": bool(lo_pct <= 0.0 <= hi_pct), "same_slice": same,
-            "basis": "independent errors added in quadrature" + ("; both from one interval slice, whose shared error cancels in "
-                                                                  "the ratio: an upper bound" if same else "")}
+    same = d.get("source") == b.get("source") if shared is None else bool(shared)
+    return {f"gain_lo{level}": lo_pct, f"gain_hi{level}": hi_pct, "within_model_error": bool(lo_pct <= 0.0 <= hi_pct), "shared_error": same,
+            "basis": "the two bands added in quadrature as independent errors" + ("; both on one engine and GPU family, whose shared "
+                                                                                   "error cancels in the ratio: an upper bound" if same else "")}
 
 
 def _gain_bands(r: dict, *, params, gpu, prec, engine, baseline, moe, budget_tol, table) -> None:
@@ -191,4 +195,5 @@ def _gain_bands(r: dict, *, params, gpu, prec, engine, baseline, moe, budget_tol
     b = who["intervals"][obj] | {"value": who["objective"]}
     for d in r["designs"]:
         if d.get("intervals") and d["gain_pct"] is not None:
-            d["gain_band"] = gain_band(d["intervals"][obj] | {"value": d["objective"]}, b)
+            # every row and what it is measured against are priced on the search's one engine and GPU: shared error
+            d["gain_band"] = gain_band(d["intervals"][obj] | {"value": d["objective"]}, b, shared=True)

@@ -35,6 +35,8 @@ VARIABLES = {
 }
 # a design within 5% of a limit is "at the edge" (one grid step: 2 layers of 48 are 4%)
 EDGE_HEADROOM = 1.05
+# a shape exactly on a limit is inside: 9216 / 60 = 153.6 = 1.5 x 102.4 came out 1.3e-16 past it in floating point
+BOUND_RTOL = 1e-9
 MOE_VARIABLES = ("experts", "top_k", "granularity", "active_fraction")
 GQA_VARIABLES = ("q_per_kv", "kv_heads")
 
@@ -110,7 +112,7 @@ class Envelope:
     dense: bool = False  # drawn over the dense models only
 
     def to_dict(self) -> dict:
-        return {"scale": self.scale, "models": list(self.models), "kind": "dense models only" if self.dense else "every model",
+        return {"scale": self.scale, "models": list(self.models), "kind": TRUNK_DENSE if self.dense else "every model",
                 "ratio_margin": float(data()["policy"]["ratio_margin"]), "count_margin": float(data()["policy"]["count_margin"]), "depth_threshold": f"layers >= log{self.depth_log_base:g}(d_model)",
                 "bounds": {k: {"min": b.lo, "max": b.hi, "published_min": b.lo_value, "published_max": b.hi_value,
                                "min_set_by": list(b.lo_models), "max_set_by": list(b.hi_models)} for k, b in self.bounds.items()}}
@@ -120,14 +122,17 @@ class Envelope:
 # a 13B dense trunk), so a dense search draws them over the dense models; attention geometry (head size, KV heads,
 # query heads per KV head) is the same kind of layer in both and stays drawn over every model of the window
 TRUNK_VARIABLES = ("aspect_ratio", "layers")
+TRUNK_DENSE = "trunk (width, depth, aspect) from dense models; attention geometry from all"
 _POOL_NAMES = ("trunk", "all", "moe", "gqa")
 
 
 def _pools(dense: bool = False) -> dict[str, list[dict]]:
     """The published rows each variable is drawn over (TRUNK_VARIABLES over "trunk": the dense models for a `dense`
-    search, every model otherwise)."""
+    search, every model otherwise; neither a trunk derived from another row's nor one counted in sublayers:
+    envelope.toml `trunk`)."""
     rows = data()["model"]
-    return {"trunk": [r for r in rows if not r.get("experts")] if dense else rows, "all": rows,
+    trunks = [r for r in rows if "trunk" not in r]
+    return {"trunk": [r for r in trunks if not r.get("experts")] if dense else trunks, "all": rows,
             "moe": [r for r in rows if r.get("experts")], "gqa": [r for r in rows if r.get("kv_heads")]}
 
 
@@ -182,7 +187,7 @@ def _keys(scales, dense: bool = False) -> list[tuple[tuple[str, ...], ...]]:
 def envelope_at(scale: float, *, dense: bool = False) -> Envelope:
     """The envelope at `scale` total parameters: every variable's published range over the models of the
     window (MoE variables over its MoE models, KV-head variables over its GQA models), widened by the margin.
-    `dense`: over the dense models only, no MoE variables (a dense search's)."""
+    `dense`: the trunk variables over the dense models, no MoE variables (a dense search's; TRUNK_DENSE)."""
     from llm_codesign.explore.quality import constants
 
     models, bounds = _bounds(_keys([scale], dense)[0], dense)
@@ -211,8 +216,9 @@ def violations(env: Envelope, f: dict) -> dict[str, np.ndarray]:
         if var not in f:
             continue
         x = np.maximum(np.asarray(f[var], float), 1e-12)
-        out[f"{var}.min"] = np.maximum(np.log(b.lo / x), 0.0)
-        out[f"{var}.max"] = np.maximum(np.log(x / b.hi), 0.0)
+        lo, hi = np.log(b.lo / x), np.log(x / b.hi)
+        out[f"{var}.min"] = np.where(lo > BOUND_RTOL, lo, 0.0)  # on the limit within BOUND_RTOL: inside
+        out[f"{var}.max"] = np.where(hi > BOUND_RTOL, hi, 0.0)
     if "hidden" in f:
         out["depth_threshold"] = np.maximum(np.log(depth_threshold(f["hidden"], env.depth_log_base) / np.asarray(f["layers"], float)), 0.0)
     return out

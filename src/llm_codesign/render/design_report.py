@@ -102,7 +102,7 @@ def _gain(c: dict) -> str:
     if not b or c["gain_pct"] is None:
         return g
     return (f"{g} ({b['gain_lo80']:+.1f}% to {b['gain_hi80']:+.1f}%: " + ("within" if b["within_model_error"] else "beyond")
-            + " model error" + (", an upper bound: one interval slice" if b["same_slice"] else "") + ")")
+            + " model error" + (", an upper bound: one engine and GPU family" if b["shared_error"] else "") + ")")
 
 
 def _next_batch(b: dict) -> str:
