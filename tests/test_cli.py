@@ -160,12 +160,12 @@ def test_pareto_table_keeps_each_point_on_one_line_at_80_columns():
     # whole source text folded every row into six lines)
     lines = _pareto_80("llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8")
     rows = [line for line in lines if re.search(r"\d  TP\d", line)]
-    # 49 points, so thinned to every second one, said beneath (48 before the re-fit 0db78f4; 49 before the 2026-12-06 wait split 0d4c090, 50 between it and the re-fit 8ddcbce; 50 before the re-fit 14086fe; 48 before the re-fit ba3a87f; 49 before mtf's serving re-fit 117a840;
+    # 48 points, so thinned to every second one, said beneath (49 before the re-fit c7c8c06; 48 before the re-fit 0db78f4; 49 before the 2026-12-06 wait split 0d4c090, 50 between it and the re-fit 8ddcbce; 50 before the re-fit 14086fe; 48 before the re-fit ba3a87f; 49 before mtf's serving re-fit 117a840;
     # 46, all shown, before the serving re-fit 43e853e;
     # 45 before i46a's H100-fitted all-reduce; 53 before a closed loop's throughput was Little's law, 54 before issue 39's
     # cohorts and the serving re-fit on them, 50 at issue 39's MoE block, 55 before)
     assert len(rows) == 25 and all(len(line) <= 80 and line.split()[4].startswith("TP") for line in rows)
-    assert [line for line in lines if "frontier points shown" in line] == ["25 of 49 frontier points shown; --json or --csv for all"]
+    assert [line for line in lines if "frontier points shown" in line] == ["25 of 48 frontier points shown; --json or --csv for all"]
     # the interactive end (batch 1), which every second point skipped: TP8, its prefill's launches paced by the slowest of
     # 8 ranks, its decode split-KV (one KV head per GPU), its all-reduces at the engines' measured one-shot latency (Blackwell
     # 4.8 us); 197.7 tok/s/user and 95 ms on the final fit (the figures move with each serving re-fit); 194.7 with the one-shot's
@@ -175,8 +175,9 @@ def test_pareto_table_keeps_each_point_on_one_line_at_80_columns():
     # and 88 ms since the re-fit ba3a87f (step overhead 39.6 -> 10 us, eager launch 1.84 -> 0.68 us); 195.4 and 88 ms since the
     # re-fit 14086fe (step overhead 10.0 -> 18.7 us); 195.8 and 84 ms after the wait split 0d4c090 (batch 1 queues no step
     # ahead); 195.6 and 85 ms since the 2026-12-06 re-fit 8ddcbce (step overhead 10.0 -> 12.8 us, eager launch 0 -> 0.71 us);
-    # 195.5 since the re-fit 0db78f4 (step overhead 12.8 -> 16.5 us, eager launch 0.71 -> 0.14 us)
-    assert rows[-1].split()[:3] == ["195.5", "24", "85"]
+    # 195.5 since the re-fit 0db78f4 (step overhead 12.8 -> 16.5 us, eager launch 0.71 -> 0.14 us); 195.4 since the re-fit
+    # c7c8c06 (host step 16.5 -> 18.7 us, eager launch 0.14 -> 0.20 us)
+    assert rows[-1].split()[:3] == ["195.4", "24", "85"]
     assert "every point: W/KV fp8/fp8, spec none, drop 0.15%" in lines
     assert "accuracy at fp8/fp8: OpenLLM v1 avg (instruct) 84.29, drop 0.15% against bf16" in lines
     assert not any("W/KV:" in line or "drop:" in line for line in lines)  # no key to columns not shown

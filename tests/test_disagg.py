@@ -340,15 +340,19 @@ def test_a_deployment_pair_prices_as_the_loose_arguments_did():
     cost a sequence 2.36 -> 1.84 us) TPOT 5.96487 -> 5.96434 ms, TTFT 0.1115340 -> 0.1108701 s at 8, 10.6472913 ->
     10.6463407 s at 64 (7 x 255 x TPOT); the SGLang DeepSeek pair (step overhead 0.108 -> 0.292 ms, eager launch 15.1 ->
     13.3 us, host cost a sequence 15.1 -> 19.4 us) TPOT 10.5572 -> 10.6346 ms, 20.3800 -> 20.5088 ms, TTFT 0.17200 ->
-    0.17134 s, 0.22451 -> 0.22265 s, 62.219 -> 61.777 and 518.32 -> 515.14 tok/s/GPU."""
+    0.17134 s, 0.22451 -> 0.22265 s, 62.219 -> 61.777 and 518.32 -> 515.14 tok/s/GPU. The re-fit c7c8c06: Llama pair
+    (TensorRT-LLM's host step 16.4872 -> 18.6824 us, host cost a sequence 1.83938 -> 2.36181 us: + 2.1952 + 8 x 0.52243 =
+    6.37464 us a batch-8 step, graphed, so the eager launch's 0.14 -> 0.20 us does not reach it) TPOT 5.96434 -> 5.97071 ms,
+    TTFT 0.1108701 -> 0.1109399 s at 8, 10.6463407 -> 10.6577194 s at 64 (7 x 255 x TPOT); the SGLang pair unchanged."""
     m, g = get_model("llama-3.1-70b"), get_gpu("h200")
     prec = precision_for(m, "fp8")
     pre = Deployment(gpu=g, num_gpus=4, plan=Plan.parse("tp=4", m, "prefill"), precision=prec)
     dec = Deployment(gpu=g, num_gpus=8, plan=Plan.parse("tp=8", m, "decode"), precision=prec)
     r = evaluate_disagg(m, pre, dec, calibration=calibration_for(g), prefill_instances=1, decode_instances=1,
                         concurrency=np.array([8.0, 64.0]), isl=1024, osl=256, decode_max_batch=8)
-    assert np.allclose(r["ttft_s"], [0.11087008064537418, 10.646340671353329], rtol=RTOL_ACROSS_CPUS, atol=0)
-    assert np.allclose(r["tpot_s"], 0.00596433651056209, rtol=RTOL_ACROSS_CPUS, atol=0)
+    assert np.allclose(r["ttft_s"], [0.1109399303443308, 10.65771940375333], rtol=RTOL_ACROSS_CPUS, atol=0)
+    assert np.allclose(r["tpot_s"], 0.00597071115056209, rtol=RTOL_ACROSS_CPUS, atol=0)
+    assert r["ttft_s"][1] == pytest.approx(7 * 255 * 0.00597071115056209, rel=1e-9)  # 64 through 8 slots: 7 decodes queued ahead
     # SGLang with MTP, prefill on B200 and decode on GB200, each on its own GPU's profile
     ds, b200, gb200 = get_model("deepseek-r1"), get_gpu("b200"), get_gpu("gb200")
     one = dict(precision=ds.default_precision, backend="sglang")
@@ -568,26 +572,29 @@ def test_prefill_routing_as_the_deployment_sets_it():
 
 def test_the_prefill_queue_sees_the_rate_the_decode_slots_allow():
     """Llama-3.1-70B BF16, TP4 prefill and TP4 decode on H100, ISL/OSL 1024/1024, 512 requests, the decode engine's max batch 16
-    (the review's /api/disagg case). The decode pool completes 16 / (1023 x TPOT) = 16 / (1023 x 17.1611 ms) = 0.91138 requests
-    a second, so a request reaches the prefill pool at that rate, not at the loop's unbounded rate near the pool's 14.747 req/s
-    (the prefill queue then read 17,102 ms, the slot wait 526,996 ms). At 0.91138 req/s, s = q = 1 / 14.747 = 67.811 ms and a
-    step t = 104.804 ms: M/D/1 rho = 0.061802, W = rho q / (2 (1 - rho)) = 2.2334 ms; the running step's wait for an arrival
-    that sees the other 511 at 0.909602 req/s (step_residual): x = 0.095330, U = x e^x / (1 + x e^x) = 0.094912,
-    U t / 2 - rho' q / 2 = 4.9736 - 2.0913 = 2.8823 ms; the prefill side's wait 5.1157 ms. TTFT = 512 / rate - 1023 TPOT =
-    561,784.4 - 17,555.8 = 544,228.6 ms as before, the slot wait the rest: 544,092.9 ms."""
+    (the review's /api/disagg case). The decode pool completes 16 / (1023 x TPOT) = 16 / (1023 x 17.1716 ms) = 0.910822 requests
+    a second, so a request reaches the prefill pool at that rate, not at the loop's unbounded rate near the pool's 14.745 req/s
+    (the prefill queue then read 17,102 ms, the slot wait 526,996 ms). At 0.910822 req/s, s = q = 1 / 14.745 = 67.819 ms and a
+    step t = 104.862 ms: M/D/1 rho = 0.061771, W = rho q / (2 (1 - rho)) = 2.2325 ms; the running step's wait for an arrival
+    that sees the other 511 at 0.909043 req/s (step_residual): x = 0.095324, U = x e^x / (1 + x e^x) = 0.094907,
+    U t / 2 - rho' q / 2 = 4.9761 - 2.0905 = 2.8855 ms; the prefill side's wait 5.1181 ms. TTFT = 512 / rate - 1023 TPOT =
+    562,129.9 - 17,566.6 = 544,563.3 ms as before, the slot wait the rest: 544,427.6 ms. (The re-fit c7c8c06, TensorRT-LLM's
+    host step 16.5 -> 18.7 us, eager launch 0.14 -> 0.20 us, host cost a sequence 1.84 -> 2.36 us: TPOT 17.1611 -> 17.1716 ms,
+    rate 0.91138 -> 0.910822, q 67.811 -> 67.819 ms, t 104.804 -> 104.862 ms, wait 2.2334 + 2.8823 -> 2.2325 + 2.8855 ms,
+    TTFT 544,228.6 -> 544,563.3 ms, slot wait 544,092.9 -> 544,427.6 ms.)"""
     from conftest import cli
 
     code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h100", "--prefill", "tp=4", "--decode", "tp=4", "--concurrency", "512",
                          "--decode-max-batch", "16", "--json")
     assert code == 0, err
     r = json.loads(out)["rows"][0]
-    assert r["tpot_ms"] == pytest.approx(17.1611, rel=1e-4)
+    assert r["tpot_ms"] == pytest.approx(17.1716, rel=1e-4)
     rate = 16 / (1023 * r["tpot_ms"] / 1e3)
-    assert rate == pytest.approx(0.91138, rel=1e-4)
+    assert rate == pytest.approx(0.910822, rel=1e-4)
     assert r["ttft_ms"] == pytest.approx(512 / rate * 1e3 - 1023 * r["tpot_ms"], rel=1e-9)
-    assert r["ttft_ms"] == pytest.approx(544_228.6, rel=1e-6)
-    assert r["prefill_wait_ms"] == pytest.approx(2.2334 + 2.8823, rel=1e-3)  # was 17,101.8 ms
-    assert r["decode_slot_wait_ms"] == pytest.approx(544_092.9, rel=1e-6)  # was 526,996.2 ms
+    assert r["ttft_ms"] == pytest.approx(544_563.3, rel=1e-6)
+    assert r["prefill_wait_ms"] == pytest.approx(2.2325 + 2.8855, rel=1e-3)  # was 17,101.8 ms
+    assert r["decode_slot_wait_ms"] == pytest.approx(544_427.6, rel=1e-6)  # was 526,996.2 ms
     # the wait moved between the two columns: their sum is the old one's (17,101.8 + 526,996.2 = 544,098.1 ms), to 1%
     assert r["prefill_wait_ms"] + r["decode_slot_wait_ms"] == pytest.approx(17_101.8 + 526_996.2, rel=0.01)
     parts = r["prefill_ms"] + r["kv_transfer_ms"] + r["prefill_wait_ms"] + r["decode_slot_wait_ms"] + r["front_end_ms"]

@@ -264,13 +264,15 @@ def _trtllm_yaml(chunked: str) -> str:
     # 10.0 -> 12.8 us, eager launch 0 -> 0.71 us, host cost a sequence 1.43 -> 2.36 us: TTFT up 6.3-6.9%, TPOT up 0.2-0.3%,
     # the rate down 0.4%; 243.346, 34.5424, 226.257 and 248.770, 32.0266, 243.359 before; the re-fit 0db78f4, host step
     # 12.8 -> 16.5 us, eager launch 0.71 -> 0.14 us, host cost a sequence 2.36 -> 1.84 us: TTFT down 0.4-0.5%, TPOT down
-    # 0.35-0.4%, the rate up 0.35-0.4%; 260.147, 34.6335, 225.261 and 264.483, 32.1026, 242.348 before)
-    ("", 1500, 258.911, 34.4897, 226.204),
-    ("enable_chunked_prefill: false\n", 1500, 258.911, 34.4897, 226.204),
-    ("enable_chunked_prefill: true\n", 1500, 263.395, 31.9897, 243.208),
+    # 0.35-0.4%, the rate up 0.35-0.4%; 260.147, 34.6335, 225.261 and 264.483, 32.1026, 242.348 before; the re-fit c7c8c06,
+    # host step 16.5 -> 18.7 us, eager launch 0.14 -> 0.20 us, host cost a sequence 1.84 -> 2.36 us: TTFT up 0.09-0.10%, TPOT
+    # up 0.12%, the rate down 0.12%; 258.911, 34.4897, 226.204 and 263.395, 31.9897, 243.208 before)
+    ("", 1500, 259.178, 34.5309, 225.935),
+    ("enable_chunked_prefill: false\n", 1500, 259.178, 34.5309, 225.935),
+    ("enable_chunked_prefill: true\n", 1500, 263.637, 32.0295, 242.909),
     # a 4,000-token prompt runs chunked or not at all (TensorRT-LLM refuses a prompt past max_num_tokens unchunked): chunked either way
-    ("", 4000, 526.196, 68.9552, 113.088),  # 528.333, 69.2077, 112.674 before the re-fit 0db78f4; 502.266, 69.1118, 112.988 before the 2026-12-06 wait split 0d4c090 + re-fit 8ddcbce (TTFT 525.532 at 0d4c090); 487.950, 69.3756, 112.659 before the re-fit 14086fe; 507.999, 69.8297, 111.824 before the re-fit ba3a87f; 508.351, 69.8297, 111.821 before the request cost overlapped the wait; 549.479, 72.4677, 107.627 before the serving re-fit 43e853e; 634.030, 69.8939, 110.961 before b5dd5a5; 534.298, 70.5420, 110.568 before mtf's re-fit 117a840
-    ("enable_chunked_prefill: true\n", 4000, 526.196, 68.9552, 113.088),
+    ("", 4000, 526.613, 69.0018, 113.011),  # 526.196, 68.9552, 113.088 before the re-fit c7c8c06; 528.333, 69.2077, 112.674 before the re-fit 0db78f4; 502.266, 69.1118, 112.988 before the 2026-12-06 wait split 0d4c090 + re-fit 8ddcbce (TTFT 525.532 at 0d4c090); 487.950, 69.3756, 112.659 before the re-fit 14086fe; 507.999, 69.8297, 111.824 before the re-fit ba3a87f; 508.351, 69.8297, 111.821 before the request cost overlapped the wait; 549.479, 72.4677, 107.627 before the serving re-fit 43e853e; 634.030, 69.8939, 110.961 before b5dd5a5; 534.298, 70.5420, 110.568 before mtf's re-fit 117a840
+    ("enable_chunked_prefill: true\n", 4000, 526.613, 69.0018, 113.011),
 ])
 def test_trtllm_chunked_prefill_reaches_the_estimate(tmp_path, chunked, isl, ttft_ms, tpot_ms, tok_s_gpu):
     """An imported TensorRT-LLM configuration's enable_chunked_prefill is how its steps take prompts (golden figures: H200,
