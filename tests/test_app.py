@@ -534,8 +534,8 @@ def test_pareto_searches_speculation_as_the_cli(client):
         "error": "acceptance: 9.0 is not valid; a mean accepted length between 1 and k+1 = 4", "field": "acceptance"}
 
 
-def _page_rows(e: dict) -> list[list[str]]:
-    """app.js's metricRows, eagerRows and basisRows (what the page shows of an estimate) run in node on /api/estimate's answer."""
+def _app_js(start: str, end: str, script: str):
+    """app.js's functions from `start` to `end` (with its `fix`) run in node, then `script`; what `script` logs, read as JSON."""
     import shutil
     import subprocess
 
@@ -544,11 +544,15 @@ def _page_rows(e: dict) -> list[list[str]]:
         pytest.skip("node is not installed")
     js = resources.files("llm_codesign").joinpath("web/static/app.js").read_text()
     fix = re.search(r"^function fix\(.*$", js, re.M)[0]
-    body = js[js.index("const CENTRE = "):js.index("function frontierTable(")]
-    out = subprocess.run([node, "-e", f"{fix}\n{body}\nconst e = {json.dumps(e)};\n"
-                          "console.log(JSON.stringify([['title', e.precision_as_run], ...metricRows(e), ...eagerRows(e), ...basisRows(e.intervals, e)]))"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
+    body = js[js.index(start):js.index(end)]
+    out = subprocess.run([node, "-e", f"{fix}\n{body}\n{script}"], capture_output=True, text=True, timeout=60, check=True).stdout
     return json.loads(out)
+
+
+def _page_rows(e: dict) -> list[list[str]]:
+    """app.js's metricRows, eagerRows and basisRows (what the page shows of an estimate) run in node on /api/estimate's answer."""
+    return _app_js("const CENTRE = ", "function frontierTable(", f"const e = {json.dumps(e)};\n"
+                   "console.log(JSON.stringify([['title', e.precision_as_run], ...metricRows(e), ...eagerRows(e), ...basisRows(e.intervals, e)]))")
 
 
 @pytest.mark.parametrize("body, args", [
@@ -608,21 +612,13 @@ def test_each_gpu_lists_the_engines_it_runs_and_prices_its_vendors(client):
 
 def test_the_pages_table_times_follow_the_clis_rule():
     """app.js tableTime (the disaggregated table's cells) is render.intervals.table_time: ms below 10 s, then s, then h."""
-    import shutil
-    import subprocess
-
     from llm_codesign.render.intervals import table_time
 
-    node = shutil.which("node")
-    if node is None:
-        pytest.skip("node is not installed")
-    js = resources.files("llm_codesign").joinpath("web/static/app.js").read_text()
-    fix = re.search(r"^function fix\(.*$", js, re.M)[0]
-    body = js[js.index("function bound("):js.index("// ---- estimate's rows as the CLI prints them")]
     times = [0.5, 123.45, 9999.94, 10_000.0, 99_949.0, 100_000.0, 3_599_000.0, 3_600_000.0, 4.0e8]
-    out = subprocess.run([node, "-e", f"{fix}\n{body}\nconsole.log(JSON.stringify({json.dumps(times)}.flatMap((t) => [tableTime(t), tableTime(t, 2)])))"],
-                         capture_output=True, text=True, timeout=60, check=True).stdout
-    assert json.loads(out) == [x for t in times for x in (table_time(t), table_time(t, 2))]
+    got = _app_js("function bound(", "// ---- estimate's rows as the CLI prints them",
+                  f"console.log(JSON.stringify({json.dumps(times)}.flatMap((t) => [tableTime(t), tableTime(t, 2)])))")
+    assert got == [x for t in times for x in (table_time(t), table_time(t, 2))]
+    js = resources.files("llm_codesign").joinpath("web/static/app.js").read_text()
     assert [table_time(t) for t in (9999.94, 10_000.0, 3_600_000.0)] == ["9999.9", "10.0 s", "1.0 h"]
     from llm_codesign.render.intervals import CAPPED_TEXT  # the frontier table's capped note, in the CLI's words
 
