@@ -1036,6 +1036,21 @@ def test_a_speculation_figure_without_a_method_is_one_line_in_the_forms_words(pa
     assert not page.query_selector("#priced-table") and not page.errors
 
 
+def _price_disagg(page, server, gpu: str, model: str | None, tp: int, concurrencies: str, shown: str) -> None:
+    """The page's pricing form, disaggregated: one TP `tp` prefill and one decode instance on `gpu` (`model`, else the
+    page's default), at `concurrencies`, until `shown` is on the page."""
+    page.goto(server + "/")
+    _ready(page)
+    _choose_gpus(page, (gpu,), None)
+    if model:
+        page.select_option("#model", model)
+    page.select_option("#p_mode", "disaggregated")
+    for f, v in (("#pf_tp", str(tp)), ("#dc_tp", str(tp)), ("#p_concurrencies", concurrencies)):
+        page.fill(f, v)
+    page.click("#run-price")
+    page.wait_for_selector(shown)
+
+
 def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(page, server):
     """`disagg` prints each row's TTFT and TPOT intervals, the runs they come from and why they were widened; the page
     showed the rows' centres only. Llama-3.1-8B on MI355X, a TP1 prefill and a TP1 decode instance, 1 and 512 requests:
@@ -1047,14 +1062,7 @@ def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(p
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
     from llm_codesign.spec.plan import Deployment, Plan, precision_for
 
-    page.goto(server + "/")
-    _ready(page)
-    _choose_gpus(page, ("mi355x",), None)
-    page.select_option("#p_mode", "disaggregated")
-    for f, v in (("#pf_tp", "1"), ("#dc_tp", "1"), ("#p_concurrencies", "1,512")):
-        page.fill(f, v)
-    page.click("#run-price")
-    page.wait_for_selector("#disagg-intervals")
+    _price_disagg(page, server, "mi355x", None, 1, "1,512", "#disagg-intervals")
     m, g = lc.get_model("llama-3.1-8b"), lc.get_gpu("mi355x")
     pool = Deployment(gpu=g, num_gpus=1, plan=Plan.parse("tp=1", m), precision=precision_for(m, None, None, None), backend="sglang")
     want = estimate_disagg(m, pool, pool, calibration=calibration_for(g, None), prefill_instances=1, decode_instances=1,
@@ -1104,15 +1112,7 @@ def test_a_disaggregated_table_gives_long_times_in_s_and_h(page, server):
     from llm_codesign.serve.disagg import estimate_disagg
     from llm_codesign.spec.plan import Deployment, Plan, precision_for
 
-    page.goto(server + "/")
-    _ready(page)
-    _choose_gpus(page, ("h200",), None)
-    page.select_option("#model", "llama-3.1-70b")
-    page.select_option("#p_mode", "disaggregated")
-    for f, v in (("#pf_tp", "4"), ("#dc_tp", "4"), ("#p_concurrencies", "1,2048")):
-        page.fill(f, v)
-    page.click("#run-price")
-    page.wait_for_selector("#disagg-table")
+    _price_disagg(page, server, "h200", "llama-3.1-70b", 4, "1,2048", "#disagg-table")
     m, g = lc.get_model("llama-3.1-70b"), lc.get_gpu("h200")
     pool = Deployment(gpu=g, num_gpus=4, plan=Plan.parse("tp=4", m), precision=precision_for(m, None, None, None))
     want = estimate_disagg(m, pool, pool, calibration=calibration_for(g, None), prefill_instances=1, decode_instances=1,
