@@ -242,14 +242,14 @@ def _print_checks(checks: dict, con) -> None:
     from llm_codesign.measure.calibrate import worse
     from llm_codesign.measure.intervals import LABELS
 
+    def said(f: dict) -> str:  # a figure the profile has none of reads "none", not "nan%"
+        x = {k: f"{f[k]:.1f}" if k in f and f[k] == f[k] else "none" for k in ("median_ape", "p90_ape", "inside80", "inside95")}
+        pc = {k: v + "%" if v != "none" else v for k, v in x.items()}
+        return f"median {pc['median_ape']}, p90 {pc['p90_ape']}, inside 80%/95% {x['inside80']}/{pc['inside95']}"
+
     before, after = checks.get("before", {}), checks.get("after", {})
     for m, a in after.items():
         b = before.get(m, {})
-
-        def said(f):
-            x = {k: f.get(k, float("nan")) for k in ("median_ape", "p90_ape", "inside80", "inside95")}
-            return (f"median {x['median_ape']:.1f}%, p90 {x['p90_ape']:.1f}%, inside 80%/95% "
-                    f"{x['inside80']:.1f}/{x['inside95']:.1f}%")
         con.print(f"validate on these {a['n']} runs, {LABELS[m]}: starting profile {said(b)}; new profile {said(a)}", highlight=False)
     bad = worse(before, after)
     if bad:

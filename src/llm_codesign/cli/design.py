@@ -123,9 +123,9 @@ def envelope_said(env: dict) -> str:
     kind = ("models (trunk: width, depth, aspect from the dense models; attention geometry from all)"
             if env.get("kind", "").startswith("trunk") else "models")
     out = (f"Every design lies inside the envelope: the published {kind} near {env['scale'] / 1e9:,.3g}B, ratios widened "
-           f"x{env.get('ratio_margin', 1.5):g} and counts +-{100 * env.get('count_margin', 0.25):g}%")
+           f"x{env['ratio_margin']:g} and counts +-{100 * env['count_margin']:g}%")
     if a:
-        out += (f" (aspect ratio at most {a['max']:.4g}: {env.get('ratio_margin', 1.5):g} x the largest published, "
+        out += (f" (aspect ratio at most {a['max']:.4g}: {env['ratio_margin']:g} x the largest published, "
                 f"{a['published_max']:.4g}, {', '.join(a['max_set_by'])})")
     return out
 

@@ -760,7 +760,7 @@ def outside_grid(m: ModelSpec) -> list[str]:
 
 def kv_bytes_per_token(m: ModelSpec, prec: Precision) -> float:
     """KV-cache bytes one token of context holds over every layer (each mixer's own values, at the KV format)."""
-    return float(np.sum(sum(n * layer.attn.kv_values_per_token() for layer, n in m.groups)) * prec.kv.bytes_per_value())
+    return float(np.sum(m.kv_values_per_token())) * prec.kv.bytes_per_value()
 
 
 def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,

@@ -467,15 +467,18 @@ def _topped_up(wide: ModelSpec, params: int) -> ModelSpec | None:
     short = params - wide.total_params
     if short <= 0:
         return None
-    per_step = sum(n * 3 * wide.hidden * (256 if isinstance(layer.ffn, DenseFfn) else 128 * layer.ffn.experts)
-                   for layer, n in wide.groups if isinstance(layer.ffn, (DenseFfn, MoE)))
+
+    def topped(k: int) -> ModelSpec:
+        return replace(wide, groups=tuple(
+            (Layer(layer.attn, replace(layer.ffn, inter=layer.ffn.inter + 256 * k) if isinstance(layer.ffn, DenseFfn) else
+                   replace(layer.ffn, expert_inter=layer.ffn.expert_inter + 128 * k) if isinstance(layer.ffn, MoE) else layer.ffn), n)
+            for layer, n in wide.groups))
+
+    # one step's parameters read off the model (its FFNs' own matrices: gated or not), not a formula beside it
+    per_step = topped(1).total_params - wide.total_params
     if not per_step:
         return None
-    k = math.ceil(short / per_step)
-    groups = tuple((Layer(layer.attn, replace(layer.ffn, inter=layer.ffn.inter + 256 * k) if isinstance(layer.ffn, DenseFfn) else
-                          replace(layer.ffn, expert_inter=layer.ffn.expert_inter + 128 * k) if isinstance(layer.ffn, MoE) else layer.ffn), n)
-                   for layer, n in wide.groups)
-    return replace(wide, groups=groups)
+    return topped(math.ceil(short / per_step))
 
 
 def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, engine, place):

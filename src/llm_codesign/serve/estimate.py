@@ -351,19 +351,23 @@ def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
 # (CudaGraphConfig enable_padding / max_batch_size, tensorrt_llm/llmapi/llm_args.py:175-255@00043967), SGLang's flag
 # (spec.harness SchedulerFlags.cuda_graph_max_bs); another engine's said generically
 GRAPH_OPTION = {"trtllm": "`cuda_graph_config: {{enable_padding: true, max_batch_size: {n}}}` in the extra LLM API options",
-                "sglang": "`--cuda-graph-max-bs {n}`"}
+                "sglang": "`--cuda-graph-max-bs {n}`",
+                # vLLM counts its capture in tokens per decode step: a request's 1 + k (explore/export_engines/vllm.py)
+                "vllm": "`--max-cudagraph-capture-size {n}` (x (1 + k) with a draft of k), without --enforce-eager"}
 
 
 def captured_text(dep: Deployment) -> str:
     """The decode CUDA graphs `dep` captures, in words: the deployment's padded cuda_graph_max_bs, else the engine's own
     default (Engine.cuda_graphs_default; an unpadded one's sizes as serve.aggregated.graph_misses holds them: 1-32, the
     powers of 2 from 64 below its max, and the max)."""
+    if dep.cuda_graph_max_bs == 0:  # an imported launch that turns graphs off (Deployment.cuda_graph_max_bs 0)
+        return "none: the launch turns CUDA graphs off"
     if dep.cuda_graph_max_bs is not None:
         return f"padded graphs up to {int(dep.cuda_graph_max_bs)} per rank (the deployment's cuda_graph_max_bs)"
     top, padded = dep.engine.cuda_graphs_default
     if padded:
         return f"{dep.engine.title}'s default: " + ("every batch" if np.isinf(top) else f"padded graphs up to {top:g} per rank")
-    sizes = ["1-32", *(f"{2 ** k}" for k in range(6, 64) if 2 ** k < top), f"{top:g}"]
+    sizes = [f"1-{min(32, int(top)):d}", *(f"{2 ** k}" for k in range(6, 64) if 2 ** k < top), *([f"{top:g}"] if top > 32 else [])]
     return f"{dep.engine.title}'s default where the launch sets none: batches {', '.join(sizes)} per rank, unpadded"
 
 
