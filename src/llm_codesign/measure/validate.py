@@ -308,9 +308,7 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         # a run the memory model says holds no sequence ran all the same: evidence against it, priced and counted (_bypass_memory)
         bypassed, short, holds = _bypass_memory(model, objs, res, code=code, sets=sets, plan=plan, lengths=(c1, isl, osl, mnt), out=out, holds=holds)
         fits = fits & ~bypassed
-        with_ctx = np.array([bool(s.get("per_user_with_ctx")) for s in sets])
-        if with_ctx.any():
-            out["output_tok_s_per_user"] = np.where(with_ctx, per_user_with_ctx(out["ttft_ms"], out["tpot_ms"], osl), out["output_tok_s_per_user"])
+        out["output_tok_s_per_user"] = _per_user_as_measured(out, osl, sets)
         for j, i in enumerate(idx):
             if code[j] >= 0:
                 why = _sizes_off(a, j, i + 2, model.is_moe) if REASONS[code[j]] == "gpus_mismatch" else reason_text(model, gpu, int(code[j]))
@@ -341,6 +339,15 @@ def per_user_with_ctx(ttft_ms, tpot_ms, osl):
     `per_user_with_ctx`)."""
     ttft_ms, tpot_ms, osl = (np.asarray(x, float) for x in (ttft_ms, tpot_ms, osl))
     return 1e3 * osl / (ttft_ms + (osl - 1.0) * tpot_ms)
+
+
+def _per_user_as_measured(out: dict, osl, sets: list[dict]):
+    """A group's tok/s/user as its rows' harness reports it: per_user_with_ctx where the row's campaign says so
+    (campaigns.toml `per_user_with_ctx`, trtllm-bench's runs), else `out`'s own (1 / TPOT)."""
+    with_ctx = np.array([bool(s.get("per_user_with_ctx")) for s in sets])
+    if not with_ctx.any():
+        return out["output_tok_s_per_user"]
+    return np.where(with_ctx, per_user_with_ctx(out["ttft_ms"], out["tpot_ms"], osl), out["output_tok_s_per_user"])
 
 
 def _refusal(model, objs, plan: Plan, *, num_gpus: int, row, sets: dict, short: float) -> dict:
