@@ -122,13 +122,13 @@ def test_a_key_the_table_does_not_know_is_one_line():
     cases = [("set = { ar_norm_fusion = false }", "set = { arnorm_fusion = false }",
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, act_quant_fusion, "
+              "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, per_user_with_ctx, act_quant_fusion, "
               "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, routing_fusion, mla_meta_fusion, kv_dtype, spec_method, spec_draft_len, spec_acceptance"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build"),
+              "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, per_user_with_ctx"),
              ("over_isl = {", "over_isls = {", "campaigns.toml [aiconfigurator-core] flags: 'over_isls' is not valid; one of: when, set, "
               "over_isl, over_isl_and_batch, round_up, over_batch"),
              ("over_isl_and_batch = { max_num_tokens", "over_isl_and_batch = { max_num_token",
@@ -536,3 +536,23 @@ def test_a_campaigns_own_cuda_graphs_win_over_the_engines_default():
         campaigns.read_campaigns(text.replace("over_batch = { cuda_graph_max_bs = 0 }", "over_batch = { cuda_graph_max_bs = -1 }", 1))
     assert str(e.value) == ("campaigns.toml [aiconfigurator-core] flags.over_batch.cuda_graph_max_bs: -1 is not valid; "
                             "a whole number of requests, 0 or more")
+
+
+def test_trtllm_bench_campaigns_read_tok_s_per_user_with_the_prefill():
+    """trtllm-bench's "Per User Output Throughput" is each request's output tokens over its whole latency, the prefill
+    included (measure.validate.per_user_with_ctx): the best-perf page's and blog 1's campaigns say so; Artificial
+    Analysis's speed after the first token (the Maverick blog) and every serving campaign do not."""
+    import pytest
+
+    from llm_codesign.errors import InputError
+
+    for source in ("trtllm-best-perf-deepseek-r1:h200-min-latency", "trtllm-blog1-deepseek-r1-min-latency:b200-strict-mtp3",
+                   "trtllm-blog1-deepseek-r1-mtp-depth:b200-mtp3"):
+        assert campaigns.settings({"source": source})["per_user_with_ctx"] is True, source
+    for source in ("nvidia-blog-llama4-maverick-1000-tps:b200-eagle3", "aiconfigurator-core-0.12.0-silicon-sample:x",
+                   "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/20047470193/attempts/3 image=",
+                   "trtllm_perf_overview_v0_17_total.csv:2"):
+        assert "per_user_with_ctx" not in campaigns.settings({"source": source}), source
+    with pytest.raises(InputError) as e:
+        campaigns.read_campaigns('[[campaign]]\nsource = "x"\nper_user_with_ctx = "yes"\n')
+    assert str(e.value) == "campaigns.toml [x] per_user_with_ctx: 'yes' is not valid; true or false"

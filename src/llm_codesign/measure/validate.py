@@ -308,6 +308,7 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         # a run the memory model says holds no sequence ran all the same: evidence against it, priced and counted (_bypass_memory)
         bypassed, short, holds = _bypass_memory(model, objs, res, code=code, sets=sets, plan=plan, lengths=(c1, isl, osl, mnt), out=out, holds=holds)
         fits = fits & ~bypassed
+        out["output_tok_s_per_user"] = _per_user_as_measured(out, osl, sets)
         for j, i in enumerate(idx):
             if code[j] >= 0:
                 why = _sizes_off(a, j, i + 2, model.is_moe) if REASONS[code[j]] == "gpus_mismatch" else reason_text(model, gpu, int(code[j]))
@@ -324,6 +325,29 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
                 if bypassed[j]:  # listed apart with estimate's refusal and the shortfall (serving_report's memory_refused)
                     preds[i] |= _refusal(model, objs, plan.at(j), num_gpus=int(a["num_gpus"][j]), row=(isl[j], osl[j], mnt[j]), sets=sets[j], short=short[j])
     return preds, unmodeled
+
+
+def per_user_with_ctx(ttft_ms, tpot_ms, osl):
+    """tok/s/user as trtllm-bench reports it: a request's output tokens over its whole latency, the first token's
+    included, OSL / (TTFT + (OSL - 1) x TPOT), not 1 / TPOT. Its "Per User Output Throughput" is the mean of a figure per
+    request (tensorrt_llm/bench/dataclasses/reporting.py generate_statistics_summary@0249976), printed as "Per User Output
+    Throughput [w/ ctx]" in its later versions (the B200 max-throughput output in
+    Best_perf_practice_on_DeepSeek-R1_in_TensorRT-LLM.md@01c4ece9); the same page's one-request runs show the prefill inside
+    it: 158.12 tok/s per user against 158.07 in all on H200, 274.72 against 274.42 on B200 (one request at a time, so the
+    two differ only by the requests' spread), where leaving out the prefill (0.13 s of a 12.9 s request as the model prices
+    H200's, 0.09 of 7.5 s B200's) would put the per-user figure 1.0-1.3% above (data/measurements/campaigns.toml
+    `per_user_with_ctx`)."""
+    ttft_ms, tpot_ms, osl = (np.asarray(x, float) for x in (ttft_ms, tpot_ms, osl))
+    return 1e3 * osl / (ttft_ms + (osl - 1.0) * tpot_ms)
+
+
+def _per_user_as_measured(out: dict, osl, sets: list[dict]):
+    """A group's tok/s/user as its rows' harness reports it: per_user_with_ctx where the row's campaign says so
+    (campaigns.toml `per_user_with_ctx`, trtllm-bench's runs), else `out`'s own (1 / TPOT)."""
+    with_ctx = np.array([bool(s.get("per_user_with_ctx")) for s in sets])
+    if not with_ctx.any():
+        return out["output_tok_s_per_user"]
+    return np.where(with_ctx, per_user_with_ctx(out["ttft_ms"], out["tpot_ms"], osl), out["output_tok_s_per_user"])
 
 
 def _refusal(model, objs, plan: Plan, *, num_gpus: int, row, sets: dict, short: float) -> dict:
