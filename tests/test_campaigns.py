@@ -273,8 +273,9 @@ def test_silicon_builds_keeps_only_tensorrt_llm_versions():
             {"id": "f", "backend": "vllm", "backend_version": "0.19.0", "silicon_data_source": src.format("2026-04-17", "")}]
     pre = "aiconfigurator-core-0.12.0-silicon-sample:"
     out, rejected = records(rows, [pre + k for k in "abcdef"])
+    # another engine's run: its date alone (campaigns.toml's min_measured), never a build
     assert out == [(pre + "a", "", "2026-02-05"), (pre + "b", "1.3.0rc1", "2026-03-17"), (pre + "c", "1.2.0rc2", "2025-12-17"),
-                   (pre + "d", "", "2025-10-29")]
+                   (pre + "d", "", "2025-10-29"), (pre + "f", "", "2026-04-17")]
     assert rejected == {"0.8.1.post2": 1, "gpt-oss-dev": 1}
 
 

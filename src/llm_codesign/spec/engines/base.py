@@ -214,6 +214,13 @@ class Engine(ABC):
     # its own activation format)
     mxfp8_moe_families: ClassVar[tuple[str, ...]] = ()
 
+    def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
+        """The decode CUDA graphs a launch that sets none captures on `gpu` with `tp_size` GPUs a stage (the engine's tensor
+        parallel size: attention TP x attention-DP ranks), `k` draft tokens a request and `max_running` requests a rank
+        (SchedulerFlags.max_running_requests; inf: the engine's own): (largest batch per rank, padded), as
+        cuda_graphs_default says; an engine whose default depends on them overrides this (SGLang's, vLLM's)."""
+        return self.cuda_graphs_default
+
     @abstractmethod
     def step_tokens(self, gpu) -> int:
         """Default token budget of one step (the chunk size of chunked prefill) on `gpu`."""
