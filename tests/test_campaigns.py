@@ -139,7 +139,12 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.when: 'backnd' is not valid; one of: model, gpu, backend, weight_dtype, "
               "kv_dtype, isl, osl, concurrency, num_gpus, tp, pp, ep, moe_tp, attention_dp, spec_method, spec_draft_len, "
               "prefill_instances, prefill_gpus_per_instance, prefill_tp, prefill_attention_dp, prefill_ep, decode_instances, "
-              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency, min_run_id, max_run_id, measured"),
+              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency, min_run_id, "
+              "max_run_id, measured, min_measured"),
+             # a date bound TOML reads as a date, not the builds CSV's text, would compare as neither
+             ('min_measured = "2025-12-04"', "min_measured = 2025-12-04",
+              "campaigns.toml [aiconfigurator-core] flags.when.min_measured: datetime.date(2025, 12, 4) is not valid; a date, "
+              "YYYY-MM-DD (a quoted string)"),
              ("round_up = { max_num_tokens = 32 }", "round_up = { max_num_tokens = 0 }",
               "campaigns.toml [aiconfigurator-core] flags.round_up.max_num_tokens: 0 is not valid; a whole number of tokens, 1 or more"),
              ("over_isl = { max_prefill_tokens = 1500 }", "over_isl = { max_prefill_tokens = -1500 }",
