@@ -162,7 +162,7 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
     """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph."""
     parts, t_draft, ops = decode_step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
     own = default_capture(costs.engine, gpu, sh, k=k, flags=flags)
-    return parts._replace(eager=_eager_decode(ops, b, flags, costs, stage_ranks(sh), own)), t_draft, ops
+    return parts._replace(eager=_eager_decode(ops, b, flags, costs, stage_ranks(sh), default=own)), t_draft, ops
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
@@ -630,7 +630,7 @@ def graph_misses(batch, fl: SchedulerFlags, default):
     return (b > m) | (unset & (not padded) & ~listed)
 
 
-def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks, default):
+def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks, *, default):
     """What a decode batch CUDA graphs do not capture (graph_misses, the engine's `default` capture where the run sets
     none) adds: every kernel's host launch over the stage's `ranks`, as in an eager step."""
     top, padded = default

@@ -350,7 +350,8 @@ def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
 
 # how each engine's launch sets a padded capture up to n (the advice of EagerDecode): TensorRT-LLM's extra LLM API options
 # (CudaGraphConfig enable_padding / max_batch_size, tensorrt_llm/llmapi/llm_args.py:175-255@00043967), SGLang's flag
-# (spec.harness SchedulerFlags.cuda_graph_max_bs); another engine's said generically
+# (spec.harness SchedulerFlags.cuda_graph_max_bs; its default cap, Engine.graphs_default, misses batches above 256 / 512),
+# vLLM's; another engine's said generically
 GRAPH_OPTION = {"trtllm": "`cuda_graph_config: {{enable_padding: true, max_batch_size: {n}}}` in the extra LLM API options",
                 "sglang": "`--cuda-graph-max-bs {n}`",
                 # vLLM counts its capture in tokens per decode step: a request's 1 + k (explore/export_engines/vllm.py)

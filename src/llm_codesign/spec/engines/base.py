@@ -169,7 +169,8 @@ class Engine(ABC):
     chunks_prefill: ClassVar[bool] = True
     # the decode CUDA graphs it captures where the run sets none (SchedulerFlags.cuda_graph_max_bs NaN): the largest
     # batch per rank, and whether a batch between the captured sizes is padded up to the next one (else it runs eagerly,
-    # serve.aggregated.graph_misses). Every batch by default; an engine whose default stops or leaves gaps says so
+    # serve.aggregated.graph_misses). Every batch by default; an engine whose default stops or leaves gaps says so, here
+    # or, where the GPU, TP or batch limit sets it, in graphs_default (SGLang's, vLLM's)
     cuda_graphs_default: ClassVar[tuple[float, bool]] = (float("inf"), True)
     # whether it admits a request that ignores EOS only with its whole remaining output reserved, whatever
     # its usual admission reservation (SGLang's add_one_req_ignore_eos)
