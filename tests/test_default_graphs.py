@@ -122,3 +122,25 @@ def test_the_workflows_sglang_and_vllm_runs_keep_their_own_capture_from_the_date
             got[(r["backend"], bool(date) and date >= first[r["backend"]], "own" if own else g)] += 1
     assert got == {("sglang", True, "own"): 298, ("sglang", False, None): 71, ("vllm", True, "own"): 443,
                    ("vllm", False, None): 145}
+
+
+@pytest.mark.parametrize("engine, conc, graphs, line", [
+    # a search's point states its grid's largest batch (explore.search.point_graphs); its export writes it only up to the
+    # rank's batch and only where the engine's own default would miss it: SGLang on one H100 captures up to 256
+    ("sglang", 78, 16384, None), ("sglang", 300, 16384, "--cuda-graph-max-bs-decode 300"),
+    # vLLM's default with --max-num-seqs 300 is min(600, 512) tokens: it holds 300, not 600
+    ("vllm", 300, 16384, None), ("vllm", 600, 16384, "max-cudagraph-capture-size: 600"),
+    # a capture below the batch is the user's and is written as given
+    ("sglang", 78, 48, "--cuda-graph-max-bs-decode 48"),
+])
+def test_an_export_writes_the_capture_only_where_the_engines_default_misses_the_batch(engine, conc, graphs, line):
+    from llm_codesign.explore.export import export_config, read_export
+    from llm_codesign.spec.plan import Deployment
+
+    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend=engine, max_num_tokens=8192, cuda_graph_max_bs=graphs)
+    text = export_config(lc.get_model("llama-3.1-8b"), dep, engine=engine, concurrency=conc)
+    key = "cuda-graph-max-bs-decode" if engine == "sglang" else "max-cudagraph-capture-size"
+    if line is None:
+        assert key not in text and read_export(text).deployment.cuda_graph_max_bs is None
+    else:
+        assert line in text and read_export(text).deployment.cuda_graph_max_bs == int(line.split()[-1])
