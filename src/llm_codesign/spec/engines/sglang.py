@@ -19,8 +19,9 @@ def graph_max_bs(gpu, tp_size):
     GiB 24 (tp_size < 4) or 80; below 60 GiB 32 or 160; below 90 GiB (H100) and below 160 GiB (H200) 256 or 512; above
     (B200, GB200, MI300X, MI355X) 512 (sglang/srt/server_args.py:936-998@0.5.9 wheel, the same rule at 0.5.5.post3
     :704-786, 0.5.8 / 0.5.8.post1 :904-966 and 0.5.12 :1426-1488, the builds the campaigns ran; 0.5.23 moves it to
-    arg_groups/memory_hook.py:83-170, 48 / 160 below 35 GiB; 0.5.2 capped 160 / 256 / 512 by memory alone,
-    cuda_graph_runner.py:165-211, the same 512 on MI355X). A decode batch above it runs without a graph
+    arg_groups/memory_hook.py:83-170, 48 / 160 below 35 GiB, as docs/modelling-notes.md#fixcap-capture read it; 0.5.2 capped
+    160 / 256 / 512 by memory alone, cuda_graph_runner.py:165-211@0.5.2, the same 512 on MI355X). A decode batch above it
+    runs without a graph
     (CudaGraphRunner.can_run: `cuda_graph_bs <= self.max_bs` with padding on, model_executor/cuda_graph_runner.py:385-407
     @0.5.9; under attention DP the ranks' largest). Broadcasts over tp_size."""
     import numpy as np

@@ -88,8 +88,8 @@ class VLLMEngine(Engine):
         x 2, 1024 on compute capability 10.x (B200, B300, GB200, GB300), else 512) tokens, capped by
         max_num_batched_tokens (VllmConfig._set_cudagraph_sizes, vllm/config/vllm.py:2447-2470@0.33.0 wheel, the release
         the exports write; with a draft the decode sizes n x (1 + k) up to it, :2487-2546). Up to 0.19 the ceiling is 512
-        on every GPU (vllm/config/vllm.py:1388-1403@0.19.0 wheel; 0.11's SchedulerConfig.cuda_graph_sizes the same
-        min(2 x max_num_seqs, 512), docs/modelling-notes.md#fixcap-capture): no shipped row lies between the two. A batch
+        on every GPU (vllm/config/vllm.py:1388-1403@0.19.0 wheel; 0.11 and 0.15 not read: their runs' batches are 256 or
+        fewer, below either): no shipped row lies between the two. A batch
         above it runs without CUDA graphs ("If batch size > largest cudagraph_capture_sizes, cudagraph will not be used",
         :2443). max_num_seqs: `max_running`, else max_batch's default; the step budget's cap is not priced (every
         default budget here is 2,048 tokens or more)."""
