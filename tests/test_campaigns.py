@@ -139,7 +139,12 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.when: 'backnd' is not valid; one of: model, gpu, backend, weight_dtype, "
               "kv_dtype, isl, osl, concurrency, num_gpus, tp, pp, ep, moe_tp, attention_dp, spec_method, spec_draft_len, "
               "prefill_instances, prefill_gpus_per_instance, prefill_tp, prefill_attention_dp, prefill_ep, decode_instances, "
-              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency, min_run_id, max_run_id, measured"),
+              "decode_gpus_per_instance, decode_tp, decode_attention_dp, decode_ep, min_concurrency, max_concurrency, min_run_id, "
+              "max_run_id, measured, min_measured"),
+             # a date bound TOML reads as a date, not the builds CSV's text, would compare as neither
+             ('min_measured = "2025-12-04"', "min_measured = 2025-12-04",
+              "campaigns.toml [aiconfigurator-core] flags.when.min_measured: datetime.date(2025, 12, 4) is not valid; a date, "
+              "YYYY-MM-DD (a quoted string)"),
              ("round_up = { max_num_tokens = 32 }", "round_up = { max_num_tokens = 0 }",
               "campaigns.toml [aiconfigurator-core] flags.round_up.max_num_tokens: 0 is not valid; a whole number of tokens, 1 or more"),
              ("over_isl = { max_prefill_tokens = 1500 }", "over_isl = { max_prefill_tokens = -1500 }",
@@ -273,8 +278,9 @@ def test_silicon_builds_keeps_only_tensorrt_llm_versions():
             {"id": "f", "backend": "vllm", "backend_version": "0.19.0", "silicon_data_source": src.format("2026-04-17", "")}]
     pre = "aiconfigurator-core-0.12.0-silicon-sample:"
     out, rejected = records(rows, [pre + k for k in "abcdef"])
+    # another engine's run: its date alone (campaigns.toml's min_measured), never a build
     assert out == [(pre + "a", "", "2026-02-05"), (pre + "b", "1.3.0rc1", "2026-03-17"), (pre + "c", "1.2.0rc2", "2025-12-17"),
-                   (pre + "d", "", "2025-10-29")]
+                   (pre + "d", "", "2025-10-29"), (pre + "f", "", "2026-04-17")]
     assert rejected == {"0.8.1.post2": 1, "gpt-oss-dev": 1}
 
 

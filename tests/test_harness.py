@@ -281,14 +281,15 @@ def test_deepseek_mtp_layer_runs_in_bf16_under_nvfp4_checkpoints(monkeypatch):
 def test_trtllm_default_graphs_stop_at_128_and_skip_the_gaps():
     # the LLM API's default capture, unpadded: 1-32, 64, 128 (CudaGraphConfig, tensorrt_llm/llmapi/llm_args.py@00043967);
     # a batch between them or above 128 runs eagerly, a run's own cuda_graph_max_bs pads every batch up to it
-    from llm_codesign.serve.aggregated import graph_misses
+    from llm_codesign.serve.aggregated import default_capture, graph_misses
 
-    trt, b = get_engine("trtllm"), np.array([1, 32, 33, 63, 64, 65, 100, 127, 128, 129, 256, 257])
+    trt, b = get_engine("trtllm").cuda_graphs_default, np.array([1, 32, 33, 63, 64, 65, 100, 127, 128, 129, 256, 257])
     assert graph_misses(b, SchedulerFlags(), trt).tolist() == [False, False, True, True, False, True, True, True, False, True, True, True]
     assert graph_misses(b, SchedulerFlags(cuda_graph_max_bs=256.0), trt).tolist() == [False] * 11 + [True]
-    # SGLang's default (no --cuda-graph-max-bs: every batch, as before) and its flag, padded
-    assert not graph_misses(b, SchedulerFlags(), SGLANG).any()
-    assert graph_misses(b, SchedulerFlags(cuda_graph_max_bs=64.0), SGLANG).tolist() == [False] * 5 + [True] * 7
+    # SGLang's default on B200 at TP8 (no --cuda-graph-max-bs: padded up to 512, tests/test_default_graphs.py) and its flag
+    sg = default_capture(SGLANG, get_gpu("b200"), Plan(tp=8))
+    assert not graph_misses(b, SchedulerFlags(), sg).any()
+    assert graph_misses(b, SchedulerFlags(cuda_graph_max_bs=64.0), sg).tolist() == [False] * 5 + [True] * 7
     # a fractional mean batch (a pipeline's micro-batches) at its ceiling: 63.5 -> 64, captured
     assert not graph_misses(np.array([63.5]), SchedulerFlags(), trt).any()
 

@@ -1,6 +1,7 @@
 """The TensorRT-LLM build and measured date each TensorRT-LLM run of the aiconfigurator silicon sample recorded (its
-`backend_version` column; `measured=` in silicon_data_source), for the rows of data/measurements/serving_measured_blackwell.csv:
-data/measurements/serving_measured_blackwell.builds.csv (source, build, measured). The sample's serving CSV here does not
+`backend_version` column; `measured=` in silicon_data_source), and the date alone of its other engines' runs, for the rows
+of data/measurements/serving_measured_blackwell.csv: data/measurements/serving_measured_blackwell.builds.csv (source, build,
+measured). The sample's serving CSV here does not
 carry them; measure.campaigns.trtllm_build reads this file (TensorRT-LLM's PDL default by build: campaigns.settings sets
 pdl_fusion off before 1.2). Only TensorRT-LLM versions are kept as builds: a run in a Dynamo runtime image
 (ai-dynamo/tensorrtllm-runtime) records Dynamo's version (0.8.1.post2, 0.5.1-rc0.pre3), and a string in no known release
@@ -44,9 +45,11 @@ def trtllm_record(row: dict) -> tuple[str, str, str | None]:
 
 
 def records(sample_rows, sources) -> tuple[list[tuple[str, str, str]], Counter]:
-    """The builds CSV's rows (source, build, measured) for the shipped `sources` the sample has as TensorRT-LLM runs, and
-    the version strings rejected (not TensorRT-LLM's), counted."""
-    by_id = {r["id"]: trtllm_record(r) for r in sample_rows if r["backend"] == "trtllm"}
+    """The builds CSV's rows (source, build, measured) for the shipped `sources` the sample has: a TensorRT-LLM run's build
+    and date, another engine's date alone (campaigns.toml's `min_measured`: the aiconfigurator workflow's SGLang and vLLM
+    CUDA graphs from the date its generator began writing them), and the version strings rejected (not TensorRT-LLM's),
+    counted."""
+    by_id = {r["id"]: trtllm_record(r) if r["backend"] == "trtllm" else ("", trtllm_record(r)[1], None) for r in sample_rows}
     rows, rejected = [], Counter()
     for s in sources:
         rec = by_id.get(s.removeprefix(PREFIX))

@@ -202,7 +202,8 @@ def estimate(
         None, "--cuda-graph-max-bs", min=1, max=MAX_CONCURRENCY,
         help="Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up (SGLang --cuda-graph-max-bs, "
              "TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); larger ones run eagerly. Default: the "
-             "engine's (TensorRT-LLM's LLM API: 1-32, 64 and 128, unpadded)."),
+             "engine's (TensorRT-LLM's LLM API: 1-32, 64 and 128, unpadded; SGLang's by GPU memory and TP: 256 at TP < 4 "
+             "and 512 on H100 / H200, 512 on B200; vLLM's 512, 1,024 on B200 / B300, over 1 + the draft length)."),
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run

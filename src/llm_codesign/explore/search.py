@@ -17,7 +17,16 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import Frontier, FrontierPoint
-from llm_codesign.serve.aggregated import Serving, evaluate, evaluate_for, max_running, op_step_time, pdl_per_launch, read_only
+from llm_codesign.serve.aggregated import (
+    Serving,
+    default_capture,
+    evaluate,
+    evaluate_for,
+    max_running,
+    op_step_time,
+    pdl_per_launch,
+    read_only,
+)
 from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format
 from llm_codesign.spec.hardware import Gpu
@@ -347,7 +356,7 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
     spec = space.spec.at(k) if space.spec and k else None
     budget = grid.budgets[int(c["budget"][j])]
     one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=engine.name, spec=spec,
-                     max_num_tokens=engine.step_tokens(gpu) if budget is None else budget, cuda_graph_max_bs=point_graphs(engine, np.max(grid.batches)))
+                     max_num_tokens=engine.step_tokens(gpu) if budget is None else budget, cuda_graph_max_bs=point_graphs(engine, np.max(grid.batches), gpu=gpu, plan=sub, k=k))
     vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")}
     # the frontier is what leaves the search: guarded here, not the whole space (issue 20)
     check_values(f"pareto {model.name} {sub.label()} on {n_inst}x{gpu.id}", vals, floor_s=weight_floor_s(model, one),
@@ -361,14 +370,14 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
 SEARCH_GRAPHS = float("inf")
 
 
-def point_graphs(engine: Engine, batch) -> int | None:
+def point_graphs(engine: Engine, batch, *, gpu: Gpu, plan: Plan, k=0.0) -> int | None:
     """The capture a search's points state (Deployment.cuda_graph_max_bs), so that an estimate of one prices what the search
     did: up to `batch`, the search's largest batch per rank (one value for every load of a plan, so that a frontier's
-    points of one plan stay one deployment, search._frontier_priced), where the engine's default capture misses some batch
-    (TensorRT-LLM's), else None (the default, which captures every batch). Its export writes the smaller of it and the
-    point's own batch."""
-    top, padded = engine.cuda_graphs_default
-    return None if padded and np.isinf(top) else int(batch)
+    points of one plan stay one deployment, search._frontier_priced), where the engine's default capture on this GPU and
+    `plan` misses some batch up to it (TensorRT-LLM's gaps; SGLang's and vLLM's caps, serve.aggregated.default_capture),
+    else None (the default, which captures them). Its export writes the smaller of it and the point's own batch."""
+    top, padded = default_capture(engine, gpu, plan, k=k)
+    return None if padded and bool(np.all(np.asarray(top, float) >= batch)) else int(batch)
 
 
 AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (Engine.step_tokens)

@@ -39,9 +39,11 @@ FUSION_KEYS = tuple(f"{f}_fusion" for f in FUSIONS)
 # what an entry's `when` may test: the row's model and the columns saying what ran (measure.audit.SETTING_FIELDS), and
 # inclusive bounds on its concurrency and on its InferenceX run id (min_run_id / max_run_id: e.g. a script's flag from the
 # first run of the change that set it; a row with no run id matches none); `measured`: the date (YYYY-MM-DD) the silicon
-# sample records for the row's run (serving_measured_blackwell.builds.csv; a row it does not list matches none); a misspelt
-# column would match no row, quietly
-WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency", "min_run_id", "max_run_id", "measured")
+# sample records for the row's run (serving_measured_blackwell.builds.csv; a row it does not list matches none), and
+# `min_measured` an inclusive lower bound on it (a harness's setting from the date it began); a misspelt column would
+# match no row, quietly
+WHEN_KEYS = ("model", *SETTING_FIELDS, "min_concurrency", "max_concurrency", "min_run_id", "max_run_id", "measured", "min_measured")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 # a campaign's KV-cache format where its rows leave kv_dtype blank (the engine flag its scripts pass: --kv-cache-dtype);
 # validate reads it before its own blank-column rule
 # and its speculative decoding where its rows leave spec_method blank (the method, its draft length and the mean accepted
@@ -88,6 +90,8 @@ def read_campaigns(text: str, origin: str = "campaigns.toml") -> tuple[dict, ...
             for key in ("min_concurrency", "max_concurrency", "min_run_id", "max_run_id"):
                 if key in when and not _whole(when[key], 1):
                     raise InputError(f"{where} flags.when.{key}", when[key], "a whole number of at least 1")
+            if "min_measured" in when and not (isinstance(when["min_measured"], str) and _DATE.fullmatch(when["min_measured"])):
+                raise InputError(f"{where} flags.when.min_measured", when["min_measured"], "a date, YYYY-MM-DD (a quoted string)")
             for lo, hi in (("min_concurrency", "max_concurrency"), ("min_run_id", "max_run_id")):
                 if lo in when and hi in when and when[lo] > when[hi]:  # a bound no row meets: the entry would never apply
                     raise InputError(f"{where} flags.when.{lo}", when[lo], f"at most its {hi}, {when[hi]}")
@@ -178,9 +182,9 @@ def _matches(when: dict, r: dict) -> bool:
             if not c or (float(c) < want if key == "min_concurrency" else float(c) > want):
                 return False
             continue
-        if key == "measured":
+        if key in ("measured", "min_measured"):
             have = _sample_builds().get((r.get("source") or "").strip(), ("", ""))[1]
-            if have not in (want if isinstance(want, list) else [want]):
+            if not have or (have < want if key == "min_measured" else have not in (want if isinstance(want, list) else [want])):
                 return False
             continue
         if key in ("min_run_id", "max_run_id"):

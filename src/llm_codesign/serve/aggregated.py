@@ -161,7 +161,8 @@ def decode_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, 
 def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
     """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph."""
     parts, t_draft, ops = decode_step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
-    return parts._replace(eager=_eager_decode(ops, b, flags, costs, stage_ranks(sh))), t_draft, ops
+    own = default_capture(costs.engine, gpu, sh, k=k, flags=flags)
+    return parts._replace(eager=_eager_decode(ops, b, flags, costs, stage_ranks(sh), default=own)), t_draft, ops
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
@@ -604,15 +605,24 @@ def stage_ranks(sh: Plan):
     return np.asarray(sh.tp, float) * np.asarray(sh.adp, float) * np.asarray(sh.kvp, float)
 
 
-def graph_misses(batch, fl: SchedulerFlags, engine: Engine):
+def default_capture(engine: Engine, gpu: Gpu, sh: Plan, *, k=0.0, flags: SchedulerFlags = DEFAULT_FLAGS):
+    """The decode CUDA graphs `engine` captures where the run sets none (Engine.graphs_default: TensorRT-LLM's 1-32, 64
+    and 128 unpadded; SGLang's by GPU memory and its tp_size, the stage's attention TP x attention-DP ranks; vLLM's
+    max_cudagraph_capture_size from max_num_seqs, the run's max_running_requests where it sets one): (largest batch per
+    rank, padded)."""
+    tp_size = np.asarray(sh.tp, float) * np.asarray(sh.adp, float)
+    return engine.graphs_default(gpu, tp_size, k=k, max_running=flags.max_running_requests)
+
+
+def graph_misses(batch, fl: SchedulerFlags, default):
     """Whether a decode batch of `batch` sequences per rank runs eagerly: above the largest captured CUDA graph, or, where
     the capture does not pad, at a batch it did not capture. The run's cuda_graph_max_bs pads every batch up to it;
-    where the run sets none (NaN) the engine's default capture applies (Engine.cuda_graphs_default). An unpadded capture
+    where the run sets none (NaN) the engine's default capture applies (`default`, default_capture's). An unpadded capture
     holds TensorRT-LLM's generated sizes for its max m: 1-32, the powers of 2 from 64 below m, and m
     (CudaGraphConfig._generate_cuda_graph_batch_sizes, tensorrt_llm/llmapi/llm_args.py:236-255@00043967); a batch of
     fractional mean (a pipeline's micro-batches) is taken at its ceiling."""
     unset = np.isnan(np.asarray(fl.cuda_graph_max_bs, float))
-    top, padded = engine.cuda_graphs_default
+    top, padded = default
     m = np.where(unset, top, fl.cuda_graph_max_bs)
     b = np.ceil(np.asarray(batch, float) - 1e-9)
     pow2 = (b >= 64.0) & (np.exp2(np.round(np.log2(np.maximum(b, 1.0)))) == b)
@@ -620,13 +630,13 @@ def graph_misses(batch, fl: SchedulerFlags, engine: Engine):
     return (b > m) | (unset & (not padded) & ~listed)
 
 
-def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks):
-    """What a decode batch CUDA graphs do not capture (graph_misses) adds: every kernel's host launch over the stage's
-    `ranks`, as in an eager step."""
-    top, padded = costs.engine.cuda_graphs_default
-    if padded and np.isinf(top) and not np.any(np.isfinite(fl.cuda_graph_max_bs)):  # every batch captured
+def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks, *, default):
+    """What a decode batch CUDA graphs do not capture (graph_misses, the engine's `default` capture where the run sets
+    none) adds: every kernel's host launch over the stage's `ranks`, as in an eager step."""
+    top, padded = default
+    if padded and np.all(np.isinf(top)) and not np.any(np.isfinite(fl.cuda_graph_max_bs)):  # every batch captured
         return 0.0
-    return np.where(graph_misses(batch, fl, costs.engine), costs.eager_per_launch(ranks) * launches(ops), 0.0)
+    return np.where(graph_misses(batch, fl, default), costs.eager_per_launch(ranks) * launches(ops), 0.0)
 
 
 def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival: str, steps, wave,

@@ -13,6 +13,7 @@ from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     binding_resource,
+    default_capture,
     deployment_ops,
     engine_budget,
     op_step_time,
@@ -76,7 +77,7 @@ class OperatorTime:
 class EagerDecode:
     """Where the answer's decode step runs without CUDA graphs (serve.aggregated.graph_misses: the batch per rank is above
     the capture or, where it does not pad, not among its sizes): that batch, the capture in words (the deployment's
-    cuda_graph_max_bs, else the engine's default, Engine.cuda_graphs_default), the host launches it adds a step and their
+    cuda_graph_max_bs, else the engine's default, Engine.graphs_default), the host launches it adds a step and their
     share of TPOT (the breakdown's host/eager_launches row, the same arrays), the padded capture that covers the batch,
     how to set it, and the note that says it all."""
     batch_per_rank: float
@@ -349,22 +350,30 @@ def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
 
 # how each engine's launch sets a padded capture up to n (the advice of EagerDecode): TensorRT-LLM's extra LLM API options
 # (CudaGraphConfig enable_padding / max_batch_size, tensorrt_llm/llmapi/llm_args.py:175-255@00043967), SGLang's flag
-# (spec.harness SchedulerFlags.cuda_graph_max_bs); another engine's said generically
+# (spec.harness SchedulerFlags.cuda_graph_max_bs; its default cap, Engine.graphs_default, misses batches above 256 / 512),
+# vLLM's; another engine's said generically
 GRAPH_OPTION = {"trtllm": "`cuda_graph_config: {{enable_padding: true, max_batch_size: {n}}}` in the extra LLM API options",
                 "sglang": "`--cuda-graph-max-bs {n}`",
                 # vLLM counts its capture in tokens per decode step: a request's 1 + k (explore/export_engines/vllm.py)
                 "vllm": "`--max-cudagraph-capture-size {n}` (x (1 + k) with a draft of k), without --enforce-eager"}
 
 
+def _own_capture(dep: Deployment) -> tuple[float, bool]:
+    """The engine's default capture for `dep` (serve.aggregated.default_capture: its GPU, plan and draft length), one value."""
+    k = 0.0 if dep.spec is None else float(np.asarray(dep.spec.k, float).reshape(-1)[0])
+    top, padded = default_capture(dep.engine, dep.gpu, dep.plan, k=k)
+    return float(np.asarray(top, float).reshape(-1)[0]), padded
+
+
 def captured_text(dep: Deployment) -> str:
     """The decode CUDA graphs `dep` captures, in words: the deployment's padded cuda_graph_max_bs, else the engine's own
-    default (Engine.cuda_graphs_default; an unpadded one's sizes as serve.aggregated.graph_misses holds them: 1-32, the
+    default (Engine.graphs_default for its GPU and plan; an unpadded one's sizes as serve.aggregated.graph_misses holds them: 1-32, the
     powers of 2 from 64 below its max, and the max)."""
     if dep.cuda_graph_max_bs == 0:  # an imported launch that turns graphs off (Deployment.cuda_graph_max_bs 0)
         return "none: the launch turns CUDA graphs off"
     if dep.cuda_graph_max_bs is not None:
         return f"padded graphs up to {int(dep.cuda_graph_max_bs)} per rank (the deployment's cuda_graph_max_bs)"
-    top, padded = dep.engine.cuda_graphs_default
+    top, padded = _own_capture(dep)
     if padded:
         return f"{dep.engine.title}'s default: " + ("every batch" if np.isinf(top) else f"padded graphs up to {top:g} per rank")
     sizes = [f"1-{min(32, int(top)):d}", *(f"{2 ** k}" for k in range(6, 64) if 2 ** k < top), *([f"{top:g}"] if top > 32 else [])]

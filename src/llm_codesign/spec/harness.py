@@ -61,7 +61,8 @@ class SchedulerFlags:
       --cuda-graph-max-bs, TensorRT-LLM cuda_graph_config.max_batch_size), every batch up to it padded to a
       captured size (SGLang pads by default; the campaigns' TensorRT-LLM configs set enable_padding or list every
       size); a larger one runs eagerly and pays the host launch of every kernel. NaN: the engine's default
-      capture (Engine.cuda_graphs_default: TensorRT-LLM's 1-32, 64 and 128 unpadded).
+      capture (Engine.graphs_default: TensorRT-LLM's 1-32, 64 and 128 unpadded; SGLang's 8-512 by GPU memory and TP;
+      vLLM's 2 x max_num_seqs x (1 + k) tokens up to 512, 1,024 on SM100).
     - recv_interval: decode iterations between the scheduler's polls for new requests (SGLang
       --scheduler-recv-interval; a prefill step polls at once: SchedulerRecvSkipper weighs a decode
       step 1 and an extend step 1000, sglang 0.5.12 managers/scheduler_recv_skipper.py, environ.py:229-232).

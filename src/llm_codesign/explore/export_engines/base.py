@@ -210,6 +210,24 @@ def per_rank(concurrency: int, adp: int) -> int:
     return max(1, math.ceil(concurrency / adp))
 
 
+def written_capture(dep: Deployment, rank_batch: int) -> int | None:
+    """The decode capture an SGLang or vLLM export writes (a batch per rank; 0: graphs off): the deployment's, at most the
+    rank's batch (a search's points state their grid's largest, explore.search.point_graphs, as TensorRT-LLM's export
+    caps it at its max_batch_size), and none where that holds the whole batch and the engine's own default capture on
+    the launch's GPU, plan and batch limit (serve.aggregated.default_capture: SGLang's by memory and TP, vLLM's from
+    max_num_seqs) holds it too: the launch is priced the same left at the engine's default."""
+    from llm_codesign.serve.aggregated import default_capture
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    if not dep.cuda_graph_max_bs:  # None (the default) or 0 (off)
+        return dep.cuda_graph_max_bs
+    n = min(int(dep.cuda_graph_max_bs), rank_batch)
+    k = 0.0 if dep.spec is None else float(dep.spec.k)
+    top, padded = default_capture(dep.engine, dep.gpu, dep.plan, k=k, flags=SchedulerFlags(max_running_requests=float(rank_batch)))
+    covered = padded and float(np.asarray(top, float).reshape(-1)[0]) >= rank_batch
+    return None if n >= rank_batch and covered else n
+
+
 def flags(opts: dict) -> list[str]:
     """Options as command-line words: --key value, --key for true, JSON for mappings."""
     out = []

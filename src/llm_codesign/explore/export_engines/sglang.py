@@ -16,6 +16,7 @@ from llm_codesign.explore.export_engines.base import (
     fraction,
     hf_id,
     kv_option,
+    per_rank,
     plan_ints,
     read_flags,
     read_spec,
@@ -23,6 +24,7 @@ from llm_codesign.explore.export_engines.base import (
     switch,
     weight_option,
     whole,
+    written_capture,
 )
 from llm_codesign.spec.engines import SGLANG
 from llm_codesign.spec.engines.base import CDNA_FAMILIES
@@ -67,12 +69,14 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["max-running-requests"] = concurrency
     o["chunked-prefill-size"] = dep.step_tokens
     o["mem-fraction-static"] = exporter("sglang").written_kv_fraction(dep)
-    # the deployment's capture where it states one (0.5.23 spells it per phase: --cuda-graph-max-bs-decode, and
-    # --disable-decode-cuda-graph for none; sglang/srt/arg_groups/fields/exec_.py:629-665, cuda_graph_hook.py:60-75@0.5.23)
-    if dep.cuda_graph_max_bs == 0:
+    # the deployment's capture where it states one the default would not (written_capture; 0.5.23 spells it per phase:
+    # --cuda-graph-max-bs-decode, and --disable-decode-cuda-graph for none; sglang/srt/arg_groups/fields/exec_.py:629-665,
+    # cuda_graph_hook.py:60-75@0.5.23)
+    graphs = written_capture(dep, per_rank(concurrency, adp))
+    if graphs == 0:
         o["disable-decode-cuda-graph"] = True
-    elif dep.cuda_graph_max_bs is not None:
-        o["cuda-graph-max-bs-decode"] = dep.cuda_graph_max_bs
+    elif graphs is not None:
+        o["cuda-graph-max-bs-decode"] = graphs
     if dep.spec is not None:
         o["speculative-algorithm"] = engine_spec("sglang")["spec_method"][dep.spec.method]
         o["speculative-num-steps"] = dep.spec.k

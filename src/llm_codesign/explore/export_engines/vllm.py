@@ -26,6 +26,7 @@ from llm_codesign.explore.export_engines.base import (
     resolve_option,
     weight_option,
     whole,
+    written_capture,
 )
 from llm_codesign.spec.engines import VLLM
 from llm_codesign.spec.model import ModelSpec
@@ -54,10 +55,12 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["gpu-memory-utilization"] = exporter("vllm").written_kv_fraction(dep)
     # the deployment's capture where it states one: --max-cudagraph-capture-size counts tokens, a decode request's 1 + k
     # (VllmConfig._set_cudagraph_sizes, uniform_decode_query_len; vllm/config/vllm.py:2398-2470@0.33.0), --enforce-eager none
-    if dep.cuda_graph_max_bs == 0:
+    # (written_capture: where the default would not hold it)
+    graphs = written_capture(dep, per_rank(concurrency, adp))
+    if graphs == 0:
         o["enforce-eager"] = True
-    elif dep.cuda_graph_max_bs is not None:
-        o["max-cudagraph-capture-size"] = dep.cuda_graph_max_bs * (1 + (dep.spec.k if dep.spec is not None else 0))
+    elif graphs is not None:
+        o["max-cudagraph-capture-size"] = graphs * (1 + (dep.spec.k if dep.spec is not None else 0))
     if dep.spec is not None:
         draft = {"model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
         o["speculative-config"] = nested("vllm", "speculative-config", method=engine_spec("vllm")["spec_method"][dep.spec.method],

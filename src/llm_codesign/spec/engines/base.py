@@ -169,7 +169,8 @@ class Engine(ABC):
     chunks_prefill: ClassVar[bool] = True
     # the decode CUDA graphs it captures where the run sets none (SchedulerFlags.cuda_graph_max_bs NaN): the largest
     # batch per rank, and whether a batch between the captured sizes is padded up to the next one (else it runs eagerly,
-    # serve.aggregated.graph_misses). Every batch by default; an engine whose default stops or leaves gaps says so
+    # serve.aggregated.graph_misses). Every batch by default; an engine whose default stops or leaves gaps says so, here
+    # or, where the GPU, TP or batch limit sets it, in graphs_default (SGLang's, vLLM's)
     cuda_graphs_default: ClassVar[tuple[float, bool]] = (float("inf"), True)
     # whether it admits a request that ignores EOS only with its whole remaining output reserved, whatever
     # its usual admission reservation (SGLang's add_one_req_ignore_eos)
@@ -213,6 +214,13 @@ class Engine(ABC):
     # module names them with its source (TensorRT-LLM's, SGLang's); also the engine-less price's (a kernel table row names
     # its own activation format)
     mxfp8_moe_families: ClassVar[tuple[str, ...]] = ()
+
+    def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
+        """The decode CUDA graphs a launch that sets none captures on `gpu` with `tp_size` GPUs a stage (the engine's tensor
+        parallel size: attention TP x attention-DP ranks), `k` draft tokens a request and `max_running` requests a rank
+        (SchedulerFlags.max_running_requests; inf: the engine's own): (largest batch per rank, padded), as
+        cuda_graphs_default says; an engine whose default depends on them overrides this (SGLang's, vLLM's)."""
+        return self.cuda_graphs_default
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:

@@ -13,6 +13,31 @@ AR_NORM_ARCHS = ("DeepseekV3ForCausalLM", "GptOssForCausalLM", "Glm4MoeForCausal
                  "Qwen3_5MoeForConditionalGeneration")
 
 
+def graph_max_bs(gpu, tp_size):
+    """SGLang's cuda_graph_max_bs where the launch sets none (ServerArgs._handle_gpu_memory_settings), by the memory the
+    device reports (MiB) and tp_size (every GPU of a stage: attention TP x attention-DP ranks): below 20 GiB 8; below 35
+    GiB 24 (tp_size < 4) or 80; below 60 GiB 32 or 160; below 90 GiB (H100) and below 160 GiB (H200) 256 or 512; above
+    (B200, GB200, MI300X, MI355X) 512 (sglang/srt/server_args.py:936-998@0.5.9 wheel, the same rule at 0.5.5.post3
+    :704-786, 0.5.8 / 0.5.8.post1 :904-966 and 0.5.12 :1426-1488, the builds the campaigns ran; 0.5.23 moves it to
+    arg_groups/memory_hook.py:83-170, 48 / 160 below 35 GiB, as docs/modelling-notes.md#fixcap-capture read it; 0.5.2 capped
+    160 / 256 / 512 by memory alone, cuda_graph_runner.py:165-211@0.5.2, the same 512 on MI355X). A decode batch above it
+    runs without a graph
+    (CudaGraphRunner.can_run: `cuda_graph_bs <= self.max_bs` with padding on, model_executor/cuda_graph_runner.py:385-407
+    @0.5.9; under attention DP the ranks' largest). Broadcasts over tp_size."""
+    import numpy as np
+
+    mem, tp_size = gpu.memory_bytes / MIB, np.asarray(tp_size, float)
+    if mem < 20 * 1024:
+        return np.full_like(tp_size, 8.0)
+    if mem < 35 * 1024:
+        return np.where(tp_size < 4, 24.0, 80.0)
+    if mem < 60 * 1024:
+        return np.where(tp_size < 4, 32.0, 160.0)
+    if mem < 160 * 1024:
+        return np.where(tp_size < 4, 256.0, 512.0)
+    return np.full_like(tp_size, 512.0)
+
+
 def static_fraction(gpu, tp, pp=1, adp=1, *, spec_method: str | None = None, chunk=None):
     """SGLang's default mem_fraction_static: (weights + KV pool) / GPU memory, what is left once it has
     reserved room for activations and CUDA graphs (ServerArgs._handle_gpu_memory_settings): reserved MiB
@@ -27,16 +52,7 @@ def static_fraction(gpu, tp, pp=1, adp=1, *, spec_method: str | None = None, chu
     tp_size = np.asarray(tp, float) * np.asarray(adp, float)
     adp = np.asarray(adp, float)
     chunk = SGLANG.step_tokens(gpu) if chunk is None else np.asarray(chunk, float)
-    if mem < 20 * 1024:
-        bs = np.full_like(tp_size, 8.0)
-    elif mem < 35 * 1024:
-        bs = np.where(tp_size < 4, 24.0, 80.0)
-    elif mem < 60 * 1024:
-        bs = np.where(tp_size < 4, 32.0, 160.0)
-    elif mem < 160 * 1024:
-        bs = np.where(tp_size < 4, 256.0, 512.0)
-    else:
-        bs = np.full_like(tp_size, 512.0)
+    bs = graph_max_bs(gpu, tp_size)
     reserved = 512.0 + np.maximum(chunk, 2048.0) * 1.5 + bs * 2.0 + tp_size * np.asarray(pp, float) / 8.0 * 1024.0
     reserved = reserved + np.where(adp > 1, bs * adp * 3.0 + np.where(bs > 300, bs * adp * 1.5, 0.0), 0.0)
     if mem > 60 * 1024:
@@ -97,6 +113,11 @@ class SGLangEngine(Engine):
     # end tokenises: ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534), it does not grow with the prompt, and it is paid on top
     # of the wait in both campaigns (docs/modelling-notes.md#sglang-request-cost, #request-overhead-overlap): added as before
     request_cost_overlaps_wait = False
+
+    def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
+        """Padded graphs up to graph_max_bs (its memory and TP rule), speculative or not: the spec list
+        (_generate_cuda_graph_batch_sizes, server_args.py:1079-1107@0.5.9) differs below the cap, which padding hides."""
+        return graph_max_bs(gpu, tp_size), True
 
     def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384

@@ -83,6 +83,24 @@ class VLLMEngine(Engine):
     # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1"), which no campaign here records
     mxfp8_moe_families = ()
 
+    def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
+        """Padded graphs up to max_cudagraph_capture_size / (1 + k) requests: where unset it is min(max_num_seqs x (1 + k)
+        x 2, 1024 on compute capability 10.x (B200, B300, GB200, GB300), else 512) tokens, capped by
+        max_num_batched_tokens (VllmConfig._set_cudagraph_sizes, vllm/config/vllm.py:2447-2470@0.33.0 wheel, the release
+        the exports write; with a draft the decode sizes n x (1 + k) up to it, :2487-2546). Up to 0.19 the ceiling is 512
+        on every GPU (vllm/config/vllm.py:1388-1403@0.19.0 wheel; 0.11 and 0.15 not read: their runs' batches are 256 or
+        fewer, below either): no shipped row lies between the two. A batch
+        above it runs without CUDA graphs ("If batch size > largest cudagraph_capture_sizes, cudagraph will not be used",
+        :2443). max_num_seqs: `max_running`, else max_batch's default; the step budget's cap is not priced (every
+        default budget here is 2,048 tokens or more)."""
+        import numpy as np
+
+        q = 1.0 + np.asarray(k, float)
+        seqs = np.asarray(max_running, float)
+        seqs = np.where(np.isfinite(seqs), seqs, self.max_batch(gpu))
+        ceiling = 1024.0 if gpu.family == "blackwell" else 512.0
+        return np.floor(np.minimum(seqs * q * 2.0, ceiling) / q), True
+
     def step_tokens(self, gpu) -> int:
         """max_num_batched_tokens = 8192 on GPUs with >= 70 GiB other than A100, else 2048
         (EngineArgs.get_batch_defaults)."""
