@@ -167,17 +167,21 @@ def test_a_searchs_gain_band_is_an_upper_bound(d70):
 
 
 def test_a_dense_search_takes_its_trunk_bounds_from_dense_models():
-    # at 70B the window's dense trunks (22.1-221B) are qwen3-32b and llama-3.1-70b only: nemotron-super-49b is llama's 8192 x 80
-    # pruned (counted once) and nemotron-h-56b's 118 are sublayers (envelope.toml `trunk`); fewer than min_models = 4, so the 4
-    # nearest dense trunks: + llama-3.1-405b (0.76 decades away) and qwen3-8b (0.93; llama-3.1-8b 0.94). aspect: qwen3-32b
-    # 5120/64 = 80 / 1.5 = 53.3 .. llama-3.1-405b 16384/126 = 130.03 x 1.5 = 195.05; every model's window has mixtral-8x7b's
-    # 4096/32 = 128 x 1.5 = 192
+    # at 70B the window's dense trunks (22.1-221B) are qwen3-32b (32.8B), deepseek-llm-67b (67.4B), llama-3.1-70b (70.6B) and
+    # qwen2-72b (72.7B): min_models = 4, no fallback (nemotron-super-49b is llama's 8192 x 80 pruned, counted once, and
+    # nemotron-h-56b's 118 are sublayers: envelope.toml `trunk`). Before deepseek-llm-67b and qwen2-72b were bundled the window
+    # held two and the 4 nearest took in llama-3.1-405b (0.76 decades away, aspect 130 x 1.5 = 195) and qwen3-8b.
+    # aspect: qwen3-32b 5120/64 = 80 / 1.5 = 53.3 .. 8192/80 = 102.4 x 1.5 = 153.6 (llama-3.1-70b, qwen2-72b; deepseek-llm-67b
+    # 8192/95 = 86.2); every model's window has mixtral-8x7b's 4096/32 = 128 x 1.5 = 192
     dense, every = envelope_at(70e9, dense=True), envelope_at(70e9)
+    trunks = ("qwen3-32b", "deepseek-llm-67b", "llama-3.1-70b", "qwen2-72b")
+    assert set(trunks) <= set(dense.models) and not {"llama-3.1-405b", "qwen3-8b", "llama-3.1-8b"} & set(dense.models)
     a = dense.bounds["aspect_ratio"]
-    assert (a.lo, a.hi_value, a.hi) == (pytest.approx(80 / 1.5), pytest.approx(16384 / 126), pytest.approx(16384 / 126 * 1.5))
-    assert a.hi_models == ("llama-3.1-405b",) and a.lo_models == ("qwen3-32b",)
-    # layers: qwen3-8b 36 x 0.75 = 27 .. llama-3.1-405b 126 x 1.25 = 157.5 (nemotron-h-56b's 118 x 1.25 = 147.5 set it before)
-    assert (dense.bounds["layers"].lo, dense.bounds["layers"].hi) == (27.0, 157.5)
+    assert (a.lo, a.hi_value, a.hi) == (pytest.approx(80 / 1.5), pytest.approx(102.4), pytest.approx(153.6))
+    assert a.hi_models == ("llama-3.1-70b", "qwen2-72b") and a.lo_models == ("qwen3-32b",)
+    # layers: qwen3-32b 64 x 0.75 = 48 .. deepseek-llm-67b 95 x 1.25 = 118.75 (27 .. 157.5 from qwen3-8b and llama-3.1-405b before)
+    assert (dense.bounds["layers"].lo, dense.bounds["layers"].hi) == (48.0, 118.75)
+    assert dense.bounds["layers"].lo_models == ("qwen3-32b",) and dense.bounds["layers"].hi_models == ("deepseek-llm-67b",)
     assert every.bounds["aspect_ratio"].hi == pytest.approx(192.0) and every.bounds["aspect_ratio"].hi_models == ("mixtral-8x7b",)
     assert "experts" not in dense.bounds and dense.bounds["head_dim"] == every.bounds["head_dim"]  # attention geometry: every model
     assert dense.to_dict()["kind"] == "trunk (width, depth, aspect) from dense models; attention geometry from all"
@@ -190,7 +194,7 @@ def test_a_shape_on_a_limit_is_inside():
     env = envelope_at(70e9, dense=True)
     hi = env.bounds["aspect_ratio"].hi
     f = {"aspect_ratio": np.array([hi * (1 + 1e-12), hi * (1 + 5e-10), hi * (1 + 2e-9)]),
-         "layers": np.array([27 * (1 - 5e-10)] * 3)}  # layers.min 36 x 0.75 = 27, 5e-10 below: inside too
+         "layers": np.array([48 * (1 - 5e-10)] * 3)}  # layers.min qwen3-32b's 64 x 0.75 = 48, 5e-10 below: inside too
     v = violations(env, f)
     assert list(v["aspect_ratio.max"] > 0) == [False, False, True] and not np.any(v["layers.min"] > 0)
     assert abs(math.log(9216 / 60 / (1.5 * (8192 / 80)))) < 1e-15  # the float rounding the tolerance absorbs
@@ -212,28 +216,30 @@ def test_a_searchs_rows_are_judged_at_its_budgets_envelope():
 
 
 def test_a_design_at_the_edge_is_flagged_with_the_published_value():
-    c = shapes(np.array([[8192, 44, 40960, 8, 0, 0, 0, 0, 256], [9216, 46, 36864, 8, 0, 0, 0, 0, 128]], dtype=np.int64), 128256)
+    c = shapes(np.array([[10240, 67, 40960, 8, 0, 0, 0, 0, 256], [10240, 64, 40960, 8, 0, 0, 0, 0, 256]], dtype=np.int64), 128256)
     c["experts"] = np.zeros(2, dtype=np.int64)
     env = envelope_at(70e9, dense=True)
-    hi = 16384 / 126 * 1.5
-    p = position(env, shape_arrays(c), 0)  # aspect 8192/44 = 186.2: headroom 195.05 / 186.2 = 1.0476, inside 5%
-    assert p["inside"] and p["at_edge"] and p["closest"]["headroom"] == pytest.approx(hi / (8192 / 44))
-    b = {x["bound"]: x for x in p["beyond_published"]}
-    assert b["aspect_ratio.max"]["published"] == pytest.approx(16384 / 126) and b["aspect_ratio.max"]["by"] == pytest.approx(8192 / 44 / (16384 / 126))
-    assert not position(env, shape_arrays(c), 1)["inside"]  # 9216/46 = 200.3 > 195.05
-    assert margin_bound(p) == "inside only by the x1.5 margin (aspect_ratio 186.2 against the published 130, llama-3.1-405b)"
+    hi = 8192 / 80 * 1.5  # 153.6: llama-3.1-70b's and qwen2-72b's 102.4 x 1.5
+    p = position(env, shape_arrays(c), 0)  # aspect 10240/67 = 152.8: headroom 153.6 / 152.8 = 1.0049, inside 5%
+    assert p["inside"] and p["at_edge"] and p["closest"]["headroom"] == pytest.approx(hi / (10240 / 67))
+    b = {x["bound"]: x for x in p["beyond_published"]}  # 67 layers, 40 / 8 query heads per KV head: within the published
+    assert set(b) == {"aspect_ratio.max"}
+    assert b["aspect_ratio.max"]["published"] == pytest.approx(102.4) and b["aspect_ratio.max"]["by"] == pytest.approx(10240 / 67 / 102.4)
+    assert not position(env, shape_arrays(c), 1)["inside"]  # 10240/64 = 160 > 153.6
+    assert margin_bound(p) == "inside only by the x1.5 margin (aspect_ratio 152.8 against the published 102.4, llama-3.1-70b, qwen2-72b)"
 
 
 def test_the_caption_says_the_envelope_exactly(d70):
     out = " ".join(_cli(*D70).split())
     assert ("Every design lies inside the envelope: the published models (trunk: width, depth, aspect from the dense models; "
             "attention geometry from all) near 70B, ratios widened x1.5 and counts +-25% "
-            "(aspect ratio at most 195: 1.5 x the largest published, 130, llama-3.1-405b)") in out
+            "(aspect ratio at most 153.6: 1.5 x the largest published, 102.4, llama-3.1-70b, qwen2-72b)") in out
     rows = [j for j, d in enumerate(d70["designs"], 1) if d["envelope"].get("at_edge")]
     if rows:
-        assert "at the edge, aspect_ratio.max within 5% of its limit 195" in out
+        assert "at the edge, aspect_ratio.max within 5% of its limit 153.6" in out
     assert "above every published model on aspect_ratio" in out and "inside only by the margin" in out
     # the headline says #1 is margin-bound
     e = d70["designs"][0]["envelope"]
     if e.get("beyond_published"):
-        assert "; inside only by the x1.5 margin (aspect_ratio " in out
+        # since envb #1 (h8192 L54) is beyond the published on depth too: 54 layers against qwen3-32b's 64 (x 0.75 = 48 admits it)
+        assert "; inside only by the x1.5 and +-25% margin (aspect_ratio " in out and "layers 54 against the published 64, qwen3-32b)" in out

@@ -28,15 +28,15 @@ def test_envelope_at_70b_by_hand():
     e = envelope_at(70e9)
     # the window: models within 10^0.5 of 70B (22.1B .. 221B)
     assert set(e.models) == {"gemma-4-26b-a4b", "qwen3-30b-a3b", "qwen3-32b", "mixtral-8x7b", "nemotron-super-49b", "nemotron-h-56b",
-                             "llama-3.1-70b", "llama-4-scout", "gpt-oss-120b", "mixtral-8x22b"}
+                             "deepseek-llm-67b", "llama-3.1-70b", "qwen2-72b", "llama-4-scout", "gpt-oss-120b", "mixtral-8x22b"}
     b = e.bounds
     # aspect: Qwen3-30B-A3B 2048 / 48 = 42.67 / 1.5 = 28.44; Mixtral-8x7B 4096 / 32 = 128 x 1.5 = 192
     assert (b["aspect_ratio"].lo, b["aspect_ratio"].hi) == pytest.approx((2048 / 48 / 1.5, 192.0))
     assert b["aspect_ratio"].lo_models == ("qwen3-30b-a3b",) and b["aspect_ratio"].hi_models == ("mixtral-8x7b",)
-    # layers: Gemma 4 26B 30 x 0.75 = 22.5; Llama-3.1-70B 80 x 1.25 = 100 (Nemotron-H-56B's 118 count Mamba-2, attention and FFN
-    # sublayers apart, and Nemotron-Super-49B is Llama's trunk pruned: neither sets a trunk bound, envelope.toml `trunk`);
-    # KV heads 2 x 0.75 .. 8 x 1.25
-    assert (b["layers"].lo, b["layers"].hi) == (22.5, 100.0) and b["layers"].hi_models == ("llama-3.1-70b",)
+    # layers: Gemma 4 26B 30 x 0.75 = 22.5; DeepSeek-LLM-67B 95 x 1.25 = 118.75 (Llama-3.1-70B's 80 x 1.25 = 100 before it was
+    # bundled; Nemotron-H-56B's 118 count Mamba-2, attention and FFN sublayers apart, and Nemotron-Super-49B is Llama's trunk
+    # pruned: neither sets a trunk bound, envelope.toml `trunk`); KV heads 2 x 0.75 .. 8 x 1.25
+    assert (b["layers"].lo, b["layers"].hi) == (22.5, 118.75) and b["layers"].hi_models == ("deepseek-llm-67b",)
     assert (b["kv_heads"].lo, b["kv_heads"].hi) == (1.5, 10.0)
     # MoE: experts Mixtral 8 / 1.5 .. 128 x 1.5; active fraction gpt-oss-120b / 1.5 .. Mixtral-8x22B x 1.5
     assert (b["experts"].lo, b["experts"].hi) == pytest.approx((8 / 1.5, 192.0))
