@@ -122,7 +122,9 @@ def test_the_loss_delta_names_kv_sharing(d70):
 
 def test_rows_print_sigma_delta_and_say_flat_terms(d70):
     q = d70["designs"][0]["quality"]
-    assert q["sigma_delta"] == q["sigma_test"] and q["uncertainty"] >= q["sigma_delta"]
+    # one key for each band (sigma_delta, the test's; uncertainty, the wider): the old copies sigma, sigma_pct, sigma_test gone
+    assert q["uncertainty"] >= q["sigma_delta"] and not {"sigma", "sigma_pct", "sigma_test"} & set(q)
+    assert q["sigma_delta_pct"] == pytest.approx(100 * q["sigma_delta"] / d70["reference"]["quality_proxy"], rel=1e-12)
     out = _cli(*D70)
     assert f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f} ~" in out  # the test's band, and a flat axis marked
     flat = {x["term"] for x in q["flat"]}
