@@ -660,7 +660,9 @@ class DisaggEstimate:
     decode pool's, the precision and engine both run, each pool's plan, instances and figures (`prefill`, `decode`),
     the GPUs in all, and per concurrency a row (`rows`: TTFT and its parts, TPOT, tok/s/user, tok/s/GPU, whether the
     decode pool holds every request at once (`fits`; where not, `over_capacity` says what holds how many, and the
-    rest's wait is `decode_slot_wait_ms`), and the metrics' 80% and 95% `intervals`). Times in ms, as `disagg --json`
+    rest's wait is `decode_slot_wait_ms`), and the metrics' 80% and 95% `intervals`), and `notes`, the lines disagg prints
+    under its table (and the page under its own: _slot_note's "fits no at ...", the engine both pools run, what was asked
+    and changed nothing). Times in ms, as `disagg --json`
     prints them: `to_dict()` is that JSON, `to_records()`/`to_pandas()` one flat row per concurrency."""
     model: str
     gpu: str
