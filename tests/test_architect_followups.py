@@ -22,9 +22,9 @@ def test_two_shapes_the_proxy_prices_alike_still_differ_by_a_band(tmp_path):
             for r in json.loads(out)["designs"]}
     deep, wide_heads = rows[(8192, 68, 128, 34816)], rows[(8192, 68, 256, 34816)]
     assert code == 0 and deep["delta"] == 0.0 and wide_heads["delta"] == 0.0
-    assert abs(deep["sigma_pct"] - 0.98 * math.log(80 / 68)) < 1e-9  # 0.159%: aspect 8192/68 against 8192/80
-    assert abs(wide_heads["sigma_pct"] - math.hypot(0.98 * math.log(80 / 68), 0.82 * math.log(2))) < 1e-9  # 0.590%
-    assert deep["sigma_test"] == 0.0  # the band widens, the test does not loosen
+    assert abs(deep["uncertainty_pct"] - 0.98 * math.log(80 / 68)) < 1e-9  # 0.159%: aspect 8192/68 against 8192/80
+    assert abs(wide_heads["uncertainty_pct"] - math.hypot(0.98 * math.log(80 / 68), 0.82 * math.log(2))) < 1e-9  # 0.590%
+    assert deep["sigma_delta"] == 0.0  # the band widens, the test does not loosen
     # and the rows say why the delta reads 0: the axes the proxy is flat on, named
     assert [x["term"] for x in deep["flat"]] == ["aspect"] and [x["term"] for x in wide_heads["flat"]] == ["aspect", "head_dim"]
 

@@ -143,3 +143,36 @@ def test_the_overlap_sentence_reads_the_runs_queued_steps_not_the_engines():
     assert "synchronous" in _overlap_said(vllm, 0.0)
     assert "overlap scheduler" in _overlap_said(vllm, math.nan) and "overlap scheduler" in _overlap_said(vllm, 1.0)
     assert "synchronous" in _overlap_said(SimpleNamespace(ttft_wait_steps=0.0), math.nan)
+
+
+def test_decode_rows_are_the_operators_slowest_first_then_the_rest_in_order():
+    """One helper (serve.estimate.decode_rows) orders the decode rows for estimate --breakdown and the page's point breakdown
+    (/api/estimate's point_breakdown): it was written out twice. By hand: operators 1, 3, 2 ms -> 3, 2, 1; the rows with
+    a `what` after them in their own order; the first token's rows left out."""
+    from llm_codesign.serve.estimate import decode_rows
+
+    rows = [{"phase": "decode", "name": "a", "time_ms": 1.0}, {"phase": "first token", "name": "first/x", "time_ms": 9.0, "what": "x"},
+            {"phase": "decode", "name": "b", "time_ms": 3.0}, {"phase": "decode", "name": "fitted/per_step", "time_ms": 9.0, "what": "w"},
+            {"phase": "decode", "name": "c", "time_ms": 2.0}, {"phase": "decode", "name": "host/eager", "time_ms": 0.5, "what": "v"}]
+    assert [o["name"] for o in decode_rows(rows)] == ["b", "c", "a", "fitted/per_step", "host/eager"]
+
+
+def test_the_cli_and_the_page_list_the_decode_rows_in_one_order():
+    """estimate --breakdown's table and /api/estimate's point_breakdown (the page's) in decode_rows' order, one row a part."""
+    from conftest import cli, cli_ok
+    from fastapi.testclient import TestClient
+
+    from llm_codesign.serve.estimate import decode_rows
+    from llm_codesign.web.app import create_app
+
+    args = ("estimate", "llama-3.1-8b", "--gpu", "h100", "--backend", "vllm", "--concurrency", "16", "--breakdown")
+    want = [o["name"] for o in decode_rows(json.loads(cli_ok(*args, "--json"))["breakdown"])]
+    assert len(want) > 5 and "fitted/per_step" in want
+    code, out, _ = cli(*args)
+    table = out[out.index("decode: time per step"):out.index("first token: its parts")]
+    assert code == 0 and [line.split()[0] for line in table.splitlines() if line.split() and line.split()[0] in want] == want
+    rec = {"plan": "TP1", "backend": "vllm", "tp": 1, "pp": 1, "ep": 1, "moe_tp": 1, "attention_dp": 1, "kvp": 1, "replicas": 1,
+           "instance_gpus": 1, "weight_dtype": "bf16", "activation_dtype": "bf16", "kv_dtype": "bf16", "concurrency_per_instance": 16}
+    e = TestClient(create_app()).post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h100", "deployment": rec})
+    assert e.status_code == 200, e.text
+    assert [o["name"] for o in e.json()["point_breakdown"]] == want

@@ -25,7 +25,7 @@ def test_designs_meet_budget_and_quality(result):
     for d in result["designs"]:
         assert abs(d["total_params"] / 70e9 - 1) <= 0.1
         q = d["quality"]  # no worse than the baseline beyond 1 sigma of the difference
-        assert q["passes"] and q["delta"] <= q["k"] * q["sigma_test"] and q["k"] == 1.0 and d["envelope"]["inside"]
+        assert q["passes"] and q["delta"] <= q["k"] * q["sigma_delta"] and q["k"] == 1.0 and d["envelope"]["inside"]
         assert q["delta"] == pytest.approx(d["quality_proxy"] - result["reference"]["quality_proxy"])
         assert d["objective"] > 0 and d["gain_pct"] is not None
         m = from_hf_config(hf_config(d, 128256))
@@ -109,7 +109,7 @@ def test_70b_latency_without_baseline_stays_inside_the_envelope_and_no_worse_tha
         assert d["envelope"]["inside"] and 80 / 1.5 <= s["hidden"] / s["layers"] <= 153.6 * (1 + 1e-9) and 48 <= s["layers"] <= 118.75
         assert s["kv_heads"] <= 10 and 8 / 3 <= s["heads"] / s["kv_heads"] <= 12
         # never worse than the reference beyond its band; each row carries its delta and band
-        assert q["delta"] <= q["sigma_test"] and q["sigma"] >= q["sigma_test"] >= 0 and not q["extrapolated"]
+        assert q["delta"] <= q["sigma_delta"] and q["uncertainty"] >= q["sigma_delta"] >= 0 and not q["extrapolated"]
         assert q["delta_pct"] == pytest.approx(100 * q["delta"] / r["reference"]["quality_proxy"])
     json.dumps(r)  # the CLI's --json
 

@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from llm_codesign.cli import app as cli
-from llm_codesign.cli.design import margin_bound
+from llm_codesign.cli.design import envelope_lines
 from llm_codesign.explore import accuracy_model
 from llm_codesign.explore.design import _setup, judge, shapes
 from llm_codesign.explore.design_report import gain_band
@@ -122,7 +122,9 @@ def test_the_loss_delta_names_kv_sharing(d70):
 
 def test_rows_print_sigma_delta_and_say_flat_terms(d70):
     q = d70["designs"][0]["quality"]
-    assert q["sigma_delta"] == q["sigma_test"] and q["uncertainty"] >= q["sigma_delta"]
+    # one key for each band (sigma_delta, the test's; uncertainty, the wider): the old copies sigma, sigma_pct, sigma_test gone
+    assert q["uncertainty"] >= q["sigma_delta"] and not {"sigma", "sigma_pct", "sigma_test"} & set(q)
+    assert q["sigma_delta_pct"] == pytest.approx(100 * q["sigma_delta"] / d70["reference"]["quality_proxy"], rel=1e-12)
     out = _cli(*D70)
     assert f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f} ~" in out  # the test's band, and a flat axis marked
     flat = {x["term"] for x in q["flat"]}
@@ -226,7 +228,9 @@ def test_a_design_at_the_edge_is_flagged_with_the_published_value():
     assert set(b) == {"aspect_ratio.max"}
     assert b["aspect_ratio.max"]["published"] == pytest.approx(102.4) and b["aspect_ratio.max"]["by"] == pytest.approx(10240 / 67 / 102.4)
     assert not position(env, shape_arrays(c), 1)["inside"]  # 10240/64 = 160 > 153.6
-    assert margin_bound(p) == "inside only by the x1.5 margin (aspect_ratio 152.8 against the published 102.4, llama-3.1-70b, qwen2-72b)"
+    assert envelope_lines([{"envelope": p}]) == [
+        "envelope: row 1 at the edge, aspect_ratio.max within 5% of its limit 153.6",
+        "envelope: row 1 above every published model on aspect_ratio (152.8 against 102.4, llama-3.1-70b, qwen2-72b): inside only by the x1.5 margin"]
 
 
 def test_the_caption_says_the_envelope_exactly(d70):
@@ -237,9 +241,7 @@ def test_the_caption_says_the_envelope_exactly(d70):
     rows = [j for j, d in enumerate(d70["designs"], 1) if d["envelope"].get("at_edge")]
     if rows:
         assert "at the edge, aspect_ratio.max within 5% of its limit 153.6" in out
-    assert "above every published model on aspect_ratio" in out and "inside only by the margin" in out
-    # the headline says #1 is margin-bound
-    e = d70["designs"][0]["envelope"]
-    if e.get("beyond_published"):
-        # since envb #1 (h8192 L54) is beyond the published on depth too: 54 layers against qwen3-32b's 64 (x 0.75 = 48 admits it)
-        assert "; inside only by the x1.5 and +-25% margin (aspect_ratio " in out and "layers 54 against the published 64, qwen3-32b)" in out
+    # the rows inside only by the margin, said once with the margin (design printed it again after design 1's "vs" line)
+    said = [line for line in envelope_lines(d70["designs"]) if "every published model" in line]
+    assert "above every published model on aspect_ratio" in out and out.count("inside only by the ") == len(said) >= 1
+    assert "inside only by the margin" not in out

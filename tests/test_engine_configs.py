@@ -436,6 +436,33 @@ def test_import_reads_each_engines_cuda_graph_capture(text, engine, graphs):
     assert not any("graph" in x for x in imp.ignored), imp.ignored
 
 
+SGLANG_8B = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct "
+VLLM_8B = "vllm serve meta-llama/Llama-3.1-8B-Instruct "
+
+
+@pytest.mark.parametrize("cmd, flag, field, off", [
+    # SGLang has no capture of 0: its server stops at start (base_cuda_graph_runner.py:104@0.5.23 wheel); the older spelling an alias
+    (SGLANG_8B, "--cuda-graph-max-bs 0", "cuda-graph-max-bs-decode", "--disable-decode-cuda-graph"),
+    (SGLANG_8B, "--cuda-graph-max-bs-decode 0", "cuda-graph-max-bs-decode", "--disable-decode-cuda-graph"),
+    (SGLANG_8B, "--cuda-graph-bs-decode [0,8]", "cuda-graph-bs-decode", "--disable-decode-cuda-graph"),
+    # nor has vLLM: 0 is what it writes once graphs are off; given with graphs on, VllmConfig stops (vllm.py:2554@0.33.0 wheel)
+    (VLLM_8B, "--max-cudagraph-capture-size 0", "max-cudagraph-capture-size", "--enforce-eager"),
+    (VLLM_8B, "--compilation-config '{\"max_cudagraph_capture_size\": 0}'", "max-cudagraph-capture-size", "--enforce-eager"),
+])
+def test_a_capture_of_0_is_refused_with_the_engines_own_off_switch(cmd, flag, field, off):
+    """A decode capture of 0 read as each engine reads it: neither SGLang nor vLLM starts with one (vLLM's import read it as
+    graphs off, SGLang's refused it as "a whole number from 1"), so both refuse it in one line naming the flag, the value
+    and the engine's own off switch; with that switch beside it, graphs are off (0)."""
+    from llm_codesign.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        read_config(cmd + flag, "c", gpu=get_gpu("h100"))
+    msg = str(e.value)
+    assert msg.startswith(f"{field}: {'[0, 8]' if '[' in flag else 0} is not valid; 1 or more: ") and f"{off} " in msg and "turns its CUDA graphs off" in msg
+    assert msg.count("\n") == 0
+    assert read_config(cmd + flag + " " + off, "c", gpu=get_gpu("h100")).deployment.cuda_graph_max_bs == 0
+
+
 def test_an_unpadded_trtllm_capture_list_is_read_at_its_largest_and_says_so():
     imp = read_config("model: meta-llama/Llama-3.1-8B-Instruct\ncuda_graph_config:\n  batch_sizes: [1, 2, 4, 8, 200]\n", "c",
                       engine="trtllm", gpu=get_gpu("h100"))

@@ -3,6 +3,7 @@
 
 Skipped when chromium, playwright or the serve extra is missing; LLM_CODESIGN_BROWSER_TESTS=1 (set by
 .ci/run, which installs them) turns the skip into a failure."""
+import json
 import math
 import os
 import re
@@ -635,7 +636,7 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
                            isl=1024, osl=1024)
     rows = _rows(page, "#disagg-table")
     assert [r[0] for r in rows] == ["1", "64"]
-    assert [(r[1], r[6], r[8]) for r in rows] == [(f"{x['ttft_ms']:.1f}", f"{x['tpot_ms']:.2f}", f"{x['output_tok_s_per_gpu']:.1f}")
+    assert [(r[1], r[7], r[9]) for r in rows] == [(f"{x['ttft_ms']:.1f}", f"{x['tpot_ms']:.2f}", f"{x['output_tok_s_per_gpu']:.1f}")
                                                   for x in want["rows"]]
     assert page.text_content("#priced h2").startswith("Priced, disaggregated: llama-3.1-70b on 12x h200")
     # a bad size is the server's one line naming the field
@@ -918,11 +919,12 @@ def test_lint_table_gives_each_rules_measure_and_an_objective_cost_as_a_rate(pag
     assert all(r[4] for r in rows) and not page.errors
 
 
-def _cli_interval_cell(b: dict, metric: str, value: float) -> str:
-    """The page's "80% / 95% interval" cell as the CLI's estimate writes the same intervals (render.intervals.interval_text)."""
+def _cli_interval_cell(b: dict, metric: str, value: float, *, reasons_below: bool = False) -> str:
+    """The page's "80% / 95% interval" cell as the CLI's estimate (disagg's: `reasons_below`) writes the same intervals
+    (render.intervals.interval_text)."""
     from llm_codesign.render.intervals import interval_text
 
-    return interval_text(b, metric, value).replace("80%: ", "", 1).replace(", 95%: ", " / ", 1)
+    return interval_text(b, metric, value, reasons_below=reasons_below).replace("80%: ", "", 1).replace(", 95%: ", " / ", 1)
 
 
 def test_a_point_of_the_second_gpu_is_priced_on_its_gpu_with_the_clis_intervals(page, server):
@@ -1070,8 +1072,8 @@ def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(p
     band_disagg_rows(want["rows"], m, pool, isl=1024, osl=1024, calibration=None, arrival=DEFAULT_ARRIVAL)
     assert [r[1] for r in _rows(page, "#disagg-table")] == [f"{x['ttft_ms']:.1f}" for x in want["rows"]]
     assert _rows(page, "#disagg-intervals") == [
-        [str(x["concurrency"]), _cli_interval_cell(x["intervals"]["ttft_ms"], "ttft_ms", x["ttft_ms"]),
-         _cli_interval_cell(x["intervals"]["tpot_ms"], "tpot_ms", x["tpot_ms"])] for x in want["rows"]]
+        [str(x["concurrency"]), _cli_interval_cell(x["intervals"]["ttft_ms"], "ttft_ms", x["ttft_ms"], reasons_below=True),
+         _cli_interval_cell(x["intervals"]["tpot_ms"], "tpot_ms", x["tpot_ms"], reasons_below=True)] for x in want["rows"]]
     notes = page.eval_on_selector_all("#priced > .hint", "xs => xs.map(x => x.textContent)")[1:]
     src = want["rows"][0]["intervals"]["ttft_ms"]["source"]
     assert page.text_content("#priced h2") == "Priced, disaggregated: llama-3.1-8b on 2x mi355x, W:bf16 A:bf16 KV:bf16, sglang"  # its engine, as disagg's title
@@ -1084,6 +1086,32 @@ def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(p
         "beyond the runs: no GEMM bf16 kernel table on CDNA4; no attention kernel table on CDNA4; no collectives kernel table on CDNA4 "
         f"{terms['kernel']}"]
     assert page.text_content("#error") == "" and not page.errors
+
+
+def test_a_disaggregated_price_says_what_disagg_says_under_its_table(page, server):
+    """The page's disaggregated view lacked disagg's lines under its table and the front end's part of TTFT: Llama-3.1-70B,
+    a TP1 prefill and a TP1 decode instance on H200 at 1 and 8 requests (the KV cache holds 7): "fits no at 8 requests"
+    as the CLI prints it (and /api/disagg's notes), a "front end" column, and each band over 100x wide pointing to the
+    reasons below, as disagg's lines do, not "no measured run like it" above them."""
+    from conftest import cli
+
+    from llm_codesign.render.intervals import UNLIKE_BELOW_TEXT, UNLIKE_TEXT, table_time
+
+    _price_disagg(page, server, "h200", "llama-3.1-70b", 1, "1,8", "#disagg-table")
+    code, out, _ = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "1,8")
+    fits_no = ("fits no at 8 requests: decode pool holds 7 requests (the KV cache of 1 instance holds 7 sequences of 1024+1024 tokens); "
+               "the rest wait for a decode slot (slot wait, in TTFT)")
+    assert code == 0 and fits_no in " ".join(out.split())
+    assert page.eval_on_selector_all("#priced > .disagg-note", "xs => xs.map(x => x.textContent)") == [fits_no]
+    head = page.eval_on_selector_all("#disagg-table th", "xs => xs.map(x => x.textContent)")
+    want = json.loads(cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "1,8",
+                          "--json")[1])["rows"]
+    rows = _rows(page, "#disagg-table")
+    assert head[6] == "front end" and [r[6] for r in rows] == [table_time(x["front_end_ms"]) for x in want] and rows[0][6] == "3.0"
+    assert [r[-1] for r in rows] == ["yes", "no"]
+    cells = " ".join(c for r in _rows(page, "#disagg-intervals") for c in r)
+    assert UNLIKE_BELOW_TEXT.strip() in cells and UNLIKE_TEXT.strip() not in cells
+    assert not page.errors
 
 
 def test_a_first_visit_says_how_to_start_and_enter_runs_the_frontier(page, server):
@@ -1119,9 +1147,9 @@ def test_a_disaggregated_table_gives_long_times_in_s_and_h(page, server):
                            concurrencies=[1, 2048], isl=1024, osl=1024)["rows"]
     assert want[1]["ttft_ms"] >= 10_000 and want[0]["ttft_ms"] < 10_000  # the question has both
     rows = _rows(page, "#disagg-table")
-    assert [r[1:7] for r in rows] == [[table_time(x["ttft_ms"]), table_time(x["prefill_ms"]), table_time(x["kv_transfer_ms"], 2),
+    assert [r[1:8] for r in rows] == [[table_time(x["ttft_ms"]), table_time(x["prefill_ms"]), table_time(x["kv_transfer_ms"], 2),
                                        table_time(x["prefill_wait_ms"]), table_time(x["decode_slot_wait_ms"]),
-                                       table_time(x["tpot_ms"], 2)] for x in want]
+                                       table_time(x["front_end_ms"]), table_time(x["tpot_ms"], 2)] for x in want]
     assert rows[1][1].endswith(" s") and not rows[0][1].endswith(("s", "h"))
     assert "Times in ms (from 10 s in s or h)" in page.text_content("#priced")
     assert not page.errors

@@ -295,13 +295,13 @@ def _print_breakdown(r: dict) -> None:
     ms in a step of one GPU and its share of TPOT, summing to it; then the first token's parts, summing to TTFT; what each
     part beyond the operators is, beneath (serve.estimate.step_rows: the sums the metrics were made of)."""
     from llm_codesign.render.intervals import one_token, table_time
+    from llm_codesign.serve.estimate import decode_rows
 
     con = _console()
     # one output token: no decode step follows the first token, so TPOT is n/a (as the table says) and has no parts
-    dec = [] if one_token(r["osl"]) else [o for o in r["breakdown"] if o["phase"] == "decode"]
-    ops = sorted((o for o in dec if "what" not in o), key=lambda o: -o["time_ms"])
+    dec = [] if one_token(r["osl"]) else decode_rows(r["breakdown"])
     bt = _table("decode: time per step (one GPU) and its share of TPOT", "part:t kind:k ms/step:n ms_of|TPOT:n")
-    for o in ops + [o for o in dec if "what" in o]:
+    for o in dec:
         # a part per output token (kind "per token") has no time in a step: its ms/step cell is blank, its TPOT share stands
         bt.add_row(o["name"], o["kind"], "" if o["kind"] == "per token" else f"{o['time_ms']:.3f}", f"{o['tpot_ms']:.3f}")
     bt.add_row("TPOT", "", "", f"{sum(o['tpot_ms'] for o in dec):.3f}", style="bold")

@@ -97,24 +97,16 @@ def wins_by(d: dict, against: str, short: str) -> str:
         if gb := d.get("gain_band"):
             out += (f" (80% {gb['gain_lo80']:+.1f} to {gb['gain_hi80']:+.1f}%" + (", an upper bound" if gb.get("shared_error") else "")
                     + ": " + ("within model error" if gb["within_model_error"] else "beyond model error") + ")")
-    if by := margin_bound(d.get("envelope") or {}):
-        out += f"; {by}"
-    return out
+    return out  # a row inside the envelope only by its margin is said once, in envelope_lines
 
 
-def margin_bound(e: dict) -> str | None:
-    """'inside only by the x1.5 margin (aspect_ratio 153.6 against the published 102.4, ...)': a shape inside the envelope
-    but beyond every published model on a bound (explore.envelope.position's beyond_published), with the margin that
-    admits it (envelope.toml [policy])."""
+def _margin(bound: str) -> str:
+    """'x1.5' or '+-25%': the margin that widens `bound` past the published models (envelope.toml [policy], by the
+    variable's kind, explore.envelope.VARIABLES)."""
     from llm_codesign.explore.envelope import VARIABLES, data
 
-    if not e.get("inside") or not e.get("beyond_published"):
-        return None
     pol = data()["policy"]
-    kinds = {VARIABLES[x["bound"].split(".")[0]][0] for x in e["beyond_published"]}
-    margin = " and ".join(([f"x{pol['ratio_margin']:g}"] if "ratio" in kinds else []) + ([f"+-{100 * pol['count_margin']:g}%"] if "count" in kinds else []))
-    return (f"inside only by the {margin} margin (" + "; ".join(f"{x['bound'].split('.')[0]} {x['value']:.4g} against the published "
-                                                                f"{x['published']:.4g}, {', '.join(x['set_by'])}" for x in e["beyond_published"]) + ")")
+    return f"x{pol['ratio_margin']:g}" if VARIABLES[bound.split(".")[0]][0] == "ratio" else f"+-{100 * pol['count_margin']:g}%"
 
 
 def envelope_said(env: dict) -> str:
@@ -152,7 +144,7 @@ def envelope_lines(designs: list[dict]) -> list[str]:
         span = f"{vals[0]:.4g}" if len(vals) == 1 or abs(vals[-1] - vals[0]) < 1e-9 else f"{vals[0]:.4g}-{vals[-1]:.4g}"
         side = "above" if bound.endswith(".max") else "below"
         out.append(f"envelope: {_rows([j for j, _ in rows])} {side} every published model on {bound.split('.')[0]} "
-                   f"({span} against {pub:.4g}, {', '.join(who)}): inside only by the margin")
+                   f"({span} against {pub:.4g}, {', '.join(who)}): inside only by the {_margin(bound)} margin")
     return out
 
 

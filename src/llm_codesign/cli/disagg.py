@@ -125,23 +125,18 @@ def disagg(
                   table_time(row["prefill_wait_ms"]), table_time(row["decode_slot_wait_ms"]), table_time(row["tpot_ms"], 2),
                   f"{row['tok_s_per_user']:.1f}", f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
     _console().print(t)
-    # each row that does not fit says why, as estimate's "largest batch that fits" does: the limit once, the loads it turns away
-    over = [row for row in r["rows"] if not row["fits"]]
-    if over:
-        why = over[0]["over_capacity"].split(": ", 1)[0]
-        _console().print(f"fits no at {', '.join(str(x['concurrency']) for x in over)} requests: {why}; the rest wait for a decode "
-                         "slot (slot wait, in TTFT)", highlight=False)
+    # the notes: where rows do not fit, the limit once and the loads it turns away (serve.disagg._slot_note), then what was
+    # asked and changed nothing; the page shows the same lines
     for note in r["notes"]:
         _console().print(note, highlight=False)
-    from llm_codesign.render.intervals import CENTRE, UNLIKE_TEXT, basis_rows, interval_text, off_centre
-
-    def text(b, m, v):  # a widened band says where its widening is named, not "no measured run like it" above the runs it is from
-        return interval_text(b, m, v).replace(UNLIKE_TEXT, " (95% spans over 100x; widened for what its runs lack: beyond the runs, below)")
+    from llm_codesign.render.intervals import CENTRE, basis_rows, interval_text, off_centre
 
     for row in r["rows"]:
-        b = row["intervals"]
-        _console().print(f"{row['concurrency']} request{'s' if row['concurrency'] != 1 else ''}: TTFT {text(b['ttft_ms'], 'ttft_ms', row['ttft_ms'])}; TPOT "
-                         f"{text(b['tpot_ms'], 'tpot_ms', row['tpot_ms'])}", highlight=False)
+        # a widened band says where its widening is named (beyond the runs, below), not "no measured run like it" above
+        # the runs it is drawn from
+        b = {m: interval_text(row["intervals"][m], m, row[m], reasons_below=True) for m in ("ttft_ms", "tpot_ms")}
+        _console().print(f"{row['concurrency']} request{'s' if row['concurrency'] != 1 else ''}: TTFT {b['ttft_ms']}; TPOT {b['tpot_ms']}",
+                         highlight=False)
     if any(off_centre(row["intervals"][m], row[m]) for row in r["rows"] for m in ("ttft_ms", "tpot_ms")):
         _console().print(f"centred on: {CENTRE}", highlight=False)
     # each basis once, with the requests it serves where the rows' differ (their loads take different slices, as --json

@@ -657,8 +657,9 @@ def evaluate_shapes(cand: dict, gpu, cal, prec, plan, *, inst, slo, vocab, moe, 
 
 def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Reference) -> dict:
     """Row i's quality against the reference (j: its place in `why`, accuracy_model.delta_terms of the ranked rows).
-    sigma_delta (the test's band, each term's sigma at its studied edge) is the band the rows print; "uncertainty" adds
-    what the test leaves out: flat terms' spread per e-fold and extrapolation (quality_delta)."""
+    sigma_delta (the test's band, each term's sigma at its studied edge: quality_delta's sigma_test) is the band the rows
+    print and the test uses; "uncertainty" (quality_delta's sigma) adds what the test leaves out: flat terms' spread per
+    e-fold and extrapolation. One key each (sigma / sigma_test, their old copies, are gone)."""
     bq = float(ref.terms["loss"])
     sd, ex = float(cand["q_sigma_test"][i]), sorted(k[3:] for k in cand if k.startswith("qx_") and cand[k][i] > 0)
     flat = [{"term": t, "value": float(np.exp(pos)), "reference": float(np.exp(np.ravel(ref.terms["position"][t][0])[0])),
@@ -666,9 +667,7 @@ def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Referen
             for t, pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i]))) if bool(why["flat"][t][j])]
     return {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
             "sigma_delta": sd, "sigma_delta_pct": 100.0 * sd / bq,
-            "uncertainty": float(cand["q_sigma"][i]), "uncertainty_pct": 100.0 * float(cand["q_sigma"][i]) / bq,
-            "sigma": float(cand["q_sigma"][i]), "sigma_pct": 100.0 * float(cand["q_sigma"][i]) / bq,
-            "sigma_test": sd, "k": ref.k, "passes": bool(cand["q_passes"][i]), "extrapolated": ex,
+            "uncertainty": float(cand["q_sigma"][i]), "uncertainty_pct": 100.0 * float(cand["q_sigma"][i]) / bq, "k": ref.k, "passes": bool(cand["q_passes"][i]), "extrapolated": ex,
             # each term's part of the delta, largest first; a flat term's difference is the proxy's blind spot, not a 0
             "terms": sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
                              for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"])),

@@ -13,6 +13,9 @@ CENTRE = ("the intervals are centred on the prediction times the median measured
 UNINFORMATIVE = 100.0
 UNINFORMATIVE_TEXT = " (95% spans over 100x)"
 UNLIKE_TEXT = " (95% spans over 100x; no measured run like it)"
+# the same where the reasons it was widened for are listed beneath the rows (disagg's "beyond the runs" lines, under
+# "interval basis: drawn from ..."): "no measured run like it" there read against the runs the basis names
+UNLIKE_BELOW_TEXT = " (95% spans over 100x; widened for what its runs lack: beyond the runs, below)"
 
 
 def _fmt(metric: str):
@@ -61,13 +64,15 @@ def off_centre(b: dict, value: float) -> bool:
     return not b["lo80"] <= value <= b["hi80"]
 
 
-def interval_text(b: dict, metric: str, value: float | None = None) -> str:
+def interval_text(b: dict, metric: str, value: float | None = None, *, reasons_below: bool = False) -> str:
     """'80%: 95-160 ms, 95%: 80-210 ms': a metric's intervals (measure.intervals.band) at a precision that reads;
-    with ', centred on 120 ms' where the prediction `value` lies outside the 80% one."""
+    with ', centred on 120 ms' where the prediction `value` lies outside the 80% one. `reasons_below`: the reasons a
+    band was widened for are listed beneath (UNLIKE_BELOW_TEXT, disagg's)."""
     f = (lambda x: " ".join(_duration(x, metric))) if UNITS[metric] else _fmt(metric)
     centre = f", centred on {f(b['centre'])}" if value is not None and off_centre(b, value) else ""
+    unlike = UNLIKE_BELOW_TEXT if reasons_below else UNLIKE_TEXT
     return (f"80%: {_range(metric, b['lo80'], b['hi80'])}, 95%: {_range(metric, b['lo95'], b['hi95'])}{centre}"
-            + ((UNLIKE_TEXT if b.get("widened") else UNINFORMATIVE_TEXT) if uninformative(b) else ""))
+            + ((unlike if b.get("widened") else UNINFORMATIVE_TEXT) if uninformative(b) else ""))
 
 
 def short(result: dict, metric: str) -> str:

@@ -583,8 +583,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     if float(np.max(r["max_concurrency"])) < 1:
         raise InputError("decode", decode_plan.label(), f"a plan whose GPUs hold the model and one {isl}+{osl}-token sequence")
 
-    rows = _rows(r, C, decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch,
-                 isl=isl, osl=osl)
+    held = dict(decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch, isl=isl, osl=osl)
+    rows = _rows(r, C, **held)
     return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prefill.precision.label(), "backend": prefill.backend,
             "isl": isl, "osl": osl, "arrival": arrival,
             # each pool's own engine and precision (the top-level keys are the prefill pool's)
@@ -598,7 +598,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                        **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {}),
                        **({"recv_interval": int(decode_recv_interval)} if decode_recv_interval != 1 else {}),
                        **({"moe_a2a": decode_moe_a2a} if decode_moe_a2a else {})},
-            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _notes(prefill_plan, prefill_routing), "rows": rows}
+            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _slot_note(rows, r, **held) + _notes(prefill_plan, prefill_routing), "rows": rows}
 
 
 def _rows(r: dict, C, **over) -> list[dict]:
@@ -614,16 +614,36 @@ def _rows(r: dict, C, **over) -> list[dict]:
             for vals in zip([int(c) for c in C], col("ttft_s", 1e3), col("prefill_alone_s", 1e3), col("hand_off_s", 1e3),
                             col("waits_s", 1e3), col("decode_slot_wait_s", 1e3), col("front_end_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"),
                             col("output_tok_s_per_gpu"), [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
-    held, kv = (int(np.asarray(r[k]).reshape(-1)[0]) for k in ("max_concurrency", "decode_kv_slots"))
+    held, kv = _slots(r)
     for row in rows:  # as estimate's over_capacity says it (serve.estimate._over_capacity)
         if not row["fits"]:
             row["over_capacity"] = _over_slots(row["concurrency"], held, kv=kv, **over)
     return rows
 
 
-def _over_slots(concurrency: int, held: int, *, kv: int, decode_instances: int, adp: int, max_batch, isl: int, osl: int) -> str:
-    """One line on why `concurrency` requests do not fit a decode pool that runs `held` at once: the limit that binds (the
-    engine's max batch per attention-DP rank, the KV cache's `kv` sequences, or else the step budget), and what the rest do."""
+def _slots(r: dict) -> tuple[int, int]:
+    """(requests the decode pool holds at once, sequences its KV cache holds), of evaluate_disagg's `r`."""
+    return tuple(int(np.asarray(r[k]).reshape(-1)[0]) for k in ("max_concurrency", "decode_kv_slots"))
+
+
+def _slot_note(rows: list[dict], r: dict, **over) -> list[str]:
+    """The line under disagg's table (the CLI's, the page's, lc.disagg's `notes`) where loads pass what the decode pool
+    holds: the limit once (_holds), the loads it turns away (the rows' `fits` false), where their wait is."""
+    loads = [str(row["concurrency"]) for row in rows if not row["fits"]]
+    if not loads:
+        return []
+    held, kv = _slots(r)
+    return [f"fits no at {', '.join(loads)} requests: {_holds(held, kv=kv, **over)}; the rest wait for a decode slot (slot wait, in TTFT)"]
+
+
+def _over_slots(concurrency: int, held: int, **pool) -> str:
+    """One line on why `concurrency` requests do not fit a decode pool that runs `held` at once (_holds), and what the rest do."""
+    return f"{_holds(held, **pool)}: {concurrency - held} of {concurrency} wait for a decode slot (decode_slot_wait_ms, in TTFT)"
+
+
+def _holds(held: int, *, kv: int, decode_instances: int, adp: int, max_batch, isl: int, osl: int) -> str:
+    """'decode pool holds 7 requests (why)': the limit that binds a decode pool that runs `held` at once (the engine's max
+    batch per attention-DP rank, the KV cache's `kv` sequences, or else the step budget)."""
     n = f"{decode_instances} instance{'s' if decode_instances != 1 else ''}"
     if max_batch is not None and held == decode_instances * adp * int(max_batch) and held < kv:
         why = f"{n} x {adp} attention-DP rank{'s' if adp != 1 else ''} x max batch {int(max_batch)}"
@@ -631,8 +651,7 @@ def _over_slots(concurrency: int, held: int, *, kv: int, decode_instances: int, 
         why = f"the KV cache of {n} holds {kv} sequence{'s' if kv != 1 else ''} of {isl}+{osl} tokens"
     else:
         why = f"the KV cache of {n} holds {kv} sequences of {isl}+{osl} tokens, the step budget schedules {held}"
-    return (f"decode pool holds {held} request{'s' if held != 1 else ''} ({why}): {concurrency - held} of {concurrency} wait for a "
-            "decode slot (decode_slot_wait_ms, in TTFT)")
+    return f"decode pool holds {held} request{'s' if held != 1 else ''} ({why})"
 
 
 @dataclass(frozen=True)
@@ -641,7 +660,9 @@ class DisaggEstimate:
     decode pool's, the precision and engine both run, each pool's plan, instances and figures (`prefill`, `decode`),
     the GPUs in all, and per concurrency a row (`rows`: TTFT and its parts, TPOT, tok/s/user, tok/s/GPU, whether the
     decode pool holds every request at once (`fits`; where not, `over_capacity` says what holds how many, and the
-    rest's wait is `decode_slot_wait_ms`), and the metrics' 80% and 95% `intervals`). Times in ms, as `disagg --json`
+    rest's wait is `decode_slot_wait_ms`), and the metrics' 80% and 95% `intervals`), and `notes`, the lines disagg prints
+    under its table (and the page under its own: _slot_note's "fits no at ...", the engine both pools run, what was asked
+    and changed nothing). Times in ms, as `disagg --json`
     prints them: `to_dict()` is that JSON, `to_records()`/`to_pandas()` one flat row per concurrency."""
     model: str
     gpu: str

@@ -418,6 +418,14 @@ def _breakdown(ops, per: float) -> tuple[OperatorTime, ...]:
     return tuple(out)
 
 
+def decode_rows(breakdown: list[dict]) -> list[dict]:
+    """A breakdown's decode rows (Estimate.to_dict's `breakdown`) in the order estimate --breakdown and the page's point
+    breakdown list them: the step's operators slowest first, then the rest of the step and of TPOT (step_rows', each
+    with its `what`) in step_rows' order. Their `tpot_ms` sum to TPOT."""
+    dec = [o for o in breakdown if o["phase"] == "decode"]
+    return sorted((o for o in dec if "what" not in o), key=lambda o: -o["time_ms"]) + [o for o in dec if "what" in o]
+
+
 def _overlap_said(costs, queued: float) -> str:
     """What the loop does with the rest of the host's work: an overlap loop (a step queued ahead: the run's
     SchedulerFlags.queued_steps, NaN: the engine's ttft_wait_steps) hides it under the step before (accuracy.md);

@@ -402,8 +402,12 @@ class ParetoResponse(BaseModel):
 class DisaggRow(_Open):
     concurrency: int
     ttft_ms: float
+    prefill_ms: float
+    kv_transfer_ms: float
     prefill_wait_ms: float
     decode_slot_wait_ms: float
+    front_end_ms: float = Field(..., description="The front end's overhead paid (ms): with prefill_ms, kv_transfer_ms, prefill_wait_ms "
+                                "and decode_slot_wait_ms it adds up to ttft_ms.")
     tpot_ms: float
     tok_s_per_user: float
     output_tok_s_per_gpu: float
@@ -419,6 +423,8 @@ class DisaggResponse(_Open):
     prefill: dict[str, Any]
     decode: dict[str, Any]
     rows: list[DisaggRow]
+    notes: list[str] = Field(..., description="The lines `disagg` prints under its table: the loads past what the decode pool "
+                             "holds (\"fits no at ...\"), the engine both pools run, what was asked and changes nothing.")
 
 
 class Finding(_Open):
@@ -614,6 +620,7 @@ def _hub_model(ref: str, field: str):
 
 def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
     import llm_codesign as lc
+    from llm_codesign.serve.estimate import decode_rows
 
     m = _model(req, hub_cache=hub_cache)
     if req.deployment is not None:  # a frontier point: one instance of its plan at its batch
@@ -636,13 +643,11 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
             if e.field not in PointDeployment.model_fields:
                 raise
             raise InputError(f"deployment.{e.field}", e.value, e.valid) from None
-        # one pricing path at one concurrency, the point's own: its breakdown is the estimate's decode rows (serve.estimate.step_rows,
-        # as explore.search.point_breakdown gives them: the operators slowest first, then the rest of the step and of TPOT)
+        # one pricing path at one concurrency, the point's own: its breakdown is the estimate's decode rows in estimate
+        # --breakdown's order (serve.estimate.decode_rows: the operators slowest first, then the rest of the step and of TPOT)
         r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, conc), breakdown=True).to_dict()
-        dec = [o for o in r["breakdown"] if o["phase"] == "decode"]
         keep = ("name", "kind", "time_ms", "tpot_ms", "what")
-        r["point_breakdown"] = [{k: o[k] for k in keep if k in o} for o in
-                                sorted((o for o in dec if "what" not in o), key=lambda o: -o["time_ms"]) + [o for o in dec if "what" in o]]
+        r["point_breakdown"] = [{k: o[k] for k in keep if k in o} for o in decode_rows(r["breakdown"])]
         if not req.breakdown:
             r.pop("breakdown")
         r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],

@@ -162,6 +162,16 @@ class SGLangExporter(Exporter):
         none is set (the engine's default capture)."""
         if switch("disable-decode-cuda-graph", o.get("disable-decode-cuda-graph")) or switch("disable-cuda-graph", o.get("disable-cuda-graph")):
             return 0
+        # 0 is not SGLang's "off" (vLLM's --max-cudagraph-capture-size 0 and TensorRT-LLM's null are theirs): it leaves the
+        # decode runner no batch to capture, and the server stops at start (0.5.23 wheel: the capture list [0] fails
+        # `capture_bs[0] > 0`, sglang/srt/model_executor/runner/base_cuda_graph_runner.py:104, after arg_groups/
+        # cuda_graph_hook.py:527-530; 0.5.9 wheel: max() of the empty list, model_executor/cuda_graph_runner.py:194), so it
+        # is refused, naming the off switch
+        for k in ("cuda-graph-max-bs-decode", "cuda-graph-bs-decode"):
+            v = o.get(k)
+            if any(isinstance(x, (int, str)) and not isinstance(x, bool) and str(x).strip() == "0" for x in (v if isinstance(v, list) else [v])):
+                raise InputError(k, v, "1 or more: SGLang does not start with a decode capture of 0; --disable-decode-cuda-graph "
+                                 "(--disable-cuda-graph before 0.5.23) turns its CUDA graphs off")
         sizes = o.get("cuda-graph-bs-decode")
         sizes = [sizes] if sizes is not None and not isinstance(sizes, list) else sizes or []
         top = max((whole("cuda-graph-bs-decode", b, hi=1 << 20) for b in sizes), default=None)

@@ -119,10 +119,12 @@ class VLLMExporter(Exporter):
         return {k: v for k, v in o.items() if k != "data-parallel-size"}, dp
 
     def cuda_graph_max_bs(self, o: dict) -> int | None:
-        """The decode capture in requests a rank: 0 where --enforce-eager (or compilation-config's cudagraph_mode NONE, or a
-        capture size of 0) turns graphs off; else --max-cudagraph-capture-size, else the largest of --cudagraph-capture-sizes
-        (either also inside compilation-config), in tokens, over the 1 + k tokens a decode request carries (vLLM pads a
-        batch up to the next captured size); None where none is set (the engine's default capture)."""
+        """The decode capture in requests a rank: 0 where --enforce-eager (or compilation-config's cudagraph_mode NONE) turns
+        graphs off; else --max-cudagraph-capture-size, else the largest of --cudagraph-capture-sizes (either also inside
+        compilation-config), in tokens, over the 1 + k tokens a decode request carries (vLLM pads a batch up to the next
+        captured size); None where none is set (the engine's default capture). A capture size of 0 is refused: it is the
+        value vLLM writes once graphs are off (vllm/config/vllm.py:2008, 2652@0.33.0 wheel), not a way to turn them off;
+        given with graphs on, VllmConfig stops on it (`assert max_cudagraph_capture_size >= 1`, vllm.py:2554)."""
         cc = o.get("compilation-config")
         cc = cc if isinstance(cc, dict) else {}
         if o.get("enforce-eager") or str(cc.get("cudagraph_mode", "")).upper() == "NONE":
@@ -133,7 +135,8 @@ class VLLMExporter(Exporter):
             sizes = sizes if isinstance(sizes, list) else [sizes]
             top = max((whole("cudagraph-capture-sizes", b, hi=1 << 20) for b in sizes), default=None)
         if top in (0, "0"):
-            return 0
+            raise InputError("max-cudagraph-capture-size", top, "1 or more: vLLM does not start with a capture of 0; --enforce-eager "
+                             "(or compilation-config's cudagraph_mode NONE) turns its CUDA graphs off")
         top = whole("max-cudagraph-capture-size", top, None, hi=1 << 20)
         if top is None:
             return None

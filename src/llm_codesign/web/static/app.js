@@ -337,9 +337,10 @@ const span = (k, lo, hi) => {
   const [a, ua] = dur(k, lo), [c, uc] = dur(k, hi);
   return ua === uc ? `${a}-${c} ${uc}` : `${a} ${ua}-${c} ${uc}`; };
 // render/intervals.py UNINFORMATIVE: a 95% interval over 100x wide said so, as a fact; "no measured run like it" only
-// where the band was widened for a reason
-const uninformative = (b) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100
-  ? ((b.widened || []).length ? " (95% spans over 100x; no measured run like it)" : " (95% spans over 100x)") : "");
+// where the band was widened for a reason; `below`: the reasons are listed beneath (UNLIKE_BELOW_TEXT, the disaggregated view's)
+const uninformative = (b, below = false) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100
+  ? ((b.widened || []).length ? (below ? " (95% spans over 100x; widened for what its runs lack: beyond the runs, below)"
+                                 : " (95% spans over 100x; no measured run like it)") : " (95% spans over 100x)") : "");
 
 // a time in a table whose header says ms (render/intervals.py table_time, disagg's table): the bare figure to `d` below 10 s,
 // else in s or h as durValue writes it
@@ -446,8 +447,8 @@ async function selectPoint(si, pi) {
       ["concurrency", e.concurrency], ...metricRows(e),
       ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
       ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...basisRows(e.intervals, e)];
-    // the rows' shares of TPOT sum to it (explore/search.py point_breakdowns: the operators, the host's step and per-sequence
-    // costs, the prompts' stalls per token); a row's share of TPOT is its share here
+    // the rows' shares of TPOT sum to it, in estimate --breakdown's order (serve/estimate.py decode_rows: the operators slowest
+    // first, the host's step and per-sequence costs, the prompts' stalls per token); a row's share of TPOT is its share here
     const total = e.point_breakdown.reduce((a, o) => a + o.tpot_ms, 0);
     $("point").replaceChildren(
       el("h2", `Point ${pi + 1} of ${modelName(s.model)} on ${s.gpu}: estimate`),
@@ -579,12 +580,14 @@ function showDisagg(r) {
     el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}, ${r.backend}`),
     el("div", `prefill ${p.instances}x ${p.plan} (${fix(p.capacity_req_s, 2)} req/s), decode ${d.instances}x ${d.plan} `
        + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms (from 10 s in s or h): TTFT = queue + prefill + KV hand-off `
-       + "+ slot wait (past what the decode pool holds) + the engine's overhead.", "hint"),
-    table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["slot wait", "n"], ["TPOT", "n"],
-                           ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["fits", "t"]],
+       + "+ slot wait (past what the decode pool holds) + front end (the engine's request overhead).", "hint"),
+    table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["slot wait", "n"],
+                           ["front end", "n"], ["TPOT", "n"], ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["fits", "t"]],
           r.rows.map((x) => [x.concurrency, tableTime(x.ttft_ms), tableTime(x.prefill_ms), tableTime(x.kv_transfer_ms, 2),
-                             tableTime(x.prefill_wait_ms), tableTime(x.decode_slot_wait_ms), tableTime(x.tpot_ms, 2),
+                             tableTime(x.prefill_wait_ms), tableTime(x.decode_slot_wait_ms), tableTime(x.front_end_ms), tableTime(x.tpot_ms, 2),
                              fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
+    // the lines disagg prints under its table (serve/disagg.py: "fits no at ...", the engine both pools run, what changed nothing)
+    ...r.notes.map((n) => el("div", n, "hint disagg-note")),
     ...disaggIntervals(r.rows));
 }
 
@@ -596,7 +599,7 @@ function disaggIntervals(rows) {
   const off = (x, k) => !(x.intervals[k].lo80 <= x[k] && x[k] <= x.intervals[k].hi80);
   const cell = (x, k) => { const b = x.intervals[k];
     return `${span(k, b.lo80, b.hi80)} / ${span(k, b.lo95, b.hi95)}` + (off(x, k) ? `, centred on ${dur(k, b.centre).join(" ")}` : "")
-      + uninformative(b); };
+      + uninformative(b, true); };
   const bases = new Map(), reasons = new Set();
   for (const x of banded) {
     for (const b of Object.values(x.intervals)) {
