@@ -25,8 +25,11 @@ def test_estimate_names_the_arrival_its_ttft_turns_on():
     # llama-3.1-70b on 8x H200 at 128 requests with SGLang: 4223 ms in waves, 117.6 ms in a closed loop (the review's)
     args = ("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
             "--concurrency", "128", "--backend", "sglang")
-    assert _row(_text(*args), "arrival", "waves: every request of a wave sent at once, as fixed-length benchmarks do; "
-                "--arrival closed_loop for one request per freed slot")
+    # waves are cohorts kept in step, not every request at once (that is burst: llama-3.1-8b on one H100 at 64 requests, TTFT
+    # 200 ms in waves, 866 ms in a burst; it read "every request of a wave sent at once", newcomer review 2026-12-06 item 6)
+    assert _row(_text(*args), "arrival", "waves: identical requests kept in step by a closed loop, refilled in the cohorts the "
+                "first wave's prefill formed, as fixed-length benchmarks run them; --arrival burst for every request sent at once, "
+                "closed_loop for one request per freed slot")
     assert _row(_text(*args, "--arrival", "closed_loop"), "arrival", ARRIVAL_TEXT["closed_loop"])
     assert ARRIVAL_TEXT["closed_loop"].startswith("closed loop: one request sent per freed slot")
     # offline: every request queued at once, no arrival to name
@@ -35,12 +38,13 @@ def test_estimate_names_the_arrival_its_ttft_turns_on():
 
 def test_compare_and_pareto_say_their_arrival_in_one_line():
     # ARRIVAL_TEXT's words, the one source (the review of uxa: the footer held its own copy)
-    line = ("TTFT with requests arriving in waves (every request of a wave sent at once, as fixed-length benchmarks do); "
-            "estimate's --arrival closed_loop for one request per freed slot.")
+    line = ("TTFT with requests arriving in waves (identical requests kept in step by a closed loop, refilled in the cohorts the "
+            "first wave's prefill formed, as fixed-length benchmarks run them); estimate's --arrival burst for every request sent "
+            "at once, closed_loop for one request per freed slot.")
     assert arrival_footer("waves") == line
     assert arrival_footer("closed_loop") == ("TTFT with requests arriving in closed loop (one request sent per freed slot, lengths "
-                                             "spread (bench_serving --max-concurrency)); estimate's --arrival waves for every "
-                                             "request of a wave sent at once.")
+                                             "spread (bench_serving --max-concurrency)); estimate's --arrival waves for identical "
+                                             "requests kept in step, burst for every request sent at once.")
     assert line in _text("compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8")
     assert line in _text("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8", "--kv-dtype", "fp8")
 

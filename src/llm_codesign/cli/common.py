@@ -435,9 +435,9 @@ def priced_with(calibration: str | None) -> dict:
 
     return recorded(calibration)
 O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
-O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests started together and kept in "
-                         "step, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "
-                         "spread: bench_serving --max-concurrency --random-range-ratio 0.8), burst (lockstep).")
+O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests kept in step by a closed loop, "
+                         "refilled in the cohorts the first wave's prefill formed, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "
+                         "spread: bench_serving --max-concurrency --random-range-ratio 0.8), burst (every request sent at once, in lockstep).")
 
 
 def _progress():
