@@ -189,3 +189,21 @@ def test_an_interval_wider_than_a_hundredfold_says_so():
     wide = {"lo80": 60.0, "hi80": 2000.0, "lo95": 24.0, "hi95": 25869.0, "centre": 300.0}  # disagg's, the review's
     assert interval_text(wide, "ttft_ms") == "80%: 60.0-2000 ms, 95%: 24.0 ms-25.9 s (95% spans over 100x)"
     assert "spans over" not in interval_text(wide | {"hi95": 2399.0}, "ttft_ms")  # 99.96x
+
+
+@pytest.mark.parametrize("columns", [80, 50])
+def test_a_narrow_console_wraps_identifiers_never_cuts_them(columns):
+    # piped (80 columns) the checkpoint id read "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…" (newcomer review 2026-12-06 item 12):
+    # an identifier to copy wraps; with the table's rules and spaces taken out it reads whole
+    code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8", "--concurrency", "8",
+                         columns=columns)
+    assert code == 0, err
+    assert "…" not in out
+    assert "RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8" in "".join(out.replace("│", "").split())
+    # the terminal tables' keys and figures (cli.common._table's `k` and `n` columns): folded at 40 columns, not cut
+    code, out, err = cli("models", columns=40)
+    assert code == 0, err
+    body = out.split("─" * 10, 1)[1]
+    assert "…" not in body
+    names = "".join(x.split()[0] for x in body.splitlines() if x[1:2].strip())  # the name column: lines starting at it
+    assert "qwen3-235b-a22b-nvfp4qwen3-coder-480b" in names, names  # folded onto its own next line, whole

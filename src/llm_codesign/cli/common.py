@@ -314,14 +314,31 @@ def _console(*, stderr: bool = False):
 def _table(title: str, columns: str, caption: str | None = None, **kw):
     """A terminal table that keeps its figures whole at 80 columns: no column rules, and per column in
     `columns` (space-separated `name:kind`, `_` for a space and `|` for a line break in a name) a kind: `n` a number, right-aligned
-    and never wrapped; `t` text that folds rather than being cut; `k` a short key kept on one line."""
+    on one line; `t` text that folds rather than being cut; `k` a short key kept on one line. A number or key is folded, never
+    cut, where the console is too narrow for it even so: a model or GPU name is an identifier to copy, "70.…" no figure."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
-    for spec in columns.split():
+    keys: list[int] = []
+
+    class _Keyed(Table):
+        def add_row(self, *cells, **options):
+            # an `n` or `k` column is laid out as one line (no_wrap: it is not shrunk while the others can be), but its
+            # cells wrap where the console leaves too little even so: rich's last resort cut them with "…" (piped, a
+            # checkpoint id read "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…", newcomer review 2026-12-06); Text's own
+            # no_wrap and overflow win over the column's (rich.text.Text.__rich_console__)
+            cells = [Text.from_markup(c, overflow="fold") if i in keys and isinstance(c, str) else c for i, c in enumerate(cells)]
+            for i in keys:
+                if i < len(cells) and isinstance(cells[i], Text):
+                    cells[i].no_wrap = False
+            return super().add_row(*cells, **options)
+
+    t = _Keyed(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
+    for i, spec in enumerate(columns.split()):
         name, kind = spec.rsplit(":", 1)
         assert kind in ("n", "t", "k"), spec  # a programming error, never user input
+        keys += [i] if kind in ("n", "k") else []
         t.add_column(name.replace("_", " ").replace("|", "\n"), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
                      overflow="fold" if kind == "t" else "ellipsis", min_width=8 if kind == "t" else None)
     return t
