@@ -47,7 +47,9 @@ def test_validate_out_says_where_it_wrote(tmp_path):
     # the predictions were written without a word
     dest = tmp_path / "pred.csv"
     code, out, _ = cli("validate", "--serving", _runs(tmp_path), "--out", str(dest))
-    assert code == 0 and out.splitlines()[-1] == f"wrote {dest}" and dest.read_text().count("\n") == 4
+    # and which level its _lo/_hi columns are (newcomer review 2026-12-06 item 10)
+    assert code == 0 and out.splitlines()[-1] == f"wrote {dest}; predicted_<metric>_lo and _hi: the 80% interval"
+    assert dest.read_text().count("\n") == 4
 
 
 def test_a_refused_fit_names_every_reason_after_what_a_fit_must_be():
