@@ -12,7 +12,15 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import DisaggPoint, Frontier
-from llm_codesign.explore.search import op_rows, plans, reachable, roofline_bound, searched_precisions, select_frontier, thinned_cloud
+from llm_codesign.explore.search import (
+    op_rows,
+    plans,
+    reachable,
+    roofline_bound,
+    searched_precisions,
+    select_frontier,
+    thinned_cloud,
+)
 from llm_codesign.serve.aggregated import cost_overlaps, decode_step, pdl_per_launch
 from llm_codesign.serve.disagg import decode_pool, first_token, kv_hand_off, prefill_pool
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
