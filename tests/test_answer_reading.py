@@ -25,8 +25,11 @@ def test_estimate_names_the_arrival_its_ttft_turns_on():
     # llama-3.1-70b on 8x H200 at 128 requests with SGLang: 4223 ms in waves, 117.6 ms in a closed loop (the review's)
     args = ("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
             "--concurrency", "128", "--backend", "sglang")
-    assert _row(_text(*args), "arrival", "waves: every request of a wave sent at once, as fixed-length benchmarks do; "
-                "--arrival closed_loop for one request per freed slot")
+    # waves are cohorts kept in step, not every request at once (that is burst: llama-3.1-8b on one H100 at 64 requests, TTFT
+    # 200 ms in waves, 866 ms in a burst; it read "every request of a wave sent at once", newcomer review 2026-12-06 item 6)
+    assert _row(_text(*args), "arrival", "waves: identical requests kept in step by a closed loop, refilled in the cohorts the "
+                "first wave's prefill formed, as fixed-length benchmarks run them; --arrival burst for every request sent at once, "
+                "closed_loop for one request per freed slot")
     assert _row(_text(*args, "--arrival", "closed_loop"), "arrival", ARRIVAL_TEXT["closed_loop"])
     assert ARRIVAL_TEXT["closed_loop"].startswith("closed loop: one request sent per freed slot")
     # offline: every request queued at once, no arrival to name
@@ -35,12 +38,13 @@ def test_estimate_names_the_arrival_its_ttft_turns_on():
 
 def test_compare_and_pareto_say_their_arrival_in_one_line():
     # ARRIVAL_TEXT's words, the one source (the review of uxa: the footer held its own copy)
-    line = ("TTFT with requests arriving in waves (every request of a wave sent at once, as fixed-length benchmarks do); "
-            "estimate's --arrival closed_loop for one request per freed slot.")
+    line = ("TTFT with requests arriving in waves (identical requests kept in step by a closed loop, refilled in the cohorts the "
+            "first wave's prefill formed, as fixed-length benchmarks run them); estimate's --arrival burst for every request sent "
+            "at once, closed_loop for one request per freed slot.")
     assert arrival_footer("waves") == line
     assert arrival_footer("closed_loop") == ("TTFT with requests arriving in closed loop (one request sent per freed slot, lengths "
-                                             "spread (bench_serving --max-concurrency)); estimate's --arrival waves for every "
-                                             "request of a wave sent at once.")
+                                             "spread (bench_serving --max-concurrency)); estimate's --arrival waves for identical "
+                                             "requests kept in step, burst for every request sent at once.")
     assert line in _text("compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8")
     assert line in _text("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8", "--kv-dtype", "fp8")
 
@@ -185,3 +189,21 @@ def test_an_interval_wider_than_a_hundredfold_says_so():
     wide = {"lo80": 60.0, "hi80": 2000.0, "lo95": 24.0, "hi95": 25869.0, "centre": 300.0}  # disagg's, the review's
     assert interval_text(wide, "ttft_ms") == "80%: 60.0-2000 ms, 95%: 24.0 ms-25.9 s (95% spans over 100x)"
     assert "spans over" not in interval_text(wide | {"hi95": 2399.0}, "ttft_ms")  # 99.96x
+
+
+@pytest.mark.parametrize("columns", [80, 50])
+def test_a_narrow_console_wraps_identifiers_never_cuts_them(columns):
+    # piped (80 columns) the checkpoint id read "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…" (newcomer review 2026-12-06 item 12):
+    # an identifier to copy wraps; with the table's rules and spaces taken out it reads whole
+    code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8", "--concurrency", "8",
+                         columns=columns)
+    assert code == 0, err
+    assert "…" not in out
+    assert "RedHatAI/Meta-Llama-3.1-70B-Instruct-FP8" in "".join(out.replace("│", "").split())
+    # the terminal tables' keys and figures (cli.common._table's `k` and `n` columns): folded at 40 columns, not cut
+    code, out, err = cli("models", columns=40)
+    assert code == 0, err
+    body = out.split("─" * 10, 1)[1]
+    assert "…" not in body
+    names = "".join(x.split()[0] for x in body.splitlines() if x[1:2].strip())  # the name column: lines starting at it
+    assert "qwen3-235b-a22b-nvfp4qwen3-coder-480b" in names, names  # folded onto its own next line, whole

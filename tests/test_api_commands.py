@@ -115,7 +115,7 @@ def test_calibrate_refuses_a_fit_on_its_bounds_unless_forced(tmp_path):
     rows = [f"h100_sxm,x,bfloat16,{m},{n},4096,{2 * m * n * 4096 / 600e12 * 1e6:.6f}" for m in (256, 1024, 4096) for n in (4096, 14336)]
     k.write_text("\n".join(["system,trtllm_version,gemm_dtype,m,n,k,latency_ms", *rows]) + "\n")
     out = tmp_path / "p.toml"
-    with pytest.raises(lc.InputError, match=r"^calibrate: .* nothing written \(force=True writes it anyway\)$"):
+    with pytest.raises(lc.InputError, match=r"^calibrate: the fit is refused: .* nothing written to .*p\.toml \(force=True writes it anyway\)$"):
         lc.calibrate(kernels=str(k), output=str(out))
     assert not out.exists()
     assert lc.calibrate(kernels=str(k), output=str(out), force=True).path == str(out) and out.exists()

@@ -375,6 +375,25 @@ def test_full_disk_names_the_output_path(tmp_path, monkeypatch):
     assert not out.exists() and not list(tmp_path.glob(".*tmp*"))
 
 
+def test_calibrate_fits_around_a_row_validate_rejects(tmp_path):
+    # a concurrency of 'abc' (validate: "line 3 concurrency: 'abc' is not valid") was banded before it was parsed:
+    # "internal error: ValueError: could not convert string to float: 'abc'", exit 1 (newcomer review 2026-12-06 item 2)
+    s, out = tmp_path / "runs.csv", tmp_path / "p.toml"
+    head = "source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,ttft_ms,output_tok_s_per_gpu"
+    s.write_text("\n".join([head, "a,llama-3.1-8b,h100,1,vllm,bf16,,1024,1024,16,1,70,1700",
+                            "e,llama-3.1-8b,h100,1,vllm,bf16,,1024,1024,abc,1,70,1700"]) + "\n")
+    code, stdout, err = cli("calibrate", "--serving", str(s), "-o", str(out))
+    assert code == 0 and err == "" and out.exists(), (code, err)
+    notes = [x for x in stdout.splitlines() if x.startswith("note: ")]
+    assert notes == ["note: line 3 (e): llama-3.1-8b on 1 h100: not priced, line 3 concurrency: 'abc' is not valid; a whole number of at "
+                     "least 1 or empty"]
+    # the row alone: validate's line, exit 2
+    s.write_text("\n".join([head, "e,llama-3.1-8b,h100,1,vllm,bf16,,1024,1024,abc,1,70,1700"]) + "\n")
+    assert one_line_error(["calibrate", "--serving", str(s), "-o", str(tmp_path / "q.toml")], "serving") == (
+        f"error: serving: '{s}' is not valid; a file with at least one row the model can price; none of its 1 rows is (line 2 concurrency: "
+        "'abc' is not valid; a whole number of at least 1 or empty)")
+
+
 def test_calibrate_on_rows_it_cannot_price_is_refused(tmp_path):
     # a known GPU, but an op the collective model does not know: nothing to fit (was a TypeError printing the report)
     k = tmp_path / "c.csv"
@@ -384,7 +403,8 @@ def test_calibrate_on_rows_it_cannot_price_is_refused(tmp_path):
     assert not out.exists()
     # nothing was fitted: --force writes doubtful fits, not this one (it wrote the starting values as a fit)
     msg = one_line_error(["calibrate", "--kernels", str(k), "-o", str(out), "--force"], "calibrate")
-    assert msg.endswith("a fit whose error is a finite figure: hopper collectives: none of its 1 rows could be priced; nothing written")
+    assert msg == (f"error: calibrate: the fit is refused: its error is not a finite figure: hopper collectives: none of its 1 rows could "
+                   f"be priced; nothing written to {out} (give rows the model can price: `llm-codesign validate` on the same files lists why not)")
     assert not out.exists()
 
 

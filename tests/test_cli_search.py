@@ -94,6 +94,34 @@ def test_pareto_slo_nothing_meets_names_the_slo():
     assert "--max-ttft-ms" in line
 
 
+def test_pareto_slo_nothing_meets_says_the_best_reachable():
+    # it said "loosen --min-tps-user" alone, not how far (newcomer review 2026-12-06 item 11): the best each unmet SLO reaches
+    # over the 1,483 fitting deployments, the search's own figures (its fastest point: TP8, one request, 195.4 tok/s/user)
+    import json
+
+    base = ["pareto", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8"]
+    code, out, _ = cli(*base, "--json")
+    pts = json.loads(out)["frontier"]
+    most, least = max(p["tok_s_per_user"] for p in pts), min(p["ttft_ms"] for p in pts)
+    assert (round(most, 1), round(least, 1)) == (195.4, 84.6)
+    line = one_line([*base, "--min-tps-user", "100000"], "error: min_tps_user: 100000.0 is not valid; ")
+    assert line == ("error: min_tps_user: 100000.0 is not valid; an SLO that one of the 1,483 deployments of llama-3.1-70b on 8x h200 "
+                    f"that fit in memory meets: the most any reaches is {most:,.1f} tok/s/user (loosen --min-tps-user)")
+    # only the unmet one named, with its best (the least TTFT of any fitting deployment; here on the frontier too)
+    line = one_line([*base, "--min-tps-user", "150", "--max-ttft-ms", "60"], "error: max_ttft_ms: 60.0 is not valid; ")
+    assert line.endswith(f"meets: the least TTFT any reaches is {least:,.1f} ms (loosen --max-ttft-ms)")
+
+
+def test_nothing_found_says_when_each_slo_is_met_alone_not_together():
+    from llm_codesign.cli.common import nothing_found
+
+    res = [{"model": "m", "num_gpus": 8, "gpu": "h200", "fitting": 10,
+            "reachable": {"tok_s_per_user": 200.0, "ttft_ms": 50.0, "tok_s_per_user_within_ttft": 120.0}}]
+    assert str(nothing_found(res, 8, {"min_tps_user": 150, "max_ttft_ms": 60})) == (
+        "min_tps_user: 150 is not valid; an SLO that one of the 10 deployments of m on 8x h200 that fit in memory meets: each is "
+        "met alone, not together: within 60 ms TTFT the most any reaches is 120.0 tok/s/user (loosen --min-tps-user / --max-ttft-ms)")
+
+
 def test_pareto_comparison_with_one_empty_side_still_shows_the_other():
     code, out, err = cli("pareto", "llama-3.1-8b,deepseek-r1", "--gpu", "h100", "--gpus", "1")
     assert code == 0, err

@@ -47,7 +47,9 @@ def test_validate_out_says_where_it_wrote(tmp_path):
     # the predictions were written without a word
     dest = tmp_path / "pred.csv"
     code, out, _ = cli("validate", "--serving", _runs(tmp_path), "--out", str(dest))
-    assert code == 0 and out.splitlines()[-1] == f"wrote {dest}" and dest.read_text().count("\n") == 4
+    # and which level its _lo/_hi columns are (newcomer review 2026-12-06 item 10)
+    assert code == 0 and out.splitlines()[-1] == f"wrote {dest}; predicted_<metric>_lo and _hi: the 80% interval"
+    assert dest.read_text().count("\n") == 4
 
 
 def test_a_refused_fit_names_every_reason_after_what_a_fit_must_be():
@@ -60,9 +62,10 @@ def test_a_refused_fit_names_every_reason_after_what_a_fit_must_be():
 
     with pytest.raises(InputError) as e:
         refuse([], ["default serving: a on the bound", "default serving: not converged"], "p.toml", force=False)
-    assert str(e.value) == ("calibrate: 'p.toml' is not valid; a fit no worse than the starting profile, with no parameter on a bound "
+    # the fit is refused, not the file (it read "'p.toml' is not valid; ...", newcomer review 2026-12-06 item 8)
+    assert str(e.value) == ("calibrate: the fit is refused: a fit must be no worse than the starting profile, with no parameter on a bound "
                             "of its range and its search converged; this one: default serving: a on the bound; default serving: "
-                            "not converged; nothing written (--force writes it anyway)")
+                            "not converged; nothing written to p.toml (--force writes it anyway)")
 
 
 def test_a_profile_with_too_few_runs_says_how_many_it_has():

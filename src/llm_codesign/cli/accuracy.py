@@ -123,7 +123,8 @@ def validate(
         _print_columns(rep["columns"], _console(stderr=out == "-"))
         _print_arrival(rows, _console(stderr=out == "-"))
     if out and out != "-":
-        _console().print(f"wrote {out}", highlight=False)
+        # the level of predicted_<metric>_lo/_hi, issue 40's names, which a newcomer could not tell (frontier.csv's say _lo80)
+        _console().print(f"wrote {out}" + ("; predicted_<metric>_lo and _hi: the 80% interval" if serving else ""), highlight=False)
 
 
 def _lines(lines: list[int], shown: int = 5) -> str:

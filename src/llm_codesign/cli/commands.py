@@ -236,8 +236,10 @@ def estimate(
 
     # the formats the model prices (Estimate.to_dict's precision_as_run, the web page's too)
     t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision_as_run']}, {dep.backend}", show_header=False)
-    t.add_column("metric")
-    t.add_column("value", justify="right")
+    # identifiers (a checkpoint's id, a basis's source) wrap, never cut: piped at 80 columns the value column read
+    # "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…" (rich's default overflow, "ellipsis"; newcomer review 2026-12-06 item 12)
+    t.add_column("metric", overflow="fold")
+    t.add_column("value", justify="right", overflow="fold")
     mem = r["memory"]
     # the shape's size beside its speed (ModelSpec: every weight; active, what one token reads: top-k experts, the LM head
     # and not the input embedding's lookup), so an architect's "~30B active" reads off the row (`models --json` for a

@@ -3,6 +3,7 @@ lookups every command uses."""
 from __future__ import annotations
 
 import json
+import math
 import signal
 
 import typer
@@ -313,14 +314,31 @@ def _console(*, stderr: bool = False):
 def _table(title: str, columns: str, caption: str | None = None, **kw):
     """A terminal table that keeps its figures whole at 80 columns: no column rules, and per column in
     `columns` (space-separated `name:kind`, `_` for a space and `|` for a line break in a name) a kind: `n` a number, right-aligned
-    and never wrapped; `t` text that folds rather than being cut; `k` a short key kept on one line."""
+    on one line; `t` text that folds rather than being cut; `k` a short key kept on one line. A number or key is folded, never
+    cut, where the console is too narrow for it even so: a model or GPU name is an identifier to copy, "70.…" no figure."""
     from rich import box
     from rich.table import Table
+    from rich.text import Text
 
-    t = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
-    for spec in columns.split():
+    keys: list[int] = []
+
+    class _Keyed(Table):
+        def add_row(self, *cells, **options):
+            # an `n` or `k` column is laid out as one line (no_wrap: it is not shrunk while the others can be), but its
+            # cells wrap where the console leaves too little even so: rich's last resort cut them with "…" (piped, a
+            # checkpoint id read "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…", newcomer review 2026-12-06); Text's own
+            # no_wrap and overflow win over the column's (rich.text.Text.__rich_console__)
+            cells = [Text.from_markup(c, overflow="fold") if i in keys and isinstance(c, str) else c for i, c in enumerate(cells)]
+            for i in keys:
+                if i < len(cells) and isinstance(cells[i], Text):
+                    cells[i].no_wrap = False
+            return super().add_row(*cells, **options)
+
+    t = _Keyed(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
+    for i, spec in enumerate(columns.split()):
         name, kind = spec.rsplit(":", 1)
         assert kind in ("n", "t", "k"), spec  # a programming error, never user input
+        keys += [i] if kind in ("n", "k") else []
         t.add_column(name.replace("_", " ").replace("|", "\n"), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
                      overflow="fold" if kind == "t" else "ellipsis", min_width=8 if kind == "t" else None)
     return t
@@ -435,9 +453,9 @@ def priced_with(calibration: str | None) -> dict:
 
     return recorded(calibration)
 O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
-O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests started together and kept in "
-                         "step, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "
-                         "spread: bench_serving --max-concurrency --random-range-ratio 0.8), burst (lockstep).")
+O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests kept in step by a closed loop, "
+                         "refilled in the cohorts the first wave's prefill formed, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "
+                         "spread: bench_serving --max-concurrency --random-range-ratio 0.8), burst (every request sent at once, in lockstep).")
 
 
 def _progress():
@@ -525,6 +543,25 @@ def nothing_found(results: list[dict], gpus_value, slo: dict) -> InputError:
     if fitting and given:
         flags = " / ".join(f"--{k.replace('_', '-')}" for k in given)
         k, v = next(iter(given.items()))
-        return InputError(k, v, f"an SLO that one of the {fitting:,} deployments of {what} that fit in memory meets (loosen {flags})")
+        # the best each SLO reaches over the fitting deployments (search.reachable), so that the user knows how far to
+        # loosen it (it said "loosen --min-tps-user" alone at 100,000 tok/s/user, ~195 reachable: newcomer review 2026-12-06)
+        reach = [r.get("reachable") or {} for r in results]
+        best = {m: f(x[m] for x in reach if m in x) for m, f in (("tok_s_per_user", max), ("ttft_ms", min),
+                                                                   ("tok_s_per_user_within_ttft", max)) if any(m in x for x in reach)}
+        unmet = {}  # each SLO no deployment meets alone: the field the line names, with the best reached
+        if "min_tps_user" in given and best.get("tok_s_per_user", math.inf) < given["min_tps_user"]:
+            unmet["min_tps_user"] = f"the most any reaches is {best['tok_s_per_user']:,.1f} tok/s/user"
+        if "max_ttft_ms" in given and best.get("ttft_ms", -math.inf) > given["max_ttft_ms"]:
+            unmet["max_ttft_ms"] = f"the least TTFT any reaches is {best['ttft_ms']:,.1f} ms"
+        said = list(unmet.values())
+        if unmet:
+            k = next(iter(unmet))
+            v = given[k]
+            flags = " / ".join(f"--{u.replace('_', '-')}" for u in unmet)
+        elif "tok_s_per_user" in best and "ttft_ms" in best:  # each met alone, not both by one deployment
+            said.append(f"each is met alone, not together: within {given['max_ttft_ms']:,g} ms TTFT the most any reaches is "
+                        f"{best['tok_s_per_user_within_ttft']:,.1f} tok/s/user")
+        return InputError(k, v, f"an SLO that one of the {fitting:,} deployments of {what} that fit in memory meets"
+                          + (f": {'; '.join(said)}" if said else "") + f" (loosen {flags})")
     return InputError("gpus", gpus_value, f"enough GPUs for {what} to fit: weights and KV cache exceed the memory of every plan "
                       "(more --gpus, or a smaller --weight-dtype / --kv-dtype)")

@@ -12,7 +12,15 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import DisaggPoint, Frontier
-from llm_codesign.explore.search import op_rows, plans, roofline_bound, searched_precisions, select_frontier, thinned_cloud
+from llm_codesign.explore.search import (
+    op_rows,
+    plans,
+    reachable,
+    roofline_bound,
+    searched_precisions,
+    select_frontier,
+    thinned_cloud,
+)
 from llm_codesign.serve.aggregated import cost_overlaps, decode_step, pdl_per_launch
 from llm_codesign.serve.disagg import decode_pool, first_token, kv_hand_off, prefill_pool
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
@@ -67,7 +75,8 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
                                 isl=isl, osl=osl) for j in front)
     return Frontier(model=model.name, gpu=gpu, num_gpus=N, workload=Workload(isl=isl, osl=osl), backend=engine.name, points=points,
                     evaluated=int(len(c["fits"])), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
-                    cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, N), mode="disaggregated")
+                    cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, N), mode="disaggregated",
+                    reachable=reachable(c, min_tps_user, max_ttft_ms) if not len(sel) else {})
 
 
 def _units(g: np.ndarray, N: int, max_instances: int) -> _Units:

@@ -154,6 +154,8 @@ class Frontier:
     # the profile it was priced with, as lc.pareto was given it (None: the bundled one; a path, a Profile or a
     # Calibration): what lc.export_point records in the launch file's header, so that `import` prices it alike
     calibration: object = field(default=None, repr=False, compare=False)
+    # the best each SLO reaches over the fitting deployments (search.reachable), for the one line when none meets them
+    reachable: dict = field(default_factory=dict, repr=False, compare=False)
 
     def to_dict(self, *, plot: bool = False) -> dict:
         """What `pareto --json` prints; with `plot`, the cloud and the ideal bound as well (what the
@@ -166,6 +168,8 @@ class Frontier:
             out |= {"num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl, "prefix_hit": w.prefix_hit}
         out |= {"backend": self.backend, "evaluated": self.evaluated, "fitting": self.fitting, "seconds": self.seconds,
                 "frontier": [p.to_dict() for p in self.points]}
+        if self.fitting and not self.points and self.reachable:  # the SLOs filtered every fitting deployment: how near they came
+            out["reachable"] = self.reachable
         out |= self.profile()  # last, where `pareto --json` put it before the Frontier kept it
         return (out | {"cloud": self.cloud, "roofline_bound": self.roofline_bound}) if plot else out
 

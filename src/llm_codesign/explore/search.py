@@ -210,7 +210,8 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=workload,
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
-                        [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)))
+                        [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)),
+                    reachable=reachable(c, min_tps_user, max_ttft_ms) if not len(sel) else {})
 
 
 def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engine: Engine,
@@ -412,6 +413,24 @@ def select_frontier(c: dict, min_tps_user: float | None, max_ttft_ms: float | No
     sel = np.nonzero(ok)[0]
     front = sel[pareto_mask(c["tok_s_per_user"][sel], c["output_tok_s_per_gpu"][sel])] if len(sel) else sel
     return sel, front[np.argsort(c["tok_s_per_user"][front])]
+
+
+def reachable(c: dict, min_tps_user: float | None, max_ttft_ms: float | None) -> dict:
+    """The best each SLO given reaches over the deployments that fit (columns as select_frontier's), what the one
+    line names when none meets them: the most tok/s/user (`tok_s_per_user`), the least TTFT (`ttft_ms`), and with both
+    given the most tok/s/user within the TTFT (`tok_s_per_user_within_ttft`; absent where none is within it)."""
+    fits = np.asarray(c["fits"], bool)
+    if not fits.any():
+        return {}
+    tps, ttft = np.asarray(c["tok_s_per_user"], float)[fits], np.asarray(c["ttft_s"], float)[fits] * 1e3
+    out = {}
+    if min_tps_user is not None:
+        out["tok_s_per_user"] = float(np.max(tps))
+    if max_ttft_ms is not None:
+        out["ttft_ms"] = float(np.min(ttft))
+    if min_tps_user is not None and max_ttft_ms is not None and (ttft <= max_ttft_ms).any():
+        out["tok_s_per_user_within_ttft"] = float(np.max(tps[ttft <= max_ttft_ms]))
+    return out
 
 
 def thinned_cloud(c: dict, sel: np.ndarray, most: int = 4000) -> dict:

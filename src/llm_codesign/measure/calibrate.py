@@ -517,13 +517,15 @@ class _ServingFit:
     loss reads (_SERVING_METRICS) are not priced: nothing they predict could move it."""
 
     def __init__(self, rows: list[dict], fams: dict[str, Calibration], start: Calibration | None):
-        from llm_codesign.measure.validate import METRICS
+        from llm_codesign.measure.validate import METRICS, row_problem
 
         self.fams = fams
         backends = sorted({(r.get("backend") or "trtllm").strip().lower() for r in rows})
         ys = {m: np.array([_measured(r, m) for r in rows]) for m in METRICS}
+        # a row validate rejects (row_problem: concurrency 'abc') is never priced, and its fields are not numbers to band
+        parsed = np.array([row_problem(r, i + 2) is None for i, r in enumerate(rows)], dtype=bool)
         with np.errstate(invalid="ignore"):
-            kept = np.nonzero(np.any([np.isfinite(ys[m]) & (ys[m] > 0) for m in _SERVING_METRICS], axis=0))[0]
+            kept = np.nonzero(parsed & np.any([np.isfinite(ys[m]) & (ys[m] > 0) for m in _SERVING_METRICS], axis=0))[0]
         self.rows = [rows[i] for i in kept]
         self.ys = {m: y[kept] for m, y in ys.items()}
         self.state = {}
@@ -535,7 +537,7 @@ class _ServingFit:
                     v = dict(getattr(start, name)).get(b, init) if b else getattr(start, name)
                 self.state[key] = [float(np.clip(v, lo, hi)), lo, hi]
         self.held: dict[str, float] = {}  # parameters no row responds to (hold_unexercised): kept at their start
-        self.band = polish_bands(rows)[kept]  # the bands as every row of the file sizes them
+        self.band = polish_bands(self.rows)  # the kept rows' bands (on the bundled campaigns every row is kept)
         engine_of = np.array([(r.get("backend") or "trtllm").strip().lower() for r in self.rows])
         self.by_engine = {b: np.nonzero(engine_of == b)[0] for b in backends}
         self.accepted = self.predicted()
@@ -785,17 +787,27 @@ def _temporary(text: str) -> str:
         return _TEMPORARY[text]
 
 
+class FitRefused(InputError):
+    """calibrate's refusal: the fit is what is refused, not the file it would have been written to (it read "'profile.toml'
+    is not valid; ... had not converged", newcomer review 2026-12-06). One line: why, that nothing was written, what to do."""
+
+    def __init__(self, output: str | None, why: str, todo: str):
+        self.field, self.value, self.valid = "calibrate", output, why
+        where = f" to {output}" if output else ""
+        ValueError.__init__(self, f"calibrate: the fit is refused: {why}; nothing written{where} ({todo})")
+
+
 def refuse(broken: list[str], bad: list[str], output: str | None, force: bool, *, force_words: str = "--force") -> None:
-    """calibrate's refusal, one line, nothing written: of a fit whose error is not a finite figure (unfit), always; of a
-    doubtful fit (doubtful), unless `force` (`force_words`: how the caller says it)."""
+    """calibrate's refusal (FitRefused), one line, nothing written: of a fit whose error is not a finite figure (unfit),
+    always; of a doubtful fit (doubtful), unless `force` (`force_words`: how the caller says it)."""
     if broken:
-        raise InputError("calibrate", output, f"a fit whose error is a finite figure: {broken[0]}"
-                         + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else "") + "; nothing written")
+        raise FitRefused(output, "its error is not a finite figure: " + broken[0] + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
+                         "give rows the model can price: `llm-codesign validate` on the same files lists why not")
     if bad and not force:
         # every reason (an "(and 1 more)" hid the second), after what a fit must be: it read "a fit no worse than the
         # starting profile: <a parameter on its bound>", a reason that contradicted its own clause
-        raise InputError("calibrate", output, "a fit no worse than the starting profile, with no parameter on a bound of its range and "
-                         f"its search converged; this one: {'; '.join(bad)}; nothing written ({force_words} writes it anyway)")
+        raise FitRefused(output, "a fit must be no worse than the starting profile, with no parameter on a bound of its range and its "
+                         f"search converged; this one: {'; '.join(bad)}", f"{force_words} writes it anyway")
 
 
 def _serving_rows(serving: str, *, clean: bool, hold_out: list[str] | None, calibration: str | None) -> tuple[list[dict], list[str]]:

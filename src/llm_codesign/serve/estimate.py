@@ -113,7 +113,9 @@ class Estimate:
     binding resource of each phase, speculation's payoff and, where asked, the decode step's
     operators. `intervals` and `accuracy` are filled by the public API (llm_codesign.estimate); `cost`
     where a GPU-hour price is given. `intervals` holds, per metric of `to_dict()` (ms for times), its 80% and
-    95% intervals and the runs they come from (measure.intervals.band): the answer's one statement of its error."""
+    95% intervals and the runs they come from (measure.intervals.band): the answer's one statement of its error. Its
+    `centre` is not the prediction but the prediction times those runs' median measured / predicted (the model's signed
+    bias on them, taken out), the point the bounds sit about: a prediction may lie off-centre, even outside its 80%."""
     model: str
     deployment: Deployment
     workload: Workload

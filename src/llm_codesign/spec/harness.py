@@ -110,11 +110,15 @@ def memory_fraction(value) -> float | None:
 
 
 # how each arrival pattern (spec.harness.ARRIVALS) reads beside a TTFT: the answer turns on it (llama-3.1-70b on 8x
-# H200 at 128 requests, SGLang: 4223 ms in waves, 117.6 ms in a closed loop), and "in waves" at a basis row's end hid it
+# H200 at 128 requests, SGLang: 4223 ms in waves, 117.6 ms in a closed loop), and "in waves" at a basis row's end hid it.
+# "waves" is not every request sent at once (that is "burst"): after the first wave, the cohorts its prefill formed refill
+# and prefill together (serve.aggregated._cohort); it read "every request of a wave sent at once" beside a TTFT of 200 ms
+# for 64 requests of llama-3.1-8b on one H100, where a burst of 64 prompts takes 866 ms (newcomer review 2026-12-06)
 ARRIVAL_TEXT = {
-    "waves": "waves: every request of a wave sent at once, as fixed-length benchmarks do; --arrival closed_loop for one "
-             "request per freed slot",
+    "waves": "waves: identical requests kept in step by a closed loop, refilled in the cohorts the first wave's prefill "
+             "formed, as fixed-length benchmarks run them; --arrival burst for every request sent at once, closed_loop for "
+             "one request per freed slot",
     "closed_loop": "closed loop: one request sent per freed slot, lengths spread (bench_serving --max-concurrency); "
-                   "--arrival waves for every request of a wave sent at once",
+                   "--arrival waves for identical requests kept in step, burst for every request sent at once",
     "burst": "burst: every request sent at once and kept in lockstep; --arrival waves or closed_loop for the harnesses' patterns",
 }
