@@ -426,7 +426,7 @@ def main() -> None:
                   "quantiles of the runs' scores (r - q500) / mad about their slices: a slice's 80% bounds are q500 + mad x these.",
                   "between: the between-group term T",
                   "(log units, t80/t95) a new campaign (campaign) and each reason a",
-                  "question lies outside the runs add in quadrature to the slice's bounds, measured on held-out folds",
+                  "question lies outside the runs add to the slice's bounds (beyond them, log units), measured on held-out folds",
                   "(docs/validation_report.md). envelope: what the runs cover; kernel_tables: what the kernel tables cover."]
         Path(args.intervals).write_text(accuracy_intervals.to_toml(intervals, header) + "\n")
     if args.out:

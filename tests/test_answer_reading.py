@@ -82,15 +82,16 @@ def test_an_unmeasured_spec_term_widens_on_top_of_the_campaign_term():
                             f"campaign (x{math.exp(c80):.2f}/x{math.exp(c95):.2f} at 80/95%)")
     assert spec[0].factors == pytest.approx((math.exp(c80), math.exp(c95)))
     # the band with --spec is wider than the same question without it: each bound's distance from the slice's median
-    # is hypot(within, hypot(T, campaign)) where it was hypot(within, T) (T: the question's term without spec)
+    # is within + hypot(T, campaign) where it was within + T (T: the question's term without spec; the two group terms
+    # independent, in quadrature, and added beyond the slice's own bound)
     k = iv.between([w.kind for w in plain["widened"]], t)
     slice_, _, found, mine = iv.lookup("tpot_ms", ctx, t)
     for lvl, c in ((80, c80), (95, c95)):
         below, above = iv.within("tpot_ms", slice_, found, t, lvl, own=mine)
         if lvl == 80:  # 80's bounds are its own (95's may hold a wider 80%'s)
-            assert math.log(b["hi80"] / 10.0) == pytest.approx(slice_["q500"] + math.hypot(above, math.hypot(k[80], c)))
-            assert math.log(plain["hi80"] / 10.0) == pytest.approx(slice_["q500"] + math.hypot(above, k[80]))
-            assert math.log(b["lo80"] / 10.0) == pytest.approx(slice_["q500"] - math.hypot(below, math.hypot(k[80], c)))
+            assert math.log(b["hi80"] / 10.0) == pytest.approx(slice_["q500"] + above + math.hypot(k[80], c))
+            assert math.log(plain["hi80"] / 10.0) == pytest.approx(slice_["q500"] + above + k[80])
+            assert math.log(b["lo80"] / 10.0) == pytest.approx(slice_["q500"] - below - math.hypot(k[80], c))
     assert b["hi80"] > plain["hi80"] and b["lo80"] < plain["lo80"] and b["hi95"] > plain["hi95"] and b["lo95"] < plain["lo95"]
     # a profile's own runs carry no campaign term: an unmeasured reason still widens them by it, on top of the others
     fam = t["between"]["family"]
@@ -112,32 +113,35 @@ def test_times_of_ten_seconds_or_more_read_in_seconds_and_hours():
 
 
 def test_a_rates_bounds_stop_at_the_ideal_step_in_every_consumer():
-    # llama-3.1-8b, BF16 on one H100, 100000 requests: 225 fit. The ideal step (cost.roofline.ideal_step) reads every
+    # llama-3.1-8b, BF16 on one H100, one request (225 would fit). The ideal step (cost.roofline.ideal_step) reads every
     # weight but the input embedding, (8029995008 - 525336576) x 2 B = 15.009 GB, over 3.35 TB/s: 4.4804 ms (its FLOPs
-    # at peak, 2 x 7504658432 x 225 / 989.4e12 = 3.413 ms, are shorter): 1 / 4.4804 ms = 223.2 tok/s/user, x 225 =
-    # 50219 tok/s/GPU, TPOT at least 4.48 ms. Applied where the bands are attached (api.estimate), so --json, lc.estimate,
-    # the web page and the table carry one band (the review of uxa: the table alone was capped, 309 vs 223)
+    # at peak are far shorter): 1 / 4.4804 ms = 223.2 tok/s/user, x 1 request = 223.2 tok/s/GPU, TPOT at least 4.48 ms.
+    # Applied where the bands are attached (api.estimate), so --json, lc.estimate, the web page and the table carry one band
+    # (the review of uxa: the table alone was capped, 309 vs 223). At 100,000 requests (225 running) the 95% bands no
+    # longer reach the ceiling 225 / 4.4804 ms since the between-group term is added beyond the slice's bound
+    # (docs/modelling-notes.md#cov40-linear: the load term x11.10 -> x4.00 at 95%); one request's do.
     from llm_codesign.render.intervals import interval_text
 
     step = (8029995008 - 525336576) * 2 / 3.35e12
-    args = ("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "100000")
+    args = ("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "1")
     text, d = _text(*args), json.loads(cli(*args, "--json")[1])
     b = d["intervals"]
     assert d["max_batch"] == 225
     assert b["tok_s_per_user"]["capped"] == pytest.approx(1 / step, rel=1e-4) == pytest.approx(223.2, abs=0.05)
-    assert b["output_tok_s_per_gpu"]["capped"] == pytest.approx(225 / step, rel=1e-4) == pytest.approx(50219, abs=1)
+    assert b["output_tok_s_per_gpu"]["capped"] == pytest.approx(1 / step, rel=1e-4)
     assert b["tpot_ms"]["capped"] == pytest.approx(step * 1e3, rel=1e-4)
     for m in ("tok_s_per_user", "output_tok_s_per_gpu"):  # no bound above the ceiling, none below the prediction's
         assert max(b[m]["hi80"], b[m]["hi95"]) <= b[m]["capped"] + 1e-9 and b[m]["capped"] >= d[m]
     assert min(b["tpot_ms"]["lo80"], b["tpot_ms"]["lo95"]) >= b["tpot_ms"]["capped"] - 1e-9
     for m, key in (("tok_s_per_user", "tokens/s per user"), ("output_tok_s_per_gpu", "output tokens/s per GPU")):
         assert _row(text, key, f"{d[m]:.1f}; {interval_text(b[m], m, d[m])}")  # the table shows --json's band
-    assert _row(text, "bounds capped", "TPOT from 4.48 ms, tok/s/user at 223, tok/s/GPU at 50219: what the GPUs allow at "
+    assert _row(text, "bounds capped", "TPOT from 4.48 ms, tok/s/user at 223, tok/s/GPU at 223: what the GPUs allow at "
                 "the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at peak)")
-    assert b["ttft_ms"]["widened"] and "(95% spans over 100x; no measured run like it)" in interval_text(b["ttft_ms"], "ttft_ms")
-    # mix carries the same ceiling at its batch (225 too: the mix's lengths fit no more)
+    far = json.loads(cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "100000", "--json")[1])["intervals"]
+    assert far["ttft_ms"]["widened"] and "(95% spans over 100x; no measured run like it)" in interval_text(far["ttft_ms"], "ttft_ms")
+    # mix carries the same ceiling at its batch
     mix = json.loads(cli("mix", "llama-3.1-8b", "--gpu", "h100", "--isl-dist", "fixed:1024", "--osl-dist", "fixed:1024",
-                         "--concurrency", "100000", "--json")[1])["intervals"]
+                         "--concurrency", "1", "--json")[1])["intervals"]
     assert mix["tok_s_per_user"]["capped"] == pytest.approx(1 / step, rel=1e-4)
 
 

@@ -586,8 +586,11 @@ def _page_rows(e: dict) -> list[list[str]]:
 
 
 @pytest.mark.parametrize("body, args", [
-    # times past 10 s in s and h, the arrival row, the rates' bounds capped at the ideal step, 95% over 100x
+    # times past 10 s in s and h, the arrival row, 95% over 100x
     ({"num_gpus": 1, "concurrency": 100000}, ("--concurrency", "100000")),
+    # one request: the rates' bounds capped at the ideal step (at 100,000 requests the 95% bands stop short of it since the
+    # between-group term is added beyond the slice's bound, docs/modelling-notes.md#cov40-linear)
+    ({"num_gpus": 1, "concurrency": 1}, ("--concurrency", "1")),
     # one output token: TPOT and tok/s/user n/a; NVFP4 on an H100 runs W4A16: the format as run in the title
     ({"num_gpus": 1, "concurrency": 1, "isl": 1, "osl": 1, "weight_dtype": "nvfp4"},
      ("--concurrency", "1", "--isl", "1", "--osl", "1", "--weight-dtype", "nvfp4")),
@@ -615,7 +618,9 @@ def test_the_pages_estimate_reads_as_the_clis(client, body, args):
     if body.get("concurrency") == 100:
         assert "CUDA graphs" in keys and e["eager_decode"]["batch_per_rank"] == 100
     if body.get("concurrency") == 100000:
-        assert "bounds capped" in keys and dict(rows)["TTFT"].startswith(f"{e['ttft_ms'] / 3.6e6:.1f} h; ")
+        assert dict(rows)["TTFT"].startswith(f"{e['ttft_ms'] / 3.6e6:.1f} h; ")
+    if body == {"num_gpus": 1, "concurrency": 1}:
+        assert "bounds capped" in keys
 
 
 def test_each_gpu_lists_the_engines_it_runs_and_prices_its_vendors(client):

@@ -178,18 +178,18 @@ def test_a_question_outside_the_runs_widens_with_its_reason():
     t["kernel_tables"]["hopper"] = ["GEMM fp8", "attention", "collectives"]
     b = iv.band("ttft_ms", 100.0, hopper, table=t)
     # no Hopper run: the engine's runs across families (the same 39), median log 1 = 0, 80% bounds log(4/20) and
-    # log(36/20), each combined in quadrature with the family term 1.2 (above the campaign term 0.3):
-    # 100 exp(-sqrt(1.6094^2 + 1.2^2)) = 100 exp(-2.0075) = 13.43, 100 exp(sqrt(0.5878^2 + 1.2^2)) = 100 exp(1.3362) = 380.4;
+    # log(36/20), each lengthened by the family term 1.2 (above the campaign term 0.3), added beyond the slice's own bound:
+    # 100 exp(-(1.6094 + 1.2)) = 100 exp(-2.8094) = 6.024, 100 exp(0.5878 + 1.2) = 100 exp(1.7878) = 597.6;
     # at 95% the family's measured 0.5 is below its 80% term, so the 95% takes 1.2 too (a wider level's term never below a
-    # narrower one's): 100 exp(-sqrt(2.9957^2 + 1.2^2)) = 3.967 and 100 exp(sqrt(0.6678^2 + 1.2^2)) = 394.8
-    assert (b["lo80"], b["hi80"]) == pytest.approx((13.43, 380.4), rel=1e-3)
-    assert (b["lo95"], b["hi95"]) == pytest.approx((3.967, 394.8), rel=1e-3)
+    # narrower one's): 100 exp(-(2.9957 + 1.2)) = 1.506 and 100 exp(0.6678 + 1.2) = 647.4
+    assert (b["lo80"], b["hi80"]) == pytest.approx((6.024, 597.6), rel=1e-3)
+    assert (b["lo95"], b["hi95"]) == pytest.approx((1.506, 647.4), rel=1e-3)
     assert b["widened"] == ["no serving run on any Hopper GPU (x3.32/x3.32 at 80/95%)"]  # exp(1.2) at both
     # across families, naming the families its runs were measured on
     assert b["source"] == "39 serving runs with vLLM, on Blackwell GPUs, dense models, in the load band 5-32 requests, balanced ISL/OSL"
-    # inside the runs the campaign term alone: 100 exp(-sqrt(1.6094^2 + 0.3^2)) = 19.45, 100 exp(sqrt(0.5878^2 + 0.3^2)) = 193.5
+    # inside the runs the campaign term alone: 100 exp(-(1.6094 + 0.3)) = 14.82, 100 exp(0.5878 + 0.3) = 243.0
     inside = iv.band("ttft_ms", 100.0, CTX, table=t)
-    assert (inside["lo80"], inside["hi80"]) == pytest.approx((19.45, 193.5), rel=1e-3) and inside["widened"] == []
+    assert (inside["lo80"], inside["hi80"]) == pytest.approx((14.82, 243.0), rel=1e-3) and inside["widened"] == []
     # a profile's own runs are the user's own campaign: no campaign term, a reason's term still
     assert iv.between([], t, own=True) == {80: 0.0, 95: 0.0} and iv.between([], t) == {80: 0.3, 95: 0.4}
     assert iv.between(["family"], t, own=True) == {80: 1.2, 95: 1.2}  # the 95% never below the 80%
@@ -207,14 +207,14 @@ def test_a_question_beyond_the_measured_load_or_lengths_widens_with_its_reason()
     far = replace(CTX, load="33+", concurrency=4096.0, isl=1024.0, osl=1024.0)
     b = iv.band("ttft_ms", 100.0, far, table=t)
     assert b["widened"] == ["concurrency 4,096 above vLLM's largest measured 32 (serving runs) (x2.72/x3.00 at 80/95%)"]
-    # the engine x family slice (the same 39 runs; no 33+ slice), 80% bounds log(4/20) and log(36/20) in quadrature with
-    # the load term 1.0: 100 exp(-sqrt(1.6094^2 + 1)) = 15.03, 100 exp(sqrt(0.5878^2 + 1)) = 319.0; at 95% log(1/20) and
-    # log(39/20) with 1.1: 100 exp(-sqrt(2.9957^2 + 1.21)) = 4.112, 100 exp(sqrt(0.6678^2 + 1.21)) = 362.1
-    assert (b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((15.03, 319.0, 4.112, 362.1), rel=1e-3)
+    # the engine x family slice (the same 39 runs; no 33+ slice), 80% bounds log(4/20) and log(36/20) lengthened by
+    # the load term 1.0: 100 exp(-(1.6094 + 1)) = 7.358, 100 exp(0.5878 + 1) = 489.3; at 95% log(1/20) and
+    # log(39/20) with 1.1: 100 exp(-(2.9957 + 1.1)) = 1.664, 100 exp(0.6678 + 1.1) = 585.8
+    assert (b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((7.358, 489.3, 1.664, 585.8), rel=1e-3)
     # the same question at twice the largest measured concurrency is inside: the campaign term 0.3 (0.4) alone
     near = iv.band("ttft_ms", 100.0, replace(far, concurrency=64.0), table=t)
     assert near["widened"] == [] and (near["lo80"], near["hi80"], near["lo95"], near["hi95"]) == pytest.approx(
-        (19.45, 193.5, 4.869, 217.8), rel=1e-3)
+        (14.82, 243.0, 3.352, 290.9), rel=1e-3)  # 100 exp(-(1.6094 + 0.3)), ..., 100 exp(0.6678 + 0.4)
     # prompts of one token and outputs of 4,096: each named, the larger term taken
     # under half the smallest measured: fewer requests than any run, a term of its own
     assert pairs(iv.reasons(replace(far, load="1-4", concurrency=2.0), t)) == [("low_load", "concurrency 2 below vLLM's smallest measured 8 (serving runs)")]
@@ -229,7 +229,7 @@ def test_a_question_beyond_the_measured_load_or_lengths_widens_with_its_reason()
     assert isl.factors == pytest.approx((math.exp(0.5), math.exp(0.6)))
     assert replace(isl, span=(1.0, 300.0)) == "ISL 1-300 below vLLM's smallest measured 1,024 (serving runs) (x1.65/x1.82 at 80/95%)"
     assert pickle.loads(pickle.dumps(isl)).span == (1.0, 1.0) and json.dumps(short["widened"][:1]) == json.dumps([str(isl)])
-    assert (short["lo80"], short["hi80"]) == pytest.approx((18.54, 216.3), rel=1e-3)  # the lengths term 0.5 in quadrature
+    assert (short["lo80"], short["hi80"]) == pytest.approx((12.13, 296.8), rel=1e-3)  # the lengths term 0.5 added: 100 exp(-(1.6094 + 0.5))
     # a frontier's points share a pass where their concurrency moves no band, and keep it where it widens theirs
     assert iv.grouped(replace(far, concurrency=64.0), table=t).concurrency is None
     assert iv.grouped(far, table=t) == far
@@ -348,11 +348,11 @@ def test_coverage_on_a_synthetic_set_is_what_the_intervals_state():
     b = iv.band("tpot_ms", 1.0, CTX, table=t)
     assert b["lo80"] > 1.0 * math.exp(0.1 - 0.4) and math.log(b["hi80"]) > 0.1  # signed: centred on the bias, not on 0
     # `need`: the between-group term that would just cover a residual, here one twice the 80% bound's distance s from
-    # the median: sqrt((2 s)^2 - s^2) = sqrt(3) s; one inside the bounds needs none
+    # the median: 2 s - s = s beyond the bound (band adds the term to s); one inside the bounds needs none
     c = t["slices"]["tpot_ms"][CTX.key(iv.KEYS)]
     s80 = iv.within("tpot_ms", c, CTX, t, 80)[1]
     far = iv.scores([(CTX, {"tpot_ms": c["q500"] + 2 * s80}), (CTX, {"tpot_ms": c["q500"]})], t)["tpot_ms"]
-    assert far["need80"] == pytest.approx([math.sqrt(3) * s80, 0.0]) and list(far["why"]) == ["campaign", "campaign"]
+    assert far["need80"] == pytest.approx([s80, 0.0]) and list(far["why"]) == ["campaign", "campaign"]
 
 
 def test_toml_reads_back_as_built():

@@ -162,7 +162,7 @@ def gain_band(d: dict, b: dict, level: int = 80, *, shared: bool | None = None) 
     on one engine and GPU family (None: read from their interval slices being one). Then part of that error is
     common to both (the campaign and GPU-family widening: "no serving run on any Hopper GPU" on both H100 rows; the
     engine's bias) and cancels in the ratio, so the band is an upper bound (`shared_error`). The widening terms are
-    not dropped before the quadrature: `band` folds them into each bound by hypot with the slice's own spread
+    not dropped before the quadrature: `band` adds them to each bound beyond the slice's own spread
     (measure.intervals.band), and the project has no paired runs of two shapes to say how much of that is common."""
     import math
 
