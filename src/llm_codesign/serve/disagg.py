@@ -603,6 +603,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
 
     rows = _rows(r, C, decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch,
                  isl=isl, osl=osl)
+    _eager_rows(rows, r, C, decode)
     return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prefill.precision.label(), "backend": prefill.backend,
             "isl": isl, "osl": osl, "arrival": arrival,
             # each pool's own engine and precision (the top-level keys are the prefill pool's)
@@ -637,6 +638,21 @@ def _rows(r: dict, C, **over) -> list[dict]:
         if not row["fits"]:
             row["over_capacity"] = _over_slots(row["concurrency"], held, kv=kv, **over)
     return rows
+
+
+def _eager_rows(rows: list[dict], r: dict, C, decode: Deployment) -> None:
+    """Each row whose decode step runs without CUDA graphs (evaluate_disagg's decode_eager_s > 0: a batch per rank above the
+    decode workers' capture) gets `eager_decode`, the note an aggregated estimate carries (serve.estimate.eager_note: the
+    batch, the capture, the extra a step and its TPOT share, the flag that avoids it)."""
+    from llm_codesign.serve.estimate import eager_note
+
+    pp = float(np.asarray(decode.plan.arrays()[1], float).reshape(-1)[0])
+    eager, batch, tpot, acc = (np.broadcast_to(np.asarray(r[key], float), C.shape)
+                               for key in ("decode_eager_s", "decode_batch", "tpot_s", "accepted_per_step"))
+    for j, row in enumerate(rows):
+        if eager[j] > 0:
+            row["eager_decode"] = eager_note(decode, batch=float(batch[j]), extra_s=float(eager[j]), part_s=float(eager[j] * pp / acc[j]),
+                                             tpot_s=float(tpot[j]), here="--decode-cuda-graph-max-bs").to_dict()
 
 
 def _over_slots(concurrency: int, held: int, *, kv: int, decode_instances: int, adp: int, max_batch, isl: int, osl: int) -> str:
