@@ -296,10 +296,10 @@ def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibratio
 
 def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
             spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo):
-    from llm_codesign.cli.common import _gpu, _precision, _spec
     import math
     from dataclasses import replace
 
+    from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import point_graphs
     from llm_codesign.serve.disagg import estimate_disagg

@@ -642,14 +642,13 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
         late = np.array([campaigns.first_token_next_loop(r) for r in sub])
         # the decode servers' MoE exchange where the recipe names one (the group's GPU and engine's: a campaign's entries name it by both)
         a2a = setting.get("decode_moe_a2a", "")
-        # the decode workers' CUDA graphs where the campaign's recipes set them (padded, per rank; NaN: the engine's default)
-        graphs = np.array([_decode_graphs(campaigns.settings(r), dmb[j]) for j, r in enumerate(sub)])
+
         with np.errstate(divide="ignore", invalid="ignore"):
             res = evaluate_disagg(model, *pools, calibration=cal, prefill_instances=col["prefill_instances"],
                                   decode_instances=col["decode_instances"], concurrency=col["concurrency"], isl=col["isl"], osl=col["osl"],
                                   decode_max_batch=dmb, arrival=setting["arrival"], prefill_routing=setting.get("prefill_routing"),
                                   decode_recv_interval=recv, first_token_next_loop=late, decode_moe_a2a=a2a,
-                                  decode_cuda_graph_max_bs=graphs)
+                                  decode_cuda_graph_max_bs=np.array([_decode_graphs(campaigns.settings(r), dmb[j]) for j, r in enumerate(sub)]))
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).astype(float) for k, v in out.items()}

@@ -410,8 +410,7 @@ def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None, rate_c
 def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
                     spec_k=None, decode_max_batch=None, arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None,
-                    decode_recv_interval=1.0, first_token_next_loop=False, decode_moe_a2a: str = "",
-                    decode_cuda_graph_max_bs=None) -> dict:
+                    decode_recv_interval=1.0, first_token_next_loop=False, decode_moe_a2a: str = "", decode_cuda_graph_max_bs=None) -> dict:
     """Metrics for every deployment in the broadcast of both pools' plans, instance counts, concurrency, ISL/OSL and k; the same
     keys as serving.evaluate where they mean the same thing. `prefill` and `decode` are one instance of each pool: its GPU,
     plan, precision, engine and step token budget (the decode one's speculation; num_gpus is not read, the plans' sizes are),
@@ -428,9 +427,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     `prefill_routing`: PREFILL_ROUTINGS (None: the engine's). `decode_recv_interval` (SGLang's --scheduler-recv-interval),
     `first_token_next_loop` (SGLang < 0.5.10): decode_admission's. `decode_moe_a2a`: the MoE exchange the decode servers' launch
     flags name (Engine.with_moe_a2a; "" the engine's default). `decode_cuda_graph_max_bs`: the decode workers' CUDA graphs
-    (largest batch per rank, padded; per deployment, NaN where the launch sets none), else the decode Deployment's
-    cuda_graph_max_bs, else the engine's default capture: a decode batch above it runs eagerly (decode_pool; `decode_eager_s`
-    a step, `decode_batch` per rank, `decode_capture` the default's (largest, padded)).
+    (_decode_graphs); a decode batch above them runs eagerly (decode_pool: `decode_eager_s` a step, at `decode_batch` a rank).
     TTFT = prefill_alone_s + front_end_s (the front end's overhead, beyond the running step's rest where it
     overlaps: first_token) + decode_admission_s (kv_transfer_s in it) + prefill_step_wait_s + prefill_wait_s (the prefill pool's queue) + decode_slot_wait_s (past the slots)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
@@ -442,11 +439,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     gpus = n_p * g_p + n_d * g_d
     p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens,
                      routing=prefill_routing, chunked_prefill=prefill.chunked_prefill, kv_fraction=prefill.kv_fraction)
-    graphs = decode.cuda_graph_max_bs if decode_cuda_graph_max_bs is None else np.where(
-        np.isnan(np.asarray(decode_cuda_graph_max_bs, float)), np.nan if decode.cuda_graph_max_bs is None else decode.cuda_graph_max_bs,
-        decode_cuda_graph_max_bs)
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens,
-                kv_fraction=decode.kv_fraction, cuda_graph_max_bs=graphs, max_batch=decode_max_batch)
+                kv_fraction=decode.kv_fraction, cuda_graph_max_bs=_decode_graphs(decode, decode_cuda_graph_max_bs), max_batch=decode_max_batch)
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
     slots, held = _decode_slots(d, decode_plan, n_d, decode_max_batch)
     # estimate's rule (serve.aggregated.evaluate: fits = concurrency <= what runs at once): a load past the slots is priced,
@@ -471,8 +465,15 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
-        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_capture": d["capture"],
-    }
+        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_capture": d["capture"]}
+
+
+def _decode_graphs(decode: Deployment, given):
+    """The decode workers' CUDA graphs (largest batch per rank, padded): `given` per deployment (evaluate_disagg's
+    decode_cuda_graph_max_bs), where it is NaN or None the decode Deployment's cuda_graph_max_bs, else NaN (the engine's
+    default capture, serve.aggregated.default_capture, applies: decode_pool)."""
+    own = np.nan if decode.cuda_graph_max_bs is None else float(decode.cuda_graph_max_bs)
+    return own if given is None else np.where(np.isnan(np.asarray(given, float)), own, given)
 
 
 def _decode_slots(d: dict, decode_plan: Plan, n_d, decode_max_batch) -> tuple:
