@@ -122,13 +122,15 @@ def test_a_key_the_table_does_not_know_is_one_line():
     cases = [("set = { ar_norm_fusion = false }", "set = { arnorm_fusion = false }",
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, per_user_with_ctx, act_quant_fusion, "
+              "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, per_user_with_ctx, "
+              "decode_cuda_graph_max_bs, decode_graphs_to_max_batch, act_quant_fusion, "
               "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, routing_fusion, mla_meta_fusion, kv_dtype, spec_method, spec_draft_len, spec_acceptance"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
-              "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, per_user_with_ctx"),
+              "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, per_user_with_ctx, "
+              "decode_cuda_graph_max_bs, decode_graphs_to_max_batch"),
              ("over_isl = {", "over_isls = {", "campaigns.toml [aiconfigurator-core] flags: 'over_isls' is not valid; one of: when, set, "
               "over_isl, over_isl_and_batch, round_up, over_batch"),
              ("over_isl_and_batch = { max_num_tokens", "over_isl_and_batch = { max_num_token",

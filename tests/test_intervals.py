@@ -494,8 +494,10 @@ def test_disagg_compare_and_design_rows_carry_intervals():
                        "--concurrency", "8,128,100000", "--json").stdout)
     m, g = lc.get_model("deepseek-r1"), lc.get_gpu("b200")
     for row in d["rows"]:
+        # 100,000 requests decode 552 a rank (the slots), above TensorRT-LLM's default capture (128): an eager step, widened for it
         ctx = iv.context(m, g, m.default_precision, engine="trtllm", concurrency=row["concurrency"], isl=1024, osl=1024, disaggregated=True,
-                         arrival="waves")
+                         arrival="waves", eager="eager_decode" in row)
+        assert ("eager_decode" in row) == (row["concurrency"] == 100000)
         assert _same(row["intervals"]["tpot_ms"], iv.band("tpot_ms", row["tpot_ms"], ctx))
         assert " disaggregated runs with TensorRT-LLM" in row["intervals"]["tpot_ms"]["source"]
     # a row beyond the disaggregated runs' largest concurrency (16,384) is named, though the first row is inside

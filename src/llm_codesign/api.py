@@ -277,7 +277,7 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
            acceptance_rates: str | tuple | None = None, draft_model: str | None = None, max_num_tokens: int | None = None,
            decode_max_num_tokens: int | None = None, decode_max_batch: int | None = None, prefill_routing: str | None = None,
            decode_recv_interval: int = 1, decode_moe_a2a: str = "", calibration: Calibration | Profile | str | None = None,
-           backend: str | None = None) -> DisaggEstimate:
+           backend: str | None = None, decode_cuda_graph_max_bs: int | None = None) -> DisaggEstimate:
     """One disaggregated deployment, as `llm-codesign disagg` prices it (explore.disagg_search.price_pools, one code
     path): `prefill_instances` instances of the `prefill` plan (`"tp=4"`, `"tp=8,ep=8"` or a `Plan`) on `gpu` hand each
     prompt's KV cache to `decode_instances` of the `decode` plan (on `decode_gpu` where it differs), at each load of
@@ -285,7 +285,8 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
     (`arrival`), `decode_max_batch` the decode ranks' max batch, `decode_recv_interval` the decode iterations between the
     decode workers' polls for new requests (SGLang only, without attention DP: --scheduler-recv-interval), `decode_moe_a2a`
     the decode servers' MoE exchange ("" the engine's own; "deepep_low_latency": SGLang's --moe-a2a-backend deepep
-    --deepep-mode low_latency, on a decode pool with attention DP and EP > 1). Returns a `DisaggEstimate`: per load TTFT and its
+    --deepep-mode low_latency, on a decode pool with attention DP and EP > 1), `decode_cuda_graph_max_bs` the decode workers'
+    padded CUDA-graph capture per rank (None: the engine's own; 0: off). Returns a `DisaggEstimate`: per load TTFT and its
     parts, TPOT, tok/s/user, tok/s/GPU and their 80% and 95% intervals; `to_dict()` is what `disagg --json` prints."""
     from llm_codesign.explore.disagg_search import price_pools
     from llm_codesign.spec.harness import MAX_RECV_INTERVAL
@@ -304,6 +305,9 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens)
     if decode_max_batch is not None:
         as_int("decode_max_batch", decode_max_batch, hi=MAX_CONCURRENCY, what=f"a positive integer up to {MAX_CONCURRENCY:,}")
+    if decode_cuda_graph_max_bs is not None:
+        as_int("decode_cuda_graph_max_bs", decode_cuda_graph_max_bs, lo=0, hi=MAX_CONCURRENCY,
+               what=f"a whole number of requests from 0 (graphs off) to {MAX_CONCURRENCY:,}")
     as_int("decode_recv_interval", decode_recv_interval, hi=MAX_RECV_INTERVAL, what=f"a positive integer up to {MAX_RECV_INTERVAL:,}")
     conc = [int(c) for c in check_concurrency(concurrency, arrays=True).reshape(-1)]
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
@@ -312,7 +316,8 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
                        engine=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens,
                        prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=w.isl, osl=w.osl,
                        decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing,
-                       decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a, calibration=_ref(calibration))
+                       decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a, calibration=_ref(calibration),
+                       decode_cuda_graph_max_bs=decode_cuda_graph_max_bs)
 
 
 def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path | None = None, isl_dist: str | None = None,

@@ -71,6 +71,10 @@ def disagg(
     decode_max_batch: Optional[int] = typer.Option(None, "--decode-max-batch", min=1, max=MAX_CONCURRENCY, help="The decode instances' max batch per attention-DP "
                                                    "rank (the engine's max_batch_size); requests past it wait for a decode slot. "
                                                    "Default: only the KV cache limits it."),
+    decode_cuda_graph_max_bs: Optional[int] = typer.Option(None, "--decode-cuda-graph-max-bs", min=0, max=MAX_CONCURRENCY,
+                                                           help="The decode instances' CUDA graphs: padded up to this batch per "
+                                                           "rank (0: off). Default: the engine's own capture; a batch above it "
+                                                           "decodes without graphs."),
     arrival: str = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests kept in step, as a "
                                 "fixed-length benchmark runs them) and closed_loop (a slot refilled as its request ends, lengths "
                                 "spread) price alike here, the prefill pool's queue at the other requests' rate; burst: all sent "
@@ -103,7 +107,7 @@ def disagg(
                          decode_max_num_tokens=decode_max_num_tokens, prefill_instances=prefill_instances, decode_instances=decode_instances,
                          concurrencies=conc, isl=isl, osl=osl, decode_max_batch=decode_max_batch, arrival=arrival,
                          prefill_routing=prefill_routing, decode_recv_interval=decode_recv_interval,
-                         decode_moe_a2a=decode_moe_a2a or "", calibration=calibration)
+                         decode_moe_a2a=decode_moe_a2a or "", calibration=calibration, decode_cuda_graph_max_bs=decode_cuda_graph_max_bs)
     r = answer.to_dict()
     if as_json:
         return _dump(r)
@@ -127,6 +131,9 @@ def disagg(
     _console().print(t)
     # the notes: where rows do not fit, the limit once and the loads it turns away (serve.disagg._slot_note), then what was
     # asked and changed nothing; the page shows the same lines
+    for row in r["rows"]:  # a decode batch the workers' CUDA graphs miss runs eagerly, as estimate's "CUDA graphs" row says
+        if "eager_decode" in row:
+            _console().print(f"[yellow]CUDA graphs at {row['concurrency']} requests: {row['eager_decode']['note']}[/yellow]", highlight=False)
     for note in r["notes"]:
         _console().print(note, highlight=False)
     from llm_codesign.render.intervals import CENTRE, basis_rows, interval_text, off_centre

@@ -296,8 +296,12 @@ def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibratio
 
 def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
             spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo):
+    import math
+    from dataclasses import replace
+
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.search import point_graphs
     from llm_codesign.serve.disagg import estimate_disagg
     from llm_codesign.spec.plan import Deployment, Plan
 
@@ -310,6 +314,10 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
+    # the decode workers' CUDA graphs padded up to their batch per rank where the engine's default misses it (as a search's
+    # points state theirs, explore.search.point_graphs): priced so, and the export writes it
+    rank_batch = math.ceil(math.ceil(concurrency / n_dec) / int(dp_.adp))
+    dec = replace(dec, cuda_graph_max_bs=point_graphs(dec.engine, rank_batch, gpu=g, plan=dp_, k=float(sd.k) if sd is not None else 0.0))
     r = estimate_disagg(m, pre, dec, calibration=calibration_for(g, calibration), prefill_instances=n_pre, decode_instances=n_dec,
                         concurrencies=[concurrency], isl=isl, osl=osl)
     row = r["rows"][0]

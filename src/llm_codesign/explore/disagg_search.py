@@ -13,8 +13,10 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import DisaggPoint, Frontier
 from llm_codesign.explore.search import (
+    SEARCH_GRAPHS,
     op_rows,
     plans,
+    point_graphs,
     reachable,
     roofline_bound,
     searched_precisions,
@@ -104,7 +106,8 @@ def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     pf = prefill_pool(model, gpu, prec, plan, costs=costs, isl=isl, max_num_tokens=max_num_tokens)
     dec = decode_pool(model, gpu, prec, plan.take(np.s_[:, None, None]), costs=costs,
                       per_instance=batches[None, :, None] * adp[:, None, None], isl=isl, osl=osl, spec=spec,
-                      spec_k=ks[None, None, :] if spec is not None else None, max_num_tokens=max_num_tokens)
+                      spec_k=ks[None, None, :] if spec is not None else None, max_num_tokens=max_num_tokens,
+                      cuda_graph_max_bs=SEARCH_GRAPHS)  # captured up to each point's batch, as its export writes (_point)
     tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
     C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
     base = (pf["t_alone"] - pf["t_idle"])[ip][:, None, None]  # first_token adds the idle extra where an arrival finds the pool idle
@@ -137,7 +140,10 @@ def _point(space, c: dict, j: int, *, plan: Plan, units: _Units, g, ks, precs, p
     prec, acc = (x[int(c["prec"][j])] for x in precs)
     k = int(ks[kk]) if spec is not None else 0
     pre = Deployment(num_gpus=int(g[ip[u]]), plan=plan.at(ip[u]), precision=prec, **pool)
+    # the decode workers' capture where the engine's default misses a batch of the grid (explore.search.point_graphs): the
+    # search priced every batch captured (SEARCH_GRAPHS), and the export writes it
     de = Deployment(num_gpus=int(g[id_[u]]), plan=plan.at(id_[u]), precision=prec, spec=spec.at(k) if spec is not None and k else None, **pool)
+    de = replace(de, cuda_graph_max_bs=point_graphs(de.engine, np.max(batches), gpu=de.gpu, plan=de.plan, k=float(k)))
     return DisaggPoint(pre, de, prefill_instances=int(npp[u]), decode_instances=int(ndd[u]), replicas=space.num_gpus // int(U[u]),
                        concurrency=int(batches[b] * adp[id_[u]] * ndd[u]), accuracy=point_accuracy(acc),
                        **{m: float(c[m][j]) for m in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")})
@@ -174,12 +180,13 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
                 decode_max_num_tokens: int | None = None, prefill_instances: int = 1, decode_instances: int = 1,
                 concurrencies=(1, 8, 32, 128, 512), isl: int = 1024, osl: int = 1024, decode_max_batch: int | None = None,
                 arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None, decode_recv_interval: int = 1, decode_moe_a2a: str = "",
-                calibration=None):
+                calibration=None, decode_cuda_graph_max_bs: int | None = None):
     """One disaggregated deployment over `concurrencies`: one instance of each pool built from its plan (`tp=4,ep=4`
     text, as `disagg --prefill/--decode` takes it, or a Plan) on its GPU (`decode_gpu`: the decode pool's where it
     differs), one engine on both (spec.engines.engine_for_pools), priced by serve.disagg.estimate_disagg and each row
     banded with its metrics' 80% and 95% intervals (measure.intervals.band_disagg_rows). The one code path of `disagg`,
-    `lc.disagg` and the page's disaggregated estimate. `calibration`: a profile's path, a Calibration or None."""
+    `lc.disagg` and the page's disaggregated estimate. `calibration`: a profile's path, a Calibration or None;
+    `decode_cuda_graph_max_bs` the decode workers' padded CUDA-graph capture per rank (None: the engine's default; 0: off)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.measure.intervals import band_disagg_rows
     from llm_codesign.serve.disagg import DisaggEstimate, estimate_disagg
@@ -190,7 +197,8 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
     notes = _engine_notes(gpu, dg, engine, one["backend"])
     plans_ = [p if isinstance(p, Plan) else Plan.parse(p, model, name) for name, p in (("prefill", prefill), ("decode", decode))]
     pools = (Deployment(gpu=gpu, num_gpus=int(plans_[0].gpus), plan=plans_[0], max_num_tokens=max_num_tokens, **one),
-             Deployment(gpu=dg, num_gpus=int(plans_[1].gpus), plan=plans_[1], max_num_tokens=decode_max_num_tokens or max_num_tokens, **one))
+             Deployment(gpu=dg, num_gpus=int(plans_[1].gpus), plan=plans_[1], max_num_tokens=decode_max_num_tokens or max_num_tokens,
+                        cuda_graph_max_bs=decode_cuda_graph_max_bs, **one))
 
     def cal(g):
         return calibration if isinstance(calibration, Calibration) else calibration_for(g, calibration)

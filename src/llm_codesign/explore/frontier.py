@@ -72,7 +72,9 @@ class DisaggPoint:
         """Both pools' plans and instances, the unit's GPUs, precision and draft length, in plain types."""
         pools = {}
         for name, dep, n in (("prefill", self.prefill, self.prefill_instances), ("decode", self.decode, self.decode_instances)):
-            pools[name] = {"plan": dep.plan.label(), "instances": n, "gpus_each": dep.num_gpus, **dep.plan.to_dict()}
+            pools[name] = {"plan": dep.plan.label(), "instances": n, "gpus_each": dep.num_gpus, **dep.plan.to_dict(),
+                           # the decode workers' capture where the search states one (explore.search.point_graphs), as FrontierPoint's
+                           **({} if dep.cuda_graph_max_bs is None else {"cuda_graph_max_bs": int(dep.cuda_graph_max_bs)})}
         pre, de, p, s = pools["prefill"], pools["decode"], self.decode.precision, self.decode.spec
         return {"gpu": self.prefill.gpu.id, "instance_gpus": self.prefill_instances * self.prefill.num_gpus + self.decode_instances * self.decode.num_gpus,
                 "replicas": self.replicas, "plan": f"P {pre['instances']}x {pre['plan']} + D {de['instances']}x {de['plan']}",

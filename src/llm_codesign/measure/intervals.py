@@ -1015,5 +1015,5 @@ def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, cal
     table = table_for(calibration, gpu=decode.gpu)
     for row in rows:
         ctx = context(model, decode.gpu, decode.precision, engine=decode.backend, concurrency=row["concurrency"], isl=isl, osl=osl,
-                      spec=decode.spec is not None, disaggregated=True, arrival=arrival)
+                      spec=decode.spec is not None, disaggregated=True, arrival=arrival, eager="eager_decode" in row)
         row["intervals"] = bands({k: row[k] for k in METRICS}, ctx, table=table)

@@ -599,6 +599,15 @@ def _disagg_problem(r: dict, line: int) -> str | None:
     return why
 
 
+def _decode_graphs(setting: dict, max_batch: float) -> float:
+    """A disaggregated row's decode capture (largest batch per rank, padded) from its campaign's settings: the recipe's
+    number, or its workers' max batch size where the recipe captures up to it (inf where the row records none: no batch
+    the workers run is above it); NaN where the campaign names none (the engine's default, serve.disagg.decode_pool)."""
+    if "decode_cuda_graph_max_bs" in setting:
+        return float(setting["decode_cuda_graph_max_bs"])
+    return float(max_batch) if setting.get("decode_graphs_to_max_batch") else float("nan")
+
+
 def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=None) -> tuple[list[dict], list[dict]]:
     """Disaggregated rows (is_disagg): per row, predictions (METRICS, plus `fits`) or an `unmodeled`
     reason, as predict_serving. Both pools' plans (attention TP or attention-DP ranks x TP, EP, MoE TP
@@ -633,11 +642,13 @@ def predict_disagg(rows: list[dict], profile: str | None = None, cal_override=No
         late = np.array([campaigns.first_token_next_loop(r) for r in sub])
         # the decode servers' MoE exchange where the recipe names one (the group's GPU and engine's: a campaign's entries name it by both)
         a2a = setting.get("decode_moe_a2a", "")
+
         with np.errstate(divide="ignore", invalid="ignore"):
             res = evaluate_disagg(model, *pools, calibration=cal, prefill_instances=col["prefill_instances"],
                                   decode_instances=col["decode_instances"], concurrency=col["concurrency"], isl=col["isl"], osl=col["osl"],
                                   decode_max_batch=dmb, arrival=setting["arrival"], prefill_routing=setting.get("prefill_routing"),
-                                  decode_recv_interval=recv, first_token_next_loop=late, decode_moe_a2a=a2a)
+                                  decode_recv_interval=recv, first_token_next_loop=late, decode_moe_a2a=a2a,
+                                  decode_cuda_graph_max_bs=np.array([_decode_graphs(campaigns.settings(r), dmb[j]) for j, r in enumerate(sub)]))
         out = {"ttft_ms": res["ttft_s"] * 1e3, "tpot_ms": res["tpot_s"] * 1e3,
                "output_tok_s_per_gpu": res["output_tok_s_per_gpu"], "output_tok_s_per_user": res["tok_s_per_user"]}
         out = {k: np.broadcast_to(v, (len(idx),)).astype(float) for k, v in out.items()}

@@ -18,7 +18,7 @@ measure.validate.predict_disagg) with evaluate_disagg: docs/validation_report.md
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -29,8 +29,9 @@ from llm_codesign.cost.kernels import collective_time
 from llm_codesign.cost.ops import forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
+    _decode_stage,
     cost_overlaps,
-    decode_step,
+    default_capture,
     draft_lengths,
     draft_model,
     engine_budget,
@@ -140,11 +141,15 @@ def _lone_prompt_credit(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *
 
 
 def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, per_instance, isl, osl,
-                spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, kv_fraction: float | None = None) -> dict:
+                spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, kv_fraction: float | None = None,
+                cuda_graph_max_bs=None, max_batch=None) -> dict:
     """One decode instance (`costs`: its engine's fitted costs and in-step calibration) holding
     `per_instance` requests: decode-only steps, so no prefill chunk stalls a token; the KV cache (the
     engine's fraction, or the deployment's `kv_fraction`, run_flags) and the step token budget
-    (Engine.budget_batch) bound what it holds."""
+    (Engine.budget_batch) bound what it holds. Its step is the aggregated decode's (serve.aggregated._decode_stage): a
+    batch per rank above the decode workers' CUDA graphs (`cuda_graph_max_bs`, padded, per rank; NaN or None: the
+    engine's default capture on this GPU and plan, serve.aggregated.default_capture, vLLM's from `max_batch`, the
+    workers' max_num_seqs) pays every kernel's eager launch (`eager`, in t_stage)."""
     sh = plan.broadcast()
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
     k, acc = draft_lengths(spec, spec_k)
@@ -152,7 +157,11 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
                                                        draft_len=k)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     c_rank = np.ceil(np.asarray(per_instance, float) / adp - 1e-9)  # the busiest rank (serve.aggregated.evaluate)
-    t_stage, t_draft, _ = decode_step(model, gpu, prec, sh, costs=costs, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
+    fl = run_flags(None, chunked_prefill=None, cuda_graph_max_bs=cuda_graph_max_bs)
+    if max_batch is not None:
+        fl = replace(fl, max_running_requests=np.asarray(max_batch, float))
+    parts, t_draft, _ = _decode_stage(model, gpu, prec, sh, costs=costs, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
+    t_stage = parts.stage
     fraction = own if kv_fraction is None else kv_fraction
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      spec=spec, draft=draft_model(model, spec) if spec is not None else None, max_seqs=costs.engine.max_batch(gpu), draft_len=k,
@@ -163,7 +172,8 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
                     mem["max_seqs_per_rank"])
     return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp,
-            "kv_per_instance": mem["max_seqs_per_rank"] * adp}
+            "kv_per_instance": mem["max_seqs_per_rank"] * adp, "eager": parts.eager + 0.0 * t_stage, "batch": c_rank / pp,
+            "capture": default_capture(costs.engine, gpu, sh, k=k, flags=fl)}
 
 
 def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, *, prefill_gpus, total_gpus,
@@ -400,7 +410,7 @@ def closed_loop(C, base, decode_time, per_instance, n_p, *, queue_s=None, rate_c
 def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances, decode_instances, concurrency, isl, osl,
                     spec_k=None, decode_max_batch=None, arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None,
-                    decode_recv_interval=1.0, first_token_next_loop=False, decode_moe_a2a: str = "") -> dict:
+                    decode_recv_interval=1.0, first_token_next_loop=False, decode_moe_a2a: str = "", decode_cuda_graph_max_bs=None) -> dict:
     """Metrics for every deployment in the broadcast of both pools' plans, instance counts, concurrency, ISL/OSL and k; the same
     keys as serving.evaluate where they mean the same thing. `prefill` and `decode` are one instance of each pool: its GPU,
     plan, precision, engine and step token budget (the decode one's speculation; num_gpus is not read, the plans' sizes are),
@@ -416,7 +426,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     burst, past the decode slots a wave is what they hold and the rest wait whole waves, as serve.aggregated prices them.
     `prefill_routing`: PREFILL_ROUTINGS (None: the engine's). `decode_recv_interval` (SGLang's --scheduler-recv-interval),
     `first_token_next_loop` (SGLang < 0.5.10): decode_admission's. `decode_moe_a2a`: the MoE exchange the decode servers' launch
-    flags name (Engine.with_moe_a2a; "" the engine's default).
+    flags name (Engine.with_moe_a2a; "" the engine's default). `decode_cuda_graph_max_bs`: the decode workers' CUDA graphs
+    (_decode_graphs); a decode batch above them runs eagerly (decode_pool: `decode_eager_s` a step, at `decode_batch` a rank).
     TTFT = prefill_alone_s + front_end_s (the front end's overhead, beyond the running step's rest where it
     overlaps: first_token) + decode_admission_s (kv_transfer_s in it) + prefill_step_wait_s + prefill_wait_s (the prefill pool's queue) + decode_slot_wait_s (past the slots)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
@@ -429,7 +440,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens,
                      routing=prefill_routing, chunked_prefill=prefill.chunked_prefill, kv_fraction=prefill.kv_fraction)
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens,
-                kv_fraction=decode.kv_fraction)
+                kv_fraction=decode.kv_fraction, cuda_graph_max_bs=_decode_graphs(decode, decode_cuda_graph_max_bs), max_batch=decode_max_batch)
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
     slots, held = _decode_slots(d, decode_plan, n_d, decode_max_batch)
     # estimate's rule (serve.aggregated.evaluate: fits = concurrency <= what runs at once): a load past the slots is priced,
@@ -454,7 +465,15 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
-    }
+        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_capture": d["capture"]}
+
+
+def _decode_graphs(decode: Deployment, given):
+    """The decode workers' CUDA graphs (largest batch per rank, padded): `given` per deployment (evaluate_disagg's
+    decode_cuda_graph_max_bs), where it is NaN or None the decode Deployment's cuda_graph_max_bs, else NaN (the engine's
+    default capture, serve.aggregated.default_capture, applies: decode_pool)."""
+    own = np.nan if decode.cuda_graph_max_bs is None else float(decode.cuda_graph_max_bs)
+    return own if given is None else np.where(np.isnan(np.asarray(given, float)), own, given)
 
 
 def _decode_slots(d: dict, decode_plan: Plan, n_d, decode_max_batch) -> tuple:
@@ -585,6 +604,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
 
     held = dict(decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch, isl=isl, osl=osl)
     rows = _rows(r, C, **held)
+    _eager_rows(rows, r, C, decode)
     return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prefill.precision.label(), "backend": prefill.backend,
             "isl": isl, "osl": osl, "arrival": arrival,
             # each pool's own engine and precision (the top-level keys are the prefill pool's)
@@ -619,6 +639,21 @@ def _rows(r: dict, C, **over) -> list[dict]:
         if not row["fits"]:
             row["over_capacity"] = _over_slots(row["concurrency"], held, kv=kv, **over)
     return rows
+
+
+def _eager_rows(rows: list[dict], r: dict, C, decode: Deployment) -> None:
+    """Each row whose decode step runs without CUDA graphs (evaluate_disagg's decode_eager_s > 0: a batch per rank above the
+    decode workers' capture) gets `eager_decode`, the note an aggregated estimate carries (serve.estimate.eager_note: the
+    batch, the capture, the extra a step and its TPOT share, the flag that avoids it)."""
+    from llm_codesign.serve.estimate import eager_note
+
+    pp = float(np.asarray(decode.plan.arrays()[1], float).reshape(-1)[0])
+    eager, batch, tpot, acc = (np.broadcast_to(np.asarray(r[key], float), C.shape)
+                               for key in ("decode_eager_s", "decode_batch", "tpot_s", "accepted_per_step"))
+    for j, row in enumerate(rows):
+        if eager[j] > 0:
+            row["eager_decode"] = eager_note(decode, batch=float(batch[j]), extra_s=float(eager[j]), part_s=float(eager[j] * pp / acc[j]),
+                                             tpot_s=float(tpot[j]), here="--decode-cuda-graph-max-bs").to_dict()
 
 
 def _slots(r: dict) -> tuple[int, int]:

@@ -182,8 +182,11 @@ def disagg_energy(model: ModelSpec, prefill: Deployment, decode: Deployment, *, 
     pp_d, adp_d = (float(np.asarray(x).reshape(-1)[0]) for x in (decode.plan.pp, decode.plan.adp))
     k = decode.spec.k if decode.spec is not None else 0
     per_rank = np.ceil(concurrency / decode_instances / adp_d - 1e-9)
-    t_stage, t_draft, ops = agg.decode_step(model, gpu, decode.precision, sh_d, costs=dc, b=per_rank / pp_d, ctx=isl + osl / 2.0,
-                                            k=np.asarray(float(k)), spec=decode.spec)
+    # its eager launches where the batch is above the decode workers' capture, as decode_pool prices the step
+    fl = agg.run_flags(None, chunked_prefill=None, cuda_graph_max_bs=decode.cuda_graph_max_bs)
+    parts, t_draft, ops = agg._decode_stage(model, gpu, decode.precision, sh_d, costs=dc, b=per_rank / pp_d, ctx=isl + osl / 2.0,
+                                            k=np.asarray(float(k)), spec=decode.spec, flags=fl)
+    t_stage = parts.stage
     bp = board_power(gpu)
     a_pf = kernel_activity(pf_ops, gpu, agg.pdl_per_launch(gpu, pc)) * np.clip(agg.kernels_time(pf_ops, gpu, pc) / t_full, 0.0, 1.0)
     kernels_dec = agg.kernels_time(ops, gpu, dc) + t_draft / pp_d

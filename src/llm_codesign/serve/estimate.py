@@ -388,19 +388,27 @@ def _eager_decode(dep: Deployment, rows: tuple[OperatorTime, ...], *, batch: flo
     row = next((o for o in rows if o.name == "host/eager_launches" and o.time_s > 0), None)
     if row is None:
         return None
+    return eager_note(dep, batch=batch, extra_s=row.time_s, part_s=row.tpot_s, tpot_s=tpot_s)
+
+
+def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float,
+               here: str = "--cuda-graph-max-bs") -> EagerDecode:
+    """EagerDecode for `dep`'s decode step at `batch` per rank whose eager launches add `extra_s` a step and `part_s` to
+    a TPOT of `tpot_s`: an aggregated estimate's (from its breakdown row) and a disaggregated decode pool's
+    (serve.disagg.estimate_disagg, from evaluate_disagg's decode_eager_s; `here` the tool's own option) alike."""
     n, ranks, title = int(np.ceil(batch - 1e-9)), int(np.asarray(stage_ranks(dep.plan)).reshape(-1)[0]), dep.engine.title
     avoid = GRAPH_OPTION.get(dep.engine.name, f"a CUDA-graph capture padded up to {{n}} in {title}'s launch options").format(n=n) + \
-        f" (here: --cuda-graph-max-bs {n}, Deployment.cuda_graph_max_bs, priced as padded graphs up to {n})"
+        f" (here: {here} {n}, Deployment.cuda_graph_max_bs, priced as padded graphs up to {n})"
     # the eager cost is fitted on prefill steps only (eager_launch_s; at several ranks eager_skew_s, fitted on TTFT by GPU
     # count: docs/modelling-notes.md#eager-rank-skew): no campaign row runs decode eagerly (#cg128-default-graphs)
     fitted = (f"{title}'s eager launch cost and its spread over the {ranks} ranks (eager_skew_s) are fitted on prefill TTFT "
               "by GPU count" if ranks > 1 else f"{title}'s eager launch cost (eager_launch_s) is fitted on prefill steps")
-    share = row.tpot_s / tpot_s
+    share = part_s / tpot_s
     note = (f"decode runs without CUDA graphs: a batch of {batch:.4g} per rank is not captured ({captured_text(dep)}), so each "
-            f"step launches every kernel from the host: +{row.time_s * 1e3:.3g} ms a step, {share:.0%} of TPOT "
+            f"step launches every kernel from the host: +{extra_s * 1e3:.3g} ms a step, {share:.0%} of TPOT "
             f"(host/eager_launches). Avoid it with {avoid}. {fitted}; no measured run decodes without CUDA graphs, so this "
             "part is unmeasured for decode (the intervals widen for it)")
-    return EagerDecode(batch_per_rank=batch, captured=captured_text(dep), extra_s=row.time_s, tpot_s=row.tpot_s, share=share,
+    return EagerDecode(batch_per_rank=batch, captured=captured_text(dep), extra_s=extra_s, tpot_s=part_s, share=share,
                        cuda_graph_max_bs=n, avoid=avoid, note=note)
 
 
