@@ -135,11 +135,38 @@ class StepParts(NamedTuple):
     host_seq: object
     draft: object = 0.0
     eager: object = 0.0
+    kernels_all: object = None  # the kernels of every stage in turn (forward_ops all_stages); None: one stage (PP1)
 
     @property
     def stage(self):
         # in this order: the sum decode_step and evaluate made before the parts were kept (the same values bit for bit)
         return self.kernels + self.host_step + self.host_seq + self.draft + self.eager
+
+    def iteration(self, pp, running):
+        """A decode iteration: the time between a sequence's successive steps through the pipeline of `pp` stages with
+        `running` sequences on it, spread over micro_batches(running, pp) micro-batches. Each micro-batch crosses the
+        stages in turn (its next step needs its sampled token) and each stage serves one micro-batch at a time, so in
+        steady state a micro-batch comes round every max(the stages' sum, m x the slowest stage): the ring's length and
+        the slowest stage's m visits, whichever binds (a cyclic pipeline's period, docs/modelling-notes.md#pp-stage-sum).
+        A full pipeline (m = pp) is bound by its slowest stage: pp x stage, as before; one request (m = 1) by the sum,
+        each layer once and the head once. The host's cost per step and per sequence and the eager launches are each
+        stage's own (every PP rank runs the engine's loop), the draft passes' share (t_draft / pp) is every stage's too."""
+        pp = np.asarray(pp, float)
+        full = pp * self.stage
+        if self.kernels_all is None:
+            return full
+        m = micro_batches(running, pp)
+        ring = self.kernels_all + pp * (self.host_step + self.host_seq + self.draft + self.eager)
+        return np.where(m < pp, np.maximum(ring, m * self.stage), full)
+
+
+def micro_batches(running, pp):
+    """The micro-batches `running` sequences fill on a pipeline of `pp` stages: one per sequence up to pp. Engines keep
+    pp micro-batches in flight and never schedule a sequence already in one (TensorRT-LLM PyExecutor: num_micro_batches =
+    dist.pp_size, inflight_req_ids, tensorrt_llm/_torch/pyexecutor/py_executor.py, _executor_loop_pp; vLLM v1's batch
+    queue of max_concurrent_batches = pipeline_parallel_size, v1/executor/multiproc_executor.py), so a lone request is one
+    micro-batch crossing every stage; spread as evenly as they go, as the full pipeline's running / pp are."""
+    return np.minimum(np.maximum(np.asarray(running, float), 1.0), np.asarray(pp, float))
 
 
 def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
@@ -151,11 +178,12 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
 
 
 def decode_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
-    """decode_step's (StepParts, draft time, operators): its stage time's parts, which it sums."""
-    t_kernels, t_draft, ops = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
-                                      what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
+    """decode_step's (StepParts, draft time, operators): its stage time's parts, which it sums, and every stage's kernels
+    (StepParts.kernels_all, for StepParts.iteration) where the pipeline has more than one."""
+    t_kernels, t_draft, ops, t_all = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
+                                             what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
     draft = 0.0 if spec is None else t_draft / np.asarray(sh.pp, float)
-    return StepParts(t_kernels, costs.step_overhead, costs.seq_overhead * b, draft), t_draft, ops
+    return StepParts(t_kernels, costs.step_overhead, costs.seq_overhead * b, draft, kernels_all=t_all), t_draft, ops
 
 
 def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
@@ -165,11 +193,14 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
-    """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators)."""
+    """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators, the kernels of
+    every stage in turn: None where no plan has more than one stage)."""
+    staged = bool(np.any(np.asarray(sh.pp) > 1))
     ops = forward_ops(model, gpu, costs.cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine,
-                      sample=True)
+                      sample=True, all_stages=staged)
+    ops, every = ops if staged else (ops, None)
     t_draft = 0.0 if spec is None else _draft_passes(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec, ops=ops)
-    return kernels_time(ops, gpu, costs), t_draft, ops
+    return kernels_time(ops, gpu, costs), t_draft, ops, None if every is None else kernels_time(every, gpu, costs)
 
 
 def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding, ops=None):
@@ -430,17 +461,19 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
     wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
-    # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
-    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
+    # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step); fewer running than
+    # stages leave micro-batches empty, each sequence crossing the stages alone (StepParts.iteration)
+    per_mb = running / micro_batches(running, pp)
+    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
     t_stage = parts.stage
-    ops, t_iter = ops if with_ops else None, pp * t_stage  # a search's chunk: the step's operators need not outlive their price
+    ops, t_iter = ops if with_ops else None, parts.iteration(pp, running)  # a search's chunk: the operators need not outlive their price
     # a new request first waits for decode iterations: the running one's rest as its arrival sets it (a closed loop's
     # whole step, a burst's none), the one an overlap scheduler queued ahead (EngineCosts.wait_steps), the attention-DP
     # hold (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the scheduler
     # polls every recv_interval (its front end's work: _request_times)
     t_wait = (costs.wait_steps(adp, C, arrival, queued=fl.queued_steps, rounds=fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
-                      steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
+                      steps=(t_stage, acc, time_share, t_wait, t_iter), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life, said = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
@@ -463,7 +496,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": running / pp, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "accepted": acc,
+                                                   "time_share": time_share, "slot_queue": queued, "batch": per_mb, "queued_steps": fl.queued_steps}}
     return res
 
 
@@ -637,8 +671,7 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     (_Rank.scheduler), whether the engine mixes prefill chunks into decodes (mixes); `spec`, the speculation its decodes run in
     a mixed step too; `q`, its cohort where the caller sized it (_closed_loop_cohort), else _cohort's."""
     engine, fl = r.scheduler
-    t_stage, acc, time_share, t_wait = steps
-    t_iter = r.pp * t_stage
+    t_stage, acc, time_share, t_wait, t_iter = steps  # t_iter: the decode iteration (StepParts.iteration)
     mix = mixes(engine, fl, r.k)
     q, t_pf_stage, span, t_req_pf, rest, parts = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
                                                        arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mix,

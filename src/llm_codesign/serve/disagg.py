@@ -31,6 +31,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     cost_overlaps,
     decode_step,
+    decode_step_parts,
     draft_lengths,
     draft_model,
     engine_budget,
@@ -38,6 +39,7 @@ from llm_codesign.serve.aggregated import (
     idle_extra,
     kernels_time,
     kv_fraction_of,
+    micro_batches,
     prefill_batch,
     prefill_step,
     prompt_budget,
@@ -152,7 +154,10 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
                                                        draft_len=k)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     c_rank = np.ceil(np.asarray(per_instance, float) / adp - 1e-9)  # the busiest rank (serve.aggregated.evaluate)
-    t_stage, t_draft, _ = decode_step(model, gpu, prec, sh, costs=costs, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec)
+    # fewer in flight than stages leave micro-batches empty, each request crossing the stages alone (StepParts.iteration)
+    parts, t_draft, _ = decode_step_parts(model, gpu, prec, sh, costs=costs, b=c_rank / micro_batches(c_rank, pp), ctx=isl + osl / 2.0,
+                                          k=k, spec=spec)
+    t_stage = parts.stage
     fraction = own if kv_fraction is None else kv_fraction
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      spec=spec, draft=draft_model(model, spec) if spec is not None else None, max_seqs=costs.engine.max_batch(gpu), draft_len=k,
@@ -161,7 +166,7 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     # the decodes (Engine.budget_batch; the rest wait for a slot); a cache that holds none keeps its figure
     held = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], costs.engine.budget_batch(mnt, k, pp)),
                     mem["max_seqs_per_rank"])
-    return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
+    return {"tpot": parts.iteration(pp, c_rank) / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp,
             "kv_per_instance": mem["max_seqs_per_rank"] * adp}
 
