@@ -88,6 +88,17 @@ def test_one_request_pays_one_layer_per_layer_at_any_pp():
     assert 0 < t[24, 4] - t[24, 1] < 0.15e-3
 
 
+def test_one_requests_prefill_crosses_every_layer_once():
+    # the same for its first token: a lone request's prompt chunk crosses the stages one after another
+    # (PrefillParts.through), so TTFT grows by one layer's prefill a layer at PP4 as at PP1 (it was 25.553 ms at 25, 26
+    # and 27 layers: 4 x the slowest stage)
+    t = {(L, pp): float(np.ravel(_tpot(L, pp=pp)["ttft_s"])[0]) for L in (24, 25, 26, 27) for pp in (1, 4)}
+    for L in (24, 25, 26):
+        assert t[L + 1, 4] - t[L, 4] == pytest.approx(t[L + 1, 1] - t[L, 1], rel=2e-3)
+    assert 1e3 * t[25, 4] == pytest.approx(23.142, abs=2e-3)  # 25.553 before
+    assert 1e3 * t[24, 1] == pytest.approx(21.788, abs=2e-3)  # PP1 unchanged
+
+
 def test_a_full_pipeline_is_priced_as_before():
     # 64 requests on PP4: 16 a micro-batch, every stage busy; the iteration is pp x the slowest stage
     r = _tpot(26, concurrency=64)

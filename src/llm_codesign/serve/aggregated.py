@@ -325,11 +325,23 @@ class PrefillParts(NamedTuple):
     eager: object
     idle: object = 0.0
     draft: object = 0.0
+    kernels_all: object = None  # every stage's kernels in turn (forward_ops all_stages); None: one stage (PP1)
+    eager_all: object = 0.0  # every stage's eager launches in turn
 
     @property
     def step(self):
         # in this order: prefill_step's sum before its parts were kept (the same values bit for bit)
         return self.kernels + self.host_step + self.host_seq + self.eager + self.idle + self.draft
+
+    def through(self, pp):
+        """The step crossing every one of `pp` stages alone (one request's chunk, nothing beside it in the pipeline), in
+        slowest-stage steps: the stages' sum (each layer once, the head once, each stage's host cost and eager launches)
+        over the slowest stage's step; pp where there is one stage (docs/modelling-notes.md#pp-stage-sum)."""
+        pp = np.asarray(pp, float)
+        if self.kernels_all is None:
+            return pp
+        ring = self.kernels_all + self.eager_all + pp * (self.host_step + self.host_seq + self.idle + self.draft)
+        return np.where(pp > 1, ring / np.maximum(self.step, 1e-30), pp)
 
 
 def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
@@ -337,16 +349,25 @@ def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *,
     """prefill_step's time in its parts (PrefillParts), which it sums."""
     b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached, k=k)
 
+    staged = bool(np.any(np.asarray(sh.pp) > 1))
+
     def kernels():
-        ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine, sample=True)
+        ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine, sample=True, all_stages=staged)
+        ops, every = ops if staged else (ops, None)
         # each launch pays its host cost; PDL's share of a boundary comes off those it may overlap (Op.no_pdl)
         n = launches(ops)
-        return kernels_time(ops, gpu, costs, n_launches=launches(ops, pdl=True)), n
+        if every is None:
+            return kernels_time(ops, gpu, costs, n_launches=launches(ops, pdl=True)), n, None, None
+        n_all = launches(every)
+        return (kernels_time(ops, gpu, costs, n_launches=launches(ops, pdl=True)), n,
+                kernels_time(every, gpu, costs, n_launches=launches(every, pdl=True)), n_all)
 
-    t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
-                           arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
-    eager = costs.eager_per_launch(stage_ranks(sh)) * n
-    parts = PrefillParts(t_kernels, costs.step_overhead, costs.seq_overhead * (b.pf_seqs + dec_seqs), eager)
+    t_kernels, n, t_all, n_all = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
+                                         arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
+    per_launch = costs.eager_per_launch(stage_ranks(sh))
+    eager = per_launch * n
+    parts = PrefillParts(t_kernels, costs.step_overhead, costs.seq_overhead * (b.pf_seqs + dec_seqs), eager, kernels_all=t_all,
+                         eager_all=0.0 if n_all is None else per_launch * n_all)
     if idle and costs.idle_launch:  # launches are asynchronous: the GPU waits on the host's dispatch where that is the longer
         parts = parts._replace(idle=np.maximum(costs.idle_launch * n - (t_kernels + eager), 0.0))
     decoding = np.asarray(dec_seqs) > 0
@@ -460,7 +481,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
-    wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
+    wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step); fewer running than
     # stages leave micro-batches empty, each sequence crossing the stages alone (StepParts.iteration)
     per_mb = running / micro_batches(running, pp)
@@ -473,7 +494,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     # polls every recv_interval (its front end's work: _request_times)
     t_wait = (costs.wait_steps(adp, C, arrival, queued=fl.queued_steps, rounds=fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
-                      steps=(t_stage, acc, time_share, t_wait, t_iter), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
+                      steps=(t_stage, acc, time_share, t_wait, t_iter), wave=(wave_tok, t_wave_step, pf_span, wave_through), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life, said = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
@@ -675,7 +696,8 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     mix = mixes(engine, fl, r.k)
     q, t_pf_stage, span, t_req_pf, rest, parts = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
                                                        arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mix,
-                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, spec=spec, q=q)
+                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, spec=spec, q=q,
+                                                       wave_through=wave[3])
     tpot, life, others = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf,
                                        mixes=mix, rest=rest)
     # the per-request work outside the steps, paid (q + 1) / 2 times as if the q requests arriving together were served
@@ -802,7 +824,8 @@ def _wave_idle(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Ran
 
 def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival=DEFAULT_ARRIVAL):
     """A wave's prefill phase: every running sequence's prompt in chunks of the step budget; returns
-    (tokens per step, the step's time, the phase's span over the pipeline, a burst's idle first step in it, _wave_idle)."""
+    (tokens per step, the step's time, the phase's span over the pipeline, a burst's idle first step in it, _wave_idle;
+    the step through every stage alone in slowest-stage steps, PrefillParts.through, pp where the steps stream)."""
     wave_tok = np.minimum(r.mnt, r.running * r.new)
     n_wave = r.running * r.new / np.maximum(wave_tok, 1.0)
 
@@ -819,14 +842,20 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
         # sequences running differ along k (once_along_last), each column once per plan where it
         # fills the budget (once_at_cap)
         t_wave_step, = once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
-    span = _over_pipeline(r, n_wave) * t_wave_step
-    return wave_tok, t_wave_step, span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=(wave_tok, t_wave_step))
+    through = r.pp
+    if np.any(~np.asarray(r.pipelined, bool) & (np.asarray(r.pp) > 1)):  # steps that cross the stages alone: their sum
+        through = prefill_step_parts(model, gpu, prec, sh, costs=costs, tokens=wave_tok, isl=r.new, chunk=r.chunk,
+                                     cached=r.cached).through(r.pp)
+    span = _over_pipeline(r, n_wave, through) * t_wave_step
+    return (wave_tok, t_wave_step, span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=(wave_tok, t_wave_step)),
+            through)
 
 
-def _over_pipeline(r: _Rank, n):
-    """Stage times n steps take through the rank's pipeline: n + pp - 1 where they stream through its stages, n x pp
-    where each step crosses every stage alone."""
-    return np.where(r.pipelined, n + r.pp - 1.0, n * r.pp)
+def _over_pipeline(r: _Rank, n, through=None):
+    """Stage times n steps take through the rank's pipeline: n + pp - 1 where they stream through its stages, n x
+    `through` where each step crosses every stage alone (PrefillParts.through: the stages' sum over the slowest stage's
+    step; None: pp, every stage as slow as the slowest)."""
+    return np.where(r.pipelined, n + r.pp - 1.0, n * (r.pp if through is None else through))
 
 
 
@@ -911,7 +940,7 @@ def _steps_to_first_token(q, new, step_tok):
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival, window, acc,
-                 mixes, t_stage, wave, rounds, spec: SpecDecoding | None = None, q=None):
+                 mixes, t_stage, wave, rounds, spec: SpecDecoding | None = None, q=None, wave_through=None):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
     after its first token for the rest of its cohort's prefill, the span's parts). Its chunks share steps with the prefills
@@ -938,7 +967,8 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
                             dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
     t_pf_stage = pf.step
 
-    own = _over_pipeline(r, n_pf)  # its own steps' stage times
+    through = pf.through(r.pp)  # a step crossing the stages alone: their sum, in slowest-stage steps
+    own = _over_pipeline(r, n_pf, through)  # its own steps' stage times
     # a burst's wave pays its idle first step for every request of it (_wave_idle)
     idle = _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
     lone = np.asarray(r.alone, bool) & (arrival != "burst")
@@ -954,7 +984,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
     whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)
-    rest = np.where(mixes, 0.0, (_over_pipeline(r, whole) - _over_pipeline(r, n_pf)) * t_pf_stage)
+    rest = np.where(mixes, 0.0, (_over_pipeline(r, whole, through) - _over_pipeline(r, n_pf, through)) * t_pf_stage)
     burst = 0.0
     if arrival == "waves":
         # the first wave: all running requests at once, prefilled at the wave's step (every one of them, no decode
@@ -962,9 +992,9 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         wave_tok, t_wave_step = wave
         n_burst = _steps_to_first_token(np.maximum(r.running, 1.0), r.new, wave_tok)
         first = 1.0 / np.maximum(rounds, 1.0)
-        span = (1.0 - first) * span + first * _over_pipeline(r, n_burst) * t_wave_step
+        span = (1.0 - first) * span + first * _over_pipeline(r, n_burst, wave_through) * t_wave_step
         q = (1.0 - first) * q + first * np.maximum(r.running, 1.0)
-        own, idle, burst = (1.0 - first) * own, (1.0 - first) * idle, first * _over_pipeline(r, n_burst) * t_wave_step
+        own, idle, burst = (1.0 - first) * own, (1.0 - first) * idle, first * _over_pipeline(r, n_burst, wave_through) * t_wave_step
     # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
     # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
     t_req_pf = (np.maximum(t_pf_stage - np.where(mixes, t_stage, 0.0), 0.0) * r.new / np.maximum(pf_step_tok, 1.0)) if closed else None
@@ -987,7 +1017,7 @@ def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=No
     what it adds beyond it; an engine that runs prefill on its own (`mixes` false) stalls the decodes
     for the whole step. `t_req_pf`: one request's share where the caller priced it (closed loop); `rest`: the
     wait after its first token for its cohort's prompts behind it (_own_prefill), over its OSL - 1 tokens."""
-    wave_tok, t_wave_step, pf_span = wave
+    wave_tok, t_wave_step, pf_span = wave[:3]
     if t_req_pf is None:
         t_req_pf = r.new / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - np.where(mixes, t_stage, 0.0), 0.0)
     stall = (np.maximum(r.running - q, 0.0) * t_req_pf + rest) / np.maximum(r.osl - 1.0, 1.0)
