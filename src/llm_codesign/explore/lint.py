@@ -42,7 +42,7 @@ COST_MEASURE = {
     "R4": "the padding's width",
     "R5": "the MoE layer's extra time at batch 8 against batch 1",
     "R6": ("the regime's objective per layer against the nearest layer count the PP divides, or the same layers balanced per "
-           "stage, on a TP x PP the --gpus budget holds (blocks: the slowest kind of layer over the mean)"),
+           "stage, on a TP x PP within the GPU budget (blocks: the slowest kind of layer over the mean)"),
     "R7": "the KV heads' extra copies, or Helix's decode tok/s/GPU gain",
     "R8": "the proxy loss against the nearest published model",
 }
