@@ -1,7 +1,6 @@
 """A pipeline below its depth (fixpp2, docs/modelling-notes.md#pp-stage-sum): a micro-batch crosses the stages in turn, so
 with m micro-batches on pp stages a decode iteration is max(the stages' sum, m x the slowest stage), pp x slowest only
 where the pipeline is full. Before, one request at PP4 was priced 4 x the slowest stage: 24 to 27 layers all 4.144 ms."""
-from dataclasses import replace
 
 import numpy as np
 import pytest

@@ -482,9 +482,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
     wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
-    # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step); fewer running than
-    # stages leave micro-batches empty, each sequence crossing the stages alone (StepParts.iteration)
-    per_mb = running / micro_batches(running, pp)
+    per_mb = running / micro_batches(running, pp)  # a micro-batch's decodes (k + 1 tokens each); below pp one each
     parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
     t_stage = parts.stage
     ops, t_iter = ops if with_ops else None, parts.iteration(pp, running)  # a search's chunk: the operators need not outlive their price
@@ -517,8 +515,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "accepted": acc,
-                                                   "time_share": time_share, "slot_queue": queued, "batch": per_mb, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": per_mb, "queued_steps": fl.queued_steps}}
     return res
 
 

@@ -30,7 +30,6 @@ from llm_codesign.cost.ops import forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     cost_overlaps,
-    decode_step,
     decode_step_parts,
     draft_lengths,
     draft_model,

@@ -433,8 +433,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
     decodes' drafts beside), what an idle engine adds and the first wave's share. `at`: the point's flat index where `priced` holds `n` points (a frontier's, explore.search.point_breakdowns)."""
     one = lambda x: float(np.broadcast_to(np.asarray(x, float), n).reshape(-1)[at])  # noqa: E731
     sp, tp = priced["step_parts"], priced["time_parts"]
-    # a decode iteration in stage times: pp where the pipeline is full, the stages' sum over one where it is not
-    # (StepParts.iteration)
+    # a decode iteration in stage times: pp where the pipeline is full, the stages' sum over one below (StepParts.iteration)
     stages, acc, share = one(tp["stages_per_iteration"]), one(tp["accepted"]), one(tp["time_share"])
     per_token = stages * share / acc
     rows: list[OperatorTime] = []
