@@ -8,10 +8,12 @@ from conftest import cli, hf_config
 
 # lint's key to its cost column, each rule's own measure (explore.lint.COST_MEASURE)
 COST_KEY = ("cost %, each rule its own measure: R1 the GEMM's time over its compute roofline; R2 the regime's objective "
-            "re-priced aligned (vocab: its padding); R3 how much faster a wider shape of equal parameters runs at the operating point, in "
-            "the regime's objective; R4 "
-            "the padding's width; R5 the MoE layer's extra time at batch 8 against batch 1; R6 the regime's objective re-priced "
-            "with even stages (blocks: the slowest kind of layer over the mean); R7 the KV heads' extra copies, or Helix's "
+            "re-priced aligned (vocab: its padding); R3 how much faster a wider shape of about the same parameters (3/4 of the "
+            "layers, widths on the kernels' grid: its count, which the fix names, lands a few % off) runs, each shape at its own "
+            "best deployment, in the regime's objective; R4 "
+            "the padding's width; R5 the MoE layer's extra time at batch 8 against batch 1; R6 the regime's objective per layer "
+            "against the nearest layer count the PP divides, or the same layers balanced per stage, on a TP x PP within the GPU "
+            "budget (blocks: the slowest kind of layer over the mean); R7 the KV heads' extra copies, or Helix's "
             "decode tok/s/GPU gain; R8 the proxy loss against the nearest published model.")
 
 
@@ -48,12 +50,16 @@ def test_one_expert_and_a_pipeline_of_three_layers_read_as_english(tmp_path):
     assert re.fullmatch(r"1 expert, top-1, width 14336 \(3\.50x hidden\): decode at batch 8 reads 1 expert per layer; "
                         r"the MoE layer costs 1\.\dx batch 1", r5[1]), r5[1]
     three = hf_config(tmp_path, "l3", hidden_size=8192, intermediate_size=28672, num_hidden_layers=3, num_attention_heads=64)
+    # (priced at the latency regime's operating point since the newcomer review: design's best, TP8 at one request, 1,024/1,024;
+    # PP2 on TP8 is 16 GPUs, priced only on a budget that holds them since fixpp2, and the whole figure first: at one
+    # request 3 layers take more time than 2, though less per layer)
     code, out, _ = cli("lint", three, "--gpu", "b200", "--regime", "latency", "--json")
+    assert code == 0 and not [f for f in json.loads(out)["findings"] if f["rule"] == "R6" and f["where"] == "layers"]
+    code, out, _ = cli("lint", three, "--gpu", "b200", "--regime", "latency", "--gpus", "16", "--json")
     r6 = next(f for f in json.loads(out)["findings"] if f["rule"] == "R6")
-    # (priced at the latency regime's operating point since the newcomer review: design's best, TP8 at one request, 1,024/1,024)
-    assert code == 0 and re.fullmatch(r"3 layers do not split evenly over PP 2; at PP2 \(stages of 2/1 layers; TP8 PP2, 1 request, "
-                                      r"1024/1024 tokens\) TPOT \d+\.\d{3} ms, per layer \d+\.\d% less time than at 2 layers "
-                                      r"\(\d+\.\d{3} ms\), which PP2 divides", r6["message"]), r6
+    assert code == 0 and re.fullmatch(r"3 layers do not split evenly over PP 2; at PP2 \(stages of 2/1 layers; TP8 PP2, \d+ requests?, "
+                                      r"1024/1024 tokens\) TPOT \d+\.\d{3} ms, \d+\.\d% more time than at 2 layers \(\d+\.\d{3} ms\), "
+                                      r"which PP2 divides; per layer \d+\.\d% less time than at 2 layers", r6["message"]), r6
 
 
 def test_compares_accuracy_note_says_which_benchmark_is_missing(tmp_path):
@@ -109,7 +115,9 @@ def test_the_design_reports_lint_costs_say_their_measure(tmp_path):
     row = re.search(r"<th>largest predicted lint cost</th>(.*?)</tr>", text)[1]
     cells = re.findall(r"<td>(.*?)</td>", row)
     # Qwen3-8B (36 layers, aspect 114) and its designs: R3 the largest, a wider shape 8.9% faster at batch 1 for the baseline
-    r3 = "(R3 width-vs-depth: how much faster a wider shape of equal parameters runs at the operating point, in the regime's objective)"
+    r3 = ("(R3 width-vs-depth: how much faster a wider shape of about the same parameters (3/4 of the layers, widths on the "
+          "kernels' grid: its count, which the fix names, lands a few % off) runs, each shape at its own best deployment, in the "
+          "regime's objective)")
     assert len(cells) == 4 and all(re.fullmatch(r"\d+\.\d% " + re.escape(r3), c) for c in cells), cells
 
 

@@ -229,7 +229,9 @@ def test_pipeline_cost_is_the_estimates_difference_from_the_nearest_regular_dept
     m = get_model("deepseek-r1")
     plan, conc = point(m, "b200")
     assert (plan.label(), conc) == ("DP8xTP1 EP2/MoE-TP4", 1008)
-    fs = [f for f in run(m) if f.rule == "R6" and f.where == "layers"]
+    # PP4 on that 8-GPU stage is 32 GPUs: priced on a 32-GPU budget (fixpp2: R6 stays within the budget, none given: 8)
+    g = get_gpu("b200")
+    fs = [f for f in lint(m, g, calibration_for(g), "throughput", gpus=32) if f.rule == "R6" and f.where == "layers"]
     assert len(fs) == 1 and fs[0].figures["pp"] == 4 and fs[0].figures["neighbour_layers"] == 60
     dense, moe = m.groups
     pp4 = replace(plan, pp=4)
@@ -253,8 +255,11 @@ def test_lint_prices_only_deployments_within_a_gpu_budget():
     def found(gpus):
         return {(f.rule, f.where): f for f in lint(m, g, cal, "throughput", gpus=gpus) if f.rule in ("R6", "R7")}
 
-    # R6 adds PP to the operating point's plan (DP8 x TP1, 8 GPUs a stage): PP4 within 32 GPUs, PP2 within 16
-    assert found(32).keys() == found(None).keys() == {("R6", "layers"), ("R7", "long-context")} and found(32)["R6", "layers"].figures["pp"] == 4
+    # R6 adds PP to the operating point's plan (DP8 x TP1, 8 GPUs a stage): PP4 within 32 GPUs, PP2 within 16; none given,
+    # the point's own 8 GPUs (design's default), which hold no pipeline on an 8-GPU stage (it priced PP4, 32 GPUs, before
+    # fixpp2)
+    assert found(32).keys() == {("R6", "layers"), ("R7", "long-context")} and found(32)["R6", "layers"].figures["pp"] == 4
+    assert found(None).keys() == {("R7", "long-context")}
     r6 = found(16)["R6", "layers"]
     assert r6.figures["pp"] == 2 and r6.cost_pct == 0.0
     assert r6.message.startswith("61 layers do not split evenly over PP 2; at PP2 (stages of 31/30 layers; DP8xTP1 PP2 EP2/MoE-TP4")
@@ -403,7 +408,10 @@ def test_uneven_pipeline_is_compared_with_neighbours_that_keep_the_layer_pattern
     assert f.figures["time_ms_by_layers"] == pytest.approx({"32": x[32], "40": x[40]}, rel=1e-9)
     assert f.figures["neighbour_layers"] == 32 and f.cost_pct == 0.0 and f.fix == "nothing to fix"
     per_layer = 100 * ((x[36] / 36) / (x[32] / 32) - 1)  # -5.9%: at PP8 the last stage, with the LM head, keeps 4 layers
-    assert per_layer < 0 and f"per layer {abs(per_layer):.1f}% less time than at 32 layers ({x[32]:.3f} ms)" in f.message
+    # the whole figure first (fixpp2): 36 layers take more time than 32, though less per layer
+    whole = 100 * (x[36] / x[32] - 1)
+    assert per_layer < 0 and (f"{whole:.1f}% more time than at 32 layers ({x[32]:.3f} ms), which PP8 divides; per layer "
+                              f"{abs(per_layer):.1f}% less time than at 32 layers") in f.message
     assert "(stages of 4/4/4/5/5/5/5/4 layers; TP1 PP8, 3235 requests, 1024/1024 tokens)" in f.message
 
 

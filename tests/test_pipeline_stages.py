@@ -8,7 +8,8 @@ import pytest
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.memory import weight_bytes_per_gpu
 from llm_codesign.cost.ops import Batch, forward_ops, step_time
-from llm_codesign.explore.lint import lint
+from llm_codesign.explore.lint import lint, operating_point
+from llm_codesign.spec.engines import engine_for
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.plan import Plan, validity
 from llm_codesign.spec.registry import get_model
@@ -72,8 +73,13 @@ def test_layer_order_sets_the_stages():
 
 
 def test_lint_prices_the_imbalance():
+    # the point on 8 H100 (one 8-GPU stage), its PP4 within a 32-GPU budget: R6 prices only a TP x PP the budget
+    # holds (fixpp2: with none given it priced PP4 on the point's 8)
     g = get_gpu("h100")
-    f = [x for x in lint(get_model("deepseek-r1"), g, calibration_for(g)) if x.rule == "R6" and x.where == "layers"]
+    m = get_model("deepseek-r1")
+    at8 = operating_point(m, g, calibration_for(g), m.default_precision, "throughput", gpus=None, engine=engine_for(g))
+    assert not [x for x in lint(m, g, calibration_for(g)) if x.rule == "R6" and x.where == "layers"]
+    f = [x for x in lint(m, g, calibration_for(g), gpus=32, point=at8) if x.rule == "R6" and x.where == "layers"]
     assert len(f) == 1 and "15/15/16/15" in f[0].message and f[0].severity == "warning"
     # its cost is the model's own: the PP4 slowest stage over an even split of the same layers
     assert 1.0 < f[0].cost_pct < 10.0

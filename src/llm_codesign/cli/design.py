@@ -158,7 +158,7 @@ def lint(
     fail_on: Optional[str] = typer.Option(None, "--fail-on", help="Exit 1 when a finding reaches this severity: warning or error."),
     gpus_: Optional[int] = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="GPUs the shape is deployed on: R2, R3 and R6 are "
                                         "priced at design's best deployment on them at the regime's SLO (default 8), R6's and R7's "
-                                        "larger plans within them (default 64)."),
+                                        "larger plans within them (default 8, the point's own)."),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     calibration: Optional[str] = O_CAL, accuracy_proxy: Optional[str] = O_PROXY, backend: Optional[str] = O_BACKEND,
 ):

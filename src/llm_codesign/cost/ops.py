@@ -283,12 +283,14 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
 
 
 def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Plan, *, b: Batch,
-                engine: Engine | None = None, sample: bool = False) -> list[Op]:
+                engine: Engine | None = None, sample: bool = False, all_stages: bool = False):
     """All operators of one step on one GPU of the slowest pipeline stage (the LM head, and with `sample`
     the logits gather and sampler, counted where that stage is the last, which runs them, and weighed in
     choosing it), in `engine`'s step (None: the kernel tables' kernels);
     with `sample`, the engine's sampler after the head (a target step's, not a draft pass's: those
-    sample apart, mtp_module_ops)."""
+    sample apart, mtp_module_ops). With `all_stages`, (those, the same over every stage in turn: each layer and
+    the last stage's operators once, a send/recv per stage, the pp - 1 activation hops and the sampled tokens' hop
+    back to stage 0, latency-bound, priced as one more; docs/modelling-notes.md#pp-stage-sum)."""
     pp = np.asarray(sh.pp, float)
     parts: list[tuple[list[Op], tuple[int, ...]]] = []  # operators priced per layer, and the groups they serve
     multi = len(model.groups) > 1
@@ -331,11 +333,20 @@ def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, s
     # per part, as step_time sums them)
     ops = [op.replace(count=c) for (p_ops, _), c in zip(parts, counts, strict=True) for op in p_ops]
     ops += [op.replace(count=head_on) for op in last]
+    send = []
     if np.any(pp > 1):
         T = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq + np.asarray(b.pf_tokens, float)
-        ops.append(_comm(Site("pp", "pipeline") / "send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0),
-                         np.where(pp > 1, 2.0, 1.0), once))
-    return ops
+        send = [_comm(Site("pp", "pipeline") / "send_recv", "p2p", np.where(pp > 1, T * model.hidden * 2.0, 0.0),
+                      np.where(pp > 1, 2.0, 1.0), once)]
+    return (ops + send, _every_stage(model, parts, last + send, pp)) if all_stages else ops + send
+
+
+def _every_stage(model: ModelSpec, parts, last: list[Op], pp) -> list[Op]:
+    """forward_ops's operators over every stage in turn: each part's layers all counted once (one count object per part,
+    as step_time sums them), the last stage's own operators once, the send/recv once per stage."""
+    totals = [sum(np.asarray(model.groups[g][1], float) for g in m) + 0.0 * pp for _, m in parts]
+    every = [op.replace(count=c) for (p_ops, _), c in zip(parts, totals, strict=True) for op in p_ops]
+    return every + [op.replace(count=pp) if op.part == "pipeline" else op for op in last]
 
 
 def mtp_module_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, sh: Plan, *, tokens, seqs, engine: Engine) -> list[Op]:

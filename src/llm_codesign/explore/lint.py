@@ -37,10 +37,12 @@ RULES = {
 COST_MEASURE = {
     "R1": "the GEMM's time over its compute roofline",
     "R2": "the regime's objective re-priced aligned (vocab: its padding)",
-    "R3": "how much faster a wider shape of equal parameters runs at the operating point, in the regime's objective",
+    "R3": ("how much faster a wider shape of about the same parameters (3/4 of the layers, widths on the kernels' grid: its count, "
+           "which the fix names, lands a few % off) runs, each shape at its own best deployment, in the regime's objective"),
     "R4": "the padding's width",
     "R5": "the MoE layer's extra time at batch 8 against batch 1",
-    "R6": "the regime's objective re-priced with even stages (blocks: the slowest kind of layer over the mean)",
+    "R6": ("the regime's objective per layer against the nearest layer count the PP divides, or the same layers balanced per "
+           "stage, on a TP x PP within the GPU budget (blocks: the slowest kind of layer over the mean)"),
     "R7": "the KV heads' extra copies, or Helix's decode tok/s/GPU gain",
     "R8": "the proxy loss against the nearest published model",
 }
@@ -119,7 +121,11 @@ class Point:
 
     def caption(self) -> str:
         """Where R2, R3 and R6 were priced, for lint's table: or that they were not, where nothing on the budget holds the model."""
-        return f"R2, R3 and R6 priced at {self.text()} ({self.source})" if self.holds else f"R2, R3 and R6 not priced: {self.source}"
+        if not self.holds:
+            return f"R2, R3 and R6 not priced: {self.source}"
+        # what each rule actually prices there: R3's wider shape at its own best deployment, R6's PP on this plan's stage
+        return (f"R2, R3 and R6 priced at {self.text()} ({self.source}); R3's wider shape at its own best deployment, R6 with PP "
+                "added to this plan within the budget")
 
 
 def _chosen(slo, n: int, gpu: Gpu) -> str:
@@ -274,15 +280,16 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
          point: Point | None = None) -> list[Finding]:
     """The shape's findings at `regime`. R2, R3 and R6 price the shape at the regime's operating point (operating_point:
     the deployment design would give it on `gpus` GPUs, None: OPERATING_GPUS, at `slo`, a design.Slo, else the
-    regime's), R6 with PP 2, 4 and 8 added to that point's plan within `gpus` (None: up to 64, a node's TP8 and PP up
-    to 8 on top of it), R7 on TP up to 8 within it. `engine` serves them; None: the GPU vendor's
+    regime's), R6 with PP 2, 4 and 8 added to that point's plan within `gpus` (None: OPERATING_GPUS, the point's own
+    budget), R7 on TP up to 8 within it. `engine` serves them; None: the GPU vendor's
     (spec.engines.engine_for), so an MI355X's findings are SGLang's, not TensorRT-LLM's. `point`: where design already
     deployed the shape (design_point), in place of operating_point's search; R3's variants are still placed at `slo`."""
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec, engine = prec or model.default_precision, engine or engine_for(gpu)
     check_kv_format(engine, gpu, prec.kv.name, model)  # a KV-cache format the engine holds on this GPU, as estimate's
-    most = 64 if gpus is None else gpus
+    # the larger plans R6 and R7 price stay within the budget the point was chosen on (the key names it): no TP8 PP4 on 8
+    most = OPERATING_GPUS if gpus is None else gpus
     point = point or operating_point(model, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo)
     # R1 and R5 read kernels at fixed batches (their messages say which) on lint's widest TP, as before
     tp = _tp_for(model, gpu, most)
@@ -821,9 +828,12 @@ def _pipeline_regularity(model, gpu, cal, prec, point, *, b, regime, gpus, engin
                                "the slowest stage setting every micro-batch's pace",
                                pct, (f"{alts} at PP{pp}" if n != L else "keep the layer pattern regular per stage"), figures))
         elif uneven:
+            # the whole figure first: per layer a shape of more layers can be cheaper (the head and host once) and still slower
             than = f"at {n} layers ({tn * 1e3:.3f} ms), which PP{pp} divides" if n != L else other
+            whole = f"{_more_time(100.0 * (t / tn - 1.0), than)}; per layer {_more_time(pct, f'at {n} layers')}" if n != L else (
+                f"per token {_more_time(pct, than)}")
             out.append(Finding("R6", "info", "layers", f"{what}; at PP{pp} (stages of {sizes} layers; {at}) {_objective(regime)} "
-                               f"{t * 1e3:.3f} ms, per layer {_more_time(pct, than)}", 0.0, "nothing to fix", figures))
+                               f"{t * 1e3:.3f} ms, {whole}", 0.0, "nothing to fix", figures))
     if len(model.groups) > 1:
         times = []
         for layer, n in model.groups:

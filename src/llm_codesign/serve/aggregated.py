@@ -135,11 +135,38 @@ class StepParts(NamedTuple):
     host_seq: object
     draft: object = 0.0
     eager: object = 0.0
+    kernels_all: object = None  # the kernels of every stage in turn (forward_ops all_stages); None: one stage (PP1)
 
     @property
     def stage(self):
         # in this order: the sum decode_step and evaluate made before the parts were kept (the same values bit for bit)
         return self.kernels + self.host_step + self.host_seq + self.draft + self.eager
+
+    def iteration(self, pp, running):
+        """A decode iteration: the time between a sequence's successive steps through the pipeline of `pp` stages with
+        `running` sequences on it, spread over micro_batches(running, pp) micro-batches. Each micro-batch crosses the
+        stages in turn (its next step needs its sampled token) and each stage serves one micro-batch at a time, so in
+        steady state a micro-batch comes round every max(the stages' sum, m x the slowest stage): the ring's length and
+        the slowest stage's m visits, whichever binds (a cyclic pipeline's period, docs/modelling-notes.md#pp-stage-sum).
+        A full pipeline (m = pp) is bound by its slowest stage: pp x stage, as before; one request (m = 1) by the sum,
+        each layer once and the head once. The host's cost per step and per sequence and the eager launches are each
+        stage's own (every PP rank runs the engine's loop), the draft passes' share (t_draft / pp) is every stage's too."""
+        pp = np.asarray(pp, float)
+        full = pp * self.stage
+        if self.kernels_all is None:
+            return full
+        m = micro_batches(running, pp)
+        ring = self.kernels_all + pp * (self.host_step + self.host_seq + self.draft + self.eager)
+        return np.where(m < pp, np.maximum(ring, m * self.stage), full)
+
+
+def micro_batches(running, pp):
+    """The micro-batches `running` sequences fill on a pipeline of `pp` stages: one per sequence up to pp. Engines keep
+    pp micro-batches in flight and never schedule a sequence already in one (TensorRT-LLM PyExecutor: num_micro_batches =
+    dist.pp_size, inflight_req_ids, tensorrt_llm/_torch/pyexecutor/py_executor.py, _executor_loop_pp; vLLM v1's batch
+    queue of max_concurrent_batches = pipeline_parallel_size, v1/executor/multiproc_executor.py), so a lone request is one
+    micro-batch crossing every stage; spread as evenly as they go, as the full pipeline's running / pp are."""
+    return np.minimum(np.maximum(np.asarray(running, float), 1.0), np.asarray(pp, float))
 
 
 def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
@@ -151,11 +178,12 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
 
 
 def decode_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
-    """decode_step's (StepParts, draft time, operators): its stage time's parts, which it sums."""
-    t_kernels, t_draft, ops = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
-                                      what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
+    """decode_step's (StepParts, draft time, operators): its stage time's parts, which it sums, and every stage's kernels
+    (StepParts.kernels_all, for StepParts.iteration) where the pipeline has more than one."""
+    t_kernels, t_draft, ops, t_all = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
+                                             what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
     draft = 0.0 if spec is None else t_draft / np.asarray(sh.pp, float)
-    return StepParts(t_kernels, costs.step_overhead, costs.seq_overhead * b, draft), t_draft, ops
+    return StepParts(t_kernels, costs.step_overhead, costs.seq_overhead * b, draft, kernels_all=t_all), t_draft, ops
 
 
 def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
@@ -166,11 +194,14 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
-    """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators)."""
+    """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators, the kernels of
+    every stage in turn: None where no plan has more than one stage)."""
+    staged = bool(np.any(np.asarray(sh.pp) > 1))
     ops = forward_ops(model, gpu, costs.cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine,
-                      sample=True)
+                      sample=True, all_stages=staged)
+    ops, every = ops if staged else (ops, None)
     t_draft = 0.0 if spec is None else _draft_passes(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec, ops=ops)
-    return kernels_time(ops, gpu, costs), t_draft, ops
+    return kernels_time(ops, gpu, costs), t_draft, ops, None if every is None else kernels_time(every, gpu, costs)
 
 
 def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding, ops=None):
@@ -295,11 +326,23 @@ class PrefillParts(NamedTuple):
     eager: object
     idle: object = 0.0
     draft: object = 0.0
+    kernels_all: object = None  # every stage's kernels in turn (forward_ops all_stages); None: one stage (PP1)
+    eager_all: object = 0.0  # every stage's eager launches in turn
 
     @property
     def step(self):
         # in this order: prefill_step's sum before its parts were kept (the same values bit for bit)
         return self.kernels + self.host_step + self.host_seq + self.eager + self.idle + self.draft
+
+    def through(self, pp):
+        """The step crossing every one of `pp` stages alone (one request's chunk, nothing beside it in the pipeline), in
+        slowest-stage steps: the stages' sum (each layer once, the head once, each stage's host cost and eager launches)
+        over the slowest stage's step; pp where there is one stage (docs/modelling-notes.md#pp-stage-sum)."""
+        pp = np.asarray(pp, float)
+        if self.kernels_all is None:
+            return pp
+        ring = self.kernels_all + self.eager_all + pp * (self.host_step + self.host_seq + self.idle + self.draft)
+        return np.where(pp > 1, ring / np.maximum(self.step, 1e-30), pp)
 
 
 def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
@@ -307,16 +350,25 @@ def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *,
     """prefill_step's time in its parts (PrefillParts), which it sums."""
     b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached, k=k)
 
+    staged = bool(np.any(np.asarray(sh.pp) > 1))
+
     def kernels():
-        ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine, sample=True)
+        ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine, sample=True, all_stages=staged)
+        ops, every = ops if staged else (ops, None)
         # each launch pays its host cost; PDL's share of a boundary comes off those it may overlap (Op.no_pdl)
         n = launches(ops)
-        return kernels_time(ops, gpu, costs, n_launches=launches(ops, pdl=True)), n
+        if every is None:
+            return kernels_time(ops, gpu, costs, n_launches=launches(ops, pdl=True)), n, None, None
+        n_all = launches(every)
+        return (kernels_time(ops, gpu, costs, n_launches=launches(ops, pdl=True)), n,
+                kernels_time(every, gpu, costs, n_launches=launches(every, pdl=True)), n_all)
 
-    t_kernels, n = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
-                           arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
-    eager = costs.eager_per_launch(stage_ranks(sh)) * n
-    parts = PrefillParts(t_kernels, costs.step_overhead, costs.seq_overhead * (b.pf_seqs + dec_seqs), eager)
+    t_kernels, n, t_all, n_all = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
+                                         arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
+    per_launch = costs.eager_per_launch(stage_ranks(sh))
+    eager = per_launch * n
+    parts = PrefillParts(t_kernels, costs.step_overhead, costs.seq_overhead * (b.pf_seqs + dec_seqs), eager, kernels_all=t_all,
+                         eager_all=0.0 if n_all is None else per_launch * n_all)
     if idle and costs.idle_launch:  # launches are asynchronous: the GPU waits on the host's dispatch where that is the longer
         parts = parts._replace(idle=np.maximum(costs.idle_launch * n - (t_kernels + eager), 0.0))
     decoding = np.asarray(dec_seqs) > 0
@@ -430,18 +482,18 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
-    wave_tok, t_wave_step, pf_span = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
-    # decode phase: every sequence of the micro-batch generates (k+1 verified tokens per step)
-    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=running / pp, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
+    wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
+    per_mb = running / micro_batches(running, pp)  # a micro-batch's decodes (k + 1 tokens each); below pp one each
+    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
     t_stage = parts.stage
-    ops, t_iter = ops if with_ops else None, pp * t_stage  # a search's chunk: the step's operators need not outlive their price
+    ops, t_iter = ops if with_ops else None, parts.iteration(pp, running)  # a search's chunk: the operators need not outlive their price
     # a new request first waits for decode iterations: the running one's rest as its arrival sets it (a closed loop's
     # whole step, a burst's none), the one an overlap scheduler queued ahead (EngineCosts.wait_steps), the attention-DP
     # hold (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the scheduler
     # polls every recv_interval (its front end's work: _request_times)
     t_wait = (costs.wait_steps(adp, C, arrival, queued=fl.queued_steps, rounds=fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
-                      steps=(t_stage, acc, time_share, t_wait), wave=(wave_tok, t_wave_step, pf_span), spec=spec)
+                      steps=(t_stage, acc, time_share, t_wait, t_iter), wave=(wave_tok, t_wave_step, pf_span, wave_through), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
     q, t_pf_stage, ttft, tpot, life, said = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
@@ -464,7 +516,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": running / pp, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": per_mb, "queued_steps": fl.queued_steps}}
     return res
 
 
@@ -647,12 +699,12 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     (_Rank.scheduler), whether the engine mixes prefill chunks into decodes (mixes); `spec`, the speculation its decodes run in
     a mixed step too; `q`, its cohort where the caller sized it (_closed_loop_cohort), else _cohort's."""
     engine, fl = r.scheduler
-    t_stage, acc, time_share, t_wait = steps
-    t_iter = r.pp * t_stage
+    t_stage, acc, time_share, t_wait, t_iter = steps  # t_iter: the decode iteration (StepParts.iteration)
     mix = mixes(engine, fl, r.k)
     q, t_pf_stage, span, t_req_pf, rest, parts = _own_prefill(model, gpu, prec, sh, r=r, costs=costs, n_span=np.maximum(wave[2] / t_iter, 1.0),
                                                        arrival=arrival, window=np.maximum(fl.recv_interval, 1.0), acc=acc, mixes=mix,
-                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, spec=spec, q=q)
+                                                       t_stage=t_stage, wave=wave[:2], rounds=fl.rounds, spec=spec, q=q,
+                                                       wave_through=wave[3])
     tpot, life, others = _decode_times(r, q=q, t_stage=t_stage, t_iter=t_iter / acc, time_share=time_share, wave=wave, t_req_pf=t_req_pf,
                                        mixes=mix, rest=rest)
     # the per-request work outside the steps, paid (q + 1) / 2 times as if the q requests arriving together were served
@@ -779,7 +831,8 @@ def _wave_idle(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Ran
 
 def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival=DEFAULT_ARRIVAL):
     """A wave's prefill phase: every running sequence's prompt in chunks of the step budget; returns
-    (tokens per step, the step's time, the phase's span over the pipeline, a burst's idle first step in it, _wave_idle)."""
+    (tokens per step, the step's time, the phase's span over the pipeline, a burst's idle first step in it, _wave_idle;
+    the step through every stage alone in slowest-stage steps, PrefillParts.through, pp where the steps stream)."""
     wave_tok = np.minimum(r.mnt, r.running * r.new)
     n_wave = r.running * r.new / np.maximum(wave_tok, 1.0)
 
@@ -796,14 +849,20 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
         # sequences running differ along k (once_along_last), each column once per plan where it
         # fills the budget (once_at_cap)
         t_wave_step, = once_along_last(below_cap, sh, wave_tok, r.mnt, r.new, r.chunk, r.cached)
-    span = _over_pipeline(r, n_wave) * t_wave_step
-    return wave_tok, t_wave_step, span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=(wave_tok, t_wave_step))
+    through = r.pp
+    if np.any(~np.asarray(r.pipelined, bool) & (np.asarray(r.pp) > 1)):  # steps that cross the stages alone: their sum
+        through = prefill_step_parts(model, gpu, prec, sh, costs=costs, tokens=wave_tok, isl=r.new, chunk=r.chunk,
+                                     cached=r.cached).through(r.pp)
+    span = _over_pipeline(r, n_wave, through) * t_wave_step
+    return (wave_tok, t_wave_step, span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=(wave_tok, t_wave_step)),
+            through)
 
 
-def _over_pipeline(r: _Rank, n):
-    """Stage times n steps take through the rank's pipeline: n + pp - 1 where they stream through its stages, n x pp
-    where each step crosses every stage alone."""
-    return np.where(r.pipelined, n + r.pp - 1.0, n * r.pp)
+def _over_pipeline(r: _Rank, n, through=None):
+    """Stage times n steps take through the rank's pipeline: n + pp - 1 where they stream through its stages, n x
+    `through` where each step crosses every stage alone (PrefillParts.through: the stages' sum over the slowest stage's
+    step; None: pp, every stage as slow as the slowest)."""
+    return np.where(r.pipelined, n + r.pp - 1.0, n * (r.pp if through is None else through))
 
 
 
@@ -888,7 +947,7 @@ def _steps_to_first_token(q, new, step_tok):
 
 
 def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, n_span, arrival, window, acc,
-                 mixes, t_stage, wave, rounds, spec: SpecDecoding | None = None, q=None):
+                 mixes, t_stage, wave, rounds, spec: SpecDecoding | None = None, q=None, wave_through=None):
     """A request's prefill: (q, the step's time, the steps' span over the pipeline before its first
     token, the time one request's prefill adds to the steps of the requests decoding, the time it waits
     after its first token for the rest of its cohort's prefill, the span's parts). Its chunks share steps with the prefills
@@ -915,7 +974,8 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
                             dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
     t_pf_stage = pf.step
 
-    own = _over_pipeline(r, n_pf)  # its own steps' stage times
+    through = pf.through(r.pp)  # a step crossing the stages alone: their sum, in slowest-stage steps
+    own = _over_pipeline(r, n_pf, through)  # its own steps' stage times
     # a burst's wave pays its idle first step for every request of it (_wave_idle)
     idle = _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
     lone = np.asarray(r.alone, bool) & (arrival != "burst")
@@ -931,7 +991,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
     whole = np.maximum(q * r.new / np.maximum(pf_step_tok, 1.0), n_pf)
-    rest = np.where(mixes, 0.0, (_over_pipeline(r, whole) - _over_pipeline(r, n_pf)) * t_pf_stage)
+    rest = np.where(mixes, 0.0, (_over_pipeline(r, whole, through) - _over_pipeline(r, n_pf, through)) * t_pf_stage)
     burst = 0.0
     if arrival == "waves":
         # the first wave: all running requests at once, prefilled at the wave's step (every one of them, no decode
@@ -939,9 +999,9 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         wave_tok, t_wave_step = wave
         n_burst = _steps_to_first_token(np.maximum(r.running, 1.0), r.new, wave_tok)
         first = 1.0 / np.maximum(rounds, 1.0)
-        span = (1.0 - first) * span + first * _over_pipeline(r, n_burst) * t_wave_step
+        span = (1.0 - first) * span + first * _over_pipeline(r, n_burst, wave_through) * t_wave_step
         q = (1.0 - first) * q + first * np.maximum(r.running, 1.0)
-        own, idle, burst = (1.0 - first) * own, (1.0 - first) * idle, first * _over_pipeline(r, n_burst) * t_wave_step
+        own, idle, burst = (1.0 - first) * own, (1.0 - first) * idle, first * _over_pipeline(r, n_burst, wave_through) * t_wave_step
     # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
     # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
     t_req_pf = (np.maximum(t_pf_stage - np.where(mixes, t_stage, 0.0), 0.0) * r.new / np.maximum(pf_step_tok, 1.0)) if closed else None
@@ -964,7 +1024,7 @@ def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=No
     what it adds beyond it; an engine that runs prefill on its own (`mixes` false) stalls the decodes
     for the whole step. `t_req_pf`: one request's share where the caller priced it (closed loop); `rest`: the
     wait after its first token for its cohort's prompts behind it (_own_prefill), over its OSL - 1 tokens."""
-    wave_tok, t_wave_step, pf_span = wave
+    wave_tok, t_wave_step, pf_span = wave[:3]
     if t_req_pf is None:
         t_req_pf = r.new / np.maximum(wave_tok, 1.0) * np.maximum(t_wave_step - np.where(mixes, t_stage, 0.0), 0.0)
     stall = (np.maximum(r.running - q, 0.0) * t_req_pf + rest) / np.maximum(r.osl - 1.0, 1.0)

@@ -39,6 +39,7 @@ from llm_codesign.serve.aggregated import (
     idle_extra,
     kernels_time,
     kv_fraction_of,
+    micro_batches,
     prefill_batch,
     prefill_step,
     prompt_budget,
@@ -160,7 +161,9 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     fl = run_flags(None, chunked_prefill=None, cuda_graph_max_bs=cuda_graph_max_bs)
     if max_batch is not None:
         fl = replace(fl, max_running_requests=np.asarray(max_batch, float))
-    parts, t_draft, _ = _decode_stage(model, gpu, prec, sh, costs=costs, b=c_rank / pp, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
+    # fewer in flight than stages leave micro-batches empty, each request crossing the stages alone (StepParts.iteration)
+    per_mb = c_rank / micro_batches(c_rank, pp)
+    parts, t_draft, _ = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
     t_stage = parts.stage
     fraction = own if kv_fraction is None else kv_fraction
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
@@ -170,9 +173,9 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     # the decodes (Engine.budget_batch; the rest wait for a slot); a cache that holds none keeps its figure
     held = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], costs.engine.budget_batch(mnt, k, pp)),
                     mem["max_seqs_per_rank"])
-    return {"tpot": pp * t_stage / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
+    return {"tpot": parts.iteration(pp, c_rank) / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp,
-            "kv_per_instance": mem["max_seqs_per_rank"] * adp, "eager": parts.eager + 0.0 * t_stage, "batch": c_rank / pp,
+            "kv_per_instance": mem["max_seqs_per_rank"] * adp, "eager": parts.eager + 0.0 * t_stage, "batch": per_mb,
             "capture": default_capture(costs.engine, gpu, sh, k=k, flags=fl)}
 
 

@@ -448,9 +448,10 @@ def _overlap_said(costs, queued: float) -> str:
 def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: int | tuple = 1) -> tuple[float, tuple[OperatorTime, ...]]:
     """(TPOT per second of a decode step, the rows of a breakdown beyond the step's operator rows): read off the evaluation
     the metrics come from (serve.aggregated.evaluate's step_parts and time_parts, `priced`; `costs`: the engine's
-    EngineCosts), so that the decode rows' shares of TPOT sum to it and the first-token rows to TTFT. TPOT = (pp x step /
-    tokens accepted + the prompts' stalls per token) x the decode slots' share (serve.aggregated._decode_times), so a
-    step's part counts pp x share / accepted times. The step: its kernels beyond the operator rows (`op_sum` s: PDL's
+    EngineCosts), so that the decode rows' shares of TPOT sum to it and the first-token rows to TTFT. TPOT = (iteration /
+    tokens accepted + the prompts' stalls per token) x the decode slots' share (serve.aggregated._decode_times), the
+    iteration `stages_per_iteration` x step (pp where the pipeline is full, StepParts.iteration), so a step's part counts
+    stages_per_iteration x share / accepted times. The step: its kernels beyond the operator rows (`op_sum` s: PDL's
     credit taken off the step whole where it exceeds an operator's own time), the host's cost per step and per running
     sequence, the host launches of a batch above the largest captured CUDA graph, the draft passes' share of the stage;
     per token, the others' prompt chunks and the cohort's prompts behind, spread over a request's tokens. TTFT: the
@@ -459,8 +460,9 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
     decodes' drafts beside), what an idle engine adds and the first wave's share. `at`: the point's flat index where `priced` holds `n` points (a frontier's, explore.search.point_breakdowns)."""
     one = lambda x: float(np.broadcast_to(np.asarray(x, float), n).reshape(-1)[at])  # noqa: E731
     sp, tp = priced["step_parts"], priced["time_parts"]
-    pp, acc, share = one(tp["pp"]), one(tp["accepted"]), one(tp["time_share"])
-    per_token = pp * share / acc
+    # a decode iteration in stage times: pp where the pipeline is full, the stages' sum over one below (StepParts.iteration)
+    stages, acc, share = one(tp["stages_per_iteration"]), one(tp["accepted"]), one(tp["time_share"])
+    per_token = stages * share / acc
     rows: list[OperatorTime] = []
 
     def add(name, kind, t, what, *, scale=per_token, phase="decode", always=False):
