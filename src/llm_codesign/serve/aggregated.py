@@ -334,7 +334,7 @@ def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *,
 def idle_extra(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, pp, t_busy, **step):
     """What a step on an idle engine adds over the same step under load (`t_busy`, prefill_step's without `idle`), on each
     of `pp` pipeline stages, whose hosts dispatch one after another (docs/modelling-notes.md#hostp-idle-prefill): the
-    one rule a lone request, a burst's wave and a disaggregated prefill server's lone prompt pay."""
+    one rule a cohort that finds the engine idle (idle_share: a lone request, a waves run's whole wave), a burst's wave and a disaggregated prefill server's lone prompt pay."""
     return pp * (prefill_step(model, gpu, prec, sh, costs=costs, idle=True, **step) - t_busy)
 
 def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0) -> Batch:
@@ -935,15 +935,15 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     own = _over_pipeline(r, n_pf)  # its own steps' stage times
     # a burst's wave pays its idle first step for every request of it (_wave_idle)
     idle = _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
-    lone = idle_share(q, inflight=r.inflight, ranks=r.ranks, arrival=arrival)
-    if costs.idle_launch and np.any(lone > 0):
+    share = idle_share(q, inflight=r.inflight, ranks=r.ranks, arrival=arrival)
+    if costs.idle_launch and np.any(share > 0):
         # a cohort that finds the engine idle (idle_share) has no step before its first one to launch under (prefill_step's
         # `idle`), on every pipeline stage, whose hosts dispatch one after another (serve.disagg.prefill_pool); its later
         # chunks launch under the one before, as under load (docs/modelling-notes.md#hostp-idle-prefill, #revfix7-idle,
         # #mono2-idle-cohort)
         extra = idle_extra(model, gpu, prec, sh, costs=costs, pp=r.pp, t_busy=t_pf_stage, tokens=pf_step_tok, isl=r.new,
                            chunk=np.minimum(r.new, step_tok), dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
-        idle = idle + lone * extra  # (a burst's wave idle, else 0: the one of the two that is paid)
+        idle = idle + share * extra  # (a burst's wave idle, else 0: the one of the two that is paid)
     span = own * t_pf_stage + idle
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
