@@ -334,7 +334,8 @@ def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *,
 def idle_extra(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, pp, t_busy, **step):
     """What a step on an idle engine adds over the same step under load (`t_busy`, prefill_step's without `idle`), on each
     of `pp` pipeline stages, whose hosts dispatch one after another (docs/modelling-notes.md#hostp-idle-prefill): the
-    one rule a cohort that finds the engine idle (idle_share: a lone request, a waves run's whole wave), a burst's wave and a disaggregated prefill server's lone prompt pay."""
+    one rule a cohort that finds the engine idle (idle_share: a lone request, a waves run's whole wave), a burst's wave and a
+    disaggregated prefill server's lone prompt pay."""
     return pp * (prefill_step(model, gpu, prec, sh, costs=costs, idle=True, **step) - t_busy)
 
 def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0) -> Batch:
