@@ -386,7 +386,8 @@ def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *,
 def idle_extra(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, pp, t_busy, **step):
     """What a step on an idle engine adds over the same step under load (`t_busy`, prefill_step's without `idle`), on each
     of `pp` pipeline stages, whose hosts dispatch one after another (docs/modelling-notes.md#hostp-idle-prefill): the
-    one rule a lone request, a burst's wave and a disaggregated prefill server's lone prompt pay."""
+    one rule a cohort that finds the engine idle (idle_share: a lone request, a waves run's whole wave), a burst's wave and a
+    disaggregated prefill server's lone prompt pay."""
     return pp * (prefill_step(model, gpu, prec, sh, costs=costs, idle=True, **step) - t_busy)
 
 def prefill_batch(*, tokens, isl, chunk, dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0) -> Batch:
@@ -411,7 +412,8 @@ class _Rank(NamedTuple):
     pp: object
     pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
     scheduler: tuple  # (the engine, the run's SchedulerFlags): how a step's budget goes to prompts (prompt_budget)
-    alone: object = False  # one request in flight on the whole engine (every attention-DP rank's): it finds the engine idle
+    inflight: object = 1.0  # requests in flight on the whole engine (the run's concurrency, every attention-DP rank's)
+    ranks: object = 1.0  # attention-DP ranks
 
     def beside(self, decodes=0.0):
         """The prompt tokens a step takes beside `decodes` decoding requests: what their 1 + k tokens each leave (prompt_budget)."""
@@ -481,7 +483,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
-    r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C <= 1.0)
+    r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C, adp)
     wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     per_mb = running / micro_batches(running, pp)  # a micro-batch's decodes (k + 1 tokens each); below pp one each
     parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
@@ -935,6 +937,22 @@ def _cohort(r: _Rank, *, arrival: str, mixes, share, n_span, step_tok, acc=1.0, 
     return q + share * (whole - q)
 
 
+def idle_share(q, *, inflight, ranks, arrival: str):
+    """The share of a request's arrivals that find the engine idle, so that its cohort's first prefill step has no step
+    before it to launch under (prefill_step's `idle`): 1 - the requests in flight outside its cohort, within 0-1 (1 where
+    none is, 0 where one or more always is: the mean of those outside the cohort, read as the chance one is). Under "waves"
+    a cohort re-arrives together on every attention-DP rank (identical requests on ranks that step together: _cohort), so
+    the engine's others are the `inflight` requests less q on each of the `ranks`; under "closed_loop" the ranks' arrivals
+    are spread, so they are inflight - q. A burst's wave is priced on its own (_wave_idle): 0. One rule from one request
+    (a cohort of 1, nothing else in flight: 1) to a whole wave, so that a second request in the wave never takes the idle
+    step away from the first (docs/modelling-notes.md#mono2-idle-cohort)."""
+    if arrival == "burst":
+        return np.zeros(np.shape(q))
+    q = np.asarray(q, float)
+    cohort = q * np.asarray(ranks, float) if arrival == "waves" else q
+    return np.clip(1.0 - (np.asarray(inflight, float) - cohort), 0.0, 1.0)
+
+
 def _steps_to_first_token(q, new, step_tok):
     """The prefill steps (of `step_tok` tokens) a request waits for its first token, on average over the q prompts
     of `new` tokens served first come first served: prompt i ends in step ceil(i new / step_tok) and gets its first
@@ -978,15 +996,15 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     own = _over_pipeline(r, n_pf, through)  # its own steps' stage times
     # a burst's wave pays its idle first step for every request of it (_wave_idle)
     idle = _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=wave)
-    lone = np.asarray(r.alone, bool) & (arrival != "burst")
-    if costs.idle_launch and np.any(lone):
-        # a lone request (one in flight on the whole engine: under attention DP the other ranks' decodes keep it busy) finds
-        # the engine idle: its first step has no step before it to launch under (prefill_step's `idle`), on every pipeline
-        # stage, whose hosts dispatch one after another (serve.disagg.prefill_pool); its later chunks launch under the one
-        # before, as under load (docs/modelling-notes.md#hostp-idle-prefill, #revfix7-idle)
+    share = idle_share(q, inflight=r.inflight, ranks=r.ranks, arrival=arrival)
+    if costs.idle_launch and np.any(share > 0):
+        # a cohort that finds the engine idle (idle_share) has no step before its first one to launch under (prefill_step's
+        # `idle`), on every pipeline stage, whose hosts dispatch one after another (serve.disagg.prefill_pool); its later
+        # chunks launch under the one before, as under load (docs/modelling-notes.md#hostp-idle-prefill, #revfix7-idle,
+        # #mono2-idle-cohort)
         extra = idle_extra(model, gpu, prec, sh, costs=costs, pp=r.pp, t_busy=t_pf_stage, tokens=pf_step_tok, isl=r.new,
                            chunk=np.minimum(r.new, step_tok), dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
-        idle = idle + np.where(lone, extra, 0.0)  # (a burst's wave idle, else 0: the one of the two that is paid)
+        idle = idle + share * extra  # (a burst's wave idle, else 0: the one of the two that is paid)
     span = own * t_pf_stage + idle
     # after its first token a request of a cohort prefilled on its own waits for the cohort's prompts behind it: the
     # steps after its own, through the pipeline as the cohort's steps stream (one stage time each where they stream)
