@@ -704,7 +704,12 @@ def test_design_against_a_chosen_baseline(page, server):
     page.fill("#baseline", "qwen3-8b")
     page.click("#run-design")
     page.wait_for_selector("#design-table", timeout=120_000)
-    assert page.text_content("#design .hint").startswith("loss % against qwen3-8b (baseline), ± sigma_delta, the band the equal-quality test uses")
+    assert page.text_content("#design .hint").startswith("loss % against qwen3-8b (baseline), ± sigma_delta, the band the equal-quality test uses; "
+                                                         "model error %: the model's error of the delta")
+    heads = page.eval_on_selector_all("#design-table thead th", "hs => hs.map(h => h.textContent)")
+    assert heads[4:6] == ["loss % ±test", "model error %"]
+    errs = page.eval_on_selector_all("#design-table tbody tr", "rs => rs.map(r => r.cells[5].textContent)")
+    assert errs and all(re.fullmatch(r"±\d+\.\d\d", e) for e in errs), errs
     # as good as Qwen3-8B: 57 inside the dense models' envelope (31 when MoE models set its aspect and depth bounds)
     assert page.text_content("#design h2").startswith("Designs (57 shapes,")
     page.fill("#baseline", "nope")
