@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 import tomllib
 from abc import ABC, abstractmethod
@@ -183,6 +184,28 @@ def plan_ints(plan: Plan) -> tuple[int, ...]:
 
 def hf_id(model: ModelSpec) -> str:
     return model.hf_ids[0] if model.hf_ids else model.name
+
+
+def quantized_checkpoint(model: ModelSpec, weight) -> str | None:
+    """The registry's checkpoint of `model` already quantized to `weight`, or None: an entry of the same shape (hidden,
+    layers, parameters) whose own weights are `weight` and whose Hugging Face id extends one of `model`'s (the same
+    release: nvidia/Llama-3.1-70B-Instruct-FP8 for meta-llama/Llama-3.1-70B; never another release of one shape,
+    kimi-k2.5's int4 for kimi-k2, or nvidia/DeepSeek-R1-NVFP4 for deepseek-v3)."""
+    from llm_codesign.spec.registry import entries, get_model
+
+    stems = [h.split("/")[-1].lower() for h in model.hf_ids]
+    if not stems:
+        return None
+    shape = (model.hidden, model.num_layers, model.total_params)
+    for e in entries():
+        m = get_model(e["name"])
+        if m.name == model.name or (m.hidden, m.num_layers, m.total_params) != shape or m.default_precision.weight != weight:
+            continue
+        # `model`'s own id first; a stem ends at a dash, so Llama-3.1-70B never takes Llama-3.3-70B's FP8 nor Kimi-K2 K2.5
+        for stem in stems:
+            if hit := next((h for h in m.hf_ids if re.fullmatch(re.escape(stem) + r"(-.*)?", h.split("/")[-1].lower())), None):
+                return hit
+    return None
 
 
 def refuse(engine: str, plan: Plan, why: str):
