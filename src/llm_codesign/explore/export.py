@@ -329,6 +329,12 @@ def _option_names(engine: str, o: dict) -> list[str]:
     return out
 
 
+# the decode-capture flags whose refusal names the flag as typed: SGLang's older --cuda-graph-max-bs / --cuda-graph-bs
+# (aliases of the -decode names since 0.5.23) and a prefix or underscores; a short alias elsewhere (-q, -tp) keeps the
+# documented name it stands for, the clearer of the two
+CAPTURE_FLAGS = frozenset({"cuda-graph-max-bs-decode", "cuda-graph-bs-decode", "max-cudagraph-capture-size", "cudagraph-capture-sizes"})
+
+
 def read_config(text: str, origin: str = "config", *, engine: str | None = None, model: str | None = None, gpu=None,
                 acceptance: float | None = None, acceptance_rates: tuple[float, ...] = ()) -> Imported:
     """The deployment a configuration starts: a file `export` wrote (read_export), or the engine's own
@@ -358,11 +364,14 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
         raise InputError("model", model_ref, f"{e.valid}; or --model NAME for the model this configuration serves") from None
     if gpu is None:
         raise MissingInput("gpu", "an engine's configuration names no GPU: give --gpu, the one it runs on (e.g. --gpu h200)")
+    typed = getattr(o, "typed", {})  # each flag as the user typed it (read_flags): a refusal names that, not our name for it
     o, copies = x.replicas(o, m)
     meta = {"spec": {"mean_accepted": acceptance, "rates": list(acceptance_rates)}}
     try:
         dep, conc = _deployment(name, o, m, gpu=gpu, meta=meta, real=True)
     except InputError as e:  # speculation with no acceptance: the configuration cannot say it, the user must
+        if e.field in typed and e.field in CAPTURE_FLAGS and not isinstance(e, MissingInput):
+            raise InputError(typed[e.field], e.value, e.valid) from None
         if e.field != "acceptance" or e.value is not None:
             raise
         raise MissingInput("acceptance", "the configuration drafts tokens but no configuration states how many are accepted: give "

@@ -425,6 +425,8 @@ class DisaggResponse(_Open):
     rows: list[DisaggRow]
     notes: list[str] = Field(..., description="The lines `disagg` prints under its table: the loads past what the decode pool "
                              "holds (\"fits no at ...\"), the engine both pools run, what was asked and changes nothing.")
+    measured: str = Field(..., description="The bundled profile's error on the shipped disaggregated runs, the sentence `disagg` "
+                          "ends its table's caption with (\"Measured on the shipped disaggregated runs ...\"); empty where none.")
 
 
 class Finding(_Open):
@@ -730,7 +732,9 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
                     decode_instances=count["decode"], concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
                     decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing,
                     decode_recv_interval=req.decode_recv_interval, decode_moe_a2a=req.decode_moe_a2a, **plans_)
-    return _plain(r.to_dict())
+    from llm_codesign.measure.accuracy import disagg_measured
+
+    return _plain(r.to_dict() | {"measured": disagg_measured()})  # the page prices with the bundled profile: its error, as disagg says
 
 
 def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, predicted: dict) -> dict:

@@ -405,13 +405,23 @@ def _boolean(flag: str) -> bool:
                             "enforce-eager", "async-scheduling"))
 
 
+class Flags(dict):
+    """Options read from a command line, with `typed`: each option's flag as the user typed it where that differs from
+    its documented name (an alias, a prefix, underscores), so a refusal names what the user wrote (`cuda-graph-max-bs`,
+    not SGLang's newer `cuda-graph-max-bs-decode` it stands for)."""
+
+    def __init__(self, *a, typed: dict | None = None, **kw):
+        super().__init__(*a, **kw)
+        self.typed = dict(typed or {})
+
+
 def read_flags(words: list[str], engine: str, origin: str = "config", *, dashes: bool = True, abbrev: bool = True) -> tuple[dict, list[str]]:
     """An engine's command-line words as its parser reads them: ({option: value}, positional words).
     `--flag value`, `--flag=value`, `-tp 8` (short aliases), a bare flag as true and `--no-flag` as false;
     each flag resolved to its documented option (resolve_option), one it does not document kept under
     its own name (the caller lists it as ignored). Values are JSON where they parse as JSON (8, 0.9,
     true, a speculative config's mapping), else the word."""
-    out, pos, i = {}, [], 0
+    out, pos, i = Flags(), [], 0
     while i < len(words):
         w = words[i]
         if not w.startswith("-") or w == "-":
@@ -438,6 +448,8 @@ def read_flags(words: list[str], engine: str, origin: str = "config", *, dashes:
             except json.JSONDecodeError:  # a plain word
                 value = {"true": True, "false": False}.get(value.lower(), value)
         out[key] = value
+        if name and flag != name:
+            out.typed[key] = flag
         i += 1
     return out, pos
 

@@ -289,10 +289,19 @@ function tipIntervals(p) {
     `${names[k]} ${bound(k, b[k].lo80)}-${bound(k, b[k].hi80)} (${bound(k, b[k].lo95)}-${bound(k, b[k].hi95)})`).join(", ")];
 }
 
+// what the caption says of the roofline-ideal bound: the dashed line where one is drawn; else why none is. The API sends
+// a series' bound only where it crosses the axes (render/report.py report_data, render/plot.py bound_in_view): at its
+// ideal step it runs one to two decades above the best deployment (llama-3.1-70b on 8 H200: 14.2k against 3.0k tok/s/GPU)
+function boundNote(series) {
+  return series.some((s) => s.bound) ? "; dashed: the roofline-ideal bound"
+    : "; the roofline-ideal bound is not drawn: it lies beyond these axes, above every deployment here";
+}
+
 // the plot at the column's width (drawn again when the column's width changes)
 function drawPlot() {
   if (!last) return;
   const data = {limits: last.plot.limits, series: last.series.map((s, i) => ({...last.plot.series[i], frontier: s.frontier, evaluated: s.evaluated}))};
+  $("bound-note").textContent = boundNote(data.series);
   last.handle = drawFrontier($("plot"), data, {onClick: selectPoint, tip: $("tip"), describe});
   last.width = $("plot").clientWidth;
   if (last.sel) last.handle.select(...last.sel);
@@ -588,6 +597,8 @@ function showDisagg(r) {
                              fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
     // the lines disagg prints under its table (serve/disagg.py: "fits no at ...", the engine both pools run, what changed nothing)
     ...r.notes.map((n) => el("div", n, "hint disagg-note")),
+    // how far the disaggregated model has been off, the line ending disagg's caption (measure/accuracy.py disagg_measured)
+    ...(r.measured ? [el("div", r.measured, "hint disagg-measured")] : []),
     ...disaggIntervals(r.rows));
 }
 
