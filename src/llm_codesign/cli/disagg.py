@@ -100,8 +100,8 @@ def disagg(
                          prefill_routing=prefill_routing, decode_recv_interval=decode_recv_interval,
                          decode_moe_a2a=decode_moe_a2a or "", calibration=calibration)
     r = answer.to_dict()
-    if as_json:  # with the caption's measured error, as POST /api/disagg answers (its own profile: none said)
-        return _dump(r | {"measured": "" if calibration else _measured().strip()})
+    if as_json:
+        return _dump(r)
     p, d = r["prefill"], r["decode"]
     where = f"{r['num_gpus']}x {g.name}" if dg.id == g.id else f"{r['num_gpus']} GPUs (prefill on {g.name}, decode on {dg.name})"
     t = _table(f"{m.name} on {where}, {r['precision']}, {r['backend']}, ISL/OSL {isl}/{osl}: "

@@ -732,9 +732,7 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
                     decode_instances=count["decode"], concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
                     decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing,
                     decode_recv_interval=req.decode_recv_interval, decode_moe_a2a=req.decode_moe_a2a, **plans_)
-    from llm_codesign.measure.accuracy import disagg_measured
-
-    return _plain(r.to_dict() | {"measured": disagg_measured()})  # the page prices with the bundled profile: its error, as disagg says
+    return _plain(r.to_dict())
 
 
 def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, predicted: dict) -> dict:
