@@ -421,6 +421,8 @@ def test_disagg_is_the_clis(client):
                      "--concurrency", "1,64", "--isl", "2048", "--osl", "256")
     assert r.json() == want
     assert want["num_gpus"] == 12 and [x["concurrency"] for x in want["rows"]] == [1, 64]
+    # the caption's measured error (the page showed none of it: the last reviewer), in both
+    assert want["measured"].startswith("Measured on the shipped disaggregated runs (data/measurements/serving_disagg_blackwell.csv, ")
     # speculation and a MoE pool's sizes reach it as disagg's options do
     body = {"model": "qwen3-30b-a3b", "gpu": "h200", "prefill": {"tp": 2}, "decode": {"attention_dp": 2, "ep": 2}, "concurrency": [8],
             "spec": "eagle3", "draft_len": 2, "acceptance": 2.0}

@@ -127,6 +127,10 @@ def test_rows_print_sigma_delta_and_say_flat_terms(d70):
     assert q["sigma_delta_pct"] == pytest.approx(100 * q["sigma_delta"] / d70["reference"]["quality_proxy"], rel=1e-12)
     out = _cli(*D70)
     assert f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f} ~" in out  # the test's band, and a flat axis marked
+    # the model's error of the delta beneath it and on the design 1 line, each band named (newcomer review item 4)
+    assert f"err ±{q['uncertainty_pct']:.2f}" in out and "±test: sigma_delta, the band the equal-quality test uses; err ± beneath" in " ".join(out.split())
+    assert (f"passes at 1 x sigma_delta ±{q['sigma_delta_pct']:.2f}% (the terms' band), model error ±{q['uncertainty_pct']:.2f}%"
+            in " ".join(out.split()))
     flat = {x["term"] for x in q["flat"]}
     assert flat == {"aspect", "head_dim"}  # 8192 / L vs 102.4 inside 50-200; head 256 vs 128 inside 32-256
 
@@ -245,3 +249,20 @@ def test_the_caption_says_the_envelope_exactly(d70):
     said = [line for line in envelope_lines(d70["designs"]) if "every published model" in line]
     assert "above every published model on aspect_ratio" in out and out.count("inside only by the ") == len(said) >= 1
     assert "inside only by the margin" not in out
+
+
+def test_a_precedent_far_from_the_budget_is_named_with_its_size():
+    # newcomer review item 5: a 70B envelope's aspect bound once came from llama-3.1-405b (405,849,243,648 params,
+    # envelope.toml), 5.8x the budget; a precedent more than 2x away carries its size, one within 2x its name alone
+    from llm_codesign.cli.design import envelope_said
+
+    beyond = {"inside": True, "beyond_published": [
+        {"bound": "aspect_ratio.max", "value": 150.0, "published": 130.0, "set_by": ["llama-3.1-405b"]},
+        {"bound": "layers.min", "value": 56.0, "published": 64.0, "set_by": ["qwen3-32b", "llama-3.1-70b"]}]}
+    assert envelope_lines([{"envelope": beyond}], 70e9) == [
+        "envelope: row 1 above every published model on aspect_ratio (150 against 130, llama-3.1-405b (406B)): inside only by the x1.5 margin",
+        # qwen3-32b: 32,761,446,400 params, 70 / 32.76 = 2.14x away; llama-3.1-70b 1.01x
+        "envelope: row 1 below every published model on layers (56 against 64, qwen3-32b (32.8B), llama-3.1-70b): inside only by the +-25% margin"]
+    env = {"scale": 70e9, "ratio_margin": 1.5, "count_margin": 0.25,
+           "bounds": {"aspect_ratio": {"max": 195.0, "published_max": 130.0, "max_set_by": ["llama-3.1-405b"]}}}
+    assert envelope_said(env).endswith("(aspect ratio at most 195: 1.5 x the largest published, 130, llama-3.1-405b (406B))")

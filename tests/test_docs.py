@@ -233,3 +233,15 @@ def test_cli_reference_shows_no_empty_default():
     assert "| `` |" not in text
     row = next(line for line in text.splitlines() if line.startswith("| `--decode-moe-a2a` |"))
     assert row.startswith("| `--decode-moe-a2a` | str |  | ") and row.endswith("Default: the engine's own. |")
+
+
+def test_design_howto_prose_quotes_the_run_above_it():
+    """design-a-shape.md's bullets quote the first search's caption and gain band: each quote must be what that run
+    printed (newcomer review item 13: the envelope bullet once named 153.6 / 102.4 beside a run showing 195 / 130)."""
+    text = (ROOT / "docs" / "howto" / "design-a-shape.md").read_text()
+    run_ = " ".join(re.search(r"```console\n(.*?)```", text, re.S).group(1).split())
+    prose = " ".join(text.split("```", 2)[2].split("```")[0].split())
+    aspect = re.search(r"\(aspect ratio at most [^)]*\)", prose).group(0)
+    gain = re.search(r"`(\+[\d.]+% \(80% [^`]*\))` on the `design 1 vs` line", prose).group(1)
+    assert aspect in run_ and gain in run_, (aspect, gain)
+    assert "err ±" in run_ and re.search(r"`(qwen3-32b \(32\.8B\))`", prose).group(1) in run_

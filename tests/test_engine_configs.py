@@ -441,13 +441,15 @@ VLLM_8B = "vllm serve meta-llama/Llama-3.1-8B-Instruct "
 
 
 @pytest.mark.parametrize("cmd, flag, field, off", [
-    # SGLang has no capture of 0: its server stops at start (base_cuda_graph_runner.py:104@0.5.23 wheel); the older spelling an alias
-    (SGLANG_8B, "--cuda-graph-max-bs 0", "cuda-graph-max-bs-decode", "--disable-decode-cuda-graph"),
+    # SGLang has no capture of 0: its server stops at start (base_cuda_graph_runner.py:104@0.5.23 wheel); the older spelling an
+    # alias, named as typed (the newcomer reviewer: the refusal named cuda-graph-max-bs-decode, which the user never wrote)
+    (SGLANG_8B, "--cuda-graph-max-bs 0", "cuda-graph-max-bs", "--disable-decode-cuda-graph"),
     (SGLANG_8B, "--cuda-graph-max-bs-decode 0", "cuda-graph-max-bs-decode", "--disable-decode-cuda-graph"),
     (SGLANG_8B, "--cuda-graph-bs-decode [0,8]", "cuda-graph-bs-decode", "--disable-decode-cuda-graph"),
     # nor has vLLM: 0 is what it writes once graphs are off; given with graphs on, VllmConfig stops (vllm.py:2554@0.33.0 wheel)
     (VLLM_8B, "--max-cudagraph-capture-size 0", "max-cudagraph-capture-size", "--enforce-eager"),
-    (VLLM_8B, "--compilation-config '{\"max_cudagraph_capture_size\": 0}'", "max-cudagraph-capture-size", "--enforce-eager"),
+    (VLLM_8B, "--compilation-config '{\"max_cudagraph_capture_size\": 0}'", "compilation-config.max_cudagraph_capture_size", "--enforce-eager"),
+    (VLLM_8B, "--max_cudagraph_capture_size 0", "max_cudagraph_capture_size", "--enforce-eager"),
 ])
 def test_a_capture_of_0_is_refused_with_the_engines_own_off_switch(cmd, flag, field, off):
     """A decode capture of 0 read as each engine reads it: neither SGLang nor vLLM starts with one (vLLM's import read it as
@@ -461,6 +463,29 @@ def test_a_capture_of_0_is_refused_with_the_engines_own_off_switch(cmd, flag, fi
     assert msg.startswith(f"{field}: {'[0, 8]' if '[' in flag else 0} is not valid; 1 or more: ") and f"{off} " in msg and "turns its CUDA graphs off" in msg
     assert msg.count("\n") == 0
     assert read_config(cmd + flag + " " + off, "c", gpu=get_gpu("h100")).deployment.cuda_graph_max_bs == 0
+
+
+@pytest.mark.parametrize("flag, field", [
+    ("--cudagraph-capture-sizes []", "cudagraph-capture-sizes"),
+    ("--compilation-config '{\"cudagraph_capture_sizes\": []}'", "compilation-config.cudagraph_capture_sizes")])
+def test_an_empty_vllm_capture_list_is_refused_not_read_as_the_default(flag, field, tmp_path):
+    """vLLM with graphs on stops on an empty capture list (`assert len(cudagraph_capture_sizes) > 0`,
+    vllm/config/vllm.py:2561@0.33.0 wheel); import read it as no capture set, the engine's default. One line, exit 2,
+    naming the field as typed; with --enforce-eager beside it, graphs are off (0)."""
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+    from llm_codesign.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        read_config(VLLM_8B + flag, "c", gpu=get_gpu("h100"))
+    assert str(e.value).startswith(f"{field}: [] is not valid; one size or more: vLLM does not start with an empty capture list; "
+                                   "--enforce-eager ") and "\n" not in str(e.value)
+    assert read_config(VLLM_8B + flag + " --enforce-eager", "c", gpu=get_gpu("h100")).deployment.cuda_graph_max_bs == 0
+    cfg = tmp_path / "serve.sh"
+    cfg.write_text(VLLM_8B + flag + "\n")
+    r = CliRunner().invoke(app, ["import", str(cfg), "--gpu", "h100"])
+    assert r.exit_code == 2 and f"{field}: [] is not valid" in r.output and "Traceback" not in r.output
 
 
 def test_an_unpadded_trtllm_capture_list_is_read_at_its_largest_and_says_so():

@@ -75,7 +75,9 @@ def test_export_keys_are_documented_and_read_back(engine):
         # CUDA graphs padded up to the per-rank batch (the LLM API's default capture stops at 128), which its import reads
         graphs = {"cuda_graph_max_bs": per_rank(conc, int(dep.plan.adp))} if engine == "trtllm" else {}
         assert back.deployment == replace(dep, max_num_tokens=dep.step_tokens, **graphs)
-        assert back.concurrency == conc and back.model.name == model.name
+        # TensorRT-LLM loads fp8 weights from an fp8 checkpoint: the registry's of this shape (nvidia's), read back as itself
+        name = "llama-3.1-70b-fp8" if engine == "trtllm" and dep.precision.weight != model.default_precision.weight else model.name
+        assert back.concurrency == conc and back.model.name == name
 
 
 def test_engine_options_state_the_plan():
@@ -286,3 +288,39 @@ def test_export_point_of_a_frontier(tmp_path):
         assert back["tpot_ms"] == pytest.approx(points[i]["tpot_ms"], rel=1e-9)
         assert back["output_tok_s_per_gpu"] == pytest.approx(points[i]["output_tok_s_per_gpu"], rel=1e-9)
     assert runner.invoke(app, ["export-point", str(f), "--index", "999", "-o", str(tmp_path / "x")]).exit_code == 2
+
+
+def test_a_quantized_point_launches_the_registrys_checkpoint_of_its_format(tmp_path):
+    """Newcomer review item 9: an fp8 point of llama-3.1-70b launched `trtllm-serve meta-llama/Llama-3.1-70B` (the bf16
+    base) though the registry names nvidia/Llama-3.1-70B-Instruct-FP8 (registry.toml llama-3.1-70b-fp8): TensorRT-LLM
+    quantizes nothing as it loads, so the launch names the checkpoint of the format, and import prices it the same."""
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+    from llm_codesign.explore.export_engines.base import quantized_checkpoint
+    from llm_codesign.spec.precision import get_dtype
+
+    q = lambda n, w: quantized_checkpoint(get_model(n), get_dtype(w, "weight_dtype"))  # noqa: E731
+    assert (q("llama-3.1-70b", "fp8"), q("llama-3.3-70b", "fp8")) == ("nvidia/Llama-3.1-70B-Instruct-FP8", "nvidia/Llama-3.3-70B-Instruct-FP8")
+    assert q("qwen3-32b", "nvfp4") == "nvidia/Qwen3-32B-NVFP4" and q("deepseek-r1", "nvfp4") == "nvidia/DeepSeek-R1-NVFP4"
+    # no FP8 release of the 8B in the registry; kimi-k2.5 (int4) is one shape but another release than kimi-k2
+    assert q("llama-3.1-8b", "fp8") is None and q("kimi-k2", "int4") is None and q("llama-3.1-70b", "bf16") is None
+    runner = CliRunner()
+    args = ["llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--concurrency", "16", "--weight-dtype", "fp8", "--kv-dtype", "fp8"]
+    out = tmp_path / "t.yaml"
+    r = runner.invoke(app, ["export", *args, "--engine", "trtllm", "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    text = out.read_text()
+    assert "trtllm-serve nvidia/Llama-3.1-70B-Instruct-FP8 --backend pytorch" in text and "meta-llama/Llama-3.1-70B " not in text
+    assert "# weights: fp8, read from nvidia/Llama-3.1-70B-Instruct-FP8 (the registry's fp8 checkpoint of this shape)" in text
+    assert "point the model at such a checkpoint" not in text
+    est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", "trtllm", "--json"]).output)
+    back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).output)
+    assert (back["precision"], back["tpot_ms"], back["ttft_ms"]) == (est["precision"], est["tpot_ms"], est["ttft_ms"])
+    # vLLM quantizes a BF16 checkpoint to FP8 as it loads (`quantization: fp8`): the base checkpoint stays
+    r = runner.invoke(app, ["export", *args, "--engine", "vllm", "-o", str(tmp_path / "v.yaml")])
+    o = yaml.safe_load((tmp_path / "v.yaml").read_text())
+    assert r.exit_code == 0 and (o["model"], o["quantization"]) == ("meta-llama/Llama-3.1-70B", "fp8")
+    # with no such checkpoint in the registry, the header says to point at one
+    r = runner.invoke(app, ["export", "llama-3.1-8b", "--gpu", "h200", "--weight-dtype", "fp8", "--engine", "trtllm", "-o", str(tmp_path / "e.yaml")])
+    assert r.exit_code == 0 and "point the model at such a checkpoint" in (tmp_path / "e.yaml").read_text()

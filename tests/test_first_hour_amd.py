@@ -57,7 +57,8 @@ def test_design_keeps_its_title_and_lint_column_at_80_columns():
     lines = out.splitlines()
     assert code == 0 and max(map(len, lines)) <= 80
     header = next(line for line in lines if line.lstrip().startswith("#"))
-    assert header.split() == ["#", "shape", "params", "active", "loss", "%", "/GPU", "%", "deployment", "lint"]
+    # the loss column's header on two lines, "loss %" over "±test" (sigma_delta; the model's error, "err ±", beneath each row's)
+    assert header.split() == ["#", "shape", "params", "active", "±test", "/GPU", "%", "deployment", "lint"]
     assert next(line for line in lines if line.lstrip().startswith("1 ")).split()[-2:] == ["0E", "0W"]
     # 158 shapes since a dense search's aspect and depth bounds come from the dense models (180 from every model)
     assert "96,250 deployments in" in " ".join(out.split())
@@ -74,9 +75,10 @@ def test_design_outside_the_envelope_keeps_its_lint_column_at_80_columns():
     assert code == 0 and max(map(len, lines)) <= 80
     i = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))
     assert lines[i].split() == ["#", "shape", "params", "active", "envelope", "/GPU", "%", "deployment", "lint"]
-    assert lines[i - 1].split() == ["loss", "%", "tok/s", "gain"]
+    assert lines[i - 1].split() == ["±test", "tok/s", "gain"] and lines[i - 2].split() == ["loss", "%"]
     first = lines[i + 2].split()
-    assert first[0] == "1" and first[-2:] == ["0E", "1W"] and lines[i + 3].split()[-1] == "aspect>x3.6"
+    # beneath the loss: the model's error of the delta, then the bound broken
+    assert first[0] == "1" and first[-2:] == ["0E", "1W"] and lines[i + 3].split()[-2] == "err" and lines[i + 4].split()[-1] == "aspect>x3.6"
     assert ("envelope, beneath the loss: in, or the bound it breaks most, above its maximum (>) or below its minimum (<), and by "
             "what factor (--json: every bound) (--outside-envelope).") in " ".join(out.split())
 

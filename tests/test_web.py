@@ -148,6 +148,8 @@ def test_frontier_then_a_clicked_point_shows_its_breakdown(page, server):
     assert [x.split(" (")[0] for x in legend] == ["llama-3.1-8b on h100", "llama-3.1-8b on h200"]
     colours = page.eval_on_selector_all("#plot polyline.frontier", "xs => xs.map(x => x.getAttribute('stroke'))")
     assert len(set(colours)) == 2  # one colour per series
+    drawn = page.eval_on_selector_all("#plot polyline.bound", "xs => xs.length")
+    assert ("dashed" in page.text_content("#bound-note")) == (drawn > 0)  # newcomer review item 7: a dashed line named only if drawn
     want = lc.pareto("llama-3.1-8b", "h200", num_gpus=1)
     n_rows = page.eval_on_selector_all("#frontier-table tbody tr", "rs => rs.length")
     assert n_rows == len(want.points) + len(lc.pareto("llama-3.1-8b", "h100", num_gpus=1).points)
@@ -450,6 +452,11 @@ def test_the_plot_is_the_reports_log_log_plot_with_cloud_and_bound(page, server)
             # log axes: each point where log10 of its value puts it (a linear axis misses by tens of pixels)
             assert all(abs(pos[a] + slope * (lv - logs[a]) - p) < 0.02 for lv, p in zip(logs, pos, strict=True))
         assert page.get_attribute(f"#plot polyline.bound[data-i='{i}']", "stroke-dasharray")
+    assert page.text_content("#bound-note") == "; dashed: the roofline-ideal bound"  # the caption names the line drawn
+    # where no series' bound crosses the axes (the API's bound: null; llama-3.1-70b on 8 H200's peaks at 14.2k tok/s/GPU
+    # against the best deployment's 3.0k), the caption says why none is drawn rather than naming a dashed line
+    assert page.evaluate("boundNote([{bound: null}, {bound: null}])") == (
+        "; the roofline-ideal bound is not drawn: it lies beyond these axes, above every deployment here")
     # the grid: lines at 1..9 times the decades, each where log10 of its value puts it, inside the axes' limits
     for axis, lim in (("xtick", want["limits"]["x"]), ("ytick", want["limits"]["y"])):
         at = "x1" if axis == "xtick" else "y1"
@@ -704,7 +711,12 @@ def test_design_against_a_chosen_baseline(page, server):
     page.fill("#baseline", "qwen3-8b")
     page.click("#run-design")
     page.wait_for_selector("#design-table", timeout=120_000)
-    assert page.text_content("#design .hint").startswith("loss % against qwen3-8b (baseline), ± sigma_delta, the band the equal-quality test uses")
+    assert page.text_content("#design .hint").startswith("loss % against qwen3-8b (baseline), ± sigma_delta, the band the equal-quality test uses; "
+                                                         "model error %: the model's error of the delta")
+    heads = page.eval_on_selector_all("#design-table thead th", "hs => hs.map(h => h.textContent)")
+    assert heads[4:6] == ["loss % ±test", "model error %"]
+    errs = page.eval_on_selector_all("#design-table tbody tr", "rs => rs.map(r => r.cells[5].textContent)")
+    assert errs and all(re.fullmatch(r"±\d+\.\d\d", e) for e in errs), errs
     # as good as Qwen3-8B: 57 inside the dense models' envelope (31 when MoE models set its aspect and depth bounds)
     assert page.text_content("#design h2").startswith("Designs (57 shapes,")
     page.fill("#baseline", "nope")
@@ -1103,6 +1115,10 @@ def test_a_disaggregated_price_says_what_disagg_says_under_its_table(page, serve
                "the rest wait for a decode slot (slot wait, in TTFT)")
     assert code == 0 and fits_no in " ".join(out.split())
     assert page.eval_on_selector_all("#priced > .disagg-note", "xs => xs.map(x => x.textContent)") == [fits_no]
+    # the CLI's caption ends with the model's measured error on the shipped disaggregated runs: the page says it too
+    measured = page.text_content("#priced > .disagg-measured")
+    assert measured.startswith("Measured on the shipped disaggregated runs (data/measurements/serving_disagg_blackwell.csv, ")
+    assert measured in " ".join(out.split())
     head = page.eval_on_selector_all("#disagg-table th", "xs => xs.map(x => x.textContent)")
     want = json.loads(cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "1,8",
                           "--json")[1])["rows"]

@@ -89,6 +89,9 @@ def wins_by(d: dict, against: str, short: str) -> str:
     flat = "; ".join(f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} is invisible to the proxy "
                      f"(flat on {x['flat_range'][0]:g}-{x['flat_range'][1]:g})" for x in q.get("flat", []))
     out = f"design 1 vs {against}: loss {q['delta_pct']:+.2f}% = {terms} of the loss" + (f" ({flat})" if flat else "")
+    # the test's band and the model's error, said apart: sigma_delta is often a tenth of the error (explore.design._quality_row)
+    out += (f"; {'passes' if q['passes'] else 'fails'} at {q['k']:g} x sigma_delta ±{q['sigma_delta_pct']:.2f}% (the terms' band), "
+            f"model error ±{q['uncertainty_pct']:.2f}%")
     if v:
         out += (f"; params {v['total_params_change_pct']:+.1f}%, KV {v['kv_bytes_per_token'] / 1024:,.0f} KiB/token "
                 f"({v['kv_change_pct']:+.0f}%)")
@@ -109,6 +112,16 @@ def _margin(bound: str) -> str:
     return f"x{pol['ratio_margin']:g}" if VARIABLES[bound.split(".")[0]][0] == "ratio" else f"+-{100 * pol['count_margin']:g}%"
 
 
+def _named(models, scale: float | None) -> str:
+    """The published models that set a bound, each with its size where it lies more than 2x from the budget `scale`
+    (min_models adds the nearest models when few lie in the window: a 70B envelope once came from llama-3.1-405b)."""
+    from llm_codesign.explore.envelope import data
+
+    size = {r["name"]: float(r["total_params"]) for r in data()["model"]}
+    far = lambda n: scale and n in size and max(size[n] / scale, scale / size[n]) > 2.0  # noqa: E731
+    return ", ".join(f"{n} ({size[n] / 1e9:,.3g}B)" if far(n) else n for n in models)
+
+
 def envelope_said(env: dict) -> str:
     """The envelope exactly: which models it is drawn over and the margin (explore.envelope's policy)."""
     a = env["bounds"].get("aspect_ratio")
@@ -118,13 +131,14 @@ def envelope_said(env: dict) -> str:
            f"x{env['ratio_margin']:g} and counts +-{100 * env['count_margin']:g}%")
     if a:
         out += (f" (aspect ratio at most {a['max']:.4g}: {env['ratio_margin']:g} x the largest published, "
-                f"{a['published_max']:.4g}, {', '.join(a['max_set_by'])})")
+                f"{a['published_max']:.4g}, {_named(a['max_set_by'], env['scale'])})")
     return out
 
 
-def envelope_lines(designs: list[dict]) -> list[str]:
+def envelope_lines(designs: list[dict], scale: float | None = None) -> list[str]:
     """Rows at the edge of the envelope (within 5% of a limit) and rows beyond every published model on a bound
-    (inside only by the margin), said with the published value and who set it."""
+    (inside only by the margin), said with the published value and who set it (with its size where it lies more than
+    2x from `scale`, the budget)."""
     edge: dict = {}
     beyond: dict = {}
     for j, d in enumerate(designs, 1):
@@ -144,7 +158,7 @@ def envelope_lines(designs: list[dict]) -> list[str]:
         span = f"{vals[0]:.4g}" if len(vals) == 1 or abs(vals[-1] - vals[0]) < 1e-9 else f"{vals[0]:.4g}-{vals[-1]:.4g}"
         side = "above" if bound.endswith(".max") else "below"
         out.append(f"envelope: {_rows([j for j, _ in rows])} {side} every published model on {bound.split('.')[0]} "
-                   f"({span} against {pub:.4g}, {', '.join(who)}): inside only by the {_margin(bound)} margin")
+                   f"({span} against {pub:.4g}, {_named(who, scale)}): inside only by the {_margin(bound)} margin")
     return out
 
 
@@ -348,7 +362,8 @@ def design(
         q, e = d["quality"], d["envelope"]
         where = "in" if e["inside"] else _envelope_cell(e["outside"][0])
         rows.append((str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B",
-                     f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f}" + (" x" if q["extrapolated"] else "") + (" ~" if q.get("flat") else ""), where,
+                     f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f}" + (" x" if q["extrapolated"] else "") + (" ~" if q.get("flat") else "")
+                     + f"\nerr ±{q['uncertainty_pct']:.2f}", where,
                      f"{d['objective']:.1f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
                      f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W"))
     # where the rows differ in the envelope, each row's place in it beneath its loss (a column of its own cropped the lint
@@ -357,7 +372,7 @@ def design(
     inside = all(row[5] == "in" for row in rows)
     rows = [(*row[:4], row[4] if inside else f"{row[4]}\n{row[5]}", *row[6:]) for row in rows]
     heads = f"{'|/'.join(short.rsplit('/', 1))}:n gain|%:n"
-    columns = f"#:n shape:t params:n active:n {'loss_%' if inside else 'loss_%|envelope'}:n {heads} deployment:t lint:k"
+    columns = f"#:n shape:t params:n active:n {'loss_%|±test' if inside else 'loss_%|±test|envelope'}:n {heads} deployment:t lint:k"
     budget = f"{params / 1e9:.0f}B params" + (f", {active_params / 1e9:.3g}B active" if active_params is not None else "")
     # the search's size on a line of its own: folded at 80 columns, one title broke "in 1.5 / s)" between a figure and its unit
     sc = r.get("screened", {})
@@ -365,7 +380,8 @@ def design(
     t = _table(f"designs at {budget} on {gpus_}x {g.name}, {regime} regime\n({r['candidates']:,} shapes{thinned}, "
                f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)", columns,
                f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
-               f"proxy loss against {ref['name']}'s, +- sigma_delta, the band the equal-quality test uses; x: a term extrapolated "
+               f"proxy loss against {ref['name']}'s; ±test: sigma_delta, the band the equal-quality test uses; err ± beneath: the "
+               "model's error of the delta, flat axes and extrapolation included, the band to read as evidence; x: a term extrapolated "
                "beyond its studied range; ~: the shapes differ on an axis the proxy is flat on (it cannot tell them apart). "
                + (envelope_said(env) if inside else "envelope, beneath the loss: in, or the bound it breaks most, above its "
                   "maximum (>) or below its minimum (<), and by what factor (--json: every bound)") + " ("
@@ -384,7 +400,7 @@ def design(
             con.print(f"binds: {x['axis']} {x['side']} {x['value']} is a real limit, {x['why']}" + (f" ({', '.join(x['bounds'])})" if x.get("bounds") else ""))
         else:
             con.print(f"binds: {x['kind']}: {x['axis']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}")
-    for line in envelope_lines(r["designs"]):
+    for line in envelope_lines(r["designs"], env["scale"]):
         con.print(line, highlight=False)
     if r["designs"]:  # how far to trust the objective (every row's in --json)
         b1 = r["designs"][0]["intervals"][r["objective"]]

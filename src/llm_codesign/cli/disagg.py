@@ -37,17 +37,12 @@ from llm_codesign.spec.harness import DEFAULT_ARRIVAL, MAX_RECV_INTERVAL
 
 
 def _measured() -> str:
-    """The bundled profile's error on the shipped disaggregated runs (data/calibration/accuracy.toml); a
-    profile of one's own has its own (`validate --calibration`)."""
-    from llm_codesign.measure.accuracy import bundled
+    """The bundled profile's error on the shipped disaggregated runs (data/calibration/accuracy.toml), as the page says it
+    too (measure.accuracy.disagg_measured); a profile of one's own has its own (`validate --calibration`)."""
+    from llm_codesign.measure.accuracy import disagg_measured
 
-    cell = bundled().get("disaggregated")
-    if not cell:
-        return ""
-    t, d = cell["ttft_ms"], cell["tpot_ms"]
-    early = ", first tokens early" if t["signed"] < 0 else ""
-    return (f" Measured on the shipped disaggregated runs (data/measurements/serving_disagg_blackwell.csv, {t['n']} priced): "
-            f"TPOT {d['median']:.1f}% median error, TTFT {t['median']:.1f}% (signed {t['signed']:+.0f}%{early}).")
+    said = disagg_measured()
+    return f" {said}" if said else ""
 
 
 @app.command()

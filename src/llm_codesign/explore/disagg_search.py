@@ -209,6 +209,9 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
                         decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a)
     band_disagg_rows(r["rows"], model, pools[1], isl=isl, osl=osl, calibration=calibration, arrival=arrival)
     r["notes"] = notes + r["notes"]
+    from llm_codesign.measure.accuracy import disagg_measured
+
+    r["measured"] = "" if calibration else disagg_measured()  # the bundled profile's error; a profile of one's own has its own
     return DisaggEstimate(**{k: tuple(v) if k in ("notes", "rows") else v for k, v in r.items()})
 
 

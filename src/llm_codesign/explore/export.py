@@ -25,6 +25,7 @@ from llm_codesign.explore.export_engines.base import (
     check_nested,
     code_lines,
     parse_flags,
+    quantized_checkpoint,
     read_value,
     resolve_option,
     switch,
@@ -92,6 +93,21 @@ def point_config(model: ModelSpec, dep: Deployment, *, concurrency: int, replica
                                extra={"isl": isl, "osl": osl, "predicted": predicted, **priced_with(calibration)})
 
 
+def launched(model: ModelSpec, dep: Deployment, engine: str) -> tuple[ModelSpec, list[str]]:
+    """`model` as the engine launches it at `dep`'s weights, with the header lines that say so. Weights the engine cannot
+    quantize as they load (TensorRT-LLM: none; vLLM and SGLang: ONLINE_QUANTIZATION) are read from a checkpoint already
+    quantized: the registry's checkpoint of this shape at that format where it has one (llama-3.1-70b at fp8:
+    nvidia/Llama-3.1-70B-Instruct-FP8, not the bf16 meta-llama/Llama-3.1-70B), else the header says to point at one.
+    The one rule of export_config (a single deployment, the page's launch file) and export_dynamo (both pools)."""
+    x, w = exporter(engine), dep.precision.weight
+    if w == model.default_precision.weight or (x.quantization_option and weight_option(model, dep.precision, engine) in ONLINE_QUANTIZATION):
+        return model, []
+    if ck := quantized_checkpoint(model, w):
+        return replace(model, hf_ids=(ck,)), [f"# weights: {w.name}, read from {ck} (the registry's {w.name} checkpoint of this shape)"]
+    return model, [f"# weights: {w.name} is read from a checkpoint already quantized to it (the "
+                   f"{model.default_precision.weight.name} one named here is not): point the model at such a checkpoint"]
+
+
 def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency: int, replicas: int = 1,
                   file_name: str = "config.yaml", extra: dict | None = None) -> str:
     """The launch configuration of one instance of `dep` in `engine` (text of the file to write)."""
@@ -105,15 +121,13 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
         raise InputError("backend", dep.backend, f"the exported engine ({engine}): the estimate must price the engine that runs it")
     if concurrency < 1:
         raise InputError("concurrency", concurrency, "a positive integer")
+    head = [_header(model, dep, concurrency=concurrency, replicas=replicas, extra=extra),
+            f"# {spec['engine']} {spec['version']} options ({spec['source']})"]
+    model, said = launched(model, dep, engine)
+    head += said
     opts = x.options(model, dep, concurrency)
     if engine == "trtllm" and (extra or {}).get("isl", 0) > dep.step_tokens:  # such a prompt runs only chunked (prompt_budget)
         opts["enable_chunked_prefill"] = True
-    head = [_header(model, dep, concurrency=concurrency, replicas=replicas, extra=extra),
-            f"# {spec['engine']} {spec['version']} options ({spec['source']})"]
-    if dep.precision.weight != model.default_precision.weight and (not x.quantization_option or weight_option(model, dep.precision, engine)
-                                                                    not in ONLINE_QUANTIZATION):
-        head.append(f"# weights: {dep.precision.weight.name} is read from a checkpoint already quantized to it (the "
-                    f"{model.default_precision.weight.name} one named here is not): point the model at such a checkpoint")
     if replicas > 1:
         head.append(f"# run {replicas} instances of this configuration behind a load balancer ({dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''} each)")
     return x.render(opts, head=head, model=model, file_name=file_name, env=x.env(dep))
@@ -315,6 +329,12 @@ def _option_names(engine: str, o: dict) -> list[str]:
     return out
 
 
+# the decode-capture flags whose refusal names the flag as typed: SGLang's older --cuda-graph-max-bs / --cuda-graph-bs
+# (aliases of the -decode names since 0.5.23) and a prefix or underscores; a short alias elsewhere (-q, -tp) keeps the
+# documented name it stands for, the clearer of the two
+CAPTURE_FLAGS = frozenset({"cuda-graph-max-bs-decode", "cuda-graph-bs-decode", "max-cudagraph-capture-size", "cudagraph-capture-sizes"})
+
+
 def read_config(text: str, origin: str = "config", *, engine: str | None = None, model: str | None = None, gpu=None,
                 acceptance: float | None = None, acceptance_rates: tuple[float, ...] = ()) -> Imported:
     """The deployment a configuration starts: a file `export` wrote (read_export), or the engine's own
@@ -344,11 +364,14 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
         raise InputError("model", model_ref, f"{e.valid}; or --model NAME for the model this configuration serves") from None
     if gpu is None:
         raise MissingInput("gpu", "an engine's configuration names no GPU: give --gpu, the one it runs on (e.g. --gpu h200)")
+    typed = getattr(o, "typed", {})  # each flag as the user typed it (read_flags): a refusal names that, not our name for it
     o, copies = x.replicas(o, m)
     meta = {"spec": {"mean_accepted": acceptance, "rates": list(acceptance_rates)}}
     try:
         dep, conc = _deployment(name, o, m, gpu=gpu, meta=meta, real=True)
     except InputError as e:  # speculation with no acceptance: the configuration cannot say it, the user must
+        if e.field in typed and e.field in CAPTURE_FLAGS and not isinstance(e, MissingInput):
+            raise InputError(typed[e.field], e.value, e.valid) from None
         if e.field != "acceptance" or e.value is not None:
             raise
         raise MissingInput("acceptance", "the configuration drafts tokens but no configuration states how many are accepted: give "
@@ -395,6 +418,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     if backend not in dynamo_workers():
         raise InputError("backend", backend, ", ".join(dynamo_workers()))
     x = EXPORTERS[backend]
+    model, said = launched(model, decode, backend)  # both pools run one checkpoint: the decode pool's weights (as the meta)
     image = f"my-registry/{x.dynamo_image}-runtime:my-tag"
     dec_conc = max(1, math.ceil(concurrency / decode_instances))
     # a prefill instance holds the prompts it is computing: at most what its step budget and the queue give it

@@ -121,3 +121,15 @@ def bundled() -> dict:
     """The shipped table (empty where the file is absent)."""
     f = resources.files("llm_codesign").joinpath("data/calibration/accuracy.toml")
     return tomllib.loads(f.read_text()) if f.is_file() else {}
+
+
+def disagg_measured() -> str:
+    """The bundled profile's error on the shipped disaggregated runs (the table's `disaggregated` cell), the sentence
+    `disagg` prints under its table and the page under its own; "" where the table has none."""
+    cell = bundled().get("disaggregated")
+    if not cell:
+        return ""
+    t, d = cell["ttft_ms"], cell["tpot_ms"]
+    early = ", first tokens early" if t["signed"] < 0 else ""
+    return (f"Measured on the shipped disaggregated runs (data/measurements/serving_disagg_blackwell.csv, {t['n']} priced): "
+            f"TPOT {d['median']:.1f}% median error, TTFT {t['median']:.1f}% (signed {t['signed']:+.0f}%{early}).")

@@ -715,6 +715,9 @@ class DisaggEstimate:
     num_gpus: int
     notes: tuple
     rows: tuple
+    # the bundled profile's measured error on the shipped disaggregated runs, the sentence ending disagg's caption and shown
+    # on the page (measure.accuracy.disagg_measured); "" with a profile of one's own
+    measured: str = ""
 
     def to_dict(self) -> dict:
         """What `llm-codesign disagg --json` prints."""

@@ -425,6 +425,8 @@ class DisaggResponse(_Open):
     rows: list[DisaggRow]
     notes: list[str] = Field(..., description="The lines `disagg` prints under its table: the loads past what the decode pool "
                              "holds (\"fits no at ...\"), the engine both pools run, what was asked and changes nothing.")
+    measured: str = Field(..., description="The bundled profile's error on the shipped disaggregated runs, the sentence `disagg` "
+                          "ends its table's caption with (\"Measured on the shipped disaggregated runs ...\"); empty where none.")
 
 
 class Finding(_Open):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import shlex
 import tomllib
 from abc import ABC, abstractmethod
@@ -183,6 +184,28 @@ def plan_ints(plan: Plan) -> tuple[int, ...]:
 
 def hf_id(model: ModelSpec) -> str:
     return model.hf_ids[0] if model.hf_ids else model.name
+
+
+def quantized_checkpoint(model: ModelSpec, weight) -> str | None:
+    """The registry's checkpoint of `model` already quantized to `weight`, or None: an entry of the same shape (hidden,
+    layers, parameters) whose own weights are `weight` and whose Hugging Face id extends one of `model`'s (the same
+    release: nvidia/Llama-3.1-70B-Instruct-FP8 for meta-llama/Llama-3.1-70B; never another release of one shape,
+    kimi-k2.5's int4 for kimi-k2, or nvidia/DeepSeek-R1-NVFP4 for deepseek-v3)."""
+    from llm_codesign.spec.registry import entries, get_model
+
+    stems = [h.split("/")[-1].lower() for h in model.hf_ids]
+    if not stems:
+        return None
+    shape = (model.hidden, model.num_layers, model.total_params)
+    for e in entries():
+        m = get_model(e["name"])
+        if m.name == model.name or (m.hidden, m.num_layers, m.total_params) != shape or m.default_precision.weight != weight:
+            continue
+        # `model`'s own id first; a stem ends at a dash, so Llama-3.1-70B never takes Llama-3.3-70B's FP8 nor Kimi-K2 K2.5
+        for stem in stems:
+            if hit := next((h for h in m.hf_ids if re.fullmatch(re.escape(stem) + r"(-.*)?", h.split("/")[-1].lower())), None):
+                return hit
+    return None
 
 
 def refuse(engine: str, plan: Plan, why: str):
@@ -382,13 +405,23 @@ def _boolean(flag: str) -> bool:
                             "enforce-eager", "async-scheduling"))
 
 
+class Flags(dict):
+    """Options read from a command line, with `typed`: each option's flag as the user typed it where that differs from
+    its documented name (an alias, a prefix, underscores), so a refusal names what the user wrote (`cuda-graph-max-bs`,
+    not SGLang's newer `cuda-graph-max-bs-decode` it stands for)."""
+
+    def __init__(self, *a, typed: dict | None = None, **kw):
+        super().__init__(*a, **kw)
+        self.typed = dict(typed or {})
+
+
 def read_flags(words: list[str], engine: str, origin: str = "config", *, dashes: bool = True, abbrev: bool = True) -> tuple[dict, list[str]]:
     """An engine's command-line words as its parser reads them: ({option: value}, positional words).
     `--flag value`, `--flag=value`, `-tp 8` (short aliases), a bare flag as true and `--no-flag` as false;
     each flag resolved to its documented option (resolve_option), one it does not document kept under
     its own name (the caller lists it as ignored). Values are JSON where they parse as JSON (8, 0.9,
     true, a speculative config's mapping), else the word."""
-    out, pos, i = {}, [], 0
+    out, pos, i = Flags(), [], 0
     while i < len(words):
         w = words[i]
         if not w.startswith("-") or w == "-":
@@ -415,6 +448,8 @@ def read_flags(words: list[str], engine: str, origin: str = "config", *, dashes:
             except json.JSONDecodeError:  # a plain word
                 value = {"true": True, "false": False}.get(value.lower(), value)
         out[key] = value
+        if name and flag != name:
+            out.typed[key] = flag
         i += 1
     return out, pos
 

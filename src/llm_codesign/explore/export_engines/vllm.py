@@ -12,6 +12,7 @@ from llm_codesign.explore.export_engines.base import (
     engine_spec,
     env_words,
     exporter,
+    Flags,
     file_beside,
     fraction,
     hf_id,
@@ -96,7 +97,7 @@ class VLLMExporter(Exporter):
                       or w.endswith(("vllm.entrypoints.openai.api_server", "vllm-openai")) or "vllm-openai:" in w), len(words))
         o, pos = read_flags(words[start:], "vllm", origin)
         if isinstance(o.get("config"), str):  # `--config FILE`: its keys beneath the command line's (vLLM's precedence)
-            o = {**_yaml_options(file_beside(o.pop("config"), origin), origin), **o}
+            o = Flags({**_yaml_options(file_beside(o.pop("config"), origin), origin), **o}, typed=o.typed)
         return o, o.get("model") or (pos[0] if pos else None)
 
     def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int | None]:
@@ -129,15 +130,21 @@ class VLLMExporter(Exporter):
         cc = cc if isinstance(cc, dict) else {}
         if o.get("enforce-eager") or str(cc.get("cudagraph_mode", "")).upper() == "NONE":
             return 0
+        # each read where the user set it: a flag, else compilation-config's field, named so in a refusal
+        top_at = "max-cudagraph-capture-size" if "max-cudagraph-capture-size" in o else "compilation-config.max_cudagraph_capture_size"
+        sizes_at = "cudagraph-capture-sizes" if "cudagraph-capture-sizes" in o else "compilation-config.cudagraph_capture_sizes"
         top = o.get("max-cudagraph-capture-size", cc.get("max_cudagraph_capture_size"))
         sizes = o.get("cudagraph-capture-sizes", cc.get("cudagraph_capture_sizes"))
+        off = "--enforce-eager (or compilation-config's cudagraph_mode NONE) turns its CUDA graphs off"
         if top is None and sizes is not None:
             sizes = sizes if isinstance(sizes, list) else [sizes]
-            top = max((whole("cudagraph-capture-sizes", b, hi=1 << 20) for b in sizes), default=None)
+            if not sizes:  # VllmConfig: `assert len(cudagraph_capture_sizes) > 0` with graphs on (config/vllm.py:2561@0.33.0 wheel)
+                raise InputError(sizes_at, sizes, f"one size or more: vLLM does not start with an empty capture list; {off}")
+            top = max(whole(sizes_at, b, hi=1 << 20) for b in sizes)
+            top_at = sizes_at
         if top in (0, "0"):
-            raise InputError("max-cudagraph-capture-size", top, "1 or more: vLLM does not start with a capture of 0; --enforce-eager "
-                             "(or compilation-config's cudagraph_mode NONE) turns its CUDA graphs off")
-        top = whole("max-cudagraph-capture-size", top, None, hi=1 << 20)
+            raise InputError(top_at, top, f"1 or more: vLLM does not start with a capture of 0; {off}")
+        top = whole(top_at, top, None, hi=1 << 20)
         if top is None:
             return None
         sc = o.get("speculative-config")

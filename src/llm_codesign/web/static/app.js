@@ -289,10 +289,19 @@ function tipIntervals(p) {
     `${names[k]} ${bound(k, b[k].lo80)}-${bound(k, b[k].hi80)} (${bound(k, b[k].lo95)}-${bound(k, b[k].hi95)})`).join(", ")];
 }
 
+// what the caption says of the roofline-ideal bound: the dashed line where one is drawn; else why none is. The API sends
+// a series' bound only where it crosses the axes (render/report.py report_data, render/plot.py bound_in_view): at its
+// ideal step it runs one to two decades above the best deployment (llama-3.1-70b on 8 H200: 14.2k against 3.0k tok/s/GPU)
+function boundNote(series) {
+  return series.some((s) => s.bound) ? "; dashed: the roofline-ideal bound"
+    : "; the roofline-ideal bound is not drawn: it lies beyond these axes, above every deployment here";
+}
+
 // the plot at the column's width (drawn again when the column's width changes)
 function drawPlot() {
   if (!last) return;
   const data = {limits: last.plot.limits, series: last.series.map((s, i) => ({...last.plot.series[i], frontier: s.frontier, evaluated: s.evaluated}))};
+  $("bound-note").textContent = boundNote(data.series);
   last.handle = drawFrontier($("plot"), data, {onClick: selectPoint, tip: $("tip"), describe});
   last.width = $("plot").clientWidth;
   if (last.sel) last.handle.select(...last.sel);
@@ -588,6 +597,8 @@ function showDisagg(r) {
                              fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
     // the lines disagg prints under its table (serve/disagg.py: "fits no at ...", the engine both pools run, what changed nothing)
     ...r.notes.map((n) => el("div", n, "hint disagg-note")),
+    // how far the disaggregated model has been off, the line ending disagg's caption (measure/accuracy.py disagg_measured)
+    ...(r.measured ? [el("div", r.measured, "hint disagg-measured")] : []),
     ...disaggIntervals(r.rows));
 }
 
@@ -664,7 +675,7 @@ async function runDesign() {
       const q = d.quality, e = d.envelope;
       return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4),
               `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${fix(q.sigma_delta_pct, 2)}${q.extrapolated.length ? " x" : ""}${q.flat.length ? " ~" : ""}`,
-              e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1),
+              `±${fix(q.uncertainty_pct, 2)}`, e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1),
               `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}`];
     });
     // as the CLI says them: none beating the reference first, a thinned grid in the heading
@@ -673,8 +684,8 @@ async function runDesign() {
     const none = r.designs.length && r.beats_reference === false
       ? [el("div", `no design beats ${who.name} at equal quality proxy` + (gains.length ? `: the best is ${gains[0] >= 0 ? "+" : ""}${fix(Math.max(...gains), 1)}%` : ""), "warn")] : [];
     $("design").replaceChildren(...none, el("h2", `Designs (${r.candidates.toLocaleString()} shapes${thinned}, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
-      el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; x: extrapolated; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
-      table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss %", "n"], ["envelope", "t"],
+      el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; model error %: the model's error of the delta (flat axes and extrapolation included), the band to read as evidence; x: extrapolated; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
+      table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss % ±test", "n"], ["model error %", "n"], ["envelope", "t"],
                              [r.objective, "n"], ["deployment", "t"]], rows));
     if (r.side_by_side) showSideBySide(r.side_by_side, r.reference);
     status("");
