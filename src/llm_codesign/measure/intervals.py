@@ -816,7 +816,7 @@ def ideal(model, dep, batch, *, isl, accepted=1.0, gpus: int | None = None, stre
     FLOPs at the aggregate peak, whichever is longer (no attention, no queue, no KV transfer: a lower bound at any load).
     A band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound on one H100 at 2x its
     memory-bandwidth roofline, and its TPOT 95% at 3.19 ms beside a 4.48 ms ideal step; a disaggregated Llama-3.1-70B
-    FP8 TTFT 95% at 15.6 ms on 4 H200s that cannot prefill 1,024 tokens in under 18 ms (docs/modelling-notes.md#dband-floor)."""
+    FP8 TTFT 95% at 15.6 ms on 4 H200s that cannot prefill 1,024 tokens in under 18 ms (docs/modelling-notes.md#dband-load)."""
     from llm_codesign.cost.roofline import ideal_step
     from llm_codesign.spec.precision import executable
 
