@@ -372,7 +372,7 @@ function basisRows(b, e) {
   const sources = new Map();
   ks.forEach((k) => { const s = `from ${b[k].source}`; if (!sources.has(s)) sources.set(s, []); sources.get(s).push(names[k]); });
   const caps = ks.filter((k) => b[k].capped !== undefined && b[k].capped !== null)
-    .map((k) => `${names[k]} ${k === "tpot_ms" ? "from" : "at"} ${bound(k, b[k].capped)}${k.endsWith("_ms") ? " ms" : ""}`);
+    .map((k) => `${names[k]} ${k === "tpot_ms" || k === "ttft_ms" ? "from" : "at"} ${bound(k, b[k].capped)}${k.endsWith("_ms") ? " ms" : ""}`);
   const reasons = [...new Set(ks.flatMap((k) => b[k].widened))];
   return [...[...sources].map(([s, ms]) => [sources.size === 1 ? "interval basis" : `basis: ${ms.join(", ")}`, s]),
     ...(ks.some((k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80)) ? [["centred on", CENTRE]] : []),
