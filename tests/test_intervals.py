@@ -11,9 +11,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from conftest import run
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from conftest import run
 
 import llm_codesign as lc
 from llm_codesign.measure import intervals as iv
