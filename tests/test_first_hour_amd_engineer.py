@@ -66,8 +66,14 @@ def test_a_basis_across_engines_names_them_and_why_the_questions_engine_has_no_s
         "39 needed), on CDNA4 GPUs, in the load band 33+ requests (closed loops; this answer: waves)"}
     # an engine with no run there names the engines whose runs answer (its own reason says it has none)
     code, out, _ = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--prefill", "tp=8", "--decode", "tp=8", "--backend", "atom")
-    disagg = table["slices"]["ttft_ms"]["disaggregated"]["n"]
-    assert code == 0 and f"interval basis: drawn from {disagg} disaggregated runs with SGLang and TensorRT-LLM, on Blackwell GPUs" in out
+    # each load band's runs where they hold a slice (docs/modelling-notes.md#dband-load: 1-4 and 33+), every run's at 5-32
+    disagg = {k: table["slices"]["ttft_ms"][k]["n"] for k in ("disaggregated", "disaggregated|1-4", "disaggregated|33+")}
+    text = " ".join(out.split())
+    assert code == 0 and (f"interval basis (1 request): drawn from {disagg['disaggregated|1-4']} disaggregated runs with SGLang and "
+                          "TensorRT-LLM, on Blackwell GPUs, in the load band 1-4 requests") in text
+    assert f"interval basis (8, 32 requests): drawn from {disagg['disaggregated']} disaggregated runs with SGLang and TensorRT-LLM" in text
+    assert (f"interval basis (128, 512 requests): drawn from {disagg['disaggregated|33+']} disaggregated runs with SGLang and "
+            "TensorRT-LLM, on Blackwell GPUs, in the load band 33+ requests") in text
     assert "beyond the runs: no disaggregated run with ATOM" in out
 
 

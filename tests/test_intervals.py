@@ -12,6 +12,8 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from conftest import run
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import llm_codesign as lc
 from llm_codesign.measure import intervals as iv
@@ -832,3 +834,61 @@ def test_a_profiles_own_dense_runs_leave_moe_answers_bundled(tmp_path):
     assert moe[1]["source"] == ("the bundled profile's (not mine.toml's: none of its 40 runs with vLLM on Blackwell GPUs is of a MoE model) "
                                 + moe[0]["source"])
     assert [moe[1][k] for k in ("lo80", "hi80", "lo95", "hi95")] == [moe[0][k] for k in ("lo80", "hi80", "lo95", "hi95")]
+
+
+# docs/modelling-notes.md#dband-floor: one request's 1,024-token prefill of Llama-3.1-70B at FP8 on 4 H200s can take no
+# less than its FLOPs at the GPUs' FP8 peak, 2 x 69,501,714,432 active params x 1,024 / (4 x 1.9789e15 FLOP/s)
+# (data/gpus/h200.toml fp8), = 17.98 ms; its weights over HBM, 69,501,714,432 B / (4 x 4.8e12 B/s) = 3.62 ms, bind less
+H200_70B_PREFILL_MS = 2 * 69501714432 * 1024 / (4 * 1.9789e15) * 1e3
+
+
+def test_a_disaggregated_ttft_never_falls_below_one_prefill_at_peak():
+    assert H200_70B_PREFILL_MS == pytest.approx(17.982, abs=1e-3)
+    m = lc.get_model("llama-3.1-70b")
+    d = lc.disagg(m, "h200", prefill="tp=4", decode="tp=4", concurrency=(1, 64), weight_dtype="fp8", kv_dtype="fp8").to_dict()
+    for row in d["rows"]:
+        b = row["intervals"]["ttft_ms"]
+        assert min(b["lo80"], b["lo95"]) >= H200_70B_PREFILL_MS * (1 - 1e-9)
+    # main put the 95% lower bound at 12.8 ms (1 request) and 15.9 ms (64); at 1 request the 1-4 runs' slice now lies above
+    # the floor (22.5 ms), at 64 the 33+ slice's tail reaches below it and stops there
+    assert "capped" not in d["rows"][0]["intervals"]["ttft_ms"]
+    assert d["rows"][1]["intervals"]["ttft_ms"]["capped"] == pytest.approx(H200_70B_PREFILL_MS, rel=1e-6)
+    assert d["rows"][1]["intervals"]["ttft_ms"]["lo95"] == pytest.approx(H200_70B_PREFILL_MS, rel=1e-6)
+
+
+def test_a_disaggregated_ttft_at_one_request_takes_the_low_load_runs():
+    # the engine's slice at 1-4 requests is too thin (TensorRT-LLM's at 33+ only), so the load band pools across engines
+    # (LOAD_FIRST_MODES) before the engine's 133 runs of every load (whose 89 at 33+ put the 80% at x0.29-x5.4)
+    m = lc.get_model("llama-3.1-70b")
+    row = lc.disagg(m, "b200", prefill="tp=4", decode="tp=4", concurrency=(1,), weight_dtype="fp8", kv_dtype="fp8").to_dict()["rows"][0]
+    b = row["intervals"]["ttft_ms"]
+    assert b["source"].startswith("42 disaggregated runs with SGLang and TensorRT-LLM (TensorRT-LLM's own in this load band")
+    assert "in the load band 1-4 requests" in b["source"]
+    c = iv.bundled()["slices"]["ttft_ms"]["disaggregated|blackwell|1-4"]
+    assert b["hi80"] / b["lo80"] < 3.0  # x2.8 (q900 - q100 of that slice plus the campaign term, each side); was x19
+    assert iv.levels_for("ttft_ms", "disaggregated")[-1] == ("mode",)
+    assert iv.levels_for("tpot_ms", "serving") == iv.HIERARCHY
+    assert c["n"] == 42
+
+
+@settings(max_examples=12, deadline=None)
+@given(name=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "qwen3-32b"]), gpu=st.sampled_from(["h100", "h200", "b200"]),
+       tp=st.sampled_from([1, 2, 4, 8]), isl=st.sampled_from([128, 1024, 8192]), conc=st.sampled_from([1, 4, 64, 512]),
+       fp8=st.booleans())
+def test_no_bound_passes_the_roofline_for_any_shape(name, gpu, tp, isl, conc, fp8):
+    """lo >= the roofline floor (TTFT: one prefill; TPOT: the ideal step) and hi <= the rates' ceiling, wherever the
+    prediction and the band's centre themselves respect it (capped's rule)."""
+    m = lc.get_model(name)
+    if m.total_params * (1 if fp8 else 2) > 0.8 * tp * lc.get_gpu(gpu).hbm_bytes:
+        return
+    dep = lc.deployment(m, gpu=gpu, tp=tp, weight_dtype="fp8" if fp8 else None)
+    e = lc.estimate(m, dep, lc.Workload(isl=isl, osl=256, concurrency=conc))
+    values = {"ttft_ms": e.ttft_s * 1e3, "tpot_ms": e.tpot_s * 1e3, "tok_s_per_user": e.tok_s_per_user,
+              "output_tok_s_per_gpu": e.output_tok_s_per_gpu}
+    lim = iv.ideal(m, dep, min(conc, e.max_batch), isl=isl, accepted=e.accepted_per_step)
+    for k in iv.FLOORED:
+        b = e.intervals[k]
+        assert min(b["lo80"], b["lo95"]) >= min(lim[k], values[k], b["centre"]) * (1 - 1e-9)
+    for k in ("tok_s_per_user", "output_tok_s_per_gpu"):
+        b = e.intervals[k]
+        assert max(b["hi80"], b["hi95"]) <= max(lim[k], values[k], b["centre"]) * (1 + 1e-9)

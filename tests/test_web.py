@@ -1089,7 +1089,12 @@ def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(p
     notes = page.eval_on_selector_all("#priced > .hint", "xs => xs.map(x => x.textContent)")[1:]
     src = want["rows"][0]["intervals"]["ttft_ms"]["source"]
     assert page.text_content("#priced h2") == "Priced, disaggregated: llama-3.1-8b on 2x mi355x, W:bf16 A:bf16 KV:bf16, sglang"  # its engine, as disagg's title
-    assert f"interval basis: from {src}" in notes and src.startswith("42 disaggregated runs with SGLang")
+    # each row's basis its own load band's runs (docs/modelling-notes.md#dband-load): SGLang's 42 runs of every load are too
+    # few for a slice per band, so both engines' runs in the band
+    src512 = want["rows"][1]["intervals"]["ttft_ms"]["source"]
+    assert f"interval basis (1 request): from {src}" in notes and f"interval basis (512 requests): from {src512}" in notes
+    assert src.startswith("42 disaggregated runs with SGLang and TensorRT-LLM (SGLang's own in this load band (of its 42)")
+    assert src512.startswith("112 disaggregated runs with SGLang and TensorRT-LLM (SGLang's own in this load band (of its 42)")
     # each reason with its own between-group term from the shipped table (re-measured whenever the bands are rebuilt)
     terms = {k: f"(x{math.exp(t['t80']):.2f}/x{math.exp(max(t['t80'], t['t95'])):.2f} at 80/95%)" for k, t in bundled()["between"].items()}
     assert [n for n in notes if n.startswith("beyond the runs")] == [

@@ -135,10 +135,11 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     values = {"ttft_ms": r.ttft_s * 1e3, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
               "output_tok_s_per_gpu": r.output_tok_s_per_gpu}
     bands = intervals.bands(values, ctx, table=intervals.table_for(_ref(calibration), gpu=dep.gpu))
-    # no rate's bound above what the GPUs allow at the batch that runs, no TPOT's below its ideal step (intervals.ideal),
+    # no rate's bound above what the GPUs allow at the batch that runs, no TPOT's below its ideal step, no TTFT's below
+    # one prefill's (intervals.ideal),
     # here so that to_dict, --json, the web page and the table carry one band
     batch = min(w.concurrency or r.max_batch, r.max_batch)
-    bands = intervals.capped(bands, values, intervals.ideal(m, dep, batch, accepted=r.accepted_per_step))
+    bands = intervals.capped(bands, values, intervals.ideal(m, dep, batch, isl=w.isl, accepted=r.accepted_per_step))
     # the third dimension: published where known, else the proxy
     return replace(r, accuracy=accuracy_of(m, dep.precision), intervals=bands)
 

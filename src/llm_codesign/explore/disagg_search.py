@@ -207,7 +207,8 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
                         decode_instances=decode_instances, concurrencies=list(concurrencies), isl=isl, osl=osl,
                         decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing,
                         decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a)
-    band_disagg_rows(r["rows"], model, pools[1], isl=isl, osl=osl, calibration=calibration, arrival=arrival)
+    band_disagg_rows(r["rows"], model, pools[1], isl=isl, osl=osl, calibration=calibration, arrival=arrival, prefill=pools[0],
+                     prefill_instances=prefill_instances, decode_instances=decode_instances)
     r["notes"] = notes + r["notes"]
     from llm_codesign.measure.accuracy import disagg_measured
 

@@ -102,6 +102,25 @@ def hierarchy(metric: str) -> tuple[tuple[str, ...], ...]:
     return (*((*lv, "arrival") for lv in HIERARCHY if "engine" in lv), *HIERARCHY)
 
 
+# the modes whose slices keep the load band before the engine: a level dropping it comes after every level keeping it
+# (mode x load last of those). The 175 disaggregated runs (all DeepSeek-R1 on Blackwell, 133 TensorRT-LLM's) hold
+# TensorRT-LLM slices at 33+ requests only, so HIERARCHY's walk answered 1-4 requests from the engine's 133 runs of every
+# load, 89 of them at 33+ (TTFT 80% x0.29-x5.4 of the prediction), where both engines' 42 runs at 1-4 requests give
+# x0.88-x2.3 (docs/modelling-notes.md#dband-load): the prefill pool's queue, not the engine, sets a disaggregated TTFT's
+# spread. Aggregated modes keep HIERARCHY (their engine x load slices are populated; the folds measured that order)
+LOAD_FIRST_MODES = ("disaggregated",)
+
+
+def levels_for(metric: str, mode: str) -> tuple[tuple[str, ...], ...]:
+    """hierarchy(metric) as a `mode` question walks it: for LOAD_FIRST_MODES the levels keeping the load band first
+    (then mode x load), in hierarchy's order within each part, so that a thin load band pools across engines and
+    families before it pools across loads (Gelman and Hill 2007 ch. 12's nearest parent, taken as the load's)."""
+    h = hierarchy(metric)
+    if mode not in LOAD_FIRST_MODES:
+        return h
+    return (*(lv for lv in h if "load" in lv), ("mode", "load"), *(lv for lv in h if "load" not in lv))
+
+
 MIN_ROWS = 39  # the fewest residuals whose 97.5th percentile is an order statistic: ceil((n+1) 0.975) <= n
 MODES = ("serving", "offline", "disaggregated")
 # a slice's typical error below which z would blow up (log units: 0.1%; no slice of the shipped runs is this narrow)
@@ -442,7 +461,7 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
         formats.add(f"{ctx.family}|{ctx.fmt}|{ctx.model_class}")
         models.add(ctx.model)
         for m, r in res.items():
-            for level in hierarchy(m):
+            for level in levels_for(m, ctx.mode):
                 if "arrival" in level and not ctx.arrival:  # not said (offline)
                     continue
                 groups.setdefault((m, ctx.key(level)), []).append(r)
@@ -460,7 +479,7 @@ def build(records: list[tuple[Context, dict[str, float]]], *, min_rows: int = MI
     scores: dict[str, list[float]] = {}
     for ctx, res in records:
         for m, r in res.items():
-            c = next((slices[m][ctx.key(level)] for level in hierarchy(m) if ctx.key(level) in slices[m]), None)
+            c = next((slices[m][ctx.key(level)] for level in levels_for(m, ctx.mode) if ctx.key(level) in slices[m]), None)
             if c is not None:
                 scores.setdefault(spread_key(m, ctx), []).append((r - c["q500"]) / max(c["mad"], MAD_FLOOR))
     spread = {k: cell(z, levels=levels) for k, z in sorted(scores.items()) if len(z) >= min_rows}
@@ -647,8 +666,12 @@ def _describe(level: tuple[str, ...], ctx: Context, c: dict, table: dict) -> str
         n = (env.get("runs", {}).get(f"{ctx.engine}|{ctx.family}", 0) if "family" in level
              else sum(v for k, v in env.get("runs", {}).items() if k.partition("|")[0] == ctx.engine))
         # the slice's own engines (a level across engines on one family holds that family's); a table without them, the mode's
+        # a level across engines keeping the load band, walked first (LOAD_FIRST_MODES) while the engine has a slice of
+        # every load: its runs in this band are what is too few
+        whose = (f"{engine_title(ctx.engine)}'s own in this load band (of its {n})" if "load" in level and ctx.mode in LOAD_FIRST_MODES
+                 else f"{engine_title(ctx.engine)}'s own {n}")
         parts["engine"] = _listed([engine_title(e) for e in c.get("engines", env.get("engines", ()))]) + (
-            f" ({engine_title(ctx.engine)}'s own {n}: too few for a slice of their own, {MIN_ROWS} needed)" if n else "")
+            f" ({whose}: too few for a slice of their own, {MIN_ROWS} needed)" if n else "")
         level = (level[0], "engine", *level[1:])
     if "family" not in level and c.get("families"):
         parts["family"] = f"on {_listed([family_name(f) for f in c['families']])} GPUs"
@@ -673,7 +696,7 @@ def _slice(metric: str, ctx: Context, table: dict) -> tuple[dict, tuple[str, ...
     for level in HIERARCHY[:3]:
         if ctx.key(level) in own:
             return own[ctx.key(level)], level, True
-    for level in hierarchy(metric):
+    for level in levels_for(metric, ctx.mode):
         if ctx.key(level) in slices:
             return slices[ctx.key(level)], level, False
     return None
@@ -784,24 +807,34 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     return out
 
 
-def ideal(model, dep, batch, *, accepted=1.0, gpus: int | None = None, streams: int = 1) -> dict:
+def ideal(model, dep, batch, *, isl, accepted=1.0, gpus: int | None = None, streams: int = 1, prefill=None) -> dict:
     """What `dep`'s GPUs (anything with a Deployment's gpu, num_gpus and precision) allow at `batch` requests a step (at least 1), `accepted` tokens a request a step, at the format
     the GPU runs (spec.precision.executable): cost.roofline.ideal_step's step as the most tok/s/user and tok/s/GPU
     (`streams` such instances over `gpus` GPUs: a disaggregated unit's decode pool; default one over its own) and the
-    least TPOT. A band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound on one H100 at 2x its
-    memory-bandwidth roofline, and its TPOT 95% at 3.19 ms beside a 4.48 ms ideal step."""
+    least TPOT; and the least TTFT, one request's `isl`-token prefill alone on `prefill`'s GPUs (a disaggregated unit's
+    prefill instance; default `dep`'s): ideal_step over isl tokens, its weights read once or 2 x active params x isl
+    FLOPs at the aggregate peak, whichever is longer (no attention, no queue, no KV transfer: a lower bound at any load).
+    A band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound on one H100 at 2x its
+    memory-bandwidth roofline, and its TPOT 95% at 3.19 ms beside a 4.48 ms ideal step; a disaggregated Llama-3.1-70B
+    FP8 TTFT 95% at 15.6 ms on 4 H200s that cannot prefill 1,024 tokens in under 18 ms (docs/modelling-notes.md#dband-load)."""
     from llm_codesign.cost.roofline import ideal_step
     from llm_codesign.spec.precision import executable
 
     b, acc = max(1.0, float(batch)), float(accepted)
     step = float(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc))
+    pf = dep if prefill is None else prefill
+    first = float(ideal_step(model, pf.gpu, executable(pf.precision, pf.gpu)[0], pf.num_gpus, max(1.0, float(isl))))
     return {"tok_s_per_user": acc / step, "output_tok_s_per_gpu": acc * b * streams / step / (gpus or dep.num_gpus),
-            "tpot_ms": step / acc * 1e3}
+            "tpot_ms": step / acc * 1e3, "ttft_ms": first * 1e3}
+
+
+# the metrics `ideal` bounds from below (the rest, rates, from above)
+FLOORED = ("tpot_ms", "ttft_ms")
 
 
 def capped(bands: dict, values: dict, bounds: dict) -> dict:
     """`bands` ({metric: band}) held within `bounds` (ideal's): each rate's bounds above its ceiling brought down to it,
-    TPOT's below its floor brought up to it, the band marked "capped" with what it stopped at; a ceiling never below
+    TPOT's and TTFT's (FLOORED) below their floor brought up to it, the band marked "capped" with what it stopped at; a ceiling never below
     the prediction (`values`) nor the band's centre, a floor never above them (the bound the model's own answer
     passes is the model's to answer for, not the band's)."""
     out = dict(bands)
@@ -809,7 +842,7 @@ def capped(bands: dict, values: dict, bounds: dict) -> dict:
         b = bands.get(m)
         if b is None or lim is None:
             continue
-        if m == "tpot_ms":
+        if m in FLOORED:
             lim = min(lim, values.get(m, lim), b["centre"])
             if min(b[f"lo{lvl}"] for lvl in LEVELS) >= lim:
                 continue
@@ -1008,12 +1041,22 @@ def to_toml(table: dict, header: list[str], *, prefix: str = "") -> str:
     return "\n".join(out)
 
 
-def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, calibration: str | None, arrival: str = "") -> None:
+def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, calibration: str | None, arrival: str = "",
+                     prefill=None, prefill_instances: int = 1, decode_instances: int = 1) -> None:
     """Each row of a disaggregated estimate (serve.disagg.estimate_disagg) with its metrics' 80% and 95%
     intervals (disaggregated runs, the decode pool's GPU and precision; `arrival` the requests' pattern), in place:
-    `disagg` and the page alike."""
+    `disagg` and the page alike; held within what the unit's GPUs allow (ideal, capped: the decode instances sharing the
+    requests, the TTFT floor one prefill on a `prefill` instance), as a frontier's disaggregated points are."""
     table = table_for(calibration, gpu=decode.gpu)
+    pf = decode if prefill is None else prefill
+    gpus = prefill_instances * pf.num_gpus + decode_instances * decode.num_gpus
+    acc = 1.0 if decode.spec is None else float(decode.spec.accepted())
     for row in rows:
         ctx = context(model, decode.gpu, decode.precision, engine=decode.backend, concurrency=row["concurrency"], isl=isl, osl=osl,
                       spec=decode.spec is not None, disaggregated=True, arrival=arrival, eager="eager_decode" in row)
-        row["intervals"] = bands({k: row[k] for k in METRICS}, ctx, table=table)
+        values = {k: row[k] for k in METRICS}
+        # the batch that runs on a decode instance, by Little's law (tokens/s x TPOT), below the concurrency where the
+        # decode pool cannot hold every request (the rest wait for a slot)
+        batch = min(row["concurrency"], row["output_tok_s_per_gpu"] * gpus * row["tpot_ms"] / 1e3) / decode_instances
+        row["intervals"] = capped(bands(values, ctx, table=table), values,
+                                  ideal(model, decode, batch, isl=isl, accepted=acc, gpus=gpus, streams=decode_instances, prefill=pf))

@@ -111,7 +111,7 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
 # why a band stops short of its width (measure.intervals.capped at cost.roofline.ideal_step): estimate's row, and the
 # footnote of every other table that prints a capped bound (capped_footnote)
 CAPPED_TEXT = ("what the GPUs allow at the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at "
-               "peak)")
+               "peak; for TTFT, one prefill of the prompt so)")
 
 
 def capped_bounds(bands: dict, metrics=None, levels=("80", "95")) -> list[str]:
@@ -122,7 +122,7 @@ def capped_bounds(bands: dict, metrics=None, levels=("80", "95")) -> list[str]:
     def stops(b):
         return b.get("capped") is not None and any(b[f"{e}{lvl}"] == b["capped"] for e in ("lo", "hi") for lvl in levels)
 
-    return [f"{LABELS[m]} {'from' if m == 'tpot_ms' else 'at'} {_fmt(m)(b['capped'])}{UNITS[m]}"
+    return [f"{LABELS[m]} {'from' if m in ('tpot_ms', 'ttft_ms') else 'at'} {_fmt(m)(b['capped'])}{UNITS[m]}"
             for m, b in (bands or {}).items() if (metrics is None or m in metrics) and stops(b)]
 
 

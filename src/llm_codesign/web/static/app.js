@@ -333,7 +333,7 @@ function downloads() {
 const CENTRE = "the intervals are centred on the prediction times the median measured / predicted of the runs they come from, " +
   "which can put the prediction itself outside them";
 // why a bound stops short (render/intervals.py CAPPED_TEXT)
-const CAPPED_TEXT = "what the GPUs allow at the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at peak)";
+const CAPPED_TEXT = "what the GPUs allow at the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at peak; for TTFT, one prefill of the prompt so)";
 
 // an interval's bound at the CLI's precision (render/intervals.py _fmt): TPOT to 0.01 ms, the rest to 0.1 below 100, else whole
 function bound(k, x) { return k === "tpot_ms" ? fix(x, 2) : fix(x, Math.abs(x) < 100 ? 1 : 0); }
@@ -381,7 +381,7 @@ function basisRows(b, e) {
   const sources = new Map();
   ks.forEach((k) => { const s = `from ${b[k].source}`; if (!sources.has(s)) sources.set(s, []); sources.get(s).push(names[k]); });
   const caps = ks.filter((k) => b[k].capped !== undefined && b[k].capped !== null)
-    .map((k) => `${names[k]} ${k === "tpot_ms" ? "from" : "at"} ${bound(k, b[k].capped)}${k.endsWith("_ms") ? " ms" : ""}`);
+    .map((k) => `${names[k]} ${k === "tpot_ms" || k === "ttft_ms" ? "from" : "at"} ${bound(k, b[k].capped)}${k.endsWith("_ms") ? " ms" : ""}`);
   const reasons = [...new Set(ks.flatMap((k) => b[k].widened))];
   return [...[...sources].map(([s, ms]) => [sources.size === 1 ? "interval basis" : `basis: ${ms.join(", ")}`, s]),
     ...(ks.some((k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80)) ? [["centred on", CENTRE]] : []),
