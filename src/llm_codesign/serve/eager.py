@@ -86,6 +86,6 @@ def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, 
     note = (f"decode runs without CUDA graphs: {held} is not captured ({captured_text(dep)}), so each "
             f"step launches every kernel from the host: +{extra_s * 1e3:.3g} ms a step, {share:.0%} of TPOT "
             f"(host/eager_launches). Avoid it with {avoid}. {fitted}; no measured run decodes without CUDA graphs, so this "
-            "part is unmeasured for decode (the intervals widen for it)")
+            "part is unmeasured for decode (the intervals widen by its share of TPOT x a host launch's 3-9 us range)")
     return EagerDecode(batch_per_rank=batch, captured=captured_text(dep), extra_s=extra_s, tpot_s=part_s, share=share,
                        cuda_graph_max_bs=n, avoid=avoid, note=note)
