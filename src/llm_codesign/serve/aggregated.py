@@ -522,12 +522,10 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C, adp)
     wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
-    # a micro-batch's decodes (k + 1 tokens each): below pp one each in a closed loop, a wave's all together (micro_batches)
-    together = offline or arrival != "closed_loop"  # offline: every request queued at once
-    per_mb = running / micro_batches(running, pp, together=together)
+    # a micro-batch's decodes (k + 1 tokens each), below pp a wave's all in one (micro_batches); ops kept only with_ops
+    per_mb = running / micro_batches(running, pp, together=(together := offline or arrival != "closed_loop"))
     parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
-    t_stage = parts.stage
-    ops, t_iter = ops if with_ops else None, parts.iteration(pp, running, together=together)  # a search's chunk: the operators need not outlive their price
+    t_stage, ops, t_iter = parts.stage, ops if with_ops else None, parts.iteration(pp, running, together=together)
     # a new request first waits for decode iterations: the running one's rest as its arrival sets it (a closed loop's
     # whole step, a burst's none), the one an overlap scheduler queued ahead (EngineCosts.wait_steps), the attention-DP
     # hold (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the scheduler
@@ -557,8 +555,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30),
-                                      "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": per_mb, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": per_mb, "queued_steps": fl.queued_steps}}
     return res
 
 

@@ -181,7 +181,7 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     return {"tpot": t_iter / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp,
             "kv_per_instance": mem["max_seqs_per_rank"] * adp, "eager": parts.eager + 0.0 * t_stage, "batch": per_mb,
-            "busiest": np.ceil(per_mb - 1e-9), "parts": parts, "ops": ops, "micro_batches": m, "iteration": t_iter,
+            "parts": parts, "ops": ops, "micro_batches": m, "iteration": t_iter,
             "iteration_parts": parts.iteration_parts(pp, c_rank, together=together)}
 
 
@@ -449,8 +449,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens,
                      routing=prefill_routing, chunked_prefill=prefill.chunked_prefill, kv_fraction=prefill.kv_fraction)
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens,
-                kv_fraction=decode.kv_fraction, cuda_graph_max_bs=decode_graphs(decode, decode_cuda_graph_max_bs), max_batch=decode_max_batch,
-                together=arrival != "closed_loop")
+                kv_fraction=decode.kv_fraction, cuda_graph_max_bs=decode_graphs(decode, decode_cuda_graph_max_bs), max_batch=decode_max_batch, together=arrival != "closed_loop")
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
     slots, held = _decode_slots(d, decode_plan, n_d, decode_max_batch)
     # estimate's rule (serve.aggregated.evaluate: fits = concurrency <= what runs at once): a load past the slots is priced,
@@ -475,8 +474,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
-        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_busiest_batch": d["busiest"],
-        "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"]}
+        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"]}
 
 
 def decode_graphs(decode: Deployment, given):

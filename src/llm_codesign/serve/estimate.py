@@ -3,6 +3,7 @@ a typed `Estimate` in SI units whose `to_dict()` is what `estimate --json` print
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -369,6 +370,31 @@ def _overlap_said(costs, queued: float) -> str:
     return "; the build's loop is synchronous (no step queued ahead): its host work runs in series"
 
 
+def _times(sp, it: dict, part: str, *, one, stages: float) -> float:
+    """How many times the decode iteration counts the step's `part` (StepParts.iteration_parts `it` over the step's own: below
+    the depth the ring's every stage's kernels, the host pp times, the eager launches once), else `stages`."""
+    own = one(getattr(sp, part))
+    return one(it[part]) / own if part in it and abs(own) > 1e-30 else stages
+
+
+def _host_rows(add, one, sp, costs, dep: Deployment, *, b: float, hidden: str, scale_of) -> None:
+    """step_rows' rows of the step beyond its operators (the fitted costs per step and per sequence, the eager launches, the
+    draft passes), each counted as the iteration counts its part (`scale_of`: TPOT seconds per second of it)."""
+    # fitted serving values, not measured host work: what the step costs beyond its priced kernels, each within its
+    # bounds (measure/calibrate.py SERVING_BOUNDS); default.toml documents each one's physical range
+    add("fitted/per_step", "fitted", one(sp.host_step),
+        f"the fitted cost a step beyond the kernels (step_overhead_s {costs.step_overhead * 1e3:.3g} ms){hidden}", always=True,
+        scale=scale_of("host_step"))
+    add("fitted/per_sequence", "fitted", one(sp.host_seq),
+        f"the fitted cost a running sequence beyond the kernels: {b:.4g} running sequences x {costs.seq_overhead * 1e6:.3g} us "
+        "(seq_overhead_s)", always=True, scale=scale_of("host_seq"))
+    add("host/eager_launches", "host", one(sp.eager),
+        f"a batch of {b:.4g} per rank the CUDA graphs miss ({captured_text(dep)}): every kernel's host launch, as eager",
+        scale=scale_of("eager"))
+    add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage",
+        scale=scale_of("draft"))
+
+
 def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: int | tuple = 1) -> tuple[float, tuple[OperatorTime, ...]]:
     """(TPOT per second of a decode step, the rows of a breakdown beyond the step's operator rows): read off the evaluation
     the metrics come from (serve.aggregated.evaluate's step_parts and time_parts, `priced`; `costs`: the engine's
@@ -386,14 +412,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
     sp, tp = priced["step_parts"], priced["time_parts"]
     # a decode iteration in stage times: pp where the pipeline is full, the stages' sum over one below (StepParts.iteration)
     stages, acc, share = one(tp["stages_per_iteration"]), one(tp["accepted"]), one(tp["time_share"])
-    # each part as the iteration counts it (StepParts.iteration_parts: below the depth the ring's every stage's kernels,
-    # the rest pp times, the eager launches once), as a multiple of the step's own part
-    it = tp.get("iteration_parts", {})
-
-    def times(part):
-        own = one(getattr(sp, part))
-        return one(it[part]) / own if part in it and abs(own) > 1e-30 else stages
-
+    times = partial(_times, sp, tp.get("iteration_parts", {}), one=one, stages=stages)
     per_token = times("kernels") * share / acc
     rows: list[OperatorTime] = []
 
@@ -402,19 +421,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
             rows.append(OperatorTime(name, kind, t, 0.0, 0.0, phase, what, None if phase != "decode" else t * scale))
 
     b, hidden = one(tp["batch"]), _overlap_said(costs, one(tp.get("queued_steps", np.nan)))
-    # fitted serving values, not measured host work: what the step costs beyond its priced kernels, each within its
-    # bounds (measure/calibrate.py SERVING_BOUNDS); default.toml documents each one's physical range
-    add("fitted/per_step", "fitted", one(sp.host_step),
-        f"the fitted cost a step beyond the kernels (step_overhead_s {costs.step_overhead * 1e3:.3g} ms){hidden}", always=True,
-        scale=times("host_step") * share / acc)
-    add("fitted/per_sequence", "fitted", one(sp.host_seq),
-        f"the fitted cost a running sequence beyond the kernels: {b:.4g} running sequences x {costs.seq_overhead * 1e6:.3g} us "
-        "(seq_overhead_s)", always=True, scale=times("host_seq") * share / acc)
-    add("host/eager_launches", "host", one(sp.eager),
-        f"a batch of {b:.4g} per rank the CUDA graphs miss ({captured_text(dep)}): every kernel's host launch, as eager",
-        scale=times("eager") * share / acc)
-    add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage",
-        scale=times("draft") * share / acc)
+    _host_rows(add, one, sp, costs, dep, b=b, hidden=hidden, scale_of=lambda part: times(part) * share / acc)
     add("prefill/others_prompts", "per token", one(tp["prompt_stall"]),
         "the prompt chunks of requests arriving later, run in this request's decode steps, spread over its OSL - 1 tokens",
         scale=share)
