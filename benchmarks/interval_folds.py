@@ -273,9 +273,22 @@ def between(fold_list: list[Fold], scores: dict, *, levels=iv.LEVELS, exclude: F
                 for lvl in levels:
                     groups[lvl].append(np.concatenate([s[f"need{lvl}"][mask] for s, mask in per]))
         if groups[levels[0]]:
-            out[kind] = {**{f"t{lvl}": round(pooled(groups[lvl], lvl, re_weights(groups[lvl], runs)), 4) for lvl in levels},
+            out[kind] = {**nested_terms({lvl: pooled(groups[lvl], lvl, re_weights(groups[lvl], runs)) for lvl in levels}),
                          "n": sum(map(len, groups[levels[0]])),
                          "groups": len(groups[levels[0]]), "folds": KIND_FOLDS[kind]}
+    return out
+
+
+def nested_terms(terms: dict[int, float]) -> dict[str, float]:
+    """Each level's term as intervals.toml stores it (t80, t95), a wider level's never below a narrower's. Each is measured
+    against its own level's within-slice bounds (need80 beyond the 80% bounds, need95 beyond the wider 95% ones), so the
+    held-out groups' 95% need can come out under their 80% one (cov40's fit: campaign 0.0306 / 0.0079, shape, low_load,
+    engine). The band widens each level's bounds by its term and nests them (intervals.band), so a 95% term under the
+    80% one covers nothing the 80% term does not: the 95% term is the larger of the two, by construction."""
+    out, floor = {}, 0.0
+    for lvl in sorted(terms):
+        floor = max(floor, terms[lvl])
+        out[f"t{lvl}"] = round(floor, 4)
     return out
 
 

@@ -498,7 +498,7 @@ def test_disagg_compare_and_design_rows_carry_intervals():
     for row in d["rows"]:
         # 100,000 requests decode 552 a rank (the slots), above TensorRT-LLM's default capture (128): an eager step, widened for it
         ctx = iv.context(m, g, m.default_precision, engine="trtllm", concurrency=row["concurrency"], isl=1024, osl=1024, disaggregated=True,
-                         arrival="waves", eager="eager_decode" in row)
+                         arrival="waves", eager=row.get("eager_decode", {}).get("share_of_tpot", 0.0))
         assert ("eager_decode" in row) == (row["concurrency"] == 100000)
         assert _same(row["intervals"]["tpot_ms"], iv.band("tpot_ms", row["tpot_ms"], ctx))
         assert " disaggregated runs with TensorRT-LLM" in row["intervals"]["tpot_ms"]["source"]

@@ -199,8 +199,9 @@ def estimate(
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
     prefix_hit: float = O_PREFIX, arrival: str = O_ARRIVAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
     cuda_graph_max_bs: Optional[int] = typer.Option(
-        None, "--cuda-graph-max-bs", min=1, max=MAX_CONCURRENCY,
-        help="Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up (SGLang --cuda-graph-max-bs, "
+        None, "--cuda-graph-max-bs", min=0, max=MAX_CONCURRENCY,
+        help="Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up; 0: graphs off, every step eager, "
+             "as disagg's --decode-cuda-graph-max-bs and Deployment.cuda_graph_max_bs (SGLang --cuda-graph-max-bs, "
              "TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); larger ones run eagerly. Default: the "
              "engine's (TensorRT-LLM's LLM API: 1-32, 64 and 128, unpadded; SGLang's by GPU memory and TP: 256 at TP < 4 "
              "and 512 on H100 / H200, 512 on B200; vLLM's 512, 1,024 on B200 / B300, over 1 + the draft length)."),

@@ -517,13 +517,14 @@ class _ServingFit:
     loss reads (_SERVING_METRICS) are not priced: nothing they predict could move it."""
 
     def __init__(self, rows: list[dict], fams: dict[str, Calibration], start: Calibration | None):
-        from llm_codesign.measure.validate import METRICS, row_problem
+        from llm_codesign.measure.validate import METRICS
+        from llm_codesign.measure.validate import row_problem as serving_row_problem  # not kernel_tables' (a kernel row's)
 
         self.fams = fams
         backends = sorted({(r.get("backend") or "trtllm").strip().lower() for r in rows})
         ys = {m: np.array([_measured(r, m) for r in rows]) for m in METRICS}
-        # a row validate rejects (row_problem: concurrency 'abc') is never priced, and its fields are not numbers to band
-        parsed = np.array([row_problem(r, i + 2) is None for i, r in enumerate(rows)], dtype=bool)
+        # a row validate rejects (its row_problem: concurrency 'abc') is never priced, and its fields are not numbers to band
+        parsed = np.array([serving_row_problem(r, i + 2) is None for i, r in enumerate(rows)], dtype=bool)
         with np.errstate(invalid="ignore"):
             kept = np.nonzero(parsed & np.any([np.isfinite(ys[m]) & (ys[m] > 0) for m in _SERVING_METRICS], axis=0))[0]
         self.rows = [rows[i] for i in kept]

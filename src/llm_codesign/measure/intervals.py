@@ -129,11 +129,15 @@ MAD_FLOOR = 1e-3
 # question lies outside the calibrated envelope
 WIDEN = ("family", "kernel", "moe", "engine", "shape", "model", "spec", "load", "low_load", "lengths")
 BETWEEN = ("campaign", *WIDEN)
-# reasons no shipped run measures by construction, so intervals.toml holds no term for them: widened as an unmeasured
-# term is (`between`: the campaign term once more, in quadrature), as speculative decoding's one group is. "eager": a decode
-# step outside the CUDA graphs (serve.estimate.EagerDecode), priced from the eager cost fitted on prefill steps; no
-# campaign row decodes eagerly (docs/modelling-notes.md#cg128-default-graphs)
+# reasons no shipped run measures by construction, so intervals.toml holds no term for them. "eager": a decode step
+# outside the CUDA graphs (serve.eager.EagerDecode), priced from the eager cost fitted on prefill steps; no campaign row
+# decodes eagerly (docs/modelling-notes.md#cg128-default-graphs): widened by its own term (eager_term), not the table's
 UNRUN = ("eager",)
+# the relative uncertainty of the per-launch host cost an eager decode step is priced at (eager_launch_s, fitted on prefill
+# steps, where most of it hides under the overlap scheduler): a host launch's documented range, the driver's 3 us floor to
+# Inductor's per-kernel launcher's 9 us (default.toml [default.eager_launch_s], meta-pytorch/tritonbench PR #1017), a factor
+# 3, read as its 95% range about the geometric middle: ln 3 / 2 in log units; the 80% the same normal's (x 1.2816 / 1.9600)
+EAGER_LOG_SPREAD = {95: math.log(3.0) / 2.0, 80: math.log(3.0) / 2.0 * 1.2816 / 1.9600}
 # a band's keys shaped as its prediction (one per point of a frontier)
 POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
 
@@ -165,7 +169,7 @@ class Context:
     osl: float | None = None
     arrival: str = ""
     gemm_fmt: str = ""
-    eager: bool = False  # a decode step runs outside the CUDA graphs (serve.estimate.EagerDecode): UNRUN's reason
+    eager: float = 0.0  # the share of TPOT a decode step outside the CUDA graphs adds (serve.eager.EagerDecode): UNRUN's reason
 
     def key(self, level: tuple[str, ...]) -> str:
         return "|".join(getattr(self, k) for k in level)
@@ -193,7 +197,7 @@ def format_label(prec) -> str:
 
 
 def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: float, spec: bool = False,
-            disaggregated: bool = False, arrival: str = "", eager: bool = False) -> Context:
+            disaggregated: bool = False, arrival: str = "", eager: float = 0.0) -> Context:
     """The Context of a question: `prec` as asked (mapped here to what `gpu` executes), `concurrency`
     None for offline max throughput (its `arrival` is then not said: every request queued at once)."""
     from llm_codesign.cost.ffns import moe_step_activation
@@ -615,9 +619,10 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         out.append(Widening("spec", f"speculative decoding: no {run} with it" + ("" if measured(t) else
                    f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
                    "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
-    if ctx.eager:  # as speculative decoding's unmeasured term above: no group at all
-        out.append(Widening("eager", "no decode run without CUDA graphs: its eager launches priced from prefill's; not measured, "
-                   "widened by the campaign term once more, in quadrature on top of the others"))
+    if ctx.eager:  # no group at all: its own term (eager_term), the eager share times the launch cost's spread
+        out.append(Widening("eager", f"no decode run without CUDA graphs: its eager launches ({float(ctx.eager):.0%} of TPOT) "
+                   "priced from prefill's eager_launch_s; widened by that share x a host launch's 3-9 us range (a factor 3 at "
+                   "95%), in quadrature on top of the others"))
     return out
 
 
@@ -756,7 +761,7 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
     why = reasons(found, t)
-    k = between([w.kind for w in why], t, own=mine, levels=levels)
+    k = with_eager(between([w.kind for w in why if w.kind != "eager"], t, own=mine, levels=levels), found)
     v = np.asarray(value, float)
     out, lo, hi = {}, math.inf, -math.inf
     for lvl in sorted(levels):  # each interval holds the narrower ones (their terms may differ)
@@ -776,6 +781,7 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     widened = [replace(w, factors=tuple(math.exp(term[lvl]) for lvl in levels), levels=tuple(levels))
                for w in why for term in (between([w.kind], t, own=True, levels=levels)
                                          if w.kind not in UNRUN and measured(terms.get(w.kind, {})) else
+                                         {lvl: eager_term(found.eager, lvl) for lvl in levels} if w.kind == "eager" else
                                          between([], t, levels=levels),)]
     return out | {"n": c["n"], "source": source, "widened": widened}
 
@@ -804,6 +810,20 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
         if new and "campaign" in terms:
             top = math.hypot(top, terms["campaign"][f"t{lvl}"])
         floor = out[lvl] = max(floor, top)
+    return out
+
+
+def eager_term(share: float, level: int) -> float:
+    """The between-group term (log units) of a decode step outside the CUDA graphs whose launches are `share` of TPOT: the
+    metric moves by 1 + share x (f - 1) where the per-launch cost moves by a factor f within EAGER_LOG_SPREAD[level]."""
+    return math.log1p(float(share) * math.expm1(EAGER_LOG_SPREAD[level])) if share else 0.0
+
+
+def with_eager(terms: dict[int, float], ctx: Context) -> dict[int, float]:
+    """`terms` (between's) with ctx's eager term in quadrature at each level, a wider level's never below a narrower's."""
+    out, floor = {}, 0.0
+    for lvl in sorted(terms):
+        floor = out[lvl] = max(floor, math.hypot(terms[lvl], eager_term(ctx.eager, lvl)))
     return out
 
 
@@ -1053,7 +1073,7 @@ def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, cal
     acc = 1.0 if decode.spec is None else float(decode.spec.accepted())
     for row in rows:
         ctx = context(model, decode.gpu, decode.precision, engine=decode.backend, concurrency=row["concurrency"], isl=isl, osl=osl,
-                      spec=decode.spec is not None, disaggregated=True, arrival=arrival, eager="eager_decode" in row)
+                      spec=decode.spec is not None, disaggregated=True, arrival=arrival, eager=row.get("eager_decode", {}).get("share_of_tpot", 0.0))
         values = {k: row[k] for k in METRICS}
         # the batch that runs on a decode instance, by Little's law (tokens/s x TPOT), below the concurrency where the
         # decode pool cannot hold every request (the rest wait for a slot)

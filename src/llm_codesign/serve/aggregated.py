@@ -136,37 +136,64 @@ class StepParts(NamedTuple):
     draft: object = 0.0
     eager: object = 0.0
     kernels_all: object = None  # the kernels of every stage in turn (forward_ops all_stages); None: one stage (PP1)
+    eager_all: object = 0.0  # every stage's eager launches in turn (their exact count, as PrefillParts.eager_all)
 
     @property
     def stage(self):
         # in this order: the sum decode_step and evaluate made before the parts were kept (the same values bit for bit)
         return self.kernels + self.host_step + self.host_seq + self.draft + self.eager
 
-    def iteration(self, pp, running):
+    def iteration(self, pp, running, *, together=False):
         """A decode iteration: the time between a sequence's successive steps through the pipeline of `pp` stages with
-        `running` sequences on it, spread over micro_batches(running, pp) micro-batches. Each micro-batch crosses the
-        stages in turn (its next step needs its sampled token) and each stage serves one micro-batch at a time, so in
-        steady state a micro-batch comes round every max(the stages' sum, m x the slowest stage): the ring's length and
-        the slowest stage's m visits, whichever binds (a cyclic pipeline's period, docs/modelling-notes.md#pp-stage-sum).
-        A full pipeline (m = pp) is bound by its slowest stage: pp x stage, as before; one request (m = 1) by the sum,
-        each layer once and the head once. The host's cost per step and per sequence and the eager launches are each
-        stage's own (every PP rank runs the engine's loop), the draft passes' share (t_draft / pp) is every stage's too."""
+        `running` sequences on it, spread over micro_batches(running, pp, together=...) micro-batches. Each micro-batch
+        crosses the stages in turn (its next step needs its sampled token) and each stage serves one micro-batch at a time,
+        so in steady state a micro-batch comes round every max(the ring, m x the slowest stage), whichever binds (a cyclic
+        pipeline's period, docs/modelling-notes.md#pp-stage-sum). A full pipeline (m = pp) is bound by its slowest stage:
+        pp x stage, as before; one micro-batch by the ring: each layer once, the head once, each stage's host cost per step
+        and per sequence and its draft share, and the eager launches once (iteration_parts)."""
         pp = np.asarray(pp, float)
         full = pp * self.stage
         if self.kernels_all is None:
             return full
-        m = micro_batches(running, pp)
-        ring = self.kernels_all + pp * (self.host_step + self.host_seq + self.draft + self.eager)
-        return np.where(m < pp, np.maximum(ring, m * self.stage), full)
+        m = micro_batches(running, pp, together=together)
+        return np.where(m < pp, np.maximum(self._ring(pp), m * self.stage), full)
+
+    def _ring(self, pp):
+        # the eager launches once on the critical path: every PP rank runs its own executor loop and launches its
+        # micro-batch's kernels as soon as the schedule reaches it, its NCCL recv queued on the stream, so stages 1..pp-1
+        # launch under the upstream stages' compute (docs/modelling-notes.md#pp-stage-sum); one stage's share of the
+        # exact count over all stages (eager_all / pp)
+        return self.kernels_all + self.eager_all / pp + pp * (self.host_step + self.host_seq + self.draft)
+
+    def iteration_parts(self, pp, running, *, together=False) -> dict:
+        """iteration's time by part (kernels, host_step, host_seq, draft, eager; seconds), summing to it: the ring's parts
+        where it binds (every stage's kernels, the eager launches once, the rest pp times), else m or pp x the stage's.
+        What an estimate's breakdown (serve.estimate.step_rows) and disagg's eager note read, so they agree."""
+        pp = np.asarray(pp, float)
+        names = ("kernels", "host_step", "host_seq", "draft", "eager")
+        own = {n: np.asarray(getattr(self, n), float) for n in names}
+        if self.kernels_all is None:
+            return {n: pp * v for n, v in own.items()}
+        m = micro_batches(running, pp, together=together)
+        ring = {"kernels": np.asarray(self.kernels_all, float), "host_step": pp * own["host_step"], "host_seq": pp * own["host_seq"],
+                "draft": pp * own["draft"], "eager": np.asarray(self.eager_all, float) / pp}
+        by_ring = (m < pp) & (self._ring(pp) >= m * self.stage)
+        times = np.where(m < pp, m, pp)
+        return {n: np.where(by_ring, ring[n], times * own[n]) for n in names}
 
 
-def micro_batches(running, pp):
-    """The micro-batches `running` sequences fill on a pipeline of `pp` stages: one per sequence up to pp. Engines keep
-    pp micro-batches in flight and never schedule a sequence already in one (TensorRT-LLM PyExecutor: num_micro_batches =
-    dist.pp_size, inflight_req_ids, tensorrt_llm/_torch/pyexecutor/py_executor.py, _executor_loop_pp; vLLM v1's batch
-    queue of max_concurrent_batches = pipeline_parallel_size, v1/executor/multiproc_executor.py), so a lone request is one
-    micro-batch crossing every stage; spread as evenly as they go, as the full pipeline's running / pp are."""
-    return np.minimum(np.maximum(np.asarray(running, float), 1.0), np.asarray(pp, float))
+def micro_batches(running, pp, *, together=False):
+    """The micro-batches `running` sequences fill on a pipeline of `pp` stages. TensorRT-LLM's PP loop forms one
+    micro-batch a turn of its num_micro_batches = pp_size slots from every active request not already in flight
+    (_executor_loop_pp, _schedule: scheduler.schedule_request(active_requests, inflight_req_ids); a slot with nothing to
+    schedule is left empty, can_queue; tensorrt_llm/_torch/pyexecutor/py_executor.py@9521caf4), vLLM v1's batch queue of
+    max_concurrent_batches = pipeline_parallel_size likewise. So fewer requests than stages that arrive together
+    (`together`: a waves or burst run's wave) fall into one micro-batch and stay there: 1. A closed loop's requests
+    arrive one by one as others finish, each joining the micro-batch forming when it comes, so they spread, one per
+    sequence up to pp. At pp or more, as evenly as they go, as before (the step budget spreads a wave's prompts)."""
+    running, pp = np.asarray(running, float), np.asarray(pp, float)
+    spread = np.minimum(np.maximum(running, 1.0), pp)
+    return np.where(np.asarray(together, bool) & (running < pp), 1.0, spread)
 
 
 def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
@@ -180,28 +207,38 @@ def decode_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
 def decode_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """decode_step's (StepParts, draft time, operators): its stage time's parts, which it sums, and every stage's kernels
     (StepParts.kernels_all, for StepParts.iteration) where the pipeline has more than one."""
-    t_kernels, t_draft, ops, t_all = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
-                                             what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
+    parts, t_draft, ops, _ = _step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
+    return parts, t_draft, ops
+
+
+def _step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
+    """decode_step_parts and every stage's kernel launches (None at one stage)."""
+    t_kernels, t_draft, ops, t_all, n_all = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
+                                                    what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
     draft = 0.0 if spec is None else t_draft / np.asarray(sh.pp, float)
-    return StepParts(t_kernels, costs.step_overhead, costs.seq_overhead * b, draft, kernels_all=t_all), t_draft, ops
+    return StepParts(t_kernels, costs.step_overhead, costs.seq_overhead * b, draft, kernels_all=t_all), t_draft, ops, n_all
 
 
 def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
-    """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph."""
-    parts, t_draft, ops = decode_step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
+    """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph,
+    the slowest stage's (eager) and every stage's in turn (eager_all, at the same rate per launch)."""
+    parts, t_draft, ops, n_all = _step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
     own = default_capture(costs.engine, gpu, sh, k=k, flags=flags)
-    return parts._replace(eager=_eager_decode(ops, b, flags, costs, stage_ranks(sh), default=own)), t_draft, ops
+    eager = _eager_decode(ops, b, flags, costs, stage_ranks(sh), default=own)
+    eager_all = 0.0 if n_all is None else np.where(np.asarray(eager) > 0, costs.eager_per_launch(stage_ranks(sh)) * n_all, 0.0)
+    return parts._replace(eager=eager, eager_all=eager_all), t_draft, ops
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators, the kernels of
-    every stage in turn: None where no plan has more than one stage)."""
+    every stage in turn and their launches: None where no plan has more than one stage)."""
     staged = bool(np.any(np.asarray(sh.pp) > 1))
     ops = forward_ops(model, gpu, costs.cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine,
                       sample=True, all_stages=staged)
     ops, every = ops if staged else (ops, None)
     t_draft = 0.0 if spec is None else _draft_passes(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec, ops=ops)
-    return kernels_time(ops, gpu, costs), t_draft, ops, None if every is None else kernels_time(every, gpu, costs)
+    return (kernels_time(ops, gpu, costs), t_draft, ops, None if every is None else kernels_time(every, gpu, costs),
+            None if every is None else launches(every))
 
 
 def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding, ops=None):
@@ -485,10 +522,10 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C, adp)
     wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
-    per_mb = running / micro_batches(running, pp)  # a micro-batch's decodes (k + 1 tokens each); below pp one each
+    # a micro-batch's decodes (k + 1 tokens each), below pp a wave's all in one (micro_batches); ops kept only with_ops
+    per_mb = running / micro_batches(running, pp, together=(together := offline or arrival != "closed_loop"))
     parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
-    t_stage = parts.stage
-    ops, t_iter = ops if with_ops else None, parts.iteration(pp, running)  # a search's chunk: the operators need not outlive their price
+    t_stage, ops, t_iter = parts.stage, ops if with_ops else None, parts.iteration(pp, running, together=together)
     # a new request first waits for decode iterations: the running one's rest as its arrival sets it (a closed loop's
     # whole step, a burst's none), the one an overlap scheduler queued ahead (EngineCosts.wait_steps), the attention-DP
     # hold (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the scheduler
@@ -518,7 +555,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": per_mb, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": per_mb, "queued_steps": fl.queued_steps}}
     return res
 
 

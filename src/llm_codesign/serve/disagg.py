@@ -31,7 +31,6 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     _decode_stage,
     cost_overlaps,
-    default_capture,
     draft_lengths,
     draft_model,
     engine_budget,
@@ -45,6 +44,7 @@ from llm_codesign.serve.aggregated import (
     prompt_budget,
     run_flags,
 )
+from llm_codesign.serve.eager import eager_note
 from llm_codesign.spec.engines import EngineCosts, check_kv_format
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
@@ -143,14 +143,17 @@ def _lone_prompt_credit(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *
 
 def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, per_instance, isl, osl,
                 spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, kv_fraction: float | None = None,
-                cuda_graph_max_bs=None, max_batch=None) -> dict:
+                cuda_graph_max_bs=None, max_batch=None, together=True) -> dict:
     """One decode instance (`costs`: its engine's fitted costs and in-step calibration) holding
     `per_instance` requests: decode-only steps, so no prefill chunk stalls a token; the KV cache (the
     engine's fraction, or the deployment's `kv_fraction`, run_flags) and the step token budget
     (Engine.budget_batch) bound what it holds. Its step is the aggregated decode's (serve.aggregated._decode_stage): a
     batch per rank above the decode workers' CUDA graphs (`cuda_graph_max_bs`, padded, per rank; NaN or None: the
     engine's default capture on this GPU and plan, serve.aggregated.default_capture, vLLM's from `max_batch`, the
-    workers' max_num_seqs) pays every kernel's eager launch (`eager`, in t_stage)."""
+    workers' max_num_seqs) pays every kernel's eager launch (`eager`, in t_stage). `together`: fewer requests than stages
+    arrive together and share one micro-batch (serve.aggregated.micro_batches; a closed loop's spread: False). Returns the
+    step's StepParts (`parts`), operators (`ops`), micro-batches (`micro_batches`) and iteration (`iteration`) with its
+    parts (`iteration_parts`): what serve.energy.disagg_energy and disagg's eager note read."""
     sh = plan.broadcast()
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
     k, acc = draft_lengths(spec, spec_k)
@@ -161,9 +164,10 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     fl = run_flags(None, chunked_prefill=None, cuda_graph_max_bs=cuda_graph_max_bs)
     if max_batch is not None:
         fl = replace(fl, max_running_requests=np.asarray(max_batch, float))
-    # fewer in flight than stages leave micro-batches empty, each request crossing the stages alone (StepParts.iteration)
-    per_mb = c_rank / micro_batches(c_rank, pp)
-    parts, t_draft, _ = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
+    # fewer in flight than stages leave micro-batches empty (StepParts.iteration): one each in a closed loop, one in all else
+    m = micro_batches(c_rank, pp, together=together)
+    per_mb = c_rank / m
+    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
     t_stage = parts.stage
     fraction = own if kv_fraction is None else kv_fraction
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
@@ -173,10 +177,12 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     # the decodes (Engine.budget_batch; the rest wait for a slot); a cache that holds none keeps its figure
     held = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], costs.engine.budget_batch(mnt, k, pp)),
                     mem["max_seqs_per_rank"])
-    return {"tpot": parts.iteration(pp, c_rank) / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
+    t_iter = parts.iteration(pp, c_rank, together=together)
+    return {"tpot": t_iter / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp,
             "kv_per_instance": mem["max_seqs_per_rank"] * adp, "eager": parts.eager + 0.0 * t_stage, "batch": per_mb,
-            "capture": default_capture(costs.engine, gpu, sh, k=k, flags=fl)}
+            "parts": parts, "ops": ops, "micro_batches": m, "iteration": t_iter,
+            "iteration_parts": parts.iteration_parts(pp, c_rank, together=together)}
 
 
 def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, *, prefill_gpus, total_gpus,
@@ -430,7 +436,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     `prefill_routing`: PREFILL_ROUTINGS (None: the engine's). `decode_recv_interval` (SGLang's --scheduler-recv-interval),
     `first_token_next_loop` (SGLang < 0.5.10): decode_admission's. `decode_moe_a2a`: the MoE exchange the decode servers' launch
     flags name (Engine.with_moe_a2a; "" the engine's default). `decode_cuda_graph_max_bs`: the decode workers' CUDA graphs
-    (_decode_graphs); a decode batch above them runs eagerly (decode_pool: `decode_eager_s` a step, at `decode_batch` a rank).
+    (decode_graphs); a decode batch above them runs eagerly (decode_pool: `decode_eager_s` a step, at `decode_batch` a rank).
     TTFT = prefill_alone_s + front_end_s (the front end's overhead, beyond the running step's rest where it
     overlaps: first_token) + decode_admission_s (kv_transfer_s in it) + prefill_step_wait_s + prefill_wait_s (the prefill pool's queue) + decode_slot_wait_s (past the slots)."""
     gpu, dg, prefill_plan, decode_plan = prefill.gpu, decode.gpu, prefill.plan, decode.plan
@@ -443,7 +449,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens,
                      routing=prefill_routing, chunked_prefill=prefill.chunked_prefill, kv_fraction=prefill.kv_fraction)
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens,
-                kv_fraction=decode.kv_fraction, cuda_graph_max_bs=_decode_graphs(decode, decode_cuda_graph_max_bs), max_batch=decode_max_batch)
+                kv_fraction=decode.kv_fraction, cuda_graph_max_bs=decode_graphs(decode, decode_cuda_graph_max_bs), max_batch=decode_max_batch, together=arrival != "closed_loop")
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
     slots, held = _decode_slots(d, decode_plan, n_d, decode_max_batch)
     # estimate's rule (serve.aggregated.evaluate: fits = concurrency <= what runs at once): a load past the slots is priced,
@@ -468,10 +474,10 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
-        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_capture": d["capture"]}
+        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"]}
 
 
-def _decode_graphs(decode: Deployment, given):
+def decode_graphs(decode: Deployment, given):
     """The decode workers' CUDA graphs (largest batch per rank, padded): `given` per deployment (evaluate_disagg's
     decode_cuda_graph_max_bs), where it is NaN or None the decode Deployment's cuda_graph_max_bs, else NaN (the engine's
     default capture, serve.aggregated.default_capture, applies: decode_pool)."""
@@ -646,16 +652,14 @@ def _rows(r: dict, C, **over) -> list[dict]:
 
 def _eager_rows(rows: list[dict], r: dict, C, decode: Deployment) -> None:
     """Each row whose decode step runs without CUDA graphs (evaluate_disagg's decode_eager_s > 0: a batch per rank above the
-    decode workers' capture) gets `eager_decode`, the note an aggregated estimate carries (serve.estimate.eager_note: the
-    batch, the capture, the extra a step and its TPOT share, the flag that avoids it)."""
-    from llm_codesign.serve.estimate import eager_note
-
-    pp = float(np.asarray(decode.plan.arrays()[1], float).reshape(-1)[0])
-    eager, batch, tpot, acc = (np.broadcast_to(np.asarray(r[key], float), C.shape)
-                               for key in ("decode_eager_s", "decode_batch", "tpot_s", "accepted_per_step"))
+    decode workers' capture) gets `eager_decode`, the note an aggregated estimate carries (serve.eager.eager_note: the
+    batch, the capture, the extra a step and its TPOT share as the iteration counts it, decode_eager_tpot_s, the flag that
+    avoids it)."""
+    eager, batch, part, tpot = (np.broadcast_to(np.asarray(r[key], float), C.shape)
+                                for key in ("decode_eager_s", "decode_batch", "decode_eager_tpot_s", "tpot_s"))
     for j, row in enumerate(rows):
         if eager[j] > 0:
-            row["eager_decode"] = eager_note(decode, batch=float(batch[j]), extra_s=float(eager[j]), part_s=float(eager[j] * pp / acc[j]),
+            row["eager_decode"] = eager_note(decode, batch=float(batch[j]), extra_s=float(eager[j]), part_s=float(part[j]),
                                              tpot_s=float(tpot[j]), here="--decode-cuda-graph-max-bs").to_dict()
 
 

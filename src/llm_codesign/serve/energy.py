@@ -24,7 +24,9 @@ import numpy as np
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ops import forward_ops
 from llm_codesign.serve import aggregated as agg
+from llm_codesign.serve.disagg import decode_graphs, decode_pool
 from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload
 
@@ -160,13 +162,16 @@ def energy(model: ModelSpec, dep: Deployment, workload: Workload, concurrency, *
 
 
 def disagg_energy(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration, prefill_instances: int,
-                  decode_instances: int, concurrency: int, isl: int, osl: int, output_tok_s_per_gpu: float) -> dict:
+                  decode_instances: int, concurrency: int, isl: int, osl: int, output_tok_s_per_gpu: float,
+                  decode_max_batch: int | None = None, decode_cuda_graph_max_bs: int | None = None,
+                  arrival: str = DEFAULT_ARRIVAL) -> dict:
     """Energy of a disaggregated unit (serve.disagg) at `concurrency` requests in flight, charged to
     its output tok/s per GPU: each prefill instance runs full prefill steps for the share of the time
     its pool is busy (the request rate over the pool's capacity) and idles for the rest; each decode
     instance runs decode steps all the time. The figures of Energy.at, for the unit's GPUs on average
-    (the activities are each pool's; the prefill time share is the prefill GPUs' busy share)."""
-    gpu, sh_p, sh_d = prefill.gpu, prefill.plan.broadcast(), decode.plan.broadcast()
+    (the activities are each pool's; the prefill time share is the prefill GPUs' busy share). `decode_max_batch`,
+    `decode_cuda_graph_max_bs`, `arrival`: as serve.disagg.evaluate_disagg takes them."""
+    gpu, sh_p = prefill.gpu, prefill.plan.broadcast()
     pc, dc = prefill.engine.costs(calibration), decode.engine.costs(calibration)
     # the prefill pool's loaded step (serve.disagg.prefill_pool): a full step budget of prompts
     mnt = float(np.asarray(agg.engine_budget(gpu, engine=prefill.engine, max_num_tokens=prefill.max_num_tokens, plan=prefill.plan)[0]))
@@ -178,19 +183,19 @@ def disagg_energy(model: ModelSpec, prefill: Deployment, decode: Deployment, *, 
     capacity = prefill_instances * float(np.asarray(prefill.plan.adp).reshape(-1)[0]) * full / isl / t_full
     gpus_p, gpus_d = prefill_instances * prefill.num_gpus, decode_instances * decode.num_gpus
     busy = min(output_tok_s_per_gpu * (gpus_p + gpus_d) / osl / capacity, 1.0)
-    # the decode pool's step at its busiest rank's batch (serve.disagg.decode_pool)
-    pp_d, adp_d = (float(np.asarray(x).reshape(-1)[0]) for x in (decode.plan.pp, decode.plan.adp))
-    k = decode.spec.k if decode.spec is not None else 0
-    per_rank = np.ceil(concurrency / decode_instances / adp_d - 1e-9)
-    # its eager launches where the batch is above the decode workers' capture, as decode_pool prices the step
-    fl = agg.run_flags(None, chunked_prefill=None, cuda_graph_max_bs=decode.cuda_graph_max_bs)
-    parts, t_draft, ops = agg._decode_stage(model, gpu, decode.precision, sh_d, costs=dc, b=per_rank / pp_d, ctx=isl + osl / 2.0,
-                                            k=np.asarray(float(k)), spec=decode.spec, flags=fl)
-    t_stage = parts.stage
+    # the decode pool's own step and iteration (serve.disagg.decode_pool, as evaluate_disagg prices it: its capture, the
+    # workers' max_num_seqs, the arrival's micro-batches); each stage's GPUs run its kernels m times an iteration
+    # (StepParts.iteration: below the depth a stage idles while the others run), so the activity is over the iteration
+    pp_d = float(np.asarray(decode.plan.pp).reshape(-1)[0])
+    d = decode_pool(model, gpu, decode.precision, decode.plan, costs=dc, per_instance=concurrency / decode_instances, isl=isl, osl=osl,
+                    spec=decode.spec, max_num_tokens=decode.max_num_tokens, kv_fraction=decode.kv_fraction,
+                    cuda_graph_max_bs=decode_graphs(decode, decode_cuda_graph_max_bs), max_batch=decode_max_batch,
+                    together=arrival != "closed_loop")
+    ops = d["ops"]
     bp = board_power(gpu)
     a_pf = kernel_activity(pf_ops, gpu, agg.pdl_per_launch(gpu, pc)) * np.clip(agg.kernels_time(pf_ops, gpu, pc) / t_full, 0.0, 1.0)
-    kernels_dec = agg.kernels_time(ops, gpu, dc) + t_draft / pp_d
-    a_dec = kernel_activity(ops, gpu, agg.pdl_per_launch(gpu, dc)) * np.clip(kernels_dec / t_stage, 0.0, 1.0)
+    busy_dec = d["micro_batches"] * (agg.kernels_time(ops, gpu, dc) + d["t_draft"] / pp_d)
+    a_dec = kernel_activity(ops, gpu, agg.pdl_per_launch(gpu, dc)) * np.clip(busy_dec / d["iteration"], 0.0, 1.0)
     watts = (gpus_p * bp.at(busy * a_pf) + gpus_d * bp.at(a_dec)) / (gpus_p + gpus_d)
     e = Energy(bp, gpu_w=watts, tokens_per_joule=output_tok_s_per_gpu / watts,
                tokens_per_joule_node=None if bp.node_w is None else output_tok_s_per_gpu / (watts + bp.node_w),

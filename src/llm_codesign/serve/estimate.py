@@ -3,6 +3,7 @@ a typed `Estimate` in SI units whose `to_dict()` is what `estimate --json` print
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
+from functools import partial
 
 import numpy as np
 
@@ -13,14 +14,13 @@ from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     binding_resource,
-    default_capture,
     deployment_ops,
     engine_budget,
     op_step_time,
     pdl_per_launch,
     resource_times,
-    stage_ranks,
 )
+from llm_codesign.serve.eager import EagerDecode, captured_text, eager_note
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate
@@ -71,28 +71,6 @@ class OperatorTime:
         return {"name": self.name, "kind": self.kind, "time_ms": self.time_s * 1e3, "flops": self.flops, "bytes": self.bytes,
                 "phase": self.phase, **({"tpot_ms": self.tpot_s * 1e3} if self.tpot_s is not None else {}),
                 **({"what": self.what} if self.what else {})}
-
-
-@dataclass(frozen=True)
-class EagerDecode:
-    """Where the answer's decode step runs without CUDA graphs (serve.aggregated.graph_misses: the batch per rank is above
-    the capture or, where it does not pad, not among its sizes): that batch, the capture in words (the deployment's
-    cuda_graph_max_bs, else the engine's default, Engine.graphs_default), the host launches it adds a step and their
-    share of TPOT (the breakdown's host/eager_launches row, the same arrays), the padded capture that covers the batch,
-    how to set it, and the note that says it all."""
-    batch_per_rank: float
-    captured: str
-    extra_s: float
-    tpot_s: float  # the row's share of TPOT, in seconds
-    share: float  # of TPOT
-    cuda_graph_max_bs: int
-    avoid: str
-    note: str
-
-    def to_dict(self) -> dict:
-        return {"batch_per_rank": self.batch_per_rank, "captured": self.captured, "extra_ms_per_step": self.extra_s * 1e3,
-                "tpot_ms": self.tpot_s * 1e3, "share_of_tpot": self.share, "cuda_graph_max_bs": self.cuda_graph_max_bs,
-                "avoid": self.avoid, "note": self.note}
 
 
 @dataclass(frozen=True)
@@ -350,38 +328,6 @@ def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
     return max(tot, key=tot.get)
 
 
-# how each engine's launch sets a padded capture up to n (the advice of EagerDecode): TensorRT-LLM's extra LLM API options
-# (CudaGraphConfig enable_padding / max_batch_size, tensorrt_llm/llmapi/llm_args.py:175-255@00043967), SGLang's flag
-# (spec.harness SchedulerFlags.cuda_graph_max_bs; its default cap, Engine.graphs_default, misses batches above 256 / 512),
-# vLLM's; another engine's said generically
-GRAPH_OPTION = {"trtllm": "`cuda_graph_config: {{enable_padding: true, max_batch_size: {n}}}` in the extra LLM API options",
-                "sglang": "`--cuda-graph-max-bs {n}`",
-                # vLLM counts its capture in tokens per decode step: a request's 1 + k (explore/export_engines/vllm.py)
-                "vllm": "`--max-cudagraph-capture-size {n}` (x (1 + k) with a draft of k), without --enforce-eager"}
-
-
-def _own_capture(dep: Deployment) -> tuple[float, bool]:
-    """The engine's default capture for `dep` (serve.aggregated.default_capture: its GPU, plan and draft length), one value."""
-    k = 0.0 if dep.spec is None else float(np.asarray(dep.spec.k, float).reshape(-1)[0])
-    top, padded = default_capture(dep.engine, dep.gpu, dep.plan, k=k)
-    return float(np.asarray(top, float).reshape(-1)[0]), padded
-
-
-def captured_text(dep: Deployment) -> str:
-    """The decode CUDA graphs `dep` captures, in words: the deployment's padded cuda_graph_max_bs, else the engine's own
-    default (Engine.graphs_default for its GPU and plan; an unpadded one's sizes as serve.aggregated.graph_misses holds them: 1-32, the
-    powers of 2 from 64 below its max, and the max)."""
-    if dep.cuda_graph_max_bs == 0:  # an imported launch that turns graphs off (Deployment.cuda_graph_max_bs 0)
-        return "none: the launch turns CUDA graphs off"
-    if dep.cuda_graph_max_bs is not None:
-        return f"padded graphs up to {int(dep.cuda_graph_max_bs)} per rank (the deployment's cuda_graph_max_bs)"
-    top, padded = _own_capture(dep)
-    if padded:
-        return f"{dep.engine.title}'s default: " + ("every batch" if np.isinf(top) else f"padded graphs up to {top:g} per rank")
-    sizes = [f"1-{min(32, int(top)):d}", *(f"{2 ** k}" for k in range(6, 64) if 2 ** k < top), *([f"{top:g}"] if top > 32 else [])]
-    return f"{dep.engine.title}'s default where the launch sets none: batches {', '.join(sizes)} per rank, unpadded"
-
-
 def _eager_decode(dep: Deployment, rows: tuple[OperatorTime, ...], *, batch: float, tpot_s: float) -> EagerDecode | None:
     """EagerDecode where the breakdown's host/eager_launches row is priced (step_rows, from the step's own eager part), else
     None."""
@@ -389,27 +335,6 @@ def _eager_decode(dep: Deployment, rows: tuple[OperatorTime, ...], *, batch: flo
     if row is None:
         return None
     return eager_note(dep, batch=batch, extra_s=row.time_s, part_s=row.tpot_s, tpot_s=tpot_s)
-
-
-def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float,
-               here: str = "--cuda-graph-max-bs") -> EagerDecode:
-    """EagerDecode for `dep`'s decode step at `batch` per rank whose eager launches add `extra_s` a step and `part_s` to
-    a TPOT of `tpot_s`: an aggregated estimate's (from its breakdown row) and a disaggregated decode pool's
-    (serve.disagg.estimate_disagg, from evaluate_disagg's decode_eager_s; `here` the tool's own option) alike."""
-    n, ranks, title = int(np.ceil(batch - 1e-9)), int(np.asarray(stage_ranks(dep.plan)).reshape(-1)[0]), dep.engine.title
-    avoid = GRAPH_OPTION.get(dep.engine.name, f"a CUDA-graph capture padded up to {{n}} in {title}'s launch options").format(n=n) + \
-        f" (here: {here} {n}, Deployment.cuda_graph_max_bs, priced as padded graphs up to {n})"
-    # the eager cost is fitted on prefill steps only (eager_launch_s; at several ranks eager_skew_s, fitted on TTFT by GPU
-    # count: docs/modelling-notes.md#eager-rank-skew): no campaign row runs decode eagerly (#cg128-default-graphs)
-    fitted = (f"{title}'s eager launch cost and its spread over the {ranks} ranks (eager_skew_s) are fitted on prefill TTFT "
-              "by GPU count" if ranks > 1 else f"{title}'s eager launch cost (eager_launch_s) is fitted on prefill steps")
-    share = part_s / tpot_s
-    note = (f"decode runs without CUDA graphs: a batch of {batch:.4g} per rank is not captured ({captured_text(dep)}), so each "
-            f"step launches every kernel from the host: +{extra_s * 1e3:.3g} ms a step, {share:.0%} of TPOT "
-            f"(host/eager_launches). Avoid it with {avoid}. {fitted}; no measured run decodes without CUDA graphs, so this "
-            "part is unmeasured for decode (the intervals widen for it)")
-    return EagerDecode(batch_per_rank=batch, captured=captured_text(dep), extra_s=extra_s, tpot_s=part_s, share=share,
-                       cuda_graph_max_bs=n, avoid=avoid, note=note)
 
 
 def _with_steps(ops: tuple[OperatorTime, ...], priced, dep: Deployment, cal: Calibration) -> tuple[OperatorTime, ...]:
@@ -445,6 +370,31 @@ def _overlap_said(costs, queued: float) -> str:
     return "; the build's loop is synchronous (no step queued ahead): its host work runs in series"
 
 
+def _times(sp, it: dict, part: str, *, one, stages: float) -> float:
+    """How many times the decode iteration counts the step's `part` (StepParts.iteration_parts `it` over the step's own: below
+    the depth the ring's every stage's kernels, the host pp times, the eager launches once), else `stages`."""
+    own = one(getattr(sp, part))
+    return one(it[part]) / own if part in it and abs(own) > 1e-30 else stages
+
+
+def _host_rows(add, one, sp, costs, dep: Deployment, *, b: float, hidden: str, scale_of) -> None:
+    """step_rows' rows of the step beyond its operators (the fitted costs per step and per sequence, the eager launches, the
+    draft passes), each counted as the iteration counts its part (`scale_of`: TPOT seconds per second of it)."""
+    # fitted serving values, not measured host work: what the step costs beyond its priced kernels, each within its
+    # bounds (measure/calibrate.py SERVING_BOUNDS); default.toml documents each one's physical range
+    add("fitted/per_step", "fitted", one(sp.host_step),
+        f"the fitted cost a step beyond the kernels (step_overhead_s {costs.step_overhead * 1e3:.3g} ms){hidden}", always=True,
+        scale=scale_of("host_step"))
+    add("fitted/per_sequence", "fitted", one(sp.host_seq),
+        f"the fitted cost a running sequence beyond the kernels: {b:.4g} running sequences x {costs.seq_overhead * 1e6:.3g} us "
+        "(seq_overhead_s)", always=True, scale=scale_of("host_seq"))
+    add("host/eager_launches", "host", one(sp.eager),
+        f"a batch of {b:.4g} per rank the CUDA graphs miss ({captured_text(dep)}): every kernel's host launch, as eager",
+        scale=scale_of("eager"))
+    add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage",
+        scale=scale_of("draft"))
+
+
 def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: int | tuple = 1) -> tuple[float, tuple[OperatorTime, ...]]:
     """(TPOT per second of a decode step, the rows of a breakdown beyond the step's operator rows): read off the evaluation
     the metrics come from (serve.aggregated.evaluate's step_parts and time_parts, `priced`; `costs`: the engine's
@@ -462,7 +412,8 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
     sp, tp = priced["step_parts"], priced["time_parts"]
     # a decode iteration in stage times: pp where the pipeline is full, the stages' sum over one below (StepParts.iteration)
     stages, acc, share = one(tp["stages_per_iteration"]), one(tp["accepted"]), one(tp["time_share"])
-    per_token = stages * share / acc
+    times = partial(_times, sp, tp.get("iteration_parts", {}), one=one, stages=stages)
+    per_token = times("kernels") * share / acc
     rows: list[OperatorTime] = []
 
     def add(name, kind, t, what, *, scale=per_token, phase="decode", always=False):
@@ -470,16 +421,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
             rows.append(OperatorTime(name, kind, t, 0.0, 0.0, phase, what, None if phase != "decode" else t * scale))
 
     b, hidden = one(tp["batch"]), _overlap_said(costs, one(tp.get("queued_steps", np.nan)))
-    # fitted serving values, not measured host work: what the step costs beyond its priced kernels, each within its
-    # bounds (measure/calibrate.py SERVING_BOUNDS); default.toml documents each one's physical range
-    add("fitted/per_step", "fitted", one(sp.host_step),
-        f"the fitted cost a step beyond the kernels (step_overhead_s {costs.step_overhead * 1e3:.3g} ms){hidden}", always=True)
-    add("fitted/per_sequence", "fitted", one(sp.host_seq),
-        f"the fitted cost a running sequence beyond the kernels: {b:.4g} running sequences x {costs.seq_overhead * 1e6:.3g} us "
-        "(seq_overhead_s)", always=True)
-    add("host/eager_launches", "host", one(sp.eager),
-        f"a batch of {b:.4g} per rank the CUDA graphs miss ({captured_text(dep)}): every kernel's host launch, as eager")
-    add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage")
+    _host_rows(add, one, sp, costs, dep, b=b, hidden=hidden, scale_of=lambda part: times(part) * share / acc)
     add("prefill/others_prompts", "per token", one(tp["prompt_stall"]),
         "the prompt chunks of requests arriving later, run in this request's decode steps, spread over its OSL - 1 tokens",
         scale=share)

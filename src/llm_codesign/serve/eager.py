@@ -1,0 +1,91 @@
+"""What a decode step outside the CUDA graphs costs, said once for an aggregated estimate (serve.estimate) and a
+disaggregated decode pool (serve.disagg) alike: the capture in words, the note and its advice."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from llm_codesign.serve.aggregated import default_capture, stage_ranks
+from llm_codesign.spec.plan import Deployment
+
+
+@dataclass(frozen=True)
+class EagerDecode:
+    """Where the answer's decode step runs without CUDA graphs (serve.aggregated.graph_misses: the batch per rank is above
+    the capture or, where it does not pad, not among its sizes): that batch, the capture in words (the deployment's
+    cuda_graph_max_bs, else the engine's default, Engine.graphs_default), the host launches it adds a step and their
+    share of TPOT (the breakdown's host/eager_launches row, the same arrays), the padded capture that covers the batch,
+    how to set it, and the note that says it all."""
+    batch_per_rank: float
+    captured: str
+    extra_s: float
+    tpot_s: float  # the row's share of TPOT, in seconds
+    share: float  # of TPOT
+    cuda_graph_max_bs: int
+    avoid: str
+    note: str
+
+    def to_dict(self) -> dict:
+        return {"batch_per_rank": self.batch_per_rank, "captured": self.captured, "extra_ms_per_step": self.extra_s * 1e3,
+                "tpot_ms": self.tpot_s * 1e3, "share_of_tpot": self.share, "cuda_graph_max_bs": self.cuda_graph_max_bs,
+                "avoid": self.avoid, "note": self.note}
+
+
+# how each engine's launch sets a padded capture up to n (the advice of EagerDecode): TensorRT-LLM's extra LLM API options
+# (CudaGraphConfig enable_padding / max_batch_size, tensorrt_llm/llmapi/llm_args.py:175-255@00043967), SGLang's flag
+# (spec.harness SchedulerFlags.cuda_graph_max_bs; its default cap, Engine.graphs_default, misses batches above 256 / 512),
+# vLLM's; another engine's said generically
+GRAPH_OPTION = {"trtllm": "`cuda_graph_config: {{enable_padding: true, max_batch_size: {n}}}` in the extra LLM API options",
+                "sglang": "`--cuda-graph-max-bs {n}`",
+                # vLLM counts its capture in tokens per decode step: a request's 1 + k (explore/export_engines/vllm.py)
+                "vllm": "`--max-cudagraph-capture-size {n}` (x (1 + k) with a draft of k), without --enforce-eager"}
+
+
+def _own_capture(dep: Deployment) -> tuple[float, bool]:
+    """The engine's default capture for `dep` (serve.aggregated.default_capture: its GPU, plan and draft length), one value."""
+    k = 0.0 if dep.spec is None else float(np.asarray(dep.spec.k, float).reshape(-1)[0])
+    top, padded = default_capture(dep.engine, dep.gpu, dep.plan, k=k)
+    return float(np.asarray(top, float).reshape(-1)[0]), padded
+
+
+def captured_text(dep: Deployment) -> str:
+    """The decode CUDA graphs `dep` captures, in words: the deployment's padded cuda_graph_max_bs, else the engine's own
+    default (Engine.graphs_default for its GPU and plan; an unpadded one's sizes as serve.aggregated.graph_misses holds them: 1-32, the
+    powers of 2 from 64 below its max, and the max)."""
+    if dep.cuda_graph_max_bs == 0:  # an imported launch that turns graphs off (Deployment.cuda_graph_max_bs 0)
+        return "none: the launch turns CUDA graphs off"
+    if dep.cuda_graph_max_bs is not None:
+        return f"padded graphs up to {int(dep.cuda_graph_max_bs)} per rank (the deployment's cuda_graph_max_bs)"
+    top, padded = _own_capture(dep)
+    if padded:
+        return f"{dep.engine.title}'s default: " + ("every batch" if np.isinf(top) else f"padded graphs up to {top:g} per rank")
+    sizes = [f"1-{min(32, int(top)):d}", *(f"{2 ** k}" for k in range(6, 64) if 2 ** k < top), *([f"{top:g}"] if top > 32 else [])]
+    return f"{dep.engine.title}'s default where the launch sets none: batches {', '.join(sizes)} per rank, unpadded"
+
+
+def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float,
+               here: str = "--cuda-graph-max-bs") -> EagerDecode:
+    """EagerDecode for `dep`'s decode step at `batch` per rank whose eager launches add `extra_s` a step and `part_s` to
+    a TPOT of `tpot_s`: an aggregated estimate's (from its breakdown row) and a disaggregated decode pool's
+    (serve.disagg.estimate_disagg, from evaluate_disagg's decode_eager_s; `here` the tool's own option) alike."""
+    n, ranks, title = int(np.ceil(batch - 1e-9)), int(np.asarray(stage_ranks(dep.plan)).reshape(-1)[0]), dep.engine.title
+    avoid = GRAPH_OPTION.get(dep.engine.name, f"a CUDA-graph capture padded up to {{n}} in {title}'s launch options").format(n=n) + \
+        f" (here: {here} {n}, Deployment.cuda_graph_max_bs, priced as padded graphs up to {n})"
+    if dep.cuda_graph_max_bs == 0:  # graphs off (0): the launch's own choice, so the advice turns them back on first
+        avoid = f"CUDA graphs turned back on (the launch turns them off; {here} 0 here), then {avoid}"
+    # a pipeline's micro-batches hold running / m on average; the graphs see the busiest, its ceiling (graph_misses)
+    held = f"a batch of {batch:.4g} per rank" if abs(batch - n) < 1e-9 else \
+        f"a micro-batch of up to {n} per rank (the busiest; {batch:.4g} on average)"
+    # the eager cost is fitted on prefill steps only (eager_launch_s; at several ranks eager_skew_s, fitted on TTFT by GPU
+    # count: docs/modelling-notes.md#eager-rank-skew): no campaign row runs decode eagerly (#cg128-default-graphs)
+    fitted = (f"{title}'s eager launch cost and its spread over the {ranks} ranks (eager_skew_s) are fitted on prefill TTFT "
+              "by GPU count" if ranks > 1 else f"{title}'s eager launch cost (eager_launch_s) is fitted on prefill steps")
+    share = part_s / tpot_s
+    note = (f"decode runs without CUDA graphs: {held} is not captured ({captured_text(dep)}), so each "
+            f"step launches every kernel from the host: +{extra_s * 1e3:.3g} ms a step, {share:.0%} of TPOT "
+            f"(host/eager_launches). Avoid it with {avoid}. {fitted}; no measured run decodes without CUDA graphs, so this "
+            "part is unmeasured for decode (the intervals widen by its share of TPOT x a host launch's 3-9 us range)")
+    return EagerDecode(batch_per_rank=batch, captured=captured_text(dep), extra_s=extra_s, tpot_s=part_s, share=share,
+                       cuda_graph_max_bs=n, avoid=avoid, note=note)
