@@ -200,8 +200,8 @@ def estimate(
     prefix_hit: float = O_PREFIX, arrival: str = O_ARRIVAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
     cuda_graph_max_bs: Optional[int] = typer.Option(
         None, "--cuda-graph-max-bs", min=1, max=MAX_CONCURRENCY,
-        help="Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up (SGLang --cuda-graph-max-bs, "
-             "TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); larger ones run eagerly. Default: the "
+        help="Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up (SGLang --cuda-graph-max-bs-decode, "
+             "--cuda-graph-max-bs before 0.5.23; TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); larger ones run eagerly. Default: the "
              "engine's (TensorRT-LLM's LLM API: 1-32, 64 and 128, unpadded; SGLang's by GPU memory and TP: 256 at TP < 4 "
              "and 512 on H100 / H200, 512 on B200; vLLM's 512, 1,024 on B200 / B300, over 1 + the draft length)."),
 ):

@@ -314,31 +314,51 @@ def _console(*, stderr: bool = False):
 def _table(title: str, columns: str, caption: str | None = None, **kw):
     """A terminal table that keeps its figures whole at 80 columns: no column rules, and per column in
     `columns` (space-separated `name:kind`, `_` for a space and `|` for a line break in a name) a kind: `n` a number, right-aligned
-    on one line; `t` text that folds rather than being cut; `k` a short key kept on one line. A number or key is folded, never
-    cut, where the console is too narrow for it even so: a model or GPU name is an identifier to copy, "70.…" no figure."""
+    on one line; `t` text that folds rather than being cut; `k` a short key kept on one line. A number column (header included) never
+    shrinks below its width: the keys and texts fold to make room ("69.5" over "0B" reads as two figures, review 2026-12-06);
+    a key is folded, never cut, where the console is too narrow for it even so: a model or GPU name is an identifier to copy."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     keys: list[int] = []
+    nums: list[int] = []
 
     class _Keyed(Table):
         def add_row(self, *cells, **options):
-            # an `n` or `k` column is laid out as one line (no_wrap: it is not shrunk while the others can be), but its
-            # cells wrap where the console leaves too little even so: rich's last resort cut them with "…" (piped, a
-            # checkpoint id read "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…", newcomer review 2026-12-06); Text's own
-            # no_wrap and overflow win over the column's (rich.text.Text.__rich_console__)
+            # a `k` column is laid out as one line (no_wrap: it is not shrunk while the others can be), but its cells wrap
+            # where the console leaves too little even so: rich's last resort cut them with "…" (piped, a checkpoint id read
+            # "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…", newcomer review 2026-12-06); Text's own no_wrap and overflow win
+            # over the column's (rich.text.Text.__rich_console__)
             cells = [Text.from_markup(c, overflow="fold") if i in keys and isinstance(c, str) else c for i, c in enumerate(cells)]
             for i in keys:
                 if i < len(cells) and isinstance(cells[i], Text):
                     cells[i].no_wrap = False
             return super().add_row(*cells, **options)
 
+        def _calculate_column_widths(self, console, options):
+            # rich's last resort narrows every column evenly, numbers too; give each `n` column back its full width (cells
+            # and header) and take it from the widest folding columns, down to 1 character each
+            widths = super()._calculate_column_widths(console, options)
+            full = {i: self._measure_column(console, options, self.columns[i]).maximum for i in nums}
+            need = sum(max(full[i] - widths[i], 0) for i in nums)
+            for i in nums:
+                widths[i] = max(widths[i], full[i])
+            others = [i for i in range(len(widths)) if i not in nums]
+            while need > 0 and others:
+                j = max(others, key=lambda i: widths[i])
+                if widths[j] <= 1 + self._get_padding_width(j):
+                    break
+                widths[j] -= 1
+                need -= 1
+            return widths
+
     t = _Keyed(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
     for i, spec in enumerate(columns.split()):
         name, kind = spec.rsplit(":", 1)
         assert kind in ("n", "t", "k"), spec  # a programming error, never user input
-        keys += [i] if kind in ("n", "k") else []
+        keys += [i] if kind == "k" else []
+        nums += [i] if kind == "n" else []
         t.add_column(name.replace("_", " ").replace("|", "\n"), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
                      overflow="fold" if kind == "t" else "ellipsis", min_width=8 if kind == "t" else None)
     return t
