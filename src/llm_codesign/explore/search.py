@@ -381,6 +381,20 @@ def point_graphs(engine: Engine, batch, *, gpu: Gpu, plan: Plan, k=0.0) -> int |
     return None if padded and bool(np.all(np.asarray(top, float) >= batch)) else int(batch)
 
 
+def with_capture(dep: Deployment, concurrency: int, *, instances: int = 1) -> Deployment:
+    """`dep` with the decode capture its export writes at `concurrency` requests over `instances` instances (point_graphs
+    at the batch per rank, ceil(ceil(C / instances) / attention-DP ranks), as the exporters' per_rank counts it), so that
+    what export predicts is what its file runs: the engine's default where it captures that batch, else padded graphs up
+    to it (an export at 600 requests wrote TensorRT-LLM's max_batch_size 600 but was priced eager, TPOT 129.5 against its
+    import's 99.2 ms, review 2026-12-06). A capture `dep` states already is kept. One helper for export's fixed plan and
+    its --prefill/--decode pools."""
+    if dep.cuda_graph_max_bs is not None:
+        return dep
+    rank = int(np.ceil(np.ceil(concurrency / instances) / int(np.asarray(dep.plan.adp).reshape(-1)[0])))
+    k = 0.0 if dep.spec is None else float(np.asarray(dep.spec.k, float).reshape(-1)[0])
+    return replace(dep, cuda_graph_max_bs=point_graphs(dep.engine, max(rank, 1), gpu=dep.gpu, plan=dep.plan, k=k))
+
+
 AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (Engine.step_tokens)
 
 
