@@ -556,31 +556,15 @@ def check_search_size(value: str, inst, n_gpus: int, *, fixed: int, free_ep: boo
 
 def nothing_found(results: list[dict], gpus_value, slo: dict) -> InputError:
     """The one line for a search (pareto, sweep) with no deployment to show: the GPU count when no plan
-    fits the model in memory, else the SLO option that filtered every fitting deployment out."""
+    fits the model in memory, else the SLO option that filtered every fitting deployment out (explore.search.slo_shortfall:
+    the best each unmet one reaches, and the precisions searched)."""
+    from llm_codesign.explore.search import searched_what, slo_shortfall
+
     fitting = sum(int(r.get("fitting", 0)) for r in results)
-    what = ", ".join(sorted({f"{r['model']} on {r['num_gpus']}x {r['gpu']}" for r in results})) or "the combinations given"
-    given = {k: v for k, v in slo.items() if v is not None}
-    if fitting and given:
-        flags = " / ".join(f"--{k.replace('_', '-')}" for k in given)
-        k, v = next(iter(given.items()))
-        # the best each SLO reaches over the fitting deployments (search.reachable), so that the user knows how far to
-        # loosen it (it said "loosen --min-tps-user" alone at 100,000 tok/s/user, ~195 reachable: newcomer review 2026-12-06)
-        reach = [r.get("reachable") or {} for r in results]
-        best = {m: f(x[m] for x in reach if m in x) for m, f in (("tok_s_per_user", max), ("ttft_ms", min),
-                                                                   ("tok_s_per_user_within_ttft", max)) if any(m in x for x in reach)}
-        unmet = {}  # each SLO no deployment meets alone: the field the line names, with the best reached
-        if "min_tps_user" in given and best.get("tok_s_per_user", math.inf) < given["min_tps_user"]:
-            unmet["min_tps_user"] = f"the most any reaches is {best['tok_s_per_user']:,.1f} tok/s/user"
-        if "max_ttft_ms" in given and best.get("ttft_ms", -math.inf) > given["max_ttft_ms"]:
-            unmet["max_ttft_ms"] = f"the least TTFT any reaches is {best['ttft_ms']:,.1f} ms"
-        said = list(unmet.values())
-        if unmet:
-            k = next(iter(unmet))
-            v = given[k]
-            flags = " / ".join(f"--{u.replace('_', '-')}" for u in unmet)
-        elif "tok_s_per_user" in best and "ttft_ms" in best:  # each met alone, not both by one deployment
-            said.append(f"each is met alone, not together: within {given['max_ttft_ms']:,g} ms TTFT the most any reaches is "
-                        f"{best['tok_s_per_user_within_ttft']:,.1f} tok/s/user")
+    what = searched_what(results)
+    short = slo_shortfall(results, slo)
+    if short is not None:
+        k, v, said, flags = short
         return InputError(k, v, f"an SLO that one of the {fitting:,} deployments of {what} that fit in memory meets"
                           + (f": {'; '.join(said)}" if said else "") + f" (loosen {flags})")
     return InputError("gpus", gpus_value, f"enough GPUs for {what} to fit: weights and KV cache exceed the memory of every plan "
