@@ -712,8 +712,7 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
         if progress:
             progress(total, total)  # the polish cycles it did not need
         fit.keep_documented()
-        if report is not None:
-            # the rows fitted on (fit.rows: one validate rejects is skipped), not the file's (review 2026-12-06: "8 rows", 7 fitted)
+        if report is not None:  # "rows": those fitted on (fit.rows; a row validate rejects is skipped), not the file's
             report.update({"kind": "serving", "family": "default", "rows": len(fit.rows), "loss": best, "start_loss": start_loss,
                            "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
                            "at_bounds": fit.at_bounds(best), "converged": converged, "gain": prev - best if POLISH_CYCLES else 0.0,
