@@ -1193,7 +1193,9 @@ def test_the_disaggregated_form_shows_the_eager_decode_note_and_takes_its_captur
     # the capture the note advises, given on the page: no note, and disagg --decode-cuda-graph-max-bs 512's TPOT
     page.fill("#p_decode_cuda_graph_max_bs", "512")
     page.click("#run-price")
-    page.wait_for_function("![...document.querySelectorAll('.disagg-note')].some((n) => n.textContent.startsWith('CUDA graphs: '))")
+    # the answer's table and its notes come in at once, after the old ones are cleared
+    page.wait_for_function("document.querySelector('#disagg-table') && "
+                           "![...document.querySelectorAll('.disagg-note')].some((n) => n.textContent.startsWith('CUDA graphs: '))")
     padded = lc.disagg("llama-3.1-70b", gpu="h200", prefill="tp=4", decode="tp=4", concurrency=[1, 512], decode_cuda_graph_max_bs=512)
     assert [r[7] for r in _rows(page, "#disagg-table")] == [f"{x['tpot_ms']:.2f}" for x in padded.to_dict()["rows"]]
     assert _fragment(page)["p_decode_cuda_graph_max_bs"] == "512"
