@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 import math
 
 import pytest
@@ -216,3 +217,7 @@ def test_a_narrow_console_wraps_identifiers_never_cuts_them(columns):
     assert "…" not in body
     names = "".join(x.split()[0] for x in body.splitlines() if x[1:2].strip())  # the name column: lines starting at it
     assert "qwen3-235b-a22b-nvfp4qwen3-coder-480b" in names, names  # folded onto its own next line, whole
+    # a number column keeps its width, header too (review 2026-12-06 item 11: "69.5" over "0B", and "tot…"); the names fold
+    head = out.split("─" * 10, 1)[0].split()
+    assert head[-4:] == ["name", "total", "active", "layers"], head
+    assert re.search(r"llama-3\.1 +70\.6B +69\.50B +80\b", body), body

@@ -735,3 +735,30 @@ def test_the_api_lint_refuses_a_kv_format_the_engine_does_not_hold():
     with pytest.raises(llm_codesign.InputError) as e:
         llm_codesign.lint("llama-3.1-8b", "h100", kv_dtype="nvfp4")
     assert str(e.value) == "kv_dtype: 'nvfp4' is not valid; one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"
+
+
+def test_calibrate_and_validate_skip_a_rejected_row_of_a_campaign(tmp_path):
+    # the calibrate howto's file with line 4's concurrency 'abc': its row matches a campaign, so the arrival note's
+    # campaign_of parsed it and died after writing the profile, "internal error: ValueError: could not convert string to
+    # float: 'abc'", exit 1; validate too (review 2026-12-06 items 3, 9)
+    import csv
+    from pathlib import Path
+
+    import llm_codesign
+
+    rows = list(csv.reader((Path(llm_codesign.__file__).parent / "data/measurements/published_runs.csv").open()))
+    rows[3][rows[0].index("concurrency")] = "abc"
+    s = tmp_path / "my_runs.csv"
+    with s.open("w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    code, stdout, err = cli("calibrate", "--serving", str(s), "-o", str(tmp_path / "x.toml"), "--force")
+    assert code == 0 and "internal error" not in err and (tmp_path / "x.toml").exists(), (code, err)
+    # the rows fitted on: 4 of the 8 (line 4 skipped; lines 7-9 measure tok/s/user only, which the loss does not read)
+    assert " ".join(stdout.split()).startswith("default serving 4 rows error"), stdout[:200]
+    # without --force the refusal names the skipped line (its note prints only on success)
+    code, _, err = cli("calibrate", "--serving", str(s), "-o", str(tmp_path / "y.toml"))
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert ("line 4 of the serving file was not fitted on (not priced: `llm-codesign validate` on the file says why); nothing "
+            f"written to {tmp_path / 'y.toml'}") in err, err
+    code, _, err = cli("validate", "--serving", str(s))
+    assert code == 0 and "internal error" not in err, err

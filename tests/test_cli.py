@@ -365,10 +365,13 @@ def test_python_dash_m_runs_the_cli():
 
 def test_estimate_takes_the_cuda_graph_capture_for_every_engine():
     # TensorRT-LLM's default capture stops at 128 (llama-3.1-8b on one H100 at 256 requests runs 225: eager, 290 launches at
-    # the fitted 0.139522 us = 40.5 us a step); --cuda-graph-max-bs 256 captures them, on SGLang too; 0 is one line, exit 2
+    # the fitted 0.139522 us = 40.5 us a step); --cuda-graph-max-bs 256 captures them, on SGLang too; 0 turns graphs off
+    # (as disagg's --decode-cuda-graph-max-bs), so every step is eager: slower still; -1 is one line, exit 2
     args = ("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "256", "--json")
     d = {a: json.loads(run(*args, "--backend", "trtllm", *a).stdout) for a in ((), ("--cuda-graph-max-bs", "256"))}
     assert d[()]["tpot_ms"] > d[("--cuda-graph-max-bs", "256")]["tpot_ms"]
     assert run(*args, "--backend", "sglang", "--cuda-graph-max-bs", "128").returncode == 0
-    bad = run(*args, "--cuda-graph-max-bs", "0")
+    off = json.loads(run(*args, "--backend", "trtllm", "--cuda-graph-max-bs", "0").stdout)
+    assert off["tpot_ms"] >= d[()]["tpot_ms"]
+    bad = run(*args, "--cuda-graph-max-bs", "-1")
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "--cuda-graph-max-bs" in bad.stderr

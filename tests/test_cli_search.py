@@ -106,10 +106,26 @@ def test_pareto_slo_nothing_meets_says_the_best_reachable():
     assert (round(most, 1), round(least, 1)) == (195.4, 84.6)
     line = one_line([*base, "--min-tps-user", "100000"], "error: min_tps_user: 100000.0 is not valid; ")
     assert line == ("error: min_tps_user: 100000.0 is not valid; an SLO that one of the 1,483 deployments of llama-3.1-70b on 8x h200 "
-                    f"that fit in memory meets: the most any reaches is {most:,.1f} tok/s/user (loosen --min-tps-user)")
+                    f"in W:bf16 A:bf16 KV:bf16 or W:fp8 A:fp8 KV:fp8 that fit in memory meets: the most any reaches is {most:,.1f} tok/s/user (loosen --min-tps-user)")
     # only the unmet one named, with its best (the least TTFT of any fitting deployment; here on the frontier too)
     line = one_line([*base, "--min-tps-user", "150", "--max-ttft-ms", "60"], "error: max_ttft_ms: 60.0 is not valid; ")
     assert line.endswith(f"meets: the least TTFT any reaches is {least:,.1f} ms (loosen --max-ttft-ms)")
+
+
+def test_export_and_compare_say_the_best_reached_and_the_precisions_searched(tmp_path):
+    # export's SLO search spans one precision and pareto's the defaults: the same words "deployments of llama-3.1-70b on 8x
+    # h200" read 131.4 and 195.4 tok/s/user; compare's rows said "no deployment meets the SLO" with no best at all
+    # (review 2026-12-06 item 10)
+    import json
+
+    line = one_line(["export", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--min-tps-user", "1000", "-o", str(tmp_path / "e.yaml")],
+                    "error: min_tps_user: 1000.0 is not valid; ")
+    assert line == ("error: min_tps_user: 1000.0 is not valid; an SLO that one of the 681 deployments of llama-3.1-70b on 8x h200 in "
+                    "W:bf16 A:bf16 KV:bf16 that fit in memory meets: the most any reaches is 131.4 tok/s/user (loosen --min-tps-user)")
+    code, out, err = cli("compare", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--min-tps-user", "1000", "--json")
+    assert code == 0, err
+    assert [r["why_none"] for r in json.loads(out)["rows"]] == [
+        f"no deployment meets the SLO: the most any reaches is {x} tok/s/user (loosen --min-tps-user)" for x in ("131.4", "195.4")]
 
 
 def test_nothing_found_says_when_each_slo_is_met_alone_not_together():

@@ -85,7 +85,7 @@ def test_sglang_prices_an_eager_decode_above_its_default_and_says_so():
     assert e.extra_s == pytest.approx(3.8606e-3, abs=1e-6)
     row = next(o for o in est.breakdown if o.name == "host/eager_launches")
     assert row.time_s == e.extra_s and e.share == row.tpot_s / est.tpot_s
-    assert "SGLang's default: padded graphs up to 256 per rank" in e.note and "`--cuda-graph-max-bs 274`" in e.note
+    assert "SGLang's default: padded graphs up to 256 per rank" in e.note and "`--cuda-graph-max-bs-decode 274` (`--cuda-graph-max-bs 274` before 0.5.23)" in e.note
     assert any(w.kind == "eager" for w in est.intervals["tpot_ms"]["widened"])
     # the padded capture the note advises removes it, and with it the step's 3.86 ms
     fixed = _est("sglang", 300, graphs=274)

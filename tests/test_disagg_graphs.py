@@ -65,6 +65,26 @@ def test_disagg_says_the_eager_step_as_estimate_does():
     assert r2.to_dict()["rows"][0]["tpot_ms"] == pytest.approx(rows[100]["tpot_ms"] - e["extra_ms_per_step"], rel=1e-9)
 
 
+def test_disagg_says_its_eager_loads_in_one_note(tmp_path):
+    # one line in `notes` (the CLI's and the page's) for every eager load, not the paragraph per row ("CUDA graphs at 1
+    # requests", review 2026-12-06 item 8); the capture it advises covers the largest batch
+    from conftest import cli
+
+    r = lc.disagg("llama-3.1-70b", gpu="h100", prefill="tp=8", decode="tp=8", engine="trtllm", concurrency=[64, 100, 120])
+    eager = [n for n in r.notes if n.startswith("CUDA graphs: ")]
+    assert len(eager) == 1 and sum("eager_decode" in row for row in r.to_dict()["rows"]) == 2
+    assert eager[0].startswith("CUDA graphs: decode runs without them at 100, 120 requests (captured: TensorRT-LLM's default where "
+                               "the launch sets none: batches 1-32, 64, 128 per rank, unpadded), so each step launches every kernel "
+                               "from the host (host/eager_launches): 100 per rank at 100: +32.7 ms a step, 68% of TPOT; ")
+    assert "; 120 per rank at 120: +32.7 ms a step, 66% of TPOT. " in eager[0]
+    assert ("Avoid it with `cuda_graph_config: {enable_padding: true, max_batch_size: 120}` in the extra LLM API options (here: "
+            "--decode-cuda-graph-max-bs 120,") in eager[0] and eager[0].endswith("unmeasured for decode (the intervals widen by its share of TPOT x a host launch's 3-9 us range)")
+    code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h100", "--prefill", "tp=8", "--decode", "tp=8", "--engine", "trtllm",
+                         "--concurrency", "1,100,120")
+    assert code == 0, err
+    assert "CUDA graphs at" not in out and out.count("CUDA graphs: decode runs without them at 100, 120 requests") == 1
+
+
 def test_the_campaigns_decode_captures():
     src = "inferencex https://github.com/SemiAnalysisAI/InferenceX/actions/runs/23438524239/attempts/5"
     trt = {"source": src, "backend": "trtllm", "gpu": "gb200", "decode_attention_dp": "8"}

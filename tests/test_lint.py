@@ -526,3 +526,17 @@ def test_a_model_no_deployment_on_the_budget_holds_is_not_priced():
     assert not [f for f in fs if f.rule in ("R2", "R3", "R6") and "point" in f.figures]
     p2 = operating_point(m, g, cal, prec, "throughput", gpus=2, engine=eng)
     assert p2.holds and p2.caption().startswith("R2, R3 and R6 priced at TP2")
+
+
+def test_lint_says_where_r6_prices_no_pp_within_its_budget():
+    # lint's default --gpus 8 (was 64) dropped R6 on 405B at TP8 on 8 H200 without a word ("126 layers do not split evenly
+    # over PP 4, 8" at base), under a caption that still said R6 was priced (review 2026-12-06 item 6)
+    from conftest import cli
+
+    code, out, err = cli("lint", "llama-3.1-405b", "--gpu", "h200", columns=4000)
+    assert code == 0, err
+    said = " ".join(out.split())
+    assert ("R2 and R3 priced at TP8, 56 requests, 1024/1024 tokens (design's best deployment on 8 H200 SXM at 20 tok/s/user); "
+            "R3's wider shape at its own best deployment. R6 not priced: PP2 on TP8 needs 16 GPUs (--gpus 16).") in said, said
+    code, out, err = cli("lint", "llama-3.1-405b", "--gpu", "h200", "--gpus", "16", columns=4000)
+    assert code == 0 and "R6 not priced" not in out and "R2, R3 and R6 priced at TP8" in " ".join(out.split())

@@ -154,10 +154,12 @@ def _print_arrival(rows: list[dict], con) -> None:
     `arrival` column) nor its bundled campaign (measure.campaigns.campaign_of) says how its requests arrived:
     twelve MI355X bench_serving runs priced so erred 316% on TTFT, 15% with arrival=closed_loop."""
     from llm_codesign.measure.campaigns import campaign_of
+    from llm_codesign.measure.validate import row_problem
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
-    n = sum(1 for r in rows if (r.get("concurrency") or "").strip() and not (r.get("arrival") or "").strip()
-            and "arrival" not in (campaign_of(r) or {}))
+    # a row validate rejects (concurrency 'abc') is never priced, and campaign_of would parse its numbers: skipped
+    n = sum(1 for i, r in enumerate(rows) if row_problem(r, i + 2) is None and (r.get("concurrency") or "").strip()
+            and not (r.get("arrival") or "").strip() and "arrival" not in (campaign_of(r) or {}))
     if n:
         con.print(f"arrival: {n} run{'s' if n > 1 else ''} at a concurrency state{'' if n > 1 else 's'} no `arrival` column and no "
                   f"bundled campaign of {'theirs' if n > 1 else 'its'} sets one, so {'they are' if n > 1 else 'it is'} priced as {DEFAULT_ARRIVAL} (identical requests "

@@ -201,8 +201,9 @@ def estimate(
     cuda_graph_max_bs: Optional[int] = typer.Option(
         None, "--cuda-graph-max-bs", min=0, max=MAX_CONCURRENCY,
         help="Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up; 0: graphs off, every step eager, "
-             "as disagg's --decode-cuda-graph-max-bs and Deployment.cuda_graph_max_bs (SGLang --cuda-graph-max-bs, "
-             "TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); larger ones run eagerly. Default: the "
+             "as disagg's --decode-cuda-graph-max-bs and Deployment.cuda_graph_max_bs (SGLang --cuda-graph-max-bs-decode, "
+             "--cuda-graph-max-bs before 0.5.23; TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); larger ones "
+             "run eagerly. Default: the "
              "engine's (TensorRT-LLM's LLM API: 1-32, 64 and 128, unpadded; SGLang's by GPU memory and TP: 256 at TP < 4 "
              "and 512 on H100 / H200, 512 on B200; vLLM's 512, 1,024 on B200 / B300, over 1 + the draft length)."),
 ):

@@ -3,7 +3,6 @@ lookups every command uses."""
 from __future__ import annotations
 
 import json
-import math
 import signal
 
 import typer
@@ -314,31 +313,51 @@ def _console(*, stderr: bool = False):
 def _table(title: str, columns: str, caption: str | None = None, **kw):
     """A terminal table that keeps its figures whole at 80 columns: no column rules, and per column in
     `columns` (space-separated `name:kind`, `_` for a space and `|` for a line break in a name) a kind: `n` a number, right-aligned
-    on one line; `t` text that folds rather than being cut; `k` a short key kept on one line. A number or key is folded, never
-    cut, where the console is too narrow for it even so: a model or GPU name is an identifier to copy, "70.…" no figure."""
+    on one line; `t` text that folds rather than being cut; `k` a short key kept on one line. A number column (header included) never
+    shrinks below its width: the keys and texts fold to make room ("69.5" over "0B" reads as two figures, review 2026-12-06);
+    a key is folded, never cut, where the console is too narrow for it even so: a model or GPU name is an identifier to copy."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     keys: list[int] = []
+    nums: list[int] = []
 
     class _Keyed(Table):
         def add_row(self, *cells, **options):
-            # an `n` or `k` column is laid out as one line (no_wrap: it is not shrunk while the others can be), but its
-            # cells wrap where the console leaves too little even so: rich's last resort cut them with "…" (piped, a
-            # checkpoint id read "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…", newcomer review 2026-12-06); Text's own
-            # no_wrap and overflow win over the column's (rich.text.Text.__rich_console__)
+            # a `k` column is laid out as one line (no_wrap: it is not shrunk while the others can be), but its cells wrap
+            # where the console leaves too little even so: rich's last resort cut them with "…" (piped, a checkpoint id read
+            # "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…", newcomer review 2026-12-06); Text's own no_wrap and overflow win
+            # over the column's (rich.text.Text.__rich_console__)
             cells = [Text.from_markup(c, overflow="fold") if i in keys and isinstance(c, str) else c for i, c in enumerate(cells)]
             for i in keys:
                 if i < len(cells) and isinstance(cells[i], Text):
                     cells[i].no_wrap = False
             return super().add_row(*cells, **options)
 
+        def _calculate_column_widths(self, console, options):
+            # rich's last resort narrows every column evenly, numbers too; give each `n` column back its full width (cells
+            # and header) and take it from the widest folding columns, down to 1 character each
+            widths = super()._calculate_column_widths(console, options)
+            full = {i: self._measure_column(console, options, self.columns[i]).maximum for i in nums}
+            need = sum(max(full[i] - widths[i], 0) for i in nums)
+            for i in nums:
+                widths[i] = max(widths[i], full[i])
+            others = [i for i in range(len(widths)) if i not in nums]
+            while need > 0 and others:
+                j = max(others, key=lambda i: widths[i])
+                if widths[j] <= 1 + self._get_padding_width(j):
+                    break
+                widths[j] -= 1
+                need -= 1
+            return widths
+
     t = _Keyed(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
     for i, spec in enumerate(columns.split()):
         name, kind = spec.rsplit(":", 1)
         assert kind in ("n", "t", "k"), spec  # a programming error, never user input
-        keys += [i] if kind in ("n", "k") else []
+        keys += [i] if kind == "k" else []
+        nums += [i] if kind == "n" else []
         t.add_column(name.replace("_", " ").replace("|", "\n"), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
                      overflow="fold" if kind == "t" else "ellipsis", min_width=8 if kind == "t" else None)
     return t
@@ -536,31 +555,15 @@ def check_search_size(value: str, inst, n_gpus: int, *, fixed: int, free_ep: boo
 
 def nothing_found(results: list[dict], gpus_value, slo: dict) -> InputError:
     """The one line for a search (pareto, sweep) with no deployment to show: the GPU count when no plan
-    fits the model in memory, else the SLO option that filtered every fitting deployment out."""
+    fits the model in memory, else the SLO option that filtered every fitting deployment out (explore.search.slo_shortfall:
+    the best each unmet one reaches, and the precisions searched)."""
+    from llm_codesign.explore.search import searched_what, slo_shortfall
+
     fitting = sum(int(r.get("fitting", 0)) for r in results)
-    what = ", ".join(sorted({f"{r['model']} on {r['num_gpus']}x {r['gpu']}" for r in results})) or "the combinations given"
-    given = {k: v for k, v in slo.items() if v is not None}
-    if fitting and given:
-        flags = " / ".join(f"--{k.replace('_', '-')}" for k in given)
-        k, v = next(iter(given.items()))
-        # the best each SLO reaches over the fitting deployments (search.reachable), so that the user knows how far to
-        # loosen it (it said "loosen --min-tps-user" alone at 100,000 tok/s/user, ~195 reachable: newcomer review 2026-12-06)
-        reach = [r.get("reachable") or {} for r in results]
-        best = {m: f(x[m] for x in reach if m in x) for m, f in (("tok_s_per_user", max), ("ttft_ms", min),
-                                                                   ("tok_s_per_user_within_ttft", max)) if any(m in x for x in reach)}
-        unmet = {}  # each SLO no deployment meets alone: the field the line names, with the best reached
-        if "min_tps_user" in given and best.get("tok_s_per_user", math.inf) < given["min_tps_user"]:
-            unmet["min_tps_user"] = f"the most any reaches is {best['tok_s_per_user']:,.1f} tok/s/user"
-        if "max_ttft_ms" in given and best.get("ttft_ms", -math.inf) > given["max_ttft_ms"]:
-            unmet["max_ttft_ms"] = f"the least TTFT any reaches is {best['ttft_ms']:,.1f} ms"
-        said = list(unmet.values())
-        if unmet:
-            k = next(iter(unmet))
-            v = given[k]
-            flags = " / ".join(f"--{u.replace('_', '-')}" for u in unmet)
-        elif "tok_s_per_user" in best and "ttft_ms" in best:  # each met alone, not both by one deployment
-            said.append(f"each is met alone, not together: within {given['max_ttft_ms']:,g} ms TTFT the most any reaches is "
-                        f"{best['tok_s_per_user_within_ttft']:,.1f} tok/s/user")
+    what = searched_what(results)
+    short = slo_shortfall(results, slo)
+    if short is not None:
+        k, v, said, flags = short
         return InputError(k, v, f"an SLO that one of the {fitting:,} deployments of {what} that fit in memory meets"
                           + (f": {'; '.join(said)}" if said else "") + f" (loosen {flags})")
     return InputError("gpus", gpus_value, f"enough GPUs for {what} to fit: weights and KV cache exceed the memory of every plan "

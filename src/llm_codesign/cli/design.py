@@ -196,7 +196,7 @@ def lint(
     else:
         at = operating_point(m, g, cal, prec, regime, gpus=gpus_, engine=eng)  # the point R2, R3 and R6 were priced at (0.03 s)
         t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} finding{'s' if len(findings) != 1 else ''})", "rule:t severity:k where:t cost_%:n finding:t fix:t",
-                   f"{at.caption()}. {COST_KEY} {OBJECTIVE_KEY}")
+                   f"{at.caption(gpus_)}. {COST_KEY} {OBJECTIVE_KEY}")
         color = {"error": "red", "warning": "yellow", "info": "cyan"}
         for f in findings:
             oc = f.objective_cost()

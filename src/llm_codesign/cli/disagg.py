@@ -126,11 +126,8 @@ def disagg(
     _console().print(t)
     # the notes: where rows do not fit, the limit once and the loads it turns away (serve.disagg._slot_note), then what was
     # asked and changed nothing; the page shows the same lines
-    for row in r["rows"]:  # a decode batch the workers' CUDA graphs miss runs eagerly, as estimate's "CUDA graphs" row says
-        if "eager_decode" in row:
-            _console().print(f"[yellow]CUDA graphs at {row['concurrency']} requests: {row['eager_decode']['note']}[/yellow]", highlight=False)
-    for note in r["notes"]:
-        _console().print(note, highlight=False)
+    for note in r["notes"]:  # a decode batch the workers' CUDA graphs miss runs eagerly: serve.disagg._eager_note's line, in yellow
+        _console().print(f"[yellow]{note}[/yellow]" if note.startswith("CUDA graphs: ") else note, highlight=False, markup=note.startswith("CUDA graphs: "))
     from llm_codesign.render.intervals import CENTRE, basis_rows, interval_text, off_centre
 
     for row in r["rows"]:

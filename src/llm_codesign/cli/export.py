@@ -185,8 +185,10 @@ def export(
             chosen = {"slo": slo, "default": not slo_given, "plan": dep.plan.label(), "replicas": n_rep, "concurrency": conc}
         else:
             from llm_codesign.api import estimate as run
+            from llm_codesign.explore.search import with_capture
             from llm_codesign.spec.plan import Workload
 
+            dep = with_capture(dep, concurrency)  # priced with the capture the file writes
             r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration).to_dict()
             conc, n_rep = int(r["concurrency"]), replicas or 1
             predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
@@ -229,6 +231,8 @@ def export(
               highlight=False)
     if caps := capped_footnote([("", summary.get("intervals"))]):  # the bounds above that stop at the ideal step
         con.print(caps, highlight=False)
+    if "capture" in summary:  # the decode pool's capture, as disagg takes it
+        con.print(summary["capture"], highlight=False)
     if "over_capacity" in summary:
         con.print(f"[yellow]at {summary['concurrency']} requests: {summary['over_capacity']}[/yellow]", highlight=False)
 
@@ -296,13 +300,9 @@ def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibratio
 
 def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
             spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo):
-    import math
-    from dataclasses import replace
-
     from llm_codesign.cli.common import _gpu, _precision, _spec
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.search import point_graphs
-    from llm_codesign.serve.disagg import estimate_disagg
+    from llm_codesign.explore.disagg_search import price_pools
+    from llm_codesign.explore.search import with_capture
     from llm_codesign.spec.plan import Deployment, Plan
 
     if not prefill or not decode:
@@ -315,17 +315,23 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     # the decode workers' CUDA graphs padded up to their batch per rank where the engine's default misses it (as a search's
-    # points state theirs, explore.search.point_graphs): priced so, and the export writes it
-    rank_batch = math.ceil(math.ceil(concurrency / n_dec) / int(dp_.adp))
-    dec = replace(dec, cuda_graph_max_bs=point_graphs(dec.engine, rank_batch, gpu=g, plan=dp_, k=float(sd.k) if sd is not None else 0.0))
-    r = estimate_disagg(m, pre, dec, calibration=calibration_for(g, calibration), prefill_instances=n_pre, decode_instances=n_dec,
-                        concurrencies=[concurrency], isl=isl, osl=osl)
-    row = r["rows"][0]
+    # points state theirs): the export writes it, and disagg's one code path (price_pools) prices it, so that this
+    # prediction is disagg's with --decode-cuda-graph-max-bs N (it rebuilt the pools and gave 66.2 ms TPOT where disagg
+    # gave 98.8, review 2026-12-06)
+    dec = with_capture(dec, concurrency, instances=n_dec)
+    r = price_pools(m, g, prefill=pp_, decode=dp_, precision=prec, engine=backend, spec=sd, max_num_tokens=max_num_tokens,
+                    prefill_instances=n_pre, decode_instances=n_dec, concurrencies=[concurrency], isl=isl, osl=osl,
+                    calibration=calibration, decode_cuda_graph_max_bs=dec.cuda_graph_max_bs)
+    row = r.rows[0]
     predicted = {k: row[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
     text = export_dynamo(m, prefill=pre, decode=dec, prefill_instances=n_pre, decode_instances=n_dec, concurrency=concurrency,
                          extra={"isl": isl, "osl": osl, "predicted": predicted, **priced_with(calibration)})
-    return text, {"prefill": pre.to_dict() | {"instances": n_pre}, "decode": dec.to_dict() | {"instances": n_dec},
-                  "concurrency": concurrency, "predicted": predicted}
+    summary = {"prefill": pre.to_dict() | {"instances": n_pre}, "decode": dec.to_dict() | {"instances": n_dec},
+               "concurrency": concurrency, "predicted": predicted}
+    if dec.cuda_graph_max_bs is not None:
+        n = dec.cuda_graph_max_bs
+        summary["capture"] = f"decode priced with graphs padded to {n} a rank (disagg --decode-cuda-graph-max-bs {n})"
+    return text, summary
 
 
 from llm_codesign.explore.export import command_line as _command_line  # noqa: E402 (where it was)

@@ -127,7 +127,7 @@ def compare(a: Ask, *, calibration=None) -> Comparison:
     path, a Calibration or None (the bundled fit)."""
     from llm_codesign.cost.calibration import Calibration, calibration_for
     from llm_codesign.explore.accuracy_model import accuracy_of
-    from llm_codesign.explore.search import SearchSpace, default_precisions, search
+    from llm_codesign.explore.search import SearchSpace, default_precisions, search, slo_shortfall
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.precision import Precision, executable, get_dtype
 
@@ -166,8 +166,10 @@ def compare(a: Ask, *, calibration=None) -> Comparison:
                                                         "deployment", "intervals") if k in best}
                     if g.id in a.unpriced:
                         row["best"]["cost"] = None
-                else:
-                    row["why_none"] = "no deployment meets the SLO"
+                else:  # how near the fitting deployments came, as pareto's line says it (search.slo_shortfall)
+                    short = slo_shortfall([r.to_dict()], {"min_tps_user": a.min_tps_user, "max_ttft_ms": a.max_ttft_ms})
+                    row["why_none"] = "no deployment meets the SLO" + (
+                        "" if short is None else (f": {'; '.join(short[2])}" if short[2] else "") + f" (loosen {short[3]})")
                 rows.append(row)
     accuracy_compared(rows)
     return Comparison(isl=a.isl, osl=a.osl, num_gpus=a.num_gpus, min_tps_user=a.min_tps_user, max_ttft_ms=a.max_ttft_ms,

@@ -119,13 +119,27 @@ class Point:
     def to_dict(self) -> dict:
         return {**self.plan.to_dict(), "concurrency": self.concurrency, "isl": self.isl, "osl": self.osl, "source": self.source}
 
-    def caption(self) -> str:
-        """Where R2, R3 and R6 were priced, for lint's table: or that they were not, where nothing on the budget holds the model."""
+    def caption(self, gpus: int | None = None) -> str:
+        """Where R2, R3 and R6 were priced, for lint's table: or that they were not, where nothing on the budget holds the model;
+        and where no PP fits `gpus` (None: OPERATING_GPUS) beside this plan's stage, that R6 priced nothing and the budget
+        that lets it (lint's default --gpus 8 dropped R6 on 405B at TP8 without a word, review 2026-12-06)."""
         if not self.holds:
             return f"R2, R3 and R6 not priced: {self.source}"
+        if not r6_pps(self, OPERATING_GPUS if gpus is None else gpus):
+            stage = int(np.ravel(self.plan.gpus)[0]) // int(np.asarray(self.plan.pp))
+            return (f"R2 and R3 priced at {self.text()} ({self.source}); R3's wider shape at its own best deployment. R6 not "
+                    f"priced: PP2 on {replace(self.plan, pp=1).label()} needs {2 * stage} GPUs (--gpus {2 * stage})")
         # what each rule actually prices there: R3's wider shape at its own best deployment, R6's PP on this plan's stage
         return (f"R2, R3 and R6 priced at {self.text()} ({self.source}); R3's wider shape at its own best deployment, R6 with PP "
                 "added to this plan within the budget")
+
+
+def r6_pps(point: Point, gpus: int) -> list[int]:
+    """The PPs R6 prices on `point`'s plan within `gpus`: 2, 4 and 8 where a stage of the plan's GPUs each fits, and the
+    plan's own PP."""
+    pp0 = int(np.asarray(point.plan.pp))
+    per_stage = int(np.ravel(point.plan.gpus)[0]) // pp0  # the point's GPUs a stage
+    return sorted({p for p in (2, 4, 8) if p * per_stage <= gpus} | ({pp0} if pp0 > 1 else set()))
 
 
 def _chosen(slo, n: int, gpu: Gpu) -> str:
@@ -805,9 +819,7 @@ def _pipeline_regularity(model, gpu, cal, prec, point, *, b, regime, gpus, engin
     out = []
     L = model.num_layers
     base = point.plan
-    pp0 = int(np.asarray(base.pp))
-    per_stage = int(np.ravel(base.gpus)[0]) // pp0  # the point's GPUs a stage
-    pps = sorted({p for p in (2, 4, 8) if p * per_stage <= gpus} | ({pp0} if pp0 > 1 else set()))
+    pps = r6_pps(point, gpus)
     costs = _stage_costs(model, gpu, cal, prec, base, regime=regime, pps=pps, engine=engine, point=point) if pps else []
     uneven = [p for p in pps if L % p and p <= L]
     if costs:

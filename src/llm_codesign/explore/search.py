@@ -211,7 +211,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
                         [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)),
-                    reachable=reachable(c, min_tps_user, max_ttft_ms) if not len(sel) else {})
+                    reachable=reachable(c, min_tps_user, max_ttft_ms, precs) if not len(sel) else {})
 
 
 def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engine: Engine,
@@ -381,6 +381,20 @@ def point_graphs(engine: Engine, batch, *, gpu: Gpu, plan: Plan, k=0.0) -> int |
     return None if padded and bool(np.all(np.asarray(top, float) >= batch)) else int(batch)
 
 
+def with_capture(dep: Deployment, concurrency: int, *, instances: int = 1) -> Deployment:
+    """`dep` with the decode capture its export writes at `concurrency` requests over `instances` instances (point_graphs
+    at the batch per rank, ceil(ceil(C / instances) / attention-DP ranks), as the exporters' per_rank counts it), so that
+    what export predicts is what its file runs: the engine's default where it captures that batch, else padded graphs up
+    to it (an export at 600 requests wrote TensorRT-LLM's max_batch_size 600 but was priced eager, TPOT 129.5 against its
+    import's 99.2 ms, review 2026-12-06). A capture `dep` states already is kept. One helper for export's fixed plan and
+    its --prefill/--decode pools."""
+    if dep.cuda_graph_max_bs is not None:
+        return dep
+    rank = int(np.ceil(np.ceil(concurrency / instances) / int(np.asarray(dep.plan.adp).reshape(-1)[0])))
+    k = 0.0 if dep.spec is None else float(np.asarray(dep.spec.k, float).reshape(-1)[0])
+    return replace(dep, cuda_graph_max_bs=point_graphs(dep.engine, max(rank, 1), gpu=dep.gpu, plan=dep.plan, k=k))
+
+
 AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (Engine.step_tokens)
 
 
@@ -415,15 +429,16 @@ def select_frontier(c: dict, min_tps_user: float | None, max_ttft_ms: float | No
     return sel, front[np.argsort(c["tok_s_per_user"][front])]
 
 
-def reachable(c: dict, min_tps_user: float | None, max_ttft_ms: float | None) -> dict:
+def reachable(c: dict, min_tps_user: float | None, max_ttft_ms: float | None, precs=()) -> dict:
     """The best each SLO given reaches over the deployments that fit (columns as select_frontier's), what the one
     line names when none meets them: the most tok/s/user (`tok_s_per_user`), the least TTFT (`ttft_ms`), and with both
-    given the most tok/s/user within the TTFT (`tok_s_per_user_within_ttft`; absent where none is within it)."""
+    given the most tok/s/user within the TTFT (`tok_s_per_user_within_ttft`; absent where none is within it); and the
+    precisions searched (`precisions`, their labels: the best depends on them)."""
     fits = np.asarray(c["fits"], bool)
     if not fits.any():
         return {}
     tps, ttft = np.asarray(c["tok_s_per_user"], float)[fits], np.asarray(c["ttft_s"], float)[fits] * 1e3
-    out = {}
+    out = {"precisions": [p.label() for p in precs]} if len(precs) else {}
     if min_tps_user is not None:
         out["tok_s_per_user"] = float(np.max(tps))
     if max_ttft_ms is not None:
@@ -431,6 +446,48 @@ def reachable(c: dict, min_tps_user: float | None, max_ttft_ms: float | None) ->
     if min_tps_user is not None and max_ttft_ms is not None and (ttft <= max_ttft_ms).any():
         out["tok_s_per_user_within_ttft"] = float(np.max(tps[ttft <= max_ttft_ms]))
     return out
+
+
+def searched_what(results: list[dict]) -> str:
+    """What searches (Frontier.to_dict()s) spanned, for a line on their fitting deployments: model on N x GPU, and where
+    the SLOs filtered them all the precisions searched (reachable's `precisions`): export's SLO search spans one and
+    pareto's the defaults, so their best figures differ (131.4 against 195.4 tok/s/user for 70B on 8 H200, review
+    2026-12-06)."""
+    what = ", ".join(sorted({f"{r['model']} on {r['num_gpus']}x {r['gpu']}" for r in results})) or "the combinations given"
+    precs = list(dict.fromkeys(p for r in results for p in (r.get("reachable") or {}).get("precisions", ())))
+    return what + (f" in {' or '.join(precs)}" if precs else "")
+
+
+def slo_shortfall(results: list[dict], slo: dict) -> tuple[str, object, list[str], str] | None:
+    """Where searches' fitting deployments (Frontier.to_dict()s' `fitting`) all miss the SLOs given (`slo`: min_tps_user,
+    max_ttft_ms, None where not given): the field to name and its value, what each unmet SLO's best reaches over them
+    (reachable; or, each met alone, the most tok/s/user within the TTFT) and the flags to loosen. None where none fits
+    or no SLO is given."""
+    fitting = sum(int(r.get("fitting", 0)) for r in results)
+    given = {k: v for k, v in slo.items() if v is not None}
+    if not (fitting and given):
+        return None
+    flags = " / ".join(f"--{k.replace('_', '-')}" for k in given)
+    k, v = next(iter(given.items()))
+    # the best each SLO reaches over the fitting deployments (reachable), so that the user knows how far to loosen it (it
+    # said "loosen --min-tps-user" alone at 100,000 tok/s/user, ~195 reachable: newcomer review 2026-12-06)
+    reach = [r.get("reachable") or {} for r in results]
+    best = {m: f(x[m] for x in reach if m in x) for m, f in (("tok_s_per_user", max), ("ttft_ms", min),
+                                                               ("tok_s_per_user_within_ttft", max)) if any(m in x for x in reach)}
+    unmet = {}  # each SLO no deployment meets alone: the field the line names, with the best reached
+    if "min_tps_user" in given and best.get("tok_s_per_user", np.inf) < given["min_tps_user"]:
+        unmet["min_tps_user"] = f"the most any reaches is {best['tok_s_per_user']:,.1f} tok/s/user"
+    if "max_ttft_ms" in given and best.get("ttft_ms", -np.inf) > given["max_ttft_ms"]:
+        unmet["max_ttft_ms"] = f"the least TTFT any reaches is {best['ttft_ms']:,.1f} ms"
+    said = list(unmet.values())
+    if unmet:
+        k = next(iter(unmet))
+        v = given[k]
+        flags = " / ".join(f"--{u.replace('_', '-')}" for u in unmet)
+    elif "tok_s_per_user" in best and "ttft_ms" in best:  # each met alone, not both by one deployment
+        said.append(f"each is met alone, not together: within {given['max_ttft_ms']:,g} ms TTFT the most any reaches is "
+                    f"{best['tok_s_per_user_within_ttft']:,.1f} tok/s/user")
+    return k, v, said, flags
 
 
 def thinned_cloud(c: dict, sel: np.ndarray, most: int = 4000) -> dict:

@@ -713,8 +713,8 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
         if progress:
             progress(total, total)  # the polish cycles it did not need
         fit.keep_documented()
-        if report is not None:
-            report.update({"kind": "serving", "family": "default", "rows": len(rows), "loss": best, "start_loss": start_loss,
+        if report is not None:  # "rows": those fitted on (fit.rows; a row validate rejects is skipped), not the file's
+            report.update({"kind": "serving", "family": "default", "rows": len(fit.rows), "loss": best, "start_loss": start_loss,
                            "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
                            "at_bounds": fit.at_bounds(best), "converged": converged, "gain": prev - best if POLISH_CYCLES else 0.0,
                            "fitted": list(fit.state), "held": list(fit.held)})
@@ -798,9 +798,16 @@ class FitRefused(InputError):
         ValueError.__init__(self, f"calibrate: the fit is refused: {why}; nothing written{where} ({todo})")
 
 
-def refuse(broken: list[str], bad: list[str], output: str | None, force: bool, *, force_words: str = "--force") -> None:
+def refuse(broken: list[str], bad: list[str], output: str | None, force: bool, *, force_words: str = "--force",
+           skipped: list[str] = ()) -> None:
     """calibrate's refusal (FitRefused), one line, nothing written: of a fit whose error is not a finite figure (unfit),
-    always; of a doubtful fit (doubtful), unless `force` (`force_words`: how the caller says it)."""
+    always; of a doubtful fit (doubtful), unless `force` (`force_words`: how the caller says it). `skipped`: the rows left
+    out of the fit (_serving_rows' notes, each "line N (...): ..."), named by line, since the notes print only on success."""
+    if skipped and (broken or (bad and not force)):
+        lines = [x.split(" (", 1)[0] for x in skipped]
+        bad = [*bad, f"{', '.join(lines)} of the serving file {'was' if len(lines) == 1 else 'were'} not fitted on (not priced: "
+                     "`llm-codesign validate` on the file says why)"] if bad else bad
+        broken = [*broken, f"{', '.join(lines)} not fitted on"] if broken else broken
     if broken:
         raise FitRefused(output, "its error is not a finite figure: " + broken[0] + (f" (and {len(broken) - 1} more)" if len(broken) > 1 else ""),
                          "give rows the model can price: `llm-codesign validate` on the same files lists why not")
@@ -936,7 +943,7 @@ def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *,
         fams, srv = fit_serving(srv_rows, fams, start=next(iter(fams.values())), report=srv_report, hold=True,
                                 progress=lambda done, total: cb(k_total[0] + done, k_total[0] + total))
         # as a kernel fit: refused where worse than the profile it started from, on a bound or unconverged, unless forced
-        refuse(unfit([srv_report]), doubtful([srv_report]), output, force, force_words=force_words)
+        refuse(unfit([srv_report]), doubtful([srv_report]), output, force, force_words=force_words, skipped=left_out)
     header = _header(kernels, serving, clean=clean, hold_out=hold_out, left_out=left_out, fitted=srv_report if srv else None,
                      given=calibration is not None)
     text, checks = to_toml(fams, report, header, srv), {}

@@ -627,7 +627,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                        **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {}),
                        **({"recv_interval": int(decode_recv_interval)} if decode_recv_interval != 1 else {}),
                        **({"moe_a2a": decode_moe_a2a} if decode_moe_a2a else {})},
-            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _slot_note(rows, r, **held) + _notes(prefill_plan, prefill_routing), "rows": rows}
+            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _slot_note(rows, r, **held) + _eager_note(rows) + _notes(prefill_plan, prefill_routing),
+            "rows": rows}
 
 
 def _rows(r: dict, C, **over) -> list[dict]:
@@ -668,6 +669,22 @@ def _slots(r: dict) -> tuple[int, int]:
     return tuple(int(np.asarray(r[k]).reshape(-1)[0]) for k in ("max_concurrency", "decode_kv_slots"))
 
 
+def _eager_note(rows: list[dict]) -> list[str]:
+    """One line under disagg's table (`notes`: the CLI's and the page's) for the loads whose decode step runs without CUDA
+    graphs (the rows' `eager_decode`): the loads, each one's batch per rank, extra a step and TPOT share, then the capture
+    that avoids them all (the largest load's) and what the eager cost rests on, once (it printed the whole paragraph per
+    load, "CUDA graphs at 1 requests", review 2026-12-06)."""
+    e = [(row["concurrency"], row["eager_decode"]) for row in rows if "eager_decode" in row]
+    if not e:
+        return []
+    last = max((x for _, x in e), key=lambda x: x["cuda_graph_max_bs"])  # its capture covers every load's batch
+    tail = last["note"].split(f"Avoid it with {last['avoid']}. ", 1)[-1]  # what the eager cost is fitted on, and that it is unmeasured
+    loads = ", ".join(str(c) for c, _ in e)
+    each = "; ".join(f"{x['batch_per_rank']:.4g} per rank at {c}: +{x['extra_ms_per_step']:.3g} ms a step, {x['share_of_tpot']:.0%} of TPOT" for c, x in e)
+    return [f"CUDA graphs: decode runs without them at {loads} request{'s' if loads != '1' else ''} (captured: {last['captured']}), "
+            f"so each step launches every kernel from the host (host/eager_launches): {each}. Avoid it with {last['avoid']}. {tail}"]
+
+
 def _slot_note(rows: list[dict], r: dict, **over) -> list[str]:
     """The line under disagg's table (the CLI's, the page's, lc.disagg's `notes`) where loads pass what the decode pool
     holds: the limit once (_holds), the loads it turns away (the rows' `fits` false), where their wait is."""
@@ -703,7 +720,7 @@ class DisaggEstimate:
     the GPUs in all, and per concurrency a row (`rows`: TTFT and its parts, TPOT, tok/s/user, tok/s/GPU, whether the
     decode pool holds every request at once (`fits`; where not, `over_capacity` says what holds how many, and the
     rest's wait is `decode_slot_wait_ms`), and the metrics' 80% and 95% `intervals`), and `notes`, the lines disagg prints
-    under its table (and the page under its own: _slot_note's "fits no at ...", the engine both pools run, what was asked
+    under its table (and the page under its own: _slot_note's "fits no at ...", _eager_note's "CUDA graphs: ...", the engine both pools run, what was asked
     and changed nothing). Times in ms, as `disagg --json`
     prints them: `to_dict()` is that JSON, `to_records()`/`to_pandas()` one flat row per concurrency."""
     model: str

@@ -38,7 +38,9 @@ class EagerDecode:
 # (spec.harness SchedulerFlags.cuda_graph_max_bs; its default cap, Engine.graphs_default, misses batches above 256 / 512),
 # vLLM's; another engine's said generically
 GRAPH_OPTION = {"trtllm": "`cuda_graph_config: {{enable_padding: true, max_batch_size: {n}}}` in the extra LLM API options",
-                "sglang": "`--cuda-graph-max-bs {n}`",
+                # 0.5.23's argparse reads the single-phase --cuda-graph-max-bs as an ambiguous prefix of -decode / -prefill
+                # (data/engines/sglang.toml:142-144), and our export writes -decode
+                "sglang": "`--cuda-graph-max-bs-decode {n}` (`--cuda-graph-max-bs {n}` before 0.5.23)",
                 # vLLM counts its capture in tokens per decode step: a request's 1 + k (explore/export_engines/vllm.py)
                 "vllm": "`--max-cudagraph-capture-size {n}` (x (1 + k) with a draft of k), without --enforce-eager"}
 

@@ -249,6 +249,9 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
                                 "(SGLang's --moe-a2a-backend deepep --deepep-mode low_latency: each token's expert copies sent "
                                 "to their ranks in place of the all-gather and reduce-scatter; SGLang only, on a decode pool "
                                 "with attention DP and EP > 1); empty: the engine's own.")
+    decode_cuda_graph_max_bs: Optional[Int] = Field(None, ge=0, le=MAX_CONCURRENCY, description=(
+        "The decode instances' CUDA graphs, padded up to this batch per rank (disagg --decode-cuda-graph-max-bs; 0: off); "
+        "omitted: the engine's own capture, a batch above it decoding without graphs (the `CUDA graphs: ...` note)."))
 
 
 class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
@@ -731,7 +734,8 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
                     max_num_tokens=req.max_num_tokens, decode_max_num_tokens=req.decode_max_num_tokens, prefill_instances=count["prefill"],
                     decode_instances=count["decode"], concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
                     decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing,
-                    decode_recv_interval=req.decode_recv_interval, decode_moe_a2a=req.decode_moe_a2a, **plans_)
+                    decode_recv_interval=req.decode_recv_interval, decode_moe_a2a=req.decode_moe_a2a,
+                    decode_cuda_graph_max_bs=req.decode_cuda_graph_max_bs, **plans_)
     return _plain(r.to_dict())
 
 

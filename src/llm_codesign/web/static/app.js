@@ -8,7 +8,7 @@ const WHAT_IF = ["hbm_tb_s", "memory_gb", "bf16_tflops", "fp8_tflops", "fp4_tflo
 const PLAN = ["tp", "pp", "ep", "attention_dp", "kvp"];
 const POOL = ["tp", "ep", "attention_dp", "instances"];
 const PRICE = ["p_gpu", "p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency", "p_cuda_graph_max_bs",
-               ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_spec", "p_draft_len", "p_acceptance",
+               ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_decode_cuda_graph_max_bs", "p_spec", "p_draft_len", "p_acceptance",
                "p_acceptance_rates", "p_draft_model"];
 const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "s_spec", "s_acceptance", "s_draft_len", "isl", "osl",
                 "min_tps_user", "max_ttft_ms", "regime", "params", "baseline", "quality_sigmas", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
@@ -549,7 +549,8 @@ async function runPrice() {
   try {
     if (disagg) {
       const conc = s.p_concurrencies.split(",").filter((x) => x.trim()).map(num);
-      const r = await api("/api/disagg", {...common, prefill: sizes(s, "pf_", POOL), decode: sizes(s, "dc_", POOL), concurrency: conc});
+      const r = await api("/api/disagg", {...common, prefill: sizes(s, "pf_", POOL), decode: sizes(s, "dc_", POOL), concurrency: conc,
+                                           decode_cuda_graph_max_bs: num(s.p_decode_cuda_graph_max_bs)});
       showDisagg(r);
     } else {
       const e = await api("/api/estimate", {...common, num_gpus: num(s.p_num_gpus), ...sizes(s, "p_", PLAN), concurrency: num(s.p_concurrency),
@@ -595,7 +596,8 @@ function showDisagg(r) {
           r.rows.map((x) => [x.concurrency, tableTime(x.ttft_ms), tableTime(x.prefill_ms), tableTime(x.kv_transfer_ms, 2),
                              tableTime(x.prefill_wait_ms), tableTime(x.decode_slot_wait_ms), tableTime(x.front_end_ms), tableTime(x.tpot_ms, 2),
                              fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
-    // the lines disagg prints under its table (serve/disagg.py: "fits no at ...", the engine both pools run, what changed nothing)
+    // the lines disagg prints under its table (serve/disagg.py: "fits no at ...", "CUDA graphs: ..." where a load decodes without
+    // the graphs, the engine both pools run, what changed nothing)
     ...r.notes.map((n) => el("div", n, "hint disagg-note")),
     // how far the disaggregated model has been off, the line ending disagg's caption (measure/accuracy.py disagg_measured)
     ...(r.measured ? [el("div", r.measured, "hint disagg-measured")] : []),
