@@ -8,7 +8,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from llm_codesign.cost.ffns import AITER_SWIGLU_BOUND
-from llm_codesign.serve.estimate import interval_columns
+from llm_codesign.serve.metrics import interval_columns
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.plan import Deployment, Workload
 from llm_codesign.spec.precision import executable
@@ -109,7 +109,7 @@ def _accuracy_columns(a: dict | None) -> dict:
 
 def point_row(d: dict) -> dict:
     """A point's `to_dict()` as one row of plain values: its nested records flattened, its intervals as columns
-    (serve.estimate.interval_columns; a pandas cell held the dict before). The frontier CSV is these rows' FIELDS
+    (serve.metrics.interval_columns; a pandas cell held the dict before). The frontier CSV is these rows' FIELDS
     (render.report.frontier_rows), under the same names."""
     row = {k: v for k, v in d.items() if not isinstance(v, dict)}
     row |= _flat(d.get("deployment") or {}) | _accuracy_columns(d.get("accuracy")) | _flat(d.get("energy") or {})

@@ -45,6 +45,7 @@ from llm_codesign.serve.aggregated import (
     run_flags,
 )
 from llm_codesign.serve.eager import eager_note
+from llm_codesign.serve.metrics import interval_columns
 from llm_codesign.spec.engines import EngineCosts, check_kv_format
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
@@ -748,9 +749,7 @@ class DisaggEstimate:
     def to_records(self) -> list[dict]:
         """One flat dict of plain values per concurrency, no pandas needed: the deployment (`prefill_plan`,
         `decode_instances`, ...), the row's metrics (ms) and each metric's 80% and 95% bounds (`ttft_ms_lo80` ...,
-        `interval_widened`: serve.estimate.interval_columns)."""
-        from llm_codesign.serve.estimate import interval_columns
-
+        `interval_widened`: serve.metrics.interval_columns)."""
         head = {"model": self.model, "gpu": self.gpu, "decode_gpu": self.decode_gpu, "precision": self.precision, "backend": self.backend,
                 "isl": self.isl, "osl": self.osl, "arrival": self.arrival, "num_gpus": self.num_gpus,
                 **{f"{pool}_{k}": v for pool in ("prefill", "decode") for k, v in getattr(self, pool).items()}}

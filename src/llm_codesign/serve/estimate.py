@@ -23,7 +23,7 @@ from llm_codesign.serve.aggregated import (
 from llm_codesign.serve.eager import EagerDecode, captured_text, eager_note
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
-from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate
+from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate, interval_columns
 from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, quark_note, reason_text, validity
@@ -173,15 +173,6 @@ class Estimate:
         d = self.to_dict()
         return pd.DataFrame([{**{k: v for k, v in d.items() if not isinstance(v, (dict, list))},
                               **{f"memory_{k}": v for k, v in d["memory"].items()}, **interval_columns(self.intervals)}])
-
-
-def interval_columns(bands: dict | None) -> dict:
-    """An answer's intervals (measure.intervals.band, per metric) as flat columns: `{metric}_lo80` ... `{metric}_hi95`, and
-    why they are widened beyond the runs, every metric's reasons once, in `interval_widened` (empty where none is)."""
-    if not bands:
-        return {}
-    cols = {f"{m}_{e}": b[e] for m, b in bands.items() for e in ("lo80", "hi80", "lo95", "hi95")}
-    return cols | {"interval_widened": "; ".join(dict.fromkeys(str(w) for b in bands.values() for w in b.get("widened", ())))}
 
 
 def _as_run(dep, moe_activation) -> str:

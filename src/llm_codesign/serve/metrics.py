@@ -119,3 +119,12 @@ def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workloa
     calibration, draft and verify included): what a breakdown or a bottleneck is read from."""
     # energy() prices the same evaluation (deployment_ops keeps it): a list of its own, the operators shared
     return list(deployment_ops(model, deployment, workload, cal=calibration, concurrency=concurrency)["ops"])
+
+
+def interval_columns(bands: dict | None) -> dict:
+    """An answer's intervals (measure.intervals.band, per metric) as flat columns: `{metric}_lo80` ... `{metric}_hi95`, and
+    why they are widened beyond the runs, every metric's reasons once, in `interval_widened` (empty where none is)."""
+    if not bands:
+        return {}
+    cols = {f"{m}_{e}": b[e] for m, b in bands.items() for e in ("lo80", "hi80", "lo95", "hi95")}
+    return cols | {"interval_widened": "; ".join(dict.fromkeys(str(w) for b in bands.values() for w in b.get("widened", ())))}

@@ -7,12 +7,12 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore import yaml_io
 from llm_codesign.explore.export_engines.base import (
     Exporter,
+    Flags,
     code_lines,
     command_words,
     engine_spec,
     env_words,
     exporter,
-    Flags,
     file_beside,
     fraction,
     hf_id,
