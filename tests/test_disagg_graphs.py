@@ -107,6 +107,7 @@ def test_the_search_prices_and_states_the_capture_its_export_writes(h200, llama7
 
     cal = calibration_for(h200)
     r = search_disagg(llama70b, h200, cal, SearchSpace(8, precisions=(Precision.of("fp8", kv="fp8"),)), isl=1024, osl=256)
+    assert r.points
     for p in r.points:
         assert p.decode.cuda_graph_max_bs == 16384  # TensorRT-LLM's default is unpadded: every point states the grid's
         one = evaluate_disagg(llama70b, p.prefill, p.decode, calibration=cal, prefill_instances=p.prefill_instances,

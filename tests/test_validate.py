@@ -450,10 +450,12 @@ def test_trtllm_bench_one_request_rows_price_tok_s_per_user_with_their_prefill()
     # first token) stays 1 / TPOT
     rows = read_rows(MEAS / "published_runs.csv")
     preds, _ = predict_serving(rows)
+    checked = []
     for r, p in zip(rows, preds, strict=True):
         name = r["source"].split(":")[1]
         if r["concurrency"] != "1":
             continue
+        checked.append(name)
         osl = float(r["osl"])
         if name == "b200-eagle3":
             assert p["output_tok_s_per_user"] == pytest.approx(1e3 / p["tpot_ms"], rel=1e-12)
@@ -461,3 +463,5 @@ def test_trtllm_bench_one_request_rows_price_tok_s_per_user_with_their_prefill()
         assert p["output_tok_s_per_user"] == pytest.approx(1e3 * osl / (p["ttft_ms"] + (osl - 1) * p["tpot_ms"]), rel=1e-12), name
         assert p["output_tok_s_per_user"] < 1e3 / p["tpot_ms"]
         assert p["output_tok_s_per_user"] == pytest.approx(p["output_tok_s_per_gpu"] * int(r["num_gpus"]), rel=0.005), name
+    # the five one-request rows of published_runs.csv: the best-perf page's two, blog 1's two, the Maverick EAGLE-3 row
+    assert checked == ["b200-min-latency", "h200-min-latency", "b200-strict-mtp3", "b200-relaxed-mtp3", "b200-eagle3"]

@@ -287,7 +287,7 @@ class Deployment:
     # the largest decode batch per rank its CUDA graphs capture, every batch up to it padded to a captured one (SGLang
     # --cuda-graph-max-bs, TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); 0: none captured, every decode
     # step eager (TensorRT-LLM `cuda_graph_config: null`, SGLang --disable-cuda-graph, vLLM --enforce-eager: what `import` reads;
-    # the CLI's and web form's --cuda-graph-max-bs take 1 and up); None: the engine's default capture (Engine.graphs_default:
+    # estimate's and disagg's capture flags take 0 too, the web form 1 and up); None: the engine's default capture (Engine.graphs_default:
     # TensorRT-LLM's LLM API stops at 128 and skips 33-63 and 65-127; SGLang's by GPU memory and TP, vLLM's by max_num_seqs)
     cuda_graph_max_bs: int | None = None
 
