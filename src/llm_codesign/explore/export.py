@@ -329,8 +329,8 @@ def _option_names(engine: str, o: dict) -> list[str]:
     return out
 
 
-# the decode-capture flags whose refusal names the flag as typed: SGLang's older --cuda-graph-max-bs / --cuda-graph-bs
-# (aliases of the -decode names since 0.5.23) and a prefix or underscores; a short alias elsewhere (-q, -tp) keeps the
+# the decode-capture flags whose refusal names the flag as typed: SGLang's older --cuda-graph-max-bs (an alias of
+# --cuda-graph-max-bs-decode in data/engines/sglang.toml) and a prefix or underscores; a short alias elsewhere (-q, -tp) keeps the
 # documented name it stands for, the clearer of the two
 CAPTURE_FLAGS = frozenset({"cuda-graph-max-bs-decode", "cuda-graph-bs-decode", "max-cudagraph-capture-size", "cudagraph-capture-sizes"})
 
