@@ -11,7 +11,6 @@ rebuilds the deployment from the engine options plus that line."""
 from __future__ import annotations
 
 import json
-import math
 import re
 from dataclasses import dataclass, field, replace
 from typing import NoReturn
@@ -25,6 +24,7 @@ from llm_codesign.explore.export_engines.base import (
     check_nested,
     code_lines,
     parse_flags,
+    per_rank,
     quantized_checkpoint,
     read_value,
     resolve_option,
@@ -420,9 +420,9 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     x = EXPORTERS[backend]
     model, said = launched(model, decode, backend)  # both pools run one checkpoint: the decode pool's weights (as the meta)
     image = f"my-registry/{x.dynamo_image}-runtime:my-tag"
-    dec_conc = max(1, math.ceil(concurrency / decode_instances))
+    dec_conc = per_rank(concurrency, 1, instances=decode_instances)  # an instance's requests (its exporter splits them over its ranks)
     # a prefill instance holds the prompts it is computing: at most what its step budget and the queue give it
-    pre_conc = max(1, math.ceil(concurrency / prefill_instances))
+    pre_conc = per_rank(concurrency, 1, instances=prefill_instances)
 
     def component(cname, ctype, replicas, args, dep=None):
         c = {"name": "main", "image": image, "command": ["python3", "-m", spec["modules"][ctype if ctype == "frontend" else backend]],

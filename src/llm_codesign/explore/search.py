@@ -390,9 +390,10 @@ def with_capture(dep: Deployment, concurrency: int, *, instances: int = 1) -> De
     its --prefill/--decode pools."""
     if dep.cuda_graph_max_bs is not None:
         return dep
-    rank = int(np.ceil(np.ceil(concurrency / instances) / int(np.asarray(dep.plan.adp).reshape(-1)[0])))
-    k = 0.0 if dep.spec is None else float(np.asarray(dep.spec.k, float).reshape(-1)[0])
-    return replace(dep, cuda_graph_max_bs=point_graphs(dep.engine, max(rank, 1), gpu=dep.gpu, plan=dep.plan, k=k))
+    from llm_codesign.explore.export_engines.base import per_rank
+
+    rank = per_rank(concurrency, int(np.asarray(dep.plan.adp).reshape(-1)[0]), instances=instances)
+    return replace(dep, cuda_graph_max_bs=point_graphs(dep.engine, rank, gpu=dep.gpu, plan=dep.plan, k=float(dep.draft_len)))
 
 
 AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (Engine.step_tokens)

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_codesign.serve.aggregated import default_capture, stage_ranks
+from llm_codesign.serve.aggregated import Serving, default_capture, draft_lengths, stage_ranks
+from llm_codesign.spec.harness import SchedulerFlags
 from llm_codesign.spec.plan import Deployment
 
 
@@ -45,22 +46,26 @@ GRAPH_OPTION = {"trtllm": "`cuda_graph_config: {{enable_padding: true, max_batch
                 "vllm": "`--max-cudagraph-capture-size {n}` (x (1 + k) with a draft of k), without --enforce-eager"}
 
 
-def _own_capture(dep: Deployment) -> tuple[float, bool]:
-    """The engine's default capture for `dep` (serve.aggregated.default_capture: its GPU, plan and draft length), one value."""
-    k = 0.0 if dep.spec is None else float(np.asarray(dep.spec.k, float).reshape(-1)[0])
-    top, padded = default_capture(dep.engine, dep.gpu, dep.plan, k=k)
-    return float(np.asarray(top, float).reshape(-1)[0]), padded
+def decode_capture(dep: Deployment, flags: SchedulerFlags | None = None) -> tuple[float, bool]:
+    """(largest batch per rank, padded) of the engine's default decode capture for `dep` under the run's `flags` (None: the
+    engine's defaults), as the pricing reads it: serve.aggregated.default_capture at the draft length and with the flags
+    evaluate prices the step with (draft_lengths, Serving.flags: its max_running_requests is vLLM's max_num_seqs, so
+    vLLM's min(2 x max_num_seqs x (1 + k), 512 or 1,024 on Blackwell) tokens, docs/modelling-notes.md#sgcap-default-caps).
+    The one reading of it for the eager note (captured_text, eager_note) and an export's capture (written_capture), so
+    that neither says a cap the pricing does not use."""
+    top, padded = default_capture(dep.engine, dep.gpu, dep.plan, k=draft_lengths(dep.spec)[0], flags=Serving.of(dep).flags(flags))
+    return float(np.asarray(top, float).reshape(-1)[0]), bool(padded)
 
 
-def captured_text(dep: Deployment) -> str:
+def captured_text(dep: Deployment, flags: SchedulerFlags | None = None) -> str:
     """The decode CUDA graphs `dep` captures, in words: the deployment's padded cuda_graph_max_bs, else the engine's own
-    default (Engine.graphs_default for its GPU and plan; an unpadded one's sizes as serve.aggregated.graph_misses holds them: 1-32, the
-    powers of 2 from 64 below its max, and the max)."""
+    default (decode_capture under the run's `flags`; an unpadded one's sizes as serve.aggregated.graph_misses holds them:
+    1-32, the powers of 2 from 64 below its max, and the max)."""
     if dep.cuda_graph_max_bs == 0:  # an imported launch that turns graphs off (Deployment.cuda_graph_max_bs 0)
         return "none: the launch turns CUDA graphs off"
     if dep.cuda_graph_max_bs is not None:
         return f"padded graphs up to {int(dep.cuda_graph_max_bs)} per rank (the deployment's cuda_graph_max_bs)"
-    top, padded = _own_capture(dep)
+    top, padded = decode_capture(dep, flags)
     if padded:
         return f"{dep.engine.title}'s default: " + ("every batch" if np.isinf(top) else f"padded graphs up to {top:g} per rank")
     sizes = [f"1-{min(32, int(top)):d}", *(f"{2 ** k}" for k in range(6, 64) if 2 ** k < top), *([f"{top:g}"] if top > 32 else [])]
@@ -68,10 +73,12 @@ def captured_text(dep: Deployment) -> str:
 
 
 def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float,
-               here: str = "--cuda-graph-max-bs") -> EagerDecode:
+               here: str = "--cuda-graph-max-bs", flags: SchedulerFlags | None = None) -> EagerDecode:
     """EagerDecode for `dep`'s decode step at `batch` per rank whose eager launches add `extra_s` a step and `part_s` to
     a TPOT of `tpot_s`: an aggregated estimate's (from its breakdown row) and a disaggregated decode pool's
-    (serve.disagg.estimate_disagg, from evaluate_disagg's decode_eager_s; `here` the tool's own option) alike."""
+    (serve.disagg.estimate_disagg, from evaluate_disagg's decode_eager_s; `here` the tool's own option) alike. `flags`:
+    the run's scheduler flags the step was priced with (None: the engine's defaults, as an estimate prices), so that the
+    capture it names is the priced one (decode_capture)."""
     n, ranks, title = int(np.ceil(batch - 1e-9)), int(np.asarray(stage_ranks(dep.plan)).reshape(-1)[0]), dep.engine.title
     avoid = GRAPH_OPTION.get(dep.engine.name, f"a CUDA-graph capture padded up to {{n}} in {title}'s launch options").format(n=n) + \
         f" (here: {here} {n}, Deployment.cuda_graph_max_bs, priced as padded graphs up to {n})"
@@ -85,9 +92,10 @@ def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, 
     fitted = (f"{title}'s eager launch cost and its spread over the {ranks} ranks (eager_skew_s) are fitted on prefill TTFT "
               "by GPU count" if ranks > 1 else f"{title}'s eager launch cost (eager_launch_s) is fitted on prefill steps")
     share = part_s / tpot_s
-    note = (f"decode runs without CUDA graphs: {held} is not captured ({captured_text(dep)}), so each "
+    captured = captured_text(dep, flags)
+    note = (f"decode runs without CUDA graphs: {held} is not captured ({captured}), so each "
             f"step launches every kernel from the host: +{extra_s * 1e3:.3g} ms a step, {share:.0%} of TPOT "
             f"(host/eager_launches). Avoid it with {avoid}. {fitted}; no measured run decodes without CUDA graphs, so this "
             "part is unmeasured for decode (the intervals widen by its share of TPOT x a host launch's 3-9 us range)")
-    return EagerDecode(batch_per_rank=batch, captured=captured_text(dep), extra_s=extra_s, tpot_s=part_s, share=share,
+    return EagerDecode(batch_per_rank=batch, captured=captured, extra_s=extra_s, tpot_s=part_s, share=share,
                        cuda_graph_max_bs=n, avoid=avoid, note=note)

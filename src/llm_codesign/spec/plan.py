@@ -333,12 +333,18 @@ class Deployment:
     def engine(self):
         return get_engine(self.backend)
 
+    @property
+    def draft_len(self) -> int:
+        """The tokens its speculation drafts a step, k (0 without): a decode request carries 1 + k, which vLLM's capture
+        sizes count. The one reading of it for its record, its export's options and capture, and the eager note."""
+        return 0 if self.spec is None else int(self.spec.k)
+
     def to_dict(self) -> dict:
         """Everything needed to rebuild this deployment (`Deployment.from_dict`), in plain types."""
         p, s = self.precision, self.spec
         return {"gpu": self.gpu.id, "num_gpus": int(self.num_gpus), **self.plan.to_dict(), "weight_dtype": p.weight.name, "activation_dtype": p.activation.name,
                 "kv_dtype": p.kv.name, "attn_weight_dtype": p.attn.name, "backend": self.backend,
-                "spec": s.method if s else None, "draft_len": s.k if s else 0,
+                "spec": s.method if s else None, "draft_len": self.draft_len,
                 "acceptance": s.mean_accepted if s else None, "acceptance_rates": list(s.rates) if s else [],
                 "draft_model": s.draft_model if s else None, "max_num_tokens": self.step_tokens, "cpp": bool(self.cpp),
                 **({} if self.chunked_prefill is None else {"chunked_prefill": bool(self.chunked_prefill)}),

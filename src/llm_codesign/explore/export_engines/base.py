@@ -14,12 +14,13 @@ import re
 import shlex
 import tomllib
 from abc import ABC, abstractmethod
+from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
 
 import numpy as np
 
-from llm_codesign.errors import InputError, parse_nested
+from llm_codesign.errors import InputError, MissingInput, parse_nested
 from llm_codesign.spec.engines import ENGINES, EXPORTABLE
 from llm_codesign.spec.harness import FRACTION, memory_fraction
 from llm_codesign.spec.model import ModelSpec
@@ -229,8 +230,12 @@ def kv_option(prec: Precision, engine: str) -> str:
     return table[prec.kv.name]
 
 
-def per_rank(concurrency: int, adp: int) -> int:
-    return max(1, math.ceil(concurrency / adp))
+def per_rank(concurrency: int, adp: int, *, instances: int = 1) -> int:
+    """The batch each attention-DP rank of an instance runs: `concurrency` requests over `instances` instances, each
+    instance's share over its `adp` ranks, ceil(ceil(C / instances) / adp), at least 1. The one count of it for the
+    exporters' batch limits and capture (written_capture), export's pricing of that capture (explore.search.with_capture)
+    and Dynamo's pools (adp 1: an instance's requests)."""
+    return max(1, math.ceil(math.ceil(concurrency / instances) / adp))
 
 
 def written_capture(dep: Deployment, rank_batch: int) -> int | None:
@@ -239,15 +244,15 @@ def written_capture(dep: Deployment, rank_batch: int) -> int | None:
     caps it at its max_batch_size), and none where that holds the whole batch and the engine's own default capture on
     the launch's GPU, plan and batch limit (serve.aggregated.default_capture: SGLang's by memory and TP, vLLM's from
     max_num_seqs) holds it too: the launch is priced the same left at the engine's default."""
-    from llm_codesign.serve.aggregated import default_capture
+    from llm_codesign.serve.eager import decode_capture
     from llm_codesign.spec.harness import SchedulerFlags
 
     if not dep.cuda_graph_max_bs:  # None (the default) or 0 (off)
         return dep.cuda_graph_max_bs
     n = min(int(dep.cuda_graph_max_bs), rank_batch)
-    k = 0.0 if dep.spec is None else float(dep.spec.k)
-    top, padded = default_capture(dep.engine, dep.gpu, dep.plan, k=k, flags=SchedulerFlags(max_running_requests=float(rank_batch)))
-    covered = padded and float(np.asarray(top, float).reshape(-1)[0]) >= rank_batch
+    # the launch's batch limit is the rank's batch (the exporters write it: vLLM's max-num-seqs, SGLang's max-running-requests)
+    top, padded = decode_capture(replace(dep, cuda_graph_max_bs=None), SchedulerFlags(max_running_requests=float(rank_batch)))
+    covered = padded and top >= rank_batch
     return None if n >= rank_batch and covered else n
 
 
@@ -415,13 +420,35 @@ class Flags(dict):
         self.typed = dict(typed or {})
 
 
+def nargs_flags(engine: str) -> frozenset[str]:
+    """The options whose flag takes every word after it up to the next flag (argparse nargs "+" / "*"), as the engine's
+    own parser declares them (data/engines/NAME.toml [nargs], extracted by tools/engine_nargs.py); none where it lists none."""
+    return frozenset(engine_spec(engine).get("nargs", {}).get("flags", ()))
+
+
+# argparse's test for a word that is a value although it starts with a dash (ArgumentParser._negative_number_matcher,
+# CPython Lib/argparse.py; neither engine's parser declares an option that looks like a negative number): -3, -1.5
+_NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def _value_word(w: str) -> bool:
+    """Whether argparse reads the word `w` after a flag as that flag's value: not a flag (`-` alone is a value), or a
+    negative number."""
+    return not w.startswith("-") or w == "-" or _NEGATIVE.match(w) is not None
+
+
 def read_flags(words: list[str], engine: str, origin: str = "config", *, dashes: bool = True, abbrev: bool = True) -> tuple[dict, list[str]]:
     """An engine's command-line words as its parser reads them: ({option: value}, positional words).
     `--flag value`, `--flag=value`, `-tp 8` (short aliases), a bare flag as true and `--no-flag` as false;
     each flag resolved to its documented option (resolve_option), one it does not document kept under
     its own name (the caller lists it as ignored). Values are JSON where they parse as JSON (8, 0.9,
-    true, a speculative config's mapping), else the word."""
+    true, a speculative config's mapping), else the word. An option the engine takes several words for (nargs_flags:
+    SGLang's --cuda-graph-bs-decode 1 2 64, vLLM's --cudagraph-capture-sizes) gets the list of every word up to the
+    next flag, each kept as typed (its reader checks them: `nan`, `1.5`, `-3` are not capture sizes), as argparse
+    collects them; `--flag=value` gives one (argparse leaves the words after it positional). One JSON list word
+    (`[1,2,64]`) reads as its items. Such a flag with no word after it is refused where the engine needs one (nargs "+")."""
     out, pos, i = Flags(), [], 0
+    many = nargs_flags(engine)
     while i < len(words):
         w = words[i]
         if not w.startswith("-") or w == "-":
@@ -432,6 +459,25 @@ def read_flags(words: list[str], engine: str, origin: str = "config", *, dashes:
         name = resolve_option(engine, flag, dashes=dashes, abbrev=abbrev)
         negated = name is None and flag.startswith(("no-", "no_")) and resolve_option(engine, flag[3:], dashes=dashes, abbrev=False)
         key = negated or name or (flag.replace("_", "-") if dashes else flag)
+        if name in many and not negated:
+            taken = [given] if eq else []
+            while not eq and i + 1 < len(words) and _value_word(words[i + 1]):
+                taken.append(words[i + 1])
+                i += 1
+            if not taken:
+                raise MissingInput(flag, f"one value or more after it ({engine} {engine_spec(engine)['version']}'s parser takes "
+                                   "every word up to the next flag and refuses none)")
+            if len(taken) == 1 and taken[0].lstrip().startswith("["):  # one JSON list word: its items
+                try:
+                    v = parse_nested(json.loads, taken[0], "config", origin)
+                    taken = v if isinstance(v, list) else taken
+                except json.JSONDecodeError:
+                    pass
+            out[key] = taken
+            if flag != name:
+                out.typed[key] = flag
+            i += 1
+            continue
         if eq:
             value = given
         elif negated:

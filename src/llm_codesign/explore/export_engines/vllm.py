@@ -18,6 +18,7 @@ from llm_codesign.explore.export_engines.base import (
     hf_id,
     kv_option,
     nested,
+    nested_keys,
     per_rank,
     plan_ints,
     read_flags,
@@ -61,7 +62,7 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     if graphs == 0:
         o["enforce-eager"] = True
     elif graphs is not None:
-        o["max-cudagraph-capture-size"] = graphs * (1 + (dep.spec.k if dep.spec is not None else 0))
+        o["max-cudagraph-capture-size"] = graphs * (1 + dep.draft_len)
     if dep.spec is not None:
         draft = {"model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
         o["speculative-config"] = nested("vllm", "speculative-config", method=engine_spec("vllm")["spec_method"][dep.spec.method],
@@ -69,12 +70,70 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     return o
 
 
+# CompilationConfig.cudagraph_mode (vllm/config/compilation.py:53-63@0.33.0 wheel, CUDAGraphMode): a name in any case
+# (validate_cudagraph_mode_before upper-cases a string, :873-879) or the enum's value, 0 / 1 / 2 for the three runtime modes.
+# What each runs a decode step as (CUDAGraphMode.decode_mode, :65-66): NONE eager; PIECEWISE the graph's pieces between the
+# splitting ops, attention and the KV-cache write run outside them from the host each layer (splitting_ops, :1207-1213);
+# FULL, FULL_DECODE_ONLY and FULL_AND_PIECEWISE (the default at -O2 / -O3) one full graph
+GRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+# the cudagraph_mode each -O level sets where the run sets none (OPTIMIZATION_LEVEL_00-03, vllm/config/vllm.py:255-345;
+# applied only to a field left unset, _apply_optimization_level_defaults :1039-1067): -O0 none, -O1 piecewise
+LEVEL_MODES = {0: "NONE", 1: "PIECEWISE", 2: "FULL_AND_PIECEWISE", 3: "FULL_AND_PIECEWISE"}
+# compilation-config's fields import reads (the capture and its mode); the others are listed as ignored, each by name
+CC_READ = frozenset({"cudagraph_mode", "max_cudagraph_capture_size", "cudagraph_capture_sizes"})
+
+
+def graph_mode(o: dict) -> str | None:
+    """The CUDA-graph mode a vLLM configuration sets, by CUDAGraphMode's name: compilation-config's cudagraph_mode, else the
+    one its -O level (--optimization-level) sets, else None (vLLM's default, FULL_AND_PIECEWISE at -O2); anything else one
+    line naming the field."""
+    cc = o.get("compilation-config")
+    mode = cc.get("cudagraph_mode") if isinstance(cc, dict) else None
+    if mode is not None:
+        name = mode.upper() if isinstance(mode, str) else GRAPH_MODES[mode] if type(mode) is int and 0 <= mode <= 2 else None
+        if name not in GRAPH_MODES:
+            raise InputError("compilation-config.cudagraph_mode", mode, f"one of {', '.join(GRAPH_MODES)} (in any case), or 0, 1, 2 "
+                             "(CUDAGraphMode's values, vllm/config/compilation.py:53-63@0.33.0)")
+        return name
+    level = o.get("optimization-level")
+    if level is None:
+        return None
+    n = level if type(level) is int else int(level) if isinstance(level, str) and level.strip() in ("0", "1", "2", "3") else None
+    if n not in LEVEL_MODES:
+        raise InputError("optimization-level", level, "0, 1, 2 or 3 (-O0 to -O3; OptimizationLevel, vllm/config/vllm.py:132-144@0.33.0)")
+    return LEVEL_MODES[n]
+
+
+def draft_tokens(o: dict) -> int:
+    """The tokens a vLLM configuration drafts a step (speculative-config's num_speculative_tokens, or --spec-tokens), 0 where
+    it drafts none: a decode request's 1 + k tokens are what its capture sizes count."""
+    sc = o.get("speculative-config")
+    k = (sc.get("num_speculative_tokens") if isinstance(sc, dict) else None) or o.get("spec-tokens")
+    return whole("num_speculative_tokens", k, 0, hi=16)
+
+
+def optimization_words(words: list[str]) -> list[str]:
+    """vLLM's -O spellings as FlexibleArgumentParser rewrites them before argparse (vllm/utils/argparse_utils.py:395-406
+    @0.33.0): -O3, -O=3 and -O 3 are --optimization-level 3."""
+    out, i = [], 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("-O") and w != "-O":
+            out += ["--optimization-level", w[3:] if w[2] == "=" else w[2:]]
+        elif w == "-O" and i + 1 < len(words) and words[i + 1] in ("0", "1", "2", "3"):
+            out.append("--optimization-level")
+        else:
+            out.append(w)
+        i += 1
+    return out
+
+
 class VLLMExporter(Exporter):
     name, file_name, dynamo_image = VLLM.name, "vllm_config.yaml", "vllm"
     reads = frozenset({"model", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size", "decode-context-parallel-size",
                        "enable-expert-parallel", "quantization", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens",
                        "enable-chunked-prefill", "gpu-memory-utilization", "speculative-config", "spec-method", "spec-tokens", "spec-model",
-                       "enforce-eager", "max-cudagraph-capture-size", "cudagraph-capture-sizes"})
+                       "enforce-eager", "max-cudagraph-capture-size", "cudagraph-capture-sizes", "compilation-config", "optimization-level"})
     switches = frozenset({"enable-expert-parallel", "enable-chunked-prefill", "enforce-eager"})
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
@@ -95,7 +154,7 @@ class VLLMExporter(Exporter):
             return o, o.get("model")
         start = next((i + 1 for i, w in enumerate(words) if (w == "serve" and i and words[i - 1].endswith("vllm"))
                       or w.endswith(("vllm.entrypoints.openai.api_server", "vllm-openai")) or "vllm-openai:" in w), len(words))
-        o, pos = read_flags(words[start:], "vllm", origin)
+        o, pos = read_flags(optimization_words(words[start:]), "vllm", origin)
         if isinstance(o.get("config"), str):  # `--config FILE`: its keys beneath the command line's (vLLM's precedence)
             o = Flags({**_yaml_options(file_beside(o.pop("config"), origin), origin), **o}, typed=o.typed)
         return o, o.get("model") or (pos[0] if pos else None)
@@ -120,15 +179,19 @@ class VLLMExporter(Exporter):
         return {k: v for k, v in o.items() if k != "data-parallel-size"}, dp
 
     def cuda_graph_max_bs(self, o: dict) -> int | None:
-        """The decode capture in requests a rank: 0 where --enforce-eager (or compilation-config's cudagraph_mode NONE) turns
-        graphs off; else --max-cudagraph-capture-size, else the largest of --cudagraph-capture-sizes (either also inside
-        compilation-config), in tokens, over the 1 + k tokens a decode request carries (vLLM pads a batch up to the next
-        captured size); None where none is set (the engine's default capture). A capture size of 0 is refused: it is the
-        value vLLM writes once graphs are off (vllm/config/vllm.py:2008, 2652@0.33.0 wheel), not a way to turn them off;
-        given with graphs on, VllmConfig stops on it (`assert max_cudagraph_capture_size >= 1`, vllm.py:2554)."""
+        """The decode capture in requests a rank: 0 where --enforce-eager, compilation-config's cudagraph_mode NONE or -O0
+        turns graphs off (graph_mode); else --max-cudagraph-capture-size, else the largest of --cudagraph-capture-sizes (either
+        also inside compilation-config), in tokens, over the 1 + k tokens a decode request carries (vLLM pads a batch up to
+        the next captured size); None where none is set (the engine's default capture). A capture size of 0 is refused: it
+        is the value vLLM writes once graphs are off (vllm/config/vllm.py:2008, 2652@0.33.0 wheel), not a way to turn them
+        off; given with graphs on, VllmConfig stops on it (`assert max_cudagraph_capture_size >= 1`, vllm.py:2554)."""
         cc = o.get("compilation-config")
         cc = cc if isinstance(cc, dict) else {}
-        if o.get("enforce-eager") or str(cc.get("cudagraph_mode", "")).upper() == "NONE":
+        if bad := sorted(set(cc) - set(nested_keys("vllm", "compilation-config"))):  # CompilationConfig forbids other keys
+            raise InputError(f"compilation-config.{bad[0]}", cc[bad[0]], f"a CompilationConfig field of vLLM {engine_spec('vllm')['version']}, "
+                             "which refuses any other at start (mode, cudagraph_mode, max_cudagraph_capture_size, ...; "
+                             "data/engines/vllm.toml [nested.compilation-config])")
+        if o.get("enforce-eager") or graph_mode(o) == "NONE":
             return 0
         # each read where the user set it: a flag, else compilation-config's field, named so in a refusal
         top_at = "max-cudagraph-capture-size" if "max-cudagraph-capture-size" in o else "compilation-config.max_cudagraph_capture_size"
@@ -136,20 +199,41 @@ class VLLMExporter(Exporter):
         top = o.get("max-cudagraph-capture-size", cc.get("max_cudagraph_capture_size"))
         sizes = o.get("cudagraph-capture-sizes", cc.get("cudagraph_capture_sizes"))
         off = "--enforce-eager (or compilation-config's cudagraph_mode NONE) turns its CUDA graphs off"
-        if top is None and sizes is not None:
+        if sizes is not None:  # every size checked (read_flags keeps each word as typed: nan, 1.5, -3 are none)
             sizes = sizes if isinstance(sizes, list) else [sizes]
             if not sizes:  # VllmConfig: `assert len(cudagraph_capture_sizes) > 0` with graphs on (config/vllm.py:2561@0.33.0 wheel)
                 raise InputError(sizes_at, sizes, f"one size or more: vLLM does not start with an empty capture list; {off}")
-            top = max(whole(sizes_at, b, hi=1 << 20) for b in sizes)
-            top_at = sizes_at
+            listed = max(whole(sizes_at, b, hi=1 << 20) for b in sizes)  # argparse's type=int (a list[int] field)
+            if top is None:
+                top, top_at = listed, sizes_at
         if top in (0, "0"):
             raise InputError(top_at, top, f"1 or more: vLLM does not start with a capture of 0; {off}")
         top = whole(top_at, top, None, hi=1 << 20)
         if top is None:
             return None
-        sc = o.get("speculative-config")
-        k = (sc.get("num_speculative_tokens") if isinstance(sc, dict) else None) or o.get("spec-tokens")
-        return max(top // (1 + whole("num_speculative_tokens", k, 0, hi=16)), 1)
+        return max(top // (1 + draft_tokens(o)), 1)
+
+    def unread(self, o: dict, model: ModelSpec, dep: Deployment) -> list[str]:
+        """compilation-config's fields other than the capture (CC_READ), each by name, and the graph modes priced as what they
+        are not: PIECEWISE (compilation-config's, or -O1's) runs each decode step's attention and KV-cache write outside
+        the graph pieces, launched from the host every layer, which the decode step prices as one full graph (no term
+        counts those launches); -O0 and -O1 also compile less (no torch.compile at -O0, fewer fusions at -O1), and the
+        kernels are priced as -O2 compiles them."""
+        cc = o.get("compilation-config")
+        out = [f"compilation-config.{k}" for k in (cc if isinstance(cc, dict) else {}) if k not in CC_READ]
+        if cc is not None and not isinstance(cc, dict):
+            out.append("compilation-config (not a mapping of CompilationConfig fields)")
+        mode = None if o.get("enforce-eager") else graph_mode(o)
+        said = isinstance(cc, dict) and cc.get("cudagraph_mode") is not None
+        if mode == "PIECEWISE":
+            out.append(f"{'compilation-config.cudagraph_mode' if said else 'optimization-level'} (PIECEWISE: decode replays graph pieces "
+                       "and launches each layer's attention from the host between them; priced as one full graph, those "
+                       "launches are not)")
+        level = o.get("optimization-level")
+        if level is not None and str(level).strip() in ("0", "1"):
+            out.append(f"optimization-level ({level}: {'no torch.compile' if str(level).strip() == '0' else 'fewer fusions'}; "
+                       "its kernels priced as -O2 compiles them)")
+        return out
 
     def kv_fraction(self, o: dict) -> float | None:
         """--gpu-memory-utilization: the share of the GPU weights, activations and KV cache take (Engine.kv_budget "total")."""
