@@ -31,3 +31,46 @@ def test_the_note_states_its_figures_and_each_engines_own_flag():
     s = eager_note(_dep("sglang"), batch=600.0, extra_s=0.01, part_s=0.01, tpot_s=0.05, here="--decode-cuda-graph-max-bs").to_dict()
     assert s["avoid"].startswith("`--cuda-graph-max-bs-decode 600` (`--cuda-graph-max-bs 600` before 0.5.23)")
     assert "(here: --decode-cuda-graph-max-bs 600," in s["avoid"]
+
+
+def _8b(engine: str, gpu: str, spec=None):
+    d = lc.deployment(lc.get_model("llama-3.1-8b"), gpu=gpu, num_gpus=1, tp=1, engine=engine)
+    return replace(d, spec=spec) if spec is not None else d
+
+
+@pytest.mark.parametrize("engine, gpu, k, cap", [
+    # hand-derived caps (docs/modelling-notes.md#sgcap-default-caps): vLLM min(2 x 1,024 x (1 + k), 512 off Blackwell, 1,024 on
+    # it) / (1 + k) requests; SGLang 256 on an 80 GB GPU at tp_size < 4
+    ("vllm", "h100", 0, 512),
+    ("vllm", "h100", 1, 256),
+    ("vllm", "b200", 3, 256),
+    ("sglang", "h100", 0, 256),
+])
+def test_the_notes_capture_is_the_priced_one(engine, gpu, k, cap):
+    """decode_capture is the one reading of the default capture for the note and the pricing: a batch of `cap` a rank is
+    priced captured (no note), cap + 1 eager, and the note names `cap` (its advice: cap + 1)."""
+    from llm_codesign.serve.eager import decode_capture
+    from llm_codesign.spec.plan import SpecDecoding
+
+    dep = _8b(engine, gpu, SpecDecoding("eagle3", k, 1.0 + 0.6 * k, draft_model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B") if k else None)
+    assert decode_capture(dep) == (cap, True)
+    m = lc.get_model("llama-3.1-8b")
+    at = [lc.estimate(m, dep, lc.Workload(isl=128, osl=128, concurrency=c)) for c in (cap, cap + 1)]
+    assert at[0].eager_decode is None
+    e = at[1].eager_decode
+    assert e is not None and e.captured == f"{dep.engine.title}'s default: padded graphs up to {cap} per rank" and e.cuda_graph_max_bs == cap + 1
+
+
+def test_the_capture_follows_the_runs_batch_limit():
+    """vLLM's max_num_seqs (the run's max_running_requests) sets its cap: 2 x 100 x (1 + 0) = 200 tokens, 200 requests; with a
+    draft of 1, min(2 x 100 x 2, 512) / 2 = 200 (vllm/config/vllm.py:2447-2470@0.33.0); the note's words read it too."""
+    from llm_codesign.serve.eager import decode_capture
+    from llm_codesign.spec.harness import SchedulerFlags
+    from llm_codesign.spec.plan import SpecDecoding
+
+    fl = SchedulerFlags(max_running_requests=100.0)
+    assert decode_capture(_8b("vllm", "h100"), fl) == (200.0, True)
+    assert decode_capture(_8b("vllm", "h100", SpecDecoding("eagle3", 1, 1.6, draft_model="x/y")), fl) == (200.0, True)
+    assert captured_text(_8b("vllm", "h100"), fl) == "vLLM's default: padded graphs up to 200 per rank"
+    assert eager_note(_8b("vllm", "h100"), batch=300.0, extra_s=0.001, part_s=0.001, tpot_s=0.01, flags=fl).captured == \
+        "vLLM's default: padded graphs up to 200 per rank"

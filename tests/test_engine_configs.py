@@ -494,3 +494,140 @@ def test_an_unpadded_trtllm_capture_list_is_read_at_its_largest_and_says_so():
     assert imp.deployment.cuda_graph_max_bs == 200
     assert imp.ignored == ("cuda_graph_config.batch_sizes (unpadded: priced as padded up to its largest, the batches between its "
                            "sizes that run eagerly are not)",)
+
+
+# ---- flags that take several words (data/engines/NAME.toml [nargs]) and vLLM's graph modes (branch impflags2) ----
+
+@pytest.mark.parametrize("cmd, graphs, words", [
+    # SGLang 0.5.23's List[int] fields take every word to the next flag (arg_utils.py:370-390): the largest is the capture
+    (SGLANG_8B + "--cuda-graph-bs-decode 1 2 64 --tp 1", 64, ["1", "2", "64"]),
+    # 0.5.9's --cuda-graph-bs (type=int, nargs="+", server_args.py:4484-4488), an alias of the -decode list
+    (SGLANG_8B + "--cuda-graph-bs 1 2 4 24", 24, ["1", "2", "4", "24"]),
+    # vLLM's list[int] field (CompilationConfig.cudagraph_capture_sizes, nargs "+"), a request's 1 + 0 tokens each
+    (VLLM_8B + "--cudagraph-capture-sizes 1 2 64 --tensor-parallel-size 1", 64, ["1", "2", "64"]),
+])
+def test_a_list_flag_takes_every_word_up_to_the_next_flag(cmd, graphs, words):
+    """Before, read_flags took the first word (a capture of 1) and left 2 and 64 positional."""
+    imp = read_config(cmd, "c", gpu=get_gpu("h100"))
+    assert imp.deployment.cuda_graph_max_bs == graphs and imp.ignored == () and imp.deployment.plan == Plan(tp=1)
+    key = next(k for k in ("cuda-graph-bs-decode", "cudagraph-capture-sizes") if k in imp.options)
+    assert imp.options[key] == words
+
+
+def test_the_list_flags_are_the_engines_own_nargs_options():
+    """Each [nargs] list is documented options only (the wheel's argparse, tools/engine_nargs.py), holding the capture lists;
+    an option outside it takes one word (--served-model-name takes two in vLLM, one in SGLang)."""
+    from llm_codesign.explore.export_engines.base import engine_spec, nargs_flags, read_flags
+
+    for engine, capture in (("sglang", "cuda-graph-bs-decode"), ("vllm", "cudagraph-capture-sizes")):
+        spec = engine_spec(engine)
+        assert capture in nargs_flags(engine) and nargs_flags(engine) <= set(spec["options"]) | set(spec.get("command_options", ()))
+    assert nargs_flags("trtllm") == frozenset()
+    o, pos = read_flags(["serve", "--served-model-name", "a", "b", "--port", "8000"], "vllm")
+    assert o["served-model-name"] == ["a", "b"] and pos == ["serve"] and o["port"] == 8000
+    o, pos = read_flags(["--served-model-name", "a", "b"], "sglang")
+    assert o["served-model-name"] == "a" and pos == ["b"]
+
+
+@pytest.mark.parametrize("cmd, typed, bad", [
+    (SGLANG_8B + "--cuda-graph-bs-decode 1 nan 64", "cuda-graph-bs-decode", "nan"),
+    (SGLANG_8B + "--cuda-graph-bs 1 2 -3", "cuda-graph-bs", "-3"),  # argparse reads -3 as a value; the alias named as typed
+    (SGLANG_8B + "--cuda-graph-bs-decode 8 1.5", "cuda-graph-bs-decode", "1.5"),
+    (VLLM_8B + "--cudagraph-capture-sizes 1 inf", "cudagraph-capture-sizes", "inf"),
+    (VLLM_8B + "--cudagraph_capture_sizes 4 1e3", "cudagraph_capture_sizes", "1e3"),  # int('1e3') fails in argparse too
+])
+def test_a_capture_list_word_that_is_not_a_size_is_one_line_exit_2(cmd, typed, bad, tmp_path, monkeypatch):
+    """Before, the words after the first were positional, so nan, inf, -3 and 1.5 passed silently."""
+    with pytest.raises(InputError) as e:
+        read_config(cmd, "c", gpu=get_gpu("h100"))
+    assert str(e.value) == f"{typed}: '{bad}' is not valid; a whole number from 1 to 1,048,576"
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["import", cmd, "--gpu", "h100"])
+    assert r.exit_code == 2 and f"{typed}: '{bad}' is not valid" in r.output and "Traceback" not in r.output
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_a_list_flag_with_no_word_is_refused():
+    with pytest.raises(InputError) as e:
+        read_config(SGLANG_8B + "--cuda-graph-bs-decode --tp 1", "c", gpu=get_gpu("h100"))
+    assert str(e.value).startswith("cuda-graph-bs-decode: missing; one value or more after it (sglang 0.5.23's parser")
+
+
+CC = VLLM_8B + "-cc '{{\"cudagraph_mode\": {}}}'"
+PIECEWISE = ("(PIECEWISE: decode replays graph pieces and launches each layer's attention from the host between them; priced as "
+             "one full graph, those launches are not)")
+
+
+@pytest.mark.parametrize("cmd, graphs, ignored", [
+    # CUDAGraphMode (vllm/config/compilation.py:53-63@0.33.0): a name in any case (:873-879) or the enum's value
+    (CC.format('"NONE"'), 0, ()),
+    (CC.format('"none"'), 0, ()),
+    (CC.format("0"), 0, ()),
+    (VLLM_8B + "--compilation-config '{\"cudagraph_mode\": \"NONE\", \"pass_config\": {}}'", 0, ("compilation-config.pass_config",)),
+    (CC.format('"FULL"'), None, ()),
+    (CC.format("2"), None, ()),
+    (CC.format('"FULL_DECODE_ONLY"'), None, ()),
+    (CC.format('"full_and_piecewise"'), None, ()),
+    (CC.format('"PIECEWISE"'), None, (f"compilation-config.cudagraph_mode {PIECEWISE}",)),
+    (CC.format("1"), None, (f"compilation-config.cudagraph_mode {PIECEWISE}",)),
+    # -O levels (FlexibleArgumentParser: -O0, -O=0, -O 0; OPTIMIZATION_LEVEL_00-03, vllm/config/vllm.py:255-345)
+    (VLLM_8B + "-O0", 0, ("optimization-level (0: no torch.compile; its kernels priced as -O2 compiles them)",)),
+    (VLLM_8B + "-O 1", None, ("optimization-level (1: fewer fusions; its kernels priced as -O2 compiles them)", f"optimization-level {PIECEWISE}")),
+    (VLLM_8B + "-O=3", None, ()),
+    # a level's mode applies only where the run sets none (_apply_optimization_level_defaults)
+    (VLLM_8B + "-O0 -cc '{\"cudagraph_mode\": \"FULL\"}'", None, ("optimization-level (0: no torch.compile; its kernels priced as -O2 compiles them)",)),
+])
+def test_vllm_graph_modes_as_vllm_reads_them(cmd, graphs, ignored):
+    """Before, `cudagraph_mode: NONE` was priced as graphs off but compilation-config was listed as ignored, and 0 was not off."""
+    imp = read_config(cmd, "c", gpu=get_gpu("h100"))
+    assert imp.deployment.cuda_graph_max_bs == graphs and imp.ignored == tuple(sorted(ignored))
+
+
+@pytest.mark.parametrize("cmd, line", [
+    (CC.format('"HALF"'), "compilation-config.cudagraph_mode: 'HALF' is not valid; one of NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, "
+                          "FULL_AND_PIECEWISE (in any case), or 0, 1, 2"),
+    (CC.format("5"), "compilation-config.cudagraph_mode: 5 is not valid; one of NONE"),
+    # 0.33's CompilationConfig has no `level` (`mode` took its place) and forbids other keys (vllm/config/utils.py:71)
+    (VLLM_8B + "-cc '{\"level\": 0}'", "compilation-config.level: 0 is not valid; a CompilationConfig field of vLLM 0.33.0"),
+    (VLLM_8B + "-O7", "optimization-level: 7 is not valid; 0, 1, 2 or 3"),
+])
+def test_a_graph_mode_vllm_refuses_is_one_line(cmd, line):
+    with pytest.raises(InputError) as e:
+        read_config(cmd, "c", gpu=get_gpu("h100"))
+    assert str(e.value).startswith(line) and "\n" not in str(e.value)
+
+
+@pytest.mark.parametrize("engine, written, listed", [
+    ("sglang", "--cuda-graph-max-bs-decode 48", "--cuda-graph-bs-decode 1 2 4 8 16 24 32 40 48"),
+    ("sglang", "--cuda-graph-max-bs-decode 48", "--cuda-graph-bs 1 2 4 8 16 24 32 40 48"),
+    ("vllm", "max-cudagraph-capture-size: 48", "cudagraph-capture-sizes: [1, 2, 4, 8, 16, 24, 32, 40, 48]"),
+])
+def test_the_capture_round_trips_in_its_list_form(engine, written, listed):
+    """An export's capture of 48 and the same capture as the engine's list (its largest, 48: the engine pads a batch up to
+    the next size) read back to one deployment, priced alike; the command line's list form too."""
+    from llm_codesign.api import estimate
+    from llm_codesign.explore.export import export_config, read_export
+    from llm_codesign.spec.plan import Deployment
+    from llm_codesign.spec.registry import get_model
+
+    model = get_model("llama-3.1-8b")
+    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend=engine, max_num_tokens=8192, cuda_graph_max_bs=48)
+    text = export_config(model, dep, engine=engine, concurrency=64)
+    assert written in text
+    back = read_export(text.replace(written, listed)).deployment
+    assert back == read_export(text).deployment == dep
+    wl = lc_workload(64)
+    assert estimate(model, back, wl).tpot_s == estimate(model, dep, wl).tpot_s
+    if engine == "sglang":  # the command line itself: the list and the cap flag start one deployment
+        a = read_config(SGLANG_8B + listed, "c", gpu=get_gpu("h100")).deployment
+        assert a == read_config(SGLANG_8B + written, "c", gpu=get_gpu("h100")).deployment and a.cuda_graph_max_bs == 48
+    else:
+        a = read_config(VLLM_8B + "--cudagraph-capture-sizes 1 2 4 8 16 24 32 40 48", "c", gpu=get_gpu("h100")).deployment
+        assert a == read_config(VLLM_8B + "--max-cudagraph-capture-size 48", "c", gpu=get_gpu("h100")).deployment
+        assert a.cuda_graph_max_bs == 48
+
+
+def lc_workload(c: int):
+    import llm_codesign as lc
+
+    return lc.Workload(isl=1024, osl=1024, concurrency=c)

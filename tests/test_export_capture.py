@@ -3,9 +3,12 @@ items 4, 5: branch revfix11b)."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import cli
+
+import llm_codesign as lc
 
 
 @pytest.mark.parametrize("engine, tpot", [("trtllm", 99.18), ("sglang", 94.42)])
@@ -38,3 +41,18 @@ def test_a_dynamo_export_prices_as_disagg_with_the_capture_it_writes(tmp_path):
                             "--concurrency", "1024", "--decode-cuda-graph-max-bs", "1024", "--json")
     assert code == 0, err
     assert json.loads(stdout)["rows"][0]["tpot_ms"] == pytest.approx(66.22, abs=0.005)
+
+
+def test_one_count_of_the_ranks_batch_and_the_draft_length():
+    """per_rank is the exporters', with_capture's and Dynamo's count: ceil(ceil(C / instances) / adp), at least 1;
+    Deployment.draft_len the record's, vLLM's capture tokens' and the eager note's k."""
+    from llm_codesign.explore.export_engines.base import per_rank
+    from llm_codesign.explore.search import with_capture
+    from llm_codesign.spec.plan import SpecDecoding
+
+    assert (per_rank(600, 2, instances=4), per_rank(601, 2, instances=4), per_rank(601, 1, instances=4), per_rank(0, 8)) == (75, 76, 151, 1)
+    dep = lc.deployment(lc.get_model("llama-3.1-8b"), gpu="h100", num_gpus=1, tp=1, engine="trtllm")
+    spec = replace(dep, spec=SpecDecoding("eagle3", 3, 2.5, draft_model="yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"))
+    assert (dep.draft_len, spec.draft_len, spec.to_dict()["draft_len"]) == (0, 3, 3)
+    # TensorRT-LLM's default misses 600 / 4 instances = 150 a rank: padded graphs up to it (point_graphs)
+    assert with_capture(dep, 600, instances=4).cuda_graph_max_bs == 150
