@@ -73,8 +73,11 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
 # CompilationConfig.cudagraph_mode (vllm/config/compilation.py:53-63@0.33.0 wheel, CUDAGraphMode): a name in any case
 # (validate_cudagraph_mode_before upper-cases a string, :873-879) or the enum's value, 0 / 1 / 2 for the three runtime modes.
 # What each runs a decode step as (CUDAGraphMode.decode_mode, :65-66): NONE eager; PIECEWISE the graph's pieces between the
-# splitting ops, attention and the KV-cache write run outside them from the host each layer (splitting_ops, :1207-1213);
-# FULL, FULL_DECODE_ONLY and FULL_AND_PIECEWISE (the default at -O2 / -O3) one full graph
+# splitting ops, each layer's attention op (and its KV-cache write) launched from the host between them (_attention_ops
+# :768-790, set as splitting_ops :1184, unified_kv_cache_update :1186-1213); FULL, FULL_DECODE_ONLY and FULL_AND_PIECEWISE
+# (the default at -O2 / -O3) one full graph. They differ only in a mixed step within the capture (full, eager, piecewise),
+# which the step model does not tell apart; a step above the capture runs without graphs in every mode, priced at the
+# eager launch cost (data/calibration/default.toml [default.eager_launch_s])
 GRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 # the cudagraph_mode each -O level sets where the run sets none (OPTIMIZATION_LEVEL_00-03, vllm/config/vllm.py:255-345;
 # applied only to a field left unset, _apply_optimization_level_defaults :1039-1067): -O0 none, -O1 piecewise
