@@ -437,6 +437,25 @@ def _value_word(w: str) -> bool:
     return not w.startswith("-") or w == "-" or _NEGATIVE.match(w) is not None
 
 
+def _list_value(words: list[str], i: int, flag: str, *, given: list[str] | None, engine: str, origin: str) -> tuple[list, int]:
+    """(the words of a several-word flag at words[i], the index of its last word): `given` (its `--flag=value`), else every
+    value word after it (_value_word); one JSON list word read as its items; none refused, as argparse's nargs "+" does."""
+    taken = given or []
+    while given is None and i + 1 < len(words) and _value_word(words[i + 1]):
+        taken.append(words[i + 1])
+        i += 1
+    if not taken:
+        raise MissingInput(flag, f"one value or more after it ({engine} {engine_spec(engine)['version']}'s parser takes "
+                           "every word up to the next flag and refuses none)")
+    if len(taken) == 1 and taken[0].lstrip().startswith("["):  # one JSON list word: its items
+        try:
+            v = parse_nested(json.loads, taken[0], "config", origin)
+            taken = v if isinstance(v, list) else taken
+        except json.JSONDecodeError:
+            pass
+    return taken, i
+
+
 def read_flags(words: list[str], engine: str, origin: str = "config", *, dashes: bool = True, abbrev: bool = True) -> tuple[dict, list[str]]:
     """An engine's command-line words as its parser reads them: ({option: value}, positional words).
     `--flag value`, `--flag=value`, `-tp 8` (short aliases), a bare flag as true and `--no-flag` as false;
@@ -460,20 +479,7 @@ def read_flags(words: list[str], engine: str, origin: str = "config", *, dashes:
         negated = name is None and flag.startswith(("no-", "no_")) and resolve_option(engine, flag[3:], dashes=dashes, abbrev=False)
         key = negated or name or (flag.replace("_", "-") if dashes else flag)
         if name in many and not negated:
-            taken = [given] if eq else []
-            while not eq and i + 1 < len(words) and _value_word(words[i + 1]):
-                taken.append(words[i + 1])
-                i += 1
-            if not taken:
-                raise MissingInput(flag, f"one value or more after it ({engine} {engine_spec(engine)['version']}'s parser takes "
-                                   "every word up to the next flag and refuses none)")
-            if len(taken) == 1 and taken[0].lstrip().startswith("["):  # one JSON list word: its items
-                try:
-                    v = parse_nested(json.loads, taken[0], "config", origin)
-                    taken = v if isinstance(v, list) else taken
-                except json.JSONDecodeError:
-                    pass
-            out[key] = taken
+            out[key], i = _list_value(words, i, flag, given=[given] if eq else None, engine=engine, origin=origin)
             if flag != name:
                 out.typed[key] = flag
             i += 1
