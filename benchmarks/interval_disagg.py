@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from interval_folds import FILES, MEAS  # noqa: E402
+from interval_folds import FILES, MEAS, disagg_scores  # noqa: E402
 
 from llm_codesign.measure import intervals as iv  # noqa: E402
 from llm_codesign.measure.validate import predict_serving, read_rows  # noqa: E402
@@ -32,31 +32,9 @@ VARIANTS = {"main": (False, "none"), "flag": (True, "none"), "flag + lower": (Tr
             "flag + shipped (TTFT upper, the rest lower)": (True, "shipped")}
 
 
-def table_on(records: list, base: dict) -> dict:
-    """`base` (the shipped table) with its disaggregated slices, spread pools and envelope built on `records`."""
-    t = iv.build(records)
-    slices = {m: {k: v for k, v in base["slices"][m].items() if not k.startswith("disaggregated")} | t["slices"][m]
-              for m in iv.METRICS}
-    spread = {k: v for k, v in base["spread"].items() if "|disaggregated|" not in k} | t["spread"]
-    env = dict(base["envelope"]) | {"disaggregated": t["envelope"]["disaggregated"]}
-    return base | {"slices": slices, "spread": spread, "envelope": env}
-
-
 def score(records: list, loo: bool) -> dict:
-    """{(load, metric): (inside80, inside95, width80, width95, run index)} lists over the records."""
-    base = iv.bundled()
-    full = table_on(records, base)
-    out: dict = {}
-    for i, (ctx, res) in enumerate(records):
-        t = table_on(records[:i] + records[i + 1:], base) if loo else full
-        for m, r in res.items():
-            b = iv.band(m, 1.0, ctx, table=t)
-            d = out.setdefault((ctx.load, m), ([], [], [], [], []))
-            for j, lvl in enumerate(iv.LEVELS):
-                d[j].append(math.log(b[f"lo{lvl}"]) <= r <= math.log(b[f"hi{lvl}"]))
-                d[2 + j].append(b[f"hi{lvl}"] / b[f"lo{lvl}"])
-            d[4].append(i)
-    return out
+    """interval_folds.disagg_scores with the shipped table's other modes."""
+    return disagg_scores(records, iv.bundled(), loo=loo)
 
 
 def nested(by_pool: dict[str, dict], load: str = "5-32") -> dict:
@@ -65,7 +43,7 @@ def nested(by_pool: dict[str, dict], load: str = "5-32") -> dict:
     for m in iv.METRICS:
         runs = sorted({i for s in by_pool.values() for i in s.get((load, m), ([],) * 5)[4]})
         for i in runs:
-            def cost(name):
+            def cost(name, m=m, i=i):
                 d = by_pool[name][load, m]
                 keep = [k for k, j in enumerate(d[4]) if j != i]
                 return (sum(abs(np.mean([d[j][k] for k in keep]) - lvl / 100) for j, lvl in enumerate(iv.LEVELS)),

@@ -1147,8 +1147,8 @@ def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, cal
                      prefill=None, prefill_instances: int = 1, decode_instances: int = 1) -> None:
     """Each row of a disaggregated estimate (serve.disagg.estimate_disagg) with its metrics' 80% and 95%
     intervals (disaggregated runs, the decode pool's GPU and precision; `arrival` the requests' pattern), in place:
-    `disagg` and the page alike; held within what the unit's GPUs allow (ideal, capped: the decode instances sharing the
-    requests, the TTFT floor one prefill on a `prefill` instance), as a frontier's disaggregated points are."""
+    `disagg` and the page alike; held within what the unit's GPUs allow (ideal, capped: each decode instance at the row's
+    decode_batch, the TTFT floor one prefill on a `prefill` instance), as a frontier's disaggregated points are."""
     table = table_for(calibration, gpu=decode.gpu)
     pf = decode if prefill is None else prefill
     gpus = prefill_instances * pf.num_gpus + decode_instances * decode.num_gpus
@@ -1157,8 +1157,9 @@ def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, cal
         ctx = context(model, decode.gpu, decode.precision, engine=decode.backend, concurrency=row["concurrency"], isl=isl, osl=osl,
                       spec=decode.spec is not None, disaggregated=True, arrival=arrival, eager=row.get("eager_decode", {}).get("share_of_tpot", 0.0))
         values = {k: row[k] for k in METRICS}
-        # the batch that runs on a decode instance, by Little's law (tokens/s x TPOT), below the concurrency where the
-        # decode pool cannot hold every request (the rest wait for a slot)
-        batch = min(row["concurrency"], row["output_tok_s_per_gpu"] * gpus * row["tpot_ms"] / 1e3) / decode_instances
+        # the requests a decode instance runs at once as the row was priced (serve.disagg's decode_batch: the concurrency
+        # over the instances, up to the pool's slots): it had been rebuilt by Little's law from the row's rates, tokens/s x
+        # TPOT, which counts only the requests past prefill while the decode step was priced with every one in flight
+        batch = row["decode_batch"]
         row["intervals"] = capped(bands(values, ctx, table=table), values,
                                   ideal(model, decode, batch, isl=isl, accepted=acc, gpus=gpus, streams=decode_instances, prefill=pf))
