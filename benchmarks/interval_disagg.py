@@ -1,5 +1,5 @@
-"""The disaggregated runs' intervals by load band (issue 40, docs/modelling-notes.md#dband-load, #dband2-band,
-#dband2-outlier). The disaggregated runs are held out of every serving fit (interval_folds' module docstring) and no fold
+"""The disaggregated runs' intervals by load band (issue 40, docs/modelling-notes.md#dband-load, #dband2-load,
+#dband2-load). The disaggregated runs are held out of every serving fit (interval_folds' module docstring) and no fold
 holds them out of the slices, so they are scored here two ways with the bundled profile's residuals: in sample (the
 slices built on all 175) and leave-one-run-out (each run's slices, spread pool and envelope built on the other 174; the
 between-group terms, and every other mode's slices, the shipped intervals.toml's: no disaggregated run is a fold's test

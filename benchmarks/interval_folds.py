@@ -430,7 +430,7 @@ def _disagg_lines(records: list, base: dict) -> list[str]:
             f"x{np.median(d[3]):.2f} |" for (load, m), d in sorted(s.items(), key=lambda kv: (iv.METRICS.index(kv[0][1]), kv[0][0]))]
     out += ["", "Width: the median of hi / lo. Scored but kept out of the slices' quantiles (a repeat of the same deployment "
             f"measured its TPOT within {iv.REPEAT_TPOT:.0%} and its TTFT more than x{iv.REPEAT_TTFT:g} apart; "
-            "docs/modelling-notes.md#dband2-outlier):"] if flagged else [""]
+            "docs/modelling-notes.md#dband2-load):"] if flagged else [""]
     out += [f"- InferenceX {iv._run_id(rows[i])}, {rows[i]['gpu'].upper()}, {rows[i]['concurrency']} requests, {rows[i]['isl']}/{rows[i]['osl']}: "
             f"{why}." for i, why in flagged.items()]
     return out + [""]

@@ -268,7 +268,7 @@ def test_interval_lines_tell_the_runs_drawn_from_from_what_they_lack():
     code, out, _ = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "1")
     assert code == 0
     assert "no measured run like it" not in out
-    # the 1-4 TTFT slice without the run its repeat does not reproduce (docs/modelling-notes.md#dband2-outlier): its 95%
+    # the 1-4 TTFT slice without the run its repeat does not reproduce (docs/modelling-notes.md#dband2-load): its 95%
     # top 17.9 s -> 4.6 s, under 100x its floor (the one-prefill cap), so no longer marked as spanning it
     text = " ".join(out.split())
     assert "1 request: TTFT 80%: 209-531 ms, 95%: 144-4602 ms;" in text and "spans over 100x" not in text

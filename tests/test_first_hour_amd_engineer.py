@@ -67,8 +67,8 @@ def test_a_basis_across_engines_names_them_and_why_the_questions_engine_has_no_s
     # an engine with no run there names the engines whose runs answer (its own reason says it has none)
     code, out, _ = cli("disagg", "deepseek-r1", "--gpu", "mi355x", "--prefill", "tp=8", "--decode", "tp=8", "--backend", "atom")
     # each load band's runs where they hold a slice (docs/modelling-notes.md#dband-load: 1-4 and 33+); at 5-32 the band pooled
-    # with 33+ for TTFT, with 1-4 for the rates (#dband2-band); TTFT's 1-4 slice without the run its repeat does not
-    # reproduce (#dband2-outlier), so each basis is said per metric where they differ
+    # with 33+ for TTFT, with 1-4 for the rates (#dband2-load); TTFT's 1-4 slice without the run its repeat does not
+    # reproduce (#dband2-load), so each basis is said per metric where they differ
     disagg = {k: table["slices"]["ttft_ms"][k]["n"] for k in ("disaggregated|5+", "disaggregated|1-4", "disaggregated|33+")}
     text = " ".join(out.split())
     assert code == 0 and (f"basis: TTFT (1 request): drawn from {disagg['disaggregated|1-4']} disaggregated runs with SGLang and "

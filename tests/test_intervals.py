@@ -899,7 +899,7 @@ def test_no_bound_passes_the_roofline_for_any_shape(name, gpu, tp, isl, conc, fp
 
 
 def test_a_run_its_repeat_does_not_reproduce_is_scored_but_not_a_quantile():
-    """docs/modelling-notes.md#dband2-outlier: the same deployment measured twice, TPOT within 1% and TTFT more than x10
+    """docs/modelling-notes.md#dband2-load: the same deployment measured twice, TPOT within 1% and TTFT more than x10
     apart: the one farther from its prediction is flagged; 2% on TPOT or x9 on TTFT flags none."""
     def rows(t2, s2):
         base = {"model": "m", "gpu": "b200", "concurrency": "3", "source": "runs/1/attempts/1", "ttft_ms": "100", "tpot_ms": "10"}
@@ -926,7 +926,7 @@ def test_a_run_its_repeat_does_not_reproduce_is_scored_but_not_a_quantile():
 
 
 def test_a_thin_disaggregated_load_band_pools_with_its_neighbour():
-    """docs/modelling-notes.md#dband2-band: 5-32 requests (21 runs) pool with 33+ for TTFT, with 1-4 for the rates,
+    """docs/modelling-notes.md#dband2-load: 5-32 requests (21 runs) pool with 33+ for TTFT, with 1-4 for the rates,
     before the engine's runs of every load."""
     assert iv.levels_for("ttft_ms", "disaggregated")[-1] == ("mode",)
     lv = iv.levels_for("tpot_ms", "disaggregated")

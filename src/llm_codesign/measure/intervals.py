@@ -113,7 +113,7 @@ LOAD_FIRST_MODES = ("disaggregated",)
 # walk drops the load: the 21 disaggregated runs at 5-32 requests (under MIN_ROWS at every level, mode x load included)
 # took the engine's runs of every load, 89 of TensorRT-LLM's 133 at 33+ (TTFT 80% x19.4 wide). Each metric pools on the
 # side its residuals resemble, chosen nested (each 5-32 run scored with the side chosen leave-one-run-out on the band's
-# other runs, benchmarks/interval_disagg.py; docs/modelling-notes.md#dband2-band): TTFT with 33+ (`load_above`: the
+# other runs, benchmarks/interval_disagg.py; docs/modelling-notes.md#dband2-load): TTFT with 33+ (`load_above`: the
 # prefill queue and the decode-slot wait grow with the load; with 1-4 the 5-32 runs' TTFT fell to 66.7% inside the 80%),
 # the decode rates with 1-4 (`load_below`: a few requests a rank, the step a weight read). A band with a slice of its
 # own (1-4, 33+) finds it first, so only a thin band's questions reach the pooled levels
@@ -434,7 +434,7 @@ def row_contexts(rows: list[dict], preds: list[dict]) -> list[Context | None]:
 # 21701654125/3 TTFT 6,320 ms against 21646597716/1's 268.7 ms, TPOT 7.4367 / 7.4436 ms (serving_disagg_blackwell.csv);
 # the next, A's x6.8 at 256 requests. The one farther from its prediction is kept out of the slices' quantiles
 # (build) and still scored: split conformal's bound over the remaining runs (Lei et al. 2018's finite-sample
-# ceil((n + 1) q)-th of the n others), the run named in the report (docs/modelling-notes.md#dband2-outlier)
+# ceil((n + 1) q)-th of the n others), the run named in the report (docs/modelling-notes.md#dband2-load)
 REPEAT_TPOT, REPEAT_TTFT = 0.01, 10.0
 _MEASURED = frozenset({"source", *COLUMNS.values()})
 
