@@ -386,6 +386,56 @@ def reliability_svg(diagram: dict[str, list[float]]) -> str:
     return "\n".join(out + ["</svg>", ""])
 
 
+def disagg_table_on(records: list, base: dict) -> dict:
+    """`base` (a shipped table) with its disaggregated slices, spread pools and envelope built on `records`."""
+    t = iv.build(records)
+    slices = {m: {k: v for k, v in base["slices"][m].items() if not k.startswith("disaggregated")} | t["slices"][m]
+              for m in iv.METRICS}
+    spread = {k: v for k, v in base["spread"].items() if "|disaggregated|" not in k} | t["spread"]
+    env = dict(base["envelope"]) | {"disaggregated": t["envelope"]["disaggregated"]}
+    return base | {"slices": slices, "spread": spread, "envelope": env}
+
+
+def disagg_scores(records: list, base: dict, *, loo: bool = True) -> dict:
+    """{(load, metric): (inside80, inside95, width80, width95, record index)} lists over the disaggregated `records`: each
+    run's bands from the slices built on the other runs (`loo`; else on all), the rest of `base` as shipped. No fold holds
+    a disaggregated run out (they train every fold), so leave-one-run-out is their held-out check
+    (docs/modelling-notes.md#dband-load). Every run is scored, one its repeat does not reproduce too (it builds no slice)."""
+    full = disagg_table_on(records, base)
+    out: dict = {}
+    for i, (ctx, res) in enumerate(records):
+        t = disagg_table_on(records[:i] + records[i + 1:], base) if loo else full
+        for m, r in res.items():
+            b = iv.band(m, 1.0, ctx, table=t)
+            d = out.setdefault((ctx.load, m), ([], [], [], [], []))
+            for j, lvl in enumerate(iv.LEVELS):
+                d[j].append(np.log(b[f"lo{lvl}"]) <= r <= np.log(b[f"hi{lvl}"]))
+                d[2 + j].append(b[f"hi{lvl}"] / b[f"lo{lvl}"])
+            d[4].append(i)
+    return out
+
+
+def _disagg_lines(records: list, base: dict) -> list[str]:
+    """The report's lines on the disaggregated runs' intervals: leave-one-run-out per load band and metric, and the runs
+    whose TTFT their repeat does not reproduce (intervals.unreproduced), named."""
+    rows = read_rows(MEAS / FILES["disagg"])
+    flagged = iv.unreproduced(rows, predict_serving(rows)[0])
+    s = disagg_scores(records, base)
+    out = ["### Disaggregated runs by load band (leave-one-run-out)", "",
+           f"The {len(records)} disaggregated runs train every fold, so each is scored with the slices built on the other "
+           f"{len(records) - 1} (the shipped terms). A load band too thin for a slice pools with its neighbour (intervals.LOAD_POOLS: "
+           "5-32 requests with 33+ for TTFT, with 1-4 for the rates).", "",
+           "| load | metric | runs | inside 80% | inside 95% | width 80% | width 95% |", "|---|---|---|---|---|---|---|"]
+    out += [f"| {load} | {iv.LABELS[m]} | {len(d[0])} | {_pct(np.mean(d[0]))} | {_pct(np.mean(d[1]))} | x{np.median(d[2]):.2f} | "
+            f"x{np.median(d[3]):.2f} |" for (load, m), d in sorted(s.items(), key=lambda kv: (iv.METRICS.index(kv[0][1]), kv[0][0]))]
+    out += ["", "Width: the median of hi / lo. Scored but kept out of the slices' quantiles (a repeat of the same deployment "
+            f"measured its TPOT within {iv.REPEAT_TPOT:.0%} and its TTFT more than x{iv.REPEAT_TTFT:g} apart; "
+            "docs/modelling-notes.md#dband2-load):"] if flagged else [""]
+    out += [f"- InferenceX {iv._run_id(rows[i])}, {rows[i]['gpu'].upper()}, {rows[i]['concurrency']} requests, {rows[i]['isl']}/{rows[i]['osl']}: "
+            f"{why}." for i, why in flagged.items()]
+    return out + [""]
+
+
 def section(sets: dict[str, list]) -> tuple[list[str], str, dict]:
     """The report's section on the intervals (markdown lines), the reliability diagram (SVG) and the
     shipped table (data/calibration/intervals.toml)."""
@@ -453,8 +503,9 @@ def section(sets: dict[str, list]) -> tuple[list[str], str, dict]:
               for k, v in table["between"].items()]
     lines += ["", "A term x1.50 alone would give an interval from prediction / 1.5 to prediction x 1.5 about the slice's centre; "
               "with the slice's own spread the two add (in log units: the term lies beyond the slice's own bound)."]
+    lines += [""] + _disagg_lines(sets["disagg"], table)
     diagram = reliability(diagram_rows)
-    lines += ["", "### Reliability diagram", "",
+    lines += ["### Reliability diagram", "",
               "Share of each fold's held-out runs (all metrics) inside the interval stated at each coverage; on the diagonal "
               "the intervals mean what they say ([reliability.svg](reliability.svg)). Its bands state the six levels at once, "
               "each level's term floored at the lower levels', so its 80% and 95% columns may lie above the tables', which "

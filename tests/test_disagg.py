@@ -268,8 +268,12 @@ def test_interval_lines_tell_the_runs_drawn_from_from_what_they_lack():
     code, out, _ = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=1", "--decode", "tp=1", "--concurrency", "1")
     assert code == 0
     assert "no measured run like it" not in out
-    assert "(95% spans over 100x; widened for what its runs lack: beyond the runs, below)" in out
-    assert "interval basis: drawn from " in out and "beyond the runs: no disaggregated run on any Hopper GPU" in out
+    # the 1-4 TTFT slice without the run its repeat does not reproduce (docs/modelling-notes.md#dband2-load): its 95%
+    # top 17.9 s -> 4.6 s, under 100x its floor (the one-prefill cap), so no longer marked as spanning it
+    text = " ".join(out.split())
+    assert "1 request: TTFT 80%: 209-531 ms, 95%: 144-4602 ms;" in text and "spans over 100x" not in text
+    assert "basis: TTFT: drawn from 41 disaggregated runs" in text and "basis: TPOT, tok/s/user, tok/s/GPU: drawn from 42" in text
+    assert "beyond the runs: no disaggregated run on any Hopper GPU" in text
 
 
 RTOL_ACROSS_CPUS = 1e-6  # goldens through float32/pow ufuncs, whose SIMD paths differ between CPUs

@@ -1093,7 +1093,8 @@ def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(p
     # few for a slice per band, so both engines' runs in the band
     src512 = want["rows"][1]["intervals"]["ttft_ms"]["source"]
     assert f"interval basis (1 request): from {src}" in notes and f"interval basis (512 requests): from {src512}" in notes
-    assert src.startswith("42 disaggregated runs with SGLang and TensorRT-LLM (SGLang's own in this load band (of its 42)")
+    # 41: the 42 runs at 1-4 but the one whose TTFT its repeat does not reproduce (docs/modelling-notes.md#dband2-load)
+    assert src.startswith("41 disaggregated runs with SGLang and TensorRT-LLM (SGLang's own in this load band (of its 42)")
     assert src512.startswith("112 disaggregated runs with SGLang and TensorRT-LLM (SGLang's own in this load band (of its 42)")
     # each reason with its own between-group term from the shipped table (re-measured whenever the bands are rebuilt)
     terms = {k: f"(x{math.exp(t['t80']):.2f}/x{math.exp(max(t['t80'], t['t95'])):.2f} at 80/95%)" for k, t in bundled()["between"].items()}

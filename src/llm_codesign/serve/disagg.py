@@ -475,7 +475,9 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
-        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"]}
+        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"],
+        # the requests one decode instance runs at once, as decode_pool was priced (re-priced at the slots past them)
+        "decode_instance_batch": np.minimum(C, slots) / n_d + 0.0 * d["tpot"]}
 
 
 def decode_graphs(decode: Deployment, given):
@@ -640,11 +642,14 @@ def _rows(r: dict, C, **over) -> list[dict]:
         return [float(x) * scale for x in np.broadcast_to(r[key], C.shape)]
 
     r = {**r, "hand_off_s": r["decode_admission_s"], "waits_s": r["prefill_step_wait_s"] + r["prefill_wait_s"]}
+    # decode_batch: the requests a decode instance runs at once (evaluate_disagg's decode_instance_batch), which the row's
+    # intervals' ideal step reads (measure.intervals.band_disagg_rows)
     rows = [dict(zip(("concurrency", "ttft_ms", "prefill_ms", "kv_transfer_ms", "prefill_wait_ms", "decode_slot_wait_ms", "front_end_ms",
-                      "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu", "fits"), vals, strict=True))
+                      "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu", "fits", "decode_batch"), vals, strict=True))
             for vals in zip([int(c) for c in C], col("ttft_s", 1e3), col("prefill_alone_s", 1e3), col("hand_off_s", 1e3),
                             col("waits_s", 1e3), col("decode_slot_wait_s", 1e3), col("front_end_s", 1e3), col("tpot_s", 1e3), col("tok_s_per_user"),
-                            col("output_tok_s_per_gpu"), [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], strict=True)]
+                            col("output_tok_s_per_gpu"), [bool(x) for x in np.broadcast_to(r["fits"], C.shape)], col("decode_instance_batch"),
+                            strict=True)]
     held, kv = _slots(r)
     for row in rows:  # as estimate's over_capacity says it (serve.estimate._over_capacity)
         if not row["fits"]:
