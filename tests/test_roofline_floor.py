@@ -65,3 +65,20 @@ def test_the_interval_floor_reaches_the_roofline_commands():
     r = roofline(m, g, calibration_for(g), dep.precision, "decode", batch=32, context=1536, tp=2)
     b = e.intervals["tpot_ms"]
     assert min(b["lo80"], b["lo95"]) >= min(r["totals"]["bound_time_s"] * 1e3, e.tpot_s * 1e3, b["centre"]) * (1 - 1e-9)
+
+
+def test_one_prefill_floor_by_hand():
+    # Llama-3.1-8B, one 1,024-token prompt, BF16 on an H100 (989.4 TFLOP/s dense BF16, data/gpus/h100.toml): the layers'
+    # 2 x (7,504,658,432 active - 525,336,576 LM head) x 1,024 FLOPs, the LM head's 2 x 525,336,576 on the last token,
+    # causal attention's 32 layers x 2 x 32 heads x (128 + 128) x 1,024 queries x 512.5 mean keys:
+    # 14,293,651,161,088 + 1,050,673,152 + 275,146,342,400 FLOPs / 9.894e14 = 14.7259 ms (the bytes, 15.01 GB of weights
+    # and 134 MB of KV written, take 4.52 ms). ideal_step over 1,024 tokens gives 15.53 ms: the head on every token.
+    from llm_codesign.cost.roofline import ideal_prefill
+
+    m, g, p = lc.get_model("llama-3.1-8b"), lc.get_gpu("h100"), Precision.of("bf16")
+    flops = 2 * (7_504_658_432 - 525_336_576) * 1024 + 2 * 525_336_576 + 32 * 2 * 32 * 256 * 1024 * 512.5
+    assert float(ideal_prefill(m, g, p, 1, 1024)) == pytest.approx(flops / 9.894e14, rel=1e-12) == pytest.approx(14.7259e-3, rel=1e-5)
+    r = roofline(m, g, calibration_for(g), p, "prefill", batch=1, context=1024)
+    assert r["totals"]["bound_time_s"] == pytest.approx(flops / 9.894e14, rel=1e-12)
+    assert r["totals"]["floor"]["kv"] == 1024 * 32 * 8 * 256 * 2  # each prompt token's KV written once
+    assert float(ideal_step(m, g, p, 1, 1024)) == pytest.approx(2 * 7_504_658_432 * 1024 / 9.894e14, rel=1e-12)
