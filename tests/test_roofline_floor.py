@@ -82,3 +82,26 @@ def test_one_prefill_floor_by_hand():
     assert r["totals"]["bound_time_s"] == pytest.approx(flops / 9.894e14, rel=1e-12)
     assert r["totals"]["floor"]["kv"] == 1024 * 32 * 8 * 256 * 2  # each prompt token's KV written once
     assert float(ideal_step(m, g, p, 1, 1024)) == pytest.approx(2 * 7_504_658_432 * 1024 / 9.894e14, rel=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="measure.intervals.ideal (dband2's file) calls ideal_step without context= and "
+                   "prices TTFT's floor with the LM head on every prompt token; the patch in docs/modelling-notes.md#fixroof")
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(["llama-3.1-8b", "qwen3-32b", "qwen3-30b-a3b", "llama-3.1-70b"]), gid=st.sampled_from(["h100", "h200", "b200"]),
+       tp=st.sampled_from([1, 2, 4, 8]), isl=st.sampled_from([128, 1024, 8192]), osl=st.sampled_from([64, 1024]),
+       conc=st.sampled_from([1, 16, 64, 512]), fp8=st.booleans())
+def test_no_interval_lower_bound_passes_the_roofline_commands_floor(name, gid, tp, isl, osl, conc, fp8):
+    """An estimate's TPOT and TTFT lower bounds never under the roofline command's floor at the batch that runs, each
+    request at the mean context isl + osl / 2 (TPOT), one prompt (TTFT), wherever the prediction and the band's centre
+    respect it themselves (capped's rule)."""
+    m, g = lc.get_model(name), lc.get_gpu(gid)
+    assume(m.total_params * (1 if fp8 else 2) <= 0.8 * tp * g.hbm_bytes)
+    dep = lc.deployment(m, gpu=g, tp=tp, weight_dtype="fp8" if fp8 else None)
+    e = lc.estimate(m, dep, lc.Workload(isl=isl, osl=osl, concurrency=conc))
+    cal = calibration_for(g)
+    batch = min(conc, e.max_batch)
+    dec = roofline(m, g, cal, dep.precision, "decode", batch=batch, context=isl + osl // 2, tp=tp)["totals"]["bound_time_s"]
+    pf = roofline(m, g, cal, dep.precision, "prefill", batch=1, context=isl, tp=tp)["totals"]["bound_time_s"]
+    for k, floor, v in (("tpot_ms", dec * 1e3 / e.accepted_per_step, e.tpot_s * 1e3), ("ttft_ms", pf * 1e3, e.ttft_s * 1e3)):
+        b = e.intervals[k]
+        assert min(b["lo80"], b["lo95"]) >= min(floor, v, b["centre"]) * (1 - 1e-9), k
