@@ -64,8 +64,8 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
     tf = sum(r["flops"] for r in rows)
     tb = sum(r["bytes"] for r in rows if r["kind"] != "comm")
     tt = sum(r["time_s"] for r in rows)
-    # the floor: what the step must read and compute at least (step_floor, ideal_step's count), not the operators'
-    # bytes, which add activations and their modelled traffic (the floor stood 2% above ideal_step's before: newc4 #3)
+    # the floor: what the step must move and compute at least (step_floor, ideal_step's count), not the operators'
+    # bytes, which add activations (newc4 #3's my-30b: 11.324 ms from those against 11.096 from the weights and KV)
     fl = step_floor(model, prec, tokens=batch * (context if phase == "prefill" else 1), seqs=batch,
                     context=0 if phase == "prefill" else context, prefill=phase == "prefill",
                     plan=Plan(tp=tp, moe_tp=tp if model.is_moe else 1), num_gpus=tp)
