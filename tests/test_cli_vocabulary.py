@@ -175,12 +175,14 @@ def test_the_png_legend_names_the_bound_only_in_view(monkeypatch, tmp_path):
     seen = []
     real = Figure.savefig
     monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (seen.append(fig), real(fig, *a, **k))[1])
-    draw([r], tmp_path / "off.png")
     (x0, x1), (y0, y1) = data_limits([r])
+    # a bound off the top right corner (the real one, reading each request's KV cache since fixroof, crosses the axes)
+    far = {**r, "roofline_bound": {"tok_s_per_user": [x1 * 2, x1 * 3], "output_tok_s_per_gpu": [y1 * 3, y1 * 2]}}
+    draw([far], tmp_path / "off.png")
     near = {**r, "roofline_bound": {"tok_s_per_user": [x0, x1], "output_tok_s_per_gpu": [y1 * 0.9, y0 * 1.1]}}
     draw([near], tmp_path / "on.png")
     legends = [[t.get_text() for t in fig.axes[0].get_legend().get_texts()] for fig in seen]
-    assert max(r["roofline_bound"]["output_tok_s_per_gpu"]) > y1  # the real bound runs off the top
+    assert max(r["roofline_bound"]["output_tok_s_per_gpu"]) > y1  # the real bound peaks above the axes' top
     assert not any("bound" in t for t in legends[0]) and sum("roofline-ideal bound" in t for t in legends[1]) == 1
     ys = [p["output_tok_s_per_gpu"] for p in r["frontier"]] + list(r["cloud"]["output_tok_s_per_gpu"])
     assert seen[0].axes[0].get_ylim()[1] == pytest.approx(max(ys) * 1.15)  # the frontier fills the axes

@@ -22,3 +22,47 @@ def test_llama_8b_decode_batch_1_on_h100():
     weights = 2 * (m.total_params - m.vocab * m.hidden)
     assert r["totals"]["bytes"] == pytest.approx(weights + 4096 * 131_072, rel=2e-3)
     assert all(o["bound"] in ("memory", "memory*", "comm") for o in r["ops"] if o["kind"] == "gemm")
+
+
+def test_my_30b_floor_counts_the_kv_cache_by_hand():
+    # newc4 finding 3: a llama 31.7B (h6144, L64, GQA 48/8, head 128, vocab 151936, untied) at TP2 on H100s, 32 requests
+    # at context 1536. Per GPU: weights (31,663,325,184 - 151,936 x 6144 embedding) x 2 B / 2 = 30,729,830,400 B; KV
+    # 32 x 1536 x 64 layers x (8 / 2 KV heads) x (K + V: 256) x 2 B = 6,442,450,944 B; 37,172,281,344 B over the H100's
+    # 3.35e12 B/s (data/gpus/h100.toml hbm_bandwidth_bytes_per_s) = 11.0962 ms. The interval floor said 9.17 ms.
+    import json
+
+    from llm_codesign.cost.roofline import ideal_step, step_floor
+    from llm_codesign.spec.model import from_hf_config
+    from llm_codesign.spec.plan import Plan
+
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 6144, "intermediate_size": 20480,
+           "num_hidden_layers": 64, "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+           "tie_word_embeddings": False, "max_position_embeddings": 131072, "torch_dtype": "bfloat16"}
+    m, g, p = from_hf_config(json.loads(json.dumps(cfg)), name="my-30b"), get_gpu("h100"), Precision.of("bf16")
+    assert m.total_params == 31_663_325_184
+    f = step_floor(m, p, tokens=32, context=1536, plan=Plan(tp=2), num_gpus=2)
+    assert (f["weights"], f["kv"], f["state"]) == (30_729_830_400, 6_442_450_944, 0)
+    want = 37_172_281_344 / 3.35e12
+    assert float(ideal_step(m, g, p, 2, 32, context=1536)) == pytest.approx(want, rel=1e-12)
+    assert float(ideal_step(m, g, p, 2, 32, context=1536, plan=Plan(tp=2))) == pytest.approx(want, rel=1e-12)
+    r = roofline(m, g, calibration_for(g), p, "decode", batch=32, context=1536, tp=2)
+    assert r["totals"]["bound_time_s"] == pytest.approx(want, rel=1e-12) == pytest.approx(0.0110962, rel=1e-5)
+    assert r["totals"]["floor"]["kv"] == 6_442_450_944
+
+
+def test_mla_window_and_replicated_heads_by_hand():
+    # MLA caches its latent, (kv_lora_rank 512 + rope 64) values a token and layer, replicated on every TP rank
+    # (spec.kinds.MLA.kv_values_per_gpu): DeepSeek-R1, 61 layers, FP8 cache (1 B), 8 requests at 4096, TP8 -> per GPU
+    # 8 x 4096 x 61 x 576 B = 1,151,336,448 B; without a plan the same cache split over 8 GPUs.
+    from llm_codesign.cost.roofline import step_floor
+    from llm_codesign.spec.plan import Plan
+
+    r1 = get_model("deepseek-r1")
+    p = Precision.of("fp8_block", kv="fp8")
+    assert step_floor(r1, p, tokens=8, context=4096, plan=Plan(tp=8, moe_tp=8), num_gpus=8)["kv"] == 8 * 4096 * 61 * 576
+    assert step_floor(r1, p, tokens=8, context=4096, num_gpus=8)["kv"] == 8 * 4096 * 61 * 576 / 8
+    # Llama-3.1-8B's 8 KV heads at TP16 would replicate 2x: its 16 ranks hold 1 head each, 16 x the 1/16th split
+    m = get_model("llama-3.1-8b")
+    bf = Precision.of("bf16")
+    one = step_floor(m, bf, tokens=1, context=1000, plan=Plan(tp=16), num_gpus=16)["kv"]
+    assert one == 1000 * 32 * 1 * 256 * 2 == 2 * step_floor(m, bf, tokens=1, context=1000, num_gpus=16)["kv"]

@@ -173,7 +173,12 @@ def roofline(
     t.add_row("[b]total[/b]", "", _fmt(tt["flops"]), _fmt(tt["bytes"], "B"), f"{tt['intensity']:.1f}", "",
               f"[b]{tt['time_s'] * 1e6:.1f}[/b]", "")
     _console().print(t)
-    _console().print(f"roofline floor (max of FLOPs/peak, bytes/bandwidth): {tt['bound_time_s'] * 1e3:.3f} ms")
+    # the floor's own count (cost.roofline.step_floor, the one every interval's floor takes), not the table's bytes
+    f = tt["floor"]
+    parts = ", ".join(f"{name} {_fmt(f[key], 'B')}" for name, key in (("weights", "weights"), ("KV cache", "kv"), ("state", "state")) if f[key])
+    _console().print(f"roofline floor (max of FLOPs/peak, bytes/bandwidth): {tt['bound_time_s'] * 1e3:.3f} ms: "
+                     f"{_fmt(f['bytes'], 'B')} moved at least ({parts}) over {g.hbm_bandwidth_bytes_per_s / 1e12:.2f} TB/s, "
+                     f"{_fmt(f['flops'])} FLOPs per GPU")
 
 
 def _rank_share(r: dict) -> str:

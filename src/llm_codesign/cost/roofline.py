@@ -1,6 +1,8 @@
 """Per-operator roofline of one forward step: FLOPs, bytes, intensity, ridge point, bound, time."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from llm_codesign.cost.calibration import Calibration
@@ -62,10 +64,17 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
     tf = sum(r["flops"] for r in rows)
     tb = sum(r["bytes"] for r in rows if r["kind"] != "comm")
     tt = sum(r["time_s"] for r in rows)
+    # the floor: what the step must move and compute at least (step_floor, ideal_step's count), not the operators'
+    # bytes, which add activations (newc4 #3's my-30b: 11.324 ms from those against 11.096 from the weights and KV)
+    fl = step_floor(model, prec, tokens=batch * (context if phase == "prefill" else 1), seqs=batch,
+                    context=0 if phase == "prefill" else context, prefill=phase == "prefill",
+                    plan=Plan(tp=tp, moe_tp=tp if model.is_moe else 1), num_gpus=tp)
+    floor = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in fl.items()}
+    floor["time_s"] = float(np.asarray(floor_time(fl, gpu, prec)).reshape(-1)[0])
     return {"model": model.name, "gpu": gpu.id, "phase": phase, "batch": batch, "context": context, "tp": tp,
             "precision": prec.label(), "ops": rows,
             "totals": {"flops": tf, "bytes": tb, "time_s": tt, "intensity": tf / tb if tb else 0.0,
-                       "bound_time_s": max(tf / gpu.peak(gemm_math(prec.weight, prec.activation, gpu)), tb / bw)}}
+                       "bound_time_s": floor["time_s"], "floor": floor}}
 
 
 def weights_read(model: ModelSpec, tokens) -> np.ndarray:
@@ -88,12 +97,112 @@ def weights_read(model: ModelSpec, tokens) -> np.ndarray:
     return read
 
 
-def ideal_step(model: ModelSpec, gpu: Gpu, prec, num_gpus: int, batch, *, accepted=1.0) -> np.ndarray:
-    """The shortest decode step `num_gpus` GPUs allow at `batch` requests (array ok) emitting `accepted` tokens each:
-    the weights it reads at least (weights_read) over their aggregate HBM bandwidth, or its FLOPs (2 x active params a
-    token) at their aggregate peak at `prec`'s GEMM math, whichever is longer. Prefill, the KV cache's reads and the
-    steps' overheads left out: a lower bound on any step (explore.search.roofline_bound's and measure.intervals.ideal's)."""
+def _reads(attn) -> tuple[float, float]:
+    """(KV values a cached token holds in one layer, all KV heads: GQA's heads x (K + V), MLA's latent; attention-core
+    FLOPs a query token spends a key: 2 x heads x (query-key + value width), MLA's at its unabsorbed widths, fewer than
+    its absorbed kernel's 2 x kv_lora_rank + rope_dim); a mixer with no cache (recurrent, none): (0, 0)."""
+    from llm_codesign.spec.kinds import Attention
+
+    if not isinstance(attn, Attention):
+        return 0.0, 0.0
+    return float(attn.kv_values_per_token()), 2.0 * attn.heads * (attn.head_dim + attn.v_head_dim)
+
+
+def step_floor(model: ModelSpec, prec: Precision, *, tokens, seqs=None, context=0.0, prefill: bool = False,
+               plan: Plan | None = None, num_gpus=1) -> dict:
+    """What one step must at least move through HBM and compute on its busiest GPU: {"weights", "kv", "state" (bytes),
+    "bytes" (their sum), "flops"}, arrays broadcast over tokens, seqs and context. The one count behind the roofline
+    command's floor and ideal_step (every interval's and frontier's floor): they cannot disagree (finding 3 of newc4,
+    docs/modelling-notes.md#fixroof). `prec` as the GPU runs it (spec.precision.executable).
+
+    Decode, `tokens` query tokens (verified drafts included) of `seqs` requests (default one token each), each with
+    `context` cached tokens (the batch's mean):
+    - weights read once as the memory model holds them (cost.memory.weight_bytes_per_gpu: attention at prec.attn, FFN
+      and experts at prec.weight, the LM head in BF16 as forward_ops prices it), the input embedding not at all (a
+      gather), of the routed experts only those the tokens pick (weights_read's distinct_experts);
+    - kv: each request's cache over the keys its mixer reads (Attention.decode_keys: at most a sliding window, a chunk's
+      offset, DSA's top-k), at prec.kv a value, once per request however many tokens it verifies;
+    - state: each request's recurrent state (Gated DeltaNet, Mamba-2) read once;
+    - flops: 2 x active params a token (the LM head included) and attention's per key (_reads).
+    Prefill, `tokens` prompt tokens of `seqs` requests over `context` cached ones each: the same weights; kv: each new
+    token's KV written once (at most a window of them a request) and the cached keys read once; flops: the LM head on
+    one token a request (engines keep the last position's logits), attention over its causal mean keys.
+    Without `plan`: the whole split evenly over `num_gpus` (no plan's busiest GPU moves less: sharding only replicates).
+    With `plan` (one plan): its busiest GPU's share: its stage's weights as its sharding holds them (MLA's latent and
+    KV heads past their count replicated per TP rank; serve.invariants.weight_floor_s's head rule for uneven stages),
+    the picked experts spread over every expert GPU, the cache of 1 / attention-DP of the requests. Left out:
+    activations, norms, sampling, communication, DSA's indexer keys. The mean context stands for the batch's spread
+    ones: exact for full attention, while a window's min(mean, w) can exceed the mean of min(c, w) (Jensen)."""
+    from llm_codesign.cost.ffns import distinct_experts
+    from llm_codesign.cost.memory import busiest_stage, state_bytes_per_seq, weight_bytes_per_gpu
+    from llm_codesign.spec.kinds import MoE
+
+    T = np.asarray(tokens, float)
+    S = T if seqs is None else np.asarray(seqs, float)
+    ctx = np.asarray(context, float)
+    h, V = model.hidden, float(model.vocab * model.hidden)
+    wf, kvb = prec.weight.bytes_per_weight(), prec.kv.bytes_per_value()
+    experts = wf * sum(n * f.mats * h * f.expert_inter * distinct_experts(f.experts, f.top_k, T)
+                       for layer, n in model.groups if isinstance(f := layer.ffn, MoE) and f.experts)
+    dense = tuple((replace(layer, ffn=replace(layer.ffn, experts=0)) if isinstance(layer.ffn, MoE) else layer, n)
+                  for layer, n in model.groups)
+    body = replace(model, groups=dense, vocab=0)  # no embedding (a gather) and no head: the head is added in BF16
+    has = [_reads(layer.attn)[0] > 0 for layer, _ in model.groups]
+    if prefill:
+        span = T / np.maximum(S, 1.0)  # a request's new tokens
+        keys = [layer.attn.prefill_keys(ctx, span)[0] if c else 0.0 for (layer, _), c in zip(model.groups, has, strict=True)]
+        win = [getattr(layer.attn, "window", 0) for layer, _ in model.groups]
+        # cache entries a request's chunk writes (at most a window's) and reads (its cached keys, at most a window's)
+        entries = [S * (np.minimum(span, w) + np.minimum(layer.attn.prefill_keys(ctx, span)[1], w)) if w else
+                   S * (span + layer.attn.prefill_keys(ctx, span)[1]) if c else 0.0
+                   for (layer, _), w, c in zip(model.groups, win, has, strict=True)]
+        head_tokens = S
+    else:
+        keys = [layer.attn.decode_keys(ctx) if c else 0.0 for (layer, _), c in zip(model.groups, has, strict=True)]
+        entries = [S * k for k in keys]
+        head_tokens = T
+    flops = (2.0 * (model.active_params - V) * T + 2.0 * V * head_tokens
+             + sum(n * _reads(layer.attn)[1] * np.asarray(k, float) * T for (layer, n), k in zip(model.groups, keys, strict=True)))
+    if plan is None:
+        g = np.asarray(num_gpus, float)
+        weights = (weight_bytes_per_gpu(body, prec, Plan()) + 2.0 * V + experts) / g
+        kv = kvb * sum(n * _reads(layer.attn)[0] * e for (layer, n), e in zip(model.groups, entries, strict=True)) / g
+        state = model.state_bytes_per_seq() * S / g
+        return {"weights": weights, "kv": kv, "state": state, "bytes": weights + kv + state, "flops": flops / g}
+    sh = plan.broadcast()
+    tp, pp, ep, moe_tp, adp, kvp = (np.asarray(x, float) for x in sh.sizes)
+    p0 = int(pp.reshape(-1)[0])
+    stages = model.stage_counts(p0) if p0 <= model.num_layers else ((),)
+    body_b, head = weight_bytes_per_gpu(body, prec, sh), 2.0 * V / (tp * kvp)
+    weights = (body_b + head if all(st == stages[-1] for st in stages) else np.maximum(body_b, head)) + experts / (ep * moe_tp * pp)
+    per_entry = [layer.attn.kv_bytes_per_gpu(tp, kvb) for layer, _ in model.groups]  # a rank's bytes a cache entry
+    kv = busiest_stage(model, pp, [p * e for p, e in zip(per_entry, entries, strict=True)]) / (kvp * adp)
+    state = state_bytes_per_seq(model, sh) * S / adp
+    return {"weights": weights, "kv": kv, "state": state, "bytes": weights + kv + state, "flops": flops / (tp * adp * kvp * pp)}
+
+
+def floor_time(floor: dict, gpu: Gpu, prec: Precision) -> np.ndarray:
+    """A step_floor's seconds on `gpu`: its bytes over HBM bandwidth or its FLOPs at the peak of `prec`'s GEMM math,
+    whichever is longer."""
+    return np.maximum(floor["bytes"] / gpu.hbm_bandwidth_bytes_per_s,
+                      floor["flops"] / gpu.peak(gemm_math(prec.weight, prec.activation, gpu)))
+
+
+def ideal_step(model: ModelSpec, gpu: Gpu, prec, num_gpus: int, batch, *, accepted=1.0, context=0.0, plan: Plan | None = None) -> np.ndarray:
+    """The shortest decode step `num_gpus` GPUs allow at `batch` requests (array ok) emitting `accepted` tokens each, each
+    with `context` cached tokens (the batch's mean; 0: the cache's reads left out), under `plan` (None: any plan):
+    step_floor's bytes over the aggregate HBM bandwidth or its FLOPs at the aggregate peak, whichever is longer
+    (floor_time). Prefill and the steps' overheads left out: a lower bound on any step (explore.search.roofline_bound's
+    and measure.intervals.ideal's). The roofline command prints the same count (roofline's totals["floor"])."""
     b = np.asarray(batch, float)
-    peak = gpu.peak(gemm_math(prec.weight, prec.activation, gpu))
-    return np.maximum(weights_read(model, b) * prec.weight.bytes_per_weight() / (num_gpus * gpu.hbm_bandwidth_bytes_per_s),
-                      2 * model.active_params * b * accepted / (num_gpus * peak))
+    return floor_time(step_floor(model, prec, tokens=b * accepted, seqs=b, context=context, plan=plan, num_gpus=num_gpus), gpu, prec)
+
+
+def ideal_prefill(model: ModelSpec, gpu: Gpu, prec, num_gpus: int, isl, *, seqs=1.0, plan: Plan | None = None) -> np.ndarray:
+    """The shortest prefill of `seqs` requests' `isl`-token prompts (arrays ok) on `num_gpus` GPUs (under `plan`; None:
+    any): step_floor's prefill count (its KV written, causal attention's FLOPs, the LM head on one token a request) at
+    floor_time. ideal_step over isl tokens instead counts the LM head on every prompt token: Llama-3.1-8B's 1,024 on an
+    H100, 15.53 ms against this 14.726 ms, the roofline command's prefill floor (docs/modelling-notes.md#fixroof)."""
+    s = np.asarray(seqs, float)
+    return floor_time(step_floor(model, prec, tokens=np.asarray(isl, float) * s, seqs=s, prefill=True, plan=plan, num_gpus=num_gpus),
+                      gpu, prec)

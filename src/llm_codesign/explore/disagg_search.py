@@ -77,7 +77,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
                                 isl=isl, osl=osl) for j in front)
     return Frontier(model=model.name, gpu=gpu, num_gpus=N, workload=Workload(isl=isl, osl=osl), backend=engine.name, points=points,
                     evaluated=int(len(c["fits"])), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
-                    cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, N), mode="disaggregated",
+                    cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, N, context=isl + osl / 2.0), mode="disaggregated",
                     reachable=reachable(c, min_tps_user, max_ttft_ms, precs) if not len(sel) else {})
 
 

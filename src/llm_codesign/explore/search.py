@@ -210,7 +210,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=workload,
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
-                        [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0)),
+                        [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0), context=isl + osl / 2.0),
                     reachable=reachable(c, min_tps_user, max_ttft_ms, precs) if not len(sel) else {})
 
 
@@ -500,15 +500,16 @@ def thinned_cloud(c: dict, sel: np.ndarray, most: int = 4000) -> dict:
 from llm_codesign.cost.roofline import ideal_step, weights_read  # noqa: E402, F401  (the cost layer's; weights_read re-exported)
 
 
-def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int, accepted: float = 1.0) -> dict:
-    """Ideal frontier at B requests in flight: a step >= max(weights it reads / aggregate bandwidth,
-    2 * active params * tokens / aggregate peak), emitting up to `accepted` tokens per request (the
+def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int, accepted: float = 1.0, *, context: float = 0.0) -> dict:
+    """Ideal frontier at B requests in flight, each with `context` cached tokens (the workload's mean, isl + osl / 2, as
+    the serving model prices its decode steps): a step >= max(weights and KV cache it reads / aggregate bandwidth,
+    its FLOPs / aggregate peak) (cost.roofline.ideal_step), emitting up to `accepted` tokens per request (the
     best speculation searched; 1 without). MoE layers read only the experts B tokens pick (weights_read),
     so no deployment of the search lies above it. Over several precisions, the fastest at each B."""
     b = np.geomspace(1, 65536, 64)
     t = None
     for p in precs:
-        tp = ideal_step(model, gpu, p, num_gpus, b, accepted=accepted)
+        tp = ideal_step(model, gpu, p, num_gpus, b, accepted=accepted, context=context)
         t = tp if t is None else np.minimum(t, tp)
     return {"tok_s_per_user": (accepted / t).tolist(), "output_tok_s_per_gpu": (accepted * b / t / num_gpus).tolist()}
 

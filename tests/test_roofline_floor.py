@@ -1,0 +1,107 @@
+"""cost.roofline.step_floor: one count behind the roofline command's floor and ideal_step (newc4 finding 3: the interval
+floor left out the KV cache the roofline command counted)."""
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import llm_codesign as lc
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.cost.roofline import ideal_step, roofline, step_floor
+from llm_codesign.spec.plan import Plan
+from llm_codesign.spec.precision import Precision, executable
+
+# GQA dense and MoE, MLA (DeepSeek), sliding window (gpt-oss), chunked local attention (Llama 4), linear attention state
+# (Qwen3.5's Gated DeltaNet, Nemotron-H's Mamba-2)
+MODELS = ["llama-3.1-8b", "llama-3.1-70b", "qwen3-30b-a3b", "deepseek-r1", "gpt-oss-120b", "llama-4-scout", "qwen3.5-397b",
+          "nemotron-h-56b"]
+
+
+def _model(name):
+    try:
+        return lc.get_model(name)
+    except Exception:  # noqa: BLE001  (a registry without it: skipped, never a false pass)
+        pytest.skip(f"{name} not in the registry")
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(MODELS), gid=st.sampled_from(["h100", "b200", "mi355x"]), tp=st.sampled_from([1, 2, 4, 8]),
+       batch=st.sampled_from([1, 7, 64, 512]), context=st.sampled_from([1, 200, 1536, 9000]), phase=st.sampled_from(["decode", "prefill"]),
+       w=st.sampled_from(["bf16", "fp8"]))
+def test_the_roofline_command_and_ideal_step_give_one_floor(name, gid, tp, batch, context, phase, w):
+    m, g = _model(name), lc.get_gpu(gid)
+    from llm_codesign.spec.plan import validity
+
+    plan = Plan(tp=tp, moe_tp=tp if m.is_moe else 1)
+    assume(int(validity(m, g, plan, tp)[()]) < 0)
+    prec = Precision.of(w)
+    r = roofline(m, g, calibration_for(g), prec, phase, batch=batch, context=context, tp=tp)
+    t = r["totals"]
+    # the floor never above the step the cost model prices (its operators' time), nor the plan-free floor above the plan's
+    assert t["bound_time_s"] <= t["time_s"] * (1 + 1e-9)
+    run = executable(prec, g)[0]
+    free = step_floor(m, run, tokens=batch * (context if phase == "prefill" else 1), seqs=batch,
+                      context=0 if phase == "prefill" else context, prefill=phase == "prefill", num_gpus=tp)
+    for k in ("weights", "kv", "state", "flops"):
+        assert float(free[k]) <= t["floor"][k] * (1 + 1e-9), k
+    # the floor's bytes: no more than the operators move (the table's total counts them with activations)
+    assert t["floor"]["bytes"] <= t["bytes"] * (1 + 1e-9)
+    if phase == "decode":
+        # ideal_step at the same plan and context IS the command's floor; without a plan, never above it
+        one = float(ideal_step(m, g, run, tp, batch, context=context, plan=plan))
+        assert one == pytest.approx(t["bound_time_s"], rel=1e-12)
+        assert float(ideal_step(m, g, run, tp, batch, context=context)) <= one * (1 + 1e-12)
+        # the KV cache is counted: more context, no shorter a floor
+        assert float(ideal_step(m, g, run, tp, batch, context=context + 1000)) >= float(ideal_step(m, g, run, tp, batch, context=context))
+
+
+@pytest.mark.xfail(strict=True, reason="measure.intervals.ideal (dband2's file) still calls ideal_step without context=: "
+                   "the interval floor reads no KV until it passes isl + osl / 2 (docs/modelling-notes.md#fixroof)")
+def test_the_interval_floor_reaches_the_roofline_commands():
+    # newc4 #3: my-30b-like llama at TP2 on H100s, 32 requests 1024/1024: the 95% TPOT low was 9.17 ms, the roofline
+    # floor at the batch's mean context (1024 + 1024 / 2) 11.096 ms
+    m, g = lc.get_model("qwen3-32b"), lc.get_gpu("h100")
+    dep = lc.deployment(m, gpu=g, tp=2)
+    e = lc.estimate(m, dep, lc.Workload(isl=1024, osl=1024, concurrency=32))
+    r = roofline(m, g, calibration_for(g), dep.precision, "decode", batch=32, context=1536, tp=2)
+    b = e.intervals["tpot_ms"]
+    assert min(b["lo80"], b["lo95"]) >= min(r["totals"]["bound_time_s"] * 1e3, e.tpot_s * 1e3, b["centre"]) * (1 - 1e-9)
+
+
+def test_one_prefill_floor_by_hand():
+    # Llama-3.1-8B, one 1,024-token prompt, BF16 on an H100 (989.4 TFLOP/s dense BF16, data/gpus/h100.toml): the layers'
+    # 2 x (7,504,658,432 active - 525,336,576 LM head) x 1,024 FLOPs, the LM head's 2 x 525,336,576 on the last token,
+    # causal attention's 32 layers x 2 x 32 heads x (128 + 128) x 1,024 queries x 512.5 mean keys:
+    # 14,293,651,161,088 + 1,050,673,152 + 275,146,342,400 FLOPs / 9.894e14 = 14.7259 ms (the bytes, 15.01 GB of weights
+    # and 134 MB of KV written, take 4.52 ms). ideal_step over 1,024 tokens gives 15.53 ms: the head on every token.
+    from llm_codesign.cost.roofline import ideal_prefill
+
+    m, g, p = lc.get_model("llama-3.1-8b"), lc.get_gpu("h100"), Precision.of("bf16")
+    flops = 2 * (7_504_658_432 - 525_336_576) * 1024 + 2 * 525_336_576 + 32 * 2 * 32 * 256 * 1024 * 512.5
+    assert float(ideal_prefill(m, g, p, 1, 1024)) == pytest.approx(flops / 9.894e14, rel=1e-12) == pytest.approx(14.7259e-3, rel=1e-5)
+    r = roofline(m, g, calibration_for(g), p, "prefill", batch=1, context=1024)
+    assert r["totals"]["bound_time_s"] == pytest.approx(flops / 9.894e14, rel=1e-12)
+    assert r["totals"]["floor"]["kv"] == 1024 * 32 * 8 * 256 * 2  # each prompt token's KV written once
+    assert float(ideal_step(m, g, p, 1, 1024)) == pytest.approx(2 * 7_504_658_432 * 1024 / 9.894e14, rel=1e-12)
+
+
+@pytest.mark.xfail(strict=True, reason="measure.intervals.ideal (dband2's file) calls ideal_step without context= and "
+                   "prices TTFT's floor with the LM head on every prompt token; the patch in docs/modelling-notes.md#fixroof")
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=st.sampled_from(["llama-3.1-8b", "qwen3-32b", "qwen3-30b-a3b", "llama-3.1-70b"]), gid=st.sampled_from(["h100", "h200", "b200"]),
+       tp=st.sampled_from([1, 2, 4, 8]), isl=st.sampled_from([128, 1024, 8192]), osl=st.sampled_from([64, 1024]),
+       conc=st.sampled_from([1, 16, 64, 512]), fp8=st.booleans())
+def test_no_interval_lower_bound_passes_the_roofline_commands_floor(name, gid, tp, isl, osl, conc, fp8):
+    """An estimate's TPOT and TTFT lower bounds never under the roofline command's floor at the batch that runs, each
+    request at the mean context isl + osl / 2 (TPOT), one prompt (TTFT), wherever the prediction and the band's centre
+    respect it themselves (capped's rule)."""
+    m, g = lc.get_model(name), lc.get_gpu(gid)
+    assume(m.total_params * (1 if fp8 else 2) <= 0.8 * tp * g.hbm_bytes)
+    dep = lc.deployment(m, gpu=g, tp=tp, weight_dtype="fp8" if fp8 else None)
+    e = lc.estimate(m, dep, lc.Workload(isl=isl, osl=osl, concurrency=conc))
+    cal = calibration_for(g)
+    batch = min(conc, e.max_batch)
+    dec = roofline(m, g, cal, dep.precision, "decode", batch=batch, context=isl + osl // 2, tp=tp)["totals"]["bound_time_s"]
+    pf = roofline(m, g, cal, dep.precision, "prefill", batch=1, context=isl, tp=tp)["totals"]["bound_time_s"]
+    for k, floor, v in (("tpot_ms", dec * 1e3 / e.accepted_per_step, e.tpot_s * 1e3), ("ttft_ms", pf * 1e3, e.ttft_s * 1e3)):
+        b = e.intervals[k]
+        assert min(b["lo80"], b["lo95"]) >= min(floor, v, b["centre"]) * (1 - 1e-9), k
