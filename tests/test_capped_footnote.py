@@ -8,8 +8,11 @@ from test_intervals import _profile_measuring
 
 from llm_codesign.render.intervals import CAPPED_TEXT
 
-# runs measuring tok/s/GPU at 2-4x the prediction (80%): the interactive end's 4x stops at what one H100 allows
-Q = {"q025": 1.5, "q100": 2.0, "q500": 3.0, "q900": 4.0, "q975": 5.0}
+# runs measuring tok/s/GPU at 1.2-1.8x the prediction (80%), 1.0-1.85x (95%): the interactive end's bounds stop at what
+# one H100 allows (1.68x its prediction), the throughput end's do not (its ideal step, the weights and every request's KV
+# cache read once, is 1.90x its prediction: docs/modelling-notes.md#fixroof; the 2-4x this test used before the floor
+# counted the KV cache would cap every point)
+Q = {"q025": 1.0, "q100": 1.2, "q500": 1.5, "q900": 1.8, "q975": 1.85}
 
 
 def _ok(*args) -> str:

@@ -54,8 +54,6 @@ def test_the_roofline_command_and_ideal_step_give_one_floor(name, gid, tp, batch
         assert float(ideal_step(m, g, run, tp, batch, context=context + 1000)) >= float(ideal_step(m, g, run, tp, batch, context=context))
 
 
-@pytest.mark.xfail(strict=True, reason="measure.intervals.ideal (dband2's file) still calls ideal_step without context=: "
-                   "the interval floor reads no KV until it passes isl + osl / 2 (docs/modelling-notes.md#fixroof)")
 def test_the_interval_floor_reaches_the_roofline_commands():
     # newc4 #3: my-30b-like llama at TP2 on H100s, 32 requests 1024/1024: the 95% TPOT low was 9.17 ms, the roofline
     # floor at the batch's mean context (1024 + 1024 / 2) 11.096 ms
@@ -84,8 +82,6 @@ def test_one_prefill_floor_by_hand():
     assert float(ideal_step(m, g, p, 1, 1024)) == pytest.approx(2 * 7_504_658_432 * 1024 / 9.894e14, rel=1e-12)
 
 
-@pytest.mark.xfail(strict=True, reason="measure.intervals.ideal (dband2's file) calls ideal_step without context= and "
-                   "prices TTFT's floor with the LM head on every prompt token; the patch in docs/modelling-notes.md#fixroof")
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(name=st.sampled_from(["llama-3.1-8b", "qwen3-32b", "qwen3-30b-a3b", "llama-3.1-70b"]), gid=st.sampled_from(["h100", "h200", "b200"]),
        tp=st.sampled_from([1, 2, 4, 8]), isl=st.sampled_from([128, 1024, 8192]), osl=st.sampled_from([64, 1024]),

@@ -139,7 +139,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     # one prefill's (intervals.ideal),
     # here so that to_dict, --json, the web page and the table carry one band
     batch = min(w.concurrency or r.max_batch, r.max_batch)
-    bands = intervals.capped(bands, values, intervals.ideal(m, dep, batch, isl=w.isl, accepted=r.accepted_per_step))
+    bands = intervals.capped(bands, values, intervals.ideal(m, dep, batch, isl=w.isl, osl=w.osl, accepted=r.accepted_per_step))
     # the third dimension: published where known, else the proxy
     return replace(r, accuracy=accuracy_of(m, dep.precision), intervals=bands)
 

@@ -68,7 +68,7 @@ def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) 
     values = {k: best[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
     # held within what its GPUs allow at its batch, as estimate's (api.estimate); design prices no speculation
     inst = SimpleNamespace(gpu=gpu, num_gpus=best["deployment"]["instance_gpus"], precision=prec)
-    b = capped(bands(values, ctx, table=table), values, ideal(m, inst, best["deployment"]["concurrency_per_instance"], isl=isl))
+    b = capped(bands(values, ctx, table=table), values, ideal(m, inst, best["deployment"]["concurrency_per_instance"], isl=isl, osl=osl))
     first = next(iter(b.values()))
     return best | {"intervals": {k: {x: float(v[x]) for x in _BOUNDS} for k, v in b.items()},
                    "interval_basis": {"source": first["source"], "widened": list(first["widened"])}}

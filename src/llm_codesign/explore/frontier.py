@@ -116,7 +116,7 @@ def point_row(d: dict) -> dict:
     return row | _flat(d.get("cost") or {}) | interval_columns(d.get("intervals"))
 
 
-def _ideal(model, p, disagg: bool, isl: float) -> dict:
+def _ideal(model, p, disagg: bool, isl: float, osl: float = 0.0) -> dict:
     """measure.intervals.ideal of a point: one instance at its concurrency (a frontier's points fit), or a disaggregated
     unit's decode instances sharing its requests over the unit's GPUs."""
     from llm_codesign.measure import intervals as iv
@@ -124,9 +124,9 @@ def _ideal(model, p, disagg: bool, isl: float) -> dict:
     dep = p.decode if disagg else p.deployment
     acc = 1.0 if dep.spec is None else float(dep.spec.accepted())
     if not disagg:
-        return iv.ideal(model, dep, p.concurrency, isl=isl, accepted=acc)
+        return iv.ideal(model, dep, p.concurrency, isl=isl, osl=osl, accepted=acc)
     gpus = p.prefill_instances * p.prefill.num_gpus + p.decode_instances * p.decode.num_gpus
-    return iv.ideal(model, dep, p.concurrency / p.decode_instances, isl=isl, accepted=acc, gpus=gpus, streams=p.decode_instances,
+    return iv.ideal(model, dep, p.concurrency / p.decode_instances, isl=isl, osl=osl, accepted=acc, gpus=gpus, streams=p.decode_instances,
                     prefill=p.prefill)
 
 
@@ -228,7 +228,7 @@ class Frontier:
                 p = out[i]
                 one = {m: {**{k: v[j] for k, v in bounds[m].items()}, **rest[m]} for m in b}
                 # held within what the point's GPUs allow at its batch, as estimate's (api.estimate, intervals.ideal)
-                out[i] = replace(p, intervals=iv.capped(one, _metrics(p), _ideal(model, p, disagg, w.isl)))
+                out[i] = replace(p, intervals=iv.capped(one, _metrics(p), _ideal(model, p, disagg, w.isl, w.osl)))
         return replace(self, points=tuple(out))
 
     def priced(self, price: str | float | None) -> "Frontier":

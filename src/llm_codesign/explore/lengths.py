@@ -295,4 +295,4 @@ def _mix_bands(m, dep, r: dict, concurrency: int, calibration, *, batch: float, 
     values = {"ttft_ms": r["ttft_ms"]["mean"], "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
               "output_tok_s_per_gpu": r["output_tok_s_per_gpu"]}
     # held within what the GPUs allow at the batch that runs, as estimate's (api.estimate)
-    return capped(bands(values, ctx, table=table_for(calibration, gpu=dep.gpu)), values, ideal(m, dep, batch, isl=r["mean_isl"], accepted=accepted))
+    return capped(bands(values, ctx, table=table_for(calibration, gpu=dep.gpu)), values, ideal(m, dep, batch, isl=r["mean_isl"], osl=r["mean_osl"], accepted=accepted))

@@ -909,7 +909,7 @@ def with_eager(terms: dict[int, float], ctx: Context) -> dict[int, float]:
     return out
 
 
-def ideal(model, dep, batch, *, isl, accepted=1.0, gpus: int | None = None, streams: int = 1, prefill=None) -> dict:
+def ideal(model, dep, batch, *, isl, osl=0.0, accepted=1.0, gpus: int | None = None, streams: int = 1, prefill=None) -> dict:
     """What `dep`'s GPUs (anything with a Deployment's gpu, num_gpus and precision) allow at `batch` requests a step (at least 1), `accepted` tokens a request a step, at the format
     the GPU runs (spec.precision.executable): cost.roofline.ideal_step's step as the most tok/s/user and tok/s/GPU
     (`streams` such instances over `gpus` GPUs: a disaggregated unit's decode pool; default one over its own) and the
@@ -919,13 +919,16 @@ def ideal(model, dep, batch, *, isl, accepted=1.0, gpus: int | None = None, stre
     A band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound on one H100 at 2x its
     memory-bandwidth roofline, and its TPOT 95% at 3.19 ms beside a 4.48 ms ideal step; a disaggregated Llama-3.1-70B
     FP8 TTFT 95% at 15.6 ms on 4 H200s that cannot prefill 1,024 tokens in under 18 ms (docs/modelling-notes.md#dband-load)."""
-    from llm_codesign.cost.roofline import ideal_step
+    from llm_codesign.cost.roofline import ideal_prefill, ideal_step
     from llm_codesign.spec.precision import executable
 
     b, acc = max(1.0, float(batch)), float(accepted)
-    step = float(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc))
+    # each request's KV cache read at the batch's mean context, isl + osl / 2 (as serve.aggregated prices decode: fixroof)
+    step = float(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc,
+                            context=float(isl) + float(osl) / 2.0, plan=getattr(dep, "plan", None)))
     pf = dep if prefill is None else prefill
-    first = float(ideal_step(model, pf.gpu, executable(pf.precision, pf.gpu)[0], pf.num_gpus, max(1.0, float(isl))))
+    first = float(ideal_prefill(model, pf.gpu, executable(pf.precision, pf.gpu)[0], pf.num_gpus, max(1.0, float(isl)),
+                                plan=getattr(pf, "plan", None)))
     return {"tok_s_per_user": acc / step, "output_tok_s_per_gpu": acc * b * streams / step / (gpus or dep.num_gpus),
             "tpot_ms": step / acc * 1e3, "ttft_ms": first * 1e3}
 
@@ -1162,4 +1165,4 @@ def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, cal
         # TPOT, which counts only the requests past prefill while the decode step was priced with every one in flight
         batch = row["decode_batch"]
         row["intervals"] = capped(bands(values, ctx, table=table), values,
-                                  ideal(model, decode, batch, isl=isl, accepted=acc, gpus=gpus, streams=decode_instances, prefill=pf))
+                                  ideal(model, decode, batch, isl=isl, osl=osl, accepted=acc, gpus=gpus, streams=decode_instances, prefill=pf))
