@@ -370,15 +370,14 @@ def moe_parts(rows: list[dict], cal: Calibration) -> list[tuple[dict | None, lis
 def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None, *,
             scope: dict | None = None, start: dict | None = None) -> str:
     """A profile's text: `start` (a starting profile's sections as read, without its [intervals]) carried over as it
-    scoped them; each kernel-fitted family's (`report`'s) parameters in full under [<family>]; each fitted serving value
+    scoped them; each family's of `fams` (the kernel-fitted ones) parameters in full under [<family>]; each fitted serving value
     (`serving`, fit_serving's, for the keys of `scope`: key -> families, GPUs and runs, _ServingFit.scope) under each GPU
     family its runs were on only ([cdna3.step_overhead_s] sglang = ...; cost.calibration reads it after [default], for
     that family's GPUs alone). A value held at its start (no run responds to it) is not written: it reads back as the
     start's, bundled or carried."""
     doc: dict[str, dict] = {k: {n: dict(v) if isinstance(v, dict) else v for n, v in sec.items()}
                             for k, sec in (start or {}).items() if k != "intervals" and isinstance(sec, dict)}
-    kernel_fams = {r["family"] for r in report}
-    for fam in sorted(kernel_fams & set(fams)):
+    for fam in sorted(fams):
         cal, sec = fams[fam], doc.setdefault(fam, {})
         for f in fields(Calibration):
             if f.name in SERVING_FIELDS or f.name in BACKEND_KEYED:
@@ -1009,7 +1008,10 @@ def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *,
                      given=calibration is not None, values=srv)
     # the starting profile's own sections carried over as it scoped them (its [intervals] were its runs', not these)
     begun = read_toml(calibration, "calibration", "a calibration profile") if calibration else None
-    text, checks = to_toml(fams, report, header, srv, scope=srv_report.get("scope") if srv else None, start=begun), {}
+    # the kernel-fitted families' parameters only: a serving-only fit prices every family (fams above) but fits none of
+    # their kernels, and a copy of the bundled fit's would freeze them against a later re-fit
+    fitted_fams = {f: c for f, c in fams.items() if any(r["family"] == f for r in report)}
+    text, checks = to_toml(fitted_fams, report, header, srv, scope=srv_report.get("scope") if srv else None, start=begun), {}
     if srv:  # the intervals of the profile's own runs, priced with it: they narrow its answers' bands where they cover them
         from llm_codesign.measure.intervals import profile_section
 
