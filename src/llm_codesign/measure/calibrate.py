@@ -588,9 +588,11 @@ class _ServingFit:
     def scope(self) -> dict[str, dict]:
         """Each searched parameter's evidence (its key -> families, GPUs and runs): the rows the model priced (a
         finite prediction), of its engine for a per-engine one, of every engine for a global one. A profile writes a
-        fitted value for those GPU families only (to_toml): runs on one family say nothing of another's host, engine
-        build or network (newcomer review 2026-12-06: SGLang's costs fitted on 10 MI300X runs took B200's SGLang
-        answers from 5961 to 3133 tok/s/GPU)."""
+        fitted value for those GPU families only (to_toml): runs on one family say nothing of another's host CPU,
+        engine build (SGLang on MI300X runs lmsysorg/sglang:v0.5.12-rocm700-mi30x, on NVIDIA GPUs -cu130 images:
+        SemiAnalysisAI/InferenceX@843c6254 configs/amd-master.yaml:66, configs/nvidia-master.yaml:863) or network
+        (newcomer review 2026-12-06: SGLang's costs fitted on 10 MI300X runs took B200's SGLang answers from 5961 to
+        3133 tok/s/GPU)."""
         priced = np.isfinite(self.accepted).any(axis=0)
         gpus = np.array([get_gpu((r.get("gpu") or "").strip()).name if p else "" for r, p in zip(self.rows, priced, strict=True)], dtype=object)
         fams = np.array([get_gpu((r.get("gpu") or "").strip()).family if p else "" for r, p in zip(self.rows, priced, strict=True)], dtype=object)
@@ -721,7 +723,9 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                 report: dict | None = None, progress=None, hold: bool = False) -> tuple[dict[str, Calibration], dict]:
     """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
     the prefill queue fraction, the engines' one-shot all-reduce and the scale-out collective
-    latency (SERVING_BOUNDS). One set across the families present, written to [default].
+    latency (SERVING_BOUNDS). One set across the families present; `calibrate` writes each value for the families
+    its runs were on only (report's "scope", to_toml), the bundled fit's campaigns (benchmarks/crossval_campaigns.py) to
+    [default].
     With `start` (a profile's values), the search continues from there with the median cycles only:
     a re-fit after a model change polishes the previous optimum instead of searching afresh.
     `report`, where given, is filled as fit_kind's report (for `doubtful`): the fit's error and the starting
