@@ -723,9 +723,7 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                 report: dict | None = None, progress=None, hold: bool = False) -> tuple[dict[str, Calibration], dict]:
     """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
     the prefill queue fraction, the engines' one-shot all-reduce and the scale-out collective
-    latency (SERVING_BOUNDS). One set across the families present; `calibrate` writes each value for the families
-    its runs were on only (report's "scope", to_toml), the bundled fit's campaigns (benchmarks/crossval_campaigns.py) to
-    [default].
+    latency (SERVING_BOUNDS). One set across the families present (calibrate writes each for its runs' families: to_toml).
     With `start` (a profile's values), the search continues from there with the median cycles only:
     a re-fit after a model change polishes the previous optimum instead of searching afresh.
     `report`, where given, is filled as fit_kind's report (for `doubtful`): the fit's error and the starting
@@ -960,8 +958,7 @@ def _header(kernels: list[str], serving: str | None, *, clean: bool, hold_out: l
     if fitted:
         header += (f"\nserving parameters fitted: {', '.join(fitted['fitted']) or 'none'}\nkept at "
                    f"{'the profile given' if given else 'the bundled fit'}'s values (no run responds to them): {', '.join(fitted['held']) or 'none'}")
-        fit_scope = {k: v for k, v in fitted.get("scope", {}).items() if k in fitted["fitted"]}
-        header += "".join(f"\nwritten for {x}" for x in scope_words(fit_scope, values or {}))
+        header += "".join(f"\nwritten for {x}" for x in scope_words(fitted.get("scope", {}), values or {}))
     return header
 
 
