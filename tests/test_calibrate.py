@@ -307,11 +307,15 @@ def test_calibrate_keeps_the_start_profiles_values_it_did_not_fit(tmp_path, monk
     s, start, out = tmp_path / "s.csv", tmp_path / "start.toml", tmp_path / "p.toml"
     s.write_text("model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,ttft_ms,tpot_ms\n"
                  "meta-llama/Llama-3.1-8B,mi355x,1,atom,bf16,bf16,1024,256,8,1,50,12\n")
-    start.write_text("[default.eager_launch_s]\natom = 4e-06\n[default.step_overhead_s]\nvllm = 0.0123\n")
+    # (and, since fixcal4, a value the start profile scoped to one family keeps that scope: H100s 11.1 ms, B200s 12.3)
+    start.write_text("[default.eager_launch_s]\natom = 4e-06\n[default.step_overhead_s]\nvllm = 0.0123\n"
+                     "[hopper.step_overhead_s]\nvllm = 0.0111\n")
     code, _, err = _cli("calibrate", "--serving", str(s), "--calibration", str(start), "-o", str(out), "--force")
     assert code == 0, err
     cal = calibration_for(get_gpu("mi355x"), str(out))
     assert dict(cal.eager_launch_s)["atom"] == 4e-06 and dict(cal.step_overhead_s)["vllm"] == 0.0123
+    assert calibration_for(get_gpu("h100"), str(out)).step_overhead("vllm") == 0.0111
+    assert calibration_for(get_gpu("b200"), str(out)).step_overhead("vllm") == 0.0123
 
 
 def test_serving_search_reaches_a_limit_of_none():
@@ -431,11 +435,17 @@ def test_calibrate_keeps_what_no_run_responds_to_at_the_bundled_fit(tmp_path):
     assert code == 0, err
     prof = tomllib.loads(p.read_text())
     bundled = tomllib.loads((Path(__file__).parents[1] / "src/llm_codesign/data/calibration/fitted.toml").read_text())["default"]
-    assert prof["default"]["scale_out_latency_s"] == 6.48e-06 == bundled["scale_out_latency_s"]
+    # since fixcal4 a value no run responds to is not written at all: it reads back as the bundled fit's
+    assert "default" not in prof and all("scale_out_latency_s" not in sec for sec in prof.values())
+    assert calibration_for(get_gpu("h100"), str(p)).scale_out_latency_s == 6.48e-06 == bundled["scale_out_latency_s"]
     priced = calibration_for(get_gpu("h100"))  # the bundled fit as priced (fitted.toml over default.toml's documented values)
+    mine = calibration_for(get_gpu("h100"), str(p))
     for name in ("step_overhead_s", "seq_overhead_s", "eager_launch_s", "prefill_queue_fraction"):  # other engines' as bundled
-        assert {e: v for e, v in prof["default"][name].items() if e != "vllm"} == pytest.approx(
-            {e: v for e, v in dict(getattr(priced, name)).items() if e != "vllm"}, rel=1e-5)  # the profile's 6 digits
+        assert {e: v for e, v in dict(getattr(mine, name)).items() if e != "vllm"} == {
+            e: v for e, v in dict(getattr(priced, name)).items() if e != "vllm"}
+    # vLLM's fitted values are written for the two families its runs were on (H100: hopper, B200: blackwell), no other
+    assert set(prof) == {"hopper", "blackwell", "intervals"} and prof["hopper"]["step_overhead_s"] == prof["blackwell"]["step_overhead_s"]
+    assert set(prof["hopper"]["step_overhead_s"]) == {"vllm"}
     head = p.read_text().splitlines()
     assert "# kept at the bundled fit's values (no run responds to them): scale_out_latency_s, adp_wait_steps:vllm" in head
     assert any(x.startswith("# serving parameters fitted: step_overhead_s:vllm") for x in head)
@@ -467,3 +477,91 @@ def test_calibrate_on_one_row_a_mixed_file_and_rows_that_cannot_run(tmp_path):
     assert err == (f"error: serving: {str(s)!r} is not valid; a file with at least one row the model can price; none of its 1 rows "
                    "is (TP1 on 1xh100 cannot run: needs 145 GB per GPU for one sequence, H100 SXM reports 86 GB (79 GB usable by "
                    "vllm): add GPUs, raise TP/EP/PP or lower the precision)\n")
+
+
+# ---- fixcal4 (newcomer review 2026-12-06, findings 2 and 16): a fit on one GPU family's runs moves no other family
+
+def test_a_profile_keys_engine_values_by_gpu_family(tmp_path):
+    # the format: [<family>.<table>] engine = value, read by the same _apply as [default.<table>] and after it, so that
+    # family's GPUs take it and every other family keeps [default]'s (or the bundled fit's)
+    from llm_codesign.errors import InputError
+
+    p = tmp_path / "p.toml"
+    p.write_text("[default.step_overhead_s]\nsglang = 0.003\n[cdna3.step_overhead_s]\nsglang = 0.002\n")
+    assert calibration_for(get_gpu("mi300x"), str(p)).step_overhead("sglang") == 0.002
+    assert calibration_for(get_gpu("b200"), str(p)).step_overhead("sglang") == 0.003
+    assert calibration_for(get_gpu("mi355x"), str(p)).step_overhead("sglang") == 0.003
+    p.write_text("[cdna3.step_overhead_s]\nsglang = 0.002\n[cdna3.seq_overhead_s]\nvllm = 5e-05\n")
+    assert calibration_for(get_gpu("b200"), str(p)) == calibration_for(get_gpu("b200"))  # every value as bundled
+    mine = calibration_for(get_gpu("mi300x"), str(p))
+    assert mine.step_overhead("sglang") == 0.002 and mine.engine("seq_overhead_s", "vllm") == 5e-05
+    assert mine.step_overhead("vllm") == calibration_for(get_gpu("mi300x")).step_overhead("vllm")  # other engines as bundled
+    # a value that is not a table names the family's section
+    p.write_text("[cdna3]\nstep_overhead_s = 0.002\n")
+    with pytest.raises(InputError, match=r"a \[cdna3\.step_overhead_s\] table of engine = non-negative number"):
+        calibration_for(get_gpu("mi300x"), str(p))
+    p.write_text("[cdna3.step_overhead_s]\nsglang = -1\n")
+    with pytest.raises(InputError, match=r"^calibration\.step_overhead_s\.sglang: -1"):
+        calibration_for(get_gpu("mi300x"), str(p))
+
+
+def test_to_toml_writes_a_fitted_value_only_for_the_families_its_runs_were_on():
+    from llm_codesign.measure import calibrate
+
+    serving = {"step_overhead_s": {"sglang": 0.004, "vllm": 0.001}, "scale_out_latency_s": 9e-06}
+    scope = {"step_overhead_s:sglang": {"families": ["cdna3"], "gpus": ["MI300X"], "runs": 10},
+             "scale_out_latency_s": {"families": ["cdna3", "hopper"], "gpus": ["H100 SXM", "MI300X"], "runs": 12}}
+    # vLLM's 1 ms is held (not in scope): not written; the start's [default] and its own family table carried as they were
+    # scoped, its [intervals] (its runs', not these) dropped
+    start = {"default": {"step_overhead_s": {"vllm": 0.0123}}, "hopper": {"eager_launch_s": {"trtllm": 2e-07}},
+             "intervals": {"slices": {}}}
+    text = calibrate.to_toml({}, [], "h", serving, scope=scope, start=start)
+    assert text == ("# h\n\n[default]\n[default.step_overhead_s]\nvllm = 0.0123\n\n"
+                    "[cdna3]\nscale_out_latency_s = 9e-06\n[cdna3.step_overhead_s]\nsglang = 0.004\n\n"
+                    "[hopper]\nscale_out_latency_s = 9e-06\n[hopper.eager_launch_s]\ntrtllm = 2e-07\n")
+    assert calibrate.scope_words(scope, serving) == [
+        "SGLang on CDNA3 GPUs only, from 10 runs on MI300X: step overhead 4.00 ms",
+        "every engine on CDNA3 and Hopper GPUs only, from 12 runs on H100 SXM, MI300X: scale-out latency per level 9.0 us"]
+
+
+MI300X_RUNS = """source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,ttft_ms,tpot_ms,output_tok_s_per_gpu,arrival
+a,llama-3.1-70b,mi300x,8,sglang,fp8,,1024,1024,1,8,62.0,11.9,10.5,closed_loop
+b,llama-3.1-70b,mi300x,8,sglang,fp8,,1024,1024,8,8,95.0,13.4,72.0,closed_loop
+c,llama-3.1-70b,mi300x,8,sglang,fp8,,1024,1024,32,8,180.0,17.8,217.0,closed_loop
+d,llama-3.1-70b,mi300x,8,sglang,fp8,,1024,1024,128,8,420.0,31.5,487.0,closed_loop
+"""
+
+
+def test_calibrate_on_mi300x_runs_leaves_b200_answers_as_they_were(tmp_path, monkeypatch):
+    # the newcomer's case (10 SGLang runs on MI300X, --force): SGLang's costs were written under [default], and B200 on
+    # SGLang went from 5961 to 3133 tok/s/GPU with nothing said. Now they are written for CDNA3 only, and said so
+    import functools
+    import tomllib
+
+    import llm_codesign as lc
+    from llm_codesign.measure import calibrate
+
+    monkeypatch.setattr(calibrate, "fit_serving", functools.partial(calibrate.fit_serving, rounds=1))
+    s, p = tmp_path / "runs.csv", tmp_path / "p.toml"
+    s.write_text(MI300X_RUNS)
+    code, out, err = _cli("calibrate", "--serving", str(s), "-o", str(p), "--force")
+    assert code == 0, err
+    prof = tomllib.loads(p.read_text())
+    assert set(prof) == {"cdna3", "intervals"}
+    bundled = calibration_for(get_gpu("b200")).step_overhead("sglang")
+    assert prof["cdna3"]["step_overhead_s"]["sglang"] != pytest.approx(bundled, rel=1e-3)  # the fit moved it: the test means something
+    said = [x for x in out.splitlines() if x.startswith("written for ")]
+    assert said[0].startswith("written for SGLang on CDNA3 GPUs only, from 4 runs on MI300X: step overhead ")
+    assert "every other engine and GPU family keeps the bundled fit's serving values" in out
+    assert "# " + said[0] in p.read_text().splitlines()
+
+    def answer(gpu, calibration=None):
+        m = lc.get_model("llama-3.1-70b")
+        e = lc.estimate(m, lc.deployment(m, gpu=gpu, tp=8, backend="sglang"), lc.Workload(isl=1024, osl=1024, concurrency=64),
+                        calibration=calibration)
+        # the metrics and their bands (the basis's words name the profile, and why its own runs do not cover B200)
+        return (e.ttft_s, e.tpot_s, e.output_tok_s_per_gpu, e.tok_s_per_user,
+                {k: tuple(b[x] for x in ("lo80", "hi80", "lo95", "hi95")) for k, b in e.intervals.items()})
+
+    assert answer("b200", str(p)) == answer("b200")
+    assert answer("mi300x", str(p))[1] != answer("mi300x")[1]

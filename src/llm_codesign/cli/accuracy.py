@@ -188,7 +188,7 @@ def calibrate(
     calibration: Optional[str] = O_CAL,
 ):
     """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
-    from llm_codesign.measure.calibrate import SERVING_BOUNDS, fit_profile, serving_words
+    from llm_codesign.measure.calibrate import SERVING_BOUNDS, fit_profile, scope_words, serving_words
     from llm_codesign.outputs import check_writable, write_text
 
     if not kernels and not serving:
@@ -227,6 +227,12 @@ def calibrate(
         con.print("serving: " + ("; ".join(serving_words(n, v) for n, v in moved.items() if v != {}) or "nothing fitted"), highlight=False)
         con.print(f"fitted: {', '.join(rep['fitted']) or 'none'}; kept at {'the profile given' if calibration else 'the bundled fit'}'s "
                   f"values (no run responds to them): {', '.join(rep['held']) or 'none'}", highlight=False)
+        # where each fitted value applies: the GPU families its runs were on only (measure.calibrate.to_toml)
+        for x in scope_words(rep.get("scope", {}), srv):
+            con.print(f"written for {x}", highlight=False)
+        if rep.get("scope"):
+            con.print("every other engine and GPU family keeps " + ("the profile given" if calibration else "the bundled fit")
+                      + "'s serving values", highlight=False)
         _print_checks(profile.checks, con)
     for x in profile.left_out:
         con.print(f"note: {x}", highlight=False)

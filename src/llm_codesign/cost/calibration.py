@@ -10,9 +10,12 @@ from llm_codesign.errors import InputError, close_matches, did_you_mean, read_to
 from llm_codesign.spec.engines import ENGINES, MOE_KERNELS
 from llm_codesign.spec.validation import check_param
 
+# per serving engine: [default.<name>] engine = value for every GPU family, or [<family>.<name>] for one family's GPUs
+# (read by the same _apply after [default], so it wins there): `calibrate` writes what it fits from runs on one family
+# under that family (measure.calibrate.to_toml), so that they move no other family's answers
 BACKEND_KEYED = ("step_overhead_s", "ttft_overhead_s", "comm_latency_scale", "prefill_queue_fraction", "eager_launch_s", "eager_skew_s",
                  "idle_launch_s",
-                 "ttft_wait_steps", "adp_wait_steps", "seq_overhead_s")  # per serving engine
+                 "ttft_wait_steps", "adp_wait_steps", "seq_overhead_s")
 # per MoE kernel family (spec.engines.MOE_KERNELS) and GEMM kernel family of its weights (cost.kernels.
 # gemm_kernel), within a GPU family's section ([hopper.moe_kernel_eff.cutlass] fp8_block = ...), held as
 # "cutlass.fp8_block" keys; a pair without a value of its own takes moe_eff / moe_overhead_s (Calibration.moe_kernel)
@@ -251,7 +254,8 @@ RENAMED = {"attn_decode_wide_flops_eff": "was renamed attn_decode_wide_flop_clk 
                                          "4096 (hopper) or 8192 (blackwell)"}
 
 
-def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
+def _apply(c: Calibration, section: dict, origin: str, name: str = "default") -> Calibration:
+    """`section` ([`name`] of a profile: default or a GPU family's) over `c`."""
     kw = {}
     for k, v in section.items():
         if k in KERNEL_KEYED:
@@ -268,7 +272,7 @@ def _apply(c: Calibration, section: dict, origin: str) -> Calibration:
         # every value finite and in the parameter's physical range (spec.validation.param_range)
         if k in BACKEND_KEYED:
             if not isinstance(v, dict):
-                raise InputError(f"calibration.{k}", v, f"{origin}: a [default.{k}] table of engine = non-negative number")
+                raise InputError(f"calibration.{k}", v, f"{origin}: a [{name}.{k}] table of engine = non-negative number")
             d = dict(getattr(c, k))
             d.update({b: check_param(f"calibration.{k}.{b}", k, x) for b, x in v.items()})
             # an engine that never holds a request under attention DP has no such wait to set: it would be ignored
@@ -302,7 +306,7 @@ def _layers(doc: dict, family: str, origin: str, base: Calibration) -> Calibrati
     if "default" in doc:
         c = _apply(c, doc["default"], origin)
     if family in doc:
-        c = _apply(c, doc[family], origin)
+        c = _apply(c, doc[family], origin, family)
     return c
 
 

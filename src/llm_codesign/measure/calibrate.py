@@ -20,7 +20,7 @@ from llm_codesign.cost.calibration import (
     documented,
 )
 from llm_codesign.cost.gemm import main_loop_rate
-from llm_codesign.errors import InputError, UnsupportedModelError
+from llm_codesign.errors import InputError, UnsupportedModelError, read_toml
 from llm_codesign.measure.kernel_tables import (
     Table,
     engine_of,
@@ -367,35 +367,77 @@ def moe_parts(rows: list[dict], cal: Calibration) -> list[tuple[dict | None, lis
             for key, part in moe_groups(rows)]
 
 
-def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None) -> str:
-    lines = [f"# {line}" for line in header.splitlines()]
-    if serving:
-        lines += ["", "[default]"] + [f"{b.name} = {serving[b.name]:.6g}" for b in SERVING_BOUNDS if b.name not in BACKEND_KEYED]
-        # every engine's value as the fit priced it: the fitted ones and those it held (NOT_FITTED, other engines'),
-        # which a start profile may have set; left out, they would read back as the bundled defaults
-        priced = next(iter(fams.values()), None)
-        for n in BACKEND_KEYED:
-            held = dict(getattr(priced, n)) if priced is not None and n in serving else {}
-            lines += [f"[default.{n}]"] + [f"{b} = {v:.6g}" for b, v in sorted({**held, **serving[n]}.items())]
-    for fam, cal in sorted(fams.items()):
-        lines += ["", f"[{fam}]"]
+def to_toml(fams: dict[str, Calibration], report: list[dict], header: str, serving: dict | None = None, *,
+            scope: dict | None = None, start: dict | None = None) -> str:
+    """A profile's text: `start` (a starting profile's sections as read, without its [intervals]) carried over as it
+    scoped them; each family's of `fams` (the kernel-fitted ones) parameters in full under [<family>]; each fitted serving value
+    (`serving`, fit_serving's, for the keys of `scope`: key -> families, GPUs and runs, _ServingFit.scope) under each GPU
+    family its runs were on only ([cdna3.step_overhead_s] sglang = ...; cost.calibration reads it after [default], for
+    that family's GPUs alone). A value held at its start (no run responds to it) is not written: it reads back as the
+    start's, bundled or carried."""
+    doc: dict[str, dict] = {k: {n: dict(v) if isinstance(v, dict) else v for n, v in sec.items()}
+                            for k, sec in (start or {}).items() if k != "intervals" and isinstance(sec, dict)}
+    for fam in sorted(fams):
+        cal, sec = fams[fam], doc.setdefault(fam, {})
         for f in fields(Calibration):
+            if f.name in SERVING_FIELDS or f.name in BACKEND_KEYED:
+                continue  # serving-software parameters: the serving fit's, or the start's as it scoped them
             v = getattr(cal, f.name)
-            if f.name in SERVING_FIELDS or f.name in BACKEND_KEYED or f.name in KERNEL_KEYED:
-                continue  # serving-software parameters live in [default], per-kernel-family ones below
-            lines.append(f"{f.name} = {v:.6g}")
+            if f.name in KERNEL_KEYED:
+                per: dict[str, dict] = {}
+                for key, x in v:
+                    moe_fam, _, kern = key.partition(".")
+                    per.setdefault(moe_fam, {})[kern] = x
+                sec[f.name] = per
+            else:
+                sec[f.name] = v
+    for key, where in (scope or {}).items():
+        name, _, b = key.partition(":")
+        v = serving[name][b] if b else serving[name]
+        for fam in where["families"]:
+            sec = doc.setdefault(fam, {})
+            if b:
+                sec.setdefault(name, {})[b] = v
+            else:
+                sec[name] = v
+    lines = [f"# {line}" for line in header.splitlines()]
+    for sec_name in ["default", *sorted(k for k in doc if k != "default")]:
+        sec = doc.get(sec_name)
+        if sec is None:
+            continue
+        lines += ["", f"[{sec_name}]"] + [f"{k} = {v:.6g}" for k, v in sec.items() if not isinstance(v, dict)]
         for r in report:
-            if r["family"] == fam and r.get("median_ape") is not None:
+            if r["family"] == sec_name and r.get("median_ape") is not None:
                 lines.append(f"# {r['kind']}: {r['rows']} rows, median APE {r['median_ape']:.1f}%, p90 {r['p90_ape']:.1f}%, "
                              f"signed median {r['signed_median_pe']:+.1f}%")
-        for t in KERNEL_KEYED:
-            per: dict[str, list[str]] = {}
-            for key, v in getattr(cal, t):
-                moe_fam, _, kern = key.partition(".")
-                per.setdefault(moe_fam, []).append(f"{kern} = {v:.6g}")
-            for moe_fam, kv in per.items():
-                lines += [f"[{fam}.{t}.{moe_fam}]", *kv]
+        for k, v in sec.items():
+            if not isinstance(v, dict):
+                continue
+            if k in KERNEL_KEYED:  # [<family>.<table>.<MoE kernel family>] GEMM kernel family = value
+                for moe_fam, per in v.items():
+                    lines += [f"[{sec_name}.{k}.{moe_fam}]", *(f"{kern} = {x:.6g}" for kern, x in per.items())]
+            else:  # [<section>.<table>] engine = value
+                lines += [f"[{sec_name}.{k}]", *(f"{e} = {x:.6g}" for e, x in sorted(v.items()))]
     return "\n".join(lines) + "\n"
+
+
+def scope_words(scope: dict, serving: dict) -> list[str]:
+    """calibrate's statement of where each fitted serving value applies (`scope`: _ServingFit.scope's, the fitted keys'),
+    one line per engine (and one for the global values): "SGLang on CDNA3 GPUs only, from 10 runs on MI300X: step overhead
+    1.28 ms; ...". Every other engine and GPU family keeps the starting profile's values."""
+    from llm_codesign.measure.intervals import engine_title, family_name
+
+    groups: dict[tuple, list[str]] = {}
+    for key, where in scope.items():
+        name, _, b = key.partition(":")
+        head = (b, tuple(where["families"]), tuple(where["gpus"]), where["runs"])
+        groups.setdefault(head, []).append(serving_words(name, serving[name][b] if b else serving[name]))
+    out = []
+    for (b, fam, gpus, runs), said in groups.items():
+        fams = " and ".join(family_name(f) for f in fam)
+        who = f"{engine_title(b)} on {fams} GPUs only" if b else f"every engine on {fams} GPUs only"
+        out.append(f"{who}, from {runs} run{'s' if runs != 1 else ''} on {', '.join(gpus)}: {'; '.join(said)}")
+    return out
 
 
 def held_out(rows: list[dict], models: list[str]) -> list[dict]:
@@ -539,9 +581,27 @@ class _ServingFit:
                 self.state[key] = [float(np.clip(v, lo, hi)), lo, hi]
         self.held: dict[str, float] = {}  # parameters no row responds to (hold_unexercised): kept at their start
         self.band = polish_bands(self.rows)  # the kept rows' bands (on the bundled campaigns every row is kept)
-        engine_of = np.array([(r.get("backend") or "trtllm").strip().lower() for r in self.rows])
-        self.by_engine = {b: np.nonzero(engine_of == b)[0] for b in backends}
+        self.engines = np.array([(r.get("backend") or "trtllm").strip().lower() for r in self.rows])
+        self.by_engine = {b: np.nonzero(self.engines == b)[0] for b in backends}
         self.accepted = self.predicted()
+
+    def scope(self) -> dict[str, dict]:
+        """Each searched parameter's evidence (its key -> families, GPUs and runs): the rows the model priced (a
+        finite prediction), of its engine for a per-engine one, of every engine for a global one. A profile writes a
+        fitted value for those GPU families only (to_toml): runs on one family say nothing of another's host CPU,
+        engine build (SGLang on MI300X runs lmsysorg/sglang:v0.5.12-rocm700-mi30x, on NVIDIA GPUs -cu130 images:
+        SemiAnalysisAI/InferenceX@843c6254 configs/amd-master.yaml:66, configs/nvidia-master.yaml:863) or network
+        (newcomer review 2026-12-06: SGLang's costs fitted on 10 MI300X runs took B200's SGLang answers from 5961 to
+        3133 tok/s/GPU)."""
+        priced = np.isfinite(self.accepted).any(axis=0)
+        gpus = np.array([get_gpu((r.get("gpu") or "").strip()).name if p else "" for r, p in zip(self.rows, priced, strict=True)], dtype=object)
+        fams = np.array([get_gpu((r.get("gpu") or "").strip()).family if p else "" for r, p in zip(self.rows, priced, strict=True)], dtype=object)
+        out = {}
+        for key in self.state:
+            b = key.partition(":")[2]
+            on = priced & (self.engines == b) if b else priced
+            out[key] = {"families": sorted(set(fams[on])), "gpus": sorted(set(gpus[on])), "runs": int(on.sum())}
+        return out
 
     def fitted(self) -> dict:
         out = {n: {} for n in BACKEND_KEYED}
@@ -663,7 +723,7 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                 report: dict | None = None, progress=None, hold: bool = False) -> tuple[dict[str, Calibration], dict]:
     """Fit the serving-software parameters on measured serving runs: per-backend step overheads,
     the prefill queue fraction, the engines' one-shot all-reduce and the scale-out collective
-    latency (SERVING_BOUNDS). One set across the families present, written to [default].
+    latency (SERVING_BOUNDS). One set across the families present (calibrate writes each for its runs' families: to_toml).
     With `start` (a profile's values), the search continues from there with the median cycles only:
     a re-fit after a model change polishes the previous optimum instead of searching afresh.
     `report`, where given, is filled as fit_kind's report (for `doubtful`): the fit's error and the starting
@@ -717,7 +777,7 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
             report.update({"kind": "serving", "family": "default", "rows": len(fit.rows), "loss": best, "start_loss": start_loss,
                            "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
                            "at_bounds": fit.at_bounds(best), "converged": converged, "gain": prev - best if POLISH_CYCLES else 0.0,
-                           "fitted": list(fit.state), "held": list(fit.held)})
+                           "fitted": list(fit.state), "held": list(fit.held), "scope": fit.scope()})
     return {fam: fit.apply(c) for fam, c in fams.items()}, {**fit.fitted(), "loss": best}
 
 
@@ -886,7 +946,7 @@ def worse(before: dict, after: dict) -> list[str]:
 
 
 def _header(kernels: list[str], serving: str | None, *, clean: bool, hold_out: list[str] | None, left_out: list[str],
-            fitted: dict | None, given: bool) -> str:
+            fitted: dict | None, given: bool, values: dict | None = None) -> str:
     """A profile's header comments: when and from what it was fitted, the models held out, the rows left out (they cannot
     run), and the serving parameters the fit moved and those it kept at its start's values (`fitted`: its report)."""
     from datetime import date
@@ -898,6 +958,7 @@ def _header(kernels: list[str], serving: str | None, *, clean: bool, hold_out: l
     if fitted:
         header += (f"\nserving parameters fitted: {', '.join(fitted['fitted']) or 'none'}\nkept at "
                    f"{'the profile given' if given else 'the bundled fit'}'s values (no run responds to them): {', '.join(fitted['held']) or 'none'}")
+        header += "".join(f"\nwritten for {x}" for x in scope_words(fitted.get("scope", {}), values or {}))
     return header
 
 
@@ -945,8 +1006,13 @@ def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *,
         # as a kernel fit: refused where worse than the profile it started from, on a bound or unconverged, unless forced
         refuse(unfit([srv_report]), doubtful([srv_report]), output, force, force_words=force_words, skipped=left_out)
     header = _header(kernels, serving, clean=clean, hold_out=hold_out, left_out=left_out, fitted=srv_report if srv else None,
-                     given=calibration is not None)
-    text, checks = to_toml(fams, report, header, srv), {}
+                     given=calibration is not None, values=srv)
+    # the starting profile's own sections carried over as it scoped them (its [intervals] were its runs', not these)
+    begun = read_toml(calibration, "calibration", "a calibration profile") if calibration else None
+    # the kernel-fitted families' parameters only: a serving-only fit prices every family (fams above) but fits none of
+    # their kernels, and a copy of the bundled fit's would freeze them against a later re-fit
+    fitted_fams = {f: c for f, c in fams.items() if any(r["family"] == f for r in report)}
+    text, checks = to_toml(fitted_fams, report, header, srv, scope=srv_report.get("scope") if srv else None, start=begun), {}
     if srv:  # the intervals of the profile's own runs, priced with it: they narrow its answers' bands where they cover them
         from llm_codesign.measure.intervals import profile_section
 
