@@ -152,11 +152,16 @@ class StepParts(NamedTuple):
         pp x stage, as before; one micro-batch by the ring: each layer once, the head once, each stage's host cost per step
         and per sequence and its draft share, and the eager launches once (iteration_parts)."""
         pp = np.asarray(pp, float)
-        full = pp * self.stage
         if self.kernels_all is None:
-            return full
+            return pp * self.stage
+        by_ring, times = self._binding(pp, running, together=together)
+        return np.where(by_ring, self._ring(pp), times * self.stage)
+
+    def _binding(self, pp, running, *, together):
+        # the one selection iteration and iteration_parts share: (the ring binds, the stage's multiple where it does not:
+        # m below the depth, pp at it); the ring binds below the depth where it is the longer (ties to the ring)
         m = micro_batches(running, pp, together=together)
-        return np.where(m < pp, np.maximum(self._ring(pp), m * self.stage), full)
+        return (m < pp) & (self._ring(pp) >= m * self.stage), np.where(m < pp, m, pp)
 
     def _ring(self, pp):
         # the eager launches once on the critical path: every PP rank runs its own executor loop and launches its
@@ -174,11 +179,9 @@ class StepParts(NamedTuple):
         own = {n: np.asarray(getattr(self, n), float) for n in names}
         if self.kernels_all is None:
             return {n: pp * v for n, v in own.items()}
-        m = micro_batches(running, pp, together=together)
         ring = {"kernels": np.asarray(self.kernels_all, float), "host_step": pp * own["host_step"], "host_seq": pp * own["host_seq"],
                 "draft": pp * own["draft"], "eager": np.asarray(self.eager_all, float) / pp}
-        by_ring = (m < pp) & (self._ring(pp) >= m * self.stage)
-        times = np.where(m < pp, m, pp)
+        by_ring, times = self._binding(pp, running, together=together)
         return {n: np.where(by_ring, ring[n], times * own[n]) for n in names}
 
 
