@@ -13,6 +13,7 @@ requests' output over their prefill plus decode time.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -215,7 +216,7 @@ def decode_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, 
 
 
 def _step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
-    """decode_step_parts and every stage's kernel launches (None at one stage)."""
+    """decode_step_parts and every stage's (kernel launches, collectives) (None at one stage)."""
     t_kernels, t_draft, ops, t_all, n_all = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
                                                     what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
     draft = 0.0 if spec is None else t_draft / np.asarray(sh.pp, float)
@@ -223,25 +224,28 @@ def _step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
 
 
 def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
-    """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph,
-    the slowest stage's (eager) and every stage's in turn (eager_all, at the same rate per launch)."""
-    parts, t_draft, ops, n_all = _step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
+    """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph
+    that its kernels do not hide (_eager_decode), the slowest stage's (eager) and every stage's in turn (eager_all)."""
+    parts, t_draft, ops, every = _step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
     own = default_capture(costs.engine, gpu, sh, k=k, flags=flags)
-    eager = _eager_decode(ops, b, flags, costs, stage_ranks(sh), default=own)
-    eager_all = 0.0 if n_all is None else np.where(np.asarray(eager) > 0, costs.eager_per_launch(stage_ranks(sh)) * n_all, 0.0)
+    ranks = stage_ranks(sh)
+    eager = _eager_decode(b, flags, default=own, host=decode_launch_host(launches(ops), launches(_collectives(ops)), ranks),
+                          kernels=parts.kernels)
+    eager_all = 0.0 if every is None else \
+        np.where(np.asarray(eager) > 0, np.maximum(decode_launch_host(*every, ranks) - parts.kernels_all, 0.0), 0.0)
     return parts._replace(eager=eager, eager_all=eager_all), t_draft, ops
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators, the kernels of
-    every stage in turn and their launches: None where no plan has more than one stage)."""
+    every stage in turn and (their launches, the collectives among them): None where no plan has more than one stage)."""
     staged = bool(np.any(np.asarray(sh.pp) > 1))
     ops = forward_ops(model, gpu, costs.cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine,
                       sample=True, all_stages=staged)
     ops, every = ops if staged else (ops, None)
     t_draft = 0.0 if spec is None else _draft_passes(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec, ops=ops)
     return (kernels_time(ops, gpu, costs), t_draft, ops, None if every is None else kernels_time(every, gpu, costs),
-            None if every is None else launches(every))
+            None if every is None else (launches(every), launches(_collectives(every))))
 
 
 def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding, ops=None):
@@ -376,12 +380,15 @@ class PrefillParts(NamedTuple):
 
     def through(self, pp):
         """The step crossing every one of `pp` stages alone (one request's chunk, nothing beside it in the pipeline), in
-        slowest-stage steps: the stages' sum (each layer once, the head once, each stage's host cost and eager launches)
-        over the slowest stage's step; pp where there is one stage (docs/modelling-notes.md#pp-stage-sum)."""
+        slowest-stage steps: the stages' sum (each layer once, the head once, each stage's host cost per step and per
+        sequence) over the slowest stage's step; pp where there is one stage (docs/modelling-notes.md#pp-stage-sum). The
+        host's launches (eager, and an idle engine's dispatch beyond them) count once, as in a decode iteration
+        (StepParts._ring): each stage's host has the request before the activations reach its GPU, and launches its layers
+        under the upstream stages' compute (docs/modelling-notes.md#ppeager-eager)."""
         pp = np.asarray(pp, float)
         if self.kernels_all is None:
             return pp
-        ring = self.kernels_all + self.eager_all + pp * (self.host_step + self.host_seq + self.idle + self.draft)
+        ring = self.kernels_all + self.eager_all / pp + self.idle + pp * (self.host_step + self.host_seq + self.draft)
         return np.where(pp > 1, ring / np.maximum(self.step, 1e-30), pp)
 
 
@@ -724,13 +731,59 @@ def graph_misses(batch, fl: SchedulerFlags, default):
     return (b > m) | (unset & (not padded) & ~listed)
 
 
-def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks, *, default):
+def _eager_decode(batch, fl: SchedulerFlags, *, default, host, kernels):
     """What a decode batch CUDA graphs do not capture (graph_misses, the engine's `default` capture where the run sets
-    none) adds: every kernel's host launch over the stage's `ranks`, as in an eager step."""
+    none) adds to its stage's step: the host's launches of its kernels (`host`, decode_launch_host) beyond the kernels'
+    own time (`kernels`), which they run under. Every engine here launches a decode step while the GPU still runs the one
+    before (TensorRT-LLM's _executor_loop_overlap, PyExecutor.__init__, tensorrt_llm/_torch/pyexecutor/py_executor.py
+    @9521caf4; SGLang's overlap scheduler) and each launch returns before its kernel ends, so the step takes the longer
+    of the two: max(host, kernels) = kernels + max(host - kernels, 0) (docs/modelling-notes.md#ppeager-eager)."""
     top, padded = default
     if padded and np.all(np.isinf(top)) and not np.any(np.isfinite(fl.cuda_graph_max_bs)):  # every batch captured
         return 0.0
-    return np.where(graph_misses(batch, fl, default), costs.eager_per_launch(ranks) * launches(ops), 0.0)
+    return np.where(graph_misses(batch, fl, default), np.maximum(host - kernels, 0.0), 0.0)
+
+
+# A decode step's kernels launched one by one from Python (docs/modelling-notes.md#ppeager-eager): documented, not
+# fitted (no campaign row decodes outside its graphs). The host's interval a launch in an eager PyTorch forward: ~35 us
+# measured on TensorRT-LLM's PyTorch path (its kernels of ~24 us "shorter than CPU dispatch interval (~35us)",
+# NVIDIA/TensorRT-LLM PR #12653, 2026-04-01); range 8-40 us, 8 the least a Python-launched kernel costs (Inductor's
+# per-kernel launcher 7-9 us against the driver's 3, meta-pytorch/tritonbench PR #1017), 40 that figure's upper reading.
+# Engine-independent: SGLang, vLLM (--enforce-eager) and ATOM run the same PyTorch eager forward outside their graphs.
+DECODE_LAUNCH_S = 35e-6
+# The spread of that interval from launch to launch: ~2 us ("CPU jitter (~2us/launch)", the same PR); range 0-5 us
+LAUNCH_JITTER_S = 2e-6
+
+
+def _collectives(ops):
+    """The operators of a stage's step that every rank of the stage meets at (TP / attention-DP collectives, the logits
+    gather): its kind-"comm" operators but the pipeline's point-to-point hops, which join two stages."""
+    return [op for op in ops if op.kind == "comm" and op.part != "pipeline"]
+
+
+_Z = np.linspace(-9.0, 9.0, 3601)
+_PHI = np.exp(-0.5 * _Z ** 2) / np.sqrt(2.0 * np.pi)
+_CDF = np.array([0.5 * (1.0 + math.erf(z / math.sqrt(2.0))) for z in _Z])
+
+
+def expected_max_normal(n):
+    """E[max of n standard normal draws] (0 for n <= 1): the integral of z n phi(z) Phi(z)^(n-1), on a grid of 0.005
+    (0.5642, 1.0294, 1.4236 for 2, 4, 8 to 1e-4), for every distinct n once."""
+    n = np.maximum(np.asarray(n, float), 1.0)
+    u, inv = np.unique(n, return_inverse=True)
+    dens = u[:, None] * _PHI * _CDF ** (u[:, None] - 1.0)
+    e = np.sum(_Z * dens, axis=1) * (_Z[1] - _Z[0])
+    return np.where(u > 1.0, e, 0.0)[inv].reshape(n.shape)
+
+
+def decode_launch_host(n, collectives, ranks):
+    """The host's time to launch a decode step's `n` kernels on the slowest of a stage's `ranks`, which meet at each of
+    its `collectives`. Each rank's process launches its own kernels at DECODE_LAUNCH_S a launch, each launch's interval
+    varying by LAUNCH_JITTER_S, independently by rank; a collective completes only once its last rank has launched it, so
+    each stretch between two collectives (n / c launches, spread sqrt(n / c) x the jitter) runs at its slowest rank's:
+    c x sqrt(n / c) x jitter x E[max of N normal draws] = sqrt(n c) x jitter x e_N beyond n x the launch (e_1 = 0)."""
+    n, c = np.asarray(n, float), np.asarray(collectives, float)
+    return n * DECODE_LAUNCH_S + np.sqrt(n * c) * LAUNCH_JITTER_S * expected_max_normal(ranks)
 
 
 def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival: str, steps, wave,
