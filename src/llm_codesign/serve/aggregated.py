@@ -138,6 +138,7 @@ class StepParts(NamedTuple):
     eager: object = 0.0
     kernels_all: object = None  # the kernels of every stage in turn (forward_ops all_stages); None: one stage (PP1)
     eager_all: object = 0.0  # every stage's eager launches in turn (their exact count, as PrefillParts.eager_all)
+    eager_ring: object = None  # the eager launches one micro-batch's ring waits on; None: one stage's share, eager_all / pp
 
     @property
     def stage(self):
@@ -165,11 +166,15 @@ class StepParts(NamedTuple):
         return (m < pp) & (self._ring(pp) >= m * self.stage), np.where(m < pp, m, pp)
 
     def _ring(self, pp):
-        # the eager launches once on the critical path: every PP rank runs its own executor loop and launches its
-        # micro-batch's kernels as soon as the schedule reaches it, its NCCL recv queued on the stream, so stages 1..pp-1
-        # launch under the upstream stages' compute (docs/modelling-notes.md#pp-stage-sum); one stage's share of the
-        # exact count over all stages (eager_all / pp)
-        return self.kernels_all + self.eager_all / pp + pp * (self.host_step + self.host_seq + self.draft)
+        return self.kernels_all + self._eager_ring(pp) + pp * (self.host_step + self.host_seq + self.draft)
+
+    def _eager_ring(self, pp):
+        # by default the eager launches once on the critical path: every PP rank runs its own executor loop and launches
+        # its micro-batch's kernels as soon as the schedule reaches it, its NCCL recv queued on the stream, so stages
+        # 1..pp-1 launch under the upstream stages' compute (docs/modelling-notes.md#pp-stage-sum); one stage's share of
+        # the exact count over all stages (eager_all / pp). An engine whose stages launch one after another sets its own
+        # (_decode_stage, PP_HOSTS_TOGETHER)
+        return np.asarray(self.eager_all, float) / pp if self.eager_ring is None else np.asarray(self.eager_ring, float)
 
     def iteration_parts(self, pp, running, *, together=False) -> dict:
         """iteration's time by part (kernels, host_step, host_seq, draft, eager; seconds), summing to it: the ring's parts
@@ -181,7 +186,7 @@ class StepParts(NamedTuple):
         if self.kernels_all is None:
             return {n: pp * v for n, v in own.items()}
         ring = {"kernels": np.asarray(self.kernels_all, float), "host_step": pp * own["host_step"], "host_seq": pp * own["host_seq"],
-                "draft": pp * own["draft"], "eager": np.asarray(self.eager_all, float) / pp}
+                "draft": pp * own["draft"], "eager": self._eager_ring(pp)}
         by_ring, times = self._binding(pp, running, together=together)
         return {n: np.where(by_ring, ring[n], times * own[n]) for n in names}
 
@@ -225,15 +230,32 @@ def _step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
 
 def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
     """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph
-    that its kernels do not hide (_eager_decode), the slowest stage's (eager) and every stage's in turn (eager_all)."""
+    that its kernels do not hide (_eager_decode), the slowest stage's (eager), every stage's in turn (eager_all) and what
+    one micro-batch's pass through the stages waits on (eager_ring, PP_HOSTS_TOGETHER)."""
     parts, t_draft, ops, every = _step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
     own = default_capture(costs.engine, gpu, sh, k=k, flags=flags)
     ranks = stage_ranks(sh)
     eager = _eager_decode(b, flags, default=own, host=decode_launch_host(launches(ops), launches(_collectives(ops)), ranks),
                           kernels=parts.kernels)
-    eager_all = 0.0 if every is None else \
-        np.where(np.asarray(eager) > 0, np.maximum(decode_launch_host(*every, ranks) - parts.kernels_all, 0.0), 0.0)
-    return parts._replace(eager=eager, eager_all=eager_all), t_draft, ops
+    if every is None:
+        return parts._replace(eager=eager), t_draft, ops
+    eager_all = np.where(np.asarray(eager) > 0, np.maximum(decode_launch_host(*every, ranks) - parts.kernels_all, 0.0), 0.0)
+    pp = np.asarray(sh.pp, float)
+    ring = eager_all / pp if costs.engine.name in PP_HOSTS_TOGETHER else eager_all
+    return parts._replace(eager=eager, eager_all=eager_all, eager_ring=ring), t_draft, ops
+
+
+# Engines whose PP stages start a decode step's launches together: TensorRT-LLM's ranks each take the step's sampled
+# tokens from a chain of small host messages (last -> 0 -> 1 ..., recv_object / isend_object) and launch the forward
+# asynchronously, the activations' recv on the stream (_executor_loop_pp, _forward_step_inter_pp, tensorrt_llm/_torch/
+# pyexecutor/py_executor.py@9521caf4), so a stage's launches run under the stages upstream and one micro-batch's pass pays
+# one stage's excess over its kernels (eager_all / pp). vLLM's worker receives the previous stage's tensor dict before it
+# launches its own forward, the dict's metadata over the CPU group, sent once that stage's host has launched its forward
+# (get_pp_group().recv_tensor_dict, then send_tensor_dict after execute_model, vllm/v1/worker/gpu_worker.py@35d5cda1
+# execute_model; SGLang's event_loop_pp receives its proxy tensors the same way before it launches, _pp_recv_proxy_tensors,
+# managers/scheduler_pp_mixin.py, read through the search index, unpinned): the stages' hosts run one after another, so a
+# host-bound pass pays every stage's excess, max(the hosts' sum, the kernels' sum) (eager_all)
+PP_HOSTS_TOGETHER = frozenset({"trtllm"})
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
@@ -381,14 +403,17 @@ class PrefillParts(NamedTuple):
     def through(self, pp):
         """The step crossing every one of `pp` stages alone (one request's chunk, nothing beside it in the pipeline), in
         slowest-stage steps: the stages' sum (each layer once, the head once, each stage's host cost per step and per
-        sequence) over the slowest stage's step; pp where there is one stage (docs/modelling-notes.md#pp-stage-sum). The
-        host's launches (eager, and an idle engine's dispatch beyond them) count once, as in a decode iteration
-        (StepParts._ring): each stage's host has the request before the activations reach its GPU, and launches its layers
-        under the upstream stages' compute (docs/modelling-notes.md#ppeager-eager)."""
+        sequence, an idle engine's dispatch) over the slowest stage's step; pp where there is one stage
+        (docs/modelling-notes.md#pp-stage-sum). The eager launches count once, one stage's share of eager_all, as in a
+        decode iteration (StepParts._ring): each stage's host launches its layers before the activations reach its GPU,
+        under the upstream stages' compute, whether the hosts start together (TensorRT-LLM) or one after another (vLLM,
+        SGLang: PP_HOSTS_TOGETHER), since a stage's dispatch is shorter than the prefill kernels upstream of it
+        (docs/modelling-notes.md#ppeager-eager). The idle dispatch (SGLang's alone, idle_launch_s) paces each stage where
+        it binds, and SGLang's stages dispatch one after another: pp times."""
         pp = np.asarray(pp, float)
         if self.kernels_all is None:
             return pp
-        ring = self.kernels_all + self.eager_all / pp + self.idle + pp * (self.host_step + self.host_seq + self.draft)
+        ring = self.kernels_all + self.eager_all / pp + pp * (self.host_step + self.host_seq + self.idle + self.draft)
         return np.where(pp > 1, ring / np.maximum(self.step, 1e-30), pp)
 
 
@@ -1116,15 +1141,26 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
     # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
     t_req_pf = (np.maximum(t_pf_stage - np.where(mixes, t_stage, 0.0), 0.0) * r.new / np.maximum(pf_step_tok, 1.0)) if closed else None
-    return q, t_pf_stage, span, t_req_pf, rest, _span_parts(pf, own=own, idle=idle, burst=burst, span=span)
+    crossing = ~np.asarray(r.pipelined, bool) & (np.asarray(r.pp, float) > 1)
+    return q, t_pf_stage, span, t_req_pf, rest, _span_parts(pf, own=own, idle=idle, burst=burst, span=span,
+                                                            alone=np.where(crossing, through, np.nan), pp=r.pp)
 
 
-def _span_parts(pf: PrefillParts, *, own, idle, burst, span) -> dict:
+def _span_parts(pf: PrefillParts, *, own, idle, burst, span, alone=np.nan, pp=1.0) -> dict:
     """A first token's prefill span in its parts (evaluate's time_parts; they sum to `span`): its `own` steps' kernels, host
     (step and per sequence), eager launches and the decodes' drafts beside, what an idle engine's dispatch adds, the first
-    wave's steps (`burst`)."""
-    return {"prefill_kernels": own * pf.kernels, "prefill_host": own * (pf.host_step + pf.host_seq), "prefill_eager": own * pf.eager,
-            "prefill_draft": own * pf.draft, "prefill_idle": idle + 0.0 * span, "first_wave": burst + 0.0 * span}
+    wave's steps (`burst`). Where its steps cross the `pp` stages alone (`alone`: PrefillParts.through, NaN where they
+    stream), `own` / through steps of the ring's own parts: every stage's kernels, its eager launches once, the rest pp
+    times (PrefillParts.through), which sum to own x the slowest stage's step as the stage's parts do (its step here is
+    priced busy: no idle part)."""
+    stage = {"kernels": pf.kernels, "host": pf.host_step + pf.host_seq, "eager": pf.eager, "draft": pf.draft}
+    parts = {k: own * v for k, v in stage.items()}
+    if pf.kernels_all is not None and np.any(np.isfinite(alone)):
+        steps, pp = own / np.where(np.isfinite(alone), alone, 1.0), np.asarray(pp, float)
+        ring = {"kernels": pf.kernels_all, "host": pp * stage["host"], "eager": pf.eager_all / pp, "draft": pp * pf.draft}
+        parts = {k: np.where(np.isfinite(alone), steps * ring[k], parts[k]) for k in parts}
+    return {"prefill_kernels": parts["kernels"], "prefill_host": parts["host"], "prefill_eager": parts["eager"],
+            "prefill_draft": parts["draft"], "prefill_idle": idle + 0.0 * span, "first_wave": burst + 0.0 * span}
 
 
 def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=None, mixes=True, rest=0.0) -> tuple:
