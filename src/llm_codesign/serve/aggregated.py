@@ -1141,22 +1141,20 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
     # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
     t_req_pf = (np.maximum(t_pf_stage - np.where(mixes, t_stage, 0.0), 0.0) * r.new / np.maximum(pf_step_tok, 1.0)) if closed else None
-    crossing = ~np.asarray(r.pipelined, bool) & (np.asarray(r.pp, float) > 1)
-    return q, t_pf_stage, span, t_req_pf, rest, _span_parts(pf, own=own, idle=idle, burst=burst, span=span,
-                                                            alone=np.where(crossing, through, np.nan), pp=r.pp)
+    return q, t_pf_stage, span, t_req_pf, rest, _span_parts(pf, own=own, idle=idle, burst=burst, span=span, r=r, through=through)
 
 
-def _span_parts(pf: PrefillParts, *, own, idle, burst, span, alone=np.nan, pp=1.0) -> dict:
+def _span_parts(pf: PrefillParts, *, own, idle, burst, span, r: _Rank, through) -> dict:
     """A first token's prefill span in its parts (evaluate's time_parts; they sum to `span`): its `own` steps' kernels, host
     (step and per sequence), eager launches and the decodes' drafts beside, what an idle engine's dispatch adds, the first
-    wave's steps (`burst`). Where its steps cross the `pp` stages alone (`alone`: PrefillParts.through, NaN where they
-    stream), `own` / through steps of the ring's own parts: every stage's kernels, its eager launches once, the rest pp
-    times (PrefillParts.through), which sum to own x the slowest stage's step as the stage's parts do (its step here is
-    priced busy: no idle part)."""
+    wave's steps (`burst`). Where its steps cross the rank's stages alone (not pipelined, pp > 1), `own` / `through` steps
+    of the ring's own parts: every stage's kernels, its eager launches once, the rest pp times (PrefillParts.through), which
+    sum to own x the slowest stage's step as the stage's parts do (its step here is priced busy: no idle part)."""
     stage = {"kernels": pf.kernels, "host": pf.host_step + pf.host_seq, "eager": pf.eager, "draft": pf.draft}
     parts = {k: own * v for k, v in stage.items()}
+    alone = np.where(~np.asarray(r.pipelined, bool) & (np.asarray(r.pp, float) > 1), through, np.nan)
     if pf.kernels_all is not None and np.any(np.isfinite(alone)):
-        steps, pp = own / np.where(np.isfinite(alone), alone, 1.0), np.asarray(pp, float)
+        steps, pp = own / np.where(np.isfinite(alone), alone, 1.0), np.asarray(r.pp, float)
         ring = {"kernels": pf.kernels_all, "host": pp * stage["host"], "eager": pf.eager_all / pp, "draft": pp * pf.draft}
         parts = {k: np.where(np.isfinite(alone), steps * ring[k], parts[k]) for k in parts}
     return {"prefill_kernels": parts["kernels"], "prefill_host": parts["host"], "prefill_eager": parts["eager"],
