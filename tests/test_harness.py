@@ -297,28 +297,31 @@ def test_trtllm_default_graphs_stop_at_128_and_skip_the_gaps():
 def test_trtllm_default_estimate_pays_the_eager_launches_above_128():
     # llama-3.1-8b BF16 on one H100: a decode step launches 32 layers x (QKV, attention, O, gate-up, down and 4
     # elementwise kernels) + the LM head + the sampler's sampling kernel = 290 kernels (the logits gather is free at one
-    # rank: no launch). At an eager launch of 10 us (no spread over one rank) the default
-    # capture's eager step at 256 requests (225 run: the KV cache holds 225) and at 100 (between 64 and 128) costs
-    # 290 x 10 us = 2.90 ms more than the same batch under a capture padded to 256; at 128 (captured) nothing
+    # rank: no launch), 290 x 35 us = 10.15 ms from the host (docs/modelling-notes.md#ppeager-eager). The default capture
+    # (1-32, 64, 128, unpadded) misses a batch of 33: the step takes the host's 10.15 ms where its kernels take 9.208 ms,
+    # 0.942 ms more than under a capture padded to 256. At 100 and at 256 requests (225 run: the KV cache holds 225) the
+    # kernels (15, 25 ms) outlast the host's launches: nothing; at 128 (captured) nothing
     g, m = get_gpu("h100"), get_model("llama-3.1-8b")
-    cal = replace(calibration_for(g), eager_launch_s=(("trtllm", 10e-6),), eager_skew_s=(("trtllm", 0.0),))
+    cal = calibration_for(g)
 
     def step(c, flags=None):
         r = _evaluate(m, g, cal, m.default_precision, _plan(1), concurrency=float(c), isl=1024.0, osl=1024.0,
-                      engine=get_engine("trtllm"), flags=flags)
-        return r["step_s"].item(), r["max_batch"].item()
+                      engine=get_engine("trtllm"), flags=flags, with_ops=True)
+        return r["step_s"].item(), r["max_batch"].item(), float(np.ravel(r["step_parts"].kernels)[0])
 
+    (eager, batch, kernels), (graphed, _, _) = step(33), step(33, SchedulerFlags(cuda_graph_max_bs=256.0))
+    assert batch == 225 and kernels == pytest.approx(9.2083e-3, abs=1e-7)
+    assert eager - graphed == pytest.approx(290 * 35e-6 - kernels, rel=1e-9)
     for c in (100, 256):
-        (eager, batch), (graphed, _) = step(c), step(c, SchedulerFlags(cuda_graph_max_bs=256.0))
-        assert batch == 225 and eager - graphed == pytest.approx(290 * 10e-6, rel=1e-9)
+        assert step(c)[0] == step(c, SchedulerFlags(cuda_graph_max_bs=256.0))[0]
     assert step(128)[0] == step(128, SchedulerFlags(cuda_graph_max_bs=256.0))[0]
 
 
 def test_a_deployments_cuda_graphs_reach_the_estimate():
     # Deployment.cuda_graph_max_bs (estimate --cuda-graph-max-bs) pads the capture up to it, as a run's flag does: llama-3.1-8b
-    # on one H100 at 256 requests (225 run) under TensorRT-LLM's default capture pays 290 eager launches a step at the
-    # fitted 0.203003 us (one rank: no spread), 58.87 us, which a capture up to 256 removes (0.139522 us, 40.46 us before the
-    # re-fit c7c8c06)
+    # on one H100 at 33 requests under TensorRT-LLM's default capture (1-32, 64, 128) launches its 290 kernels from the host,
+    # 10.15 ms against the step's 9.208 ms of kernels: 0.942 ms more, which a capture up to 256 removes (before ppeager:
+    # 290 x the prefill-fitted 0.203 us at 256 requests, now hidden under that batch's kernels)
     from llm_codesign.errors import InputError
     from llm_codesign.serve.aggregated import Serving as S
     from llm_codesign.spec.plan import Deployment, Precision
@@ -327,17 +330,15 @@ def test_a_deployments_cuda_graphs_reach_the_estimate():
     cal = calibration_for(g)
     dep = Deployment(gpu=g, num_gpus=1, precision=Precision.of("bf16"), backend="trtllm")
 
-    def step(d):
-        return evaluate(m, S.of(d), cal=cal, concurrency=256.0, isl=1024.0, osl=1024.0)["step_s"].item()
+    def step(d, c=33.0):
+        return evaluate(m, S.of(d), cal=cal, concurrency=c, isl=1024.0, osl=1024.0)["step_s"].item()
 
     captured = replace(dep, cuda_graph_max_bs=256)
-    assert step(dep) - step(captured) == pytest.approx(290 * 0.203003e-6, rel=1e-4)
+    assert step(dep) - step(captured) == pytest.approx(290 * 35e-6 - 9.2083e-3, abs=1e-7)
     assert Deployment.from_dict(captured.to_dict()).cuda_graph_max_bs == 256 and "cuda_graph_max_bs" not in dep.to_dict()
-    # 0: graphs off (what import reads from TensorRT-LLM's `cuda_graph_config: null`): 64 requests, which the default captures,
-    # pay the same 290 eager launches
-    def step64(d):
-        return evaluate(m, S.of(d), cal=cal, concurrency=64.0, isl=1024.0, osl=1024.0)["step_s"].item()
-
-    assert step64(replace(dep, cuda_graph_max_bs=0)) - step64(dep) == pytest.approx(290 * 0.203003e-6, rel=1e-4)
+    # 0: graphs off (what import reads from TensorRT-LLM's `cuda_graph_config: null`): 16 requests, which the default captures,
+    # pay the host's 10.15 ms over their kernels
+    off, on = step(replace(dep, cuda_graph_max_bs=0), 16.0), step(dep, 16.0)
+    assert off - on == pytest.approx(10.15e-3 - (on - 1.86824e-05 - 16 * 2.36181e-06), rel=1e-6)
     with pytest.raises(InputError, match=r"cuda_graph_max_bs: -1 is not valid; a whole number of requests from 0 \(graphs off\)"):
         replace(dep, cuda_graph_max_bs=-1)

@@ -13,6 +13,7 @@ requests' output over their prefill plus decode time.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -137,6 +138,7 @@ class StepParts(NamedTuple):
     eager: object = 0.0
     kernels_all: object = None  # the kernels of every stage in turn (forward_ops all_stages); None: one stage (PP1)
     eager_all: object = 0.0  # every stage's eager launches in turn (their exact count, as PrefillParts.eager_all)
+    eager_ring: object = None  # the eager launches one micro-batch's ring waits on; None: one stage's share, eager_all / pp
 
     @property
     def stage(self):
@@ -152,18 +154,27 @@ class StepParts(NamedTuple):
         pp x stage, as before; one micro-batch by the ring: each layer once, the head once, each stage's host cost per step
         and per sequence and its draft share, and the eager launches once (iteration_parts)."""
         pp = np.asarray(pp, float)
-        full = pp * self.stage
         if self.kernels_all is None:
-            return full
+            return pp * self.stage
+        by_ring, times = self._binding(pp, running, together=together)
+        return np.where(by_ring, self._ring(pp), times * self.stage)
+
+    def _binding(self, pp, running, *, together):
+        # the one selection iteration and iteration_parts share: (the ring binds, the stage's multiple where it does not:
+        # m below the depth, pp at it); the ring binds below the depth where it is the longer (ties to the ring)
         m = micro_batches(running, pp, together=together)
-        return np.where(m < pp, np.maximum(self._ring(pp), m * self.stage), full)
+        return (m < pp) & (self._ring(pp) >= m * self.stage), np.where(m < pp, m, pp)
 
     def _ring(self, pp):
-        # the eager launches once on the critical path: every PP rank runs its own executor loop and launches its
-        # micro-batch's kernels as soon as the schedule reaches it, its NCCL recv queued on the stream, so stages 1..pp-1
-        # launch under the upstream stages' compute (docs/modelling-notes.md#pp-stage-sum); one stage's share of the
-        # exact count over all stages (eager_all / pp)
-        return self.kernels_all + self.eager_all / pp + pp * (self.host_step + self.host_seq + self.draft)
+        return self.kernels_all + self._eager_ring(pp) + pp * (self.host_step + self.host_seq + self.draft)
+
+    def _eager_ring(self, pp):
+        # by default the eager launches once on the critical path: every PP rank runs its own executor loop and launches
+        # its micro-batch's kernels as soon as the schedule reaches it, its NCCL recv queued on the stream, so stages
+        # 1..pp-1 launch under the upstream stages' compute (docs/modelling-notes.md#pp-stage-sum); one stage's share of
+        # the exact count over all stages (eager_all / pp). An engine whose stages launch one after another sets its own
+        # (_decode_stage, PP_HOSTS_TOGETHER)
+        return np.asarray(self.eager_all, float) / pp if self.eager_ring is None else np.asarray(self.eager_ring, float)
 
     def iteration_parts(self, pp, running, *, together=False) -> dict:
         """iteration's time by part (kernels, host_step, host_seq, draft, eager; seconds), summing to it: the ring's parts
@@ -174,11 +185,9 @@ class StepParts(NamedTuple):
         own = {n: np.asarray(getattr(self, n), float) for n in names}
         if self.kernels_all is None:
             return {n: pp * v for n, v in own.items()}
-        m = micro_batches(running, pp, together=together)
         ring = {"kernels": np.asarray(self.kernels_all, float), "host_step": pp * own["host_step"], "host_seq": pp * own["host_seq"],
-                "draft": pp * own["draft"], "eager": np.asarray(self.eager_all, float) / pp}
-        by_ring = (m < pp) & (self._ring(pp) >= m * self.stage)
-        times = np.where(m < pp, m, pp)
+                "draft": pp * own["draft"], "eager": self._eager_ring(pp)}
+        by_ring, times = self._binding(pp, running, together=together)
         return {n: np.where(by_ring, ring[n], times * own[n]) for n in names}
 
 
@@ -212,7 +221,7 @@ def decode_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, 
 
 
 def _step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
-    """decode_step_parts and every stage's kernel launches (None at one stage)."""
+    """decode_step_parts and every stage's (kernel launches, collectives) (None at one stage)."""
     t_kernels, t_draft, ops, t_all, n_all = _reused(lambda: _decode_kernels(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec),
                                                     what=("decode", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(b, ctx, k))
     draft = 0.0 if spec is None else t_draft / np.asarray(sh.pp, float)
@@ -220,25 +229,45 @@ def _step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
 
 
 def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
-    """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph,
-    the slowest stage's (eager) and every stage's in turn (eager_all, at the same rate per launch)."""
-    parts, t_draft, ops, n_all = _step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
+    """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph
+    that its kernels do not hide (_eager_decode), the slowest stage's (eager), every stage's in turn (eager_all) and what
+    one micro-batch's pass through the stages waits on (eager_ring, PP_HOSTS_TOGETHER)."""
+    parts, t_draft, ops, every = _step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
     own = default_capture(costs.engine, gpu, sh, k=k, flags=flags)
-    eager = _eager_decode(ops, b, flags, costs, stage_ranks(sh), default=own)
-    eager_all = 0.0 if n_all is None else np.where(np.asarray(eager) > 0, costs.eager_per_launch(stage_ranks(sh)) * n_all, 0.0)
-    return parts._replace(eager=eager, eager_all=eager_all), t_draft, ops
+    ranks = stage_ranks(sh)
+    eager = _eager_decode(b, flags, default=own, host=decode_launch_host(launches(ops), launches(_collectives(ops)), ranks),
+                          kernels=parts.kernels)
+    if every is None:
+        return parts._replace(eager=eager), t_draft, ops
+    eager_all = np.where(np.asarray(eager) > 0, np.maximum(decode_launch_host(*every, ranks) - parts.kernels_all, 0.0), 0.0)
+    pp = np.asarray(sh.pp, float)
+    ring = eager_all / pp if costs.engine.name in PP_HOSTS_TOGETHER else eager_all
+    return parts._replace(eager=eager, eager_all=eager_all, eager_ring=ring), t_draft, ops
+
+
+# Engines whose PP stages start a decode step's launches together: TensorRT-LLM's ranks each take the step's sampled
+# tokens from a chain of small host messages (last -> 0 -> 1 ..., recv_object / isend_object) and launch the forward
+# asynchronously, the activations' recv on the stream (_executor_loop_pp, _forward_step_inter_pp, tensorrt_llm/_torch/
+# pyexecutor/py_executor.py@9521caf4), so a stage's launches run under the stages upstream and one micro-batch's pass pays
+# one stage's excess over its kernels (eager_all / pp). vLLM's worker receives the previous stage's tensor dict before it
+# launches its own forward, the dict's metadata over the CPU group, sent once that stage's host has launched its forward
+# (get_pp_group().recv_tensor_dict, then send_tensor_dict after execute_model, vllm/v1/worker/gpu_worker.py@35d5cda1
+# execute_model; SGLang's event_loop_pp receives its proxy tensors the same way before it launches, _pp_recv_proxy_tensors,
+# managers/scheduler_pp_mixin.py, read through the search index, unpinned): the stages' hosts run one after another, so a
+# host-bound pass pays every stage's excess, max(the hosts' sum, the kernels' sum) (eager_all)
+PP_HOSTS_TOGETHER = frozenset({"trtllm"})
 
 
 def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec):
     """decode_step's kernels: (the target's kernels' time, the draft passes' time, the target's operators, the kernels of
-    every stage in turn and their launches: None where no plan has more than one stage)."""
+    every stage in turn and (their launches, the collectives among them): None where no plan has more than one stage)."""
     staged = bool(np.any(np.asarray(sh.pp) > 1))
     ops = forward_ops(model, gpu, costs.cal, prec, sh, b=Batch(dec_seqs=b, dec_ctx=ctx, dec_tokens_per_seq=1.0 + k), engine=costs.engine,
                       sample=True, all_stages=staged)
     ops, every = ops if staged else (ops, None)
     t_draft = 0.0 if spec is None else _draft_passes(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec, ops=ops)
     return (kernels_time(ops, gpu, costs), t_draft, ops, None if every is None else kernels_time(every, gpu, costs),
-            None if every is None else launches(every))
+            None if every is None else (launches(every), launches(_collectives(every))))
 
 
 def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding, ops=None):
@@ -373,12 +402,18 @@ class PrefillParts(NamedTuple):
 
     def through(self, pp):
         """The step crossing every one of `pp` stages alone (one request's chunk, nothing beside it in the pipeline), in
-        slowest-stage steps: the stages' sum (each layer once, the head once, each stage's host cost and eager launches)
-        over the slowest stage's step; pp where there is one stage (docs/modelling-notes.md#pp-stage-sum)."""
+        slowest-stage steps: the stages' sum (each layer once, the head once, each stage's host cost per step and per
+        sequence, an idle engine's dispatch) over the slowest stage's step; pp where there is one stage
+        (docs/modelling-notes.md#pp-stage-sum). The eager launches count once, one stage's share of eager_all, as in a
+        decode iteration (StepParts._ring): each stage's host launches its layers before the activations reach its GPU,
+        under the upstream stages' compute, whether the hosts start together (TensorRT-LLM) or one after another (vLLM,
+        SGLang: PP_HOSTS_TOGETHER), since a stage's dispatch is shorter than the prefill kernels upstream of it
+        (docs/modelling-notes.md#ppeager-eager). The idle dispatch (SGLang's alone, idle_launch_s) paces each stage where
+        it binds, and SGLang's stages dispatch one after another: pp times."""
         pp = np.asarray(pp, float)
         if self.kernels_all is None:
             return pp
-        ring = self.kernels_all + self.eager_all + pp * (self.host_step + self.host_seq + self.idle + self.draft)
+        ring = self.kernels_all + self.eager_all / pp + pp * (self.host_step + self.host_seq + self.idle + self.draft)
         return np.where(pp > 1, ring / np.maximum(self.step, 1e-30), pp)
 
 
@@ -721,13 +756,59 @@ def graph_misses(batch, fl: SchedulerFlags, default):
     return (b > m) | (unset & (not padded) & ~listed)
 
 
-def _eager_decode(ops, batch, fl: SchedulerFlags, costs: EngineCosts, ranks, *, default):
+def _eager_decode(batch, fl: SchedulerFlags, *, default, host, kernels):
     """What a decode batch CUDA graphs do not capture (graph_misses, the engine's `default` capture where the run sets
-    none) adds: every kernel's host launch over the stage's `ranks`, as in an eager step."""
+    none) adds to its stage's step: the host's launches of its kernels (`host`, decode_launch_host) beyond the kernels'
+    own time (`kernels`), which they run under. Every engine here launches a decode step while the GPU still runs the one
+    before (TensorRT-LLM's _executor_loop_overlap, PyExecutor.__init__, tensorrt_llm/_torch/pyexecutor/py_executor.py
+    @9521caf4; SGLang's overlap scheduler) and each launch returns before its kernel ends, so the step takes the longer
+    of the two: max(host, kernels) = kernels + max(host - kernels, 0) (docs/modelling-notes.md#ppeager-eager)."""
     top, padded = default
     if padded and np.all(np.isinf(top)) and not np.any(np.isfinite(fl.cuda_graph_max_bs)):  # every batch captured
         return 0.0
-    return np.where(graph_misses(batch, fl, default), costs.eager_per_launch(ranks) * launches(ops), 0.0)
+    return np.where(graph_misses(batch, fl, default), np.maximum(host - kernels, 0.0), 0.0)
+
+
+# A decode step's kernels launched one by one from Python (docs/modelling-notes.md#ppeager-eager): documented, not
+# fitted (no campaign row decodes outside its graphs). The host's interval a launch in an eager PyTorch forward: ~35 us
+# measured on TensorRT-LLM's PyTorch path (its kernels of ~24 us "shorter than CPU dispatch interval (~35us)",
+# NVIDIA/TensorRT-LLM PR #12653, 2026-04-01); range 8-40 us, 8 the least a Python-launched kernel costs (Inductor's
+# per-kernel launcher 7-9 us against the driver's 3, meta-pytorch/tritonbench PR #1017), 40 that figure's upper reading.
+# Engine-independent: SGLang, vLLM (--enforce-eager) and ATOM run the same PyTorch eager forward outside their graphs.
+DECODE_LAUNCH_S = 35e-6
+# The spread of that interval from launch to launch: ~2 us ("CPU jitter (~2us/launch)", the same PR); range 0-5 us
+LAUNCH_JITTER_S = 2e-6
+
+
+def _collectives(ops):
+    """The operators of a stage's step that every rank of the stage meets at (TP / attention-DP collectives, the logits
+    gather): its kind-"comm" operators but the pipeline's point-to-point hops, which join two stages."""
+    return [op for op in ops if op.kind == "comm" and op.part != "pipeline"]
+
+
+_Z = np.linspace(-9.0, 9.0, 3601)
+_PHI = np.exp(-0.5 * _Z ** 2) / np.sqrt(2.0 * np.pi)
+_CDF = np.array([0.5 * (1.0 + math.erf(z / math.sqrt(2.0))) for z in _Z])
+
+
+def expected_max_normal(n):
+    """E[max of n standard normal draws] (0 for n <= 1): the integral of z n phi(z) Phi(z)^(n-1), on a grid of 0.005
+    (0.5642, 1.0294, 1.4236 for 2, 4, 8 to 1e-4), for every distinct n once."""
+    n = np.maximum(np.asarray(n, float), 1.0)
+    u, inv = np.unique(n, return_inverse=True)
+    dens = u[:, None] * _PHI * _CDF ** (u[:, None] - 1.0)
+    e = np.sum(_Z * dens, axis=1) * (_Z[1] - _Z[0])
+    return np.where(u > 1.0, e, 0.0)[inv].reshape(n.shape)
+
+
+def decode_launch_host(n, collectives, ranks):
+    """The host's time to launch a decode step's `n` kernels on the slowest of a stage's `ranks`, which meet at each of
+    its `collectives`. Each rank's process launches its own kernels at DECODE_LAUNCH_S a launch, each launch's interval
+    varying by LAUNCH_JITTER_S, independently by rank; a collective completes only once its last rank has launched it, so
+    each stretch between two collectives (n / c launches, spread sqrt(n / c) x the jitter) runs at its slowest rank's:
+    c x sqrt(n / c) x jitter x E[max of N normal draws] = sqrt(n c) x jitter x e_N beyond n x the launch (e_1 = 0)."""
+    n, c = np.asarray(n, float), np.asarray(collectives, float)
+    return n * DECODE_LAUNCH_S + np.sqrt(n * c) * LAUNCH_JITTER_S * expected_max_normal(ranks)
 
 
 def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival: str, steps, wave,
@@ -1060,15 +1141,24 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     # what one request's prefill adds to the others' decode (closed loop: its own batch's step, less the decode
     # step it stands in for where the engine mixes; otherwise the wave's step, _decode_times)
     t_req_pf = (np.maximum(t_pf_stage - np.where(mixes, t_stage, 0.0), 0.0) * r.new / np.maximum(pf_step_tok, 1.0)) if closed else None
-    return q, t_pf_stage, span, t_req_pf, rest, _span_parts(pf, own=own, idle=idle, burst=burst, span=span)
+    return q, t_pf_stage, span, t_req_pf, rest, _span_parts(pf, own=own, idle=idle, burst=burst, span=span, r=r, through=through)
 
 
-def _span_parts(pf: PrefillParts, *, own, idle, burst, span) -> dict:
+def _span_parts(pf: PrefillParts, *, own, idle, burst, span, r: _Rank, through) -> dict:
     """A first token's prefill span in its parts (evaluate's time_parts; they sum to `span`): its `own` steps' kernels, host
     (step and per sequence), eager launches and the decodes' drafts beside, what an idle engine's dispatch adds, the first
-    wave's steps (`burst`)."""
-    return {"prefill_kernels": own * pf.kernels, "prefill_host": own * (pf.host_step + pf.host_seq), "prefill_eager": own * pf.eager,
-            "prefill_draft": own * pf.draft, "prefill_idle": idle + 0.0 * span, "first_wave": burst + 0.0 * span}
+    wave's steps (`burst`). Where its steps cross the rank's stages alone (not pipelined, pp > 1), `own` / `through` steps
+    of the ring's own parts: every stage's kernels, its eager launches once, the rest pp times (PrefillParts.through), which
+    sum to own x the slowest stage's step as the stage's parts do (its step here is priced busy: no idle part)."""
+    stage = {"kernels": pf.kernels, "host": pf.host_step + pf.host_seq, "eager": pf.eager, "draft": pf.draft}
+    parts = {k: own * v for k, v in stage.items()}
+    alone = np.where(~np.asarray(r.pipelined, bool) & (np.asarray(r.pp, float) > 1), through, np.nan)
+    if pf.kernels_all is not None and np.any(np.isfinite(alone)):
+        steps, pp = own / np.where(np.isfinite(alone), alone, 1.0), np.asarray(r.pp, float)
+        ring = {"kernels": pf.kernels_all, "host": pp * stage["host"], "eager": pf.eager_all / pp, "draft": pp * pf.draft}
+        parts = {k: np.where(np.isfinite(alone), steps * ring[k], parts[k]) for k in parts}
+    return {"prefill_kernels": parts["kernels"], "prefill_host": parts["host"], "prefill_eager": parts["eager"],
+            "prefill_draft": parts["draft"], "prefill_idle": idle + 0.0 * span, "first_wave": burst + 0.0 * span}
 
 
 def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=None, mixes=True, rest=0.0) -> tuple:

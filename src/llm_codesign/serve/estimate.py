@@ -314,8 +314,12 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
 def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
     """What the decode step spends most time on: its operators by resource (serve.aggregated.resource_times, as
     binding_resource sums them), or the host, its rows of the breakdown (step, sequences, eager launches) together, where
-    they exceed each: a step that launches every kernel eagerly waits on the host, not on memory."""
-    tot = resource_times(ops, per) | {"host": sum(o.time_s for o in rows if o.phase == "decode" and o.kind == "host")}
+    they exceed each. An eager step's row is its launches beyond its kernels (serve.aggregated._eager_decode: the step
+    takes the longer of the two), so where it is priced the host's launches outlast every kernel together: host."""
+    host = [o.time_s for o in rows if o.phase == "decode" and o.kind == "host"]
+    if any(o.time_s > 0 for o in rows if o.name == "host/eager_launches"):
+        return "host"
+    tot = resource_times(ops, per) | {"host": sum(host)}
     return max(tot, key=tot.get)
 
 
