@@ -26,6 +26,7 @@ from llm_codesign.spec.validation import as_float, as_int
 # the vocabulary of design's shapes without a baseline (with one they take its own): Llama 3's tokenizer, 128,000
 # BPE tokens and 256 reserved special ones (meta-llama/Meta-Llama-3-8B config.json vocab_size 128256)
 DEFAULT_VOCAB = 128256
+BUDGET_TOL = 0.1  # design's default --budget-tol: shapes within 10% of the budget's parameters (lint R3's variants too)
 REGIMES = {
     # objective, constraint; ISL/OSL of the regime
     "latency": ("tok_s_per_user", "min_tps_gpu", 1024, 1024),
@@ -402,7 +403,7 @@ def check_options(*, params, active_params=None, budget_tol=0.1, quality_tol=0.0
 
 
 def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
-           moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.0,
+           moe: bool = False, prec: Precision | None = None, budget_tol: float = BUDGET_TOL, quality_tol: float = 0.0,
            quality_sigmas: float = 1.0, outside_envelope: bool = False,
            quality_file: str | None = None, engine: Engine = TRTLLM, max_candidates: int = 20000, top: int = 10,
            progress=None, chunk: int = 16, proxy_file: str | None = None, scheduler: str | None = None,

@@ -540,11 +540,11 @@ def _variants(model: ModelSpec, *, tp: int) -> list[ModelSpec]:
         return []
     step = int(axis_step("hidden", moe=moe))
     target = h * math.sqrt(L / L2)
+    if round(target / step) * step <= h:  # no wider width on the grid (a toy width): nothing to compare
+        return []
     # the grid's widths above the shape's, nearest the target first; the first whose heads scale whole
     near = sorted((k * step for k in range(int(target // step) - 16, int(target // step) + 18) if k * step > h),
                   key=lambda x: (abs(x - target), x))
-    if not near or near[0] <= h:
-        return []
     wide = next(((x, hd) for x in near if (hd := _heads_at(model, x)) is not None), None)
     out = []
     for hidden, heads in ([wide] if wide else []) + [(h, _heads_at(model, h))]:
@@ -607,9 +607,11 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
     if why:
         if gain <= 0:
             return []
+        short = ("outside the published envelope" if not q["wider_inside_envelope"] else "beyond its budget" if "budget" in why
+                 else "fails its quality test")
         return [Finding("R3", "info", "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): {variant} ({count}) would be "
                         f"{gain:.1f}% faster {at}{' (the variant' + at_w + ')' if at_w else ''} but {why}", gain,
-                        f"keep the depth: fails design's quality test or envelope, so design would not propose it; {quality}", figures)]
+                        f"keep the depth: design would not propose the variant ({short}); {quality}", figures)]
     sev = "warning" if gain > 10 else "info"
     # design prices the same variant the same: at --params the shape's count with the shape as its baseline it is one
     # of design's rows, its gain % this one (test_lint: test_r3_variant_is_designs_row)
@@ -663,6 +665,7 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     (explore.accuracy_model.quality_delta at design's default k = 1, tol = 0: delta at most sigma_test) and the terms
     it extrapolates (explore.accuracy_model, as design's rows carry them)."""
     from llm_codesign.explore.accuracy_model import extrapolated, model_terms, proxy_constants, quality_delta
+    from llm_codesign.explore.design import BUDGET_TOL
     from llm_codesign.explore.envelope import envelope_at, features, position, row_of
 
     pc = proxy_constants(proxy_file)
@@ -683,6 +686,10 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     if not pos["inside"]:  # design proposes no shape outside the envelope, whether or not this one is (R8 says so)
         where = "leaves" if here["inside"] else "lies outside"
         return f"it {where} the published envelope ({', '.join(v['bound'] for v in pos['outside'])})", acc, figures
+    over = wide.total_params / model.total_params - 1.0
+    if over > BUDGET_TOL:  # design at the shape's count ranks no shape beyond its budget (the experts' grid is coarse)
+        return (f"it holds {over:.0%} more parameters than the shape ({wide.total_params / 1e9:.1f}B: no narrower width on design's "
+                f"grid holds as many), beyond design's budget of +-{BUDGET_TOL:.0%}"), acc, figures
     if not q["passes"]:
         return f"its aspect ratio costs accuracy beyond the term's band ({acc})", acc, figures
     if not whole["passes"]:  # design admits a shape only where its whole proxy loss passes (explore.design, quality_delta)
