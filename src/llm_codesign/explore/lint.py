@@ -38,9 +38,10 @@ RULES = {
 COST_MEASURE = {
     "R1": "the GEMM's time over its compute roofline",
     "R2": "the regime's objective re-priced aligned (vocab: its padding)",
-    "R3": ("how much faster a shallower shape runs, built as design builds its shapes (3/4 of the layers on design's grid, wider, "
-           "its FFN widened on design's grid to no fewer parameters: the fix names its count), each shape at its own best "
-           "deployment, in the regime's objective, whether or not design's quality test passes it (the fix says)"),
+    "R3": ("how much faster a shallower shape of no fewer parameters runs, built as design builds its shapes (3/4 of the layers "
+           "on design's grid, wider or as wide, its FFN widened on design's grid to hold the parameters: the fix names its "
+           "count), each shape at its own best deployment, in the regime's objective, whether or not design would propose it "
+           "(the fix says)"),
     "R4": "the padding's width",
     "R5": "the MoE layer's extra time at batch 8 against batch 1 (R1 and R5 on lint's widest TP, named where not the point's)",
     "R6": ("the regime's objective per layer against the nearest layer count the PP divides, or the same layers balanced per "
