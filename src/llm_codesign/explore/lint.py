@@ -486,19 +486,29 @@ def _shallower_layers(layers: int, *, moe: bool) -> int:
     return max(int(math.floor(0.75 * layers / step + 0.5)), 1) * step
 
 
-def _heads_at(model: ModelSpec, hidden: int) -> dict | None:
+def _heads_at(model: ModelSpec, hidden: int, *, exact: bool = True) -> dict | None:
     """Each GQA group's query heads scaled with the width (heads x hidden / the shape's: design's heads = hidden /
     head_dim where the shape has it), where that is a whole count its KV heads divide and, as design's rows
-    (explore.design._well_formed), a multiple of 8 where the shape's is; None where it is not."""
+    (explore.design._well_formed), a multiple of 8 where the shape's is; None where it is not. Not `exact`: rounded to
+    the nearest such count."""
     out = {}
     for j, (layer, _) in enumerate(model.groups):
         a = layer.attn
         if isinstance(a, GQA):
-            q, r = divmod(a.heads * hidden, model.hidden)
-            if r or q % a.kv_heads or (a.heads % 8 == 0 and q % 8):
+            unit = math.lcm(a.kv_heads, 8 if a.heads % 8 == 0 else 1)
+            x = a.heads * hidden / model.hidden
+            q = max(int(round(x / unit)) * unit, unit)
+            if exact and q != x:
                 return None
             out[j] = q
     return out
+
+
+def _design_kind(model: ModelSpec) -> bool:
+    """A shape design's grid could hold: GQA whose query heads span the width (heads x head_dim = hidden), one dense or
+    MoE FFN kind (explore.design.shapes)."""
+    return all(isinstance(layer.attn, GQA) and layer.attn.heads * layer.attn.head_dim == model.hidden
+               and isinstance(layer.ffn, (DenseFfn, MoE)) for layer, _ in model.groups)
 
 
 def _shallower(model: ModelSpec, *, hidden: int, layers: int, width: int, heads: dict, tp: int) -> ModelSpec:
@@ -546,9 +556,14 @@ def _variants(model: ModelSpec, *, tp: int) -> list[ModelSpec]:
     # the grid's widths above the shape's, nearest the target first; the first whose heads scale whole
     near = sorted((k * step for k in range(int(target // step) - 16, int(target // step) + 18) if k * step > h),
                   key=lambda x: (abs(x - target), x))
-    wide = next(((x, hd) for x in near if (hd := _heads_at(model, x)) is not None), None)
+    # the nearest width whose heads scale whole, else the nearest width with its heads rounded to a well-formed count
+    wide = next(((x, hd) for x in near if (hd := _heads_at(model, x)) is not None), (near[0], _heads_at(model, near[0], exact=False)))
+    kept = {j: layer.attn.heads for j, (layer, _) in enumerate(model.groups) if isinstance(layer.attn, GQA)}
     out = []
-    for hidden, heads in ([wide] if wide else []) + [(h, _heads_at(model, h))]:
+    # a shape design's grid cannot hold (its heads do not span the width: Qwen3's 64 x 128 on 4096) may keep its heads
+    # at the wider width too, its query heads per KV head (the proxy's KV-sharing term) unchanged; a design-kind shape
+    # keeps design's rule, heads = width / head_dim, so that R3 offers no shape design could not build
+    for hidden, heads in [wide] + ([] if _design_kind(model) else [(wide[0], kept)]) + [(h, kept)]:
         if heads is None:
             continue
         w = widened_to(model.total_params, hidden, lambda w, x=hidden, hd=heads: _shallower(
