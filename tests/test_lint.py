@@ -288,7 +288,7 @@ def test_r3_variant_is_designs_row():
     q = r3.figures
     assert (q["wider_layers"], q["wider_hidden"], q["wider_heads"], q["wider_ffn"], q["wider_params"]) == (48, 6144, [48], 29184, 31_914_983_424)
     assert r3.severity == "warning" and q["quality_passes"] and r3.cost_pct == q["speed_gain_pct"]
-    assert "llm-codesign design --params 31.66e9 --baseline <my-30b's config.json> --gpu h100 --gpus 8 --regime throughput" in r3.fix
+    assert "llm-codesign design --params 31.66e9 --baseline MODEL --gpu h100 --gpus 8 --regime throughput" in r3.fix
     d = design(m.total_params, g, cal, 8, Slo("throughput"), baseline=m, engine=engine_for(g))
     row = d["designs"][0]
     assert row["shape"] == {"hidden": 6144, "layers": 48, "heads": 48, "kv_heads": 8, "head_dim": 128, "inter": 29184}
@@ -405,7 +405,7 @@ def test_wider_finding_gives_the_speed_gain_and_the_accuracy_cost_with_its_band(
     assert q["extrapolated"] == [] and q["wider_inside_envelope"]
     assert f.fix == (f"48 layers x hidden 5760 with 64 heads, FFN 25600 -> 31744 (33.2B vs 32.8B params): TPOT {t1:.3f} ms, "
                      f"{t0 / t1 * 100 - 100:.1f}% faster; accuracy: proxy loss -0.027% +- 0.397%, design's test at most +0.000%; "
-                     "design ranks it with shapes like it: llm-codesign design --params 32.76e9 --baseline qwen3-32b --gpu b200 "
+                     "design ranks it with shapes like it: llm-codesign design --params 32.76e9 --baseline MODEL --gpu b200 "
                      "--gpus 8 --regime latency")
     assert "at TP8, 2 requests, 1024/1024 tokens on B200 TPOT" in f.message
     # the JSON and SARIF outputs carry the same figures

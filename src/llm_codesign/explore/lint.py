@@ -19,7 +19,6 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan, validity
-from llm_codesign.spec import registry
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 RULES = {
@@ -632,8 +631,8 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
     # design prices the same variant the same: at --params the shape's count with the shape as its baseline it is one
     # of design's rows, its gain % this one (test_lint: test_r3_variant_is_designs_row)
     slo_flag = "" if slo is None else (f" --min-tps-gpu {slo.min_tps_gpu:g}" if regime == "latency" else f" --min-tps-user {slo.min_tps_user:g}")
-    ref = model.name if registry.bundled(model.name) is not None else f"<{model.name}'s config.json>"
-    hint = (f"; design ranks it with shapes like it: llm-codesign design --params {model.total_params / 1e9:.4g}e9 --baseline {ref}"
+    # the model as lint was given it (a name, an id or a path: the finding does not depend on which)
+    hint = (f"; design ranks it with shapes like it: llm-codesign design --params {model.total_params / 1e9:.4g}e9 --baseline MODEL"
             f"{' --moe' if model.is_moe else ''} --gpu {gpu.id} --gpus {gpus} --regime {regime}{slo_flag}")
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
                     f"of one request's {lone * 1e3:.2f} ms TPOT on {one.label()} (fixed kernel costs and collectives); {at} {obj} {t0 * 1e3:.3f} ms",
