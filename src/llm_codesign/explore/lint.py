@@ -630,10 +630,7 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
     sev = "warning" if gain > 10 else "info"
     # design prices the same variant the same: at --params the shape's count with the shape as its baseline it is one
     # of design's rows, its gain % this one (test_lint: test_r3_variant_is_designs_row)
-    slo_flag = "" if slo is None else (f" --min-tps-gpu {slo.min_tps_gpu:g}" if regime == "latency" else f" --min-tps-user {slo.min_tps_user:g}")
-    # the model as lint was given it (a name, an id or a path: the finding does not depend on which)
-    hint = (f"; design ranks it with shapes like it: llm-codesign design --params {model.total_params / 1e9:.4g}e9 --baseline MODEL"
-            f"{' --moe' if model.is_moe else ''} --gpu {gpu.id} --gpus {gpus} --regime {regime}{slo_flag}")
+    hint = _design_hint(model, gpu, regime=regime, gpus=gpus, slo=slo)
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
                     f"of one request's {lone * 1e3:.2f} ms TPOT on {one.label()} (fixed kernel costs and collectives); {at} {obj} {t0 * 1e3:.3f} ms",
                     gain, f"{variant} ({count}){at_w}: {obj} {t1 * 1e3:.3f} ms, "
@@ -641,6 +638,14 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
                     # the aspect term alone where it moves (on Kaplan's flat band it changes by nothing: no figure)
                     + (f"; {acc}" if round(q["aspect_delta_pct"], 3) or round(q["aspect_band_pct"], 3) else "")
                     + (hint if gain > 0 else ""), figures)]
+
+
+def _design_hint(model, gpu, *, regime, gpus, slo) -> str:
+    """The `design` command that searches shapes like R3's variant with the shape as baseline, on the same GPUs and SLO;
+    MODEL the model as lint was given it (a name, an id or a path: the finding does not depend on which)."""
+    slo_flag = "" if slo is None else (f" --min-tps-gpu {slo.min_tps_gpu:g}" if regime == "latency" else f" --min-tps-user {slo.min_tps_user:g}")
+    return (f"; design ranks it with shapes like it: llm-codesign design --params {model.total_params / 1e9:.4g}e9 --baseline MODEL"
+            f"{' --moe' if model.is_moe else ''} --gpu {gpu.id} --gpus {gpus} --regime {regime}{slo_flag}")
 
 
 def _wider_priced(model, gpu, cal, prec, point, *, regime, engine, place, proxy_file, variants) -> list[tuple]:
@@ -951,11 +956,10 @@ def _pipeline_regularity(model, gpu, cal, prec, point, *, b, regime, gpus, engin
     return out
 
 
-def _parallel_readiness(model, gpu, cal, prec, point, *, gpus, engine):
-    """R7: heads and KV heads TP (of 2, 4, 8 within `gpus`) does not split, each KV-head copy priced at the reported
-    point (`point`: a TP it does not run costs nothing there, and the message names both), and Helix against TP8 for
-    long-context decode where `gpus` holds 8 (priced on those plans, which the message names: ranked after the findings
-    priced at the point)."""
+def _kv_splits(model, point, *, gpus) -> list[Finding]:
+    """R7's heads and KV heads against TP 2, 4, 8 within `gpus`: an error where they do not split; where TP exceeds the
+    KV heads, their copies priced at the reported point (`point`: nothing where it runs attention at another TP, which
+    the message names)."""
     out = []
     at_tp = int(np.ravel(point.plan.tp)[0])  # the point's attention TP (under attention DP, each rank's)
     kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
@@ -978,6 +982,16 @@ def _parallel_readiness(model, gpu, cal, prec, point, *, gpus, engine):
                 out.append(Finding("R7", "info", f"kv_heads@TP{tp}", f"{k} KV heads under TP{tp}: each KV head is replicated {tp // k}x{where}",
                                    copies if here else 0.0, f"{tp} KV heads, or Helix (KV parallel along the sequence) instead of TP beyond {k}",
                                    {"tp": tp, "copies": tp // k, "copies_pct_at_tp": copies, "point": point.to_dict()}))
+    return out
+
+
+def _parallel_readiness(model, gpu, cal, prec, point, *, gpus, engine):
+    """R7: heads and KV heads TP (of 2, 4, 8 within `gpus`) does not split, each KV-head copy priced at the reported
+    point (`point`: a TP it does not run costs nothing there, and the message names both), and Helix against TP8 for
+    long-context decode where `gpus` holds 8 (priced on those plans, which the message names: ranked after the findings
+    priced at the point)."""
+    out = _kv_splits(model, point, gpus=gpus)
+    kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     # Helix for long-context decode: TP limited to the KV heads, the rest of the GPUs shard the sequence
     # MLA keeps one latent KV head that every TP rank holds whole (DeepSeek-V2 sec. 2.1; the Helix
     # paper's own case, arXiv:2507.07120): TP shards none of its cache, so Helix runs it at TP1 x KVP8
