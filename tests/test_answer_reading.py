@@ -220,4 +220,38 @@ def test_a_narrow_console_wraps_identifiers_never_cuts_them(columns):
     # a number column keeps its width, header too (review 2026-12-06 item 11: "69.5" over "0B", and "tot…"); the names fold
     head = out.split("─" * 10, 1)[0].split()
     assert head[-4:] == ["name", "total", "active", "layers"], head
-    assert re.search(r"llama-3\.1 +70\.6B +69\.50B +80\b", body), body
+    # (the name's first line is as wide as the room left: 12 characters here since the texts that do not fit are left out
+    # of the table, 9 while rich's last resort kept them as blank columns)
+    assert re.search(r"llama-3\.1\S* +70\.6B +69\.50B +80\b", body), body
+
+
+def test_at_60_columns_the_figures_stay_whole_and_what_does_not_fit_folds_or_is_left_out():
+    # cli.common._table through rich's public API (Column min_width/max_width, Measurement): `models` at COLUMNS=60 needs
+    # name 21 + total 7 + active 7 + layers 6 + precision 14 (its own max) + ids 45 and 12 for edges, rules and padding:
+    # 112 > 60, so the ids (a text, rightmost) are left out, the precision folds at its min_width 8 and the numbers keep
+    # their widest cell ("405.8B", "403.75B"); the name keeps its 21 (21 + 20 + 8 + 10 = 59 <= 60)
+    code, out, err = cli("models", columns=60)
+    assert code == 0, err
+    assert "…" not in out and max(len(x) for x in out.splitlines()) <= 60
+    assert re.search(r"^ llama-3\.1-405b +405\.8B +403\.75B +126  W:bf16 *$", out, re.M), out
+    assert "Hugging" not in out and "meta-llama/" not in out
+    head = out.split("─" * 10, 1)[0].split()
+    assert head[-6:] == ["precisio", "name", "total", "active", "layers", "n"], head  # "precision" folded at 8
+
+
+def test_a_number_column_is_never_cut_on_a_narrow_console():
+    from rich.console import Console
+
+    from llm_codesign.cli.common import _table
+
+    t = _table("T", "key:k figure:n note:t")
+    t.add_row("a-model-name-of-thirty-chars-x", "1,234,567.89", "a note long enough to fold over several lines")
+    con = Console(width=30, record=True, color_system=None)
+    with con.capture() as cap:
+        con.print(t)
+    text = cap.get()
+    # 30 columns: the key 30 + the figure 12 + the note (its min_width 8) + 6 for edges, rules and padding = 56; the note
+    # (a text) is left out, leaving 2 x 2 for edges, rule and padding: the figure 12 whole and the key folded at 30 - 16 = 14
+    assert "1,234,567.89" in text and "…" not in text, text
+    assert max(len(x) for x in text.splitlines()) <= 30, text
+    assert [x.strip() for x in text.splitlines()[4:] if x.strip()] == ["a-model-name-o  1,234,567.89", "f-thirty-chars", "-x"], text

@@ -315,7 +315,8 @@ def _table(title: str, columns: str, caption: str | None = None, **kw):
     `columns` (space-separated `name:kind`, `_` for a space and `|` for a line break in a name) a kind: `n` a number, right-aligned
     on one line; `t` text that folds rather than being cut; `k` a short key kept on one line. A number column (header included) never
     shrinks below its width: the keys and texts fold to make room ("69.5" over "0B" reads as two figures, review 2026-12-06);
-    a key is folded, never cut, where the console is too narrow for it even so: a model or GPU name is an identifier to copy."""
+    a key is folded, never cut, where the console is too narrow for it even so: a model or GPU name is an identifier to copy.
+    A text that does not fit even at its min_width is left out, the rightmost first (rich's last resort drew it blank)."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
@@ -335,22 +336,69 @@ def _table(title: str, columns: str, caption: str | None = None, **kw):
                     cells[i].no_wrap = False
             return super().add_row(*cells, **options)
 
-        def _calculate_column_widths(self, console, options):
-            # rich's last resort narrows every column evenly, numbers too; give each `n` column back its full width (cells
-            # and header) and take it from the widest folding columns, down to 1 character each
-            widths = super()._calculate_column_widths(console, options)
-            full = {i: self._measure_column(console, options, self.columns[i]).maximum for i in nums}
-            need = sum(max(full[i] - widths[i], 0) for i in nums)
+        def __rich_console__(self, console, options):
+            # rich's last resort narrows every column evenly, numbers too. Through its public API only (Column.min_width,
+            # max_width, Measurement.get, add_column/add_row): each `n` column's min_width is its widest cell, header
+            # included; where rich's own collapse of the texts cannot make the room, the folding columns get max_widths
+            # taken down a character at a time until the table fits, so that rich never needs its last resort
+            from rich.measure import Measurement
+
+            def widest(col) -> int:
+                return max(Measurement.get(console, options, c).maximum for c in (col.header, *col.cells))
+
+            # a max_width the caller set (models' precision column) is the column's own: kept, and its widest
+            own = getattr(self, "_own_max", None)
+            if own is None:
+                own = self._own_max = [c.max_width for c in self.columns]
+                self._own_min = [c.min_width for c in self.columns]
+            own_min = self._own_min
+            for c, mx, mn in zip(self.columns, own, own_min, strict=True):  # as the caller left them, before this render's
+                c.max_width, c.min_width = mx, mn
+            full = [widest(c) if own[i] is None else min(widest(c), own[i]) for i, c in enumerate(self.columns)]
             for i in nums:
-                widths[i] = max(widths[i], full[i])
-            others = [i for i in range(len(widths)) if i not in nums]
-            while need > 0 and others:
-                j = max(others, key=lambda i: widths[i])
-                if widths[j] <= 1 + self._get_padding_width(j):
-                    break
-                widths[j] -= 1
-                need -= 1
-            return widths
+                self.columns[i].min_width = full[i]
+            # what is not a cell: the box's two edges and a rule between columns, and each column's right padding but the
+            # last's (pad_edge off; collapse_padding folds a left padding into the right one before it)
+            n = len(full)
+            room = options.max_width - ((2 if self.show_edge else 0) + n - 1 if self.box else 0) - (n - 1) * self.padding[1]
+            widths = {i: w for i, w in enumerate(full) if i not in nums}
+            need = sum(full) - room
+            texts = [i for i in widths if i not in keys]
+
+            def narrow(cols, floor) -> None:
+                # a character at a time from the widest of `cols` still above its floor, until the table fits
+                nonlocal need
+                while need > 0:
+                    over = [i for i in cols if widths[i] > floor(i)]
+                    if not over:
+                        return
+                    j = max(over, key=lambda i: (widths[i], i))
+                    widths[j] -= 1
+                    # a text taken to nothing is left out: its rule and padding go with it
+                    need -= 1 + (2 if widths[j] == 0 else 0)
+
+            if need <= sum(widths[i] - (own_min[i] or 1) for i in texts):
+                return super().__rich_console__(console, options)  # rich's own collapse of the texts makes the room
+            # the texts to their min_width (`t`: 8); then out of the table, the rightmost first (rich's last resort left
+            # them blank); then the keys to a character each (they fold)
+            narrow(texts, lambda i: own_min[i] or 1)
+            for j in reversed(texts):
+                narrow([j], lambda i: 0)
+            narrow(keys, lambda i: 1)
+            for i, w in widths.items():  # a folding column narrowed below its min_width (`t`: 8) takes that width too
+                self.columns[i].max_width = w if w < full[i] else own[i]
+                self.columns[i].min_width = min(w, own_min[i]) if own_min[i] is not None else None
+            if all(widths.values()):
+                return super().__rich_console__(console, options)
+            # the same table without the columns left out, built through Table's public add_column/add_row
+            shown = [c for i, c in enumerate(self.columns) if widths.get(i, 1)]
+            out = Table(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
+            for c in shown:
+                out.add_column(c.header, justify=c.justify, no_wrap=c.no_wrap, overflow=c.overflow, min_width=c.min_width,
+                               max_width=c.max_width, style=c.style, header_style=c.header_style, vertical=c.vertical)
+            for row, cells in zip(self.rows, zip(*(list(c.cells) for c in shown), strict=True), strict=True):
+                out.add_row(*cells, style=row.style, end_section=row.end_section)
+            return out.__rich_console__(console, options)
 
     t = _Keyed(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
     for i, spec in enumerate(columns.split()):
