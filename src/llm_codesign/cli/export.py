@@ -214,7 +214,7 @@ def export(
         launch = shlex.join(out if w == _file_name(out) else w for w in words)
     if as_json:
         return _dump({"engine": engine, "version": es["version"], "file": out, "launch": launch, **summary})
-    from llm_codesign.render.intervals import capped_footnote, short
+    from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, short
 
     p = summary["predicted"]
     b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
@@ -225,9 +225,11 @@ def export(
         con.print(_chosen_line(chosen, precision=dep.precision, checkpoints=weight_dtype is None and kv_dtype is None,
                                others=default_precisions(m, dep.gpu)), highlight=False)
     con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
-              f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, "
-              f"{p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, "
-              f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(b, 'output_tok_s_per_gpu')} at {summary['concurrency']} requests",
+              f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, "
+              # one output token: no decode step, no TPOT nor tok/s/user (null in the file's header: serve.metrics.without_decode)
+              + (f"TPOT {ONE_TOKEN}, " if p["tpot_ms"] is None else
+                 f"TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, {p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, ")
+              + f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(b, 'output_tok_s_per_gpu')} at {summary['concurrency']} requests",
               highlight=False)
     if caps := capped_footnote([("", summary.get("intervals"))]):  # the bounds above that stop at the ideal step
         con.print(caps, highlight=False)
@@ -390,16 +392,18 @@ def import_(
     con = _console()
     if imp.engine == "dynamo":
         con.print(f"{r['model']}: prefill {imp.prefill_instances}x {imp.prefill.plan.label()}, decode {imp.decode_instances}x "
-                  f"{imp.deployment.plan.label()} ({imp.deployment.backend}): TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms")
+                  f"{imp.deployment.plan.label()} ({imp.deployment.backend}): TTFT {r['ttft_ms']:.0f} ms, TPOT "
+                  + ("n/a (one output token)" if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms"))
     else:
-        from llm_codesign.render.intervals import capped_footnote, short
+        from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, short
 
         d = imp.deployment
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
         con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
                   + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {r['concurrency']} requests ({imp.batch}), "
-                  f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT {r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, "
-                  f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
+                  f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT "
+                  + (f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, ")
+                  + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
         if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):
             con.print(caps, highlight=False)
         if imp.ignored:
