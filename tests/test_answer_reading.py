@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import json
-import re
 import math
+import re
 
 import pytest
 from conftest import cli
