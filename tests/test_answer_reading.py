@@ -167,12 +167,12 @@ def test_a_cap_never_falls_below_the_prediction_or_the_centre():
 def test_one_output_token_has_no_tpot_to_show():
     text = _text("estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", "1", "--osl", "1", "--concurrency", "1")
     assert _row(text, "TPOT", "n/a (one output token)") and _row(text, "tokens/s per user", "n/a (one output token)")
-    # mix as estimate: its TPOT and tok/s/user cells, not the model's numbers (--json keeps them)
+    # mix as estimate: its TPOT and tok/s/user cells, not the model's numbers; --json's are null (no decode step, branch dosl1)
     args = ("mix", "llama-3.1-8b", "--gpu", "h100", "--isl-dist", "uniform:500,1500", "--osl-dist", "fixed:1")
     d = json.loads(cli(*args, "--json")[1])
     text = _text(*args)
     assert f"{d['ttft_ms']['p99']:.0f} n/a (one output token) n/a (one output token) {d['output_tok_s_per_gpu']:.0f} yes" in text
-    assert d["tpot_ms"] > 0
+    assert d["tpot_ms"] is None and d["tok_s_per_user"] is None
 
 
 def test_the_title_prints_the_activation_the_model_prices():

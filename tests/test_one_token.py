@@ -143,3 +143,14 @@ def test_the_pages_endpoints_at_osl_1():
     assert all(row["tpot_ms"] is None and row["tok_s_per_user"] is None for row in d.json()["rows"])
     p = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h100"], "num_gpus": 1, "osl": 1})
     assert p.status_code == 422 and "at least 2 for a frontier" in p.text
+
+
+def test_a_mix_of_one_token_requests_has_no_tpot():
+    dep = lc.deployment(M, gpu="h100", num_gpus=1, engine="trtllm")
+    r = lc.mix(M, dep, isl_dist="fixed:1024", osl_dist="fixed:1", concurrency=8)
+    d = r.to_dict()
+    assert (d["tpot_ms"], d["tok_s_per_user"], r.tpot_s, r.tok_s_per_user) == (None, None, None, None)
+    assert set(d["intervals"]) == {"ttft_ms", "output_tok_s_per_gpu"} and d["per_length"][0]["tpot_ms"] is None
+    # lengths of 1 and 2 output tokens: the mix decodes, its OSL-1 length alone has no TPOT
+    d = lc.mix(M, dep, isl_dist="fixed:1024", osl_dist="uniform:1,2", concurrency=8).to_dict()
+    assert d["tpot_ms"] > 0 and [x["tpot_ms"] is None for x in d["per_length"]] == [True, False]
