@@ -154,3 +154,28 @@ def test_a_mix_of_one_token_requests_has_no_tpot():
     # lengths of 1 and 2 output tokens: the mix decodes, its OSL-1 length alone has no TPOT
     d = lc.mix(M, dep, isl_dist="fixed:1024", osl_dist="uniform:1,2", concurrency=8).to_dict()
     assert d["tpot_ms"] > 0 and [x["tpot_ms"] is None for x in d["per_length"]] == [True, False]
+
+
+def test_the_pages_disagg_intervals_at_osl_1_keep_ttft_and_dash_tpot():
+    # app.js's disaggIntervals on /api/disagg's rows, run in node (table and el stubbed to return what they are given): at
+    # OSL 1 the rows have no TPOT interval; the TTFT ones are still shown, the TPOT cells a dash
+    import re
+    import shutil
+    import subprocess
+    from importlib import resources
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.skip("node is not installed")
+    rows = _disagg(1)["rows"]
+    js = resources.files("llm_codesign").joinpath("web/static/app.js").read_text()
+    fix = re.search(r"^function fix\(.*$", js, re.M)[0]
+    helpers = js[js.index("const CENTRE = "):js.index("function frontierTable(")]
+    fn = js[js.index("function disaggIntervals("):js.index("// ---- design")]
+    stubs = "function table(id, columns, rows) { return {id, rows}; }\nfunction el(tag, text) { return text; }\n"
+    script = f"const rows = {json.dumps(rows)};\nconsole.log(JSON.stringify(disaggIntervals(rows)))"
+    out = subprocess.run([node, "-e", f"{fix}\n{stubs}{helpers}\n{fn}\n{script}"], capture_output=True, text=True, timeout=60,
+                         check=True).stdout
+    shown = json.loads(out)
+    assert shown[0]["id"] == "disagg-intervals" and [r[0] for r in shown[0]["rows"]] == [1, 8]
+    assert all(r[2] == "-" and r[1].count(" / ") == 1 for r in shown[0]["rows"]), shown[0]["rows"]
