@@ -179,3 +179,11 @@ def test_the_pages_disagg_intervals_at_osl_1_keep_ttft_and_dash_tpot():
     shown = json.loads(out)
     assert shown[0]["id"] == "disagg-intervals" and [r[0] for r in shown[0]["rows"]] == [1, 8]
     assert all(r[2] == "-" and r[1].count(" / ") == 1 for r in shown[0]["rows"]), shown[0]["rows"]
+
+
+def test_design_and_sweep_at_osl_1_are_refused():
+    # design's regimes all weigh tok/s/user (latency's objective, the others' floor); a sweep's tasks Pareto-reduce on it
+    with pytest.raises(InputError, match="^osl: 1 is not valid; at least 2 for design, whose every regime weighs tok/s/user"):
+        lc.design(8e9, "h100", osl=1)
+    code, out, err = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--osl", "1", "--out", "/tmp/dosl1_never.parquet")
+    assert code == 2 and err.startswith("error: osl: 1 is not valid; at least 2 for a sweep") and err.count("\n") == 1
