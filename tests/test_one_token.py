@@ -187,3 +187,14 @@ def test_design_and_sweep_at_osl_1_are_refused():
         lc.design(8e9, "h100", osl=1)
     code, out, err = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--osl", "1", "--out", "/tmp/dosl1_never.parquet")
     assert code == 2 and err.startswith("error: osl: 1 is not valid; at least 2 for a sweep") and err.count("\n") == 1
+
+
+def test_export_at_osl_1_picks_its_point_by_ttft_alone():
+    # no --concurrency: the interactive default's tok/s/user floor has nothing to hold at OSL 1, its TTFT bound alone
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--osl", "1", "--engine", "vllm", "-o", "-",
+                         columns=300)
+    assert code == 0, err
+    assert "the frontier point with the most tok/s/GPU that meets TTFT <= 2000 ms, the interactive default" in err
+    assert "TPOT n/a (one output token), " in err and '"tpot_ms": null, "tok_s_per_user": null' in out
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--osl", "1", "--min-tps-user", "20", "-o", "-")
+    assert code == 2 and err.startswith("error: min_tps_user: 20.0 is not valid; left out at OSL 1")

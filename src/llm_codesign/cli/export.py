@@ -175,13 +175,21 @@ def export(
                           activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=engine, spec=spec, draft_len=draft_len, acceptance=acceptance,
                           acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
         if concurrency is None:
+            from llm_codesign.explore.search import refuse_without_decode
+            from llm_codesign.serve.metrics import no_decode, without_decode
+
+            refuse_without_decode(osl, min_tps_user=min_tps_user)  # no tok/s/user at OSL 1 to hold an SLO on
             slo = {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms} if slo_given else dict(INTERACTIVE_SLO)
+            if no_decode(osl):  # the default's tok/s/user floor has nothing to hold: its TTFT bound alone
+                slo["min_tps_user"] = None
             point = _slo_point(m, dep, fixed=dict(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp),
                                isl=isl, osl=osl, slo=slo, calibration=calibration, gpus_value=gpus_)
             dep, conc, n_rep = point.deployment, point.concurrency, point.replicas
             predicted = {"ttft_ms": point.ttft_s * 1e3, "tpot_ms": point.tpot_s * 1e3, "tok_s_per_user": point.tok_s_per_user,
                          "output_tok_s_per_gpu": point.output_tok_s_per_gpu}
             intervals = point.to_dict().get("intervals")
+            if no_decode(osl):  # one output token: no TPOT nor tok/s/user, as estimate's answer (serve.metrics.without_decode)
+                predicted, intervals = without_decode(predicted), without_decode({"intervals": intervals})["intervals"]
             chosen = {"slo": slo, "default": not slo_given, "plan": dep.plan.label(), "replicas": n_rep, "concurrency": conc}
         else:
             from llm_codesign.api import estimate as run
