@@ -13,7 +13,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP, accuracy_model, quality
 from llm_codesign.explore.envelope import reference_model
-from llm_codesign.explore.search import BATCHES, SEARCH_GRAPHS, divisors
+from llm_codesign.explore.search import BATCHES, SEARCH_GRAPHS, divisors, refuse_without_decode
 from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format
 from llm_codesign.spec.hardware import Gpu
@@ -398,6 +398,8 @@ def check_options(*, params, active_params=None, budget_tol=0.1, quality_tol=0.0
     for name, v in (("isl", isl), ("osl", osl)):
         if v is not None:
             as_int(name, v, hi=MAX_TOKENS)
+    if osl is not None:  # every regime weighs tok/s/user (REGIMES: latency's objective, the others' floor)
+        refuse_without_decode(osl, frontier="design, whose every regime weighs tok/s/user (latency's objective, the others' floor)")
     as_int("max_candidates", max_candidates, hi=MAX_CANDIDATES)
     as_int("top", top, hi=MAX_TOP)
 

@@ -615,7 +615,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
 
     held = dict(decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch, isl=isl, osl=osl)
     rows = _rows(r, C, **held)
-    _eager_rows(rows, r, C, decode)
+    if osl > 1:  # at OSL 1 the one output token comes from the prefill: no decode step to miss a CUDA graph
+        _eager_rows(rows, r, C, decode)
     return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prefill.precision.label(), "backend": prefill.backend,
             "isl": isl, "osl": osl, "arrival": arrival,
             # each pool's own engine and precision (the top-level keys are the prefill pool's)
