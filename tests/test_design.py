@@ -104,10 +104,10 @@ def test_70b_latency_without_baseline_stays_inside_the_envelope_and_no_worse_tha
     for d in r["designs"]:
         s, q = d["shape"], d["quality"]
         # the dense envelope at the 70B budget, every row judged there (test_design_why): aspect qwen3-32b 80 / 1.5 ..
-        # llama-3.1-70b's and qwen2-72b's 8192/80 x 1.5 = 153.6, layers qwen3-32b 64 x 0.75 = 48 .. deepseek-llm-67b 95 x 1.25 =
-        # 118.75, KV heads <= 10, query/KV 2.67..12
-        assert d["envelope"]["inside"] and 80 / 1.5 <= s["hidden"] / s["layers"] <= 153.6 * (1 + 1e-9) and 48 <= s["layers"] <= 118.75
-        assert s["kv_heads"] <= 10 and 8 / 3 <= s["heads"] / s["kv_heads"] <= 12
+        # falcon-40b's 8192/60 x 1.5 = 204.8, layers falcon-40b 60 x 0.75 = 45 .. deepseek-llm-67b 95 x 1.25 = 118.75, KV heads
+        # <= 10, query/KV 2.67..24 (falcon-40b's 128 / 8 = 16 x 1.5)
+        assert d["envelope"]["inside"] and 80 / 1.5 <= s["hidden"] / s["layers"] <= 204.8 * (1 + 1e-9) and 45 <= s["layers"] <= 118.75
+        assert s["kv_heads"] <= 10 and 8 / 3 <= s["heads"] / s["kv_heads"] <= 24
         # never worse than the reference beyond its band; each row carries its delta and band
         assert q["delta"] <= q["sigma_delta"] and q["uncertainty"] >= q["sigma_delta"] >= 0 and not q["extrapolated"]
         assert q["delta_pct"] == pytest.approx(100 * q["delta"] / r["reference"]["quality_proxy"])
@@ -137,12 +137,14 @@ def test_reference_without_baseline_far_from_a_published_size_is_its_shape_scale
     from llm_codesign.explore.design import reference
 
     kw = dict(baseline=None, weight_dtype="bf16", budget_tol=0.1, qc=quality.constants(), pc=am.proxy_constants())
-    # 50B: DeepSeek-LLM-67B (ln 67.42/50 = 0.30) is nearer than Llama-3.1-70B (ln 70.55/50 = 0.34) and Qwen3-32B (ln 50/32.8 =
-    # 0.42), 35% off the budget: scaled
+    # 50B: Falcon-40B (ln 50/41.30 = 0.19) is nearer than DeepSeek-LLM-67B (ln 67.42/50 = 0.30), Llama-3.1-70B (ln 70.55/50 =
+    # 0.34) and Qwen3-32B (ln 50/32.8 = 0.42), 17% off the budget: scaled (DeepSeek-LLM-67B's recipe before Falcon was read)
     ref = reference(50e9, moe=False, **kw)
-    assert ref.name.startswith("deepseek-llm-67b scaled to") and abs(ref.model.total_params / 50e9 - 1) < 0.02
+    assert ref.name.startswith("falcon-40b scaled to") and abs(ref.model.total_params / 50e9 - 1) < 0.02
     sh = ref.to_dict()["shape"]
-    assert sh["head_dim"] == 128 and sh["kv_heads"] == 8 and 75 <= sh["hidden"] / sh["layers"] <= 100  # its recipe, aspect 8192/95 = 86.2
+    # its recipe: head size 64, 8 KV heads, aspect 8192/60 = 136.5 (8704 / 64 = 136), the GELU MLP kept ungated
+    assert sh["head_dim"] == 64 and sh["kv_heads"] == 8 and 125 <= sh["hidden"] / sh["layers"] <= 145
+    assert not ref.model.groups[0][0].ffn.gated
     # MoE at 235B: Qwen3-235B-A22B itself (235.09B, within 10%)
     assert reference(235e9, moe=True, **kw).name == "qwen3-235b-a22b"
 
@@ -199,11 +201,11 @@ def test_the_api_and_the_page_design_the_same():
 
 
 def test_lint_does_not_contradict_design(latency70):
-    # design went wider than Llama-3.1-70B's 80 layers, within the dense models' envelope (aspect at most 153.6 at 70B since
-    # envb: 1.5 x llama-3.1-70b's and qwen2-72b's 102.4; 195 under fixdes2's fallback to llama-3.1-405b); lint's R3 variant,
-    # 60 layers x 9472 (aspect 157.9), lies beyond it, so lint says it would be faster but design would not propose it (an
-    # info: lint judges a dense shape's fix on the dense envelope, as design does); on design's own winner lint finds no
-    # trust-region breach and does not ask for a still wider shape
+    # design went wider than Llama-3.1-70B's 80 layers, within the dense models' envelope (aspect at most 204.8 at 70B since
+    # branch falcon: 1.5 x falcon-40b's 136.5; 153.6 under envb's four trunks, 195 under fixdes2's fallback to llama-3.1-405b);
+    # lint's R3 variant, 60 layers x 9472 (aspect 157.9), lies inside it (by the x1.5 margin), so lint proposes it, a warning,
+    # as design would (lint judges a dense shape's fix on the dense envelope, as design does); on design's own winner lint
+    # finds no trust-region breach and does not ask for a still wider shape
     from llm_codesign.explore.design import to_model
     from llm_codesign.explore.lint import lint
 
@@ -211,9 +213,9 @@ def test_lint_does_not_contradict_design(latency70):
     cal = calibration_for(g)
     assert latency70["designs"][0]["shape"]["layers"] < 80
     r3 = [f for f in lint(get_model("llama-3.1-70b"), g, cal, "latency") if f.rule == "R3"]
-    assert [f.severity for f in r3] == ["info"] and not r3[0].figures["wider_inside_envelope"]
+    assert [f.severity for f in r3] == ["warning"] and r3[0].figures["wider_inside_envelope"]
     assert (r3[0].figures["wider_layers"], r3[0].figures["wider_hidden"]) == (60, 9472)
-    assert "it leaves the published envelope (aspect_ratio.max)" in r3[0].message
+    assert "leaves the published envelope" not in r3[0].message
     for d in latency70["designs"][:3]:
         fs = lint(to_model(d, 128256), g, cal, "latency")
         assert not [f for f in fs if f.rule == "R8"] and not [f for f in fs if f.rule == "R3" and f.severity == "warning"]
