@@ -320,7 +320,7 @@ def test_a_search_stops_when_its_client_leaves(chunks, stream):
         s.sendall(f"POST /api/design HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{accept}"
                   f"Content-Length: {len(body)}\r\n\r\n".encode() + body)
         if stream:  # the search is under way: its first chunk is priced (16 of the 295 shapes admitted since branch falcon's
-            # five dense trunks near 70B, aspect 53.3-204.8 and layers 45-118.75: docs/modelling-notes.md#falcon-configs; 253
+            # six dense trunks near 70B, aspect 53.3-204.8 and layers 45-118.75: docs/modelling-notes.md#falcon-configs; 253
             # under envb's 53.3-153.6 and 48-118.75, 303 under fixdes2's 53.3-195 and 27-157.5, 391 before it)
             got = b""
             while b"progress" not in got:

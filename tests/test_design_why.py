@@ -181,15 +181,15 @@ def test_a_dense_search_takes_its_trunk_bounds_from_dense_models():
     # 8192/80 = 102.4 x 1.5 = 153.6 before Falcon's config could be read; deepseek-llm-67b 8192/95 = 86.2), in every model's
     # window too (above mixtral-8x7b's 4096/32 = 128 x 1.5 = 192)
     dense, every = envelope_at(70e9, dense=True), envelope_at(70e9)
-    trunks = ("qwen3-32b", "falcon-40b", "deepseek-llm-67b", "llama-3.1-70b", "qwen2-72b")
+    trunks = ("qwen3-32b", "yi-1.5-34b", "falcon-40b", "deepseek-llm-67b", "llama-3.1-70b", "qwen2-72b")
     assert set(trunks) <= set(dense.models) and not {"llama-3.1-405b", "qwen3-8b", "llama-3.1-8b"} & set(dense.models)
     a = dense.bounds["aspect_ratio"]
     assert (a.lo, a.hi_value, a.hi) == (pytest.approx(80 / 1.5), pytest.approx(8192 / 60), pytest.approx(204.8))
     assert a.hi_models == ("falcon-40b",) and a.lo_models == ("qwen3-32b",)
-    # layers: falcon-40b 60 x 0.75 = 45 .. deepseek-llm-67b 95 x 1.25 = 118.75 (qwen3-32b's 64 x 0.75 = 48 before; 27 .. 157.5
+    # layers: falcon-40b's (and yi-1.5-34b's, 34.4B) 60 x 0.75 = 45 .. deepseek-llm-67b 95 x 1.25 = 118.75 (qwen3-32b's 64 x 0.75 = 48 before; 27 .. 157.5
     # from qwen3-8b and llama-3.1-405b before envb)
     assert (dense.bounds["layers"].lo, dense.bounds["layers"].hi) == (45.0, 118.75)
-    assert dense.bounds["layers"].lo_models == ("falcon-40b",) and dense.bounds["layers"].hi_models == ("deepseek-llm-67b",)
+    assert dense.bounds["layers"].lo_models == ("yi-1.5-34b", "falcon-40b") and dense.bounds["layers"].hi_models == ("deepseek-llm-67b",)
     assert every.bounds["aspect_ratio"].hi == pytest.approx(204.8) and every.bounds["aspect_ratio"].hi_models == ("falcon-40b",)
     assert "experts" not in dense.bounds and dense.bounds["head_dim"] == every.bounds["head_dim"]  # attention geometry: every model
     assert dense.to_dict()["kind"] == "trunk (width, depth, aspect) from dense models; attention geometry from all"

@@ -27,7 +27,7 @@ def test_every_row_is_its_bundled_configs_shape(row):
 def test_envelope_at_70b_by_hand():
     e = envelope_at(70e9)
     # the window: models within 10^0.5 of 70B (22.1B .. 221B)
-    assert set(e.models) == {"gemma-4-26b-a4b", "qwen3-30b-a3b", "qwen3-32b", "falcon-40b", "mixtral-8x7b", "nemotron-super-49b",
+    assert set(e.models) == {"gemma-4-26b-a4b", "qwen3-30b-a3b", "qwen3-32b", "yi-1.5-34b", "falcon-40b", "mixtral-8x7b", "nemotron-super-49b",
                              "nemotron-h-56b", "deepseek-llm-67b", "llama-3.1-70b", "qwen2-72b", "llama-4-scout", "gpt-oss-120b",
                              "mixtral-8x22b"}
     b = e.bounds

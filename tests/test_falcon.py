@@ -159,3 +159,14 @@ def test_bundled_files_are_the_pages_bytes():
         text = _data().joinpath(f).read_text()
         assert text == json.dumps(json.loads(text), indent=2) + "\n" and 1045 <= len(text.encode()) < 1055
     assert len((json.dumps(RW_40B, indent=2) + "\n").encode()) == 941 and len((json.dumps(RW_7B, indent=2) + "\n").encode()) == 667
+
+
+def test_yi_trunk_from_its_own_repository_by_hand():
+    # https://huggingface.co/01-ai/Yi-1.5-34B-Chat/blob/7b967a3a456738c0330b1624980dd6a7d3ed33f5/config.json, 661 bytes: Yi-34B's
+    # 7168 x 60 trunk, 56 / 8 heads of 128, SwiGLU 20480, vocab 64000 untied:
+    # 60 x (7168 x 128 x (2 x 56 + 2 x 8) + 3 x 7168 x 20480) + 2 x 64000 x 7168 = 34,388,049,920 ("34B")
+    text = _data().joinpath("01-ai--Yi-1.5-34B-Chat_config.json").read_text()
+    assert len(text.encode()) == 661 and text == json.dumps(json.loads(text), indent=2) + "\n"
+    m = get_model("yi-1.5-34b")
+    assert m.total_params == 60 * (7168 * 128 * (2 * 56 + 2 * 8) + 3 * 7168 * 20480) + 2 * 64000 * 7168 == 34_388_049_920
+    assert (m.hidden, m.num_layers, m.max_context) == (7168, 60, 4096)

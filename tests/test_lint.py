@@ -140,14 +140,15 @@ def test_the_8_layer_70b_gets_a_trust_region_finding_with_its_accuracy_cost():
         msg = fs[0].message
         # the dense models' envelope at 63.5B, as design's dense search holds its shapes to (branch fixlint2; the MoE
         # models' widths bounded it before: aspect <= mixtral-8x7b's 128 x 1.5 = 192, layers >= gpt-oss-20b's 24 x 0.75 = 18).
-        # Since branch falcon the window's dense trunks (20.1-201B) are five, qwen3-32b, falcon-40b, deepseek-llm-67b,
+        # Since branch falcon the window's dense trunks (20.1-201B) are six, qwen3-32b, yi-1.5-34b, falcon-40b, deepseek-llm-67b,
         # llama-3.1-70b and qwen2-72b: aspect <= falcon-40b's 8192 / 60 = 136.5 x 1.5 = 204.8 (3072 / 204.8 = 15.00), layers >=
-        # falcon-40b's 60 x 0.75 = 45 (x5.62), and its 24 query heads per KV head sit on falcon-40b's 128 / 8 = 16 x 1.5 = 24.
+        # falcon-40b's (and yi-1.5-34b's) 60 x 0.75 = 45 (x5.62), and its 24 query heads per KV head sit on falcon-40b's
+        # 128 / 8 = 16 x 1.5 = 24.
         # envb's four (no Falcon) gave aspect <= 102.4 x 1.5 = 153.6 (x20.00), layers >= qwen3-32b's 48 (x6.00), q_per_kv <= 12
         # (x2.00); fixdes2's fallback aspect <= llama-3.1-405b's 130 x 1.5 = 195 (x15.75), layers >= qwen3-8b's 27 (x3.38)
         assert msg.startswith("8 layers x hidden 24576 at 63.5B params is outside the published envelope: "
                               "aspect_ratio 3072 > max 204.8 (x15.00; falcon-40b: 136.5); "
-                              "layers 8 < min 45 (x5.62; falcon-40b: 60); layers 8 < log3(d_model) = 9.2")
+                              "layers 8 < min 45 (x5.62; yi-1.5-34b, falcon-40b: 60); layers 8 < log3(d_model) = 9.2")
         assert "layers 8 < log3(d_model) = 9.2 (Levine et al. 2020)" in msg
         # against DeepSeek-LLM-67B itself, the nearest published dense model since envb (67.4B, within 10% of 63.5B; Llama-3.1-70B
         # scaled to 64.0B before, +4.74% +- 5.94%): the aspect penalty 0.0746 nats (3072 against 86.2, on the flat band) plus
