@@ -368,7 +368,8 @@ def _falcon_config(cfg: dict, origin: str) -> dict:
                          f"a divisor of num_attention_heads ({H}): each KV head serves a whole group of query heads")
     if not (cfg.get("alibi") or cfg.get("max_position_embeddings")):
         out["max_position_embeddings"] = FALCON_CONTEXT  # RoPE's; with ALiBi FalconConfig sets no limit
-    out.setdefault("tie_word_embeddings", True)
+    if out.get("tie_word_embeddings") is None:
+        out["tie_word_embeddings"] = True  # FalconForCausalLM ties its head (PretrainedConfig's default)
     return out | {"num_key_value_heads": kv, "intermediate_size": cfg.get("ffn_hidden_size") or 4 * h, "head_dim": h // H}
 
 
