@@ -936,11 +936,12 @@ def ideal(model, dep, batch, *, isl, osl=0.0, accepted=1.0, gpus: int | None = N
 
     b, acc = max(1.0, float(batch)), float(accepted)
     # each request's KV cache read at the batch's mean context, isl + osl / 2 (as serve.aggregated prices decode: fixroof)
-    step = float(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc,
-                            context=float(isl) + float(osl) / 2.0, plan=getattr(dep, "plan", None)))
+    # one plan's floor (a plan of one-element size arrays gives a one-element array)
+    step = float(np.ravel(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc,
+                                     context=float(isl) + float(osl) / 2.0, plan=getattr(dep, "plan", None)))[0])
     pf = dep if prefill is None else prefill
-    first = float(ideal_prefill(model, pf.gpu, executable(pf.precision, pf.gpu)[0], pf.num_gpus, max(1.0, float(isl)),
-                                plan=getattr(pf, "plan", None)))
+    first = float(np.ravel(ideal_prefill(model, pf.gpu, executable(pf.precision, pf.gpu)[0], pf.num_gpus, max(1.0, float(isl)),
+                                         plan=getattr(pf, "plan", None)))[0])
     return {"tok_s_per_user": acc / step, "output_tok_s_per_gpu": acc * b * streams / step / (gpus or dep.num_gpus),
             "tpot_ms": step / acc * 1e3, "ttft_ms": first * 1e3}
 
