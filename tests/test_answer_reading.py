@@ -2,8 +2,8 @@
 from __future__ import annotations
 
 import json
-import re
 import math
+import re
 
 import pytest
 from conftest import cli
@@ -171,12 +171,12 @@ def test_a_cap_never_falls_below_the_prediction_or_the_centre():
 def test_one_output_token_has_no_tpot_to_show():
     text = _text("estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", "1", "--osl", "1", "--concurrency", "1")
     assert _row(text, "TPOT", "n/a (one output token)") and _row(text, "tokens/s per user", "n/a (one output token)")
-    # mix as estimate: its TPOT and tok/s/user cells, not the model's numbers (--json keeps them)
+    # mix as estimate: its TPOT and tok/s/user cells, not the model's numbers; --json's are null (no decode step, branch dosl1)
     args = ("mix", "llama-3.1-8b", "--gpu", "h100", "--isl-dist", "uniform:500,1500", "--osl-dist", "fixed:1")
     d = json.loads(cli(*args, "--json")[1])
     text = _text(*args)
     assert f"{d['ttft_ms']['p99']:.0f} n/a (one output token) n/a (one output token) {d['output_tok_s_per_gpu']:.0f} yes" in text
-    assert d["tpot_ms"] > 0
+    assert d["tpot_ms"] is None and d["tok_s_per_user"] is None
 
 
 def test_the_title_prints_the_activation_the_model_prices():
@@ -224,4 +224,38 @@ def test_a_narrow_console_wraps_identifiers_never_cuts_them(columns):
     # a number column keeps its width, header too (review 2026-12-06 item 11: "69.5" over "0B", and "tot…"); the names fold
     head = out.split("─" * 10, 1)[0].split()
     assert head[-4:] == ["name", "total", "active", "layers"], head
-    assert re.search(r"llama-3\.1 +70\.6B +69\.50B +80\b", body), body
+    # (the name's first line is as wide as the room left: 12 characters here since the texts that do not fit are left out
+    # of the table, 9 while rich's last resort kept them as blank columns)
+    assert re.search(r"llama-3\.1\S* +70\.6B +69\.50B +80\b", body), body
+
+
+def test_at_60_columns_the_figures_stay_whole_and_what_does_not_fit_folds_or_is_left_out():
+    # cli.common._table through rich's public API (Column min_width/max_width, Measurement): `models` at COLUMNS=60 needs
+    # name 21 + total 7 + active 7 + layers 6 + precision 14 (its own max) + ids 45 and 12 for edges, rules and padding:
+    # 112 > 60, so the ids (a text, rightmost) are left out, the precision folds at its min_width 8 and the numbers keep
+    # their widest cell ("405.8B", "403.75B"); the name keeps its 21 (21 + 20 + 8 + 10 = 59 <= 60)
+    code, out, err = cli("models", columns=60)
+    assert code == 0, err
+    assert "…" not in out and max(len(x) for x in out.splitlines()) <= 60
+    assert re.search(r"^ llama-3\.1-405b +405\.8B +403\.75B +126  W:bf16 *$", out, re.M), out
+    assert "Hugging" not in out and "meta-llama/" not in out
+    head = out.split("─" * 10, 1)[0].split()
+    assert head[-6:] == ["precisio", "name", "total", "active", "layers", "n"], head  # "precision" folded at 8
+
+
+def test_a_number_column_is_never_cut_on_a_narrow_console():
+    from rich.console import Console
+
+    from llm_codesign.cli.common import _table
+
+    t = _table("T", "key:k figure:n note:t")
+    t.add_row("a-model-name-of-thirty-chars-x", "1,234,567.89", "a note long enough to fold over several lines")
+    con = Console(width=30, record=True, color_system=None)
+    with con.capture() as cap:
+        con.print(t)
+    text = cap.get()
+    # 30 columns: the key 30 + the figure 12 + the note (its min_width 8) + 6 for edges, rules and padding = 56; the note
+    # (a text) is left out, leaving 2 x 2 for edges, rule and padding: the figure 12 whole and the key folded at 30 - 16 = 14
+    assert "1,234,567.89" in text and "…" not in text, text
+    assert max(len(x) for x in text.splitlines()) <= 30, text
+    assert [x.strip() for x in text.splitlines()[4:] if x.strip()] == ["a-model-name-o  1,234,567.89", "f-thirty-chars", "-x"], text

@@ -8,13 +8,16 @@ from conftest import cli, hf_config
 
 # lint's key to its cost column, each rule's own measure (explore.lint.COST_MEASURE)
 COST_KEY = ("cost %, each rule its own measure: R1 the GEMM's time over its compute roofline; R2 the regime's objective "
-            "re-priced aligned (vocab: its padding); R3 how much faster a wider shape of about the same parameters (3/4 of the "
-            "layers, widths on the kernels' grid: its count, which the fix names, lands a few % off) runs, each shape at its own "
-            "best deployment, in the regime's objective; R4 "
-            "the padding's width; R5 the MoE layer's extra time at batch 8 against batch 1; R6 the regime's objective per layer "
-            "against the nearest layer count the PP divides, or the same layers balanced per stage, on a TP x PP within the GPU "
-            "budget (blocks: the slowest kind of layer over the mean); R7 the KV heads' extra copies, or Helix's "
-            "decode tok/s/GPU gain; R8 the proxy loss against the nearest published model.")
+            "re-priced aligned (vocab: its padding); R3 how much faster a shallower shape of no fewer parameters runs, built as "
+            "design builds its shapes (3/4 of the layers on design's grid, wider or as wide, its FFN widened on design's grid to "
+            "hold the parameters: the fix names its count), each shape at its own best deployment, in the regime's objective, "
+            "whether or not design would propose it (the fix says); R4 the padding's width; R5 the MoE layer's extra time at "
+            "batch 8 against batch 1 (R1 and R5 on lint's widest TP, named where not the point's); R6 the regime's objective per "
+            "layer against the nearest layer count the PP divides, or the same layers balanced per stage, on a TP x PP within the "
+            "GPU budget (blocks: the slowest kind of layer over the mean); R7 the KV heads' extra copies at the TP the finding "
+            "names, paid only where the reported point runs attention at that TP (else 0), or Helix's decode tok/s/GPU gain on "
+            "the plans it names; R8 the proxy loss against the nearest published model. Ranked by severity, then what the "
+            "reported point pays, then costs on other plans, then findings at no cost.")
 
 
 def test_designs_baseline_line_names_its_objective_as_the_table_does_and_the_proxys_unit():
@@ -115,9 +118,10 @@ def test_the_design_reports_lint_costs_say_their_measure(tmp_path):
     row = re.search(r"<th>largest predicted lint cost</th>(.*?)</tr>", text)[1]
     cells = re.findall(r"<td>(.*?)</td>", row)
     # Qwen3-8B (36 layers, aspect 114) and its designs: R3 the largest, a wider shape 8.9% faster at batch 1 for the baseline
-    r3 = ("(R3 width-vs-depth: how much faster a wider shape of about the same parameters (3/4 of the layers, widths on the "
-          "kernels' grid: its count, which the fix names, lands a few % off) runs, each shape at its own best deployment, in the "
-          "regime's objective)")
+    r3 = ("(R3 width-vs-depth: how much faster a shallower shape of no fewer parameters runs, built as design builds its shapes "
+          "(3/4 of the layers on design's grid, wider or as wide, its FFN widened on design's grid to hold the parameters: the "
+          "fix names its count), each shape at its own best deployment, in the regime's objective, whether or not design would "
+          "propose it (the fix says))")
     assert len(cells) == 4 and all(re.fullmatch(r"\d+\.\d% " + re.escape(r3), c) for c in cells), cells
 
 

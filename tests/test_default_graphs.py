@@ -127,6 +127,15 @@ def test_the_workflows_sglang_and_vllm_runs_keep_their_own_capture_from_the_date
             got[(r["backend"], bool(date) and date >= first[r["backend"]], "own" if own else g)] += 1
     assert got == {("sglang", True, "own"): 298, ("sglang", False, None): 71, ("vllm", True, "own"): 443,
                    ("vllm", False, None): 145}
+    # the counts from the two data files alone, by a plain date filter: the clean sample's SGLang rows measured on or after
+    # 2025-12-04 (serving_measured_blackwell.builds.csv's `measured`) 298, before 71; vLLM's on or after 2026-01-30 443,
+    # before 130 and undated 15 (145): every late row takes its own capture, every early or undated one none
+    builds = resources.files("llm_codesign").joinpath("data/measurements/serving_measured_blackwell.builds.csv").read_text()
+    when = {b["source"]: b["measured"] for b in csv.DictReader(builds.splitlines())}
+    by_date = Counter((r["backend"], when.get(r["source"], "") >= first[r["backend"]], bool(when.get(r["source"])))
+                      for r in csv.DictReader(text.splitlines()) if r["backend"] in first)
+    assert by_date == {("sglang", True, True): 298, ("sglang", False, True): 71, ("vllm", True, True): 443,
+                       ("vllm", False, True): 130, ("vllm", False, False): 15}
 
 
 @pytest.mark.parametrize("engine, conc, graphs, line", [

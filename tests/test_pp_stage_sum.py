@@ -85,6 +85,29 @@ def test_one_request_pays_one_layer_per_layer_at_any_pp():
     assert 1e3 * t[24, 1] == pytest.approx(3.4748, abs=5e-4)  # main's figure, unchanged: PP1 is one stage
     assert 1e3 * t[24, 4] == pytest.approx(3.5648, abs=5e-4)  # 4.1440 before
     assert 0 < t[24, 4] - t[24, 1] < 0.15e-3
+    # both goldens from the operators' sums (_ring_ms): PP1 3.4538 ms of kernels + 18.68 us host step + 2.36 us for the one
+    # sequence = 3.4748; PP4 every stage's kernels in turn, 3.4806 (the same 24 layers and head + 4 send/recvs of 6.7 us)
+    # + 4 stages' host, 4 x 21.04 us = 3.5648
+    one, four = _ring_ms(24, 1), _ring_ms(24, 4)
+    assert one == pytest.approx(3.4538 + 0.01868 + 0.00236, abs=1e-4) and 1e3 * t[24, 1] == pytest.approx(one, rel=1e-9)
+    assert four == pytest.approx(3.4806 + 4 * 0.02104, abs=1e-4) and 1e3 * t[24, 4] == pytest.approx(four, rel=1e-9)
+
+
+def _ring_ms(layers, pp):
+    """One request's decode iteration by hand, in ms: the kernels of every stage in turn (ops.forward_ops(all_stages=True):
+    each layer and the head once, the send/recvs) at context ISL + OSL/2 = 1536 in TensorRT-LLM's step, less PDL's overlap per
+    launch (serve.aggregated.kernels_time), plus each stage's host step and per-sequence cost (fitted.toml [default]
+    step_overhead_s and seq_overhead_s, trtllm): not StepParts.iteration nor evaluate, which the goldens check."""
+    from llm_codesign.cost.ops import launches
+    from llm_codesign.spec.engines import get_engine
+
+    costs = get_engine("trtllm").costs(CAL)
+    m = shape(layers)
+    _, every = forward_ops(m, H100, costs.cal, m.default_precision, Plan(tp=2, pp=pp).broadcast(),
+                           b=Batch(dec_seqs=1.0, dec_ctx=1536.0), engine=costs.engine, sample=True, all_stages=True)
+    pdl = costs.engine.pdl_share(H100.family) * costs.pdl_credit
+    kernels = float(np.ravel(step_time(every) - pdl * launches(every, pdl=True))[0])
+    return 1e3 * (kernels + pp * (costs.step_overhead + costs.seq_overhead))
 
 
 def test_one_requests_prefill_crosses_every_layer_once():
@@ -98,6 +121,15 @@ def test_one_requests_prefill_crosses_every_layer_once():
     for L in (24, 25, 26):
         assert t[L + 1, 4] - t[L, 4] == pytest.approx(t[L + 1, 1] - t[L, 1] - 0.75 * (eager[L + 1] - eager[L]), rel=2e-3)
     assert 1e3 * t[25, 4] == pytest.approx(18.587, abs=2e-3)  # 25.553 before fixpp2, 23.142 before ppeager
+    # its derivation: the prompt's pass through the four stages, 14.887 ms (prefill kernels 13.284 + host 0.084 + eager
+    # launches 6.074 / 4 = 1.518, time_parts), then one decode iteration before the token is out (wait), by hand 3.616 ms
+    # of every stage's kernels + 4 x 21.04 us host = 3.700 (_ring_ms); 14.887 + 3.700 = 18.587
+    tp = _tpot(25, pp=4)["time_parts"]
+    span = 1e3 * float(np.ravel(tp["prefill_kernels"] + tp["prefill_host"] + tp["prefill_eager"])[0])
+    assert span == pytest.approx(14.887, abs=2e-3) and span == pytest.approx(1e3 * float(np.ravel(tp["prefill_span"])[0]), rel=1e-9)
+    wait = _ring_ms(25, 4)
+    assert wait == pytest.approx(3.700, abs=1e-3) and 1e3 * float(np.ravel(tp["wait"])[0]) == pytest.approx(wait, rel=1e-9)
+    assert span + wait == pytest.approx(1e3 * t[25, 4], rel=1e-9)
     assert 1e3 * t[24, 1] == pytest.approx(21.788, abs=2e-3)  # PP1 unchanged
 
 

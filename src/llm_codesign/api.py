@@ -164,7 +164,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     `progress(done, total)` on the calling thread with the deployments priced so far. With `disagg`, the disaggregated
     frontier over the same space instead (`pareto --disagg`'s second answer, explore.disagg_search.search_disagg: units
     of prefill and decode instances, `DisaggPoint`s), which prices one step budget, no prefix cache and every precision."""
-    from llm_codesign.explore.search import SearchSpace, search
+    from llm_codesign.explore.search import SearchSpace, refuse_without_decode, search
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.plan import check_budget_holds
 
@@ -177,6 +177,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     if w.arrival != DEFAULT_ARRIVAL:
         raise InputError("workload.arrival", w.arrival, f"{DEFAULT_ARRIVAL!r}, what the search prices (as `pareto`, which has no --arrival)")
     check_sizes(num_gpus=num_gpus)  # named as this call names it, before SearchSpace.build checks it as the CLI's --gpus
+    refuse_without_decode(w.osl, frontier=True)  # a frontier over tok/s/user, which one output token has none of
     _search_mode(disagg, progress, w, step_tokens, max_accuracy_drop)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     eng = engine_for(g, engine_arg(engine, backend))

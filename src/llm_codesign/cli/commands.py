@@ -468,6 +468,9 @@ def pareto(
         raise InputError("gpu", gpu, "a GPU id (see `llm-codesign gpus`), or ids separated by commas")
     if isl < 1 or osl < 1:
         raise InputError("isl/osl", (isl, osl), "positive token counts")
+    from llm_codesign.explore.search import refuse_without_decode
+
+    refuse_without_decode(osl, frontier=True)  # before any output is checked or search run, as lc.pareto refuses it
     workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)  # the checks estimate's workload gets (prefix_hit in [0, 1))
     if prefix_hit and disagg:
         raise InputError("prefix_hit", prefix_hit, "0 with --disagg (the disaggregated search prices no prefix cache)")

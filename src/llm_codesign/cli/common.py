@@ -2,6 +2,7 @@
 lookups every command uses."""
 from __future__ import annotations
 
+import functools
 import json
 import signal
 
@@ -315,52 +316,114 @@ def _table(title: str, columns: str, caption: str | None = None, **kw):
     `columns` (space-separated `name:kind`, `_` for a space and `|` for a line break in a name) a kind: `n` a number, right-aligned
     on one line; `t` text that folds rather than being cut; `k` a short key kept on one line. A number column (header included) never
     shrinks below its width: the keys and texts fold to make room ("69.5" over "0B" reads as two figures, review 2026-12-06);
-    a key is folded, never cut, where the console is too narrow for it even so: a model or GPU name is an identifier to copy."""
+    a key is folded, never cut, where the console is too narrow for it even so: a model or GPU name is an identifier to copy.
+    A text that does not fit even at its min_width is left out, the rightmost first (rich's last resort drew it blank)."""
     from rich import box
+
+    settings = dict(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
+    t = _keyed_table()(**settings)
+    t.settings = settings  # a copy without the columns left out is built with them (_shown)
+    for i, spec in enumerate(columns.split()):
+        name, kind = spec.rsplit(":", 1)
+        assert kind in ("n", "t", "k"), spec  # a programming error, never user input
+        t.keys += [i] if kind == "k" else []
+        t.nums += [i] if kind == "n" else []
+        t.add_column(name.replace("_", " ").replace("|", "\n"), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
+                     overflow="fold" if kind == "t" else "ellipsis", min_width=8 if kind == "t" else None)
+    return t
+
+
+@functools.lru_cache(maxsize=1)
+def _keyed_table():
+    """_table's rich Table (rich imported on first use): `k` cells that fold, `n` columns never narrowed."""
+    from rich.measure import Measurement
     from rich.table import Table
     from rich.text import Text
 
-    keys: list[int] = []
-    nums: list[int] = []
-
     class _Keyed(Table):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.keys: list[int] = []
+            self.nums: list[int] = []
+
         def add_row(self, *cells, **options):
             # a `k` column is laid out as one line (no_wrap: it is not shrunk while the others can be), but its cells wrap
             # where the console leaves too little even so: rich's last resort cut them with "…" (piped, a checkpoint id read
             # "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…", newcomer review 2026-12-06); Text's own no_wrap and overflow win
             # over the column's (rich.text.Text.__rich_console__)
-            cells = [Text.from_markup(c, overflow="fold") if i in keys and isinstance(c, str) else c for i, c in enumerate(cells)]
-            for i in keys:
+            cells = [Text.from_markup(c, overflow="fold") if i in self.keys and isinstance(c, str) else c for i, c in enumerate(cells)]
+            for i in self.keys:
                 if i < len(cells) and isinstance(cells[i], Text):
                     cells[i].no_wrap = False
             return super().add_row(*cells, **options)
 
-        def _calculate_column_widths(self, console, options):
-            # rich's last resort narrows every column evenly, numbers too; give each `n` column back its full width (cells
-            # and header) and take it from the widest folding columns, down to 1 character each
-            widths = super()._calculate_column_widths(console, options)
-            full = {i: self._measure_column(console, options, self.columns[i]).maximum for i in nums}
-            need = sum(max(full[i] - widths[i], 0) for i in nums)
-            for i in nums:
-                widths[i] = max(widths[i], full[i])
-            others = [i for i in range(len(widths)) if i not in nums]
-            while need > 0 and others:
-                j = max(others, key=lambda i: widths[i])
-                if widths[j] <= 1 + self._get_padding_width(j):
-                    break
-                widths[j] -= 1
-                need -= 1
-            return widths
+        def __rich_console__(self, console, options):
+            # rich's last resort narrows every column evenly, numbers too. Through its public API only (Column.min_width,
+            # max_width, Measurement.get, add_column/add_row): each `n` column's min_width is its widest cell, header
+            # included; where rich's own collapse of the texts cannot make the room, the folding columns get max_widths
+            # (_fit) so that rich never needs its last resort
+            cols = self.columns
+            if not hasattr(self, "own"):  # the widths the caller set (models' precision column: max 14), kept
+                self.own = [(c.max_width, c.min_width) for c in cols]
+            for c, (mx, mn) in zip(cols, self.own, strict=True):  # as the caller left them, before this render's
+                c.max_width, c.min_width = mx, mn
+            full = [max(Measurement.get(console, options, x).maximum for x in (c.header, *c.cells)) for c in cols]
+            full = [w if mx is None else min(w, mx) for w, (mx, _) in zip(full, self.own, strict=True)]
+            for i in self.nums:
+                cols[i].min_width = full[i]
+            # what is not a cell: the box's two edges and a rule between columns, and each column's right padding but the
+            # last's (pad_edge off; collapse_padding folds a left padding into the right one before it)
+            n = len(cols)
+            room = options.max_width - ((2 if self.show_edge else 0) + n - 1 if self.box else 0) - (n - 1) * self.padding[1]
+            widths = _fit(full, self.nums, self.keys, [mn or 1 for _, mn in self.own], room)
+            for i, w in widths.items():  # a folding column narrowed below its min_width (`t`: 8) takes that width too
+                mx, mn = self.own[i]
+                cols[i].max_width, cols[i].min_width = (w if w < full[i] else mx), (None if mn is None else min(w, mn))
+            if all(widths.values()):
+                return super().__rich_console__(console, options)
+            return _shown(self, Table, widths).__rich_console__(console, options)
 
-    t = _Keyed(title=title, caption=caption, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, **kw)
-    for i, spec in enumerate(columns.split()):
-        name, kind = spec.rsplit(":", 1)
-        assert kind in ("n", "t", "k"), spec  # a programming error, never user input
-        keys += [i] if kind == "k" else []
-        nums += [i] if kind == "n" else []
-        t.add_column(name.replace("_", " ").replace("|", "\n"), justify="right" if kind == "n" else "left", no_wrap=kind in ("n", "k"),
-                     overflow="fold" if kind == "t" else "ellipsis", min_width=8 if kind == "t" else None)
-    return t
+    return _Keyed
+
+
+def _fit(full: list[int], nums: list[int], keys: list[int], floors: list[int], room: int) -> dict[int, int]:
+    """The widths of a _table's folding columns (by index) that fit `room` characters of cells beside its number columns
+    (`nums`) at their `full` widths, {} where rich's own collapse of the texts (down to their `floors`, the min_widths)
+    makes the room: the texts to their floors, a character at a time from the widest; then out of the table (0), the
+    rightmost first; then the keys (`keys`) to a character each (they fold)."""
+    widths = {i: w for i, w in enumerate(full) if i not in nums}
+    need = sum(full) - room
+    texts = [i for i in widths if i not in keys]
+    if need <= sum(widths[i] - floors[i] for i in texts):
+        return {}
+
+    def narrow(cols, floor) -> None:
+        nonlocal need
+        while need > 0:
+            over = [i for i in cols if widths[i] > floor(i)]
+            if not over:
+                return
+            j = max(over, key=lambda i: (widths[i], i))
+            widths[j] -= 1
+            need -= 1 + (2 if widths[j] == 0 else 0)  # a text taken to nothing is left out: its rule and padding go with it
+
+    narrow(texts, lambda i: floors[i])
+    for j in reversed(texts):
+        narrow([j], lambda i: 0)
+    narrow(keys, lambda i: 1)
+    return widths
+
+
+def _shown(t, table_cls, widths: dict[int, int]):
+    """`t` without the columns _fit left out (width 0), built through Table's public add_column/add_row."""
+    shown = [c for i, c in enumerate(t.columns) if widths.get(i, 1)]
+    out = table_cls(**t.settings)
+    for c in shown:
+        out.add_column(c.header, justify=c.justify, no_wrap=c.no_wrap, overflow=c.overflow, min_width=c.min_width,
+                       max_width=c.max_width, style=c.style, header_style=c.header_style, vertical=c.vertical)
+    for row, cells in zip(t.rows, zip(*(list(c.cells) for c in shown), strict=True), strict=True):
+        out.add_row(*cells, style=row.style, end_section=row.end_section)
+    return out
 
 
 def _dump(obj) -> None:

@@ -109,6 +109,11 @@ def compare(
     question = cmp.ask(models, gpus, formats, kv_dtype=kv_dtype, num_gpus=gpus_, isl=isl, osl=osl, engine=backend,
                        min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, gpu_hour_price=gpu_hour_price, model_value=model, gpu_value=gpu)
     unpriced = list(question.unpriced)
+    from llm_codesign.explore.search import refuse_without_decode
+    from llm_codesign.render.intervals import DASH, NO_DECODE, one_token
+
+    refuse_without_decode(osl, plot=plot_path)  # the chart's x axis is tok/s/user
+    one = one_token(osl)  # one output token: each row's tok/s/user is null (serve.metrics.without_decode), a dash here
     if plot_path:  # refused before the searches, not after
         from llm_codesign.outputs import check_writable
         from llm_codesign.render.report import plot_extra
@@ -138,7 +143,7 @@ def compare(
     columns = (("" if one_gpu else "gpu:k ") + "W|A/KV:k accuracy:k tok/s|/GPU:n tok/s|/user:n TTFT|ms:n tok/J:n"
                + (" $/Mtok:n" if priced else "") + " plan:t")
     cells = [[*(() if one_gpu else (r["gpu"],)), f"{r['weight_dtype']}\n{r['activation_dtype']}/{r['kv_dtype']}", _accuracy_cell(r["accuracy_compared"]),
-              *((f"{b['output_tok_s_per_gpu']:.0f}\n{_lo_hi(b['intervals']['output_tok_s_per_gpu'], b['output_tok_s_per_gpu'])}", f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
+              *((f"{b['output_tok_s_per_gpu']:.0f}\n{_lo_hi(b['intervals']['output_tok_s_per_gpu'], b['output_tok_s_per_gpu'])}", DASH if one else f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
                  *((f"{b['cost']['usd_per_m_output_tokens']:.3f}" if b["cost"] else "-",) if priced else ()), _plan_cell(b["deployment"]))
                 if b else ("-", "-", "-", "-", *(("-",) if priced else ()), r.get("why_none", "-")))] for r in rows for b in (r["best"],)]
     heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
@@ -163,7 +168,8 @@ def compare(
               "interval beneath; "
               "tok/s/user, TTFT, tok/J (output tokens per joule of the GPU at its modelled power)"
               + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
-              + " and plan are that deployment's; plan: x its instances, beneath the requests in flight in each.", highlight=False)
+              + " and plan are that deployment's; plan: x its instances, beneath the requests in flight in each."
+              + (f" tok/s/user: {NO_DECODE}." if one else ""), highlight=False)
     con.print(arrival_footer(DEFAULT_ARRIVAL), highlight=False)  # the arrival its TTFT turns on (the searches price the default)
     # the GPUs whose interval is widened beyond the runs it came from (an H200 row has no serving run of its family):
     # pareto and estimate said so, compare did not, beside a B200 row whose band had no such stretch

@@ -107,6 +107,9 @@ def disagg(
     if as_json:
         return _dump(r)
     p, d = r["prefill"], r["decode"]
+    from llm_codesign.render.intervals import DASH, NO_DECODE, one_token
+
+    one = one_token(osl)  # one output token: no decode step, its TPOT and tok/s/user null (serve.metrics.without_decode)
     where = f"{r['num_gpus']}x {g.name}" if dg.id == g.id else f"{r['num_gpus']} GPUs (prefill on {g.name}, decode on {dg.name})"
     t = _table(f"{m.name} on {where}, {r['precision']}, {r['backend']}, ISL/OSL {isl}/{osl}: "
                f"prefill {p['instances']}x {p['plan']} ({p['capacity_req_s']:.2f} req/s), decode {d['instances']}x {d['plan']}"
@@ -116,13 +119,14 @@ def disagg(
                "KV hand-off (the transfer and the decode worker's admission: at its step boundaries, or as the cache arrives where "
                "it pre-allocated it, SGLang's) + slot wait (for a decode slot, past what the decode pool holds) + the engine's "
                f"request overhead. fits: the decode pool holds every request at once ({d['max_concurrency']})."
-               + ("" if calibration else _measured()))
+               + (f" TPOT, tok/s/user: {NO_DECODE}." if one else "") + ("" if calibration else _measured()))
     from llm_codesign.render.intervals import table_time
 
     for row in r["rows"]:  # times past 10 s in s or h, as estimate's (render.intervals.table_time; the page's the same rule)
         t.add_row(str(row["concurrency"]), table_time(row["ttft_ms"]), table_time(row["prefill_ms"]), table_time(row["kv_transfer_ms"], 2),
-                  table_time(row["prefill_wait_ms"]), table_time(row["decode_slot_wait_ms"]), table_time(row["tpot_ms"], 2),
-                  f"{row['tok_s_per_user']:.1f}", f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
+                  table_time(row["prefill_wait_ms"]), table_time(row["decode_slot_wait_ms"]),
+                  DASH if one else table_time(row["tpot_ms"], 2), DASH if one else f"{row['tok_s_per_user']:.1f}",
+                  f"{row['output_tok_s_per_gpu']:.1f}", "yes" if row["fits"] else "no")
     _console().print(t)
     # the notes: where rows do not fit, the limit once and the loads it turns away (serve.disagg._slot_note), then what was
     # asked and changed nothing; the page shows the same lines
@@ -133,10 +137,10 @@ def disagg(
     for row in r["rows"]:
         # a widened band says where its widening is named (beyond the runs, below), not "no measured run like it" above
         # the runs it is drawn from
-        b = {m: interval_text(row["intervals"][m], m, row[m], reasons_below=True) for m in ("ttft_ms", "tpot_ms")}
-        _console().print(f"{row['concurrency']} request{'s' if row['concurrency'] != 1 else ''}: TTFT {b['ttft_ms']}; TPOT {b['tpot_ms']}",
-                         highlight=False)
-    if any(off_centre(row["intervals"][m], row[m]) for row in r["rows"] for m in ("ttft_ms", "tpot_ms")):
+        b = {m: interval_text(row["intervals"][m], m, row[m], reasons_below=True) for m in ("ttft_ms", "tpot_ms") if m in row["intervals"]}
+        _console().print(f"{row['concurrency']} request{'s' if row['concurrency'] != 1 else ''}: TTFT {b['ttft_ms']}"
+                         + (f"; TPOT {b['tpot_ms']}" if "tpot_ms" in b else ""), highlight=False)
+    if any(off_centre(row["intervals"][m], row[m]) for row in r["rows"] for m in ("ttft_ms", "tpot_ms") if m in row["intervals"]):
         _console().print(f"centred on: {CENTRE}", highlight=False)
     # each basis once, with the requests it serves where the rows' differ (their loads take different slices, as --json
     # says per row), then each reason once: a row beyond the runs' load names its own

@@ -175,13 +175,21 @@ def export(
                           activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=engine, spec=spec, draft_len=draft_len, acceptance=acceptance,
                           acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
         if concurrency is None:
+            from llm_codesign.explore.search import refuse_without_decode
+            from llm_codesign.serve.metrics import no_decode, without_decode
+
+            refuse_without_decode(osl, min_tps_user=min_tps_user)  # no tok/s/user at OSL 1 to hold an SLO on
             slo = {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms} if slo_given else dict(INTERACTIVE_SLO)
+            if no_decode(osl):  # the default's tok/s/user floor has nothing to hold: its TTFT bound alone
+                slo["min_tps_user"] = None
             point = _slo_point(m, dep, fixed=dict(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp),
                                isl=isl, osl=osl, slo=slo, calibration=calibration, gpus_value=gpus_)
             dep, conc, n_rep = point.deployment, point.concurrency, point.replicas
             predicted = {"ttft_ms": point.ttft_s * 1e3, "tpot_ms": point.tpot_s * 1e3, "tok_s_per_user": point.tok_s_per_user,
                          "output_tok_s_per_gpu": point.output_tok_s_per_gpu}
             intervals = point.to_dict().get("intervals")
+            if no_decode(osl):  # one output token: no TPOT nor tok/s/user, as estimate's answer (serve.metrics.without_decode)
+                predicted, intervals = without_decode(predicted), without_decode({"intervals": intervals})["intervals"]
             chosen = {"slo": slo, "default": not slo_given, "plan": dep.plan.label(), "replicas": n_rep, "concurrency": conc}
         else:
             from llm_codesign.api import estimate as run
@@ -214,7 +222,7 @@ def export(
         launch = shlex.join(out if w == _file_name(out) else w for w in words)
     if as_json:
         return _dump({"engine": engine, "version": es["version"], "file": out, "launch": launch, **summary})
-    from llm_codesign.render.intervals import capped_footnote, short
+    from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, short
 
     p = summary["predicted"]
     b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
@@ -225,9 +233,11 @@ def export(
         con.print(_chosen_line(chosen, precision=dep.precision, checkpoints=weight_dtype is None and kv_dtype is None,
                                others=default_precisions(m, dep.gpu)), highlight=False)
     con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
-              f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, "
-              f"{p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, "
-              f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(b, 'output_tok_s_per_gpu')} at {summary['concurrency']} requests",
+              f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, "
+              # one output token: no decode step, no TPOT nor tok/s/user (null in the file's header: serve.metrics.without_decode)
+              + (f"TPOT {ONE_TOKEN}, " if p["tpot_ms"] is None else
+                 f"TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, {p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, ")
+              + f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(b, 'output_tok_s_per_gpu')} at {summary['concurrency']} requests",
               highlight=False)
     if caps := capped_footnote([("", summary.get("intervals"))]):  # the bounds above that stop at the ideal step
         con.print(caps, highlight=False)
@@ -390,16 +400,18 @@ def import_(
     con = _console()
     if imp.engine == "dynamo":
         con.print(f"{r['model']}: prefill {imp.prefill_instances}x {imp.prefill.plan.label()}, decode {imp.decode_instances}x "
-                  f"{imp.deployment.plan.label()} ({imp.deployment.backend}): TTFT {r['ttft_ms']:.0f} ms, TPOT {r['tpot_ms']:.2f} ms")
+                  f"{imp.deployment.plan.label()} ({imp.deployment.backend}): TTFT {r['ttft_ms']:.0f} ms, TPOT "
+                  + ("n/a (one output token)" if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms"))
     else:
-        from llm_codesign.render.intervals import capped_footnote, short
+        from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, short
 
         d = imp.deployment
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
         con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
                   + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {r['concurrency']} requests ({imp.batch}), "
-                  f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT {r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, "
-                  f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
+                  f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT "
+                  + (f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, ")
+                  + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
         if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):
             con.print(caps, highlight=False)
         if imp.ignored:

@@ -72,7 +72,7 @@ def mix(
     from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, one_token, short
 
     tt, b = r["ttft_ms"], r["intervals"]
-    # every request one output token: no TPOT nor decode rate to show, as estimate's (--json keeps the model's numbers)
+    # every request one output token: no TPOT nor decode rate to show (null in --json), as estimate's
     one = all(one_token(x["osl"]) for x in r["per_length"])
     t.add_row(f"{tt['mean']:.0f}", f"{tt['p50']:.0f}", f"{tt['p90']:.0f}", f"{tt['p99']:.0f}", ONE_TOKEN if one else f"{r['tpot_ms']:.2f}",
               ONE_TOKEN if one else f"{r['tok_s_per_user']:.1f}", f"{r['output_tok_s_per_gpu']:.0f}",

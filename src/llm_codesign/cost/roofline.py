@@ -147,20 +147,7 @@ def step_floor(model: ModelSpec, prec: Precision, *, tokens, seqs=None, context=
     dense = tuple((replace(layer, ffn=replace(layer.ffn, experts=0)) if isinstance(layer.ffn, MoE) else layer, n)
                   for layer, n in model.groups)
     body = replace(model, groups=dense, vocab=0)  # no embedding (a gather) and no head: the head is added in BF16
-    has = [_reads(layer.attn)[0] > 0 for layer, _ in model.groups]
-    if prefill:
-        span = T / np.maximum(S, 1.0)  # a request's new tokens
-        keys = [layer.attn.prefill_keys(ctx, span)[0] if c else 0.0 for (layer, _), c in zip(model.groups, has, strict=True)]
-        win = [getattr(layer.attn, "window", 0) for layer, _ in model.groups]
-        # cache entries a request's chunk writes (at most a window's) and reads (its cached keys, at most a window's)
-        entries = [S * (np.minimum(span, w) + np.minimum(layer.attn.prefill_keys(ctx, span)[1], w)) if w else
-                   S * (span + layer.attn.prefill_keys(ctx, span)[1]) if c else 0.0
-                   for (layer, _), w, c in zip(model.groups, win, has, strict=True)]
-        head_tokens = S
-    else:
-        keys = [layer.attn.decode_keys(ctx) if c else 0.0 for (layer, _), c in zip(model.groups, has, strict=True)]
-        entries = [S * k for k in keys]
-        head_tokens = T
+    keys, entries, head_tokens = _floor_keys(model, T, S, ctx, prefill=prefill)
     flops = (2.0 * (model.active_params - V) * T + 2.0 * V * head_tokens
              + sum(n * _reads(layer.attn)[1] * np.asarray(k, float) * T for (layer, n), k in zip(model.groups, keys, strict=True)))
     if plan is None:
@@ -179,6 +166,23 @@ def step_floor(model: ModelSpec, prec: Precision, *, tokens, seqs=None, context=
     kv = busiest_stage(model, pp, [p * e for p, e in zip(per_entry, entries, strict=True)]) / (kvp * adp)
     state = state_bytes_per_seq(model, sh) * S / adp
     return {"weights": weights, "kv": kv, "state": state, "bytes": weights + kv + state, "flops": flops / (tp * adp * kvp * pp)}
+
+
+def _floor_keys(model: ModelSpec, T, S, ctx, *, prefill: bool) -> tuple[list, list, np.ndarray]:
+    """step_floor's reads per layer group: the keys a token attends to, the cache entries the step moves (all of the
+    batch's requests) and the tokens the LM head runs on."""
+    has = [_reads(layer.attn)[0] > 0 for layer, _ in model.groups]
+    if not prefill:
+        keys = [layer.attn.decode_keys(ctx) if c else 0.0 for (layer, _), c in zip(model.groups, has, strict=True)]
+        return keys, [S * k for k in keys], T
+    span = T / np.maximum(S, 1.0)  # a request's new tokens
+    keys = [layer.attn.prefill_keys(ctx, span)[0] if c else 0.0 for (layer, _), c in zip(model.groups, has, strict=True)]
+    win = [getattr(layer.attn, "window", 0) for layer, _ in model.groups]
+    # cache entries a request's chunk writes (at most a window's) and reads (its cached keys, at most a window's)
+    entries = [S * (np.minimum(span, w) + np.minimum(layer.attn.prefill_keys(ctx, span)[1], w)) if w else
+               S * (span + layer.attn.prefill_keys(ctx, span)[1]) if c else 0.0
+               for (layer, _), w, c in zip(model.groups, win, has, strict=True)]
+    return keys, entries, S
 
 
 def floor_time(floor: dict, gpu: Gpu, prec: Precision) -> np.ndarray:

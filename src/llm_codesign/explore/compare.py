@@ -46,6 +46,9 @@ def ask(models: list, gpus: list, weight_formats: list[str] | None = None, *, kv
             raise InputError(name, v, "a positive finite number")
     check_sizes(num_gpus=num_gpus)
     check_sizes(MAX_STEP_TOKENS, isl=isl, osl=osl)
+    from llm_codesign.explore.search import refuse_without_decode
+
+    refuse_without_decode(osl, min_tps_user=min_tps_user)  # no tok/s/user at OSL 1 to hold an SLO on
     formats = tuple(get_dtype(x, "weight_dtype").name for x in weight_formats) if weight_formats else None
     kv = get_dtype(kv_dtype, "kv_dtype").name if kv_dtype else None  # refused before any search
     if not models or not gpus:
@@ -129,6 +132,7 @@ def compare(a: Ask, *, calibration=None) -> Comparison:
     from llm_codesign.explore.accuracy_model import accuracy_of
     from llm_codesign.explore.search import SearchSpace, default_precisions, search, slo_shortfall
     from llm_codesign.measure.intervals import table_for
+    from llm_codesign.serve.metrics import no_decode, without_decode
     from llm_codesign.spec.precision import Precision, executable, get_dtype
 
     kv = get_dtype(a.kv_dtype, "kv_dtype") if a.kv_dtype else None
@@ -166,6 +170,8 @@ def compare(a: Ask, *, calibration=None) -> Comparison:
                                                         "deployment", "intervals") if k in best}
                     if g.id in a.unpriced:
                         row["best"]["cost"] = None
+                    if no_decode(a.osl):  # one output token: no TPOT nor tok/s/user (null), as estimate says it
+                        row["best"] = without_decode(row["best"])
                 else:  # how near the fitting deployments came, as pareto's line says it (search.slo_shortfall)
                     short = slo_shortfall([r.to_dict()], {"min_tps_user": a.min_tps_user, "max_ttft_ms": a.max_ttft_ms})
                     row["why_none"] = "no deployment meets the SLO" + (

@@ -13,7 +13,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP, accuracy_model, quality
 from llm_codesign.explore.envelope import reference_model
-from llm_codesign.explore.search import BATCHES, SEARCH_GRAPHS, divisors
+from llm_codesign.explore.search import BATCHES, SEARCH_GRAPHS, divisors, refuse_without_decode
 from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format
 from llm_codesign.spec.hardware import Gpu
@@ -26,6 +26,7 @@ from llm_codesign.spec.validation import as_float, as_int
 # the vocabulary of design's shapes without a baseline (with one they take its own): Llama 3's tokenizer, 128,000
 # BPE tokens and 256 reserved special ones (meta-llama/Meta-Llama-3-8B config.json vocab_size 128256)
 DEFAULT_VOCAB = 128256
+BUDGET_TOL = 0.1  # design's default --budget-tol: shapes within 10% of the budget's parameters (lint R3's variants too)
 REGIMES = {
     # objective, constraint; ISL/OSL of the regime
     "latency": ("tok_s_per_user", "min_tps_gpu", 1024, 1024),
@@ -83,12 +84,36 @@ def grid_rows(axes: dict[str, tuple], *, moe: bool) -> tuple[np.ndarray, dict[st
     h = g["hidden"]
     z = np.zeros_like(h)
     if not moe:
-        inter = np.round(g["ffn_ratio"] * h / 256) * 256
+        inter = ffn_width(g["ffn_ratio"], h, moe=False)
         cols = (h, g["layers"], inter, g["kv_heads"], z, z, z, z, g["head_dim"])
     else:
-        ei = np.round(g["expert_ratio"] * h / 128) * 128
+        ei = ffn_width(g["expert_ratio"], h, moe=True)
         cols = (h, g["layers"], z, g["kv_heads"], g["experts"], g["top_k"], ei, g["shared"] * ei, z + 128)
     return np.stack(cols, axis=1).astype(np.int64), g
+
+
+def axis_step(axis: str, *, moe: bool):
+    """The step of design's grid along `axis` (hidden 128, MoE 256; layers 2, MoE 4; ffn_ratio 0.25; expert_ratio 0.125):
+    the step its extensions take too (EXTEND), so every value the grid reaches is a multiple of it above EXTEND's least."""
+    v = (MOE_AXES if moe else DENSE_AXES)[axis]
+    return v[1] - v[0]
+
+
+def ffn_width(ratio, hidden, *, moe: bool):
+    """An FFN width on design's grid: ratio x hidden rounded to 256 (an expert's to 128), as grid_rows builds its rows."""
+    unit = 128 if moe else 256
+    return np.round(ratio * hidden / unit) * unit
+
+
+def widened_to(params: float, hidden: int, count, *, moe: bool, max_ratio: float = 16.0) -> int | None:
+    """The narrowest FFN (expert) width design's grid reaches at `hidden` (ffn_width at the ratio axis's values and their
+    extensions: multiples of its step from EXTEND's least) at which `count(width)`, a shape's parameters at that width,
+    is at least `params`; None where none up to `max_ratio` x hidden is. How lint R3 sizes its shallower variant at no
+    fewer parameters than the shape, so that the variant is a shape this grid holds."""
+    axis = "expert_ratio" if moe else "ffn_ratio"
+    step, least = axis_step(axis, moe=moe), EXTEND[axis][1]
+    widths = np.unique(ffn_width(least + step * np.arange(int(round((max_ratio - least) / step)) + 1), hidden, moe=moe))
+    return next((int(w) for w in widths if w > 0 and count(int(w)) >= params), None)
 
 
 def in_budget(grid: tuple[np.ndarray, dict], params: float, tol: float, vocab: int, active: float | None = None) -> dict[str, np.ndarray]:
@@ -373,12 +398,14 @@ def check_options(*, params, active_params=None, budget_tol=0.1, quality_tol=0.0
     for name, v in (("isl", isl), ("osl", osl)):
         if v is not None:
             as_int(name, v, hi=MAX_TOKENS)
+    if osl is not None:  # every regime weighs tok/s/user (REGIMES: latency's objective, the others' floor)
+        refuse_without_decode(osl, frontier="design, whose every regime weighs tok/s/user (latency's objective, the others' floor)")
     as_int("max_candidates", max_candidates, hi=MAX_CANDIDATES)
     as_int("top", top, hi=MAX_TOP)
 
 
 def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *, baseline: ModelSpec | None = None,
-           moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.0,
+           moe: bool = False, prec: Precision | None = None, budget_tol: float = BUDGET_TOL, quality_tol: float = 0.0,
            quality_sigmas: float = 1.0, outside_envelope: bool = False,
            quality_file: str | None = None, engine: Engine = TRTLLM, max_candidates: int = 20000, top: int = 10,
            progress=None, chunk: int = 16, proxy_file: str | None = None, scheduler: str | None = None,

@@ -190,6 +190,7 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.measure.intervals import band_disagg_rows
     from llm_codesign.serve.disagg import DisaggEstimate, estimate_disagg
+    from llm_codesign.serve.metrics import no_decode, without_decode
     from llm_codesign.spec.engines import engine_for_pools
 
     dg = decode_gpu or gpu
@@ -209,6 +210,8 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
                         decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a)
     band_disagg_rows(r["rows"], model, pools[1], isl=isl, osl=osl, calibration=calibration, arrival=arrival, prefill=pools[0],
                      prefill_instances=prefill_instances, decode_instances=decode_instances)
+    if no_decode(osl):  # one output token, from the prefill: no TPOT nor tok/s/user (null), as estimate's answer says it
+        r["rows"] = [without_decode(row) for row in r["rows"]]
     r["notes"] = notes + r["notes"]
     from llm_codesign.measure.accuracy import disagg_measured
 

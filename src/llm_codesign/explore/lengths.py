@@ -230,11 +230,13 @@ class Mix:
         return {k: v / 1e3 for k, v in self.answer["ttft_ms"].items()}
 
     @property
-    def tpot_s(self) -> float:
-        return self.answer["tpot_ms"] / 1e3
+    def tpot_s(self) -> float | None:
+        """None where every request has one output token (no decode step runs)."""
+        return None if self.answer["tpot_ms"] is None else self.answer["tpot_ms"] / 1e3
 
     @property
-    def tok_s_per_user(self) -> float:
+    def tok_s_per_user(self) -> float | None:
+        """None where every request has one output token (no decode step runs)."""
         return self.answer["tok_s_per_user"]
 
     @property
@@ -272,6 +274,7 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     priced by price_mix at `concurrency` requests in flight. `calibration`: a profile's path, a Calibration or None."""
     from llm_codesign.cost.calibration import Calibration, calibration_for
     from llm_codesign.serve.estimate import check
+    from llm_codesign.serve.metrics import no_decode, without_decode
 
     check_lengths(lengths, isl_dist, osl_dist)
     mixture = from_csv(str(lengths)) if lengths else from_distributions(str(isl_dist), str(osl_dist))
@@ -281,6 +284,11 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     r |= {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend}
     batch, accepted = r.pop("_batch"), r.pop("_accepted")
     r["intervals"] = _mix_bands(model, dep, r, concurrency, calibration, batch=batch, accepted=accepted)  # issue 40: every predicted metric with its intervals
+    # a length of one output token decodes nothing: its TPOT and tok/s/user null, and the mix's where every length is so
+    # (serve.metrics.without_decode, as estimate's answer says it)
+    r["per_length"] = [without_decode(x) if no_decode(x["osl"]) else x for x in r["per_length"]]
+    if all(no_decode(x["osl"]) for x in r["per_length"]):
+        r = without_decode(r)
     return Mix(model=model.name, deployment=dep, concurrency=concurrency, answer=r)
 
 

@@ -37,16 +37,20 @@ RULES = {
 COST_MEASURE = {
     "R1": "the GEMM's time over its compute roofline",
     "R2": "the regime's objective re-priced aligned (vocab: its padding)",
-    "R3": ("how much faster a wider shape of about the same parameters (3/4 of the layers, widths on the kernels' grid: its count, "
-           "which the fix names, lands a few % off) runs, each shape at its own best deployment, in the regime's objective"),
+    "R3": ("how much faster a shallower shape of no fewer parameters runs, built as design builds its shapes (3/4 of the layers "
+           "on design's grid, wider or as wide, its FFN widened on design's grid to hold the parameters: the fix names its "
+           "count), each shape at its own best deployment, in the regime's objective, whether or not design would propose it "
+           "(the fix says)"),
     "R4": "the padding's width",
-    "R5": "the MoE layer's extra time at batch 8 against batch 1",
+    "R5": "the MoE layer's extra time at batch 8 against batch 1 (R1 and R5 on lint's widest TP, named where not the point's)",
     "R6": ("the regime's objective per layer against the nearest layer count the PP divides, or the same layers balanced per "
            "stage, on a TP x PP within the GPU budget (blocks: the slowest kind of layer over the mean)"),
-    "R7": "the KV heads' extra copies, or Helix's decode tok/s/GPU gain",
+    "R7": ("the KV heads' extra copies at the TP the finding names, paid only where the reported point runs attention at "
+           "that TP (else 0), or Helix's decode tok/s/GPU gain on the plans it names"),
     "R8": "the proxy loss against the nearest published model",
 }
-COST_KEY = "cost %, each rule its own measure: " + "; ".join(f"{r} {m}" for r, m in COST_MEASURE.items()) + "."
+COST_KEY = ("cost %, each rule its own measure: " + "; ".join(f"{r} {m}" for r, m in COST_MEASURE.items()) + ". Ranked by "
+            "severity, then what the reported point pays, then costs on other plans, then findings at no cost.")
 # R2's and R6's costs are in the regime's objective: beneath the %, the rate it changes (Finding.objective_cost)
 OBJECTIVE_KEY = ("Beneath R2's and R6's %: the same cost as tok/s/GPU (throughput and long-context; tok/s/user in the latency regime), "
                  "the shape's against its neighbour's.")
@@ -66,6 +70,8 @@ class Finding:
     fix: str
     # the figures the message prints, unrounded (JSON and SARIF carry them): what the cost was computed from
     figures: dict = field(default_factory=dict)
+    # False: the cost is priced on plans other than the reported point's, which the message names (R7's Helix)
+    at_point: bool = True
 
     def objective_cost(self) -> dict | None:
         """A cost R2 or R6 priced in the regime's objective, in its rate's unit: the rate the shape loses against the aligned
@@ -127,10 +133,10 @@ class Point:
             return f"R2, R3 and R6 not priced: {self.source}"
         if not r6_pps(self, OPERATING_GPUS if gpus is None else gpus):
             stage = int(np.ravel(self.plan.gpus)[0]) // int(np.asarray(self.plan.pp))
-            return (f"R2 and R3 priced at {self.text()} ({self.source}); R3's wider shape at its own best deployment. R6 not "
+            return (f"R2 and R3 priced at {self.text()} ({self.source}); R3's shallower shape at its own best deployment. R6 not "
                     f"priced: PP2 on {replace(self.plan, pp=1).label()} needs {2 * stage} GPUs (--gpus {2 * stage})")
-        # what each rule actually prices there: R3's wider shape at its own best deployment, R6's PP on this plan's stage
-        return (f"R2, R3 and R6 priced at {self.text()} ({self.source}); R3's wider shape at its own best deployment, R6 with PP "
+        # what each rule actually prices there: R3's shallower shape at its own best deployment, R6's PP on this plan's stage
+        return (f"R2, R3 and R6 priced at {self.text()} ({self.source}); R3's shallower shape at its own best deployment, R6 with PP "
                 "added to this plan within the budget")
 
 
@@ -312,20 +318,30 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     sh = Plan(tp=tp, ep=ep, moe_tp=(tp // ep) if moe else 1)
     b = _batch(regime)
     out: list[Finding] = []
-    out += _memory_bound_gemm(model, gpu, cal, prec, sh, b=b, regime=regime)
+    # R1 and R5 on another plan than the point's say so (and rank after what the point pays)
+    other = "" if sh == point.plan else sh.label()
+    out += _memory_bound_gemm(model, gpu, cal, prec, sh, b=b, regime=regime, other=other)
     out += _tile_alignment(model, gpu, cal, prec, point, regime=regime, engine=engine)
-    out += _width_vs_depth(model, gpu, cal, prec, point, regime=regime, proxy_file=proxy_file, engine=engine,
+    out += _width_vs_depth(model, gpu, cal, prec, point, regime=regime, proxy_file=proxy_file, engine=engine, gpus=most, slo=slo,
                            place=lambda ms: operating_points(ms, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo))
     out += _quantization_readiness(model, _shards(model, point.plan), gpu)
-    out += _moe_shape(model, gpu, cal, prec, sh)
+    out += _moe_shape(model, gpu, cal, prec, sh, other=other)
     out += _pipeline_regularity(model, gpu, cal, prec, point, b=b, regime=regime, gpus=most, engine=engine, sh=sh)
-    out += _parallel_readiness(model, gpu, cal, prec, gpus=most, engine=engine)
+    out += _parallel_readiness(model, gpu, cal, prec, point, gpus=most, engine=engine)
     out += _trust_region(model, prec, proxy_file=proxy_file)
-    return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], -f.cost_pct))
+    # within a severity: what the reported point pays first, then costs priced on other plans (named in their messages),
+    # then findings that cost nothing (newcomer review 4, item 10: R7's TP8 copies ranked first on a DP4xTP1 point)
+    return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], rank_tier(f), -f.cost_pct))
 
 
-def _memory_bound_gemm(model, gpu, cal, prec, sh, *, b, regime):
-    """R1: the layer GEMMs below half the ridge point at the throughput regime's batch, with what their memory time costs."""
+def rank_tier(f: Finding) -> int:
+    """Where a finding ranks within its severity: 0 a cost the reported point pays, 1 a cost on another plan, 2 none."""
+    return 2 if round(f.cost_pct, 1) <= 0 else (0 if f.at_point else 1)
+
+
+def _memory_bound_gemm(model, gpu, cal, prec, sh, *, b, regime, other=""):
+    """R1: the layer GEMMs below half the ridge point at the throughput regime's batch, with what their memory time costs;
+    on `sh`, named where it is `other` than the reported point's plan."""
     out = []
     if regime != "throughput":
         return out  # at latency batches every GEMM is memory-bound by design; the rule is about throughput
@@ -360,10 +376,12 @@ def _memory_bound_gemm(model, gpu, cal, prec, sh, *, b, regime):
                 thin = op.role in EXPERT_GEMMS
                 out.append(Finding("R1", "warning", op.name,
                                    f"{inten:.0f} FLOP/B at {REGIMES['throughput'][0]} decode + {REGIMES['throughput'][2]} prefill tokens, "
-                                   f"ridge point {ridge:.0f} FLOP/B on {gpu.name}: memory-bound, {pct:.0f}% slower than at its compute roofline",
+                                   f"ridge point {ridge:.0f} FLOP/B on {gpu.name}: memory-bound, {pct:.0f}% slower than at its compute roofline"
+                                   + (f" (priced on {other}, not the reported point's plan)" if other else ""),
                                    pct, "fewer, wider experts (more tokens per expert) or larger expert-parallel batches" if thin
                                    else "widen the narrow dimension or batch more tokens per step",
-                                   {"flop_per_byte": inten, "ridge_flop_per_byte": ridge, "time_s": t, "compute_time_s": tc}))
+                                   {"flop_per_byte": inten, "ridge_flop_per_byte": ridge, "time_s": t, "compute_time_s": tc, "plan": sh.label()},
+                                   at_point=not other))
     return out
 
 
@@ -458,73 +476,128 @@ def _tile_alignment(model, gpu, cal, prec, point, *, regime, engine):
     return out
 
 
-def _wider(model: ModelSpec, *, tp: int, hidden: int, layers: int, scale: float, keep_heads: bool = False) -> ModelSpec:
-    """The equal-parameter wider variant R3 compares: `layers` layers at `hidden`, heads and FFN widths
-    scaled by `scale` and kept divisible by TP and the 256 (experts: 128) grid; with `keep_heads`, the mixers'
-    heads as they are (the query heads per KV head, the proxy's KV-sharing term, unchanged)."""
-    unit, L = 256, model.num_layers
+def _shallower_layers(layers: int, *, moe: bool) -> int:
+    """R3's depth: the count on design's layer grid (explore.design.axis_step: 2, MoE 4) nearest 3/4 of `layers`, the
+    deeper of two as near (MoE 40 -> 32, not 28)."""
+    from llm_codesign.explore.design import axis_step
+
+    step = int(axis_step("layers", moe=moe))
+    return max(int(math.floor(0.75 * layers / step + 0.5)), 1) * step
+
+
+def _heads_at(model: ModelSpec, hidden: int, *, exact: bool = True) -> dict | None:
+    """Each GQA group's query heads scaled with the width (heads x hidden / the shape's: design's heads = hidden /
+    head_dim where the shape has it), where that is a whole count its KV heads divide and, as design's rows
+    (explore.design._well_formed), a multiple of 8 where the shape's is; None where it is not. Not `exact`: rounded to
+    the nearest such count."""
+    out = {}
+    for j, (layer, _) in enumerate(model.groups):
+        a = layer.attn
+        if isinstance(a, GQA):
+            unit = math.lcm(a.kv_heads, 8 if a.heads % 8 == 0 else 1)
+            x = a.heads * hidden / model.hidden
+            q = max(int(round(x / unit)) * unit, unit)
+            if exact and q != x:
+                return None
+            out[j] = q
+    return out
+
+
+def _design_kind(model: ModelSpec) -> bool:
+    """A shape design's grid could hold: GQA whose query heads span the width (heads x head_dim = hidden), one dense or
+    MoE FFN kind (explore.design.shapes)."""
+    return all(isinstance(layer.attn, GQA) and layer.attn.heads * layer.attn.head_dim == model.hidden
+               and isinstance(layer.ffn, (DenseFfn, MoE)) for layer, _ in model.groups)
+
+
+def _shallower(model: ModelSpec, *, hidden: int, layers: int, width: int, heads: dict, tp: int) -> ModelSpec:
+    """R3's variant: `layers` layers (each group's share kept) at `hidden`, the GQA groups' query heads `heads`
+    (_heads_at), other mixers' heads scaled with the width and kept divisible by TP, and the FFN of the shape's kind
+    (the experts' where it has any, else the dense one) `width` wide; another kind of FFN scales with the width on
+    its grid (256)."""
+    L, scale = model.num_layers, hidden / model.hidden
     groups = []
-    for layer, n in model.groups:
+    for j, (layer, n) in enumerate(model.groups):
         a, f = layer.attn, layer.ffn
-        if keep_heads:
-            pass
-        elif isinstance(a, GQA):
-            heads = max(int(round(a.heads * scale / tp)) * tp, tp)
-            a = replace(a, heads=heads)
-        elif isinstance(a, Mamba2):  # heads x head_dim tracks the width (Mamba-2 expand x hidden)
+        if isinstance(a, GQA):
+            a = replace(a, heads=heads[j])
+        elif isinstance(a, Mamba2) and scale != 1:  # heads x head_dim tracks the width (Mamba-2 expand x hidden)
             a = replace(a, heads=max(int(round(a.heads * scale / tp)) * tp, tp))
-        elif isinstance(a, GatedDeltaNet):  # key heads scale, each keeping its value heads
+        elif isinstance(a, GatedDeltaNet) and scale != 1:  # key heads scale, each keeping its value heads
             nk = max(int(round(a.kv_heads * scale / tp)) * tp, tp)
             a = replace(a, kv_heads=nk, heads=nk * (a.heads // a.kv_heads))
-        f2 = replace(f, inter=max(int(round(f.inter * scale / unit) * unit), unit)) if isinstance(f, DenseFfn) else (
-            replace(f, expert_inter=max(int(round(f.expert_inter * scale / 128) * 128), 128)) if isinstance(f, MoE) else f)
-        groups.append((Layer(a, f2), max(int(round(n * layers / L)), 1)))
+        if isinstance(f, MoE):
+            f = replace(f, expert_inter=width)
+        elif isinstance(f, DenseFfn):
+            f = replace(f, inter=width if not model.is_moe else max(int(round(f.inter * scale / 256) * 256), 256))
+        groups.append((Layer(a, f), max(int(round(n * layers / L)), 1)))
     return replace(model, hidden=hidden, groups=tuple(groups))
 
 
-def _topped_up(wide: ModelSpec, params: int) -> ModelSpec | None:
-    """`wide` with its FFN widths (dense: on the 256 grid; experts: 128) raised by the fewest steps that bring it to
-    `params` parameters, None where it holds them already (or has no FFN to widen)."""
-    short = params - wide.total_params
-    if short <= 0:
-        return None
+def _variants(model: ModelSpec, *, tp: int) -> list[ModelSpec]:
+    """R3's shallower variants, built as design builds its shapes (explore.design: its layer and width grids, one
+    FFN width filled in by design.widened_to at no fewer parameters than the shape: a variant with fewer never passes
+    design's quality test where the terms the shapes share are all that differ, its parameter term having no band):
+    3/4 of the layers (_shallower_layers) at the width on design's hidden grid nearest sqrt(4/3) x the shape's whose
+    scaled heads are well formed (_heads_at), and at the shape's own width (the FFN takes the parameters: design's
+    first proposal for a 64 x 6144 shape, 48 x 6144 with its FFN 20,480 -> 29,184). Empty where no wider width is
+    on the grid (a toy width)."""
+    from llm_codesign.explore.design import axis_step, widened_to
 
-    def topped(k: int) -> ModelSpec:
-        return replace(wide, groups=tuple(
-            (Layer(layer.attn, replace(layer.ffn, inter=layer.ffn.inter + 256 * k) if isinstance(layer.ffn, DenseFfn) else
-                   replace(layer.ffn, expert_inter=layer.ffn.expert_inter + 128 * k) if isinstance(layer.ffn, MoE) else layer.ffn), n)
-            for layer, n in wide.groups))
+    moe, L, h = model.is_moe, model.num_layers, model.hidden
+    L2 = _shallower_layers(L, moe=moe)
+    if L2 >= L:
+        return []
+    step = int(axis_step("hidden", moe=moe))
+    target = h * math.sqrt(L / L2)
+    if round(target / step) * step <= h:  # no wider width on the grid (a toy width): nothing to compare
+        return []
+    # the grid's widths above the shape's, nearest the target first; the first whose heads scale whole
+    near = sorted((k * step for k in range(int(target // step) - 16, int(target // step) + 18) if k * step > h),
+                  key=lambda x: (abs(x - target), x))
+    # the nearest width whose heads scale whole, else the nearest width with its heads rounded to a well-formed count
+    wide = next(((x, hd) for x in near if (hd := _heads_at(model, x)) is not None), (near[0], _heads_at(model, near[0], exact=False)))
+    kept = {j: layer.attn.heads for j, (layer, _) in enumerate(model.groups) if isinstance(layer.attn, GQA)}
+    out = []
+    # a shape design's grid cannot hold (its heads do not span the width: Qwen3's 64 x 128 on 4096) may keep its heads
+    # at the wider width too, its query heads per KV head (the proxy's KV-sharing term) unchanged; a design-kind shape
+    # keeps design's rule, heads = width / head_dim, so that R3 offers no shape design could not build
+    for hidden, heads in [wide] + ([] if _design_kind(model) else [(wide[0], kept)]) + [(h, kept)]:
+        if heads is None:
+            continue
+        w = widened_to(model.total_params, hidden, lambda w, x=hidden, hd=heads: _shallower(
+            model, hidden=x, layers=L2, width=w, heads=hd, tp=tp).total_params, moe=moe)
+        if w is not None:
+            v = _shallower(model, hidden=hidden, layers=L2, width=w, heads=heads, tp=tp)
+            out += [v] if v not in out else []
+    return out
 
-    # one step's parameters read off the model (its FFNs' own matrices: gated or not), not a formula beside it
-    per_step = topped(1).total_params - wide.total_params
-    if not per_step:
-        return None
-    return topped(math.ceil(short / per_step))
+
+def _ffn_width(m: ModelSpec) -> int:
+    """The width R3 fills in: the experts' where the shape has any, else the dense FFN's."""
+    return next((int(layer.ffn.expert_inter) if isinstance(layer.ffn, MoE) else int(layer.ffn.inter) for layer, _ in m.groups
+                 if isinstance(layer.ffn, MoE if m.is_moe else DenseFfn)), 0)
 
 
-def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, engine, place):
-    """R3: what depth costs and an equal-parameter wider variant, each priced at its own operating point (`place`: the
-    deployment design would give it, as design ranks shapes; the shape's where neither has one) in the regime's
-    objective (_time), judged as design would: of the variants with heads scaled and with heads kept, the fastest
-    design would propose, else the fastest with why design would not."""
+def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, engine, place, gpus=OPERATING_GPUS, slo=None):
+    """R3: what depth costs and a shallower variant at no fewer parameters (_variants: design's grid), each priced at its
+    own operating point (`place`: the deployment design would give it, as design ranks shapes; the shape's where neither
+    has one) in the regime's objective (_time), judged as design would: the fastest design would propose, else the
+    fastest with why design would not. cost %: the variant's gain in the regime's objective either way (the fix says
+    whether design would propose it)."""
     L, h = model.num_layers, model.hidden
     aspect = h / L
     if L < 16:
         return []
     plan = point.plan
-    tp = int(np.asarray(plan.tp))
-    # equal-parameter wider variant: 3/4 of the layers, width scaled by sqrt(4/3) and re-aligned
-    L2 = max(int(round(L * 0.75)), 1)
-    scale = math.sqrt(L / L2)
-    unit = 256
-    h2 = int(round(h * scale / unit) * unit)
-    if h2 <= h:  # no wider shape on the 256 grid (a toy width): nothing to compare
+    variants = _variants(model, tp=int(np.asarray(plan.tp)))
+    if not variants:
         return []
     t0 = _time(model, gpu, cal, prec, plan, regime=regime, engine=engine, point=point)
     if not math.isfinite(t0):
         return []
     priced = _wider_priced(model, gpu, cal, prec, point, regime=regime, engine=engine, place=place, proxy_file=proxy_file,
-                           variants=[_wider(model, tp=tp, hidden=h2, layers=L2, scale=scale, keep_heads=keep) for keep in (False, True)])
+                           variants=variants)
     if not priced:
         return []
     wide, t1, pw, why, acc, q = min([x for x in priced if not x[3]] or priced, key=lambda x: x[1])
@@ -532,50 +605,63 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
     floor, lone = _depth_floor(model, gpu, cal, prec, one, point=point, engine=engine)
     gain = 100.0 * (t0 / t1 - 1.0)
     obj = _objective(regime)
-    n2, params = sum(n for _, n in wide.groups), wide.total_params
+    n2, params, h2, w2 = wide.num_layers, wide.total_params, wide.hidden, _ffn_width(wide)
     heads = sorted({layer.attn.heads for layer, _ in wide.groups if isinstance(layer.attn, GQA)})
     figures = {"objective": obj, "time_ms": t0 * 1e3, "wider_time_ms": t1 * 1e3, "speed_gain_pct": gain, "wider_layers": n2,
-               "wider_hidden": h2, "wider_heads": heads, "wider_params": params, "depth_floor_ms": floor * 1e3, "one_request_tpot_ms": lone * 1e3,
+               "wider_hidden": h2, "wider_heads": heads, "wider_ffn": w2, "wider_params": params, "params": model.total_params,
+               "depth_floor_ms": floor * 1e3, "one_request_tpot_ms": lone * 1e3,
                "point": point.to_dict(), "wider_point": pw.to_dict(), **q}
     quality = (f"proxy loss {_signed(q['quality_delta_pct'], 3)}% +- {q['quality_band_pct']:.3f}%, design's test at most "
                f"+{q['quality_test_pct']:.3f}%") + (f" (extrapolated: {', '.join(q['extrapolated'])})" if q["extrapolated"] else "")
     at = f"at {point.text()} on {gpu.name}"
-    variant = f"{n2} layers x hidden {h2}" + (f" with {'/'.join(map(str, heads))} heads" if heads else "")
+    ffn = "experts" if model.is_moe else "FFN"
+    variant = (f"{n2} layers x hidden {h2}" + (f" with {'/'.join(map(str, heads))} heads" if heads else "")
+               + f", {ffn} {_ffn_width(model)} -> {w2}")
     at_w = "" if pw == point else f" at {pw.text()}"  # the variant at its own operating point
+    count = f"{params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params"
     if why:
         if gain <= 0:
             return []
-        return [Finding("R3", "info", "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): {variant} would be {gain:.1f}% faster "
-                        f"{at}{' (the variant' + at_w + ')' if at_w else ''} but {why}", 0.0,
-                        f"keep the depth: design would not propose the wider shape; {quality}", figures)]
+        short = ("outside the published envelope" if not q["wider_inside_envelope"] else "beyond its budget" if "budget" in why
+                 else "fails its quality test")
+        return [Finding("R3", "info", "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): {variant} ({count}) would be "
+                        f"{gain:.1f}% faster {at}{' (the variant' + at_w + ')' if at_w else ''} but {why}", gain,
+                        f"keep the depth: design would not propose the variant ({short}); {quality}", figures)]
     sev = "warning" if gain > 10 else "info"
+    # design prices the same variant the same: at --params the shape's count with the shape as its baseline it is one
+    # of design's rows, its gain % this one (test_lint: test_r3_variant_is_designs_row)
+    hint = _design_hint(model, gpu, regime=regime, gpus=gpus, slo=slo)
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
                     f"of one request's {lone * 1e3:.2f} ms TPOT on {one.label()} (fixed kernel costs and collectives); {at} {obj} {t0 * 1e3:.3f} ms",
-                    gain, f"{variant} ({params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params){at_w}: {obj} {t1 * 1e3:.3f} ms, "
+                    gain, f"{variant} ({count}){at_w}: {obj} {t1 * 1e3:.3f} ms, "
                     f"{_faster(gain)}; accuracy: {quality}"
                     # the aspect term alone where it moves (on Kaplan's flat band it changes by nothing: no figure)
-                    + (f"; {acc}" if round(q["aspect_delta_pct"], 3) or round(q["aspect_band_pct"], 3) else ""), figures)]
+                    + (f"; {acc}" if round(q["aspect_delta_pct"], 3) or round(q["aspect_band_pct"], 3) else "")
+                    + (hint if gain > 0 else ""), figures)]
+
+
+def _design_hint(model, gpu, *, regime, gpus, slo) -> str:
+    """The `design` command that searches shapes like R3's variant with the shape as baseline, on the same GPUs and SLO;
+    MODEL the model as lint was given it (a name, an id or a path: the finding does not depend on which)."""
+    slo_flag = "" if slo is None else (f" --min-tps-gpu {slo.min_tps_gpu:g}" if regime == "latency" else f" --min-tps-user {slo.min_tps_user:g}")
+    return (f"; design ranks it with shapes like it: llm-codesign design --params {model.total_params / 1e9:.4g}e9 --baseline MODEL"
+            f"{' --moe' if model.is_moe else ''} --gpu {gpu.id} --gpus {gpus} --regime {regime}{slo_flag}")
 
 
 def _wider_priced(model, gpu, cal, prec, point, *, regime, engine, place, proxy_file, variants) -> list[tuple]:
-    """R3's variants, each also with its FFN widened to the shape's parameters where rounding left it short (fewer
-    parameters never pass design's test where the terms the shapes share are all that differ), each priced at its own
-    operating point (`place`, of a list of variants; the shape's fixed point where the shape has no chosen one) and judged (_judge_wider):
-    (variant, time, point, why not, aspect text, quality figures)."""
+    """R3's variants, placed by one search over them at their own operating points (`place`, of a list of variants; the
+    shape's fixed point where the shape has no chosen one) and judged (_judge_wider): (variant, time, point, why not,
+    aspect text, quality figures)."""
     priced = []
-    for batch in (variants, [w for w in (_topped_up(v, model.total_params) for v in variants) if w is not None]):
-        if any(not x[3] for x in priced):
-            break  # a variant as given passes design's test: topped up it would only be slower (more parameters)
-        batch = [w for k, w in enumerate(batch) if not any(w == v for v, *_ in priced) and w not in batch[:k]]
-        # every variant of the batch placed by one search over them (operating_points), as design prices its shapes
-        placed = place(batch) if point.chosen and batch else [point] * len(batch)
-        for wide, pw in zip(batch, placed, strict=True):
-            pw = pw if pw.chosen or not point.chosen else point  # neither chosen: both at the shape's fixed point
-            if int(validity(wide, gpu, pw.plan, int(np.ravel(pw.plan.gpus)[0]))) >= 0:
-                continue
-            t1 = _time(wide, gpu, cal, prec, pw.plan, regime=regime, engine=engine, point=pw)
-            if math.isfinite(t1):
-                priced.append((wide, t1, pw, *_judge_wider(model, wide, prec, proxy_file=proxy_file)))
+    # every variant placed by one search over them (operating_points), as design prices its shapes
+    placed = place(variants) if point.chosen else [point] * len(variants)
+    for wide, pw in zip(variants, placed, strict=True):
+        pw = pw if pw.chosen or not point.chosen else point  # neither chosen: both at the shape's fixed point
+        if int(validity(wide, gpu, pw.plan, int(np.ravel(pw.plan.gpus)[0]))) >= 0:
+            continue
+        t1 = _time(wide, gpu, cal, prec, pw.plan, regime=regime, engine=engine, point=pw)
+        if math.isfinite(t1):
+            priced.append((wide, t1, pw, *_judge_wider(model, wide, prec, proxy_file=proxy_file)))
     return priced
 
 
@@ -599,6 +685,7 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     (explore.accuracy_model.quality_delta at design's default k = 1, tol = 0: delta at most sigma_test) and the terms
     it extrapolates (explore.accuracy_model, as design's rows carry them)."""
     from llm_codesign.explore.accuracy_model import extrapolated, model_terms, proxy_constants, quality_delta
+    from llm_codesign.explore.design import BUDGET_TOL
     from llm_codesign.explore.envelope import envelope_at, features, position, row_of
 
     pc = proxy_constants(proxy_file)
@@ -609,7 +696,8 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     q = {k: float(np.ravel(v)[0]) for k, v in quality_delta(only[1], only[0]).items() if k != "beyond"}
     acc = f"aspect-ratio term {_signed(100 * q['delta'] / loss, 3)}% +- {100 * q['sigma'] / loss:.3f}% of the proxy loss"
     # a dense shape against the dense models' envelope, as design judges its shapes (design_report._envelope)
-    pos = position(envelope_at(float(wide.total_params), dense=not wide.is_moe), features(row_of(wide)) | {"hidden": float(wide.hidden)})
+    # at the shape's count, as design judges its rows at its budget (--params the shape's: test_r3_variant_is_designs_row)
+    pos = position(envelope_at(float(model.total_params), dense=not wide.is_moe), features(row_of(wide)) | {"hidden": float(wide.hidden)})
     here = position(envelope_at(float(model.total_params), dense=not model.is_moe), features(row_of(model)) | {"hidden": float(model.hidden)})
     figures = {"quality_delta_pct": 100 * whole["delta"] / loss, "quality_band_pct": 100 * whole["sigma"] / loss,
                "quality_test_pct": 100 * whole["sigma_test"] / loss,
@@ -618,6 +706,10 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     if not pos["inside"]:  # design proposes no shape outside the envelope, whether or not this one is (R8 says so)
         where = "leaves" if here["inside"] else "lies outside"
         return f"it {where} the published envelope ({', '.join(v['bound'] for v in pos['outside'])})", acc, figures
+    over = wide.total_params / model.total_params - 1.0
+    if over > BUDGET_TOL:  # design at the shape's count ranks no shape beyond its budget (the experts' grid is coarse)
+        return (f"it holds {over:.0%} more parameters than the shape ({wide.total_params / 1e9:.1f}B: no narrower width on design's "
+                f"grid holds as many), beyond design's budget of +-{BUDGET_TOL:.0%}"), acc, figures
     if not q["passes"]:
         return f"its aspect ratio costs accuracy beyond the term's band ({acc})", acc, figures
     if not whole["passes"]:  # design admits a shape only where its whole proxy loss passes (explore.design, quality_delta)
@@ -714,8 +806,9 @@ def _quantization_readiness(model, shards: dict, gpu: Gpu):
     return out
 
 
-def _moe_shape(model, gpu, cal, prec, sh):
-    """R5: experts that do not split over EP, and the experts a decode batch reads."""
+def _moe_shape(model, gpu, cal, prec, sh, *, other=""):
+    """R5: experts that do not split over EP, and the experts a decode batch reads, priced on `sh` (named where it is
+    `other` than the reported point's plan)."""
     out = []
     for layer, _ in model.groups:
         f = layer.ffn
@@ -735,8 +828,10 @@ def _moe_shape(model, gpu, cal, prec, sh):
         t1 = float(step_time(layer_ops(model, lay, 1.0, gpu, cal, prec=prec, sh=sh, b=Batch(dec_seqs=1, dec_ctx=1), prefix="x")))
         pct = 100.0 * (t8 / t1 - 1.0) if t1 > 0 else 0.0  # extra MoE time per step of batch 8 over batch 1
         out.append(Finding("R5", "info", "moe", f"{_count(f.experts, 'expert')}, top-{f.top_k}, width {f.expert_inter} ({ratio:.2f}x hidden): "
-                           f"decode at batch {B} reads {_count(round(dist), 'expert')} per layer; the MoE layer costs {t8 / t1:.1f}x batch 1",
-                           pct, "expert parallelism with attention DP amortises expert reads; wider experts raise intensity"))
+                           f"decode at batch {B} reads {_count(round(dist), 'expert')} per layer; the MoE layer costs {t8 / t1:.1f}x batch 1"
+                           + (f" on {other} (not the reported point's plan)" if other else ""),
+                           pct, "expert parallelism with attention DP amortises expert reads; wider experts raise intensity",
+                           {"plan": sh.label()}, at_point=not other))
         break
     return out
 
@@ -861,10 +956,12 @@ def _pipeline_regularity(model, gpu, cal, prec, point, *, b, regime, gpus, engin
     return out
 
 
-def _parallel_readiness(model, gpu, cal, prec, *, gpus, engine):
-    """R7: heads and KV heads TP (of 2, 4, 8 within `gpus`) does not split, and Helix against TP8 for long-context
-    decode where `gpus` holds 8."""
+def _kv_splits(model, point, *, gpus) -> list[Finding]:
+    """R7's heads and KV heads against TP 2, 4, 8 within `gpus`: an error where they do not split; where TP exceeds the
+    KV heads, their copies priced at the reported point (`point`: nothing where it runs attention at another TP, which
+    the message names)."""
     out = []
+    at_tp = int(np.ravel(point.plan.tp)[0])  # the point's attention TP (under attention DP, each rank's)
     kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     heads = sorted({layer.attn.heads for layer, _ in model.groups if isinstance(layer.attn, (GQA, MLA))})
     for tp in (p for p in (2, 4, 8) if p <= gpus):
@@ -877,8 +974,24 @@ def _parallel_readiness(model, gpu, cal, prec, *, gpus, engine):
                 out.append(Finding("R7", "error", f"kv_heads@TP{tp}", f"{k} KV heads neither divide nor are divided by TP{tp}",
                                    0.0, f"use {tp} or a divisor of {tp} KV heads"))
             elif k < tp:
-                out.append(Finding("R7", "info", f"kv_heads@TP{tp}", f"{k} KV heads under TP{tp}: each KV head is replicated {tp // k}x",
-                                   100.0 * (tp / k - 1), f"{tp} KV heads, or Helix (KV parallel along the sequence) instead of TP beyond {k}"))
+                # the copies' cost is the KV cache a GPU holds beyond its share, paid only where attention runs at this TP
+                copies, here = 100.0 * (tp / k - 1), tp == at_tp
+                where = (f": at the reported point ({point.plan.label()}) too" if here else
+                         f" (+{copies:.0f}% KV cache a GPU) if deployed at TP{tp}; the reported point, {point.plan.label()}, runs "
+                         f"attention at TP{at_tp}: " + ("no copy there" if at_tp <= k else f"{at_tp // k}x there (kv_heads@TP{at_tp})"))
+                out.append(Finding("R7", "info", f"kv_heads@TP{tp}", f"{k} KV heads under TP{tp}: each KV head is replicated {tp // k}x{where}",
+                                   copies if here else 0.0, f"{tp} KV heads, or Helix (KV parallel along the sequence) instead of TP beyond {k}",
+                                   {"tp": tp, "copies": tp // k, "copies_pct_at_tp": copies, "point": point.to_dict()}))
+    return out
+
+
+def _parallel_readiness(model, gpu, cal, prec, point, *, gpus, engine):
+    """R7: heads and KV heads TP (of 2, 4, 8 within `gpus`) does not split, each KV-head copy priced at the reported
+    point (`point`: a TP it does not run costs nothing there, and the message names both), and Helix against TP8 for
+    long-context decode where `gpus` holds 8 (priced on those plans, which the message names: ranked after the findings
+    priced at the point)."""
+    out = _kv_splits(model, point, gpus=gpus)
+    kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     # Helix for long-context decode: TP limited to the KV heads, the rest of the GPUs shard the sequence
     # MLA keeps one latent KV head that every TP rank holds whole (DeepSeek-V2 sec. 2.1; the Helix
     # paper's own case, arXiv:2507.07120): TP shards none of its cache, so Helix runs it at TP1 x KVP8
@@ -913,9 +1026,10 @@ def _parallel_readiness(model, gpu, cal, prec, *, gpus, engine):
                        f"{h * 1e3:.2f} vs {a * 1e3:.2f} ms")
                 if round(gain, 1) > 0:
                     out.append(Finding("R7", "info", "long-context", msg, gain, f"deploy long-context decode with --tp {k} --kvp {8 // k}",
-                                       figures))
+                                       figures, at_point=False))
                 else:
-                    out.append(Finding("R7", "info", "long-context", msg + ": Helix does not pay here (~0%)", 0.0, "keep TP8", figures))
+                    out.append(Finding("R7", "info", "long-context", msg + ": Helix does not pay here (~0%)", 0.0, "keep TP8", figures,
+                                       at_point=False))
     return out
 
 

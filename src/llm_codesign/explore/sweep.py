@@ -59,7 +59,7 @@ def plan_tasks(models: Iterable[str], gpus: Iterable[str], *, num_gpus: int, pre
                calibration: str | None = None, gpu_hour_price: str | None = None, prefix_hit: float = 0.0) -> list[Task]:
     """Every task of a sweep, checked before any runs (names resolve, lengths are positive, the prefix-cache
     hit rate is a share in [0, 1))."""
-    from llm_codesign.explore.search import default_precisions, divisors, parse_precisions
+    from llm_codesign.explore.search import default_precisions, divisors, parse_precisions, refuse_without_decode
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.plan import Workload
@@ -71,6 +71,7 @@ def plan_tasks(models: Iterable[str], gpus: Iterable[str], *, num_gpus: int, pre
     for isl, osl in workloads:
         if isl < 1 or osl < 1:
             raise InputError("isl/osl", (isl, osl), "positive token counts")
+        refuse_without_decode(osl, frontier="a sweep, whose every task Pareto-reduces tok/s/GPU against tok/s/user")
         Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)
     backends = [get_engine(b).name for b in backends]
     tasks = []

@@ -171,3 +171,6 @@ def one_token(osl: int) -> bool:
 
 
 ONE_TOKEN = "n/a (one output token)"
+# a table's cell for TPOT or tok/s/user at one output token, with NO_DECODE said once beneath (disagg's, compare's)
+DASH = "-"
+NO_DECODE = "- at OSL 1 (the one output token comes from the prefill: no decode step runs)"

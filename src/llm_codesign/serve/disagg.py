@@ -476,8 +476,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
         "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"],
-        # the requests one decode instance runs at once, as decode_pool was priced (re-priced at the slots past them)
-        "decode_instance_batch": np.minimum(C, slots) / n_d + 0.0 * d["tpot"]}
+        "decode_instance_batch": np.minimum(C, slots) / n_d + 0.0 * d["tpot"]}  # a decode instance's requests as priced
 
 
 def decode_graphs(decode: Deployment, given):
@@ -616,7 +615,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
 
     held = dict(decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch, isl=isl, osl=osl)
     rows = _rows(r, C, **held)
-    _eager_rows(rows, r, C, decode)
+    if osl > 1:  # at OSL 1 the one output token comes from the prefill: no decode step to miss a CUDA graph
+        _eager_rows(rows, r, C, decode)
     return {"model": model.name, "gpu": gpu.id, "decode_gpu": dg.id, "precision": prefill.precision.label(), "backend": prefill.backend,
             "isl": isl, "osl": osl, "arrival": arrival,
             # each pool's own engine and precision (the top-level keys are the prefill pool's)

@@ -23,7 +23,7 @@ from llm_codesign.serve.aggregated import (
 from llm_codesign.serve.eager import EagerDecode, captured_text, eager_note
 from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
-from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate, interval_columns
+from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate, interval_columns, no_decode, without_decode
 from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, quark_note, reason_text, validity
@@ -163,7 +163,8 @@ class Estimate:
         out["arrival"] = w.arrival
         if self.cost is not None:
             out["cost"] = self.cost
-        return out
+        # one output token: no decode step, so no TPOT nor tok/s/user (null) and nothing of theirs (serve.metrics)
+        return without_decode(out) if no_decode(w.osl) else out
 
     def to_pandas(self):
         """One row: the scalar figures of `to_dict()`, the memory's (`memory_*`) and the intervals' (`interval_columns`)
@@ -172,7 +173,7 @@ class Estimate:
 
         d = self.to_dict()
         return pd.DataFrame([{**{k: v for k, v in d.items() if not isinstance(v, (dict, list))},
-                              **{f"memory_{k}": v for k, v in d["memory"].items()}, **interval_columns(self.intervals)}])
+                              **{f"memory_{k}": v for k, v in d["memory"].items()}, **interval_columns(d.get("intervals"))}])
 
 
 def _as_run(dep, moe_activation) -> str:

@@ -121,6 +121,31 @@ def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workloa
     return list(deployment_ops(model, deployment, workload, cal=calibration, concurrency=concurrency)["ops"])
 
 
+# the metrics only a decode step makes: a request of one output token (OSL 1) takes it from its prefill and decodes nothing
+DECODE_METRICS = ("tpot_ms", "tok_s_per_user")
+
+
+def no_decode(osl) -> bool:
+    """Whether a request of `osl` output tokens runs no decode step: its one token comes from the prefill."""
+    return osl <= 1
+
+
+def without_decode(d: dict) -> dict:
+    """An answer's or a row's dict (to_dict's) as it is said at OSL 1, where no decode step runs: TPOT and tok/s/user are
+    undefined, so None (JSON null, a CSV's blank cell, as tokens_per_joule_node where no rating is bundled; the tables'
+    dash), their intervals left out, no eager-decode note (no decode step to miss a CUDA graph) and no operator's share of
+    TPOT. The arrays the search and the other metrics are made of keep the decode step's figures: a prefill-only
+    request's TTFT, tok/s/GPU and energy do not read them."""
+    out = {**d, **{k: None for k in DECODE_METRICS if k in d}}
+    out.pop("eager_decode", None)
+    if isinstance(out.get("intervals"), dict):
+        out["intervals"] = {k: v for k, v in out["intervals"].items() if k not in DECODE_METRICS}
+    for key in ("breakdown", "point_breakdown"):
+        if isinstance(out.get(key), list):
+            out[key] = [{k: v for k, v in o.items() if k != "tpot_ms"} if isinstance(o, dict) else o for o in out[key]]
+    return out
+
+
 def interval_columns(bands: dict | None) -> dict:
     """An answer's intervals (measure.intervals.band, per metric) as flat columns: `{metric}_lo80` ... `{metric}_hi95`, and
     why they are widened beyond the runs, every metric's reasons once, in `interval_widened` (empty where none is)."""

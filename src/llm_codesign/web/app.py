@@ -339,14 +339,18 @@ class Export(BaseModel):
     error: Optional[str] = Field(None, description="Why the engine cannot run this plan, when it cannot.")
 
 
+# serve.metrics.without_decode: what an answer at OSL 1 says of TPOT and tok/s/user
+_NO_DECODE = "null at OSL 1: the one output token comes from the prefill and no decode step runs (its intervals left out too)."
+
+
 class Estimate(_Open):
     model: str
     gpu: str
     plan: str
     precision: str
     ttft_ms: float
-    tpot_ms: float
-    tok_s_per_user: float
+    tpot_ms: Optional[float] = Field(..., description=_NO_DECODE)
+    tok_s_per_user: Optional[float] = Field(..., description=_NO_DECODE)
     output_tok_s_per_gpu: float
     point_breakdown: Optional[list[Operator]] = Field(None, description="The frontier point's per-operator times (with `deployment`) "
                                                       "and the rest of its decode step and TPOT; their `tpot_ms` sum to TPOT.")
@@ -411,8 +415,8 @@ class DisaggRow(_Open):
     decode_slot_wait_ms: float
     front_end_ms: float = Field(..., description="The front end's overhead paid (ms): with prefill_ms, kv_transfer_ms, prefill_wait_ms "
                                 "and decode_slot_wait_ms it adds up to ttft_ms.")
-    tpot_ms: float
-    tok_s_per_user: float
+    tpot_ms: Optional[float] = Field(..., description=_NO_DECODE)
+    tok_s_per_user: Optional[float] = Field(..., description=_NO_DECODE)
     output_tok_s_per_gpu: float
     fits: bool  # where false, the row's `over_capacity` says what the decode pool holds and why (an open field: absent where it fits)
 
@@ -652,7 +656,8 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
         # --breakdown's order (serve.estimate.decode_rows: the operators slowest first, then the rest of the step and of TPOT)
         r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, conc), breakdown=True).to_dict()
         keep = ("name", "kind", "time_ms", "tpot_ms", "what")
-        r["point_breakdown"] = [{k: o[k] for k in keep if k in o} for o in decode_rows(r["breakdown"])]
+        # at OSL 1 no decode step runs: no operator has a share of a TPOT (estimate --breakdown prints none either)
+        r["point_breakdown"] = [] if r["tpot_ms"] is None else [{k: o[k] for k in keep if k in o} for o in decode_rows(r["breakdown"])]
         if not req.breakdown:
             r.pop("breakdown")
         r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],

@@ -596,6 +596,8 @@ function showDisagg(r) {
           r.rows.map((x) => [x.concurrency, tableTime(x.ttft_ms), tableTime(x.prefill_ms), tableTime(x.kv_transfer_ms, 2),
                              tableTime(x.prefill_wait_ms), tableTime(x.decode_slot_wait_ms), tableTime(x.front_end_ms), tableTime(x.tpot_ms, 2),
                              fix(x.tok_s_per_user, 1), fix(x.output_tok_s_per_gpu, 1), x.fits ? "yes" : "no"])),
+    // one output token: TPOT and tok/s/user null, a dash (render/intervals.py NO_DECODE, disagg's caption)
+    ...(r.osl <= 1 ? [el("div", "TPOT, tok/s/user: - at OSL 1 (the one output token comes from the prefill: no decode step runs).", "hint")] : []),
     // the lines disagg prints under its table (serve/disagg.py: "fits no at ...", "CUDA graphs: ..." where a load decodes without
     // the graphs, the engine both pools run, what changed nothing)
     ...r.notes.map((n) => el("div", n, "hint disagg-note")),
@@ -607,10 +609,12 @@ function showDisagg(r) {
 // each row's TTFT and TPOT intervals, as `disagg` prints them under its table (cli/disagg.py), in the cells the estimate's take:
 // why centred where a prediction lies outside its 80% one, each basis once (with its rows where the rows' differ), each reason once
 function disaggIntervals(rows) {
-  const banded = rows.filter((x) => x.intervals && x.intervals.ttft_ms && x.intervals.tpot_ms);
+  // at one output token a row has no TPOT interval (serve/metrics.py without_decode): its cell a dash
+  const banded = rows.filter((x) => x.intervals && x.intervals.ttft_ms);
   if (!banded.length) return [];
-  const off = (x, k) => !(x.intervals[k].lo80 <= x[k] && x[k] <= x.intervals[k].hi80);
+  const off = (x, k) => x.intervals[k] && !(x.intervals[k].lo80 <= x[k] && x[k] <= x.intervals[k].hi80);
   const cell = (x, k) => { const b = x.intervals[k];
+    if (!b) return "-";
     return `${span(k, b.lo80, b.hi80)} / ${span(k, b.lo95, b.hi95)}` + (off(x, k) ? `, centred on ${dur(k, b.centre).join(" ")}` : "")
       + uninformative(b, true); };
   const bases = new Map(), reasons = new Set();
