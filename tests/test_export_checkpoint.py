@@ -159,3 +159,19 @@ def test_unknown_model_type_is_said(ckpt):
 def test_pasted_config_named_by_name_or_path(given, name):
     cfg = CFG if given is None else {**CFG, "_name_or_path": given}
     assert get_model(cfg).name == name
+
+
+def test_the_pages_pasted_config_is_named_and_launched_from_a_placeholder():
+    pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx (in the dev extra)")
+    from fastapi.testclient import TestClient
+
+    from llm_codesign.web.app import create_app
+
+    body = {"config": {**CFG, "_name_or_path": "me/my-30b"}, "gpu": "h200", "num_gpus": 8, "concurrency": 8,
+            "engine": "sglang", "export": True}
+    r = TestClient(create_app()).post("/api/estimate", json=body)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    assert got["model"] == "my-30b"
+    text = got["export"]["text"]
+    assert '"model": "my-30b"' in text and "--model-path '<your checkpoint dir>'" in text and "custom" not in text
