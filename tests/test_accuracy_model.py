@@ -350,7 +350,7 @@ def test_the_proxy_band_outside_the_envelope_counts_the_difference_from_the_near
     rows = {line.split("│")[1].strip(): line.split("│")[2].strip() for line in out.splitlines() if line.count("│") == 3}
     assert rows["accuracy proxy loss"] == "1.9238 ± 0.0345 nats/token (proxy, outside the published envelope)"
     assert rows["accuracy envelope"] == (
-        "outside the published envelope at 12.6B (kv_heads 40 > max 10 (x4.00; llama-3.1-8b, qwen3-8b, gpt-oss-20b, qwen3-32b: 8); "
+        "outside the published envelope at 12.6B (kv_heads 40 > max 10 (x4.00; llama-3.1-8b, qwen3-8b, gpt-oss-20b, qwen3-32b, yi-1.5-34b: 8); "
         "q_per_kv 1 < min 2.667 (x2.67; llama-3.1-8b, qwen3-8b: 4)): ± 0.0345 counts the proxy's whole difference from qwen3-8b "
         "scaled to 12.44B (-0.0307 ± 0.0158 nats) as spread")
     # a shape inside the envelope keeps its terms' band

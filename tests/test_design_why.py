@@ -107,11 +107,11 @@ def test_the_loss_delta_names_kv_sharing(d70):
     q, s = d["quality"], d["shape"]
     terms = {t["term"]: t["delta"] for t in q["terms"]}
     assert "moe_rule" not in terms  # a dense row names no MoE term
-    # 4 query heads per KV head against llama-3.1-70b's 8: ln N_eff up by coeff x (log2 8 - log2 4) = 0.220 (proxy.toml
-    # [kv_sharing]); times the loss's slope in ln N_eff, ~0.034 nats: ~ -0.0075 nats, the whole edge
-    assert s["heads"] // s["kv_heads"] == 4
+    # 5 query heads per KV head (H40/8) against llama-3.1-70b's 8: ln N_eff up by coeff x (log2 8 - log2 5) = 0.149 (proxy.toml
+    # [kv_sharing] 0.220); times the loss's slope in ln N_eff, ~0.034 nats: ~ -0.005 nats, the whole edge
+    assert (s["heads"], s["kv_heads"]) == (40, 8)
     slope = float(accuracy_model.model_terms(__import__("llm_codesign").get_model("llama-3.1-70b"), "bf16")["slope"])
-    assert terms["kv_sharing"] == pytest.approx(-0.220 * slope, rel=0.05) and terms["kv_sharing"] < 0 < terms["params"]
+    assert terms["kv_sharing"] == pytest.approx(-0.220 * math.log2(8 / 5) * slope, rel=0.05) and terms["kv_sharing"] < 0 < terms["params"]
     # KV bytes per token by hand: layers x KV heads x head size x 2 (K, V) x 2 bytes (BF16)
     v = d["versus_reference"]
     assert v["kv_bytes_per_token"] == s["layers"] * s["kv_heads"] * s["head_dim"] * 2 * 2
@@ -173,22 +173,24 @@ def test_a_searchs_gain_band_is_an_upper_bound(d70):
 
 
 def test_a_dense_search_takes_its_trunk_bounds_from_dense_models():
-    # at 70B the window's dense trunks (22.1-221B) are qwen3-32b (32.8B), deepseek-llm-67b (67.4B), llama-3.1-70b (70.6B) and
-    # qwen2-72b (72.7B): min_models = 4, no fallback (nemotron-super-49b is llama's 8192 x 80 pruned, counted once, and
-    # nemotron-h-56b's 118 are sublayers: envelope.toml `trunk`). Before deepseek-llm-67b and qwen2-72b were bundled the window
-    # held two and the 4 nearest took in llama-3.1-405b (0.76 decades away, aspect 130 x 1.5 = 195) and qwen3-8b.
-    # aspect: qwen3-32b 5120/64 = 80 / 1.5 = 53.3 .. 8192/80 = 102.4 x 1.5 = 153.6 (llama-3.1-70b, qwen2-72b; deepseek-llm-67b
-    # 8192/95 = 86.2); every model's window has mixtral-8x7b's 4096/32 = 128 x 1.5 = 192
+    # at 70B the window's dense trunks (22.1-221B) are qwen3-32b (32.8B), falcon-40b (41.3B), deepseek-llm-67b (67.4B),
+    # llama-3.1-70b (70.6B) and qwen2-72b (72.7B): min_models = 4, no fallback (nemotron-super-49b is llama's 8192 x 80 pruned,
+    # counted once, and nemotron-h-56b's 118 are sublayers: envelope.toml `trunk`). Before deepseek-llm-67b and qwen2-72b were
+    # bundled the window held two and the 4 nearest took in llama-3.1-405b (0.76 decades away, aspect 130 x 1.5 = 195) and qwen3-8b.
+    # aspect: qwen3-32b 5120/64 = 80 / 1.5 = 53.3 .. falcon-40b 8192/60 = 136.5 x 1.5 = 204.8 (llama-3.1-70b's and qwen2-72b's
+    # 8192/80 = 102.4 x 1.5 = 153.6 before Falcon's config could be read; deepseek-llm-67b 8192/95 = 86.2), in every model's
+    # window too (above mixtral-8x7b's 4096/32 = 128 x 1.5 = 192)
     dense, every = envelope_at(70e9, dense=True), envelope_at(70e9)
-    trunks = ("qwen3-32b", "deepseek-llm-67b", "llama-3.1-70b", "qwen2-72b")
+    trunks = ("qwen3-32b", "yi-1.5-34b", "falcon-40b", "deepseek-llm-67b", "llama-3.1-70b", "qwen2-72b")
     assert set(trunks) <= set(dense.models) and not {"llama-3.1-405b", "qwen3-8b", "llama-3.1-8b"} & set(dense.models)
     a = dense.bounds["aspect_ratio"]
-    assert (a.lo, a.hi_value, a.hi) == (pytest.approx(80 / 1.5), pytest.approx(102.4), pytest.approx(153.6))
-    assert a.hi_models == ("llama-3.1-70b", "qwen2-72b") and a.lo_models == ("qwen3-32b",)
-    # layers: qwen3-32b 64 x 0.75 = 48 .. deepseek-llm-67b 95 x 1.25 = 118.75 (27 .. 157.5 from qwen3-8b and llama-3.1-405b before)
-    assert (dense.bounds["layers"].lo, dense.bounds["layers"].hi) == (48.0, 118.75)
-    assert dense.bounds["layers"].lo_models == ("qwen3-32b",) and dense.bounds["layers"].hi_models == ("deepseek-llm-67b",)
-    assert every.bounds["aspect_ratio"].hi == pytest.approx(192.0) and every.bounds["aspect_ratio"].hi_models == ("mixtral-8x7b",)
+    assert (a.lo, a.hi_value, a.hi) == (pytest.approx(80 / 1.5), pytest.approx(8192 / 60), pytest.approx(204.8))
+    assert a.hi_models == ("falcon-40b",) and a.lo_models == ("qwen3-32b",)
+    # layers: falcon-40b's (and yi-1.5-34b's, 34.4B) 60 x 0.75 = 45 .. deepseek-llm-67b 95 x 1.25 = 118.75 (qwen3-32b's 64 x 0.75 = 48 before; 27 .. 157.5
+    # from qwen3-8b and llama-3.1-405b before envb)
+    assert (dense.bounds["layers"].lo, dense.bounds["layers"].hi) == (45.0, 118.75)
+    assert dense.bounds["layers"].lo_models == ("yi-1.5-34b", "falcon-40b") and dense.bounds["layers"].hi_models == ("deepseek-llm-67b",)
+    assert every.bounds["aspect_ratio"].hi == pytest.approx(204.8) and every.bounds["aspect_ratio"].hi_models == ("falcon-40b",)
     assert "experts" not in dense.bounds and dense.bounds["head_dim"] == every.bounds["head_dim"]  # attention geometry: every model
     assert dense.to_dict()["kind"] == "trunk (width, depth, aspect) from dense models; attention geometry from all"
     assert dense.to_dict()["ratio_margin"] == 1.5
@@ -196,55 +198,58 @@ def test_a_dense_search_takes_its_trunk_bounds_from_dense_models():
 
 def test_a_shape_on_a_limit_is_inside():
     # 9216 / 60 = 153.6 against 1.5 x 8192 / 80: equal, and on the limit only up to float rounding (either way); a shape on a
-    # limit is inside within BOUND_RTOL = 1e-9, whatever the rounding
+    # limit is inside within BOUND_RTOL = 1e-9, whatever the rounding (the 70B limit is falcon-40b's 1.5 x 8192 / 60 = 204.8 now)
     env = envelope_at(70e9, dense=True)
     hi = env.bounds["aspect_ratio"].hi
     f = {"aspect_ratio": np.array([hi * (1 + 1e-12), hi * (1 + 5e-10), hi * (1 + 2e-9)]),
-         "layers": np.array([48 * (1 - 5e-10)] * 3)}  # layers.min qwen3-32b's 64 x 0.75 = 48, 5e-10 below: inside too
+         "layers": np.array([45 * (1 - 5e-10)] * 3)}  # layers.min falcon-40b's 60 x 0.75 = 45, 5e-10 below: inside too
     v = violations(env, f)
     assert list(v["aspect_ratio.max"] > 0) == [False, False, True] and not np.any(v["layers.min"] > 0)
     assert abs(math.log(9216 / 60 / (1.5 * (8192 / 80)))) < 1e-15  # the float rounding the tolerance absorbs
 
 
 def test_a_searchs_rows_are_judged_at_its_budgets_envelope():
-    # q/kv 16 (H64/4) at 73.5B and 75.0B: qwen3-235b-a22b (q/kv 16) enters the window at 235.1B / 10^0.5 = 74.3B, so judged each
-    # at its own total the q/kv maximum jumps 8 x 1.5 = 12 -> 16 x 1.5 = 24 between them; at the budget's (70B) both are outside
-    rows = np.array([[8192, 80, 30208, 4, 0, 0, 0, 0, 128], [8192, 80, 30976, 4, 0, 0, 0, 0, 128]], dtype=np.int64)
+    # aspect 200 (h12800 L64) at 130.4B and 131.0B, a 125B search: falcon-40b (41.3B, aspect 136.5) leaves the dense window at
+    # 41.30B x 10^0.5 = 130.6B and llama-3.1-405b (405.8B, aspect 130.1) enters it at 405.8B / 10^0.5 = 128.3B, so judged each at
+    # its own total the aspect maximum drops 136.5 x 1.5 = 204.8 -> 130.1 x 1.5 = 195.1 between them; at the budget's (125B)
+    # both are inside. (Before Falcon-40B was bundled, q/kv 16 at 73.5B and 75.0B made the same point at 70B: Falcon-40B's
+    # 128 / 8 = 16 now sets that maximum at 24 on both sides of qwen3-235b-a22b's entry.)
+    rows = np.array([[12800, 64, 42496, 8, 0, 0, 0, 0, 128], [12800, 64, 42752, 8, 0, 0, 0, 0, 128]], dtype=np.int64)
     c = shapes(rows, 128256)
     lo, hi = (float(x) for x in c["total_params"])
-    assert lo < 235_092_836_352 / 10 ** 0.5 < hi
-    own = violations_at(shape_arrays(c), c["total_params"], dense=True)["q_per_kv.max"]
-    assert own[0] > 0 and own[1] == 0  # the jump the search no longer makes
-    _, _, _, _, jk = _setup(70e9, None, False, None, budget_tol=0.1, quality_tol=0.0, quality_sigmas=1.0, outside_envelope=False,
+    assert lo < 41_301_311_488 * 10 ** 0.5 < hi and 405_849_243_648 / 10 ** 0.5 < lo
+    own = violations_at(shape_arrays(c), c["total_params"], dense=True)["aspect_ratio.max"]
+    assert own[0] == 0 and own[1] == pytest.approx(math.log(200 / (1.5 * 16384 / 126)))  # the jump the search no longer makes
+    _, _, _, _, jk = _setup(125e9, None, False, None, budget_tol=0.1, quality_tol=0.0, quality_sigmas=1.0, outside_envelope=False,
                             quality_file=None, proxy_file=None)
     j = judge(c, **jk)
-    assert list(j["inside"]) == [False, False] and j["env_q_per_kv.max"] == pytest.approx([math.log(16 / 12)] * 2)
+    assert list(j["inside"]) == [True, True] and list(j["env_aspect_ratio.max"]) == [0.0, 0.0]
 
 
 def test_a_design_at_the_edge_is_flagged_with_the_published_value():
-    c = shapes(np.array([[10240, 67, 40960, 8, 0, 0, 0, 0, 256], [10240, 64, 40960, 8, 0, 0, 0, 0, 256]], dtype=np.int64), 128256)
+    c = shapes(np.array([[12288, 61, 40960, 8, 0, 0, 0, 0, 256], [12288, 59, 40960, 8, 0, 0, 0, 0, 256]], dtype=np.int64), 128256)
     c["experts"] = np.zeros(2, dtype=np.int64)
     env = envelope_at(70e9, dense=True)
-    hi = 8192 / 80 * 1.5  # 153.6: llama-3.1-70b's and qwen2-72b's 102.4 x 1.5
-    p = position(env, shape_arrays(c), 0)  # aspect 10240/67 = 152.8: headroom 153.6 / 152.8 = 1.0049, inside 5%
-    assert p["inside"] and p["at_edge"] and p["closest"]["headroom"] == pytest.approx(hi / (10240 / 67))
-    b = {x["bound"]: x for x in p["beyond_published"]}  # 67 layers, 40 / 8 query heads per KV head: within the published
+    hi = 8192 / 60 * 1.5  # 204.8: falcon-40b's 136.5 x 1.5
+    p = position(env, shape_arrays(c), 0)  # aspect 12288/61 = 201.4: headroom 204.8 / 201.4 = 1.0167, inside 5%
+    assert p["inside"] and p["at_edge"] and p["closest"]["headroom"] == pytest.approx(hi / (12288 / 61))
+    b = {x["bound"]: x for x in p["beyond_published"]}  # 61 layers, 48 / 8 query heads per KV head: within the published
     assert set(b) == {"aspect_ratio.max"}
-    assert b["aspect_ratio.max"]["published"] == pytest.approx(102.4) and b["aspect_ratio.max"]["by"] == pytest.approx(10240 / 67 / 102.4)
-    assert not position(env, shape_arrays(c), 1)["inside"]  # 10240/64 = 160 > 153.6
+    assert b["aspect_ratio.max"]["published"] == pytest.approx(8192 / 60) and b["aspect_ratio.max"]["by"] == pytest.approx(12288 / 61 / (8192 / 60))
+    assert not position(env, shape_arrays(c), 1)["inside"]  # 12288/59 = 208.3 > 204.8
     assert envelope_lines([{"envelope": p}]) == [
-        "envelope: row 1 at the edge, aspect_ratio.max within 5% of its limit 153.6",
-        "envelope: row 1 above every published model on aspect_ratio (152.8 against 102.4, llama-3.1-70b, qwen2-72b): inside only by the x1.5 margin"]
+        "envelope: row 1 at the edge, aspect_ratio.max within 5% of its limit 204.8",
+        "envelope: row 1 above every published model on aspect_ratio (201.4 against 136.5, falcon-40b): inside only by the x1.5 margin"]
 
 
 def test_the_caption_says_the_envelope_exactly(d70):
     out = " ".join(_cli(*D70).split())
     assert ("Every design lies inside the envelope: the published models (trunk: width, depth, aspect from the dense models; "
             "attention geometry from all) near 70B, ratios widened x1.5 and counts +-25% "
-            "(aspect ratio at most 153.6: 1.5 x the largest published, 102.4, llama-3.1-70b, qwen2-72b)") in out
+            "(aspect ratio at most 204.8: 1.5 x the largest published, 136.5, falcon-40b)") in out
     rows = [j for j, d in enumerate(d70["designs"], 1) if d["envelope"].get("at_edge")]
     if rows:
-        assert "at the edge, aspect_ratio.max within 5% of its limit 153.6" in out
+        assert "at the edge, aspect_ratio.max within 5% of its limit 204.8" in out
     # the rows inside only by the margin, said once with the margin (design printed it again after design 1's "vs" line)
     said = [line for line in envelope_lines(d70["designs"]) if "every published model" in line]
     assert "above every published model on aspect_ratio" in out and out.count("inside only by the ") == len(said) >= 1

@@ -26,7 +26,18 @@ def test_the_note_states_its_figures_and_each_engines_own_flag():
     n = eager_note(_dep("trtllm"), batch=100.0, extra_s=0.03263, part_s=0.03263, tpot_s=0.048).to_dict()
     assert n["batch_per_rank"] == 100.0 and n["extra_ms_per_step"] == pytest.approx(32.63) and n["cuda_graph_max_bs"] == 100
     assert n["share_of_tpot"] == pytest.approx(0.03263 / 0.048)  # 68%
-    assert "+32.6 ms a step, 68% of TPOT" in n["note"] and n["avoid"].startswith(GRAPH_OPTION["trtllm"].format(n=100))
+    assert "+32.6 ms a step beyond its kernels, 68% of TPOT" in n["note"] and n["avoid"].startswith(GRAPH_OPTION["trtllm"].format(n=100))
+    # how the launches are priced (serve.aggregated.DECODE_LAUNCH_S 35 us, range 8-40; LAUNCH_JITTER_S 2 us, range 0-5) and
+    # the intervals' term: (40 - 8) / 2 / 35 = 0.457 of the share at 95% (docs/modelling-notes.md#fixeag-eager-words)
+    assert n["note"].endswith(
+        "The launches are priced at 35 us a launch (documented, range 8-40 us), and each collective waits for the slowest of "
+        "the 8 ranks' launches (jitter 2 us a launch, range 0-5 us), not fitted; no measured run decodes without CUDA graphs, "
+        "so this part is unmeasured for decode (the intervals widen by its share of TPOT x +/-46% at 95%, the range's "
+        "half-width about 35 us)")
+    assert "fitted on prefill" not in n["note"] and "3-9" not in n["note"]
+    # one rank: no collective waits on another's jitter
+    one = eager_note(_8b("trtllm", "h100"), batch=100.0, extra_s=0.003, part_s=0.003, tpot_s=0.01).note
+    assert "The launches are priced at 35 us a launch (documented, range 8-40 us), not fitted;" in one and "jitter" not in one
     # SGLang 0.5.23 reads the single-phase flag as an ambiguous prefix: the advice names -decode (data/engines/sglang.toml)
     s = eager_note(_dep("sglang"), batch=600.0, extra_s=0.01, part_s=0.01, tpot_s=0.05, here="--decode-cuda-graph-max-bs").to_dict()
     assert s["avoid"].startswith("`--cuda-graph-max-bs-decode 600` (`--cuda-graph-max-bs 600` before 0.5.23)")

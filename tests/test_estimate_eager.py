@@ -66,16 +66,19 @@ def test_the_interval_widens_by_the_eager_share_times_the_launch_costs_range(at1
     why = [w for w in tpot["widened"] if w.kind == "eager"]
     share = at100.eager_decode.share
     assert len(why) == 1 and "no decode run without CUDA graphs" in why[0] and f"({share:.0%} of TPOT)" in why[0]
-    # by hand: the per-launch cost within a factor 3 at 95% (3-9 us), ln 3 / 2 = 0.5493 a side, the 80% 0.5493 x 1.2816 / 1.96
-    # = 0.3592; TPOT moves by 1 + share (e^u - 1): at a share of 0.357, x1.261 at 95% (e^0.5493 = sqrt 3 = 1.7321), x1.154 at 80%
-    f95, f80 = 1 + share * (math.sqrt(3) - 1), 1 + share * (math.exp(0.5493061443 * 1.2816 / 1.96) - 1)
+    assert "priced at 35 us a launch (documented, range 8-40 us); widened by that share x +/-46% at 95%" in why[0]
+    # by hand (docs/modelling-notes.md#fixeag-eager-words): the per-launch cost 35 us within 8-40 us at 95%
+    # (serve.aggregated.DECODE_LAUNCH_RANGE_S), the half-width 16 us = 0.45714 of 35, ln 1.45714 = 0.37648 a side; the 80%
+    # 0.37648 x 1.2816 / 1.96 = 0.24617, e^0.24617 - 1 = 0.27912; TPOT moves by 1 + share (e^u - 1): at a share of 0.357,
+    # x1.163 at 95%, x1.100 at 80% (x1.261 / x1.154 before, from the 3-9 us range the prefill fit's launch cost was read in)
+    f95, f80 = 1 + share * 16 / 35, 1 + share * (math.exp(math.log(51 / 35) * 1.2816 / 1.96) - 1)
     assert why[0].factors == pytest.approx((f80, f95), rel=1e-9)
-    assert share == pytest.approx(0.357, abs=2e-3) and why[0].factors == pytest.approx((1.154, 1.261), abs=2e-3)
+    assert share == pytest.approx(0.357, abs=2e-3) and why[0].factors == pytest.approx((1.0996, 1.1632), abs=1e-3)
     m, dep = lc.get_model("llama-3.1-70b"), at100.deployment
     kw = dict(engine="trtllm", concurrency=100, isl=1024, osl=1024, arrival=at100.workload.arrival)
     b = {x: intervals.band("tpot_ms", 50.0, intervals.context(m, dep.gpu, dep.precision, eager=x, **kw)) for x in (0.0, share)}
     assert b[share]["hi95"] > b[0.0]["hi95"] and b[share]["lo80"] < b[0.0]["lo80"]
-    # the eager term in quadrature with the others (intervals.with_eager): at 95% hypot(campaign's, ln 1.459)
+    # the eager term in quadrature with the others (intervals.with_eager): at 95% hypot(campaign's, ln 1.163)
     camp = intervals.bundled()["between"]["campaign"]
     k = intervals.with_eager({80: camp["t80"], 95: camp["t95"]}, intervals.context(m, dep.gpu, dep.precision, eager=share, **kw))
     assert k[95] == pytest.approx(math.hypot(camp["t95"], math.log(f95)), rel=1e-12) and k[95] >= k[80]
@@ -87,6 +90,20 @@ def test_the_stored_95_terms_are_never_below_the_80():
     terms = intervals.bundled()["between"]
     assert all(t["t95"] >= t["t80"] for t in terms.values())
     assert terms["campaign"]["t95"] == 0.0306 and terms["low_load"]["t95"] == 0.095
+
+
+def test_a_kernel_bound_eager_step_adds_no_term():
+    # 70B on 2 H100s, TP2, graphs off, one request: 723 launches x 35 us + sqrt(723 x 161) x 2 us x E[max of 2] 0.5642
+    # = 25.69 ms of host launches, under the 28.5 ms of kernels that read 70.6 GB a step: the launches hide, no eager row,
+    # no note, no eager widening (its share 0, eager_term 0); the TPOT band is the one eager=0 gives
+    m = lc.get_model("llama-3.1-70b")
+    dep = replace(lc.deployment(m, gpu="h100", num_gpus=2, tp=2, engine="trtllm"), cuda_graph_max_bs=0)
+    est = lc.estimate(m, dep, lc.Workload(isl=1024, osl=1024, concurrency=1), breakdown=True)
+    kernels = sum(o.time_s for o in est.breakdown if o.phase == "decode" and o.kind not in ("host", "fitted") and not o.what)
+    assert 723 * 35e-6 + math.sqrt(723 * 161) * 2e-6 * 0.5641896 < kernels
+    assert est.eager_decode is None and est.decode_bound == "memory"
+    assert not any(w.kind == "eager" for w in est.intervals["tpot_ms"]["widened"])
+    assert intervals.eager_term(0.0, 95) == 0.0 and intervals.eager_term(0.0, 80) == 0.0
 
 
 @pytest.mark.parametrize("conc,graphs", [(128, None), (100, 128)])

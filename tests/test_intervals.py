@@ -503,8 +503,13 @@ def test_disagg_compare_and_design_rows_carry_intervals():
         ctx = iv.context(m, g, m.default_precision, engine="trtllm", concurrency=row["concurrency"], isl=1024, osl=1024, disaggregated=True,
                          arrival="waves", eager=row.get("eager_decode", {}).get("share_of_tpot", 0.0))
         assert ("eager_decode" in row) == (row["concurrency"] == 384)
-        assert _same(row["intervals"]["tpot_ms"], iv.band("tpot_ms", row["tpot_ms"], ctx))
-        assert " disaggregated runs with TensorRT-LLM" in row["intervals"]["tpot_ms"]["source"]
+        # the slice's band, its lower bounds held at the roofline floor where they reach under it (measure.intervals.capped:
+        # the weights and every request's KV cache read once, docs/modelling-notes.md#fixroof)
+        got, raw = row["intervals"]["tpot_ms"], iv.band("tpot_ms", row["tpot_ms"], ctx)
+        if "capped" in got:
+            raw = raw | {k: max(raw[k], got["capped"]) for k in ("lo80", "lo95")} | {"capped": got["capped"]}
+        assert _same(got, raw)
+        assert " disaggregated runs with TensorRT-LLM" in got["source"]
     # a row beyond the disaggregated runs' largest concurrency (16,384) is named, though the first row is inside
     text = " ".join(run("disagg", "deepseek-r1", "--gpu", "b200", "--prefill", "tp=8,ep=8", "--decode", "attention_dp=8,ep=8",
                         "--concurrency", "8,128,100000").stdout.split())

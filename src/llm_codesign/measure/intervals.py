@@ -65,6 +65,7 @@ from importlib import resources
 import numpy as np
 
 from llm_codesign.measure.stats import BAND_NAMES, CONCURRENCY_BANDS
+from llm_codesign.serve.aggregated import DECODE_LAUNCH_RANGE_S, DECODE_LAUNCH_S
 
 METRICS = ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")
 # the column a serving CSV measures each metric in (validate's names)
@@ -150,14 +151,18 @@ MAD_FLOOR = 1e-3
 WIDEN = ("family", "kernel", "moe", "engine", "shape", "model", "spec", "load", "low_load", "lengths")
 BETWEEN = ("campaign", *WIDEN)
 # reasons no shipped run measures by construction, so intervals.toml holds no term for them. "eager": a decode step
-# outside the CUDA graphs (serve.eager.EagerDecode), priced from the eager cost fitted on prefill steps; no campaign row
-# decodes eagerly (docs/modelling-notes.md#cg128-default-graphs): widened by its own term (eager_term), not the table's
+# outside the CUDA graphs (serve.eager.EagerDecode), priced from its host launches (serve.aggregated.decode_launch_host:
+# DECODE_LAUNCH_S each, documented, not fitted) beyond its kernels; no campaign row decodes eagerly
+# (docs/modelling-notes.md#cg128-default-graphs, #ppeager-eager): widened by its own term (eager_term), not the table's
 UNRUN = ("eager",)
-# the relative uncertainty of the per-launch host cost an eager decode step is priced at (eager_launch_s, fitted on prefill
-# steps, where most of it hides under the overlap scheduler): a host launch's documented range, the driver's 3 us floor to
-# Inductor's per-kernel launcher's 9 us (default.toml [default.eager_launch_s], meta-pytorch/tritonbench PR #1017), a factor
-# 3, read as its 95% range about the geometric middle: ln 3 / 2 in log units; the 80% the same normal's (x 1.2816 / 1.9600)
-EAGER_LOG_SPREAD = {95: math.log(3.0) / 2.0, 80: math.log(3.0) / 2.0 * 1.2816 / 1.9600}
+# the relative uncertainty of the per-launch host cost an eager decode step is priced at (DECODE_LAUNCH_S, 35 us,
+# NVIDIA/TensorRT-LLM PR #12653): its documented range (DECODE_LAUNCH_RANGE_S, 8-40 us: Inductor's per-kernel floor,
+# meta-pytorch/tritonbench PR #1017, to the PR's upper reading) read as its 95% range, the half-width relative to the
+# priced cost (16 / 35 = 0.457) the move f - 1 of eager_term (symmetric as a band is, though the range is not: 8/35 down,
+# 40/35 up); in log units ln 1.457, the 80% the same normal's (x 1.2816 / 1.9600). The launches' jitter
+# (LAUNCH_JITTER_RANGE_S) is left out: a few % of the host's time (docs/modelling-notes.md#fixeag-eager-words)
+EAGER_REL_HALF_WIDTH = (DECODE_LAUNCH_RANGE_S[1] - DECODE_LAUNCH_RANGE_S[0]) / 2.0 / DECODE_LAUNCH_S
+EAGER_LOG_SPREAD = {95: math.log1p(EAGER_REL_HALF_WIDTH), 80: math.log1p(EAGER_REL_HALF_WIDTH) * 1.2816 / 1.9600}
 # a band's keys shaped as its prediction (one per point of a frontier)
 POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
 
@@ -700,9 +705,9 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
                    f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
                    "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
     if ctx.eager:  # no group at all: its own term (eager_term), the eager share times the launch cost's spread
-        out.append(Widening("eager", f"no decode run without CUDA graphs: its eager launches ({float(ctx.eager):.0%} of TPOT) "
-                   "priced from prefill's eager_launch_s; widened by that share x a host launch's 3-9 us range (a factor 3 at "
-                   "95%), in quadrature on top of the others"))
+        out.append(Widening("eager", f"no decode run without CUDA graphs: its host launches beyond its kernels "
+                   f"({float(ctx.eager):.0%} of TPOT) priced at {launch_range()}; widened by that share x "
+                   f"+/-{EAGER_REL_HALF_WIDTH:.0%} at 95%, in quadrature on top of the others"))
     return out
 
 
@@ -895,6 +900,13 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     return out
 
 
+def launch_range() -> str:
+    """The per-launch host cost an eager decode step is priced at, with its documented range, in words (DECODE_LAUNCH_S,
+    DECODE_LAUNCH_RANGE_S): the eager widening's and serve.eager's note's one wording."""
+    lo, hi = (x * 1e6 for x in DECODE_LAUNCH_RANGE_S)
+    return f"{DECODE_LAUNCH_S * 1e6:.3g} us a launch (documented, range {lo:.3g}-{hi:.3g} us)"
+
+
 def eager_term(share: float, level: int) -> float:
     """The between-group term (log units) of a decode step outside the CUDA graphs whose launches are `share` of TPOT: the
     metric moves by 1 + share x (f - 1) where the per-launch cost moves by a factor f within EAGER_LOG_SPREAD[level]."""
@@ -924,11 +936,12 @@ def ideal(model, dep, batch, *, isl, osl=0.0, accepted=1.0, gpus: int | None = N
 
     b, acc = max(1.0, float(batch)), float(accepted)
     # each request's KV cache read at the batch's mean context, isl + osl / 2 (as serve.aggregated prices decode: fixroof)
-    step = float(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc,
-                            context=float(isl) + float(osl) / 2.0, plan=getattr(dep, "plan", None)))
+    # one plan's floor (a plan of one-element size arrays gives a one-element array)
+    step = float(np.ravel(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc,
+                                     context=float(isl) + float(osl) / 2.0, plan=getattr(dep, "plan", None)))[0])
     pf = dep if prefill is None else prefill
-    first = float(ideal_prefill(model, pf.gpu, executable(pf.precision, pf.gpu)[0], pf.num_gpus, max(1.0, float(isl)),
-                                plan=getattr(pf, "plan", None)))
+    first = float(np.ravel(ideal_prefill(model, pf.gpu, executable(pf.precision, pf.gpu)[0], pf.num_gpus, max(1.0, float(isl)),
+                                         plan=getattr(pf, "plan", None)))[0])
     return {"tok_s_per_user": acc / step, "output_tok_s_per_gpu": acc * b * streams / step / (gpus or dep.num_gpus),
             "tpot_ms": step / acc * 1e3, "ttft_ms": first * 1e3}
 

@@ -776,8 +776,10 @@ def _eager_decode(batch, fl: SchedulerFlags, *, default, host, kernels):
 # per-kernel launcher 7-9 us against the driver's 3, meta-pytorch/tritonbench PR #1017), 40 that figure's upper reading.
 # Engine-independent: SGLang, vLLM (--enforce-eager) and ATOM run the same PyTorch eager forward outside their graphs.
 DECODE_LAUNCH_S = 35e-6
+DECODE_LAUNCH_RANGE_S = (8e-6, 40e-6)  # its documented range, as above (serve.eager's note, measure.intervals' eager term)
 # The spread of that interval from launch to launch: ~2 us ("CPU jitter (~2us/launch)", the same PR); range 0-5 us
 LAUNCH_JITTER_S = 2e-6
+LAUNCH_JITTER_RANGE_S = (0.0, 5e-6)
 
 
 def _collectives(ops):

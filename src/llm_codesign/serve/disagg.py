@@ -684,7 +684,7 @@ def _eager_note(rows: list[dict]) -> list[str]:
     if not e:
         return []
     last = max((x for _, x in e), key=lambda x: x["cuda_graph_max_bs"])  # its capture covers every load's batch
-    tail = last["note"].split(f"Avoid it with {last['avoid']}. ", 1)[-1]  # what the eager cost is fitted on, and that it is unmeasured
+    tail = last["note"].split(f"Avoid it with {last['avoid']}. ", 1)[-1]  # how the launches are priced, and that it is unmeasured
     loads = ", ".join(str(c) for c, _ in e)
     each = "; ".join(f"{x['batch_per_rank']:.4g} per rank at {c}: +{x['extra_ms_per_step']:.3g} ms a step, {x['share_of_tpot']:.0%} of TPOT" for c, x in e)
     return [f"CUDA graphs: decode runs without them at {loads} request{'s' if loads != '1' else ''} (captured: {last['captured']}), "

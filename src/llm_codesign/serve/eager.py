@@ -7,7 +7,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_codesign.serve.aggregated import Serving, default_capture, draft_lengths, stage_ranks
+from llm_codesign.measure.intervals import EAGER_REL_HALF_WIDTH, launch_range
+from llm_codesign.serve.aggregated import (DECODE_LAUNCH_S, LAUNCH_JITTER_RANGE_S, LAUNCH_JITTER_S, Serving, default_capture,
+                                          draft_lengths, stage_ranks)
 from llm_codesign.spec.harness import SchedulerFlags
 from llm_codesign.spec.plan import Deployment
 
@@ -87,15 +89,20 @@ def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, 
     # a pipeline's micro-batches hold running / m on average; the graphs see the busiest, its ceiling (graph_misses)
     held = f"a batch of {batch:.4g} per rank" if abs(batch - n) < 1e-9 else \
         f"a micro-batch of up to {n} per rank (the busiest; {batch:.4g} on average)"
-    # the eager cost is fitted on prefill steps only (eager_launch_s; at several ranks eager_skew_s, fitted on TTFT by GPU
-    # count: docs/modelling-notes.md#eager-rank-skew): no campaign row runs decode eagerly (#cg128-default-graphs)
-    fitted = (f"{title}'s eager launch cost and its spread over the {ranks} ranks (eager_skew_s) are fitted on prefill TTFT "
-              "by GPU count" if ranks > 1 else f"{title}'s eager launch cost (eager_launch_s) is fitted on prefill steps")
+    # the step's launches are priced, not fitted (serve.aggregated.decode_launch_host, docs/modelling-notes.md#ppeager-eager):
+    # each at DECODE_LAUNCH_S, and at several ranks each collective waits for the slowest rank's launch jitter; the step
+    # takes the longer of the launches and its kernels, so the row is the launches beyond the kernels. No campaign row
+    # decodes eagerly (#cg128-default-graphs): the intervals widen by the share x the launch cost's range (eager_term)
+    lo, hi = (x * 1e6 for x in LAUNCH_JITTER_RANGE_S)
+    jitter = (f", and each collective waits for the slowest of the {ranks} ranks' launches (jitter "
+              f"{LAUNCH_JITTER_S * 1e6:.3g} us a launch, range {lo:.3g}-{hi:.3g} us)") if ranks > 1 else ""
     share = part_s / tpot_s
     captured = captured_text(dep, flags)
     note = (f"decode runs without CUDA graphs: {held} is not captured ({captured}), so each "
-            f"step launches every kernel from the host: +{extra_s * 1e3:.3g} ms a step, {share:.0%} of TPOT "
-            f"(host/eager_launches). Avoid it with {avoid}. {fitted}; no measured run decodes without CUDA graphs, so this "
-            "part is unmeasured for decode (the intervals widen by its share of TPOT x a host launch's 3-9 us range)")
+            f"step launches every kernel from the host: +{extra_s * 1e3:.3g} ms a step beyond its kernels, {share:.0%} of "
+            f"TPOT (host/eager_launches). Avoid it with {avoid}. The launches are priced at {launch_range()}{jitter}, not "
+            "fitted; no measured run decodes without CUDA graphs, so this part is unmeasured for decode (the intervals "
+            f"widen by its share of TPOT x +/-{EAGER_REL_HALF_WIDTH:.0%} at 95%, the range's half-width about "
+            f"{DECODE_LAUNCH_S * 1e6:.3g} us)")
     return EagerDecode(batch_per_rank=batch, captured=captured, extra_s=extra_s, tpot_s=part_s, share=share,
                        cuda_graph_max_bs=n, avoid=avoid, note=note)

@@ -291,6 +291,9 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     if isinstance(cfg.get("text_config"), dict):
         cfg = {**cfg["text_config"], "quantization_config": cfg["text_config"].get("quantization_config") or outer.get("quantization_config")}
     check_config(cfg, outer)  # every field read below: type, range, relations (spec.validation)
+    falcon = _is_falcon(cfg, outer)
+    if falcon:
+        cfg = _falcon_config(cfg, name)
     if quant is not None:
         check_hf_quant(quant)
     mtype = str(cfg.get("model_type") or outer.get("model_type") or "")
@@ -305,7 +308,7 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     vocab = _req(cfg, "vocab_size", name)
     _req(cfg, "num_attention_heads", name)
     attns, pattern_ffns = _attention_layers(cfg, mtype, L, name)
-    ffns = _ffn_layers(cfg, mtype, L, name, pattern_ffns=pattern_ffns)
+    ffns = _ffn_layers(cfg, mtype, L, name, pattern_ffns=pattern_ffns, gated=not falcon)
     if len(attns) != L or len(ffns) != L:
         raise InputError("config.num_hidden_layers", L, f"match the per-layer lists ({len(attns)}, {len(ffns)})")
     tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
@@ -338,7 +341,7 @@ def known_model_types() -> frozenset[str]:
 def loader_facts(cfg: dict, outer: dict, mtype: str) -> dict:
     """What the loader says of a config beside its shape: `notes` (a model_type it has no config of, read as a standard
     decoder from its fields) and `mtp_layers` (the MTP modules it ships, MTP_KEYS; 0 where it names none)."""
-    notes = () if not mtype or mtype in known_model_types() else (
+    notes = () if not mtype or mtype in known_model_types() or mtype in FALCON_TYPES else (
         f"model_type {mtype} is not one the loader knows; read as a standard decoder from its fields",)
     n = 0
     for key in MTP_KEYS:
@@ -349,6 +352,58 @@ def loader_facts(cfg: dict, outer: dict, mtype: str) -> dict:
             raise InputError(f"config.{key}", v, "a non-negative integer (the MTP modules the checkpoint ships)")
         n = max(n, v)
     return {"notes": notes, "mtp_layers": n}
+
+
+# Falcon's config forms: transformers' FalconConfig (model_type "falcon", FalconForCausalLM) and TII's earlier custom code
+# (RWForCausalLM; model_type "RefinedWebModel" for 7B, "RefinedWeb" for 40B), which transformers' conversion script maps onto
+# it (src/transformers/models/falcon/convert_custom_code_checkpoint.py@15ea02a2: n_head -> num_attention_heads, n_layer ->
+# num_hidden_layers, n_head_kv -> num_kv_heads with new_decoder_architecture true, else false)
+FALCON_TYPES = ("falcon", "RefinedWeb", "RefinedWebModel")
+FALCON_ARCHS = ("FalconForCausalLM", "RWForCausalLM")
+# FalconConfig's defaults for keys a Falcon config.json may leave out (transformers 4.57.1 configuration_falcon.py:162-177)
+FALCON_CONTEXT = 2048  # max_position_embeddings: "Pretrained Falcon models with RoPE support up to 2048 tokens"
+
+
+def _is_falcon(cfg: dict, outer: dict) -> bool:
+    mtype = str(cfg.get("model_type") or outer.get("model_type") or "")
+    return mtype in FALCON_TYPES or _architecture(outer) in FALCON_ARCHS
+
+
+def _falcon_config(cfg: dict, origin: str) -> dict:
+    """A Falcon config as the keys the normaliser reads, mapped as transformers 4.57.1 builds the model
+    (models/falcon/modeling_falcon.py): query_key_value holds (2 num_kv_heads + heads) head_dim outputs with
+    new_decoder_architecture (Falcon-40B/180B's grouped KV, :216-217), hidden + 2 head_dim with multi_query (Falcon-7B's
+    one KV head, :218-219), else 3 hidden (MHA, :220-221); head_dim = hidden // heads (:193, refused unless it divides,
+    :207); the MLP is dense_h_to_4h, GELU, dense_4h_to_h (:534-536: two matrices, not gated) of ffn_hidden_size, 4 x
+    hidden unless set (configuration_falcon.py:195-198); the LM head is tied to the embedding (FalconForCausalLM
+    _tied_weights_keys, :993, and PretrainedConfig's tie_word_embeddings default True, configuration_utils.py:220).
+    parallel_attn and ALiBi add no weights (layer norms and biases are not counted), so they are not read."""
+    out = {k: v for k, v in cfg.items() if k not in ("num_key_value_heads", "intermediate_size", "head_dim")}
+    for new, old in (("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"), ("hidden_size", "n_embed"),
+                     ("num_kv_heads", "n_head_kv")):
+        if cfg.get(new) is not None and cfg.get(old) is not None and cfg[new] != cfg[old]:
+            raise InputError(f"config.{old}", cfg[old], f"equal to {new} ({cfg[new]}) where a Falcon config sets both")
+        if cfg.get(new) is None and cfg.get(old) is not None:
+            out[new] = cfg[old]
+    for key, rw in (("hidden_size", "n_embed"), ("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"), ("vocab_size", "")):
+        if out.get(key) is None:
+            raise InputError(f"config.{key}", None, f"{origin} (a Falcon config) must set {key}" + (f" (or {rw})" if rw else "")
+                             + " (a positive integer)")
+    h, H = out["hidden_size"], out["num_attention_heads"]
+    if h % H:
+        raise InputError("config.hidden_size", h, f"a multiple of num_attention_heads ({H}): Falcon's head size is hidden_size // heads")
+    # custom code's 40B form has n_head_kv and no new_decoder_architecture key: it is the new decoder (conversion script)
+    new_decoder = bool(cfg.get("new_decoder_architecture")) or cfg.get("n_head_kv") is not None
+    multi_query = cfg.get("multi_query", True)  # FalconConfig's default
+    kv = (out.get("num_kv_heads") or H) if new_decoder else 1 if multi_query else H
+    if kv > H or H % kv:
+        raise InputError("config.num_kv_heads" if cfg.get("num_kv_heads") is not None else "config.n_head_kv", kv,
+                         f"a divisor of num_attention_heads ({H}): each KV head serves a whole group of query heads")
+    if not (cfg.get("alibi") or cfg.get("max_position_embeddings")):
+        out["max_position_embeddings"] = FALCON_CONTEXT  # RoPE's; with ALiBi FalconConfig sets no limit
+    if out.get("tie_word_embeddings") is None:
+        out["tie_word_embeddings"] = True  # FalconForCausalLM ties its head (PretrainedConfig's default)
+    return out | {"num_key_value_heads": kv, "intermediate_size": cfg.get("ffn_hidden_size") or 4 * h, "head_dim": h // H}
 
 
 def _architecture(cfg: dict) -> str:
@@ -449,9 +504,10 @@ def _uniform_attention(cfg: dict, mtype: str, L: int) -> list:
     return attns
 
 
-def _ffn_layers(cfg: dict, mtype: str, L: int, name: str, *, pattern_ffns: list | None) -> list:
+def _ffn_layers(cfg: dict, mtype: str, L: int, name: str, *, pattern_ffns: list | None, gated: bool = True) -> list:
     """Each layer's FFN: the hybrid pattern's, Nemotron-NAS blocks' (widths from ffn_mult), routed
-    experts where the config has them (_moe_layers), else one dense MLP for every layer."""
+    experts where the config has them (_moe_layers), else one dense MLP for every layer (`gated`: SwiGLU's three
+    matrices; False for Falcon's GELU MLP, two)."""
     E = cfg.get("n_routed_experts") or cfg.get("num_local_experts") or cfg.get("num_experts") or 0
     topk = cfg.get("num_experts_per_tok") or cfg.get("top_k_experts") or cfg.get("moe_topk") or 0
     inter = cfg.get("intermediate_size")
@@ -474,7 +530,7 @@ def _ffn_layers(cfg: dict, mtype: str, L: int, name: str, *, pattern_ffns: list 
         return _moe_layers(cfg, mtype, L, name, experts=(E, topk))
     if not inter:
         raise InputError("config.intermediate_size", inter, "a positive integer")
-    return [DenseFfn(inter=int(inter))] * L
+    return [DenseFfn(inter=int(inter), gated=gated)] * L
 
 
 def _moe_layers(cfg: dict, mtype: str, L: int, name: str, *, experts: tuple[int, int]) -> list:

@@ -94,6 +94,10 @@ CONFIG_FIELDS: dict[str, tuple] = {
     "no_rope_layers": ("int_list",), "rope_scaling": ("dict",),
     # gpt-oss's clamped SwiGLU: the clamp on the gate and linear halves (transformers GptOssConfig, 7.0); 0 or absent: none
     "swiglu_limit": ("float", 0.0, 1e6),
+    # Falcon (transformers FalconConfig; n_layer, n_head, n_head_kv, n_embed: TII's earlier custom code, spec.model._falcon_config)
+    "n_layer": (_I, 1, LAYERS), "n_head": (_I, 1, HEADS), "n_head_kv": (_I, 1, HEADS), "num_kv_heads": (_I, 1, HEADS),
+    "n_embed": (_I, 1, WIDTH), "ffn_hidden_size": (_I, 1, WIDTH), "multi_query": ("bool",), "new_decoder_architecture": ("bool",),
+    "alibi": ("bool",),
 }
 # fields inside the nested objects the normaliser reads
 BLOCK_FIELDS = {"attention": ("no_op", "replace_with_linear", "n_heads_in_group", "window_length"),
