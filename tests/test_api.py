@@ -142,7 +142,7 @@ def test_search_space_build_golden():
     # the KV format fixed, the weights the checkpoint's (BF16) and the FP8 the H200 runs natively
     assert [p.label() for p in s.precisions] == [lc.Precision.of("bf16", kv="fp8").label(), lc.Precision.of("fp8", kv="fp8").label()]
     plain = SearchSpace.build(m, g, num_gpus=8)
-    assert plain == SearchSpace(8) and SearchSpace.build(m, g, num_gpus=8, spec=lc.SpecDecoding("mtp", 3, 2.0)).spec_ks == (0, 1, 2, 3, 4, 5)
+    assert plain == SearchSpace(8) and SearchSpace.build(m, g, num_gpus=8, spec=lc.SpecDecoding("eagle3", 3, 2.0)).spec_ks == (0, 1, 2, 3, 4, 5)
 
 
 def test_the_api_prices_each_gpus_vendor_engine_and_refuses_one_it_cannot_run():

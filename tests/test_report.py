@@ -218,7 +218,7 @@ def test_weights_read_is_active_at_one_token_and_all_but_the_embedding_at_many()
     assert weights_read(dense, [1, 4096]).tolist() == [dense.total_params - dense.embedding_params] * 2
 
 
-@pytest.mark.parametrize("model,gpu,n,spec", [("qwen3-30b-a3b", "h200", 1, None), ("qwen3-30b-a3b", "h200", 1, "mtp"),
+@pytest.mark.parametrize("model,gpu,n,spec", [("qwen3-30b-a3b", "h200", 1, None), ("qwen3-30b-a3b", "h200", 1, "eagle3"),
                                               ("deepseek-r1", "b200", 8, None), ("llama-3.1-8b", "h100", 1, None)])
 def test_no_deployment_lies_above_the_roofline_ideal_bound(model, gpu, n, spec):
     """The bound reads the experts a batch picks, not every expert (with all of them, one H200 capped

@@ -441,9 +441,15 @@ def _gpu(name):
 
 
 def _model(ref):
+    """The model `ref` names; what the loader says of it beside its shape (an unknown model_type read as a standard
+    decoder, spec.model.loader_facts) goes to stderr as one note line, leaving a command's answer on stdout whole."""
     from llm_codesign.spec.registry import get_model
 
-    return get_model(ref)
+    m = get_model(ref)
+    for n in m.notes:
+        if n.startswith("model_type "):
+            typer.echo(f"note: {n}", err=True)
+    return m
 
 
 def _precision(model, weight, activation, kv, gpu=None):

@@ -21,6 +21,7 @@ from llm_codesign.errors import InputError, MissingInput, parse_nested
 from llm_codesign.explore import yaml_io
 from llm_codesign.explore.export_engines import DYNAMO, EXPORTERS, engine_spec, exportable, exporter
 from llm_codesign.explore.export_engines.base import (
+    CHECKPOINT_PLACEHOLDER,
     check_nested,
     code_lines,
     parse_flags,
@@ -100,12 +101,15 @@ def launched(model: ModelSpec, dep: Deployment, engine: str) -> tuple[ModelSpec,
     nvidia/Llama-3.1-70B-Instruct-FP8, not the bf16 meta-llama/Llama-3.1-70B), else the header says to point at one.
     The one rule of export_config (a single deployment, the page's launch file) and export_dynamo (both pools)."""
     x, w = exporter(engine), dep.precision.weight
+    # a model read from a bare .json or a pasted config names no checkpoint: the launch names a placeholder, said here
+    where = [] if model.hf_ids else [f"# model: {CHECKPOINT_PLACEHOLDER} is a placeholder: {model.name}'s config names no checkpoint "
+                                     "folder; put the folder holding its config.json and weights there"]
     if w == model.default_precision.weight or (x.quantization_option and weight_option(model, dep.precision, engine) in ONLINE_QUANTIZATION):
-        return model, []
+        return model, where
     if ck := quantized_checkpoint(model, w):
         return replace(model, hf_ids=(ck,)), [f"# weights: {w.name}, read from {ck} (the registry's {w.name} checkpoint of this shape)"]
-    return model, [f"# weights: {w.name} is read from a checkpoint already quantized to it (the "
-                   f"{model.default_precision.weight.name} one named here is not): point the model at such a checkpoint"]
+    return model, where + [f"# weights: {w.name} is read from a checkpoint already quantized to it (the "
+                           f"{model.default_precision.weight.name} one named here is not): point the model at such a checkpoint"]
 
 
 def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency: int, replicas: int = 1,
@@ -274,7 +278,6 @@ def read_export(text: str, origin: str = "export", *, model: ModelSpec | None = 
     (`origin`: its name, for errors). `model`: the one its header names, read from elsewhere (a local model's config,
     which the file names relative to the directory it was exported in): used in place of the file's reference."""
     from llm_codesign.spec.hardware import get_gpu
-    from llm_codesign.spec.registry import get_model
 
     meta = _meta(text, origin)
     engine = _engine_of(text)
@@ -286,9 +289,20 @@ def read_export(text: str, origin: str = "export", *, model: ModelSpec | None = 
     if unknown:
         raise InputError("export", unknown[0], f"a documented {engine} {engine_spec(engine)['version']} option")
     check_nested(engine, o)
-    model = model if model is not None and model.name == meta.get("model") else get_model(model_ref)
+    model = model if model is not None and model.name == meta.get("model") else _exported_model(model_ref, meta, origin)
     dep, conc = _deployment(engine, o, model, gpu=get_gpu(meta["gpu"]), meta=meta, cpp=bool(meta.get("cpp")))
     return Imported(engine, model, dep, conc, int(meta.get("replicas", 1)), o, unset_env=unset_env(text, engine, dep))
+
+
+def _exported_model(model_ref: str, meta: dict, origin: str) -> ModelSpec:
+    """The model an export launches: the one its model option names, or, where that is the placeholder of a config that
+    named no checkpoint (export_engines.base.hf_id), one line asking for the config it was exported from."""
+    from llm_codesign.spec.registry import get_model
+
+    if model_ref == CHECKPOINT_PLACEHOLDER:
+        raise MissingInput("model", f"{origin} names no checkpoint ({CHECKPOINT_PLACEHOLDER}): give --model, the config.json "
+                                    f"{meta.get('model')} was exported from, or put its checkpoint folder in the file")
+    return get_model(model_ref)
 
 
 def config_engine(text: str, origin: str = "config") -> str:
@@ -455,11 +469,10 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     return "\n".join(head + [yaml_io.dump(doc)]) + "\n"
 
 
-def read_dynamo(text: str, origin: str = "export") -> dict:
+def read_dynamo(text: str, origin: str = "export", *, model: ModelSpec | None = None) -> dict:
     """The two pools of an exported Dynamo deployment: {"prefill"|"decode": Imported-like dict}
-    (`origin`: its name, for errors)."""
+    (`origin`: its name, for errors; `model`: the one its header names, read from elsewhere, as read_export's)."""
     from llm_codesign.spec.hardware import get_gpu
-    from llm_codesign.spec.registry import get_model
 
     meta = _meta(text, origin)
     doc = yaml_io.load(text, origin)
@@ -472,9 +485,9 @@ def read_dynamo(text: str, origin: str = "export") -> dict:
         args = parse_flags(comp["podTemplate"]["spec"]["containers"][0]["args"], origin)
         args.pop("disaggregation-mode")
         o, model_ref = exporter(backend).worker_options(args)
-        model = get_model(model_ref)
-        dep, conc = _deployment(backend, o, model, gpu=gpu, meta=meta)
-        out[comp["type"]] = {"model": model, "deployment": dep, "instances": int(comp["replicas"]), "concurrency": conc}
+        m = model if model is not None and model.name == meta.get("model") else _exported_model(model_ref, meta, origin)
+        dep, conc = _deployment(backend, o, m, gpu=gpu, meta=meta)
+        out[comp["type"]] = {"model": m, "deployment": dep, "instances": int(comp["replicas"]), "concurrency": conc}
     return out
 
 
@@ -587,7 +600,10 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
     rates = acceptance_rates_of(acceptance_rates)
     if meta and "DynamoGraphDeployment" in text:
-        r = _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration, concurrency=concurrency)
+        from llm_codesign.spec.registry import get_model
+
+        r = _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration, concurrency=concurrency,
+                           model=get_model(model) if model is not None else None)
         _as_exported(r, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
         return r
     if not meta and gpu is None:
@@ -656,14 +672,15 @@ def _as_exported(imp, name: str, *, gpu, model: str | None, backend: str | None,
                                         f"chosen for it); export again with --{field_.replace('_', '-')} {shown} to price that")
 
 
-def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, concurrency: int | None = None) -> ImportEstimate:
+def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, concurrency: int | None = None,
+                   model: ModelSpec | None = None) -> ImportEstimate:
     """`import` of an exported Dynamo deployment: both pools priced as the export priced them, at `concurrency`
     requests in flight where given (default: the export's)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.serve.disagg import estimate_disagg
 
     conc = int(concurrency or meta["concurrency"])
-    pools = read_dynamo(text, path)
+    pools = read_dynamo(text, path, model=model)
     p, d = pools["prefill"], pools["decode"]
     dd = d["deployment"]
     # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget

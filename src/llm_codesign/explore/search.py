@@ -38,6 +38,7 @@ from llm_codesign.spec.plan import (
     SpecDecoding,
     Workload,
     check_sizes,
+    check_spec_model,
     divisors,
     precision_for,
     quark_mxfp4,
@@ -87,6 +88,7 @@ class SearchSpace:
         check_sizes(gpus=num_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
                     **{f"instance_gpus[{i}]": n for i, n in enumerate(instance_gpus or ())})
         check_sizes(MAX_STEP_TOKENS, **{f"step_tokens[{i}]": n for i, n in enumerate(step_tokens)})
+        check_spec_model(model, spec)
         one = (lambda v: None if v is None else (v,))  # noqa: E731
         ks = (0,) if spec is None else (0, draft_len) if draft_len else (0, *DRAFT_LENGTHS)
         return cls(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,

@@ -67,6 +67,7 @@ class ModelSpec:
     # their listed order. Pipeline stages take consecutive layers, so the order sets what each holds.
     layout: tuple[int, ...] = ()
     architecture: str = ""  # the checkpoint's architectures[0] (engines pick some defaults by it); '' unknown
+    mtp_layers: int | None = None  # MTP modules the checkpoint ships (loader_facts); None: not read from a config
 
     def check_context(self, isl, osl) -> None:
         """One line refusing a request longer than the model's context, as engines refuse it (vLLM
@@ -316,9 +317,41 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     groups = _group(layers)
     index = {layer: i for i, (layer, _) in enumerate(groups)}
     return ModelSpec(name=name, hidden=h, vocab=vocab, groups=groups,
-                     tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, notes=(),
+                     tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, **loader_facts(cfg, outer, mtype),
                      max_context=max_context_from_config(cfg), layout=tuple(index[layer] for layer in layers),
                      architecture=_architecture(outer))
+
+
+# the keys a checkpoint's config counts its MTP modules by: DeepSeek-V3/R1/V3.2, GLM and MiMo num_nextn_predict_layers
+# (vLLM's SpeculativeConfig.hf_config_override reads it as the MTP draft's n_predict, vllm/config/speculative.py),
+# Qwen3.5's mtp_num_hidden_layers, MiniMax-M2.5's num_mtp_modules (the bundled configs, data/models/)
+MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
+
+
+@functools.cache
+def known_model_types() -> frozenset[str]:
+    """The model_types the loader has a bundled config of (data/models/*_config.json, outer and text_config)."""
+    out = set()
+    for f in (Path(__file__).resolve().parent.parent / "data" / "models").glob("*_config.json"):
+        c = json.loads(f.read_text(encoding="utf-8"))
+        out |= {str(d.get("model_type")) for d in (c, c.get("text_config")) if isinstance(d, dict) and d.get("model_type")}
+    return frozenset(out)
+
+
+def loader_facts(cfg: dict, outer: dict, mtype: str) -> dict:
+    """What the loader says of a config beside its shape: `notes` (a model_type it has no config of, read as a standard
+    decoder from its fields) and `mtp_layers` (the MTP modules it ships, MTP_KEYS; 0 where it names none)."""
+    notes = () if not mtype or mtype in known_model_types() or mtype in FALCON_TYPES else (
+        f"model_type {mtype} is not one the loader knows; read as a standard decoder from its fields",)
+    n = 0
+    for key in MTP_KEYS:
+        v = cfg.get(key, outer.get(key))
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise InputError(f"config.{key}", v, "a non-negative integer (the MTP modules the checkpoint ships)")
+        n = max(n, v)
+    return {"notes": notes, "mtp_layers": n}
 
 
 # Falcon's config forms: transformers' FalconConfig (model_type "falcon", FalconForCausalLM) and TII's earlier custom code
@@ -533,6 +566,13 @@ def _moe_layers(cfg: dict, mtype: str, L: int, name: str, *, experts: tuple[int,
     return [moe if m else DenseFfn(inter=int(dense_inter)) for m in is_moe]
 
 
+def pasted_name(cfg) -> str:
+    """The name of a config given as its contents (a dict, the page's paste): the last part of its `_name_or_path`
+    (transformers writes the id or folder it was saved from), else "custom"."""
+    v = cfg.get("_name_or_path") if isinstance(cfg, dict) else None
+    return (v.strip().rstrip("/\\").replace("\\", "/").split("/")[-1] or "custom") if isinstance(v, str) and v.strip() else "custom"
+
+
 def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
     p = Path(path)
     if p.is_dir():
@@ -551,5 +591,8 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
             quant = parse_nested(json.loads, qp.read_text(encoding="utf-8-sig"), "model", str(qp))
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise InputError("model", str(qp), f"a valid JSON quantization config ({e.__class__.__name__}: {e})") from None
-    # a checkpoint's config.json is named by its folder (my-model/config.json: my-model), another file by its own name
-    return from_hf_config(cfg, name or (p.resolve().parent.name or p.stem if p.stem == "config" else p.stem), quant)
+    # a checkpoint's config.json is named by its folder (my-model/config.json: my-model), another file by its own name;
+    # the folder is where an engine loads it from (export's --model-path), a bare my-model.json names none
+    folder = (str(path) if Path(path).is_dir() else str(p.parent)) if p.stem == "config" else None
+    return from_hf_config(cfg, name or (p.resolve().parent.name or p.stem if p.stem == "config" else p.stem), quant,
+                          hf_ids=(folder,) if folder else ())

@@ -591,11 +591,27 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
         moe_tp_ = moe_tp or 1
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model)
+    check_spec_model(model, sd)
     dep = Deployment(gpu=gpu, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
                      precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu), backend=engine_arg(engine, backend),
                      spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
     check_step_budget(dep)
     return dep
+
+
+def check_spec_model(model: ModelSpec, spec: SpecDecoding | None) -> None:
+    """Refuse MTP on a model whose config ships no MTP module (ModelSpec.mtp_layers 0): the engines' MTP drafts with the
+    checkpoint's own module, loaded from its layers past num_hidden_layers (vLLM's SpeculativeConfig.hf_config_override
+    reads num_nextn_predict_layers as the draft's n_predict, vllm/config/speculative.py; SGLang's NEXTN and TensorRT-LLM's
+    MTP load DeepSeek's model.layers.61), so no engine runs it; a model not read from a config (None) is not judged."""
+    if spec is None or spec.method != "mtp" or model.mtp_layers != 0:
+        return
+    from llm_codesign.spec.registry import entries
+
+    ships = [e["name"] for e in entries() if get_model(e["name"]).mtp_layers]
+    raise InputError("spec", "mtp", f"eagle3 or draft for {model.name}: its config ships no MTP module (it sets none of "
+                                    f"num_nextn_predict_layers, mtp_num_hidden_layers, num_mtp_modules); mtp is for a model that "
+                                    f"does ({', '.join(ships)})")
 
 
 def check_step_budget(dep: Deployment, field: str = "max_num_tokens") -> None:

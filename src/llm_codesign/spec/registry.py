@@ -10,7 +10,7 @@ from pathlib import Path, PurePath
 
 from llm_codesign.errors import InputError, close_matches, did_you_mean
 from llm_codesign.spec.kinds import NoMixer
-from llm_codesign.spec.model import ModelSpec, from_hf_config, load_config_file
+from llm_codesign.spec.model import ModelSpec, from_hf_config, load_config_file, pasted_name
 from llm_codesign.spec.precision import Precision
 
 
@@ -55,9 +55,9 @@ def bundled(ref: str) -> ModelSpec | None:
 
 def get_model(ref: str | Path | dict) -> ModelSpec:
     """A registry name, a Hugging Face id, a path to a config.json (or a folder holding one), or a config.json's
-    contents as a dict (a shape of one's own, named "custom": nothing is read or downloaded)."""
+    contents as a dict (a shape of one's own, named by its _name_or_path, else "custom": nothing is read or downloaded)."""
     if isinstance(ref, dict):
-        return from_hf_config(ref, "custom")
+        return from_hf_config(ref, pasted_name(ref))
     ref = str(ref) if isinstance(ref, PurePath) else ref
     if ref is not None and not isinstance(ref, str):  # a number or a list, from Python alone
         raise InputError("model", ref, "a registry name (see `llm-codesign models`), a Hugging Face id, a config.json path, or a "

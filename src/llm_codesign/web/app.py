@@ -600,9 +600,9 @@ def _model(req: ModelRef, *, field: str = "model", hub_cache: bool = False):
     if (req.model is None) == (req.config is None):
         raise InputError(field, req.model, "either a model name or a pasted config.json, not both or neither")
     if req.config is not None:
-        from llm_codesign.spec.model import from_hf_config
+        from llm_codesign.spec.model import from_hf_config, pasted_name
 
-        return from_hf_config(req.config, "custom")
+        return from_hf_config(req.config, pasted_name(req.config))
     if req.model.strip().lower() in _index():
         return lc.get_model(req.model)
     if hub_cache:

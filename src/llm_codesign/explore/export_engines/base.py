@@ -183,7 +183,19 @@ def plan_ints(plan: Plan) -> tuple[int, ...]:
     return tuple(int(np.asarray(x).reshape(-1)[0]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp))
 
 
+# what a launch names where the model's checkpoint is unknown (a bare .json or a pasted config names no folder of
+# weights): a placeholder no engine can load, with a header line saying what to put there (export.launched)
+CHECKPOINT_PLACEHOLDER = "<your checkpoint dir>"
+
+
 def hf_id(model: ModelSpec) -> str:
+    """Where the engine loads `model` from: its Hugging Face id, the checkpoint folder its config.json was read from
+    (load_config_file records it), else CHECKPOINT_PLACEHOLDER (never its name: `--model-path my-30b` starts nothing)."""
+    return model.hf_ids[0] if model.hf_ids else CHECKPOINT_PLACEHOLDER
+
+
+def served_name(model: ModelSpec) -> str:
+    """The name a server answers to: its checkpoint where it has one, else the model's own name."""
     return model.hf_ids[0] if model.hf_ids else model.name
 
 

@@ -27,6 +27,7 @@ from llm_codesign.explore.export_engines.base import (
     read_spec,
     refuse,
     register_exporter,
+    served_name,
     switch,
     whole,
 )
@@ -179,7 +180,7 @@ class TRTLLMExporter(Exporter):
         """Dynamo's TensorRT-LLM worker takes the sizes, batch, step budget and KV fraction as its own
         flags and the remaining TorchLlmArgs fields as one inline mapping (override-engine-args)."""
         o = trtllm_options(model, dep, concurrency)
-        args = {"model": hf_id(model), "served-model-name": hf_id(model), "disaggregation-mode": mode,
+        args = {"model": hf_id(model), "served-model-name": served_name(model), "disaggregation-mode": mode,
                 "tensor-parallel-size": o.pop("tensor_parallel_size"), "pipeline-parallel-size": o.pop("pipeline_parallel_size")}
         if "moe_expert_parallel_size" in o:
             args["expert-parallel-size"] = o.pop("moe_expert_parallel_size")
