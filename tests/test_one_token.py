@@ -128,6 +128,15 @@ def test_export_at_osl_1_says_na():
     assert "TPOT n/a (one output token), " in err and '"tpot_ms": null, "tok_s_per_user": null' in out
 
 
+def test_an_imported_export_at_osl_1_has_no_tpot(tmp_path):
+    # lc.import_config of a file export wrote at one output token: its tpot_s is None (no decode step), not a TypeError
+    code, _, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--osl", "1", "--concurrency", "8",
+                       "--engine", "vllm", "-o", str(tmp_path / "x.yaml"))
+    assert code == 0, err
+    r = lc.import_config(tmp_path / "x.yaml")
+    assert r.tpot_s is None and r.answer["tok_s_per_user"] is None and r.ttft_s > 0
+
+
 def test_the_pages_endpoints_at_osl_1():
     from fastapi.testclient import TestClient
 

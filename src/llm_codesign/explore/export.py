@@ -525,8 +525,10 @@ class ImportEstimate:
         return self.answer["ttft_ms"] / 1e3
 
     @property
-    def tpot_s(self) -> float:
-        return self.answer["tpot_ms"] / 1e3
+    def tpot_s(self) -> float | None:
+        """None at one output token: no decode step runs (serve.metrics.without_decode)."""
+        t = self.answer["tpot_ms"]
+        return None if t is None else t / 1e3
 
     @property
     def output_tok_s_per_gpu(self) -> float:
