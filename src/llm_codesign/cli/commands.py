@@ -55,6 +55,7 @@ from llm_codesign.cli.common import (
 from llm_codesign.errors import InputError
 from llm_codesign.render.accuracy import NO_ACCURACY, accuracy_said, drop_text
 from llm_codesign.spec.engines import engine_choices, engine_for
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
 O_PRICE_HELP = ("Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: adds $ per million output "
                 "tokens and per million tokens in+out.")
@@ -431,7 +432,7 @@ def pareto(
     disagg: bool = typer.Option(False, "--disagg", help="Also the disaggregated frontier (prefill and decode instances)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
-    prefix_hit: float = O_PREFIX,
+    prefix_hit: float = O_PREFIX, arrival: str = O_ARRIVAL,
 ):
     """Throughput-vs-interactivity Pareto frontier over every valid deployment."""
     from pathlib import Path
@@ -471,9 +472,12 @@ def pareto(
     from llm_codesign.explore.search import refuse_without_decode
 
     refuse_without_decode(osl, frontier=True)  # before any output is checked or search run, as lc.pareto refuses it
-    workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)  # the checks estimate's workload gets (prefix_hit in [0, 1))
+    # the checks estimate's workload gets (prefix_hit in [0, 1), arrival one of spec.harness.ARRIVALS)
+    workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit, arrival=arrival)
     if prefix_hit and disagg:
         raise InputError("prefix_hit", prefix_hit, "0 with --disagg (the disaggregated search prices no prefix cache)")
+    if arrival != DEFAULT_ARRIVAL and disagg:
+        raise InputError("arrival", arrival, f"{DEFAULT_ARRIVAL} with --disagg (the disaggregated search prices its pools at it)")
     if max_num_tokens_grid and disagg:
         raise InputError("max_num_tokens_grid", max_num_tokens_grid,
                          "unset with --disagg (the disaggregated search prices one step budget: --max-num-tokens)")
@@ -577,7 +581,6 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
     """Each search's frontier as a table (every point's in --json), its cost line, or why it is empty; `names`: each GPU's
     name by id, as estimate's title names it ("H200 SXM")."""
     from llm_codesign.render.intervals import arrival_footer
-    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
@@ -608,7 +611,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         if rows:  # the key to the columns (an empty frontier says why below)
             con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
                       highlight=False)
-            con.print(arrival_footer(DEFAULT_ARRIVAL), highlight=False)  # the arrival its TTFT turns on (the search's default)
+            con.print(arrival_footer(r.get("arrival", DEFAULT_ARRIVAL)), highlight=False)  # the arrival its TTFT turns on (--arrival)
         if shared:
             # a shared drop of "best" reads "drop none (the model's best precision)", not "drop best"
             said = {"-": "none", "best": "none (the model's best precision)", "n/a": f"n/a ({NO_ACCURACY})"}

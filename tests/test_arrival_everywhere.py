@@ -1,0 +1,82 @@
+"""The arrival pattern on every command that prices a TTFT (newc4 findings 1, 11): compare and pareto take estimate's
+--arrival (its choices, its check, its one-line refusal), price each point as estimate prices it at that arrival, and
+say it beneath the table; compare says when its rows run different engines; the breakdown's front-end row says that it
+grows with the requests arriving together."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_codesign.cli import app
+
+
+def cli(*args: str):
+    r = CliRunner().invoke(app, list(args), env={"COLUMNS": "2000"})
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
+PARETO = ["pareto", "llama-3.1-8b", "--gpu", "mi355x", "--gpus", "1", "--weight-dtype", "fp8", "--kv-dtype", "fp8"]
+
+
+def _estimate(model: str, gpu: str, d: dict, *extra: str) -> dict:
+    code, out, err = cli("estimate", model, "--gpu", gpu, "--gpus", str(d["instance_gpus"]), "--tp", str(d["tp"]), "--pp", str(d["pp"]),
+                         "--weight-dtype", d["weight_dtype"], "--kv-dtype", d["kv_dtype"], "--concurrency", str(d["concurrency_per_instance"]),
+                         "--max-num-tokens", str(d["max_num_tokens"]), "--cuda-graph-max-bs", str(d["cuda_graph_max_bs"]), "--json", *extra)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_pareto_prices_each_point_at_the_arrival_asked():
+    code, out, err = cli(*PARETO, "--arrival", "closed_loop", "--json")
+    assert code == 0, err
+    f = json.loads(out)
+    assert f["arrival"] == "closed_loop"
+    # every point is the deployment estimate prices at that arrival, to the last digit (the one code path)
+    for p in (f["frontier"][0], f["frontier"][-1]):
+        e = _estimate("llama-3.1-8b", "mi355x", p["deployment"], "--arrival", "closed_loop")
+        assert e["ttft_ms"] == pytest.approx(p["ttft_ms"], rel=1e-6) and e["tpot_ms"] == pytest.approx(p["tpot_ms"], rel=1e-6)
+    code, out, _ = cli(*PARETO, "--arrival", "closed_loop")
+    assert "TTFT with requests arriving in closed loop (one request sent per freed slot" in out.replace("\n", " ")
+
+
+def test_compare_prices_its_rows_at_the_arrival_and_names_differing_engines():
+    args = ["compare", "llama-3.1-8b", "--gpu", "mi355x,b200", "--gpus", "1", "--weight-dtype", "fp8"]
+    code, out, err = cli(*args, "--arrival", "closed_loop", "--json")
+    assert code == 0, err
+    c = json.loads(out)
+    assert c["arrival"] == "closed_loop" and [r["engine"] for r in c["rows"]] == ["sglang", "trtllm"]
+    for r in c["rows"]:  # each row's best deployment as estimate prices it at that arrival
+        e = _estimate("llama-3.1-8b", r["gpu"], r["best"]["deployment"], "--arrival", "closed_loop")
+        assert e["ttft_ms"] == pytest.approx(r["best"]["ttft_ms"], rel=1e-6)
+    code, out, _ = cli(*args)
+    assert ("rows run different engines: sglang on mi355x; trtllm on b200. Their TTFT and TPOT differ by engine as well as by GPU; "
+            "SGLang in waves serialises its front end over a wave's requests; --backend prices every GPU on one engine.") in out
+    assert "TTFT with requests arriving in waves (" in out
+    # one engine on every GPU: no such line
+    code, out, _ = cli(*args, "--backend", "sglang")
+    assert code == 0 and "rows run different engines" not in out
+
+
+@pytest.mark.parametrize("cmd", [PARETO, ["compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1"]])
+def test_a_bad_arrival_is_estimates_one_line(cmd):
+    code, out, err = cli(*cmd, "--arrival", "poisson")
+    assert code == 2 and err.strip() == "error: arrival: 'poisson' is not valid; one of: waves, closed_loop, burst"
+
+
+def test_pareto_disagg_refuses_another_arrival():
+    code, _, err = cli(*PARETO, "--arrival", "closed_loop", "--disagg")
+    assert code == 2 and err.strip().startswith("error: arrival: 'closed_loop' is not valid; waves with --disagg")
+
+
+def test_the_front_end_row_says_it_grows_with_the_wave():
+    # SGLang's fitted 24.8903 ms (data/calibration/fitted.toml [default.ttft_overhead_s]) x (64 + 1) / 2 for the 64 requests
+    # of a wave = 808.935 ms: "per-request work" read as 24.9 ms (newc4 #11)
+    code, out, err = cli("estimate", "deepseek-r1", "--gpu", "mi355x", "--tp", "8", "--concurrency", "64", "--breakdown")
+    assert code == 0, err
+    assert "808.935" in out
+    assert ("first/front_end: the engine's fitted cost per request (ttft_overhead_s) x (q + 1) / 2 for the q requests arriving "
+            "together, served one at a time") in " ".join(out.split())
