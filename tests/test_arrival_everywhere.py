@@ -80,3 +80,19 @@ def test_the_front_end_row_says_it_grows_with_the_wave():
     assert "808.935" in out
     assert ("first/front_end: the engine's fitted cost per request (ttft_overhead_s) x (q + 1) / 2 for the q requests arriving "
             "together, served one at a time") in " ".join(out.split())
+
+
+def test_export_prices_its_prediction_at_the_arrival_and_names_it(tmp_path):
+    # DeepSeek-R1 TP8 on MI355X at 64 requests, SGLang: the InferenceX runs of it (a closed loop) measured 115-155 ms TTFT
+    args = ["export", "deepseek-r1", "--gpu", "mi355x", "--tp", "8", "--concurrency", "64"]
+    for arrival in ("waves", "closed_loop"):
+        code, out, err = cli(*args, "--arrival", arrival, "-o", str(tmp_path / f"{arrival}.sh"), "--json")
+        assert code == 0, err
+        code, est, err = cli("estimate", "deepseek-r1", "--gpu", "mi355x", "--tp", "8", "--concurrency", "64", "--arrival", arrival, "--json")
+        assert json.loads(out)["predicted"]["ttft_ms"] == pytest.approx(json.loads(est)["ttft_ms"], rel=1e-9)
+    assert '"arrival": "closed_loop"' in (tmp_path / "closed_loop.sh").read_text()
+    assert '"arrival"' not in (tmp_path / "waves.sh").read_text()  # the default's header as before
+    code, out, err = cli(*args, "--arrival", "closed_loop", "-o", str(tmp_path / "c.sh"))
+    assert "TTFT with requests arriving in closed loop (" in " ".join((out + err).split())
+    code, _, err = cli(*args, "--arrival", "poisson", "-o", str(tmp_path / "p.sh"))
+    assert code == 2 and err.strip() == "error: arrival: 'poisson' is not valid; one of: waves, closed_loop, burst"
