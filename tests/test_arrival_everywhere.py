@@ -96,3 +96,14 @@ def test_export_prices_its_prediction_at_the_arrival_and_names_it(tmp_path):
     assert "TTFT with requests arriving in closed loop (" in " ".join((out + err).split())
     code, _, err = cli(*args, "--arrival", "poisson", "-o", str(tmp_path / "p.sh"))
     assert code == 2 and err.strip() == "error: arrival: 'poisson' is not valid; one of: waves, closed_loop, burst"
+
+
+def test_pareto_says_how_the_acceptance_reaches_each_draft_length():
+    # 2.6 tokens a step at k=3 is the flat rate r with 1 + r + r^2 + r^3 = 2.6: r = 0.71708; at k=5, 1 + r + ... + r^5 = 3.054
+    base = ["pareto", "llama-3.1-8b", "--gpu", "h200", "--gpus", "1", "--spec", "eagle3", "--weight-dtype", "fp8", "--kv-dtype", "fp8"]
+    code, out, err = cli(*base, "--acceptance", "2.6")
+    assert code == 0, err
+    assert ("speculation: --acceptance 2.6 read as the mean at k=3, a flat 0.717 a position; tokens a step k=1 1.72, k=2 2.23, "
+            "k=3 2.60, k=4 2.86, k=5 3.05. Acceptance usually falls with position: --acceptance-rates r1,...,r5") in " ".join(out.split())
+    code, out, err = cli(*base, "--acceptance", "2.6", "--draft-len", "3")  # one length searched, the one given: nothing to say
+    assert code == 0 and "speculation:" not in out
