@@ -771,7 +771,8 @@ def test_a_speculative_frontier_and_its_point_priced_again(page, server):
     f = lc.pareto("llama-3.1-8b", "h200", num_gpus=1, spec="eagle3", acceptance=2.5)
     rows = _rows(page, "#frontier-table")
     assert [r[9] for r in rows] == [f"eagle3 k={p.deployment.spec.k}" for p in f.points]
-    assert page.text_content("#what").endswith("eagle3 drafting 1-5 tokens")
+    assert page.text_content("#what").endswith("eagle3 drafting 1-5 tokens; TTFT with requests arriving in waves (identical requests "
+                                               "kept in step by a closed loop)")
     _click_point(page, 0, 5)
     d = f.points[5].record()
     assert page.input_value("#p_spec") == "eagle3" and page.input_value("#p_draft_len") == str(d["draft_len"])
