@@ -40,11 +40,11 @@ def test_estimate_names_the_arrival_its_ttft_turns_on():
 def test_compare_and_pareto_say_their_arrival_in_one_line():
     # ARRIVAL_TEXT's words, the one source (the review of uxa: the footer held its own copy)
     line = ("TTFT with requests arriving in waves (identical requests kept in step by a closed loop, refilled in the cohorts the "
-            "first wave's prefill formed, as fixed-length benchmarks run them); estimate's --arrival burst for every request sent "
+            "first wave's prefill formed, as fixed-length benchmarks run them); --arrival burst for every request sent "
             "at once, closed_loop for one request per freed slot.")
     assert arrival_footer("waves") == line
     assert arrival_footer("closed_loop") == ("TTFT with requests arriving in closed loop (one request sent per freed slot, lengths "
-                                             "spread (bench_serving --max-concurrency)); estimate's --arrival waves for identical "
+                                             "spread (bench_serving --max-concurrency)); --arrival waves for identical "
                                              "requests kept in step, burst for every request sent at once.")
     assert line in _text("compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8")
     assert line in _text("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8", "--kv-dtype", "fp8")

@@ -6,6 +6,7 @@ import pytest
 from conftest import cli
 
 from llm_codesign.cli import app
+from llm_codesign.render.intervals import arrival_footer
 
 
 @pytest.mark.parametrize("gpu, engine", [("mi355x", "sglang"), ("mi300x", "sglang"), ("h100", "trtllm"), ("b200", "trtllm")])
@@ -106,7 +107,7 @@ def test_export_and_import_give_each_figure_its_80pct_interval_as_estimate_does(
     assert " ".join(out.split()).endswith(
         f"predicted: TTFT {e['ttft_ms']:.0f} ms {band('ttft_ms')}, TPOT {e['tpot_ms']:.2f} ms {band('tpot_ms')}, "
         f"{e['tok_s_per_user']:.1f} tok/s/user {band('tok_s_per_user')}, {e['output_tok_s_per_gpu']:.0f} tok/s/GPU "
-        f"{band('output_tok_s_per_gpu')} at 16 requests")
+        f"{band('output_tok_s_per_gpu')} at 16 requests " + arrival_footer("waves"))  # the arrival its TTFT turns on, beneath it
     code, out, _ = cli("import", path)
     assert code == 0 and out == (
         "llama-3.1-70b on 8x H200 SXM, TP8, W:bf16 A:bf16 KV:bf16, vllm: 16 requests (the configuration's max batch), "

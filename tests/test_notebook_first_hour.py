@@ -72,8 +72,9 @@ BAD = [
     (lambda: lc.pareto(DENSE, "h100", workload={"isl": 8}), "workload: {'isl': 8} is not valid; a Workload: lc.Workload(isl=..., osl=...)"),
     # a frontier with these was the frontier without them
     (lambda: lc.pareto(DENSE, "h100", workload=lc.Workload(concurrency=8)), "workload.concurrency: 8 is not valid; left out: a frontier"),
-    (lambda: lc.pareto(DENSE, "h100", workload=lc.Workload(arrival="closed_loop")),
-     "workload.arrival: 'closed_loop' is not valid; 'waves', what the search prices"),
+    # the aggregated search prices any arrival (newc4 #1); the disaggregated one prices its pools in waves
+    (lambda: lc.pareto(DENSE, "h100", workload=lc.Workload(arrival="closed_loop"), disagg=True),
+     "workload.arrival: 'closed_loop' is not valid; 'waves' with disagg=True"),
     (lambda: lc.design(math.nan, "h100"), "params: nan is not valid; a total-parameter budget from 1e6 to 1e14, e.g. 70e9"),
     (lambda: lc.design("8e9", "h100"), "params: '8e9' is not valid; a total-parameter budget from 1e6 to 1e14, e.g. 70e9"),
     (lambda: lc.design(8e9, "h100", num_gpus=0), "num_gpus: 0 is not valid; an integer from 1 to 65,536"),

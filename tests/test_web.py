@@ -771,7 +771,8 @@ def test_a_speculative_frontier_and_its_point_priced_again(page, server):
     f = lc.pareto("llama-3.1-8b", "h200", num_gpus=1, spec="eagle3", acceptance=2.5)
     rows = _rows(page, "#frontier-table")
     assert [r[9] for r in rows] == [f"eagle3 k={p.deployment.spec.k}" for p in f.points]
-    assert page.text_content("#what").endswith("eagle3 drafting 1-5 tokens")
+    assert page.text_content("#what").endswith("eagle3 drafting 1-5 tokens; TTFT with requests arriving in waves (identical requests "
+                                               "kept in step by a closed loop)")
     _click_point(page, 0, 5)
     d = f.points[5].record()
     assert page.input_value("#p_spec") == "eagle3" and page.input_value("#p_draft_len") == str(d["draft_len"])
@@ -1208,3 +1209,66 @@ def test_the_disaggregated_form_shows_the_eager_decode_note_and_takes_its_captur
     assert [r[7] for r in _rows(page, "#disagg-table")] == [f"{x['tpot_ms']:.2f}" for x in padded.to_dict()["rows"]]
     assert _fragment(page)["p_decode_cuda_graph_max_bs"] == "48"
     assert not page.errors
+
+
+def _bodies(pg, path: str) -> list[dict]:
+    """The JSON bodies the page posts to `path`, as they are sent."""
+    seen: list[dict] = []
+    pg.on("request", lambda r: seen.append(json.loads(r.post_data)) if r.method == "POST" and urlparse(r.url).path == path else None)
+    return seen
+
+
+def test_the_arrival_reaches_the_frontier_its_points_and_the_price(page, server):
+    # newc4 #1: the page had no arrival, so its MI355X (SGLang) TTFT was the waves' 15x of what a closed loop measures
+    page.goto(server + "/")
+    _ready(page)
+    sent = {p: _bodies(page, p) for p in ("/api/pareto", "/api/estimate")}
+    page.select_option("#arrival", "closed_loop")
+    page.select_option("#weight_dtype", "fp8")
+    page.select_option("#kv_dtype", "fp8")
+    _run_frontier(page, gpus=("mi355x",))
+    assert sent["/api/pareto"][-1]["arrival"] == "closed_loop"
+    assert page.text_content("#what").endswith("; TTFT with requests arriving in a closed loop (one request per freed slot)")
+    _click_point(page, 0, 0)
+    assert sent["/api/estimate"][-1]["arrival"] == "closed_loop"  # the point priced at the frontier's arrival
+    page.click("#run-price")
+    page.wait_for_function("document.getElementById('status').textContent === ''")
+    assert sent["/api/estimate"][-1]["arrival"] == "closed_loop"
+    assert "arrival=closed_loop" in page.url  # a link keeps it
+    assert page.text_content("#error") == "" and not page.errors
+
+
+def test_design_sends_the_pages_slo_moe_and_a_pasted_baseline(page, server):
+    # newc4 #6: min tok/s/user 50 on the page and design's floor read 20; no MoE control; a pasted baseline was a 422
+    page.goto(server + "/")
+    _ready(page)
+    sent = _bodies(page, "/api/design")
+    _choose_gpus(page, ("h100",), "8")
+    cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 6144, "intermediate_size": 20480,
+           "num_hidden_layers": 64, "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
+           "tie_word_embeddings": False, "max_position_embeddings": 131072, "rope_theta": 1e6, "rms_norm_eps": 1e-6,
+           "hidden_act": "silu", "torch_dtype": "bfloat16"}
+    page.fill("#config", json.dumps(cfg))
+    page.fill("#params", "30e9")
+    page.fill("#min_tps_user", "50")
+    page.fill("#max_candidates", "60")
+    page.select_option("#baseline_from", "config")
+    page.click("#run-design")
+    page.wait_for_selector("#design-table", timeout=120_000)
+    got = sent[-1]
+    assert got["min_tps_user"] == 50 and got["baseline"] == cfg and "moe" not in got
+    assert page.text_content("#design .hint").startswith("loss % against custom (baseline)")
+    assert "the SLO's floor: 50 tok/s/user" in page.content()
+    # MoE with an active budget, as design --moe --active-params takes it
+    page.select_option("#baseline_from", "")
+    page.fill("#config", "")
+    page.select_option("#model", "llama-3.1-8b")
+    page.select_option("#d_moe", "1")
+    page.fill("#active_params", "3e9")
+    page.click("#run-design")
+    page.wait_for_selector("#design-table", timeout=120_000)
+    got = sent[-1]
+    assert got["moe"] is True and got["active_params"] == 3e9 and "baseline" not in got
+    shapes = page.eval_on_selector_all("#design-table tbody tr", "rs => rs.map(r => r.cells[1].textContent)")
+    assert shapes and all(" E" in s for s in shapes), shapes  # expert shapes
+    assert page.text_content("#error") == "" and not page.errors

@@ -157,7 +157,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     plans, `instance_gpus` the instance sizes (the CLI's `--gpus 8-72` is `num_gpus=72, instance_gpus=tuple(range(8, 73))`),
     precisions default to the checkpoint's own plus the formats the GPU runs natively, with `spec` draft lengths 1..5 (or `draft_len`; `draft_model`: the draft of `spec="draft"`) beside none, `step_tokens`
     searches step budgets too (the CLI's `--max-num-tokens-grid`);
-    `workload` gives the lengths and the prefix cache's hit share (no concurrency: every load is searched), `min_tps_user`/`max_ttft_ms` filter
+    `workload` gives the lengths, the prefix cache's hit share and how requests arrive (`arrival`; no concurrency: every load is searched), `min_tps_user`/`max_ttft_ms` filter
     by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
     to the GPU vendor's and one that does not run on the GPU is refused (spec.engines.engine_for). Each point
     carries its metrics' 80% and 95% intervals (`intervals`, as `estimate`'s). `progress`, where given, is called as
@@ -174,8 +174,6 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     if w.concurrency is not None:
         raise InputError("workload.concurrency", w.concurrency, "left out: a frontier searches every load (lc.estimate or lc.evaluate "
                                                                 "price one)")
-    if w.arrival != DEFAULT_ARRIVAL:
-        raise InputError("workload.arrival", w.arrival, f"{DEFAULT_ARRIVAL!r}, what the search prices (as `pareto`, which has no --arrival)")
     check_sizes(num_gpus=num_gpus)  # named as this call names it, before SearchSpace.build checks it as the CLI's --gpus
     refuse_without_decode(w.osl, frontier=True)  # a frontier over tok/s/user, which one output token has none of
     _search_mode(disagg, progress, w, step_tokens, max_accuracy_drop)
@@ -194,7 +192,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
         f = search_disagg(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, engine=eng, max_num_tokens=max_num_tokens,
                           min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms)
     else:
-        f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, engine=eng,
+        f = search(m, g, _calibration(g, calibration), space, isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit, arrival=w.arrival, engine=eng,
                    max_num_tokens=max_num_tokens, min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, max_accuracy_drop=max_accuracy_drop,
                    progress=progress)
     # each point's intervals, once per point after the search (not per evaluated deployment); the profile it was priced
@@ -215,6 +213,8 @@ def _search_mode(disagg, progress, w: Workload, step_tokens, max_accuracy_drop) 
         raise InputError("progress", getattr(progress, "__name__", type(progress).__name__),
                          "left out with disagg=True (the disaggregated search reports no progress)")
     for k, v, why in (("workload.prefix_hit", w.prefix_hit, "0 with disagg=True (the disaggregated search prices no prefix cache)"),
+                      ("workload.arrival", w.arrival if w.arrival != DEFAULT_ARRIVAL else None,
+                       f"{DEFAULT_ARRIVAL!r} with disagg=True (the disaggregated search prices its pools at that arrival)"),
                       ("step_tokens", step_tokens or None, "left out with disagg=True (it prices one step budget: max_num_tokens)"),
                       ("max_accuracy_drop", max_accuracy_drop, "left out with disagg=True (the disaggregated search keeps every "
                                                                "precision; each point's accuracy says its drop)")):
@@ -257,18 +257,19 @@ def compare(model, gpu="h200", *, num_gpus: int = 8, weight_dtype: str | list[st
             calibration: Calibration | Profile | str | None = None, gpu_hour_price: str | float | None = None, backend: str | None = None):
     """Models x precisions x GPUs at one SLO, side by side, as `llm-codesign compare` searches them (explore.compare, one
     code path): `model` and `gpu` one or a list each (anything get_model and get_gpu take), `weight_dtype` the formats
-    (default: each checkpoint's and what each GPU runs natively), `workload` the lengths. Returns a `Comparison`: per
+    (default: each checkpoint's and what each GPU runs natively), `workload` the lengths and how requests arrive
+    (`arrival`: its TTFT turns on it). Returns a `Comparison`: per
     model x precision x GPU the deployment with the most output tok/s/GPU that meets `min_tps_user`/`max_ttft_ms`, with
     its metrics' 80% and 95% intervals, its accuracy and, with `gpu_hour_price` (dollars, `bundled` or a price file), its
     cost; `to_dict()` is what `compare --json` prints, `to_records()`/`to_pandas()` a table of it."""
     from llm_codesign.explore import compare as run
 
     w = _workload(workload, "isl=..., osl=...")
-    _unpriced(w, "`compare` prices the lengths alone")
+    _unpriced(w, "`compare` prices the lengths and the arrival", fields=("concurrency", "prefix_hit"))
     formats = _names(weight_dtype, "weight_dtype", "a weight format") if weight_dtype is not None else None
     q = run.ask([get_model(m) for m in _names(model, "model", "a model")], _names(gpu, "gpu", "a GPU id"), formats, kv_dtype=kv_dtype, num_gpus=num_gpus, isl=w.isl,
                 osl=w.osl, engine=engine_arg(engine, backend), min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms,
-                gpu_hour_price=gpu_hour_price, model_value=model, gpu_value=gpu)
+                gpu_hour_price=gpu_hour_price, model_value=model, gpu_value=gpu, arrival=w.arrival)
     return run.compare(q, calibration=_ref(calibration))
 
 

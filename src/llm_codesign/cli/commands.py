@@ -55,6 +55,7 @@ from llm_codesign.cli.common import (
 from llm_codesign.errors import InputError
 from llm_codesign.render.accuracy import NO_ACCURACY, accuracy_said, drop_text
 from llm_codesign.spec.engines import engine_choices, engine_for
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
 O_PRICE_HELP = ("Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: adds $ per million output "
                 "tokens and per million tokens in+out.")
@@ -416,7 +417,10 @@ def pareto(
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     isl: int = O_ISL, osl: int = O_OSL, backend: Optional[str] = O_BACKEND,
     spec: Optional[str] = O_SPEC, draft_len: Optional[int] = typer.Option(None, "--draft-len", min=1, max=16, help="Fix k (default: sweep 1..5)."),
-    acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
+    acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1) at --draft-len (default "
+                                               "3); the other draft lengths searched take its flat rate per position (--acceptance-rates "
+                                               "gives each position its own)."),
+    acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT,
     max_num_tokens_grid: Optional[str] = typer.Option(None, "--max-num-tokens-grid",
                                                       help="Search the step token budget too: comma-separated budgets, or auto (1024-16384)."),
@@ -431,7 +435,7 @@ def pareto(
     disagg: bool = typer.Option(False, "--disagg", help="Also the disaggregated frontier (prefill and decode instances)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help=O_PRICE_HELP),
-    prefix_hit: float = O_PREFIX,
+    prefix_hit: float = O_PREFIX, arrival: str = O_ARRIVAL,
 ):
     """Throughput-vs-interactivity Pareto frontier over every valid deployment."""
     from pathlib import Path
@@ -471,9 +475,12 @@ def pareto(
     from llm_codesign.explore.search import refuse_without_decode
 
     refuse_without_decode(osl, frontier=True)  # before any output is checked or search run, as lc.pareto refuses it
-    workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)  # the checks estimate's workload gets (prefix_hit in [0, 1))
+    # the checks estimate's workload gets (prefix_hit in [0, 1), arrival one of spec.harness.ARRIVALS)
+    workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit, arrival=arrival)
     if prefix_hit and disagg:
         raise InputError("prefix_hit", prefix_hit, "0 with --disagg (the disaggregated search prices no prefix cache)")
+    if arrival != DEFAULT_ARRIVAL and disagg:
+        raise InputError("arrival", arrival, f"{DEFAULT_ARRIVAL} with --disagg (the disaggregated search prices its pools at it)")
     if max_num_tokens_grid and disagg:
         raise InputError("max_num_tokens_grid", max_num_tokens_grid,
                          "unset with --disagg (the disaggregated search prices one step budget: --max-num-tokens)")
@@ -536,9 +543,30 @@ def pareto(
         return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),
                                                       "seconds": sum(r["seconds"] for r in slim), "frontier": [p for r in slim for p in r["frontier"]]})
     con.file.write(tables.get())
+    if note := acceptance_note(sd, draft_len):
+        con.print(note, highlight=False)
     for key, p in paths.items():
         if p:
             con.print(f"wrote {key}: {p}")
+
+
+def acceptance_note(sd, draft_len: int | None) -> str | None:
+    """How the acceptance given was carried to each draft length searched (SpecDecoding.at: a mean at one k read as a flat
+    rate per position, rates past the last given held at it), said where the search ran other lengths than it was
+    given for: --acceptance 2.6 at k=3 is 0.717 a position, 3.05 tokens a step at k=5, which the frontier's "k=5" hid
+    (newc4 #7). Acceptance usually falls with position, so a flat rate flatters the longer drafts."""
+    from llm_codesign.explore.search import DRAFT_LENGTHS
+
+    if sd is None or draft_len:
+        return None
+    if sd.mean_accepted is None and len(sd.rates) >= max(DRAFT_LENGTHS):  # a rate for every position searched
+        return None
+    rate = float(sd.rates[-1]) if sd.rates else float(sd._rates()[0])
+    per_k = ", ".join(f"k={k} {float(sd.accepted(k)):.2f}" for k in DRAFT_LENGTHS)
+    read = (f"--acceptance {sd.mean_accepted:g} read as the mean at k={sd.k}, a flat {rate:.3f} a position" if sd.mean_accepted is not None
+            else f"--acceptance-rates past position {len(sd.rates)} held at its last, {rate:.3f}")
+    return (f"speculation: {read}; tokens a step {per_k}. Acceptance usually falls with position: --acceptance-rates r1,...,r5 "
+            "(or --draft-len to search one length) prices each position as measured.")
 
 
 def _frontier_band(fr: list[dict]) -> str:
@@ -577,7 +605,6 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
     """Each search's frontier as a table (every point's in --json), its cost line, or why it is empty; `names`: each GPU's
     name by id, as estimate's title names it ("H200 SXM")."""
     from llm_codesign.render.intervals import arrival_footer
-    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
@@ -608,7 +635,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         if rows:  # the key to the columns (an empty frontier says why below)
             con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
                       highlight=False)
-            con.print(arrival_footer(DEFAULT_ARRIVAL), highlight=False)  # the arrival its TTFT turns on (the search's default)
+            con.print(arrival_footer(r.get("arrival", DEFAULT_ARRIVAL)), highlight=False)  # the arrival its TTFT turns on (--arrival)
         if shared:
             # a shared drop of "best" reads "drop none (the model's best precision)", not "drop best"
             said = {"-": "none", "best": "none (the model's best precision)", "n/a": f"n/a ({NO_ACCURACY})"}

@@ -6,6 +6,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    O_ARRIVAL,
     O_BACKEND,
     O_CAL,
     O_ISL,
@@ -62,6 +63,19 @@ def _lo_hi(b: dict, value: float) -> str:
     return f"{b['lo80']:.0f}-{b['hi80']:.0f}" + (f" c{b['centre']:.0f}" if off_centre(b, value) else "")
 
 
+def engines_footnote(engines: dict, arrival: str) -> str:
+    """The line under a comparison whose rows run different engines (`engines`: (GPU, engine) pairs): the GPUs' TTFT
+    and TPOT differ by engine as well as by GPU, and SGLang's front end serialises a wave's arrivals
+    (docs/modelling-notes.md#sglang-front-end), so the same engine on every GPU (--backend) sets the GPUs alone apart."""
+    by = {}
+    for g, e in engines:
+        by.setdefault(e, []).append(g)
+    said = "; ".join(f"{e} on {', '.join(gs)}" for e, gs in by.items())
+    waves = " SGLang in waves serialises its front end over a wave's requests;" if arrival == "waves" and "sglang" in by else ""
+    return (f"rows run different engines: {said}. Their TTFT and TPOT differ by engine as well as by GPU;{waves} "
+            "--backend prices every GPU on one engine.")
+
+
 def unique_refs(refs, resolve) -> list[str]:
     """The names `refs` once each by what `resolve` makes of them (the first spelling kept): `h100,H100` is one GPU,
     `qwen3-0.6b,Qwen/Qwen3-0.6B` one model (ModelSpec compares by its fields). A name that does not resolve is kept as
@@ -86,7 +100,7 @@ def compare(
                                                help="Weight formats, comma-separated (default: the checkpoint's and what each GPU runs natively)."),
     kv_dtype: Optional[str] = typer.Option(None, "--kv-dtype", help="KV-cache format of every row, one of --weight-dtype's (default: the "
                                            "checkpoint's with its own weights, FP8 with the others where the GPU runs it)."),
-    isl: int = O_ISL, osl: int = O_OSL, backend: Optional[str] = O_BACKEND,
+    isl: int = O_ISL, osl: int = O_OSL, backend: Optional[str] = O_BACKEND, arrival: str = O_ARRIVAL,
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
     plot_path: Optional[str] = typer.Option(None, "--plot", help="A chart of the rows (.png or .svg): tok/s/GPU against tok/s/user, "
@@ -99,7 +113,6 @@ def compare(
     """Models x precisions x GPUs at one SLO, side by side: accuracy, tok/s/GPU, tok/s/user."""
     from llm_codesign.explore import compare as cmp
     from llm_codesign.render.intervals import arrival_footer
-    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
     # a repeat once (the first), by what it names: "qwen3-0.6b,Qwen/Qwen3-0.6B" is one model, "h100,H100" one GPU
     models = unique_refs((x.strip() for x in model.split(",") if x.strip()), _model)
@@ -107,7 +120,8 @@ def compare(
     formats = [x.strip() for x in weight_dtype.split(",") if x.strip()] if weight_dtype else None
     # every check before any search, as lc.compare makes them (explore.compare.ask)
     question = cmp.ask(models, gpus, formats, kv_dtype=kv_dtype, num_gpus=gpus_, isl=isl, osl=osl, engine=backend,
-                       min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, gpu_hour_price=gpu_hour_price, model_value=model, gpu_value=gpu)
+                       min_tps_user=min_tps_user, max_ttft_ms=max_ttft_ms, gpu_hour_price=gpu_hour_price, model_value=model, gpu_value=gpu,
+                       arrival=arrival)
     unpriced = list(question.unpriced)
     from llm_codesign.explore.search import refuse_without_decode
     from llm_codesign.render.intervals import DASH, NO_DECODE, one_token
@@ -170,7 +184,9 @@ def compare(
               + (f", $/Mtok (per million output tokens at {gpu_hour_price} GPU-hour prices)" if priced else "")
               + " and plan are that deployment's; plan: x its instances, beneath the requests in flight in each."
               + (f" tok/s/user: {NO_DECODE}." if one else ""), highlight=False)
-    con.print(arrival_footer(DEFAULT_ARRIVAL), highlight=False)  # the arrival its TTFT turns on (the searches price the default)
+    con.print(arrival_footer(question.arrival), highlight=False)  # the arrival its TTFT turns on (--arrival, the searches price it)
+    if not one_engine:  # a GPU's default engine differs: its TTFT and TPOT differ by the engine too, not the GPU alone (newc4 #1)
+        con.print(engines_footnote(engines, question.arrival), highlight=False)
     # the GPUs whose interval is widened beyond the runs it came from (an H200 row has no serving run of its family):
     # pareto and estimate said so, compare did not, beside a B200 row whose band had no such stretch
     beyond: dict[str, list[str]] = {}

@@ -13,6 +13,7 @@ from llm_codesign.cli.common import (
     O_A,
     O_ACC,
     O_ADP,
+    O_ARRIVAL,
     O_CAL,
     O_DRAFT,
     O_EP,
@@ -102,7 +103,7 @@ def export(
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
-    isl: int = O_ISL, osl: int = O_OSL,
+    isl: int = O_ISL, osl: int = O_OSL, arrival: str = O_ARRIVAL,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
                                               help="Requests in flight per instance, the engine's max batch (omit: the plans the "
                                                    "flags leave open and every batch are searched, and the point with the most "
@@ -134,6 +135,10 @@ def export(
     for name, v in (("min_tps_user", min_tps_user), ("max_ttft_ms", max_ttft_ms)):
         if v is not None and not (0 < v < float("inf")):
             raise InputError(name, v, "a positive finite number")
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
+
+    check_arrival(arrival)  # estimate's check and line: the predicted TTFT turns on it
+    said = {} if arrival == DEFAULT_ARRIVAL else {"arrival": arrival}  # the file's header names an arrival other than the default
     disagg = backend == "dynamo" or prefill is not None or decode is not None
     slo_given = min_tps_user is not None or max_ttft_ms is not None
     if slo_given and (disagg or concurrency is not None):
@@ -168,7 +173,7 @@ def export(
                                 concurrency=concurrency or 64, isl=isl, osl=osl, backend=worker, weight_dtype=weight_dtype,
                                 activation_dtype=activation_dtype, kv_dtype=kv_dtype, spec=spec, draft_len=draft_len, acceptance=acceptance,
                                 acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens,
-                                calibration=calibration, export_dynamo=export_dynamo)
+                                calibration=calibration, export_dynamo=export_dynamo, arrival=arrival)
     else:
         engine = backend
         dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
@@ -183,7 +188,7 @@ def export(
             if no_decode(osl):  # the default's tok/s/user floor has nothing to hold: its TTFT bound alone
                 slo["min_tps_user"] = None
             point = _slo_point(m, dep, fixed=dict(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp),
-                               isl=isl, osl=osl, slo=slo, calibration=calibration, gpus_value=gpus_)
+                               isl=isl, osl=osl, slo=slo, calibration=calibration, gpus_value=gpus_, arrival=arrival)
             dep, conc, n_rep = point.deployment, point.concurrency, point.replicas
             predicted = {"ttft_ms": point.ttft_s * 1e3, "tpot_ms": point.tpot_s * 1e3, "tok_s_per_user": point.tok_s_per_user,
                          "output_tok_s_per_gpu": point.output_tok_s_per_gpu}
@@ -197,7 +202,7 @@ def export(
             from llm_codesign.spec.plan import Workload
 
             dep = with_capture(dep, concurrency)  # priced with the capture the file writes
-            r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency), calibration=calibration).to_dict()
+            r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, arrival=arrival), calibration=calibration).to_dict()
             conc, n_rep = int(r["concurrency"]), replicas or 1
             predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
             intervals = r.get("intervals")
@@ -209,7 +214,7 @@ def export(
         if not chosen and r.get("over_capacity"):  # what estimate says of requests the deployment cannot run at once
             summary["over_capacity"] = r["over_capacity"]
         text = export_config(m, dep, engine=engine, concurrency=conc, replicas=n_rep, file_name=_file_name(out),
-                             extra={"isl": isl, "osl": osl, "predicted": predicted, **priced_with(calibration)})
+                             extra={"isl": isl, "osl": osl, **said, "predicted": predicted, **priced_with(calibration)})
     from llm_codesign.outputs import write_text
 
     write_text(out, text, executable=text.startswith("#!"))
@@ -239,6 +244,9 @@ def export(
                  f"TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, {p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, ")
               + f"{p['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(b, 'output_tok_s_per_gpu')} at {summary['concurrency']} requests",
               highlight=False)
+    from llm_codesign.render.intervals import arrival_footer
+
+    con.print(arrival_footer(arrival), highlight=False)  # the arrival the predicted TTFT turns on (newc4 #1: 1912 ms in waves, 130 in a loop)
     if caps := capped_footnote([("", summary.get("intervals"))]):  # the bounds above that stop at the ideal step
         con.print(caps, highlight=False)
     if "capture" in summary:  # the decode pool's capture, as disagg takes it
@@ -284,7 +292,7 @@ def _chosen_line(chosen: dict, *, precision=None, checkpoints: bool = True, othe
             f"the frontier point with the most tok/s/GPU that meets {why}")
 
 
-def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibration, gpus_value):
+def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibration, gpus_value, arrival: str):
     """The frontier point with the most output tok/s/GPU that meets `slo`: the plans the fixed sizes
     leave open on dep.num_gpus GPUs (replicas of smaller instances fill them) x every batch, at dep's
     precision, speculation (its draft length) and step token budget."""
@@ -298,7 +306,7 @@ def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibratio
     space = SearchSpace.build(m, dep.gpu, num_gpus=dep.num_gpus, spec=dep.spec, draft_len=dep.spec.k if dep.spec else None, **fixed)
     space = replace(space, precisions=(dep.precision,), spec_ks=(dep.spec.k,) if dep.spec else space.spec_ks)
     r = search(m, dep.gpu, calibration_for(dep.gpu, calibration), space, isl=isl, osl=osl, engine=get_engine(dep.backend),
-               max_num_tokens=dep.max_num_tokens, **slo)
+               max_num_tokens=dep.max_num_tokens, arrival=arrival, **slo)
     if not r.points:
         raise nothing_found([r.to_dict()], gpus_value or dep.num_gpus, slo)
     from llm_codesign.measure.intervals import table_for
@@ -309,10 +317,11 @@ def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibratio
 
 
 def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
-            spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo):
+            spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo, arrival):
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.explore.disagg_search import price_pools
     from llm_codesign.explore.search import with_capture
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
     from llm_codesign.spec.plan import Deployment, Plan
 
     if not prefill or not decode:
@@ -331,11 +340,12 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     dec = with_capture(dec, concurrency, instances=n_dec)
     r = price_pools(m, g, prefill=pp_, decode=dp_, precision=prec, engine=backend, spec=sd, max_num_tokens=max_num_tokens,
                     prefill_instances=n_pre, decode_instances=n_dec, concurrencies=[concurrency], isl=isl, osl=osl,
-                    calibration=calibration, decode_cuda_graph_max_bs=dec.cuda_graph_max_bs)
+                    calibration=calibration, decode_cuda_graph_max_bs=dec.cuda_graph_max_bs, arrival=arrival)
     row = r.rows[0]
     predicted = {k: row[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
     text = export_dynamo(m, prefill=pre, decode=dec, prefill_instances=n_pre, decode_instances=n_dec, concurrency=concurrency,
-                         extra={"isl": isl, "osl": osl, "predicted": predicted, **priced_with(calibration)})
+                         extra={"isl": isl, "osl": osl, **({} if arrival == DEFAULT_ARRIVAL else {"arrival": arrival}), "predicted": predicted,
+                                **priced_with(calibration)})
     summary = {"prefill": pre.to_dict() | {"instances": n_pre}, "decode": dec.to_dict() | {"instances": n_dec},
                "concurrency": concurrency, "predicted": predicted}
     if dec.cuda_graph_max_bs is not None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import Engine, check_kv_format, engine_for
 from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import MAX_STEP_TOKENS, check_sizes
 
@@ -29,11 +30,13 @@ class Ask:
     max_ttft_ms: float | None
     gpu_hour_price: str | None
     unpriced: tuple[str, ...]
+    arrival: str = DEFAULT_ARRIVAL
 
 
 def ask(models: list, gpus: list, weight_formats: list[str] | None = None, *, kv_dtype: str | None = None, num_gpus: int = 8,
         isl: int = 1024, osl: int = 1024, engine: str | None = None, min_tps_user: float | None = None,
-        max_ttft_ms: float | None = None, gpu_hour_price: str | float | None = None, model_value=None, gpu_value=None) -> Ask:
+        max_ttft_ms: float | None = None, gpu_hour_price: str | float | None = None, model_value=None, gpu_value=None,
+        arrival: str = DEFAULT_ARRIVAL) -> Ask:
     """Every check `compare` makes before its searches, each refusal naming the field as both callers name it (`model`,
     `gpu`, `weight_dtype`, ...; `model_value`/`gpu_value`: the value as the caller wrote it, the CLI's comma list)."""
     from llm_codesign.explore.pricing import gpu_hour_price as price_of
@@ -44,6 +47,7 @@ def ask(models: list, gpus: list, weight_formats: list[str] | None = None, *, kv
     for name, v in (("min_tps_user", min_tps_user), ("max_ttft_ms", max_ttft_ms)):
         if v is not None and not (isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v < float("inf")):
             raise InputError(name, v, "a positive finite number")
+    arrival = check_arrival(arrival)  # estimate's check and words (spec.harness)
     check_sizes(num_gpus=num_gpus)
     check_sizes(MAX_STEP_TOKENS, isl=isl, osl=osl)
     from llm_codesign.explore.search import refuse_without_decode
@@ -74,7 +78,7 @@ def ask(models: list, gpus: list, weight_formats: list[str] | None = None, *, kv
             for g, eng in pairs:
                 check_kv_format(eng, g, kv, m)
     return Ask(models=ms, gpus=pairs, weight_formats=formats, kv_dtype=kv, num_gpus=num_gpus, isl=isl, osl=osl, min_tps_user=min_tps_user,
-               max_ttft_ms=max_ttft_ms, gpu_hour_price=None if gpu_hour_price is None else str(gpu_hour_price), unpriced=tuple(unpriced))
+               max_ttft_ms=max_ttft_ms, gpu_hour_price=None if gpu_hour_price is None else str(gpu_hour_price), unpriced=tuple(unpriced), arrival=arrival)
 
 
 @dataclass(frozen=True)
@@ -91,10 +95,11 @@ class Comparison:
     gpu_hour_price: str | None
     unpriced_gpus: tuple[str, ...]
     rows: tuple[dict, ...]
+    arrival: str = DEFAULT_ARRIVAL
 
     def to_dict(self) -> dict:
         """What `compare --json` prints."""
-        return {"isl": self.isl, "osl": self.osl, "num_gpus": self.num_gpus, "min_tps_user": self.min_tps_user,
+        return {"isl": self.isl, "osl": self.osl, "arrival": self.arrival, "num_gpus": self.num_gpus, "min_tps_user": self.min_tps_user,
                 "max_ttft_ms": self.max_ttft_ms, "gpu_hour_price": self.gpu_hour_price,
                 **({"unpriced_gpus": list(self.unpriced_gpus)} if self.gpu_hour_price is not None else {}), "rows": list(self.rows)}
 
@@ -158,7 +163,7 @@ def compare(a: Ask, *, calibration=None) -> Comparison:
                        "precision_notes": list(executable(p, g)[1])}
                 try:
                     r = search(m, g, cal, SearchSpace(a.num_gpus, precisions=(p,)), isl=a.isl, osl=a.osl, engine=engine,
-                               min_tps_user=a.min_tps_user, max_ttft_ms=a.max_ttft_ms)
+                               min_tps_user=a.min_tps_user, max_ttft_ms=a.max_ttft_ms, arrival=a.arrival)
                 except InputError as e:  # no valid plan for this model on these GPUs: say so in the row
                     row["why_none"] = str(e)
                     rows.append(row)
@@ -179,7 +184,7 @@ def compare(a: Ask, *, calibration=None) -> Comparison:
                 rows.append(row)
     accuracy_compared(rows)
     return Comparison(isl=a.isl, osl=a.osl, num_gpus=a.num_gpus, min_tps_user=a.min_tps_user, max_ttft_ms=a.max_ttft_ms,
-                      gpu_hour_price=a.gpu_hour_price, unpriced_gpus=a.unpriced, rows=tuple(rows))
+                      gpu_hour_price=a.gpu_hour_price, unpriced_gpus=a.unpriced, rows=tuple(rows), arrival=a.arrival)
 
 
 def accuracy_compared(rows: list[dict]) -> None:

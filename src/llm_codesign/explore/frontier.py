@@ -168,7 +168,7 @@ class Frontier:
         if self.mode == "disaggregated":  # no prefix cache is priced there
             out |= {"mode": self.mode, "num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl}
         else:
-            out |= {"num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl, "prefix_hit": w.prefix_hit}
+            out |= {"num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl, "prefix_hit": w.prefix_hit, "arrival": w.arrival}
         out |= {"backend": self.backend, "evaluated": self.evaluated, "fitting": self.fitting, "seconds": self.seconds,
                 "frontier": [p.to_dict() for p in self.points]}
         if self.fitting and not self.points and self.reachable:  # the SLOs filtered every fitting deployment: how near they came

@@ -30,6 +30,7 @@ from llm_codesign.serve.aggregated import (
 from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format
 from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import (
     MAX_STEP_TOKENS,
@@ -189,25 +190,28 @@ class _Grid(NamedTuple):
 
 def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, isl: int, osl: int,
            engine: Engine = TRTLLM, max_num_tokens: int | None = None, min_tps_user: float | None = None,
-           max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None, prefix_hit: float = 0.0) -> Frontier:
+           max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None, prefix_hit: float = 0.0,
+           arrival: str = DEFAULT_ARRIVAL) -> Frontier:
     """Evaluate the whole space; return the frontier, each point with its deployment and accuracy, and the cloud.
     max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it.
-    prefix_hit: the share of each prompt already in the prefix cache, not prefilled (as estimate's Workload)."""
+    prefix_hit: the share of each prompt already in the prefix cache, not prefilled (as estimate's Workload); `arrival`:
+    how requests reach each deployment (spec.harness.ARRIVALS), its TTFT turns on it."""
     # an SLO that is NaN or negative filtered nothing, or everything, without a word
     if min_tps_user is not None:
         as_float("min_tps_user", min_tps_user, lo=0.0)
     if max_ttft_ms is not None:
         as_float("max_ttft_ms", max_ttft_ms, lo=0.0, lo_open=True)
     model.check_context(isl, osl)
+    workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit, arrival=arrival)  # the frontier's (arrival checked here, before any search)
     t0 = time.perf_counter()
     plan, inst = plans(model, gpu, space)
     precs, accs = searched_precisions(model, gpu, space, engine=engine, max_accuracy_drop=max_accuracy_drop)
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     grid = _Grid(plan, inst, np.asarray(space.batches, dtype=np.int64), ks, precs, tuple(space.step_tokens) or (max_num_tokens,))
-    c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, engine=engine, prefix_hit=prefix_hit, progress=progress)
+    c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, engine=engine, prefix_hit=prefix_hit, arrival=workload.arrival,
+                              progress=progress)
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
     points = tuple(_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine) for j in front)
-    workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit)  # the frontier's: its energy and its breakdowns priced at it
     points = with_energy(model, cal, points, workload)
     return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=workload,
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
@@ -239,7 +243,7 @@ def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engin
 
 
 def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, grid: _Grid, *, isl, osl, engine: Engine,
-                   prefix_hit, progress) -> tuple[dict, int]:
+                   prefix_hit, progress, arrival: str = DEFAULT_ARRIVAL) -> tuple[dict, int]:
     """Every deployment of the grid in vectorised chunks: the columns select_frontier reads (and each
     deployment's flat index, precision and budget), and how many were evaluated. Batches beyond what
     any plan of a chunk runs at once are judged by the memory fit alone (they fit none) and left out
@@ -274,7 +278,7 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
             most = max_running(model, at, isl=isl, osl=osl)
             held = np.nonzero(batches <= np.max(most))[0]
             r = evaluate(model, at, cal=cal, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl,
-                         prefix_hit=prefix_hit)
+                         prefix_hit=prefix_hit, arrival=arrival)
         # each column over the (plans, batches priced, k) block, its elements' flat indices in the whole grid
         shape = (sl.stop - sl.start, len(held), K)
         col = {"tok_s_per_user": r["tok_s_per_user"], "output_tok_s_per_gpu": r["output_tok_s_per_gpu"], "ttft_s": r["ttft_s"],

@@ -158,11 +158,11 @@ from llm_codesign.spec.harness import ARRIVAL_TEXT  # noqa: E402
 
 
 def arrival_footer(arrival: str) -> str:
-    """A table's one line on the arrival its TTFT assumes (compare's and pareto's: their searches price it), in
-    ARRIVAL_TEXT's words, the other pattern offered as estimate's flag."""
+    """A table's one line on the arrival its TTFT assumes (compare's and pareto's: their searches price it, --arrival),
+    in ARRIVAL_TEXT's words, the other patterns offered as the flag every pricing command takes."""
     name, body = ARRIVAL_TEXT[arrival].split(": ", 1)
     what, other = body.split("; ", 1)
-    return f"TTFT with requests arriving in {name} ({what}); estimate's {other}."
+    return f"TTFT with requests arriving in {name} ({what}); {other}."
 
 
 def one_token(osl: int) -> bool:

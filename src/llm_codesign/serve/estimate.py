@@ -439,7 +439,10 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
     add("first/wait_steps", "first token", one(tp["wait"]),
         "the decode steps it waits before its prefill: the running step's rest, the steps the scheduler queued ahead", **first)
     add("first/front_end", "first token", one(tp["front_end"]),
-        "the engine's per-request work (ttft_overhead_s) beyond what hides under that wait", **first)
+        # not per-request work alone: (q + 1) / 2 x the fitted cost for q requests arriving together (serve.aggregated._request_times;
+        # what the cost stands for is open, docs/modelling-notes.md#sglang-request-cost), so it grows with a wave (newc4 #11)
+        "the engine's fitted cost per request (ttft_overhead_s) x (q + 1) / 2 for the q requests arriving together, "
+        "served one at a time; what hides under that wait left out", **first)
     add("first/slot_queue", "first token", one(tp["slot_queue"]),
         "the wait for a slot: requests beyond those the engine admits wait for whole requests to finish", **first)
     return per_token, tuple(rows)

@@ -39,14 +39,14 @@ import threading
 import time
 from dataclasses import replace
 from importlib import resources
-from typing import Annotated, Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
 from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
-from llm_codesign.spec.harness import MAX_RECV_INTERVAL
+from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, MAX_RECV_INTERVAL, check_arrival
 from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
 
 STATIC = resources.files("llm_codesign.web") / "static"
@@ -144,6 +144,10 @@ class WhatIf(_Req):
 
 
 SpecMethod = Literal["none", "mtp", "eagle3", "draft"]
+# how requests arrive, as every pricing command's --arrival (spec.harness: checked there, its one line a 422 naming `arrival`)
+ARRIVAL_HELP = (f"How requests arrive, one of {', '.join(ARRIVALS)} (--arrival): {DEFAULT_ARRIVAL}, identical requests kept in step "
+                "by a closed loop; closed_loop, one request per freed slot (bench_serving --max-concurrency); burst, all at once. "
+                "The TTFT turns on it.")
 
 
 class Speculation(_Req):
@@ -170,6 +174,7 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     concurrency: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="Requests in flight; omit for offline max throughput.")
+    arrival: str = Field(DEFAULT_ARRIVAL, max_length=40, description=ARRIVAL_HELP)
     breakdown: StrictBool = False
     deployment: Optional[PointDeployment] = Field(
         None, description="A frontier point's `deployment` record: priced at its batch, with the point's per-operator breakdown.")
@@ -231,6 +236,7 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
                                             "--decode-instances (or the object's `instances`; default 1).")
     concurrency: list[Annotated[Int, Field(ge=1, le=MAX_CONCURRENCY)]] = Field(
         [1, 8, 32, 128, 512], min_length=1, max_length=32, description="Requests in flight, one row each.")
+    arrival: str = Field(DEFAULT_ARRIVAL, max_length=40, description=ARRIVAL_HELP)
     engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
@@ -270,6 +276,7 @@ class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     min_tps_user: Optional[Float] = Field(None, ge=0, le=1e7)
     max_ttft_ms: Optional[Float] = Field(None, gt=0, le=1e9)
+    arrival: str = Field(DEFAULT_ARRIVAL, max_length=40, description=ARRIVAL_HELP)
     plot: StrictBool = Field(default=False, description="Also what the HTML report draws (`plot`) and the CSV `pareto --csv` writes (`csv`).")
 
 
@@ -285,7 +292,12 @@ class DesignRequest(Precisions, WhatIf):
     num_gpus: Int = Field(8, ge=1, le=MAX_SERVE_GPUS)
     regime: Regime = "throughput"
     moe: StrictBool = False
-    baseline: Optional[str] = Field(None, max_length=300)
+    active_params: Optional[Float] = Field(None, description="With moe: the active-parameter budget, e.g. 3e9 (design's --active-params; "
+                                           "omitted: any).")
+    # a bundled name, or a pasted config.json as the model forms take it (docs/bring-your-config.md: "the page takes it where
+    # it takes a bundled name"; a dict was a 422 "Input should be a valid string", newc4 #6)
+    baseline: Optional[Union[Annotated[str, Field(max_length=300)], dict[str, Any]]] = Field(
+        None, description="The model the shapes must match in quality: a registry name, or a pasted config.json (an object).")
     quality_sigmas: Float = Field(1.0, ge=0, le=10, description="Equal quality: a shape's proxy loss at most this many sigma of the "
                                   "difference above the baseline's (design's --quality-sigmas).")
     engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
@@ -654,7 +666,7 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
             raise InputError(f"deployment.{e.field}", e.value, e.valid) from None
         # one pricing path at one concurrency, the point's own: its breakdown is the estimate's decode rows in estimate
         # --breakdown's order (serve.estimate.decode_rows: the operators slowest first, then the rest of the step and of TPOT)
-        r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, conc), breakdown=True).to_dict()
+        r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, conc, arrival=req.arrival), breakdown=True).to_dict()
         keep = ("name", "kind", "time_ms", "tpot_ms", "what")
         # at OSL 1 no decode step runs: no operator has a share of a TPOT (estimate --breakdown prints none either)
         r["point_breakdown"] = [] if r["tpot_ms"] is None else [{k: o[k] for k in keep if k in o} for o in decode_rows(r["breakdown"])]
@@ -669,7 +681,7 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
                         activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=_engine(g, req.engine), spec=_speculation(req))
     if req.cuda_graph_max_bs is not None:
         dep = replace(dep, cuda_graph_max_bs=req.cuda_graph_max_bs)
-    r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency), breakdown=req.breakdown).to_dict()
+    r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency, arrival=req.arrival), breakdown=req.breakdown).to_dict()
     if req.export:  # the plan at the batch priced (offline: the batch of the most tok/s/GPU)
         r["export"] = _export(m, dep, req, conc=r["concurrency"], replicas=1,
                               predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
@@ -740,7 +752,7 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
                     decode_instances=count["decode"], concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
                     decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing,
                     decode_recv_interval=req.decode_recv_interval, decode_moe_a2a=req.decode_moe_a2a,
-                    decode_cuda_graph_max_bs=req.decode_cuda_graph_max_bs, **plans_)
+                    decode_cuda_graph_max_bs=req.decode_cuda_graph_max_bs, arrival=check_arrival(req.arrival), **plans_)
     return _plain(r.to_dict())
 
 
@@ -767,7 +779,7 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
     for gpu in req.gpus:  # each GPU on its vendor's engine where none is named, as `pareto` runs them
         job.check()
         g = _gpu(gpu, "gpus", req.what_if)
-        f = lc.pareto(m, g, num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl), engine=_engine(g, req.engine),
+        f = lc.pareto(m, g, num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl, arrival=req.arrival), engine=_engine(g, req.engine),
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                       tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp, attention_dp=req.attention_dp, kvp=req.kvp,
                       min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms, spec=spec, draft_len=req.draft_len,
@@ -795,7 +807,8 @@ def _lint(req: LintRequest, *, hub_cache: bool = False) -> dict:
 
 def _design_inputs(req: DesignRequest, *, hub_cache: bool = False):
     """The GPU and the baseline, resolved before a (streamed) search starts, so a bad one is a 422."""
-    base = None if req.baseline is None else _model(ModelRef(model=req.baseline), field="baseline", hub_cache=hub_cache)
+    ref = None if req.baseline is None else ModelRef(config=req.baseline) if isinstance(req.baseline, dict) else ModelRef(model=req.baseline)
+    base = None if ref is None else _model(ref, field="baseline", hub_cache=hub_cache)
     return _gpu(req.gpu, what_if=req.what_if), base
 
 
@@ -811,7 +824,7 @@ def _design(req: DesignRequest, job: "_Job", *, inputs, progress=None) -> dict:
     return _plain(lc.design(req.params, g, num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
                             weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                             engine=_engine(g, req.engine), min_tps_user=req.min_tps_user, quality_sigmas=req.quality_sigmas,
-                            max_candidates=req.max_candidates, top=req.top,
+                            max_candidates=req.max_candidates, top=req.top, active_params=req.active_params,
                             progress=step))
 
 

@@ -11,10 +11,12 @@ const PRICE = ["p_gpu", "p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", 
                ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_decode_cuda_graph_max_bs", "p_spec", "p_draft_len", "p_acceptance",
                "p_acceptance_rates", "p_draft_model"];
 const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "s_spec", "s_acceptance", "s_draft_len", "isl", "osl",
-                "min_tps_user", "max_ttft_ms", "regime", "params", "baseline", "quality_sigmas", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
+                "min_tps_user", "max_ttft_ms", "arrival", "regime", "params", "d_moe", "active_params", "baseline", "baseline_from", "quality_sigmas", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
 // what a result depends on: changing one of these clears every result shown (a frontier of another model stays no longer)
 const IDENTITY = ["model", "config", "num_gpus", "wi_on", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f)];
 const CUSTOM = "custom config (pasted)";
+const ARRIVAL_NAMES = {waves: "waves (identical requests kept in step by a closed loop)", closed_loop: "a closed loop (one request per freed slot)",
+                       burst: "a burst (every request at once)"};
 let last = null;  // the last frontier: {req, series, plot, handle, sel}
 let view = {sel: null, priced: false};  // the chosen point and whether a plan was priced, for the permalink
 let GPUS = {};  // the catalog by id, for the what-if form's base figures and the engines each runs
@@ -239,7 +241,7 @@ async function runFrontier(sel) {
   let req;
   try {
     req = {...modelRef(s), ...dtypes(s), gpus, num_gpus: num(s.num_gpus) ?? "", engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl),
-           min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms), plot: true, ...speculation(s, "s_"), ...(wi ? {what_if: wi} : {})};
+           min_tps_user: num(s.min_tps_user), max_ttft_ms: num(s.max_ttft_ms), arrival: s.arrival || undefined, plot: true, ...speculation(s, "s_"), ...(wi ? {what_if: wi} : {})};
   } catch (e) { showError(e.message); return; }
   // what is shown is what the form last ran: the previous run's results go (a design, a search of its own, stays)
   for (const id of ["what", "plot", "downloads", "point", "priced", "frontier"]) $(id).replaceChildren();
@@ -254,7 +256,8 @@ async function runFrontier(sel) {
     $("what").textContent = `${modelName(s0.model)} on ${s0.num_gpus}x ${r.series.map((x) => x.gpu).join(", ")}: ISL/OSL ${s0.isl}/${s0.osl}, `
       + `${[...new Set(r.series.map((x) => x.backend))].length > 1 ? r.series.map((x) => `${x.backend} on ${x.gpu}`).join(", ") : s0.backend}, `
       + `weights ${req.weight_dtype || "searched"}, KV ${req.kv_dtype || "default"}`
-      + (req.spec ? `, ${req.spec} drafting ${req.draft_len || "1-5"} tokens` : "");
+      + (req.spec ? `, ${req.spec} drafting ${req.draft_len || "1-5"} tokens` : "")
+      + `; TTFT with requests arriving in ${ARRIVAL_NAMES[s0.arrival] || s0.arrival}`;  // the answer turns on it (newc4 #1)
     drawPlot();
     downloads();
     frontierTable(r.series);
@@ -443,7 +446,7 @@ async function selectPoint(si, pi) {
   const ref = last.req.config ? {config: last.req.config} : {model: last.req.model};
   status("pricing the point", true);
   try {
-    const e = await api("/api/estimate", {...ref, gpu: s.gpu, deployment: p.deployment, isl: last.req.isl, osl: last.req.osl,
+    const e = await api("/api/estimate", {...ref, gpu: s.gpu, deployment: p.deployment, isl: last.req.isl, osl: last.req.osl, arrival: last.req.arrival,
                                           ...(last.req.what_if ? {what_if: last.req.what_if} : {})});
     last.sel = [si, pi];
     view.sel = `${si}:${pi}`;
@@ -541,7 +544,7 @@ async function runPrice() {
   const prec = {...dtypes(s), ...(s.p_weight_dtype ? {weight_dtype: s.p_weight_dtype} : {}), ...(s.p_kv_dtype ? {kv_dtype: s.p_kv_dtype} : {})};
   let common;
   try {
-    common = {...modelRef(s), ...prec, gpu, engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl), ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
+    common = {...modelRef(s), ...prec, gpu, engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl), arrival: s.arrival || undefined, ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
   } catch (e) { showError(e.message); return; }
   const disagg = s.p_mode === "disaggregated";
   $("priced").replaceChildren();
@@ -665,10 +668,19 @@ async function runDesign() {
   const s = readForm();
   showError("");
   const wi = whatIf(s);
+  // the page's SLO floor (it read "the SLO's floor: 20 tok/s/user" with 50 set, newc4 #6), MoE with its active budget, and the
+  // baseline as the model forms take it: a name, or the pasted config.json
+  let baseline = s.baseline.trim() || undefined;
+  if (s.baseline_from === "config") {
+    if (!s.config.trim()) { showError("baseline: paste a config.json above, or take the baseline from the name"); return; }
+    try { baseline = JSON.parse(s.config); } catch (e) { showError(`config: not valid JSON (${e.message})`); return; }
+  }
   const req = {params: num(s.params), gpu: s.gpus[0] || (wi ? wi.id : "h200"), num_gpus: num(s.num_gpus) ?? "", max_candidates: num(s.max_candidates),
                ...(s.quality_sigmas.trim() ? {quality_sigmas: num(s.quality_sigmas)} : {}),
+               ...(s.min_tps_user.trim() ? {min_tps_user: num(s.min_tps_user)} : {}),
+               ...(s.d_moe ? {moe: true, ...(s.active_params.trim() ? {active_params: num(s.active_params)} : {})} : {}),
                regime: s.regime, engine: s.engine || undefined, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {}),
-               ...(s.baseline.trim() ? {baseline: s.baseline.trim()} : {})};
+               ...(baseline !== undefined ? {baseline} : {})};
   saveHash();
   $("design").replaceChildren();
   status("searching shapes (seconds to a minute)", true);
