@@ -426,13 +426,24 @@ def _format_drops(override: str | None) -> dict:
             vals = [v for _, v in est]
             out[lo] = {"drop_pct": float(np.mean(vals)), "sigma_pct": float(np.std(vals)), "scheme": SCHEMES[lo],
                        "basis": [f"{m}: {v:.2f}% vs bf16" for m, v in est]}
+    # a priced format with no published pair: a labelled proxy band (proxy.toml [format_band], its sources there)
+    fb = pc["format_band"]
+    if "mxfp4" not in out and "nvfp4" in out:
+        nv = out["nvfp4"]
+        out["mxfp4"] = {"drop_pct": nv["drop_pct"] + fb["mxfp4_gap_pct"],
+                        "sigma_pct": math.hypot(nv["sigma_pct"], fb["mxfp4_gap_sigma_pct"]),
+                        "scheme": "W4A4 (MXFP4 weights and activations, post-training)", "band": True,
+                        "basis": [f"unmeasured: NVFP4's published {nv['drop_pct']:.2f}% plus MXFP4's gap to NVFP4, about "
+                                  f"{fb['mxfp4_gap_pct']:g}% (Chhugani et al. 2026, arXiv:2603.08713, abstract), ± "
+                                  f"{fb['mxfp4_gap_sigma_pct']:g}% (the gap closes to < 1% with better scaling, same paper)"]}
     return out
 
 
 def format_drops(override: str | None = None) -> dict:
     """Relative accuracy drop (percent, vs BF16) per weight-format class, from the published pairs: per model the
     mean over shared benchmarks, then the mean over models; sigma is the spread between models; `scheme` what
-    the class quantises (NVFP4's pairs are W4A4, INT4's W4A16)."""
+    the class quantises (NVFP4's pairs are W4A4, INT4's W4A16); `band`: True where no pair is published and the drop is
+    a proxy band (proxy.toml [format_band]: post-training MXFP4), its `basis` naming its source."""
     return _format_drops(override)
 
 
@@ -471,11 +482,17 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
         else:
             fd = format_drops(pc_override)
             a, b = fd.get(_cls(fmt, pc)), fd.get(_cls(ref, pc))
+            trained = b is not None and b.get("band")
+            if trained:  # the reference is the model's trained format (gpt-oss's MXFP4), never a PTQ
+                b = {"drop_pct": 0.0, "sigma_pct": 0.0}
             if a is not None and b is not None:
                 drop = max(a["drop_pct"] - b["drop_pct"], 0.0)
                 sigma = math.hypot(a["sigma_pct"], b["sigma_pct"])
                 drop_source = "proxy"
-                basis = f"published format drops: {fmt} {a['drop_pct']:.2f}% and {ref} {b['drop_pct']:.2f}% vs bf16"
+                basis = (f"published format drops: {fmt} {a['drop_pct']:.2f}% and " +
+                         (f"{ref} this model's trained format" if trained else f"{ref} {b['drop_pct']:.2f}% vs bf16"))
+                if a.get("band"):  # no published pair behind it: say so, and what it rests on
+                    basis = f"proxy band, {a['basis'][0]}; {ref} {b['drop_pct']:.2f}% vs bf16"
     loss_v, loss_s = model_loss(model, fmt, pc=pc, known_tokens=True, with_sigma=True)
     source = "published" if here else ("proxy" if drop is not None else "none")
     scores = [{"benchmark": k, "score": v, "setting": r["setting"], "checkpoint": r["checkpoint"], "source": r["source"],
@@ -489,13 +506,16 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
         short = f"{s0['benchmark']} {s0['score']:g}" + (f", -{drop:.1f}%" if drop else "")
     elif source == "proxy" and drop_source == "reference":
         short = "best precision (proxy)"
+    elif source == "proxy" and basis.startswith("proxy band"):
+        short = f"-{drop:.1f}±{sigma:.1f}% (proxy band, unmeasured)"
     elif source == "proxy":
         short = f"-{drop:.1f}±{sigma:.1f}% (proxy)"
     else:
         short = "none"
     out = {"source": source, "precision": fmt, "reference_precision": ref, "scores": scores,
            "relative_drop_pct": drop, "drop_uncertainty_pct": sigma, "drop_source": drop_source, "drop_basis": basis,
-           "proxy_loss": loss_v, "proxy_loss_uncertainty": loss_s, "short": short}
+           "proxy_loss": loss_v, "proxy_loss_uncertainty": loss_s, "short": short,
+           "drop_band": drop_source == "proxy" and basis.startswith("proxy band")}
     ex = extrapolated(model_terms(model, fmt, pc=pc))
     if ex:  # terms outside their studied ranges: the loss and its spread are extrapolations there
         out["extrapolated"] = ex
@@ -547,5 +567,5 @@ def _outside_envelope(model, fmt: str, terms_sigma: float, *, pc: dict) -> dict:
 
 def point_accuracy(acc: dict) -> dict:
     """The compact form a frontier point carries."""
-    return {k: acc[k] for k in ("source", "relative_drop_pct", "drop_uncertainty_pct", "reference_precision", "short")} | (
+    return {k: acc[k] for k in ("source", "relative_drop_pct", "drop_uncertainty_pct", "reference_precision", "short", "drop_band")} | (
         {"benchmark": acc["scores"][0]["benchmark"], "score": acc["scores"][0]["score"]} if acc["scores"] else {})
