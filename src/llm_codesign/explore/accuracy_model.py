@@ -175,12 +175,60 @@ def loss_terms(total_params, active_params, hidden, layers, weight_dtype: str = 
     # beyond the studied range the spread grows with the distance, from the penalty's own spread and, where the
     # penalty is nil (a shallow stack in the flat band), from the term's coefficient: never flat there
     out["nats"] = {"aspect": (pen, sh["sigma_rel"] * pen * (1.0 + growth * d) + sh["coeff"] * growth * d, sh["sigma_rel"] * pen, d)}
+    _beyond_scale(out, n_tot, c=c, pc=pc)
     # where each shape sits on the axes whose terms are flat over most of the grid (aspect ratio, head size): (ln x, the
     # delta's 1-sigma per e-fold between two shapes, in nats), quality.toml [shape] and proxy.toml [head_dim] spread_per_efold
     loss_now = np.asarray(L, float)
     out["position"] = {"aspect": (np.log(A), sh["spread_per_efold"] * loss_now),
                        "head_dim": (np.log(np.asarray(arch.get("head_dim", 128), float)), pc["head_dim"]["spread_per_efold"] * loss_now)}
     return out
+
+
+# each term's section holding the scales (total parameters) its source measured it at: studied_scale_min / _max
+_SCALE_OF = {"kv_sharing": "kv_sharing", "mla": "mla", "granularity": "granularity", "hybrid": "hybrid", "window": "window",
+             "head_dim": "head_dim"}
+
+
+def scale_ranges(*, c: dict | None = None, pc: dict | None = None) -> dict:
+    """{term: (lo, hi)}: the total parameter counts each loss_terms term was measured over (proxy.toml and quality.toml
+    studied_scale_*; the MoE rule over the published MoE models, envelope.toml)."""
+    c = c or quality.constants()
+    pc = pc or proxy_constants()
+    out = {name: (pc[sec]["studied_scale_min"], pc[sec]["studied_scale_max"]) for name, sec in _SCALE_OF.items()}
+    return out | {"moe_rule": _moe_scale_range(), "aspect": (c["shape"]["studied_scale_min"], c["shape"]["studied_scale_max"])}
+
+
+def _beyond_scale(out: dict, n_tot, *, c: dict, pc: dict) -> None:
+    """loss_terms' terms applied at a scale their source did not measure (a KV-sharing coefficient from <= 11B models
+    at 100B): the log-distance beyond the measured totals is added to the term's distance beyond its studied range, so
+    it is `extrapolated` and its spread grows by the same rule (proxy.toml [extrapolation]); the sigma at the studied
+    edge, the equal-quality test's, is kept. A term that says nothing at a shape (value and spread 0: MHA's KV
+    sharing, a head size inside 32-256) is not applied there; the aspect term always is (its flat band is a claim).
+    Sets out["scale"]: {term: {"range": (lo, hi), "beyond": log-distance}}."""
+    growth = pc["extrapolation"]["growth_per_efold"]
+    sh = c["shape"]
+    out["scale"] = {}
+    for name, (lo, hi) in scale_ranges(c=c, pc=pc).items():
+        unit = "nats" if name == "aspect" else "ln"
+        if name not in out[unit]:
+            continue
+        v, _, se, d = (np.asarray(x, float) for x in out[unit][name])
+        ds, _ = _extrapolated(n_tot, lo, hi, growth)
+        ds = ds if name == "aspect" else np.where((np.abs(v) > 0) | (se > 0), ds, 0.0)
+        dd = d + ds
+        if name == "aspect":
+            sig = sh["sigma_rel"] * v * (1.0 + growth * dd) + sh["coeff"] * growth * dd
+        else:
+            sig = se * (1.0 + growth * dd)
+        out[unit][name] = (v, sig, se, dd)
+        out["scale"][name] = {"range": (float(lo), float(hi)), "beyond": ds}
+
+
+@lru_cache(maxsize=1)
+def _moe_scale_range() -> tuple[float, float]:
+    """The totals of the published MoE models (data/accuracy/envelope.toml): where the MoE rule's active fractions come from."""
+    n = [r["total_params"] for r in data()["model"] if r.get("experts")]
+    return float(min(n)), float(max(n))
 
 
 @lru_cache(maxsize=1)
@@ -199,7 +247,8 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
     between them, so different shapes never read +- 0. The constraint: delta <= k x sigma_test + tol x reference loss,
     sigma_test taking each term's sigma at its studied edge (extrapolation and position widen the band, never loosen
     the test).
-    Returns arrays: delta, sigma, sigma_test, passes, and per term the distance beyond its studied range."""
+    Returns arrays: delta, sigma, sigma_test, passes, and per term the distance beyond its studied range ("beyond", the
+    scale's included) and beyond the scales it was measured at ("beyond_scale")."""
     def part(a, b, i):
         va, vb, sa, sb = a[0], b[0], a[i], b[i]
         rel = np.abs(va - vb) / np.maximum(np.maximum(np.abs(va), np.abs(vb)), 1e-300)
@@ -219,7 +268,9 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
     sigma, sigma_test = np.sqrt(var), np.sqrt(var_test)
     passes = delta <= k * sigma_test + tol * np.asarray(ref["loss"], float)
     beyond = {name: np.broadcast_to(t[3], delta.shape) for unit in ("ln", "nats") for name, t in cand[unit].items()}
-    return {"delta": delta, "sigma": sigma, "sigma_test": sigma_test, "passes": passes, "beyond": beyond}
+    beyond_scale = {name: np.broadcast_to(v["beyond"], delta.shape) for name, v in cand.get("scale", {}).items()}
+    return {"delta": delta, "sigma": sigma, "sigma_test": sigma_test, "passes": passes, "beyond": beyond,
+            "beyond_scale": beyond_scale}
 
 
 def delta_terms(cand: dict, ref: dict, *, active, ref_active, c: dict | None = None, pc: dict | None = None) -> dict:
@@ -504,7 +555,7 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     if source == "published":
         s0 = scores[0]
         short = f"{s0['benchmark']} {s0['score']:g}" + (f", -{drop:.1f}%" if drop else "")
-    elif source == "proxy" and drop_source == "reference":
+    elif source == "proxy" and (drop_source == "reference" or not (drop or sigma)):  # BF16 of gpt-oss's MXFP4: an exact upcast
         short = "best precision (proxy)"
     elif source == "proxy" and basis.startswith("proxy band"):
         short = f"-{drop:.1f}±{sigma:.1f}% (proxy band, unmeasured)"
