@@ -203,7 +203,8 @@ def _beyond_scale(out: dict, n_tot, *, c: dict, pc: dict) -> None:
     at 100B): the log-distance beyond the measured totals is added to the term's distance beyond its studied range, so
     it is `extrapolated` and its spread grows by the same rule (proxy.toml [extrapolation]); the sigma at the studied
     edge, the equal-quality test's, is kept. A term that says nothing at a shape (value and spread 0: MHA's KV
-    sharing, a head size inside 32-256) is not applied there; the aspect term always is (its flat band is a claim).
+    sharing, a head size inside 32-256) is not applied there; the aspect term always is (its flat band is a claim), its
+    penalty's spread grown by both distances.
     Sets out["scale"]: {term: {"range": (lo, hi), "beyond": log-distance}}."""
     growth = pc["extrapolation"]["growth_per_efold"]
     sh = c["shape"]
@@ -216,8 +217,9 @@ def _beyond_scale(out: dict, n_tot, *, c: dict, pc: dict) -> None:
         ds, _ = _extrapolated(n_tot, lo, hi, growth)
         ds = ds if name == "aspect" else np.where((np.abs(v) > 0) | (se > 0), ds, 0.0)
         dd = d + ds
-        if name == "aspect":
-            sig = sh["sigma_rel"] * v * (1.0 + growth * dd) + sh["coeff"] * growth * dd
+        if name == "aspect":  # the penalty's spread grows with both distances; the nil penalty's floor (a shallow stack's) with
+            # the axis's alone: two flat-band shapes at 100B differ by the position spread (quality_delta), not by their sizes
+            sig = sh["sigma_rel"] * v * (1.0 + growth * dd) + sh["coeff"] * growth * d
         else:
             sig = se * (1.0 + growth * dd)
         out[unit][name] = (v, sig, se, dd)
