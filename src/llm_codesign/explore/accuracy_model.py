@@ -215,7 +215,9 @@ def _beyond_scale(out: dict, n_tot, *, c: dict, pc: dict) -> None:
             continue
         v, _, se, d = (np.asarray(x, float) for x in out[unit][name])
         ds, _ = _extrapolated(n_tot, lo, hi, growth)
-        ds = ds if name == "aspect" else np.where((np.abs(v) > 0) | (se > 0), ds, 0.0)
+        # a dense shape's "moe_rule" value is its input embedding's share, not a routing rule: applied to MoE shapes only
+        on = se > 0 if name == "moe_rule" else (np.abs(v) > 0) | (se > 0)
+        ds = ds if name == "aspect" else np.where(on, ds, 0.0)
         dd = d + ds
         if name == "aspect":  # the penalty's spread grows with both distances; the nil penalty's floor (a shallow stack's) with
             # the axis's alone: two flat-band shapes at 100B differ by the position spread (quality_delta), not by their sizes
