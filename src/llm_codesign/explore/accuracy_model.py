@@ -556,17 +556,7 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     # the headline benchmark first (what estimate's row and a frontier point show), the rest in published order
     if head:
         scores.sort(key=lambda x: (x["benchmark"], x["setting"]) != (head["benchmark"], head["setting"]))
-    if source == "published":
-        s0 = scores[0]
-        short = f"{s0['benchmark']} {s0['score']:g}" + (f", -{drop:.1f}%" if drop else "")
-    elif source == "proxy" and (drop_source == "reference" or not (drop or sigma)):  # BF16 of gpt-oss's MXFP4: an exact upcast
-        short = "best precision (proxy)"
-    elif source == "proxy" and basis.startswith("proxy band"):
-        short = f"-{drop:.1f}±{sigma:.1f}% (proxy band, unmeasured)"
-    elif source == "proxy":
-        short = f"-{drop:.1f}±{sigma:.1f}% (proxy)"
-    else:
-        short = "none"
+    short = _short(source, scores, drop, sigma, drop_source=drop_source, basis=basis)
     out = {"source": source, "precision": fmt, "reference_precision": ref, "scores": scores,
            "relative_drop_pct": drop, "drop_uncertainty_pct": sigma, "drop_source": drop_source, "drop_basis": basis,
            "proxy_loss": loss_v, "proxy_loss_uncertainty": loss_s, "short": short,
@@ -583,6 +573,19 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     if head:
         out |= _headline_fields(head, out, fmt=fmt, ref=ref)
     return out
+
+
+def _short(source: str, scores: list, drop, sigma, *, drop_source, basis: str) -> str:
+    """accuracy_of's few words (a frontier point's, the plot legend's): the published score, or the proxy's drop labelled
+    as a proxy band where no published pair is behind it."""
+    if source == "published":
+        s0 = scores[0]
+        return f"{s0['benchmark']} {s0['score']:g}" + (f", -{drop:.1f}%" if drop else "")
+    if source == "proxy" and (drop_source == "reference" or not (drop or sigma)):  # BF16 of gpt-oss's MXFP4: an exact upcast
+        return "best precision (proxy)"
+    if source == "proxy":
+        return f"-{drop:.1f}±{sigma:.1f}% " + ("(proxy band, unmeasured)" if basis.startswith("proxy band") else "(proxy)")
+    return "none"
 
 
 def _headline_fields(head: dict, acc: dict, *, fmt: str, ref: str) -> dict:
