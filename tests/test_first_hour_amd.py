@@ -9,7 +9,6 @@ import re
 from importlib import resources
 
 import numpy as np
-
 from conftest import cli
 
 from llm_codesign.explore import accuracy_model as am
