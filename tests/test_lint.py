@@ -153,12 +153,16 @@ def test_the_8_layer_70b_gets_a_trust_region_finding_with_its_accuracy_cost():
         # 24 query heads per KV head against 8 (0.22 x log2 3 = 0.349 in ln N_eff) and 63.5B / 60.3B active against 67.4B / 66.6B,
         # 0.0166 nats together at the loss slope 0.0361: 0.0912 over 1.8800, +4.85%; its band 6.06% (the aspect term
         # extrapolated: 0.0904 nats, the KV term's, and the two aspects' positions, 0.98% of the loss per e-fold, ln(3072 / 86.2)
-        # = 3.57, in quadrature)
+        # = 3.57, in quadrature). Since fixqual each term also carries the model sizes it was measured at: at 63.5B the aspect
+        # term lies ln(63.5 / 1.5) = 3.746 past Kaplan's largest model, 4.868 e-folds in all, sigma 0.5 x 0.0746 x 5.868 +
+        # 0.01 x 1.122 (the nil penalty's floor grows on the axis only) = 0.230 nats (the reference's 0, on the flat band);
+        # the KV term past T5-XXL's 11B on both (1.753 and 1.813 e-folds), 0.017 nats; with the positions' 0.066: 0.240 over
+        # 1.880, 12.8%
         assert fs[0].cost_pct == pytest.approx(4.85, abs=0.01)
-        assert "Proxy loss +4.85% +- 6.06% against deepseek-llm-67b (extrapolated: aspect)" in msg
+        assert "Proxy loss +4.85% +- 12.81% against deepseek-llm-67b (extrapolated: aspect, kv_sharing)" in msg
         q = fs[0].figures  # the JSON's figures: the same delta with its band
-        assert q["quality_delta_pct"] == fs[0].cost_pct and q["quality_band_pct"] == pytest.approx(6.06, abs=0.005)
-        assert q["extrapolated"] == ["aspect"] and q["outside"][0] == "aspect_ratio.max"
+        assert q["quality_delta_pct"] == fs[0].cost_pct and q["quality_band_pct"] == pytest.approx(12.81, abs=0.005)
+        assert q["extrapolated"] == ["aspect", "kv_sharing"] and q["outside"][0] == "aspect_ratio.max"
     assert not [f for f in run(get_model("llama-3.1-70b")) if f.rule == "R8"]  # published models lie inside
 
 
@@ -402,9 +406,12 @@ def test_wider_finding_gives_the_speed_gain_and_the_accuracy_cost_with_its_band(
     # spread_per_efold), ln((5760 / 48) / (5120 / 64)) = ln(1.5) = 0.4055: 0.397%; more parameters: less loss (-0.027%)
     assert q["quality_band_pct"] == pytest.approx(0.98 * math.log(1.5), abs=1e-3)
     assert q["quality_passes"] and q["quality_delta_pct"] == pytest.approx(-0.027, abs=1e-3) and q["quality_test_pct"] == 0.0
-    assert q["extrapolated"] == [] and q["wider_inside_envelope"]
+    # at 32.8B the aspect and KV-sharing terms lie past the model sizes they were measured at (1.5B, 11B): extrapolated
+    # (fixqual), shared by both shapes at one size and one KV ratio, so their spread cancels and the band stays the position's
+    assert q["extrapolated"] == ["aspect", "kv_sharing"] and q["wider_inside_envelope"]
     assert f.fix == (f"48 layers x hidden 5760 with 64 heads, FFN 25600 -> 31744 (33.2B vs 32.8B params): TPOT {t1:.3f} ms, "
-                     f"{t0 / t1 * 100 - 100:.1f}% faster; accuracy: proxy loss -0.027% +- 0.397%, design's test at most +0.000%; "
+                     f"{t0 / t1 * 100 - 100:.1f}% faster; accuracy: proxy loss -0.027% +- 0.397%, design's test at most +0.000% "
+                     "(extrapolated: aspect, kv_sharing); "
                      "design ranks it with shapes like it: llm-codesign design --params 32.76e9 --baseline MODEL --gpu b200 "
                      "--gpus 8 --regime latency")
     assert "at TP8, 2 requests, 1024/1024 tokens on B200 TPOT" in f.message

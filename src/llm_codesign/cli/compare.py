@@ -47,6 +47,11 @@ def _accuracy_notes(rows: list[dict]) -> dict[str, str]:
             out[r["model"]] = (f"accuracy: the change against {c['against']} (ref), from published pairs or the proxy's (± 1 "
                                "sigma); " + ("no one benchmark has a score published at every precision shown" if scored else
                                              f"no benchmark score is published for {r['model']} at any precision shown"))
+    for model in out:  # a format with no published pair: its band is a proxy's, said under its table (accuracy_model.format_drops)
+        banded = sorted({r["accuracy_compared"]["precision"] for r in rows if r["model"] == model and r["accuracy_compared"].get("band")})
+        if banded:
+            out[model] += (f"; {', '.join(banded)}: a proxy band, unmeasured (no published pair): post-training MXFP4 lags NVFP4 by "
+                           "about 10% (Chhugani et al. 2026, arXiv:2603.08713), added to NVFP4's published drop, ± the whole gap")
     return out
 
 

@@ -80,6 +80,24 @@ _TERM_NAMES = {"params": "active params", "moe_rule": "total/active", "kv_sharin
 _FLAT_NAMES = {"aspect": "aspect ratio (depth)", "head_dim": "head size"}
 
 
+def _params(n: float) -> str:
+    return f"{n / 1e9:.3g}B" if n >= 1e9 else f"{n / 1e6:.3g}M"
+
+
+def scale_line(d: dict) -> str | None:
+    """One line: the proxy terms design 1 uses beyond the model sizes their sources measured them at (a KV-sharing
+    coefficient from <= 11B models applied at 100B), each with its measured range; None where every term is inside."""
+    xs = d["quality"].get("extrapolated_scale") or []
+    if not xs:
+        return None
+    terms = ", ".join(f"{_TERM_NAMES.get(x['term'], x['term'])} " + (
+        _params(x["studied_params"][0]) if x["studied_params"][0] == x["studied_params"][1] else
+        f"{_params(x['studied_params'][0])}-{_params(x['studied_params'][1])}") for x in xs)
+    return (f"scale: design 1's proxy terms measured at other model sizes, applied at {_params(xs[0]['at_params'])}: {terms} "
+            "(x: extrapolated; err ± grows by 1 x the log-distance in size, as beyond any studied range; ±test keeps the "
+            "measured band)")
+
+
 def wins_by(d: dict, against: str, short: str) -> str:
     """One line: why design 1 differs from what it is measured against, in loss (the proxy's terms, largest first;
     the flat axes said as such, never as a measured 0), in parameters and KV bytes per token, and in speed with
@@ -362,8 +380,9 @@ def design(
         q, e = d["quality"], d["envelope"]
         where = "in" if e["inside"] else _envelope_cell(e["outside"][0])
         rows.append((str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B",
-                     f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f}" + (" x" if q["extrapolated"] else "") + (" ~" if q.get("flat") else "")
-                     + f"\nerr ±{q['uncertainty_pct']:.2f}", where,
+                     f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f}" + (" ~" if q.get("flat") else "")
+                     # x beside the band it widens (the test's keeps each term's measured sigma)
+                     + f"\nerr ±{q['uncertainty_pct']:.2f}" + (" x" if q["extrapolated"] else ""), where,
                      f"{d['objective']:.1f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
                      f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W"))
     # where the rows differ in the envelope, each row's place in it beneath its loss (a column of its own cropped the lint
@@ -381,8 +400,8 @@ def design(
                f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)", columns,
                f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
                f"proxy loss against {ref['name']}'s; ±test: sigma_delta, the band the equal-quality test uses; err ± beneath: the "
-               "model's error of the delta, flat axes and extrapolation included, the band to read as evidence; x: a term extrapolated "
-               "beyond its studied range; ~: the shapes differ on an axis the proxy is flat on (it cannot tell them apart). "
+               "model's error of the delta, flat axes and extrapolation included, the band to read as evidence; x beside it: a term "
+               "extrapolated beyond its studied range or the model sizes it was measured at; ~: the shapes differ on an axis the proxy is flat on (it cannot tell them apart). "
                + (envelope_said(env) if inside else "envelope, beneath the loss: in, or the bound it breaks most, above its "
                   "maximum (>) or below its minimum (<), and by what factor (--json: every bound)") + " ("
                + ("searched inside it" if env["applied"] else "--outside-envelope") + f"). {short}: the regime's objective at its best "
@@ -407,6 +426,8 @@ def design(
         con.print(f"{short} of design 1: 80% interval {b1['lo80']:.1f}-{b1['hi80']:.1f}, 95% {b1['lo95']:.1f}-{b1['hi95']:.1f} "
                   f"(from {b1['source']}{'; ' + '; '.join(b1['widened']) if b1['widened'] else ''})", highlight=False)
         con.print(wins_by(r["designs"][0], ref["name"] if not b else b["name"], short), highlight=False)
+        if line := scale_line(r["designs"][0]):
+            con.print(line, highlight=False)
     if export and r["designs"]:
         con.print(f"wrote {'standard output' if export == '-' else export}")
     if plot_path and r["designs"]:

@@ -175,12 +175,64 @@ def loss_terms(total_params, active_params, hidden, layers, weight_dtype: str = 
     # beyond the studied range the spread grows with the distance, from the penalty's own spread and, where the
     # penalty is nil (a shallow stack in the flat band), from the term's coefficient: never flat there
     out["nats"] = {"aspect": (pen, sh["sigma_rel"] * pen * (1.0 + growth * d) + sh["coeff"] * growth * d, sh["sigma_rel"] * pen, d)}
+    _beyond_scale(out, n_tot, c=c, pc=pc)
     # where each shape sits on the axes whose terms are flat over most of the grid (aspect ratio, head size): (ln x, the
     # delta's 1-sigma per e-fold between two shapes, in nats), quality.toml [shape] and proxy.toml [head_dim] spread_per_efold
     loss_now = np.asarray(L, float)
     out["position"] = {"aspect": (np.log(A), sh["spread_per_efold"] * loss_now),
                        "head_dim": (np.log(np.asarray(arch.get("head_dim", 128), float)), pc["head_dim"]["spread_per_efold"] * loss_now)}
     return out
+
+
+# each term's section holding the scales (total parameters) its source measured it at: studied_scale_min / _max
+_SCALE_OF = {"kv_sharing": "kv_sharing", "mla": "mla", "granularity": "granularity", "hybrid": "hybrid", "window": "window",
+             "head_dim": "head_dim"}
+
+
+def scale_ranges(*, c: dict | None = None, pc: dict | None = None) -> dict:
+    """{term: (lo, hi)}: the total parameter counts each loss_terms term was measured over (proxy.toml and quality.toml
+    studied_scale_*; the MoE rule over the published MoE models, envelope.toml)."""
+    c = c or quality.constants()
+    pc = pc or proxy_constants()
+    out = {name: (pc[sec]["studied_scale_min"], pc[sec]["studied_scale_max"]) for name, sec in _SCALE_OF.items()}
+    return out | {"moe_rule": _moe_scale_range(), "aspect": (c["shape"]["studied_scale_min"], c["shape"]["studied_scale_max"])}
+
+
+def _beyond_scale(out: dict, n_tot, *, c: dict, pc: dict) -> None:
+    """loss_terms' terms applied at a scale their source did not measure (a KV-sharing coefficient from <= 11B models
+    at 100B): the log-distance beyond the measured totals is added to the term's distance beyond its studied range, so
+    it is `extrapolated` and its spread grows by the same rule (proxy.toml [extrapolation]); the sigma at the studied
+    edge, the equal-quality test's, is kept. A term that says nothing at a shape (value and spread 0: MHA's KV
+    sharing, a head size inside 32-256) is not applied there; the aspect term always is (its flat band is a claim), its
+    penalty's spread grown by both distances.
+    Sets out["scale"]: {term: {"range": (lo, hi), "beyond": log-distance}}."""
+    growth = pc["extrapolation"]["growth_per_efold"]
+    sh = c["shape"]
+    out["scale"] = {}
+    for name, (lo, hi) in scale_ranges(c=c, pc=pc).items():
+        unit = "nats" if name == "aspect" else "ln"
+        if name not in out[unit]:
+            continue
+        v, _, se, d = (np.asarray(x, float) for x in out[unit][name])
+        ds, _ = _extrapolated(n_tot, lo, hi, growth)
+        # a dense shape's "moe_rule" value is its input embedding's share, not a routing rule: applied to MoE shapes only
+        on = se > 0 if name == "moe_rule" else (np.abs(v) > 0) | (se > 0)
+        ds = ds if name == "aspect" else np.where(on, ds, 0.0)
+        dd = d + ds
+        if name == "aspect":  # the penalty's spread grows with both distances; the nil penalty's floor (a shallow stack's) with
+            # the axis's alone: two flat-band shapes at 100B differ by the position spread (quality_delta), not by their sizes
+            sig = sh["sigma_rel"] * v * (1.0 + growth * dd) + sh["coeff"] * growth * d
+        else:
+            sig = se * (1.0 + growth * dd)
+        out[unit][name] = (v, sig, se, dd)
+        out["scale"][name] = {"range": (float(lo), float(hi)), "beyond": ds}
+
+
+@lru_cache(maxsize=1)
+def _moe_scale_range() -> tuple[float, float]:
+    """The totals of the published MoE models (data/accuracy/envelope.toml): where the MoE rule's active fractions come from."""
+    n = [r["total_params"] for r in data()["model"] if r.get("experts")]
+    return float(min(n)), float(max(n))
 
 
 @lru_cache(maxsize=1)
@@ -199,7 +251,8 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
     between them, so different shapes never read +- 0. The constraint: delta <= k x sigma_test + tol x reference loss,
     sigma_test taking each term's sigma at its studied edge (extrapolation and position widen the band, never loosen
     the test).
-    Returns arrays: delta, sigma, sigma_test, passes, and per term the distance beyond its studied range."""
+    Returns arrays: delta, sigma, sigma_test, passes, and per term the distance beyond its studied range ("beyond", the
+    scale's included) and beyond the scales it was measured at ("beyond_scale")."""
     def part(a, b, i):
         va, vb, sa, sb = a[0], b[0], a[i], b[i]
         rel = np.abs(va - vb) / np.maximum(np.maximum(np.abs(va), np.abs(vb)), 1e-300)
@@ -219,7 +272,9 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
     sigma, sigma_test = np.sqrt(var), np.sqrt(var_test)
     passes = delta <= k * sigma_test + tol * np.asarray(ref["loss"], float)
     beyond = {name: np.broadcast_to(t[3], delta.shape) for unit in ("ln", "nats") for name, t in cand[unit].items()}
-    return {"delta": delta, "sigma": sigma, "sigma_test": sigma_test, "passes": passes, "beyond": beyond}
+    beyond_scale = {name: np.broadcast_to(v["beyond"], delta.shape) for name, v in cand.get("scale", {}).items()}
+    return {"delta": delta, "sigma": sigma, "sigma_test": sigma_test, "passes": passes, "beyond": beyond,
+            "beyond_scale": beyond_scale}
 
 
 def delta_terms(cand: dict, ref: dict, *, active, ref_active, c: dict | None = None, pc: dict | None = None) -> dict:
@@ -426,13 +481,24 @@ def _format_drops(override: str | None) -> dict:
             vals = [v for _, v in est]
             out[lo] = {"drop_pct": float(np.mean(vals)), "sigma_pct": float(np.std(vals)), "scheme": SCHEMES[lo],
                        "basis": [f"{m}: {v:.2f}% vs bf16" for m, v in est]}
+    # a priced format with no published pair: a labelled proxy band (proxy.toml [format_band], its sources there)
+    fb = pc["format_band"]
+    if "mxfp4" not in out and "nvfp4" in out:
+        nv = out["nvfp4"]
+        out["mxfp4"] = {"drop_pct": nv["drop_pct"] + fb["mxfp4_gap_pct"],
+                        "sigma_pct": math.hypot(nv["sigma_pct"], fb["mxfp4_gap_sigma_pct"]),
+                        "scheme": "W4A4 (MXFP4 weights and activations, post-training)", "band": True,
+                        "basis": [f"unmeasured: NVFP4's published {nv['drop_pct']:.2f}% plus MXFP4's gap to NVFP4, about "
+                                  f"{fb['mxfp4_gap_pct']:g}% (Chhugani et al. 2026, arXiv:2603.08713, abstract), ± "
+                                  f"{fb['mxfp4_gap_sigma_pct']:g}% (the gap closes to < 1% with better scaling, same paper)"]}
     return out
 
 
 def format_drops(override: str | None = None) -> dict:
     """Relative accuracy drop (percent, vs BF16) per weight-format class, from the published pairs: per model the
     mean over shared benchmarks, then the mean over models; sigma is the spread between models; `scheme` what
-    the class quantises (NVFP4's pairs are W4A4, INT4's W4A16)."""
+    the class quantises (NVFP4's pairs are W4A4, INT4's W4A16); `band`: True where no pair is published and the drop is
+    a proxy band (proxy.toml [format_band]: post-training MXFP4), its `basis` naming its source."""
     return _format_drops(override)
 
 
@@ -471,11 +537,17 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
         else:
             fd = format_drops(pc_override)
             a, b = fd.get(_cls(fmt, pc)), fd.get(_cls(ref, pc))
+            trained = b is not None and b.get("band")
+            if trained:  # the reference is the model's trained format (gpt-oss's MXFP4), never a PTQ
+                b = {"drop_pct": 0.0, "sigma_pct": 0.0}
             if a is not None and b is not None:
                 drop = max(a["drop_pct"] - b["drop_pct"], 0.0)
                 sigma = math.hypot(a["sigma_pct"], b["sigma_pct"])
                 drop_source = "proxy"
-                basis = f"published format drops: {fmt} {a['drop_pct']:.2f}% and {ref} {b['drop_pct']:.2f}% vs bf16"
+                basis = (f"published format drops: {fmt} {a['drop_pct']:.2f}% and " +
+                         (f"{ref} this model's trained format" if trained else f"{ref} {b['drop_pct']:.2f}% vs bf16"))
+                if a.get("band"):  # no published pair behind it: say so, and what it rests on
+                    basis = f"proxy band, {a['basis'][0]}; {ref} {b['drop_pct']:.2f}% vs bf16"
     loss_v, loss_s = model_loss(model, fmt, pc=pc, known_tokens=True, with_sigma=True)
     source = "published" if here else ("proxy" if drop is not None else "none")
     scores = [{"benchmark": k, "score": v, "setting": r["setting"], "checkpoint": r["checkpoint"], "source": r["source"],
@@ -484,18 +556,11 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     # the headline benchmark first (what estimate's row and a frontier point show), the rest in published order
     if head:
         scores.sort(key=lambda x: (x["benchmark"], x["setting"]) != (head["benchmark"], head["setting"]))
-    if source == "published":
-        s0 = scores[0]
-        short = f"{s0['benchmark']} {s0['score']:g}" + (f", -{drop:.1f}%" if drop else "")
-    elif source == "proxy" and drop_source == "reference":
-        short = "best precision (proxy)"
-    elif source == "proxy":
-        short = f"-{drop:.1f}±{sigma:.1f}% (proxy)"
-    else:
-        short = "none"
+    short = _short(source, scores, drop, sigma, drop_source=drop_source, basis=basis)
     out = {"source": source, "precision": fmt, "reference_precision": ref, "scores": scores,
            "relative_drop_pct": drop, "drop_uncertainty_pct": sigma, "drop_source": drop_source, "drop_basis": basis,
-           "proxy_loss": loss_v, "proxy_loss_uncertainty": loss_s, "short": short}
+           "proxy_loss": loss_v, "proxy_loss_uncertainty": loss_s, "short": short,
+           "drop_band": drop_source == "proxy" and basis.startswith("proxy band")}
     ex = extrapolated(model_terms(model, fmt, pc=pc))
     if ex:  # terms outside their studied ranges: the loss and its spread are extrapolations there
         out["extrapolated"] = ex
@@ -508,6 +573,19 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     if head:
         out |= _headline_fields(head, out, fmt=fmt, ref=ref)
     return out
+
+
+def _short(source: str, scores: list, drop, sigma, *, drop_source, basis: str) -> str:
+    """accuracy_of's few words (a frontier point's, the plot legend's): the published score, or the proxy's drop labelled
+    as a proxy band where no published pair is behind it."""
+    if source == "published":
+        s0 = scores[0]
+        return f"{s0['benchmark']} {s0['score']:g}" + (f", -{drop:.1f}%" if drop else "")
+    if source == "proxy" and (drop_source == "reference" or not (drop or sigma)):  # BF16 of gpt-oss's MXFP4: an exact upcast
+        return "best precision (proxy)"
+    if source == "proxy":
+        return f"-{drop:.1f}±{sigma:.1f}% " + ("(proxy band, unmeasured)" if basis.startswith("proxy band") else "(proxy)")
+    return "none"
 
 
 def _headline_fields(head: dict, acc: dict, *, fmt: str, ref: str) -> dict:
@@ -547,5 +625,5 @@ def _outside_envelope(model, fmt: str, terms_sigma: float, *, pc: dict) -> dict:
 
 def point_accuracy(acc: dict) -> dict:
     """The compact form a frontier point carries."""
-    return {k: acc[k] for k in ("source", "relative_drop_pct", "drop_uncertainty_pct", "reference_precision", "short")} | (
+    return {k: acc[k] for k in ("source", "relative_drop_pct", "drop_uncertainty_pct", "reference_precision", "short", "drop_band")} | (
         {"benchmark": acc["scores"][0]["benchmark"], "score": acc["scores"][0]["score"]} if acc["scores"] else {})

@@ -208,6 +208,7 @@ def accuracy_compared(rows: list[dict]) -> None:
             elif a["relative_drop_pct"] is not None:
                 r["accuracy_compared"] = {"kind": "drop", "precision": a["precision"], "against": a["reference_precision"],
                                           "value": a["relative_drop_pct"],
-                                          "sigma": a["drop_uncertainty_pct"], "source": a["drop_source"]}
+                                          "sigma": a["drop_uncertainty_pct"], "source": a["drop_source"],
+                                          "band": a.get("drop_band", False)}
             else:
                 r["accuracy_compared"] = {"kind": "n/a", "source": "none"}

@@ -349,6 +349,8 @@ def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, 
         out[f"q_{key}"] = np.broadcast_to(qd[key], (n,))
     for key, v in qd["beyond"].items():
         out[f"qx_{key}"] = np.broadcast_to(v, (n,))
+    for key, v in qd["beyond_scale"].items():  # the part of it beyond the scales the term was measured at
+        out[f"qs_{key}"] = np.broadcast_to(v, (n,))
     for key, v in viol.items():
         out[f"env_{key}"] = np.broadcast_to(v, (n,))
     out["inside"] = ~np.any(np.stack([v > 0 for v in viol.values()]), axis=0) if viol else np.ones(n, dtype=bool)
@@ -695,6 +697,9 @@ def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Referen
     return {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
             "sigma_delta": sd, "sigma_delta_pct": 100.0 * sd / bq,
             "uncertainty": float(cand["q_sigma"][i]), "uncertainty_pct": 100.0 * float(cand["q_sigma"][i]) / bq, "k": ref.k, "passes": bool(cand["q_passes"][i]), "extrapolated": ex,
+            # the terms applied beyond the scales their sources measured (in `extrapolated` too), with those scales
+            "extrapolated_scale": [{"term": k[3:], "studied_params": list(ref.terms["scale"][k[3:]]["range"]), "at_params": float(cand["total_params"][i])}
+                                   for k in sorted(cand) if k.startswith("qs_") and cand[k][i] > 0],
             # each term's part of the delta, largest first; a flat term's difference is the proxy's blind spot, not a 0
             "terms": sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
                              for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"])),

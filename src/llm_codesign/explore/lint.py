@@ -691,9 +691,9 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     pc = proxy_constants(proxy_file)
     a, b = (model_terms(m, prec.weight.name, pc=pc) for m in (model, wide))
     loss = float(a["loss"])
-    whole = {k: float(np.ravel(v)[0]) for k, v in quality_delta(b, a).items() if k != "beyond"}
+    whole = {k: float(np.ravel(v)[0]) for k, v in quality_delta(b, a).items() if k not in ("beyond", "beyond_scale")}
     only = [{"loss": t["nats"]["aspect"][0], "slope": t["slope"], "ln": {}, "nats": {"aspect": t["nats"]["aspect"]}} for t in (a, b)]
-    q = {k: float(np.ravel(v)[0]) for k, v in quality_delta(only[1], only[0]).items() if k != "beyond"}
+    q = {k: float(np.ravel(v)[0]) for k, v in quality_delta(only[1], only[0]).items() if k not in ("beyond", "beyond_scale")}
     acc = f"aspect-ratio term {_signed(100 * q['delta'] / loss, 3)}% +- {100 * q['sigma'] / loss:.3f}% of the proxy loss"
     # a dense shape against the dense models' envelope, as design judges its shapes (design_report._envelope)
     # at the shape's count, as design judges its rows at its budget (--params the shape's: test_r3_variant_is_designs_row)

@@ -37,4 +37,6 @@ def accuracy_said(acc: dict | None) -> str:
         return f"n/a ({NO_ACCURACY})"
     ref = acc.get("reference_precision")
     said = "best precision" if drop == "best" else f"drop {drop}" + (f" against {ref}" if ref else "")
+    if acc.get("drop_band"):  # no published pair behind it (post-training MXFP4): said as the band it is
+        return f"{said} (proxy band, unmeasured)"
     return f"{acc['benchmark']} {acc['score']:g}, {said}" if source == "published" else f"{said} ({source})"

@@ -692,8 +692,8 @@ async function runDesign() {
         (sh.experts ? `E${sh.experts} k${sh.top_k} w${sh.expert_inter}` : `ffn${sh.inter}`);
       const q = d.quality, e = d.envelope;
       return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4),
-              `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${fix(q.sigma_delta_pct, 2)}${q.extrapolated.length ? " x" : ""}${q.flat.length ? " ~" : ""}`,
-              `±${fix(q.uncertainty_pct, 2)}`, e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1),
+              `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${fix(q.sigma_delta_pct, 2)}${q.flat.length ? " ~" : ""}`,
+              `±${fix(q.uncertainty_pct, 2)}${q.extrapolated.length ? " x" : ""}`, e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1),
               `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}`];
     });
     // as the CLI says them: none beating the reference first, a thinned grid in the heading
@@ -702,7 +702,7 @@ async function runDesign() {
     const none = r.designs.length && r.beats_reference === false
       ? [el("div", `no design beats ${who.name} at equal quality proxy` + (gains.length ? `: the best is ${gains[0] >= 0 ? "+" : ""}${fix(Math.max(...gains), 1)}%` : ""), "warn")] : [];
     $("design").replaceChildren(...none, el("h2", `Designs (${r.candidates.toLocaleString()} shapes${thinned}, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
-      el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; model error %: the model's error of the delta (flat axes and extrapolation included), the band to read as evidence; x: extrapolated; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
+      el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; model error %: the model's error of the delta (flat axes and extrapolation included), the band to read as evidence; x beside it: a term extrapolated beyond its studied range or the model sizes it was measured at; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
       table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss % ±test", "n"], ["model error %", "n"], ["envelope", "t"],
                              [r.objective, "n"], ["deployment", "t"]], rows));
     if (r.side_by_side) showSideBySide(r.side_by_side, r.reference);
