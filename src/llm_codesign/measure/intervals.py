@@ -65,7 +65,7 @@ from importlib import resources
 import numpy as np
 
 from llm_codesign.measure.stats import BAND_NAMES, CONCURRENCY_BANDS
-from llm_codesign.serve.aggregated import DECODE_LAUNCH_RANGE_S, DECODE_LAUNCH_S
+from llm_codesign.serve.aggregated import EAGER_REL_HALF_WIDTH, launch_range
 
 METRICS = ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")
 # the column a serving CSV measures each metric in (validate's names)
@@ -155,13 +155,7 @@ BETWEEN = ("campaign", *WIDEN)
 # DECODE_LAUNCH_S each, documented, not fitted) beyond its kernels; no campaign row decodes eagerly
 # (docs/modelling-notes.md#cg128-default-graphs, #ppeager-eager): widened by its own term (eager_term), not the table's
 UNRUN = ("eager",)
-# the relative uncertainty of the per-launch host cost an eager decode step is priced at (DECODE_LAUNCH_S, 35 us,
-# NVIDIA/TensorRT-LLM PR #12653): its documented range (DECODE_LAUNCH_RANGE_S, 8-40 us: Inductor's per-kernel floor,
-# meta-pytorch/tritonbench PR #1017, to the PR's upper reading) read as its 95% range, the half-width relative to the
-# priced cost (16 / 35 = 0.457) the move f - 1 of eager_term (symmetric as a band is, though the range is not: 8/35 down,
-# 40/35 up); in log units ln 1.457, the 80% the same normal's (x 1.2816 / 1.9600). The launches' jitter
-# (LAUNCH_JITTER_RANGE_S) is left out: a few % of the host's time (docs/modelling-notes.md#fixeag-eager-words)
-EAGER_REL_HALF_WIDTH = (DECODE_LAUNCH_RANGE_S[1] - DECODE_LAUNCH_RANGE_S[0]) / 2.0 / DECODE_LAUNCH_S
+# the eager term's spread (serve.aggregated.EAGER_REL_HALF_WIDTH, beside the launch cost it is the range of)
 EAGER_LOG_SPREAD = {95: math.log1p(EAGER_REL_HALF_WIDTH), 80: math.log1p(EAGER_REL_HALF_WIDTH) * 1.2816 / 1.9600}
 # a band's keys shaped as its prediction (one per point of a frontier)
 POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
@@ -898,13 +892,6 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
             top = math.hypot(top, terms["campaign"][f"t{lvl}"])
         floor = out[lvl] = max(floor, top)
     return out
-
-
-def launch_range() -> str:
-    """The per-launch host cost an eager decode step is priced at, with its documented range, in words (DECODE_LAUNCH_S,
-    DECODE_LAUNCH_RANGE_S): the eager widening's and serve.eager's note's one wording."""
-    lo, hi = (x * 1e6 for x in DECODE_LAUNCH_RANGE_S)
-    return f"{DECODE_LAUNCH_S * 1e6:.3g} us a launch (documented, range {lo:.3g}-{hi:.3g} us)"
 
 
 def eager_term(share: float, level: int) -> float:

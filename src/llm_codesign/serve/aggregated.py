@@ -780,6 +780,20 @@ DECODE_LAUNCH_RANGE_S = (8e-6, 40e-6)  # its documented range, as above (serve.e
 # The spread of that interval from launch to launch: ~2 us ("CPU jitter (~2us/launch)", the same PR); range 0-5 us
 LAUNCH_JITTER_S = 2e-6
 LAUNCH_JITTER_RANGE_S = (0.0, 5e-6)
+# the relative uncertainty of the per-launch host cost an eager decode step is priced at (DECODE_LAUNCH_S, 35 us,
+# NVIDIA/TensorRT-LLM PR #12653): its documented range (DECODE_LAUNCH_RANGE_S, 8-40 us: Inductor's per-kernel floor,
+# meta-pytorch/tritonbench PR #1017, to the PR's upper reading) read as its 95% range, the half-width relative to the
+# priced cost (16 / 35 = 0.457) the move f - 1 of eager_term (symmetric as a band is, though the range is not: 8/35 down,
+# 40/35 up); in log units ln 1.457, the 80% the same normal's (x 1.2816 / 1.9600). The launches' jitter
+# (LAUNCH_JITTER_RANGE_S) is left out: a few % of the host's time (docs/modelling-notes.md#fixeag-eager-words)
+EAGER_REL_HALF_WIDTH = (DECODE_LAUNCH_RANGE_S[1] - DECODE_LAUNCH_RANGE_S[0]) / 2.0 / DECODE_LAUNCH_S
+
+
+def launch_range() -> str:
+    """The per-launch host cost an eager decode step is priced at, with its documented range, in words (DECODE_LAUNCH_S,
+    DECODE_LAUNCH_RANGE_S): the eager widening's and serve.eager's note's one wording."""
+    lo, hi = (x * 1e6 for x in DECODE_LAUNCH_RANGE_S)
+    return f"{DECODE_LAUNCH_S * 1e6:.3g} us a launch (documented, range {lo:.3g}-{hi:.3g} us)"
 
 
 def _collectives(ops):

@@ -7,9 +7,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from llm_codesign.measure.intervals import EAGER_REL_HALF_WIDTH, launch_range
-from llm_codesign.serve.aggregated import (DECODE_LAUNCH_S, LAUNCH_JITTER_RANGE_S, LAUNCH_JITTER_S, Serving, default_capture,
-                                          draft_lengths, stage_ranks)
+from llm_codesign.serve.aggregated import (
+    DECODE_LAUNCH_S,
+    EAGER_REL_HALF_WIDTH,
+    LAUNCH_JITTER_RANGE_S,
+    LAUNCH_JITTER_S,
+    Serving,
+    default_capture,
+    draft_lengths,
+    launch_range,
+    stage_ranks,
+)
 from llm_codesign.spec.harness import SchedulerFlags
 from llm_codesign.spec.plan import Deployment
 
