@@ -1,5 +1,6 @@
 """A researcher's first hour with the Python API in a notebook: a shape of one's own without a file, every bad
 argument refused in one InputError line, results as flat tables, the CLI's options in the API's functions."""
+import dataclasses
 import json
 import math
 import re
@@ -22,7 +23,9 @@ def test_a_shape_of_ones_own_is_a_config_dict(tmp_path):
     assert lc.get_model(DENSE).name == "custom"
     (tmp_path / "dense25b").mkdir()
     (tmp_path / "dense25b" / "config.json").write_text(json.dumps(DENSE))
-    assert lc.get_model(tmp_path / "dense25b" / "config.json") == m  # a pathlib.Path too, named by its folder
+    # a pathlib.Path too, named by its folder, the one shape; the file's folder is its checkpoint (hf_ids: export launches it)
+    got = lc.get_model(tmp_path / "dense25b" / "config.json")
+    assert got.hf_ids == (str(tmp_path / "dense25b"),) and dataclasses.replace(got, hf_ids=()) == m
     # every entry point takes the dict where it takes a name, lc.deployment included
     dep = lc.deployment(DENSE, gpu="h100", num_gpus=2)
     assert dep.plan.label() == "TP2" and lc.Deployment(gpu="h100", num_gpus=2, plan=dep.plan) == dep

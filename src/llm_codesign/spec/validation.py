@@ -87,7 +87,7 @@ CONFIG_FIELDS: dict[str, tuple] = {
     "use_sliding_window": ("bool",), "tie_word_embeddings": ("bool",), "attn_output_gate": ("bool",), "use_qk_norm": ("bool",),
     "attention_k_eq_v": ("bool",), "enable_moe_block": ("bool",),
     "model_type": ("str",), "hybrid_override_pattern": ("str",), "mamba_ssm_dtype": ("str",), "torch_dtype": ("str",),
-    "dtype": ("str",), "mlp_hidden_act": ("str",), "qk_norm_type": ("str",),
+    "dtype": ("str",), "mlp_hidden_act": ("str",), "qk_norm_type": ("str",), "_name_or_path": ("str",),
     "layer_types": ("str_list",), "architectures": ("str_list",), "mlp_only_layers": ("int_list",), "text_config": ("dict",),
     "quantization_config": ("dict",), "block_configs": ("dict_list",),
     "max_position_embeddings": (_I, 1, TOKENS), "attention_chunk_size": (_I, 0, TOKENS), "nope_layer_interval": (_I, 1, LAYERS),
