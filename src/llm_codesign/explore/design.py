@@ -569,7 +569,9 @@ def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw
                                                             else "the least value" if EXTEND.get(axis) else "on or off")}
                 continue
             sl = judge(in_budget(grid_rows({**axes, axis: (nxt,)}, moe=moe), params, budget_tol, vocab, active), **judge_kw)
-            adm = thin(_take(sl, sl["admit"] & _like(sl, cand, best, axis)), EXTEND_SLICE)
+            like = sl["admit"] & _like(sl, cand, best, axis)
+            # none like the best rows: the edge is still no limit while any shape past it is admitted (an even spread)
+            adm = thin(_take(sl, like if like.any() else sl["admit"]), EXTEND_SLICE)
             step = {"axis": axis, "side": side, "to": _num(nxt), "admitted": int(len(adm["hidden"])), **_why_not(sl)}
             if not len(adm["hidden"]):
                 limits[(axis, side)] = step | {"value": _num(axes[axis][-1 if side == "max" else 0]),
