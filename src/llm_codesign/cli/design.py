@@ -413,7 +413,7 @@ def design(
     if line := _batch_line(r, short):
         con.print(line)
     for x in r.get("grid", {}).get("extended", []):
-        con.print(f"grid extended: {x['axis']} to {x['to']} (the winner sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
+        con.print(f"grid extended: {x['axis']} to {x['to']} (one of the 10 best sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
     for x in r.get("binds", []):
         if x["kind"] == "grid edge":
             con.print(f"binds: {x['axis']} {x['side']} {x['value']} is a real limit, {x['why']}" + (f" ({', '.join(x['bounds'])})" if x.get("bounds") else ""))

@@ -181,7 +181,7 @@ def _table(tid: str, head: list[str], sections: list[tuple[str, list[tuple[str, 
 def _binds_html(sbs: dict) -> str:
     items = []
     for x in sbs["extended"]:
-        items.append(f"grid extended: {x['axis']} to {x['to']} (the winner sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
+        items.append(f"grid extended: {x['axis']} to {x['to']} (one of the 10 best sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
     for x in sbs["binds"]:
         if x["kind"] == "grid edge":
             items.append(f"{x['axis']} {x['side']} {x['value']} is a real limit: {x['why']}")
