@@ -128,3 +128,15 @@ def test_compare_one_token_closed_loop_mi300x_row_within_its_peak():
         inst = best["deployment"]["instance_gpus"]
         per_inst = best["output_tok_s_per_gpu"] * inst
         assert best["ttft_ms"] / 1e3 >= best["deployment"]["concurrency_per_instance"] / per_inst * (1 - 1e-6), row["gpu"]
+
+
+def test_one_token_loop_breakdown_says_the_wait_behind_the_other_prompts():
+    # the Little's-law wait is its own first-token row, and the first-token rows still sum to TTFT
+    from llm_codesign.serve.estimate import estimate
+    m = get_model("llama-3.1-8b")
+    dep = deployment(m, gpu="mi300x", num_gpus=1)
+    r = estimate(m, dep, Workload(isl=1024, osl=1, concurrency=512, arrival="closed_loop"), calibration=calibration_for(dep.gpu, None),
+                 breakdown=True)
+    first = {x.name: x.time_s for x in r.breakdown if x.phase == "first token"}
+    assert sum(first.values()) == pytest.approx(r.ttft_s, rel=1e-9)
+    assert first["first/prompt_queue"] > 0.9 * r.ttft_s  # 13.0 of 13.2 s: the other 511 prompts ahead of it

@@ -574,9 +574,11 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
+    behind = 0.0 * ttft  # the wait behind the other cohorts' prompts where the rank's work sets the cycle
     if closed:  # the rank cannot refill its slots faster than it does their work: Little's law sets the first token
         life = np.maximum(life, work(t_req_pf))
-        ttft = np.maximum(ttft, life - np.maximum(osl - 1.0, 0.0) * tpot)
+        behind = np.maximum(life - np.maximum(osl - 1.0, 0.0) * tpot - ttft, 0.0)
+        ttft = ttft + behind
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
@@ -595,7 +597,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": per_mb, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "batch": per_mb, "queued_steps": fl.queued_steps}}
     return res
 
 
