@@ -76,3 +76,67 @@ def test_frontier_points_reproduce_through_evaluate(name, gid, n, wt):
         assert one.tpot_s.item() == pytest.approx(p.tpot_s, rel=1e-9)
         assert one.ttft_s.item() == pytest.approx(p.ttft_s, rel=1e-9)
         assert one.output_tok_s_per_gpu.item() == pytest.approx(p.output_tok_s_per_gpu, rel=1e-9)
+
+
+# Llama-3.1-8B's weight GEMMs: 2 x 7,504,658,432 active weights (the floor test above) per token; at ISL 1024 / OSL 1 a
+# request's one output token costs its 1,024 prompt tokens: 15,369,540,468,736 FLOP (attention left out: a lower bound)
+L8B_OSL1_FLOP = 2 * 7_504_658_432 * 1024
+
+
+def test_compute_ceiling_is_the_weight_gemms_of_a_requests_tokens():
+    from llm_codesign.serve.invariants import compute_ceiling
+    m = get_model("llama-3.1-8b")
+    per, peak = compute_ceiling(m, deployment(m, gpu="mi300x", num_gpus=1), Workload(isl=1024, osl=1))
+    assert float(per) == pytest.approx(L8B_OSL1_FLOP, rel=1e-12) and peak == pytest.approx(1307.4e12)
+    # 1,024 in / 8 out: 1,024 + 7 tokens' GEMMs over 8 output tokens; a 50% prefix hit prefills 512
+    assert float(compute_ceiling(m, deployment(m, gpu="h100", num_gpus=1), Workload(isl=1024, osl=8))[0]) == pytest.approx(
+        2 * 7_504_658_432 * 1031 / 8, rel=1e-12)
+    assert float(compute_ceiling(m, deployment(m, gpu="h100", num_gpus=1), Workload(isl=1024, osl=1, prefix_hit=0.5))[0]) == pytest.approx(
+        L8B_OSL1_FLOP / 2, rel=1e-12)
+
+
+def test_compute_ceiling_refuses_the_one_token_loop_review_rev12b_found():
+    # compare's MI300X row before the fix: 603 tok/s/GPU x 15.37 TFLOP = 9.27 PFLOP/s, 7.1x the MI300X's 1,307 TFLOP/s
+    from llm_codesign.serve.invariants import check_compute
+    with pytest.raises(InvariantError, match="above its 1307 TFLOP/s peak"):
+        check_compute("mi300x", 603.4, flops_per_token=L8B_OSL1_FLOP, peak=1307.4e12)
+    check_compute("mi300x", 85.0, flops_per_token=L8B_OSL1_FLOP, peak=1307.4e12)  # 1.306 PFLOP/s: within it
+
+
+@pytest.mark.parametrize("gpu, conc", [("h100", 512), ("mi300x", 512), ("mi300x", 1039)])
+def test_one_token_closed_loop_keeps_littles_law_and_the_compute_peak(gpu, conc):
+    # at OSL 1 a request's life is its first token: C requests in flight on one GPU complete C / TTFT a second
+    # (Little's law, _work_cycle), and their prompts' GEMMs stay below the GPU's BF16 peak (before: MI300X 8.5 PFLOP/s at
+    # 512 with TTFT 0.93 s, H100 TensorRT-LLM 0.96 PFLOP/s weight GEMMs alone, 1.02 with attention)
+    from llm_codesign.serve.estimate import estimate
+    m = get_model("llama-3.1-8b")
+    dep = deployment(m, gpu=gpu, num_gpus=1)
+    r = estimate(m, dep, Workload(isl=1024, osl=1, concurrency=conc, arrival="closed_loop"), calibration=calibration_for(dep.gpu, None))
+    assert r.ttft_s == pytest.approx(conc / r.output_tok_s_per_gpu, rel=1e-6)
+    flops = r.output_tok_s_per_gpu * L8B_OSL1_FLOP
+    assert 0.3 * dep.gpu.peak("bf16") < flops < 0.9 * dep.gpu.peak("bf16")
+
+
+def test_compare_one_token_closed_loop_mi300x_row_within_its_peak():
+    import llm_codesign as lc
+    c = lc.compare("llama-3.1-8b", ["h100", "mi300x"], weight_dtype="bf16", workload=Workload(isl=1024, osl=1, arrival="closed_loop"))
+    for row in c.rows:
+        best, peak = row["best"], get_gpu(row["gpu"]).peak("bf16")
+        flops = best["output_tok_s_per_gpu"] * L8B_OSL1_FLOP
+        assert flops < peak, row["gpu"]
+        # Little's law on each instance: its requests in flight over its one-token completions a second
+        inst = best["deployment"]["instance_gpus"]
+        per_inst = best["output_tok_s_per_gpu"] * inst
+        assert best["ttft_ms"] / 1e3 >= best["deployment"]["concurrency_per_instance"] / per_inst * (1 - 1e-6), row["gpu"]
+
+
+def test_one_token_loop_breakdown_says_the_wait_behind_the_other_prompts():
+    # the Little's-law wait is its own first-token row, and the first-token rows still sum to TTFT
+    from llm_codesign.serve.estimate import estimate
+    m = get_model("llama-3.1-8b")
+    dep = deployment(m, gpu="mi300x", num_gpus=1)
+    r = estimate(m, dep, Workload(isl=1024, osl=1, concurrency=512, arrival="closed_loop"), calibration=calibration_for(dep.gpu, None),
+                 breakdown=True)
+    first = {x.name: x.time_s for x in r.breakdown if x.phase == "first token"}
+    assert sum(first.values()) == pytest.approx(r.ttft_s, rel=1e-9)
+    assert first["first/prompt_queue"] > 0.9 * r.ttft_s  # 13.0 of 13.2 s: the other 511 prompts ahead of it

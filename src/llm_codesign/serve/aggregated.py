@@ -569,9 +569,16 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
                       steps=(t_stage, acc, time_share, t_wait, t_iter), wave=(wave_tok, t_wave_step, pf_span, wave_through), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
-    q, t_pf_stage, ttft, tpot, life, said = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
-        fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0)) if arrival == "closed_loop" and not offline else None)
+    closed = arrival == "closed_loop" and not offline
+    work = partial(_work_cycle, admitted=admitted, osl=osl, t_iter=t_iter, acc=acc)
+    q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
+        fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
+    behind = 0.0 * ttft  # the wait behind the other cohorts' prompts where the rank's work sets the cycle
+    if closed:  # the rank cannot refill its slots faster than it does their work: Little's law sets the first token
+        life = np.maximum(life, work(t_req_pf))
+        behind = np.maximum(life - np.maximum(osl - 1.0, 0.0) * tpot - ttft, 0.0)
+        ttft = ttft + behind
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
@@ -590,7 +597,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "batch": per_mb, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "batch": per_mb, "queued_steps": fl.queued_steps}}
     return res
 
 
@@ -701,6 +708,17 @@ def _slot_cycle(ttft, tpot, osl):
     steps. Not a burst's (its slots idle until the wave's last request ends) nor an offline run's (every request queued,
     no front end: the batch's life)."""
     return ttft + np.maximum(osl - 1.0, 0.0) * tpot
+
+
+def _work_cycle(t_req_pf, *, admitted, osl, t_iter, acc):
+    """The shortest slot cycle a closed loop's rank can keep: the work its `admitted` requests need each cycle, done one
+    after another on its GPUs: each one's prefill (`t_req_pf`: its prompt's share of its prefill steps, less the decode step
+    it stands in for where the engine mixes, _own_prefill) and the (OSL - 1) / accepted decode iterations they share
+    (`t_iter`). The cycle _slot_cycle makes of one request's first token and TPOT counts only its own cohort's prefill in
+    the first token and the others' in its decode steps; at short outputs (OSL 1: no decode step at all) the other
+    cohorts' prompts fall between the two, and a loop of 1,039 one-token requests on an MI300X came out 618k prefill
+    tokens/s, ~7x its BF16 peak (review rev12b #1; docs/modelling-notes.md#osl1cl-work-cycle)."""
+    return np.asarray(admitted, float) * t_req_pf + np.maximum(np.asarray(osl, float) - 1.0, 0.0) / acc * t_iter
 
 
 def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS, decode_tokens=0.0):
@@ -861,7 +879,7 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     # its cohort's prompts behind its own
     said = parts | {"prefill_span": span, "wait": t_wait + 0.0 * span, "front_end": before - t_wait, "prompt_stall": others[0],
                     "cohort_stall": others[1]}
-    return q, t_pf_stage, span + before, tpot, life, said
+    return q, t_pf_stage, span + before, tpot, life, said, t_req_pf
 
 
 def cost_overlaps(engine: Engine, arrival: str) -> bool:
@@ -1014,7 +1032,7 @@ def closed_loop_batch(running, *, life, window=1.0):
 COHORT_PASSES = 10
 
 
-def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step):
+def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step, work=None):
     """A closed loop's cohort in steady state, sized from the slot cycle its throughput uses (_slot_cycle: Little's law,
     each slot refilled once per first token and decode): the q whose cycle, in decode iterations of `t_iter`, has
     closed_loop_batch give q back (`request(q=...)`: _request_times at a cohort of q). The wave's life (_cohort, offline) leaves
@@ -1032,9 +1050,12 @@ def _closed_loop_cohort(request, running, osl, *, t_iter, window, per_step):
     lo, hi = np.ones(np.shape(running)), np.maximum(running, 1.0)
     for _ in range(COHORT_PASSES):
         mid = np.sqrt(lo * hi)
-        ttft, tpot = request(q=mid)[2:4]
+        got = request(q=mid)
+        ttft, tpot = got[2:4]
         step = np.where(per_step > 0, np.maximum(tpot * per_step, t_iter), t_iter)
-        up = closed_loop_batch(running, life=_slot_cycle(ttft, tpot, osl) / step, window=window) > mid
+        # the cycle no shorter than its rank's work (_work_cycle): else a one-token loop counts arrivals too close
+        cycle = _slot_cycle(ttft, tpot, osl) if work is None else np.maximum(_slot_cycle(ttft, tpot, osl), work(got[6]))
+        up = closed_loop_batch(running, life=cycle / step, window=window) > mid
         lo, hi = np.where(up, mid, lo), np.where(up, hi, mid)
     return np.sqrt(lo * hi)
 

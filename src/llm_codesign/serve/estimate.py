@@ -443,6 +443,9 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
         # what the cost stands for is open, docs/modelling-notes.md#sglang-request-cost), so it grows with a wave (newc4 #11)
         "the engine's fitted cost per request (ttft_overhead_s) x (q + 1) / 2 for the q requests arriving together, "
         "served one at a time; what hides under that wait left out", **first)
+    add("first/prompt_queue", "first token", one(tp["prompt_queue"]),
+        "the wait behind the other cohorts' prompts where the rank's work sets a closed loop's cycle (Little's law, "
+        "serve.aggregated._work_cycle: short outputs)", phase="first token")
     add("first/slot_queue", "first token", one(tp["slot_queue"]),
         "the wait for a slot: requests beyond those the engine admits wait for whole requests to finish", **first)
     return per_token, tuple(rows)

@@ -1,6 +1,6 @@
 """The physical invariants every answer leaving the serving core must keep (issue 20): no metric NaN,
-infinite or negative, and no TPOT faster than the busiest GPU can stream the weights every decode
-step reads. Breaking one is a defect of the model, not of the input: `InvariantError`, never an
+infinite or negative, no TPOT faster than the busiest GPU can stream the weights every decode
+step reads, and no token rate whose GEMM FLOPs exceed the GPUs' tensor peak. Breaking one is a defect of the model, not of the input: `InvariantError`, never an
 InputError, so it is never printed as a user's mistake."""
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import numpy as np
 from llm_codesign.cost.memory import weight_bytes_per_gpu
 from llm_codesign.spec.kinds import MoE
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment
+from llm_codesign.spec.plan import Deployment, Workload, cached_tokens
+from llm_codesign.spec.precision import executable, gemm_math
 
 # float32 kernels (cost.kernels f32) and summation order: a floor this close is the floor itself
 REL_TOL = 1e-5
@@ -42,6 +43,28 @@ def weight_floor_s(model: ModelSpec, dep: Deployment):
     return read / dep.gpu.hbm_bandwidth_bytes_per_s
 
 
+def compute_ceiling(model: ModelSpec, dep: Deployment, workload: Workload):
+    """(GEMM FLOPs per output token, the GPU's dense FLOP/s at the math its GEMMs run): each request prefills its ISL less
+    its prefix hits and decodes OSL - 1 tokens, each token at least 2 x the active parameters (the weight GEMMs alone;
+    attention and drafts only add), so output tok/s/GPU x the first may not exceed the second (review rev12b #1: a
+    one-token closed loop at 9.9 PFLOP/s on an MI300X)."""
+    isl, osl = np.asarray(workload.isl, float), np.asarray(workload.osl, float)
+    tokens = isl - cached_tokens(isl, workload.prefix_hit) + np.maximum(osl - 1.0, 0.0)
+    prec = executable(dep.precision, dep.gpu)[0]
+    math = gemm_math(prec.weight, prec.activation or prec.weight, dep.gpu)
+    return 2.0 * model.active_params * tokens / np.maximum(osl, 1.0), dep.gpu.peak(math)
+
+
+def check_compute(where: str, out_per_gpu, *, flops_per_token, peak) -> None:
+    """InvariantError where `out_per_gpu` output tokens/s, at `flops_per_token` each, exceed `peak` FLOP/s."""
+    rate = np.asarray(out_per_gpu, float) * np.asarray(flops_per_token, float)
+    bad = rate > peak * (1.0 + REL_TOL)
+    if np.any(bad):
+        i = int(np.argmax(np.broadcast_to(bad, rate.shape).reshape(-1)))
+        raise InvariantError(f"{where}: {rate.reshape(-1)[i] / 1e12:.4g} TFLOP/s of weight GEMMs a GPU, above its "
+                             f"{peak / 1e12:.4g} TFLOP/s peak")
+
+
 def check_values(where: str, values: dict, *, floor_s=None, accepted=1.0, signed=SIGNED) -> None:
     """Raise InvariantError when a value is NaN, infinite or negative (except `signed` ones), or when
     `tpot_s` (or `tpot_ms`) beats `floor_s` per accepted token."""
@@ -70,11 +93,14 @@ def check_values(where: str, values: dict, *, floor_s=None, accepted=1.0, signed
                              f"{f.reshape(-1)[i] * 1e3:.4g} ms per accepted token")
 
 
-def check_metrics(model: ModelSpec, dep: Deployment, metrics, where: str = "evaluate"):
-    """`metrics` (serve.metrics.Metrics) unchanged, or InvariantError."""
-    check_values(f"{where} {model.name} {dep.plan.label()} on {dep.num_gpus}x{dep.gpu.id}",
-                 {f.name: getattr(metrics, f.name) for f in fields(metrics)},
+def check_metrics(model: ModelSpec, dep: Deployment, metrics, where: str = "evaluate", *, workload: Workload | None = None):
+    """`metrics` (serve.metrics.Metrics) unchanged, or InvariantError; the compute ceiling where `workload` is given."""
+    where = f"{where} {model.name} {dep.plan.label()} on {dep.num_gpus}x{dep.gpu.id}"
+    check_values(where, {f.name: getattr(metrics, f.name) for f in fields(metrics)},
                  floor_s=weight_floor_s(model, dep), accepted=metrics.accepted_per_step)
+    if workload is not None:
+        per, peak = compute_ceiling(model, dep, workload)
+        check_compute(where, metrics.output_tok_s_per_gpu, flops_per_token=per, peak=peak)
     return metrics
 
 
@@ -87,6 +113,8 @@ def check_estimate(model: ModelSpec, est):
     flat.update({f"spec.{k}": v for k, v in (out.get("spec") or {}).items() if isinstance(v, (int, float)) and v is not None})
     where = f"estimate {model.name} {dep.plan.label()} on {dep.num_gpus}x{dep.gpu.id}"
     check_values(where, flat, floor_s=weight_floor_s(model, dep), accepted=out.get("accepted_per_step", 1.0), signed=())
+    per, peak = compute_ceiling(model, dep, est.workload)
+    check_compute(where, est.output_tok_s_per_gpu, flops_per_token=per, peak=peak)
     p = out["power"]  # a board draws between its idle power and its TDP (serve.energy)
     if not p["idle_w"] * (1.0 - REL_TOL) <= p["gpu_w"] <= p["tdp_w"] * (1.0 + REL_TOL):
         raise InvariantError(f"{where}: gpu_w {p['gpu_w']!r} outside idle {p['idle_w']!r} .. TDP {p['tdp_w']!r}")

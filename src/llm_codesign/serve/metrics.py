@@ -110,7 +110,7 @@ def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, ca
     _refuse_tight_fraction(dep, float(np.max(r["activation_bytes"])))
     shape = np.broadcast(conc, r["ttft_s"]).shape
     val = {f.name: np.broadcast_to(np.asarray(r[f.name] if f.name != "concurrency" else conc), shape) for f in fields(Metrics)}
-    return check_metrics(model, dep, Metrics(**val))  # no impossible answer leaves the core (issue 20)
+    return check_metrics(model, dep, Metrics(**val), workload=workload)  # no impossible answer leaves the core (issue 20)
 
 
 def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workload, concurrency: int, *,
