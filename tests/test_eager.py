@@ -88,3 +88,23 @@ def test_the_capture_follows_the_runs_batch_limit():
     assert captured_text(_8b("vllm", "h100"), fl) == "vLLM's default: padded graphs up to 200 per rank"
     assert eager_note(_8b("vllm", "h100"), batch=300.0, extra_s=0.001, part_s=0.001, tpot_s=0.01, flags=fl).captured == \
         "vLLM's default: padded graphs up to 200 per rank"
+
+
+def test_eager_tpot_moves_at_the_range_ends():
+    """TPOT priced with the launches at 8 and 40 us (docs/modelling-notes.md#eagband-eager-ends), by hand. 8B TP1 H100
+    graphs off, 1 request (review rev12a #2): 282 launches x 35 us = 9.87 ms of host over 6.61 ms of kernels, TPOT 10.17 ms.
+    At 8 us the host (2.256 ms) falls under the kernels: TPOT 10.17 - 3.26 = 6.91 ms, down ln(10.17 / 6.91) = 0.38647.
+    At 40 us 11.28 ms: TPOT 10.17 + 1.41 = 11.58 ms, up ln(11.58 / 10.17) = 0.12984. 70B TP2: 25.7 ms of host (734
+    launches) hidden under 28.5 ms of kernels, TPOT 28.54 ms: at 40 us 25.7 + 734 x 5 us = 29.37 ms, 0.87 ms beyond the
+    kernels: up ln(29.41 / 28.54) = 0.030028, down 0 (the share-based term gave 0 both ways)."""
+    from llm_codesign.measure.intervals import eager_term
+    from llm_codesign.serve.aggregated import eager_tpot_moves
+
+    down, up = eager_tpot_moves(9.87e-3, 6.61e-3, 282, tpot_s=10.17e-3)
+    assert (float(down), float(up)) == pytest.approx((0.38647, 0.12984), abs=2e-5)
+    assert eager_term((float(down), float(up)), 95) == pytest.approx(0.38647, abs=2e-5)
+    assert eager_term((float(down), float(up)), 80) == pytest.approx(0.38647 * 1.2816 / 1.96, abs=2e-5)  # 0.25271
+    down, up = eager_tpot_moves(25.7e-3, 28.5e-3, 734, tpot_s=28.54e-3)
+    assert (float(down), float(up)) == pytest.approx((0.0, 0.030028), abs=2e-6)
+    assert eager_term(0.0, 95) == 0.0  # the legacy share there: no term
+

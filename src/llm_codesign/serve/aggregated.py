@@ -772,8 +772,12 @@ def _eager_decode(batch, fl: SchedulerFlags, *, default, host, kernels):
 # A decode step's kernels launched one by one from Python (docs/modelling-notes.md#ppeager-eager): documented, not
 # fitted (no campaign row decodes outside its graphs). The host's interval a launch in an eager PyTorch forward: ~35 us
 # measured on TensorRT-LLM's PyTorch path (its kernels of ~24 us "shorter than CPU dispatch interval (~35us)",
-# NVIDIA/TensorRT-LLM PR #12653, 2026-04-01); range 8-40 us, 8 the least a Python-launched kernel costs (Inductor's
-# per-kernel launcher 7-9 us against the driver's 3, meta-pytorch/tritonbench PR #1017), 40 that figure's upper reading.
+# NVIDIA/TensorRT-LLM PR #12653, 2026-04-01). It is counted once per fused operator of ops.launches (the host's time a
+# fused operator, standing for the unfused elementwise kernels an eager forward runs beside it too), not per kernel the
+# graphs replay. Range 8-40 us: 8 the least a Python-launched kernel costs (Inductor's per-kernel launcher 7-9 us against
+# the driver's 3, meta-pytorch/tritonbench PR #1017; Triton's JIT dispatch 8.68 us a call on GB200, vllm-project/vllm
+# PR #34838); 40 has no source of its own: the PR's ~35 us rounded up (+14%), standing for a slower host than the PR's.
+# SGLang's own eager reading (+0.9 ms a step at 8B TP1, sgl-project/sglang PR #1401) lies below the +3.3 ms this prices.
 # Engine-independent: SGLang, vLLM (--enforce-eager) and ATOM run the same PyTorch eager forward outside their graphs.
 DECODE_LAUNCH_S = 35e-6
 DECODE_LAUNCH_RANGE_S = (8e-6, 40e-6)  # its documented range, as above (serve.eager's note, measure.intervals' eager term)
@@ -781,12 +785,25 @@ DECODE_LAUNCH_RANGE_S = (8e-6, 40e-6)  # its documented range, as above (serve.e
 LAUNCH_JITTER_S = 2e-6
 LAUNCH_JITTER_RANGE_S = (0.0, 5e-6)
 # the relative uncertainty of the per-launch host cost an eager decode step is priced at (DECODE_LAUNCH_S, 35 us,
-# NVIDIA/TensorRT-LLM PR #12653): its documented range (DECODE_LAUNCH_RANGE_S, 8-40 us: Inductor's per-kernel floor,
-# meta-pytorch/tritonbench PR #1017, to the PR's upper reading) read as its 95% range, the half-width relative to the
-# priced cost (16 / 35 = 0.457) the move f - 1 of eager_term (symmetric as a band is, though the range is not: 8/35 down,
-# 40/35 up); in log units ln 1.457, the 80% the same normal's (x 1.2816 / 1.9600). The launches' jitter
-# (LAUNCH_JITTER_RANGE_S) is left out: a few % of the host's time (docs/modelling-notes.md#fixeag-eager-words)
+# NVIDIA/TensorRT-LLM PR #12653): its documented range (DECODE_LAUNCH_RANGE_S, 8-40 us) read as its 95% range, the
+# half-width relative to the priced cost (16 / 35 = 0.457). The legacy eager term's (intervals.eager_term on a share);
+# eager_tpot_moves prices the step at the range's ends instead (docs/modelling-notes.md#eagband-eager-ends). The
+# launches' jitter (LAUNCH_JITTER_RANGE_S) is left out: a few % of the host's time (#fixeag-eager-words)
 EAGER_REL_HALF_WIDTH = (DECODE_LAUNCH_RANGE_S[1] - DECODE_LAUNCH_RANGE_S[0]) / 2.0 / DECODE_LAUNCH_S
+
+
+def eager_tpot_moves(host_s, kernels_s, n_launches, *, tpot_s, scale=1.0):
+    """(down, up): the log moves of a TPOT of `tpot_s` whose decode step misses the CUDA graphs when its host launches are
+    priced at DECODE_LAUNCH_RANGE_S's ends instead of DECODE_LAUNCH_S. `host_s`: the step's launches at DECODE_LAUNCH_S
+    (decode_launch_host, jitter included, which does not scale with the launch cost); `kernels_s`: its kernels;
+    `n_launches`: the launches host_s counts; `scale`: TPOT seconds a second of the step (the breakdown row's tpot_s /
+    time_s). The step takes max(host, kernels) (_eager_decode), so TPOT moves with the whole host where it binds and not at
+    all where the kernels hide it at both ends: down = ln(TPOT / TPOT at 8 us), up = ln(TPOT at 40 us / TPOT), both >= 0."""
+    host, k, n = (np.asarray(x, float) for x in (host_s, kernels_s, n_launches))
+    tpot = np.asarray(tpot_s, float)
+    now = np.maximum(host - k, 0.0)
+    at = [tpot + scale * (np.maximum(host + n * (end - DECODE_LAUNCH_S) - k, 0.0) - now) for end in DECODE_LAUNCH_RANGE_S]
+    return np.log(tpot / at[0]), np.log(at[1] / tpot)
 
 
 def launch_range() -> str:
