@@ -30,14 +30,15 @@ def test_the_note_states_its_figures_and_each_engines_own_flag():
     # how the launches are priced (serve.aggregated.DECODE_LAUNCH_S 35 us, range 8-40; LAUNCH_JITTER_S 2 us, range 0-5) and
     # the intervals' term: (40 - 8) / 2 / 35 = 0.457 of the share at 95% (docs/modelling-notes.md#fixeag-eager-words)
     assert n["note"].endswith(
-        "The launches are priced at 35 us a launch (documented, range 8-40 us), and each collective waits for the slowest of "
-        "the 8 ranks' launches (jitter 2 us a launch, range 0-5 us), not fitted; no measured run decodes without CUDA graphs, "
+        "The launches are priced at 35 us a launch (documented, range 8-40 us) per fused operator (standing for the unfused "
+        "kernels an eager forward runs beside it), and each collective waits for the slowest of the 8 ranks' launches (jitter 2 us a launch, range 0-5 us), not fitted; no measured run decodes without CUDA graphs, "
         "so this part is unmeasured for decode (the intervals widen by its share of TPOT x +/-46% at 95%, the range's "
         "half-width about 35 us)")
     assert "fitted on prefill" not in n["note"] and "3-9" not in n["note"]
     # one rank: no collective waits on another's jitter
     one = eager_note(_8b("trtllm", "h100"), batch=100.0, extra_s=0.003, part_s=0.003, tpot_s=0.01).note
-    assert "The launches are priced at 35 us a launch (documented, range 8-40 us), not fitted;" in one and "jitter" not in one
+    assert ("The launches are priced at 35 us a launch (documented, range 8-40 us) per fused operator (standing for the unfused "
+            "kernels an eager forward runs beside it), not fitted;") in one and "jitter" not in one
     # SGLang 0.5.23 reads the single-phase flag as an ambiguous prefix: the advice names -decode (data/engines/sglang.toml)
     s = eager_note(_dep("sglang"), batch=600.0, extra_s=0.01, part_s=0.01, tpot_s=0.05, here="--decode-cuda-graph-max-bs").to_dict()
     assert s["avoid"].startswith("`--cuda-graph-max-bs-decode 600` (`--cuda-graph-max-bs 600` before 0.5.23)")
@@ -108,3 +109,26 @@ def test_eager_tpot_moves_at_the_range_ends():
     assert (float(down), float(up)) == pytest.approx((0.0, 0.030028), abs=2e-6)
     assert eager_term(0.0, 95) == 0.0  # the legacy share there: no term
 
+
+
+def test_the_eager_host_counts_the_draft_passes_launches():
+    """Review rev12a #8: a speculative step outside the graphs launches its draft passes from the host too. llama-3.1-8b
+    EAGLE-3 (k = 3) on one H100, TensorRT-LLM, 1 request: a draft pass launches qkv, decode attention, o, gate_up, down, 4
+    elementwise kernels and the LM head = 10 (its prefill attention and TP1 all-reduces take no time, so no launch), 3
+    passes = 30, and TensorRT-LLM's worker counts no kernels of its own (Engine.spec_worker_kernels): 30 beside the
+    target's 290, so the step's eager host is 320 x 35 us = 11.2 ms, against its kernels and its draft passes'."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from llm_codesign.serve import aggregated as agg
+
+    m = lc.get_model("llama-3.1-8b")
+    dep = replace(lc.deployment(m, gpu="h100", num_gpus=1, engine="trtllm", spec="eagle3", acceptance=2.0), cuda_graph_max_bs=0)
+    costs = dep.engine.costs(lc.api._calibration(dep.gpu, None))
+    k = np.asarray(agg.draft_lengths(dep.spec)[0], float)
+    assert float(k) == 3.0
+    n = agg._draft_launches(m, dep.gpu, dep.precision, dep.plan, costs=costs, b=np.asarray(1.0), ctx=np.asarray(1536.0), k=k, spec=dep.spec)
+    assert float(n) == 30.0
+    e = lc.estimate(m, dep, lc.Workload(isl=1024, osl=1024, concurrency=1))
+    assert e.eager_decode is not None and e.eager_decode.moves[0] > e.eager_decode.moves[1] > 0.0
