@@ -78,7 +78,8 @@ def test_disagg_says_its_eager_loads_in_one_note(tmp_path):
     assert "; 120 per rank at 120: +10.1 ms a step, 38% of TPOT. " in eager[0]
     assert ("Avoid it with `cuda_graph_config: {enable_padding: true, max_batch_size: 120}` in the extra LLM API options (here: "
             "--decode-cuda-graph-max-bs 120,") in eager[0] and eager[0].endswith(
-        "The launches are priced at 35 us a launch (documented, range 8-40 us), and each collective waits for the slowest of "
+        "The launches are priced at 35 us a launch (documented, range 8-40 us) per fused operator (standing for the unfused "
+        "kernels an eager forward runs beside it), and each collective waits for the slowest of "
         "the 8 ranks' launches (jitter 2 us a launch, range 0-5 us), not fitted; no measured run decodes without CUDA graphs, "
         "so this part is unmeasured for decode (the intervals widen by its share of TPOT x +/-46% at 95%, the range's "
         "half-width about 35 us)")

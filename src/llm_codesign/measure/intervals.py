@@ -188,7 +188,10 @@ class Context:
     osl: float | None = None
     arrival: str = ""
     gemm_fmt: str = ""
-    eager: float = 0.0  # the share of TPOT a decode step outside the CUDA graphs adds (serve.eager.EagerDecode): UNRUN's reason
+    # a decode step outside the CUDA graphs (serve.eager.EagerDecode): UNRUN's reason. A float: the share of TPOT its
+    # launches beyond its kernels add (the legacy term); a pair: TPOT's (down, up) log moves at the launch cost's range's
+    # ends (serve.aggregated.eager_tpot_moves), the term eager_term reads first
+    eager: float | tuple[float, float] = 0.0
     # a measured run's metrics its own repeat does not reproduce (unreproduced): scored, kept out of the slices' quantiles
     unreproduced: tuple[str, ...] = ()
 
@@ -698,10 +701,12 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         out.append(Widening("spec", f"speculative decoding: no {run} with it" + ("" if measured(t) else
                    f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
                    "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
-    if ctx.eager:  # no group at all: its own term (eager_term), the eager share times the launch cost's spread
+    if ctx.eager:  # no group at all: its own term (eager_term)
+        how = (f"TPOT x{math.exp(-ctx.eager[0]):.2f}-x{math.exp(ctx.eager[1]):.2f} at the range's ends, the larger move taken "
+               "at 95%" if isinstance(ctx.eager, tuple) else
+               f"({float(ctx.eager):.0%} of TPOT) widened by that share x +/-{EAGER_REL_HALF_WIDTH:.0%} at 95%")
         out.append(Widening("eager", f"no decode run without CUDA graphs: its host launches beyond its kernels "
-                   f"({float(ctx.eager):.0%} of TPOT) priced at {launch_range()}; widened by that share x "
-                   f"+/-{EAGER_REL_HALF_WIDTH:.0%} at 95%, in quadrature on top of the others"))
+                   f"priced at {launch_range()}; {how}, in quadrature on top of the others"))
     return out
 
 
@@ -894,10 +899,16 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     return out
 
 
-def eager_term(share: float, level: int) -> float:
-    """The between-group term (log units) of a decode step outside the CUDA graphs whose launches are `share` of TPOT: the
-    metric moves by 1 + share x (f - 1) where the per-launch cost moves by a factor f within EAGER_LOG_SPREAD[level]."""
-    return math.log1p(float(share) * math.expm1(EAGER_LOG_SPREAD[level])) if share else 0.0
+def eager_term(eager, level: int) -> float:
+    """The between-group term (log units) of a decode step outside the CUDA graphs (Context.eager). A pair (down, up):
+    TPOT's log moves at the per-launch cost's range's ends (serve.aggregated.eager_tpot_moves), read as its 95% range;
+    band widens both sides alike, so the larger move is the 95% term and the same normal's x 1.2816 / 1.96 the 80%
+    (docs/modelling-notes.md#eagband-eager-ends). A float: the legacy share of TPOT, moved by 1 + share x (f - 1) where
+    the per-launch cost moves by a factor f within EAGER_LOG_SPREAD[level]."""
+    if isinstance(eager, tuple):
+        top = max(0.0, *(float(x) for x in eager))
+        return top if level >= 95 else top * 1.2816 / 1.9600
+    return math.log1p(float(eager) * math.expm1(EAGER_LOG_SPREAD[level])) if eager else 0.0
 
 
 def with_eager(terms: dict[int, float], ctx: Context) -> dict[int, float]:

@@ -129,7 +129,7 @@ def _reused(price, *, what: tuple, model: ModelSpec, gpu: Gpu, prec: Precision, 
 class StepParts(NamedTuple):
     """One pipeline stage's decode step as its time is summed (seconds, arrays over the deployments): the kernels, the
     engine's host cost per step (step_overhead_s) and per running sequence (seq_overhead_s x b), the draft passes' share of
-    the stage (t_draft / pp) and the host launches of a batch above the largest captured CUDA graph (_eager_decode). What
+    the stage (t_draft / pp) and the host launches of a batch above the largest captured CUDA graph (_eager_misses, _decode_stage). What
     decode_step returns and an estimate's breakdown prints (serve.estimate.step_rows) are the same sum."""
     kernels: object
     host_step: object
@@ -139,6 +139,8 @@ class StepParts(NamedTuple):
     kernels_all: object = None  # the kernels of every stage in turn (forward_ops all_stages); None: one stage (PP1)
     eager_all: object = 0.0  # every stage's eager launches in turn (their exact count, as PrefillParts.eager_all)
     eager_ring: object = None  # the eager launches one micro-batch's ring waits on; None: one stage's share, eager_all / pp
+    eager_host: object = 0.0  # the host's launches of a step the graphs miss (0 elsewhere), at DECODE_LAUNCH_S (eager_tpot_moves)
+    eager_n: object = 0.0  # their count, the draft passes' included (0 where the graphs capture the step)
 
     @property
     def stage(self):
@@ -230,19 +232,47 @@ def _step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
 
 def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
     """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph
-    that its kernels do not hide (_eager_decode), the slowest stage's (eager), every stage's in turn (eager_all) and what
+    that its kernels do not hide (_eager_misses), the slowest stage's (eager), every stage's in turn (eager_all) and what
     one micro-batch's pass through the stages waits on (eager_ring, PP_HOSTS_TOGETHER)."""
     parts, t_draft, ops, every = _step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
     own = default_capture(costs.engine, gpu, sh, k=k, flags=flags)
     ranks = stage_ranks(sh)
-    eager = _eager_decode(b, flags, default=own, host=decode_launch_host(launches(ops), launches(_collectives(ops)), ranks),
-                          kernels=parts.kernels)
-    if every is None:
-        return parts._replace(eager=eager), t_draft, ops
-    eager_all = np.where(np.asarray(eager) > 0, np.maximum(decode_launch_host(*every, ranks) - parts.kernels_all, 0.0), 0.0)
+    miss = _eager_misses(b, flags, default=own)
     pp = np.asarray(sh.pp, float)
+    # the draft passes launch from the same eager step (review rev12a #8): their launches join the host's, their kernels
+    # (the stage's share, parts.draft) the kernels it runs under; counted only where a step misses the graphs (hot path)
+    n_draft = _draft_launches(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec) \
+        if spec is not None and np.any(miss) else 0.0
+    n = launches(ops) + n_draft / pp
+    host = decode_launch_host(n, launches(_collectives(ops)), ranks)
+    kernels = parts.kernels + parts.draft
+    eager = _eager_decode(b, flags, default=own, host=host, kernels=kernels)
+    # the host and its launches where the step misses the graphs (0 elsewhere): what eager_tpot_moves reprices
+    parts = parts._replace(eager=eager, eager_host=np.where(miss, host, 0.0), eager_n=np.where(miss, n, 0.0))
+    if every is None:
+        return parts, t_draft, ops
+    n_all, c_all = every
+    eager_all = np.where(np.asarray(eager) > 0, np.maximum(decode_launch_host(n_all + n_draft, c_all, ranks) - parts.kernels_all - t_draft, 0.0), 0.0)
     ring = eager_all / pp if costs.engine.name in PP_HOSTS_TOGETHER else eager_all
-    return parts._replace(eager=eager, eager_all=eager_all, eager_ring=ring), t_draft, ops
+    return parts._replace(eager_all=eager_all, eager_ring=ring), t_draft, ops
+
+
+def _draft_launches(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding):
+    """The kernel launches of a step's draft passes (_draft_passes' operators, counted as ops.launches counts the
+    target's): k passes of the draft (an MTP pass with its module's input path), the first over the verified positions
+    running the same operators as the rest, and the speculative worker's own kernels (ops.spec_worker_ops) for EAGLE-style
+    drafting (MTP, EAGLE-3)."""
+    dm = draft_model(model, spec)
+    dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
+    dops = forward_ops(dm, gpu, costs.cal, spec.draft_precision(prec), dsh, b=Batch(dec_seqs=b, dec_ctx=ctx), engine=costs.engine)
+    one = launches(dops)
+    if spec.method == "mtp":
+        one = one + launches(mtp_module_ops(dm, gpu, costs.cal, dsh, tokens=b, seqs=b, engine=costs.engine))
+    k = np.asarray(k, float)
+    if spec.method not in ("mtp", "eagle3"):
+        return k * one
+    worker = launches(spec_worker_ops(gpu, costs.cal, sh, engine=costs.engine, method=spec.method, k=k))
+    return np.where(k > 0, k * one + worker, 0.0)
 
 
 # Engines whose PP stages start a decode step's launches together: TensorRT-LLM's ranks each take the step's sampled
@@ -774,24 +804,34 @@ def graph_misses(batch, fl: SchedulerFlags, default):
     return (b > m) | (unset & (not padded) & ~listed)
 
 
-def _eager_decode(batch, fl: SchedulerFlags, *, default, host, kernels):
-    """What a decode batch CUDA graphs do not capture (graph_misses, the engine's `default` capture where the run sets
-    none) adds to its stage's step: the host's launches of its kernels (`host`, decode_launch_host) beyond the kernels'
-    own time (`kernels`), which they run under. Every engine here launches a decode step while the GPU still runs the one
-    before (TensorRT-LLM's _executor_loop_overlap, PyExecutor.__init__, tensorrt_llm/_torch/pyexecutor/py_executor.py
-    @9521caf4; SGLang's overlap scheduler) and each launch returns before its kernel ends, so the step takes the longer
-    of the two: max(host, kernels) = kernels + max(host - kernels, 0) (docs/modelling-notes.md#ppeager-eager)."""
+def _eager_misses(batch, fl: SchedulerFlags, *, default):
+    """Where a decode batch runs outside the CUDA graphs (graph_misses, the engine's `default` capture where the run sets
+    none). There the step adds the host's launches of its kernels (decode_launch_host) beyond the kernels' own time, which
+    they run under. Every engine here launches a decode step while the GPU still runs the one before (TensorRT-LLM's
+    _executor_loop_overlap, PyExecutor.__init__, tensorrt_llm/_torch/pyexecutor/py_executor.py@9521caf4; SGLang's overlap
+    scheduler) and each launch returns before its kernel ends, so the step takes the longer of the two: max(host, kernels)
+    = kernels + max(host - kernels, 0) (_decode_stage, docs/modelling-notes.md#ppeager-eager)."""
     top, padded = default
     if padded and np.all(np.isinf(top)) and not np.any(np.isfinite(fl.cuda_graph_max_bs)):  # every batch captured
-        return 0.0
-    return np.where(graph_misses(batch, fl, default), np.maximum(host - kernels, 0.0), 0.0)
+        return np.zeros(np.shape(batch), bool)
+    return np.asarray(graph_misses(batch, fl, default), bool)
+
+
+def _eager_decode(batch, fl: SchedulerFlags, *, default, host, kernels):
+    """What a decode batch the CUDA graphs miss (_eager_misses) adds to its stage's step: the host's launches (`host`,
+    decode_launch_host) beyond the kernels (`kernels`) they run under, max(host - kernels, 0); 0 where captured."""
+    return np.where(_eager_misses(batch, fl, default=default), np.maximum(host - kernels, 0.0), 0.0)
 
 
 # A decode step's kernels launched one by one from Python (docs/modelling-notes.md#ppeager-eager): documented, not
 # fitted (no campaign row decodes outside its graphs). The host's interval a launch in an eager PyTorch forward: ~35 us
 # measured on TensorRT-LLM's PyTorch path (its kernels of ~24 us "shorter than CPU dispatch interval (~35us)",
-# NVIDIA/TensorRT-LLM PR #12653, 2026-04-01); range 8-40 us, 8 the least a Python-launched kernel costs (Inductor's
-# per-kernel launcher 7-9 us against the driver's 3, meta-pytorch/tritonbench PR #1017), 40 that figure's upper reading.
+# NVIDIA/TensorRT-LLM PR #12653, 2026-04-01). It is counted once per fused operator of ops.launches (the host's time a
+# fused operator, standing for the unfused elementwise kernels an eager forward runs beside it too), not per kernel the
+# graphs replay. Range 8-40 us: 8 the least a Python-launched kernel costs (Inductor's per-kernel launcher 7-9 us against
+# the driver's 3, meta-pytorch/tritonbench PR #1017; Triton's JIT dispatch 8.68 us a call on GB200, vllm-project/vllm
+# PR #34838); 40 has no source of its own: the PR's ~35 us rounded up (+14%), standing for a slower host than the PR's.
+# SGLang's own eager reading (+0.9 ms a step at 8B TP1, sgl-project/sglang PR #1401) lies below the +3.3 ms this prices.
 # Engine-independent: SGLang, vLLM (--enforce-eager) and ATOM run the same PyTorch eager forward outside their graphs.
 DECODE_LAUNCH_S = 35e-6
 DECODE_LAUNCH_RANGE_S = (8e-6, 40e-6)  # its documented range, as above (serve.eager's note, measure.intervals' eager term)
@@ -799,12 +839,25 @@ DECODE_LAUNCH_RANGE_S = (8e-6, 40e-6)  # its documented range, as above (serve.e
 LAUNCH_JITTER_S = 2e-6
 LAUNCH_JITTER_RANGE_S = (0.0, 5e-6)
 # the relative uncertainty of the per-launch host cost an eager decode step is priced at (DECODE_LAUNCH_S, 35 us,
-# NVIDIA/TensorRT-LLM PR #12653): its documented range (DECODE_LAUNCH_RANGE_S, 8-40 us: Inductor's per-kernel floor,
-# meta-pytorch/tritonbench PR #1017, to the PR's upper reading) read as its 95% range, the half-width relative to the
-# priced cost (16 / 35 = 0.457) the move f - 1 of eager_term (symmetric as a band is, though the range is not: 8/35 down,
-# 40/35 up); in log units ln 1.457, the 80% the same normal's (x 1.2816 / 1.9600). The launches' jitter
-# (LAUNCH_JITTER_RANGE_S) is left out: a few % of the host's time (docs/modelling-notes.md#fixeag-eager-words)
+# NVIDIA/TensorRT-LLM PR #12653): its documented range (DECODE_LAUNCH_RANGE_S, 8-40 us) read as its 95% range, the
+# half-width relative to the priced cost (16 / 35 = 0.457). The legacy eager term's (intervals.eager_term on a share);
+# eager_tpot_moves prices the step at the range's ends instead (docs/modelling-notes.md#eagband-eager-ends). The
+# launches' jitter (LAUNCH_JITTER_RANGE_S) is left out: a few % of the host's time (#fixeag-eager-words)
 EAGER_REL_HALF_WIDTH = (DECODE_LAUNCH_RANGE_S[1] - DECODE_LAUNCH_RANGE_S[0]) / 2.0 / DECODE_LAUNCH_S
+
+
+def eager_tpot_moves(host_s, kernels_s, n_launches, *, tpot_s, scale=1.0):
+    """(down, up): the log moves of a TPOT of `tpot_s` whose decode step misses the CUDA graphs when its host launches are
+    priced at DECODE_LAUNCH_RANGE_S's ends instead of DECODE_LAUNCH_S. `host_s`: the step's launches at DECODE_LAUNCH_S
+    (decode_launch_host, jitter included, which does not scale with the launch cost); `kernels_s`: its kernels;
+    `n_launches`: the launches host_s counts; `scale`: TPOT seconds a second of the step (the breakdown row's tpot_s /
+    time_s). The step takes max(host, kernels) (_decode_stage), so TPOT moves with the whole host where it binds and not at
+    all where the kernels hide it at both ends: down = ln(TPOT / TPOT at 8 us), up = ln(TPOT at 40 us / TPOT), both >= 0."""
+    host, k, n = (np.asarray(x, float) for x in (host_s, kernels_s, n_launches))
+    tpot = np.asarray(tpot_s, float)
+    now = np.maximum(host - k, 0.0)
+    at = [tpot + scale * (np.maximum(host + n * (end - DECODE_LAUNCH_S) - k, 0.0) - now) for end in DECODE_LAUNCH_RANGE_S]
+    return np.log(tpot / at[0]), np.log(at[1] / tpot)
 
 
 def launch_range() -> str:

@@ -37,11 +37,15 @@ class EagerDecode:
     cuda_graph_max_bs: int
     avoid: str
     note: str
+    # TPOT's (down, up) log moves with the launches at DECODE_LAUNCH_RANGE_S's ends (serve.aggregated.eager_tpot_moves):
+    # the intervals' eager term (Context.eager); None where the caller priced none (a disaggregated pool's: the share)
+    moves: tuple[float, float] | None = None
 
     def to_dict(self) -> dict:
         return {"batch_per_rank": self.batch_per_rank, "captured": self.captured, "extra_ms_per_step": self.extra_s * 1e3,
                 "tpot_ms": self.tpot_s * 1e3, "share_of_tpot": self.share, "cuda_graph_max_bs": self.cuda_graph_max_bs,
-                "avoid": self.avoid, "note": self.note}
+                "avoid": self.avoid, "note": self.note} | \
+            ({} if self.moves is None else {"tpot_log_moves": list(self.moves)})
 
 
 # how each engine's launch sets a padded capture up to n (the advice of EagerDecode): TensorRT-LLM's extra LLM API options
@@ -83,12 +87,14 @@ def captured_text(dep: Deployment, flags: SchedulerFlags | None = None) -> str:
 
 
 def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float,
-               here: str = "--cuda-graph-max-bs", flags: SchedulerFlags | None = None) -> EagerDecode:
+               here: str = "--cuda-graph-max-bs", flags: SchedulerFlags | None = None,
+               moves: tuple[float, float] | None = None) -> EagerDecode:
     """EagerDecode for `dep`'s decode step at `batch` per rank whose eager launches add `extra_s` a step and `part_s` to
     a TPOT of `tpot_s`: an aggregated estimate's (from its breakdown row) and a disaggregated decode pool's
     (serve.disagg.estimate_disagg, from evaluate_disagg's decode_eager_s; `here` the tool's own option) alike. `flags`:
     the run's scheduler flags the step was priced with (None: the engine's defaults, as an estimate prices), so that the
-    capture it names is the priced one (decode_capture)."""
+    capture it names is the priced one (decode_capture). `moves`: TPOT's log moves at the launch cost's range's ends
+    (serve.aggregated.eager_tpot_moves), the intervals' term; None: the legacy share x the range's half-width."""
     n, ranks, title = int(np.ceil(batch - 1e-9)), int(np.asarray(stage_ranks(dep.plan)).reshape(-1)[0]), dep.engine.title
     avoid = GRAPH_OPTION.get(dep.engine.name, f"a CUDA-graph capture padded up to {{n}} in {title}'s launch options").format(n=n) + \
         f" (here: {here} {n}, Deployment.cuda_graph_max_bs, priced as padded graphs up to {n})"
@@ -100,17 +106,22 @@ def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, 
     # the step's launches are priced, not fitted (serve.aggregated.decode_launch_host, docs/modelling-notes.md#ppeager-eager):
     # each at DECODE_LAUNCH_S, and at several ranks each collective waits for the slowest rank's launch jitter; the step
     # takes the longer of the launches and its kernels, so the row is the launches beyond the kernels. No campaign row
-    # decodes eagerly (#cg128-default-graphs): the intervals widen by the share x the launch cost's range (eager_term)
+    # decodes eagerly (#cg128-default-graphs): the intervals widen by TPOT's moves at the launch cost's range's ends
+    # (eager_tpot_moves; docs/modelling-notes.md#eagband-eager-ends), or the legacy share x the range's half-width
     lo, hi = (x * 1e6 for x in LAUNCH_JITTER_RANGE_S)
     jitter = (f", and each collective waits for the slowest of the {ranks} ranks' launches (jitter "
               f"{LAUNCH_JITTER_S * 1e6:.3g} us a launch, range {lo:.3g}-{hi:.3g} us)") if ranks > 1 else ""
     share = part_s / tpot_s
     captured = captured_text(dep, flags)
+    widen = (f"TPOT x{np.exp(-moves[0]):.2f}-x{np.exp(moves[1]):.2f} with the launches at the range's ends; the "
+             "intervals widen by the larger move at 95%" if moves is not None else
+             f"the intervals widen by its share of TPOT x +/-{EAGER_REL_HALF_WIDTH:.0%} at 95%, the range's half-width "
+             f"about {DECODE_LAUNCH_S * 1e6:.3g} us")
     note = (f"decode runs without CUDA graphs: {held} is not captured ({captured}), so each "
             f"step launches every kernel from the host: +{extra_s * 1e3:.3g} ms a step beyond its kernels, {share:.0%} of "
-            f"TPOT (host/eager_launches). Avoid it with {avoid}. The launches are priced at {launch_range()}{jitter}, not "
-            "fitted; no measured run decodes without CUDA graphs, so this part is unmeasured for decode (the intervals "
-            f"widen by its share of TPOT x +/-{EAGER_REL_HALF_WIDTH:.0%} at 95%, the range's half-width about "
-            f"{DECODE_LAUNCH_S * 1e6:.3g} us)")
+            f"TPOT (host/eager_launches). Avoid it with {avoid}. The launches are priced at {launch_range()} per fused "
+            f"operator (standing for the unfused kernels an eager forward runs beside it){jitter}, not fitted; no measured "
+            f"run decodes without CUDA graphs, so this part is unmeasured for decode ({widen})")
     return EagerDecode(batch_per_rank=batch, captured=captured, extra_s=extra_s, tpot_s=part_s, share=share,
-                       cuda_graph_max_bs=n, avoid=avoid, note=note)
+                       cuda_graph_max_bs=n, avoid=avoid, note=note,
+                       moves=None if moves is None else tuple(float(x) for x in moves))
