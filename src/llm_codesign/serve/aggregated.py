@@ -591,11 +591,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     per_mb = running / micro_batches(running, pp, together=(together := offline or arrival != "closed_loop"))
     parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
     t_stage, ops, t_iter = parts.stage, ops if with_ops else None, parts.iteration(pp, running, together=together)
-    # a new request first waits for decode iterations: the running one's rest as its arrival sets it (a closed loop's
-    # whole step, a burst's none), the one an overlap scheduler queued ahead (EngineCosts.wait_steps), the attention-DP
-    # hold (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the scheduler
-    # polls every recv_interval (its front end's work: _request_times)
-    t_wait = (costs.wait_steps(adp, C, arrival, queued=fl.queued_steps, rounds=fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+    t_wait = _first_wait(costs, fl, adp=adp, C=C, arrival=arrival, t_iter=t_iter)
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
                       steps=(t_stage, acc, time_share, t_wait, t_iter), wave=(wave_tok, t_wave_step, pf_span, wave_through), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
@@ -604,11 +600,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
-    behind = 0.0 * ttft  # the wait behind the other cohorts' prompts where the rank's work sets the cycle
-    if closed:  # the rank cannot refill its slots faster than it does their work: Little's law sets the first token
-        life = np.maximum(life, work(t_req_pf))
-        behind = np.maximum(life - np.maximum(osl - 1.0, 0.0) * tpot - ttft, 0.0)
-        ttft = ttft + behind
+    life, ttft, behind = _work_bound(life, ttft, tpot, osl, work(t_req_pf)) if closed else (life, ttft, 0.0 * ttft)
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
@@ -629,6 +621,23 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
             "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "batch": per_mb, "queued_steps": fl.queued_steps}}
     return res
+
+
+def _first_wait(costs, fl: SchedulerFlags, *, adp, C, arrival: str, t_iter):
+    """The decode iterations a new request first waits for: the running one's rest as its arrival sets it (a closed
+    loop's whole step, a burst's none), the one an overlap scheduler queued ahead (EngineCosts.wait_steps), the
+    attention-DP hold (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the
+    scheduler polls every recv_interval (its front end's work: _request_times)."""
+    return (costs.wait_steps(adp, C, arrival, queued=fl.queued_steps, rounds=fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+
+
+def _work_bound(life, ttft, tpot, osl, work):
+    """A closed loop's slot cycle held at its rank's work (`work`, _work_cycle's): the rank cannot refill its slots faster
+    than it does their work, so Little's law sets the first token. (cycle, TTFT, the wait behind the other cohorts'
+    prompts that adds to it)."""
+    life = np.maximum(life, work)
+    behind = np.maximum(life - np.maximum(osl - 1.0, 0.0) * tpot - ttft, 0.0)
+    return life, ttft + behind, behind
 
 
 def evaluate_for(model: ModelSpec, at: Serving, workload: Workload, *, cal: Calibration, concurrency) -> dict:
