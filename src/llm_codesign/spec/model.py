@@ -399,8 +399,9 @@ def _falcon_config(cfg: dict, origin: str) -> dict:
     if kv > H or H % kv:
         raise InputError("config.num_kv_heads" if cfg.get("num_kv_heads") is not None else "config.n_head_kv", kv,
                          f"a divisor of num_attention_heads ({H}): each KV head serves a whole group of query heads")
-    if not (cfg.get("alibi") or cfg.get("max_position_embeddings")):
-        out["max_position_embeddings"] = FALCON_CONTEXT  # RoPE's; with ALiBi FalconConfig sets no limit
+    if not cfg.get("max_position_embeddings"):
+        # FalconConfig's __init__ default, whatever `alibi` is (the ALiBi path keeps the same 2048 field)
+        out["max_position_embeddings"] = FALCON_CONTEXT
     if out.get("tie_word_embeddings") is None:
         out["tie_word_embeddings"] = True  # FalconForCausalLM ties its head (PretrainedConfig's default)
     return out | {"num_key_value_heads": kv, "intermediate_size": cfg.get("ffn_hidden_size") or 4 * h, "head_dim": h // H}
