@@ -593,7 +593,8 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise InputError("model", str(qp), f"a valid JSON quantization config ({e.__class__.__name__}: {e})") from None
     # a checkpoint's config.json is named by its folder (my-model/config.json: my-model), another file by its own name;
-    # the folder is where an engine loads it from (export's --model-path), a bare my-model.json names none
-    folder = (str(path) if Path(path).is_dir() else str(p.parent)) if p.stem == "config" else None
+    # the folder is where an engine loads it from (export's --model-path), a bare my-model.json names none. Resolved: the
+    # launch file and its import run from other directories than the one the config was read in
+    folder = str(p.resolve().parent) if p.stem == "config" else None
     return from_hf_config(cfg, name or (p.resolve().parent.name or p.stem if p.stem == "config" else p.stem), quant,
                           hf_ids=(folder,) if folder else ())
