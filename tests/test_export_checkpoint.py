@@ -163,7 +163,7 @@ def test_unknown_model_type_is_said(ckpt):
     foo = ckpt / "foo.json"
     foo.write_text(json.dumps({**CFG, "model_type": "foo_bar_lm"}))
     m, llama = get_model(str(foo)), get_model(CFG)
-    assert m.notes == (NOTE,) and llama.notes == ()
+    assert m.notes == (NOTE,) and llama.notes == () and m.notes[0].kind == "loader"
     assert m.total_params == llama.total_params  # read as the standard decoder its fields describe
     r = CliRunner().invoke(app, ["estimate", str(foo), "--gpu", "h200", "--gpus", "8", "--json"])
     assert r.exit_code == 0 and r.stderr == f"note: {NOTE}\n"
@@ -193,3 +193,20 @@ def test_the_pages_pasted_config_is_named_and_launched_from_a_placeholder():
     assert got["model"] == "my-30b"
     text = got["export"]["text"]
     assert '"model": "my-30b"' in text and "--model-path '<your checkpoint dir>'" in text and "custom" not in text
+
+
+def test_the_cli_says_the_loaders_notes_by_their_tag(monkeypatch, capsys):
+    """cli.common._model says a note tagged "loader" on stderr, whatever its words; a "source" note (spec.hub's) is not
+    said there, even one that starts as a loader note did ("model_type "); a Note pickles with its tag."""
+    import pickle
+    from dataclasses import replace
+
+    from llm_codesign.cli import common
+    from llm_codesign.spec import registry
+    from llm_codesign.spec.model import Note
+
+    m = replace(get_model(CFG), notes=(Note("read as X", kind="loader"), Note("model_type y from the Hub", kind="source")))
+    assert [n.kind for n in pickle.loads(pickle.dumps(m)).notes] == ["loader", "source"]
+    monkeypatch.setattr(registry, "get_model", lambda ref: m)
+    assert common._model("x") is m
+    assert capsys.readouterr().err == "note: read as X\n"

@@ -48,6 +48,19 @@ class Layer:
     ffn: Ffn
 
 
+class Note(str):
+    """A ModelSpec note with its kind, so a reader picks the notes it says by tag, not by their words: "loader" (what the
+    loader read a config as, loader_facts: the CLI says it on stderr), "source" (where the config came from, spec.hub)."""
+
+    def __new__(cls, text: str, *, kind: str):
+        note = super().__new__(cls, text)
+        note.kind = kind
+        return note
+
+    def __getnewargs_ex__(self):  # pickled whole (a search's worker processes)
+        return (str(self),), {"kind": self.kind}
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A model's shape, immutable: hidden width, vocabulary and its layers as (Layer, count) groups in `layout`'s
@@ -61,7 +74,7 @@ class ModelSpec:
     tie_embeddings: bool = False
     default_precision: Precision = field(default_factory=Precision.of)
     hf_ids: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # Note each, tagged with its kind
     max_context: int = 0  # tokens of context the checkpoint supports (max_context_from_config); 0: unknown
     # the group (index into `groups`) of each layer in stack order; empty: the groups lie in blocks in
     # their listed order. Pipeline stages take consecutive layers, so the order sets what each holds.
@@ -342,7 +355,7 @@ def loader_facts(cfg: dict, outer: dict, mtype: str) -> dict:
     """What the loader says of a config beside its shape: `notes` (a model_type it has no config of, read as a standard
     decoder from its fields) and `mtp_layers` (the MTP modules it ships, MTP_KEYS; 0 where it names none)."""
     notes = () if not mtype or mtype in known_model_types() or mtype in FALCON_TYPES else (
-        f"model_type {mtype} is not one the loader knows; read as a standard decoder from its fields",)
+        Note(f"model_type {mtype} is not one the loader knows; read as a standard decoder from its fields", kind="loader"),)
     n = 0
     for key in MTP_KEYS:
         v = cfg.get(key, outer.get(key))

@@ -45,6 +45,7 @@ from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field,
 from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
+from llm_codesign.serve.metrics import NO_DECODE_WHY
 from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
 from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, MAX_RECV_INTERVAL, check_arrival
 from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
@@ -352,7 +353,7 @@ class Export(BaseModel):
 
 
 # serve.metrics.without_decode: what an answer at OSL 1 says of TPOT and tok/s/user
-_NO_DECODE = "null at OSL 1: the one output token comes from the prefill and no decode step runs (its intervals left out too)."
+_NO_DECODE = f"null at OSL 1 ({NO_DECODE_WHY}; its intervals left out too)."
 
 
 class Estimate(_Open):
