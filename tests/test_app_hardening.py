@@ -109,6 +109,24 @@ def test_a_hub_id_is_no_download(client, no_network, route, body, field):
     assert no_network == []
 
 
+@pytest.mark.parametrize("baseline, line", [
+    # before: `baseline.constrained-str` (pydantic's Union member tag) and `config.hidden_size` (the loader's name)
+    ("x" * 301, f"baseline: {chr(39) + 'x' * 79}... is not valid; String should have at most 300 characters"),
+    (5, "baseline: 5 is not valid; a registry name (a string) or a pasted config.json (an object)"),
+    ({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": "big"},
+     "baseline.hidden_size: 'big' is not valid; an integer from 1 to 1,048,576"),
+])
+def test_a_bad_design_baseline_names_baseline(client, baseline, line):
+    r = client.post("/api/design", json={"params": 8e9, "baseline": baseline})
+    assert r.status_code == 422 and r.json() == {"error": line, "field": line.split(":")[0]}
+
+
+def test_a_pasted_model_config_still_names_config(client):
+    r = client.post("/api/lint", json={"config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": "big"},
+                                       "gpu": "h200"})
+    assert r.status_code == 422 and r.json()["field"] == "config.hidden_size"
+
+
 def test_hub_cache_reads_the_local_cache_alone(tmp_path, monkeypatch, no_network):
     pytest.importorskip("huggingface_hub")
     commit = "0123456789abcdef0123456789abcdef01234567"

@@ -245,3 +245,22 @@ def test_design_howto_prose_quotes_the_run_above_it():
     gain = re.search(r"`(\+[\d.]+% \(80% [^`]*\))` on the `design 1 vs` line", prose).group(1)
     assert aspect in run_ and gain in run_, (aspect, gain)
     assert "err ±" in run_ and re.search(r"`(yi-1\.5-34b \(34\.4B\))`", prose).group(1) in run_
+
+
+def test_concepts_arrival_figures_are_the_models():
+    """docs/concepts.md's arrival entry quotes two TTFTs by hand (llama-3.1-70b, 8x H200, SGLang, 128 requests, the
+    default lengths): recomputed here, each to the millisecond the page rounds it to, so a change that moves them fails."""
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    text = " ".join((ROOT / "docs" / "concepts.md").read_text().split())
+    m = re.search(r"Llama-3\.1-70B on 8x H200 at 128 requests, SGLang: (\d+) ms in waves, (\d+) ms in a closed loop", text)
+    assert m, "concepts.md's arrival figures moved: update this test's pattern with them"
+    got = []
+    for arrival in ("waves", "closed_loop"):
+        r = CliRunner().invoke(app, ["estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--backend", "sglang",
+                                     "--concurrency", "128", "--arrival", arrival, "--json"])
+        assert r.exit_code == 0, r.output
+        got.append(round(json.loads(r.stdout)["ttft_ms"]))
+    assert got == [int(m[1]), int(m[2])] == [4594, 126]

@@ -576,6 +576,12 @@ PIECEWISE = ("(PIECEWISE: decode replays graph pieces and launches each layer's 
     (VLLM_8B + "-O=3", None, ()),
     # a level's mode applies only where the run sets none (_apply_optimization_level_defaults)
     (VLLM_8B + "-O0 -cc '{\"cudagraph_mode\": \"FULL\"}'", None, ("optimization-level (0: no torch.compile; its kernels priced as -O2 compiles them)",)),
+    # dotted flags fold into compilation-config before argparse (FlexibleArgumentParser, argparse_utils.py:462-500@0.33.0)
+    (VLLM_8B + "--compilation-config.cudagraph_mode NONE", 0, ()),
+    (VLLM_8B + "--compilation_config.cudagraph_mode=none", 0, ()),
+    (VLLM_8B + "-cc.cudagraph_mode=NONE", 0, ()),
+    (VLLM_8B + "-cc.cudagraph_mode PIECEWISE", None, (f"compilation-config.cudagraph_mode {PIECEWISE}",)),
+    (VLLM_8B + "-cc.cudagraph_mode=FULL -cc.max_cudagraph_capture_size=32", 32, ()),
 ])
 def test_vllm_graph_modes_as_vllm_reads_them(cmd, graphs, ignored):
     """Before, `cudagraph_mode: NONE` was priced as graphs off but compilation-config was listed as ignored, and 0 was not off."""
@@ -589,7 +595,12 @@ def test_vllm_graph_modes_as_vllm_reads_them(cmd, graphs, ignored):
     (CC.format("5"), "compilation-config.cudagraph_mode: 5 is not valid; one of NONE"),
     # 0.33's CompilationConfig has no `level` (`mode` took its place) and forbids other keys (vllm/config/utils.py:71)
     (VLLM_8B + "-cc '{\"level\": 0}'", "compilation-config.level: 0 is not valid; a CompilationConfig field of vLLM 0.33.0"),
-    (VLLM_8B + "-O7", "optimization-level: 7 is not valid; 0, 1, 2 or 3"),
+    (VLLM_8B + "-O7", "-O: '-O7' is not valid; 0, 1, 2 or 3"),
+    # 0.33.0's -O is the level only: -O.x becomes the level `.x`, a bare -O or `-O 7` an unknown flag (argparse_utils.py:395-406)
+    (VLLM_8B + "-O.cudagraph_mode=NONE", "-O: '-O.cudagraph_mode=NONE' is not valid; 0, 1, 2 or 3"),
+    (VLLM_8B + "-O 7", "-O: '-O 7' is not valid; 0, 1, 2 or 3"),
+    (VLLM_8B + "-O", "-O: '-O' is not valid; 0, 1, 2 or 3"),
+    (VLLM_8B + "-cc.cudagraph_mode=HALF", "compilation-config.cudagraph_mode: 'HALF' is not valid"),
 ])
 def test_a_graph_mode_vllm_refuses_is_one_line(cmd, line):
     with pytest.raises(InputError) as e:

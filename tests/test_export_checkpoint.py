@@ -50,20 +50,38 @@ def _model_option(engine, text):
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_folder_is_the_model_path(ckpt, engine, monkeypatch):
-    # the folder as given (relative to where export ran), whether named by the folder or its config.json
+    # the folder resolved to an absolute path, whether named by the folder or its config.json, relative or not: before,
+    # the path as given (ckpt/my-30b), which an import from another directory could not find (review rvb #3)
     monkeypatch.chdir(ckpt)
-    for ref in ("ckpt/my-30b", "ckpt/my-30b/config.json"):
+    folder = str((ckpt / "ckpt" / "my-30b").resolve())
+    for ref in ("ckpt/my-30b", "ckpt/my-30b/config.json", "./ckpt/../ckpt/my-30b", folder):
         m = get_model(ref)
-        assert (m.name, m.hf_ids) == ("my-30b", ("ckpt/my-30b",))
+        assert (m.name, m.hf_ids) == ("my-30b", (folder,))
         text = export_config(m, _dep(engine), engine=engine, concurrency=32, file_name="f")
+        assert (f"# model: {folder} is the checkpoint folder my-30b's config.json was read from, as an absolute path: the launch "
+                "and its import work from any directory") in text.splitlines()
         if engine == "trtllm":  # the model is on the launch line in the header
             text = next(line[len("# launch: "):] for line in text.splitlines() if line.startswith("# launch: "))
-        assert _model_option(engine, text) == "ckpt/my-30b"
+        assert _model_option(engine, text) == folder
         assert CHECKPOINT_PLACEHOLDER not in text
-    if engine != "trtllm":  # the way back reads the folder (trtllm's YAML names no model)
+    if engine != "trtllm":  # the way back reads the folder (trtllm's YAML names no model), from another directory too
         text = export_config(get_model("ckpt/my-30b"), _dep(engine), engine=engine, concurrency=32)
+        other = ckpt / "elsewhere"
+        other.mkdir()
+        monkeypatch.chdir(other)
         back = read_export(text, "f")
-        assert (back.model.name, back.model.hf_ids, back.deployment.plan.label()) == ("my-30b", ("ckpt/my-30b",), "TP4")
+        assert (back.model.name, back.model.hf_ids, back.deployment.plan.label()) == ("my-30b", (folder,), "TP4")
+
+
+def test_cli_import_from_another_directory(ckpt, monkeypatch):
+    """export in one directory, import in another: the launch file names the folder absolutely."""
+    monkeypatch.chdir(ckpt)
+    r = CliRunner().invoke(app, ["export", "ckpt/my-30b", "--gpu", "h200", "--gpus", "4", "--backend", "vllm", "-o", "v.yaml"])
+    assert r.exit_code == 0, r.output
+    (ckpt / "other").mkdir()
+    monkeypatch.chdir(ckpt / "other")
+    r = CliRunner().invoke(app, ["import", "../v.yaml"])
+    assert r.exit_code == 0, r.output
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
@@ -88,7 +106,7 @@ def test_bare_json_gets_a_marked_placeholder(ckpt, engine):
 def test_dynamo_names_the_folder_or_the_placeholder(ckpt, monkeypatch):
     monkeypatch.chdir(ckpt)
     dep = _dep("vllm")
-    for ref, want in (("ckpt/my-30b", "ckpt/my-30b"), ("my-30b.json", "<your checkpoint dir>")):
+    for ref, want in (("ckpt/my-30b", str((ckpt / "ckpt" / "my-30b").resolve())), ("my-30b.json", "<your checkpoint dir>")):
         m = get_model(ref)
         text = export_dynamo(m, prefill=dep, decode=dep, prefill_instances=1, decode_instances=1, concurrency=16)
         comps = {c["type"]: c for c in yaml.safe_load(text)["spec"]["components"]}
@@ -145,7 +163,7 @@ def test_unknown_model_type_is_said(ckpt):
     foo = ckpt / "foo.json"
     foo.write_text(json.dumps({**CFG, "model_type": "foo_bar_lm"}))
     m, llama = get_model(str(foo)), get_model(CFG)
-    assert m.notes == (NOTE,) and llama.notes == ()
+    assert m.notes == (NOTE,) and llama.notes == () and m.notes[0].kind == "loader"
     assert m.total_params == llama.total_params  # read as the standard decoder its fields describe
     r = CliRunner().invoke(app, ["estimate", str(foo), "--gpu", "h200", "--gpus", "8", "--json"])
     assert r.exit_code == 0 and r.stderr == f"note: {NOTE}\n"
@@ -175,3 +193,20 @@ def test_the_pages_pasted_config_is_named_and_launched_from_a_placeholder():
     assert got["model"] == "my-30b"
     text = got["export"]["text"]
     assert '"model": "my-30b"' in text and "--model-path '<your checkpoint dir>'" in text and "custom" not in text
+
+
+def test_the_cli_says_the_loaders_notes_by_their_tag(monkeypatch, capsys):
+    """cli.common._model says a note tagged "loader" on stderr, whatever its words; a "source" note (spec.hub's) is not
+    said there, even one that starts as a loader note did ("model_type "); a Note pickles with its tag."""
+    import pickle
+    from dataclasses import replace
+
+    from llm_codesign.cli import common
+    from llm_codesign.spec import registry
+    from llm_codesign.spec.model import Note
+
+    m = replace(get_model(CFG), notes=(Note("read as X", kind="loader"), Note("model_type y from the Hub", kind="source")))
+    assert [n.kind for n in pickle.loads(pickle.dumps(m)).notes] == ["loader", "source"]
+    monkeypatch.setattr(registry, "get_model", lambda ref: m)
+    assert common._model("x") is m
+    assert capsys.readouterr().err == "note: read as X\n"

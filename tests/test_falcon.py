@@ -103,9 +103,12 @@ def test_other_forms():
     # neither new decoder nor multi_query: MHA (query_key_value 3 x hidden), whatever num_kv_heads says
     mha = from_hf_config({**RW_7B, "multi_query": False}, "x")
     assert mha.groups[0][0].attn.kv_heads == 71
-    # ffn_hidden_size set: that width; ALiBi: no RoPE context limit (FalconConfig's 2048 is RoPE's)
-    m = from_hf_config({**COPY_180B, "ffn_hidden_size": 40000, "alibi": True}, "x")
-    assert m.groups[0][0].ffn.inter == 40000 and m.max_context == 0
+    # ffn_hidden_size set: that width; no max_position_embeddings: FalconConfig's default 2048, ALiBi or RoPE alike
+    # (before, ALiBi read as no limit)
+    cfg = {k: v for k, v in COPY_180B.items() if k != "max_position_embeddings"}
+    m = from_hf_config({**cfg, "ffn_hidden_size": 40000, "alibi": True}, "x")
+    assert m.groups[0][0].ffn.inter == 40000 and m.max_context == 2048
+    assert from_hf_config({**cfg, "alibi": False}, "x").max_context == 2048
     assert m.total_params == falcon_params(14848, 80, 232, 8, 40000)
     # an explicit untied head (a fine-tune's config may say so) is honoured
     assert from_hf_config({**RW_7B, "tie_word_embeddings": False}, "x").total_params == 6_921_420_800 + V * 4544

@@ -447,7 +447,7 @@ def _model(ref):
 
     m = get_model(ref)
     for n in m.notes:
-        if n.startswith("model_type "):
+        if getattr(n, "kind", None) == "loader":
             typer.echo(f"note: {n}", err=True)
     return m
 

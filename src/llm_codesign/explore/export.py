@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import NoReturn
 
 import numpy as np
@@ -104,6 +105,9 @@ def launched(model: ModelSpec, dep: Deployment, engine: str) -> tuple[ModelSpec,
     # a model read from a bare .json or a pasted config names no checkpoint: the launch names a placeholder, said here
     where = [] if model.hf_ids else [f"# model: {CHECKPOINT_PLACEHOLDER} is a placeholder: {model.name}'s config names no checkpoint "
                                      "folder; put the folder holding its config.json and weights there"]
+    if model.hf_ids and Path(model.hf_ids[0]).is_absolute():  # a local folder, resolved where the config was read (spec.model)
+        where = [f"# model: {model.hf_ids[0]} is the checkpoint folder {model.name}'s config.json was read from, as an absolute "
+                 "path: the launch and its import work from any directory"]
     if w == model.default_precision.weight or (x.quantization_option and weight_option(model, dep.precision, engine) in ONLINE_QUANTIZATION):
         return model, where
     if ck := quantized_checkpoint(model, w):

@@ -423,24 +423,23 @@ def budget_grid(grid: str | None, fixed: int | None = None) -> tuple[int, ...]:
     return tuple(vals)
 
 
-_NO_DECODE = "one output token comes from the prefill and no decode step runs, so there is no tok/s/user"
-
-
 def refuse_without_decode(osl: int, *, min_tps_user=None, frontier: str | bool = False, plot=None) -> None:
     """At OSL 1 (serve.metrics.no_decode) a request decodes nothing: refuses what needs a tok/s/user, each where asked:
     an SLO on it (`min_tps_user`), a frontier (pareto's and sweep's trade tok/s/GPU against it; `frontier` may name the
     command that needs one) and compare's chart (its x axis)."""
-    from llm_codesign.serve.metrics import no_decode
+    from llm_codesign.serve.metrics import NO_DECODE_WHY, no_decode
 
     if not no_decode(osl):
         return
     if frontier:
         what = frontier if isinstance(frontier, str) else "a frontier, which trades tok/s/GPU against tok/s/user"
-        raise InputError("osl", osl, f"at least 2 for {what}: at OSL 1 {_NO_DECODE} (estimate and compare price OSL 1)")
+        raise InputError("osl", osl, f"at least 2 for {what}: at OSL 1 there is no tok/s/user ({NO_DECODE_WHY}); "
+                                         "estimate and compare price OSL 1")
     if min_tps_user is not None:
-        raise InputError("min_tps_user", min_tps_user, f"left out at OSL 1: {_NO_DECODE} to hold (--max-ttft-ms bounds the first token)")
+        raise InputError("min_tps_user", min_tps_user, f"left out at OSL 1: there is no tok/s/user to hold ({NO_DECODE_WHY}); "
+                                                       "--max-ttft-ms bounds the first token")
     if plot:
-        raise InputError("plot", plot, f"left out at OSL 1: the chart's x axis is tok/s/user, and {_NO_DECODE}")
+        raise InputError("plot", plot, f"left out at OSL 1: the chart's x axis is tok/s/user, and there is none ({NO_DECODE_WHY})")
 
 
 def select_frontier(c: dict, min_tps_user: float | None, max_ttft_ms: float | None) -> tuple[np.ndarray, np.ndarray]:

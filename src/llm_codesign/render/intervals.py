@@ -154,6 +154,7 @@ def frontier_reasons(frontier: list[dict]) -> list[str]:
 
 
 # how each arrival pattern reads beside a TTFT: spec.harness's (serve.estimate's to_dict carries it too)
+from llm_codesign.serve.metrics import NO_DECODE_WHY, no_decode  # noqa: E402
 from llm_codesign.spec.harness import ARRIVAL_TEXT  # noqa: E402
 
 
@@ -166,11 +167,11 @@ def arrival_footer(arrival: str) -> str:
 
 
 def one_token(osl: int) -> bool:
-    """Whether a request emits a single output token, so that it has no TPOT nor decode rate to show."""
-    return osl <= 1
+    """Whether a request emits a single output token, so that it has no TPOT nor decode rate to show (serve.metrics.no_decode)."""
+    return no_decode(osl)
 
 
 ONE_TOKEN = "n/a (one output token)"
 # a table's cell for TPOT or tok/s/user at one output token, with NO_DECODE said once beneath (disagg's, compare's)
 DASH = "-"
-NO_DECODE = "- at OSL 1 (the one output token comes from the prefill: no decode step runs)"
+NO_DECODE = f"- at OSL 1 ({NO_DECODE_WHY})"

@@ -123,6 +123,9 @@ def decode_operators(model: ModelSpec, deployment: Deployment, workload: Workloa
 
 # the metrics only a decode step makes: a request of one output token (OSL 1) takes it from its prefill and decodes nothing
 DECODE_METRICS = ("tpot_ms", "tok_s_per_user")
+# why a request of one output token has none of them, in the one wording every surface says it in (the CLI's tables,
+# render.intervals.NO_DECODE; the page's schema, web.app; the search's refusals, explore.search)
+NO_DECODE_WHY = "the one output token comes from the prefill: no decode step runs"
 
 
 def no_decode(osl) -> bool:

@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from llm_codesign.errors import InputError, parse_nested
-from llm_codesign.spec.model import ModelSpec, from_hf_config
+from llm_codesign.spec.model import ModelSpec, Note, from_hf_config
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 COMMIT = re.compile(r"^[0-9a-f]{40}$")
@@ -171,7 +171,7 @@ def _read(ref: str, local_only: bool) -> ModelSpec:
     spec = from_hf_config(cfg, repo.split("/")[-1].lower(), quant, (repo,))
     from dataclasses import replace
 
-    return replace(spec, notes=spec.notes + (f"config.json from the Hugging Face Hub: {repo}@{commit}",))
+    return replace(spec, notes=spec.notes + (Note(f"config.json from the Hugging Face Hub: {repo}@{commit}", kind="source"),))
 
 
 def get_hub_model(ref: str, *, local_only: bool = False) -> ModelSpec:

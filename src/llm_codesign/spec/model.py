@@ -48,6 +48,19 @@ class Layer:
     ffn: Ffn
 
 
+class Note(str):
+    """A ModelSpec note with its kind, so a reader picks the notes it says by tag, not by their words: "loader" (what the
+    loader read a config as, loader_facts: the CLI says it on stderr), "source" (where the config came from, spec.hub)."""
+
+    def __new__(cls, text: str, *, kind: str):
+        note = super().__new__(cls, text)
+        note.kind = kind
+        return note
+
+    def __getnewargs_ex__(self):  # pickled whole (a search's worker processes)
+        return (str(self),), {"kind": self.kind}
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """A model's shape, immutable: hidden width, vocabulary and its layers as (Layer, count) groups in `layout`'s
@@ -61,7 +74,7 @@ class ModelSpec:
     tie_embeddings: bool = False
     default_precision: Precision = field(default_factory=Precision.of)
     hf_ids: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()  # Note each, tagged with its kind
     max_context: int = 0  # tokens of context the checkpoint supports (max_context_from_config); 0: unknown
     # the group (index into `groups`) of each layer in stack order; empty: the groups lie in blocks in
     # their listed order. Pipeline stages take consecutive layers, so the order sets what each holds.
@@ -342,7 +355,7 @@ def loader_facts(cfg: dict, outer: dict, mtype: str) -> dict:
     """What the loader says of a config beside its shape: `notes` (a model_type it has no config of, read as a standard
     decoder from its fields) and `mtp_layers` (the MTP modules it ships, MTP_KEYS; 0 where it names none)."""
     notes = () if not mtype or mtype in known_model_types() or mtype in FALCON_TYPES else (
-        f"model_type {mtype} is not one the loader knows; read as a standard decoder from its fields",)
+        Note(f"model_type {mtype} is not one the loader knows; read as a standard decoder from its fields", kind="loader"),)
     n = 0
     for key in MTP_KEYS:
         v = cfg.get(key, outer.get(key))
@@ -399,8 +412,9 @@ def _falcon_config(cfg: dict, origin: str) -> dict:
     if kv > H or H % kv:
         raise InputError("config.num_kv_heads" if cfg.get("num_kv_heads") is not None else "config.n_head_kv", kv,
                          f"a divisor of num_attention_heads ({H}): each KV head serves a whole group of query heads")
-    if not (cfg.get("alibi") or cfg.get("max_position_embeddings")):
-        out["max_position_embeddings"] = FALCON_CONTEXT  # RoPE's; with ALiBi FalconConfig sets no limit
+    if not cfg.get("max_position_embeddings"):
+        # FalconConfig's __init__ default, whatever `alibi` is (the ALiBi path keeps the same 2048 field)
+        out["max_position_embeddings"] = FALCON_CONTEXT
     if out.get("tie_word_embeddings") is None:
         out["tie_word_embeddings"] = True  # FalconForCausalLM ties its head (PretrainedConfig's default)
     return out | {"num_key_value_heads": kv, "intermediate_size": cfg.get("ffn_hidden_size") or 4 * h, "head_dim": h // H}
@@ -592,7 +606,8 @@ def load_config_file(path: str | Path, name: str | None = None) -> ModelSpec:
         except (json.JSONDecodeError, UnicodeDecodeError) as e:
             raise InputError("model", str(qp), f"a valid JSON quantization config ({e.__class__.__name__}: {e})") from None
     # a checkpoint's config.json is named by its folder (my-model/config.json: my-model), another file by its own name;
-    # the folder is where an engine loads it from (export's --model-path), a bare my-model.json names none
-    folder = (str(path) if Path(path).is_dir() else str(p.parent)) if p.stem == "config" else None
+    # the folder is where an engine loads it from (export's --model-path), a bare my-model.json names none. Resolved: the
+    # launch file and its import run from other directories than the one the config was read in
+    folder = str(p.resolve().parent) if p.stem == "config" else None
     return from_hf_config(cfg, name or (p.resolve().parent.name or p.stem if p.stem == "config" else p.stem), quant,
                           hf_ids=(folder,) if folder else ())

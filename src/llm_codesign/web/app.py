@@ -45,6 +45,7 @@ from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field,
 from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
+from llm_codesign.serve.metrics import NO_DECODE_WHY
 from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
 from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, MAX_RECV_INTERVAL, check_arrival
 from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
@@ -352,7 +353,7 @@ class Export(BaseModel):
 
 
 # serve.metrics.without_decode: what an answer at OSL 1 says of TPOT and tok/s/user
-_NO_DECODE = "null at OSL 1: the one output token comes from the prefill and no decode step runs (its intervals left out too)."
+_NO_DECODE = f"null at OSL 1 ({NO_DECODE_WHY}; its intervals left out too)."
 
 
 class Estimate(_Open):
@@ -614,7 +615,13 @@ def _model(req: ModelRef, *, field: str = "model", hub_cache: bool = False):
     if req.config is not None:
         from llm_codesign.spec.model import from_hf_config, pasted_name
 
-        return from_hf_config(req.config, pasted_name(req.config))
+        try:
+            return from_hf_config(req.config, pasted_name(req.config))
+        except InputError as e:  # the loader names the config's keys `config.KEY`: the request's field is `field`
+            if field == "model" or not (e.field == "config" or e.field.startswith("config.")):
+                raise
+            e.field, e.args = field + e.field[len("config"):], (field + str(e)[len("config"):],)
+            raise
     if req.model.strip().lower() in _index():
         return lc.get_model(req.model)
     if hub_cache:
@@ -889,7 +896,8 @@ def _accuracy() -> dict:
 
 def _field_line(err: dict) -> tuple[str, str]:
     """pydantic's first complaint as (field, one line): `body.gpus.0` -> `gpus.0`."""
-    loc = [str(x) for x in err.get("loc", ()) if x != "body"]
+    # a Union's member is pydantic's tag in loc (`baseline.constrained-str`, `baseline.dict[str,any]`): the field is its parent
+    loc = [str(x) for x in err.get("loc", ()) if x != "body" and not _UNION_TAG.fullmatch(str(x))]
     name = ".".join(loc) or "body"
     value = err.get("input")
     if not loc and isinstance(value, bytes):  # FastAPI passes a body of another content type on as bytes
@@ -900,7 +908,15 @@ def _field_line(err: dict) -> tuple[str, str]:
     msg = err.get("msg", "invalid")
     if loc and loc[-1] == "num_gpus" and err.get("type") in _GPU_COUNT_ERRORS:  # in the project's words, as the CLI says --gpus
         msg = f"a whole number of GPUs from 1 to {MAX_SERVE_GPUS}"
+    elif loc == ["baseline"] and err.get("type") == "string_type":  # neither member: "a valid string" named half of it
+        msg = "a registry name (a string) or a pasted config.json (an object)"
     return name, " ".join(f"{name}{shown}; {msg}".split())
+
+
+# pydantic's tags of a Union's members in an error's loc (str, constrained-str, dict[str,any], function-after[...]): no field
+# of the API is spelled so (fields are snake_case)
+_UNION_TAG = re.compile(r"str|int|float|bool|constrained-[a-z]+|(function|lax|strict)-[a-z-]+(\[.*\])?"
+                        r"|(dict|list|set|tuple|nullable|literal|json-or-python|tagged-union)\[.*\]")
 
 
 # pydantic's complaints of a GPU count that is not a whole number in range (true/false keeps its own: Int, _not_bool)

@@ -1,6 +1,7 @@
 """vLLM's export: a `vllm serve --config` YAML (each key a long flag without its dashes)."""
 from __future__ import annotations
 
+import json
 import shlex
 
 from llm_codesign.errors import InputError
@@ -116,18 +117,51 @@ def draft_tokens(o: dict) -> int:
 
 
 def optimization_words(words: list[str]) -> list[str]:
-    """vLLM's -O spellings as FlexibleArgumentParser rewrites them before argparse (vllm/utils/argparse_utils.py:395-406
-    @0.33.0): -O3, -O=3 and -O 3 are --optimization-level 3."""
-    out, i = [], 0
+    """vLLM's -O spellings and dotted config flags as FlexibleArgumentParser rewrites them before argparse
+    (vllm/utils/argparse_utils.py@0.33.0): -O3, -O=3 and -O 3 are --optimization-level 3 (:395-406); `--X.a.b v`,
+    `--X.a.b=v` and `-cc.a v` fold into one `--X '{"a": {"b": v}}'` appended after the other words, values read as JSON
+    else the word, `+` keys as a comma list (:462-500), so `--compilation-config.cudagraph_mode NONE` reaches graph_mode.
+    A bare -O, `-O 7` and `-O.x=v` (0.33.0 has -O as the level only: `-O.x` becomes the level `.x`) are refused naming -O."""
+    level = "0, 1, 2 or 3 (-O0 to -O3, -O=N, -O N: vLLM 0.33.0's --optimization-level, argparse_utils.py:395-406; " \
+            "compilation-config's fields are -cc.FIELD / --compilation-config.FIELD, :462-489)"
+    out, dotted, i = [], {}, 0
     while i < len(words):
         w = words[i]
-        if w.startswith("-O") and w != "-O":
-            out += ["--optimization-level", w[3:] if w[2] == "=" else w[2:]]
-        elif w == "-O" and i + 1 < len(words) and words[i + 1] in ("0", "1", "2", "3"):
+        if w == "-O":
+            nxt = words[i + 1] if i + 1 < len(words) else None
+            if nxt not in ("0", "1", "2", "3"):
+                raise InputError("-O", "-O" if nxt is None else f"-O {nxt}", level)
             out.append("--optimization-level")
+        elif w.startswith("-O"):
+            n = w[3:] if w[2] == "=" else w[2:]
+            if n not in ("0", "1", "2", "3"):
+                raise InputError("-O", w, level)
+            out += ["--optimization-level", n]
+        elif w.startswith("-") and "." in w.partition("=")[0] and w.lstrip("-")[:1].isalpha():
+            key, eq, value = w.partition("=")
+            if not eq:
+                if i + 1 >= len(words):
+                    raise InputError(key, None, "a value after it (vLLM reads the next word)")
+                i, value = i + 1, words[i + 1]
+            if key.endswith("+"):
+                key, value = key[:-1], json.dumps(value.split(","))
+            head, *path = key.split(".")
+            head = "--" + head[2:].replace("_", "-") if head.startswith("--") else head  # dashes before the first dot only
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError:
+                pass
+            node = dotted.setdefault(head, {})
+            for k in path[:-1]:
+                if not isinstance(node.get(k), dict):
+                    node[k] = {}
+                node = node[k]
+            node[path[-1]] = node[path[-1]] + value if isinstance(value, list) and isinstance(node.get(path[-1]), list) else value
         else:
             out.append(w)
         i += 1
+    for head, tree in dotted.items():  # after the rest, as vLLM appends them (argparse's last word wins)
+        out += [head, json.dumps(tree)]
     return out
 
 
