@@ -180,6 +180,9 @@ def roofline(
     _console().print(f"roofline floor (max of FLOPs/peak, bytes/bandwidth): {tt['bound_time_s'] * 1e3:.3f} ms: "
                      f"{_fmt(f['bytes'], 'B')} moved at least ({parts}) over {g.hbm_bandwidth_bytes_per_s / 1e12:.2f} TB/s, "
                      f"{_fmt(f['flops'])} FLOPs per GPU")
+    if not f["fits"]:
+        _console().print(f"[yellow]the batch cannot be held: weights and KV cache {_fmt(f['weights'] + f['kv'] + f['state'], 'B')} "
+                         f"a GPU against its {_fmt(g.hbm_bytes, 'B')} of HBM; lower --batch or --context[/yellow]")
 
 
 def _rank_share(r: dict) -> str:
