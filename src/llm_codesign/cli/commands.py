@@ -144,7 +144,8 @@ def roofline(
     calibration: Optional[str] = typer.Option(None, help="Calibration profile .toml."),
     as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
-    """Per-operator roofline of one forward step."""
+    """Per-operator roofline of one forward step, and its floor: the weights and KV cache it reads over HBM bandwidth or
+    its FLOPs at peak, whichever is longer (activations left out; the table's bytes count them)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.roofline import roofline as run
     from llm_codesign.spec.plan import Plan, reason_text, validity

@@ -17,6 +17,11 @@ from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phase: str = "decode", *,
              batch: int = 1, context: int = 1024, tp: int = 1) -> dict:
+    """One step's operators ("ops": FLOPs, bytes, intensity, bound, time) and "totals": the operators' sums (their bytes
+    count activations) and the floor, "bound_time_s" = floor_time of step_floor's count: weights and KV cache (and
+    recurrent state) read, FLOPs, activations left out since fixroof (docs/modelling-notes.md#fixroof); "floor" holds
+    that count and "fits", whether the busiest GPU's HBM holds its weights, KV cache and state at once. A `context`
+    past the model's is refused as estimate refuses isl + osl (ModelSpec.check_context)."""
     if phase not in ("decode", "prefill"):
         raise InputError("phase", phase, "decode or prefill")
     if batch < 1:
