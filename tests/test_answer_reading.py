@@ -145,8 +145,8 @@ def test_a_rates_bounds_stop_at_the_ideal_step_in_every_consumer():
     first = (2 * (7504658432 - 525336576) * 1024 + 2 * 525336576 + 32 * 2 * 32 * 256 * 1024 * 512.5) / 9.894e14
     assert b["ttft_ms"]["capped"] == pytest.approx(first * 1e3, rel=1e-4) == b["ttft_ms"]["lo80"] == b["ttft_ms"]["lo95"]
     assert _row(text, "bounds capped", "TTFT from 14.7 ms, TPOT from 4.54 ms, tok/s/user at 220, tok/s/GPU at 220: what the "
-                "GPUs allow at the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at peak; "
-                "for TTFT, one prefill of the prompt so)")
+                "GPUs allow at the batch that runs (the weights and the KV cache of each request at its mean context a step "
+                "reads over HBM bandwidth, or its FLOPs at peak; for TTFT, one prefill of the prompt so, mostly its FLOPs)")
     far = json.loads(cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "100000", "--json")[1])["intervals"]
     assert far["ttft_ms"]["widened"] and "(95% spans over 100x; no measured run like it)" in interval_text(far["ttft_ms"], "ttft_ms")
     # mix carries the same ceiling at its batch

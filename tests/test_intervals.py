@@ -917,6 +917,9 @@ def test_a_run_its_repeat_does_not_reproduce_is_scored_but_not_a_quantile():
     preds = [{"ttft_ms": 120.0}, {"ttft_ms": 120.0}]
     assert iv.unreproduced(rows(1500, 10.05), preds) == {1: "TTFT 1,500.0 ms, its repeat's 100.0 ms (1/1), TPOT 10.05 / 10 ms"}
     assert iv.unreproduced(rows(1500, 10.2), preds) == {} and iv.unreproduced(rows(900, 10.0), preds) == {}
+    # the fast run the farther (predicted near the slow one's 1,500 ms): it is the one flagged, its repeat the slow run
+    assert iv.unreproduced(rows(1500, 10.05), [{"ttft_ms": 1400.0}] * 2) == {
+        0: "TTFT 100.0 ms, its repeat's 1,500.0 ms (2/3), TPOT 10 / 10.05 ms"}
     # the shipped disaggregated runs: one, InferenceX 21701654125/3 (GB200, 3 requests, TTFT 6,319.9 ms against its repeat
     # 21646597716/1's 268.7 ms, TPOT 7.4367 / 7.4436 ms); the 1-4 TTFT slice holds the other 41, its 95% top the next largest
     from llm_codesign.measure.validate import predict_serving, read_rows

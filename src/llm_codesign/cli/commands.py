@@ -144,7 +144,8 @@ def roofline(
     calibration: Optional[str] = typer.Option(None, help="Calibration profile .toml."),
     as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
-    """Per-operator roofline of one forward step."""
+    """Per-operator roofline of one forward step, and its floor: the weights and KV cache it reads over HBM bandwidth or
+    its FLOPs at peak, whichever is longer (activations left out; the table's bytes count them)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.roofline import roofline as run
     from llm_codesign.spec.plan import Plan, reason_text, validity
@@ -180,6 +181,9 @@ def roofline(
     _console().print(f"roofline floor (max of FLOPs/peak, bytes/bandwidth): {tt['bound_time_s'] * 1e3:.3f} ms: "
                      f"{_fmt(f['bytes'], 'B')} moved at least ({parts}) over {g.hbm_bandwidth_bytes_per_s / 1e12:.2f} TB/s, "
                      f"{_fmt(f['flops'])} FLOPs per GPU")
+    if not f["fits"]:
+        _console().print(f"[yellow]the batch cannot be held: weights and KV cache {_fmt(f['weights'] + f['kv'] + f['state'], 'B')} "
+                         f"a GPU against its {_fmt(g.hbm_bytes, 'B')} of HBM; lower --batch or --context[/yellow]")
 
 
 def _rank_share(r: dict) -> str:

@@ -17,12 +17,18 @@ from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phase: str = "decode", *,
              batch: int = 1, context: int = 1024, tp: int = 1) -> dict:
+    """One step's operators ("ops": FLOPs, bytes, intensity, bound, time) and "totals": the operators' sums (their bytes
+    count activations) and the floor, "bound_time_s" = floor_time of step_floor's count: weights and KV cache (and
+    recurrent state) read, FLOPs, activations left out since fixroof (docs/modelling-notes.md#fixroof); "floor" holds
+    that count and "fits", whether the busiest GPU's HBM holds its weights, KV cache and state at once. A `context`
+    past the model's is refused as estimate refuses isl + osl (ModelSpec.check_context)."""
     if phase not in ("decode", "prefill"):
         raise InputError("phase", phase, "decode or prefill")
     if batch < 1:
         raise InputError("batch", batch, "a positive integer")
     if context < 1:
         raise InputError("context", context, "a positive integer")
+    model.check_context(context, 0, field="context")  # estimate's refusal: 16.8M tokens of Llama-3.1-8B were priced
     check_kv_format(None, gpu, prec.kv.name)  # no engine here: a KV-cache format this GPU holds (NVFP4 on an MI355X was priced)
     if phase == "decode":
         b = Batch(dec_seqs=batch, dec_ctx=context)
@@ -71,6 +77,10 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
                     plan=Plan(tp=tp, moe_tp=tp if model.is_moe else 1), num_gpus=tp)
     floor = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in fl.items()}
     floor["time_s"] = float(np.asarray(floor_time(fl, gpu, prec)).reshape(-1)[0])
+    # the busiest GPU holds its weights, the batch's KV cache and state at once: beyond its HBM no engine runs this step
+    # (a lenient test: the headline capacity, no activations nor the engine's reserve); a decode step's KV as read,
+    # prefill's as written (its window's at most), what the cache holds either way
+    floor["fits"] = floor["weights"] + floor["kv"] + floor["state"] <= gpu.hbm_bytes
     return {"model": model.name, "gpu": gpu.id, "phase": phase, "batch": batch, "context": context, "tp": tp,
             "precision": prec.label(), "ops": rows,
             "totals": {"flops": tf, "bytes": tb, "time_s": tt, "intensity": tf / tb if tb else 0.0,

@@ -110,8 +110,10 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
 
 # why a band stops short of its width (measure.intervals.capped at cost.roofline.ideal_step): estimate's row, and the
 # footnote of every other table that prints a capped bound (capped_footnote)
-CAPPED_TEXT = ("what the GPUs allow at the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at "
-               "peak; for TTFT, one prefill of the prompt so)")
+# (cost.roofline.ideal_step and ideal_prefill; docs/modelling-notes.md#fixroof)
+CAPPED_TEXT = ("what the GPUs allow at the batch that runs (the weights and the KV cache of each request at its mean "
+               "context a step reads over HBM bandwidth, or its FLOPs at peak; for TTFT, one prefill of the prompt so, mostly "
+               "its FLOPs)")
 
 
 def capped_bounds(bands: dict, metrics=None, levels=("80", "95")) -> list[str]:

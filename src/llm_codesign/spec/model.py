@@ -82,11 +82,12 @@ class ModelSpec:
     architecture: str = ""  # the checkpoint's architectures[0] (engines pick some defaults by it); '' unknown
     mtp_layers: int | None = None  # MTP modules the checkpoint ships (loader_facts); None: not read from a config
 
-    def check_context(self, isl, osl) -> None:
+    def check_context(self, isl, osl, *, field: str = "isl+osl") -> None:
         """One line refusing a request longer than the model's context, as engines refuse it (vLLM
-        rejects max_model_len beyond the derived maximum unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set)."""
+        rejects max_model_len beyond the derived maximum unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is set);
+        `field` names the input it came from (roofline's "context")."""
         if self.max_context and int(isl) + int(osl) > self.max_context:
-            raise InputError("isl+osl", int(isl) + int(osl),
+            raise InputError(field, int(isl) + int(osl),
                              f"at most {self.name}'s context of {self.max_context:,} tokens (max_position_embeddings"
                              " with its RoPE scaling)")
 

@@ -336,7 +336,7 @@ function downloads() {
 const CENTRE = "the intervals are centred on the prediction times the median measured / predicted of the runs they come from, " +
   "which can put the prediction itself outside them";
 // why a bound stops short (render/intervals.py CAPPED_TEXT)
-const CAPPED_TEXT = "what the GPUs allow at the batch that runs (the weights a step reads over HBM bandwidth, or its FLOPs at peak; for TTFT, one prefill of the prompt so)";
+const CAPPED_TEXT = "what the GPUs allow at the batch that runs (the weights and the KV cache of each request at its mean context a step reads over HBM bandwidth, or its FLOPs at peak; for TTFT, one prefill of the prompt so, mostly its FLOPs)";
 
 // an interval's bound at the CLI's precision (render/intervals.py _fmt): TPOT to 0.01 ms, the rest to 0.1 below 100, else whole
 function bound(k, x) { return k === "tpot_ms" ? fix(x, 2) : fix(x, Math.abs(x) < 100 ? 1 : 0); }
