@@ -4,6 +4,7 @@ tables; their intervals, the eager-decode note and the operators' TPOT shares le
 frontier, an SLO on it, compare's chart) refused. The figures that do exist are checked by hand: a request is done at
 its first token, so by Little's law C requests in flight deliver C / TTFT output tokens a second over the GPUs."""
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import cli
@@ -207,3 +208,14 @@ def test_export_at_osl_1_picks_its_point_by_ttft_alone():
     assert "TPOT n/a (one output token), " in err and '"tpot_ms": null, "tok_s_per_user": null' in out
     code, out, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--osl", "1", "--min-tps-user", "20", "-o", "-")
     assert code == 2 and err.startswith("error: min_tps_user: 20.0 is not valid; left out at OSL 1")
+
+
+def test_no_eager_widening_at_osl_1():
+    # graphs off (--cuda-graph-max-bs 0): at OSL 1 no decode step runs, so no band is widened for eager decode launches
+    # (review rev12c #1: TTFT had taken TPOT's x0.71-x1.14 moves)
+    m = lc.get_model("llama-3.1-8b")
+    dep = replace(lc.deployment(m, gpu="h100", num_gpus=1, tp=1, engine="vllm"), cuda_graph_max_bs=0)
+    b = lc.estimate(m, dep, lc.Workload(isl=1024, osl=1, concurrency=8)).intervals["ttft_ms"]
+    assert [x.kind for x in b["widened"]] == ["family", "lengths"]  # no "eager": it had taken TPOT's moves
+    two = lc.estimate(m, dep, lc.Workload(isl=1024, osl=2, concurrency=8)).intervals["ttft_ms"]
+    assert [x.kind for x in two["widened"]] == ["family", "lengths", "eager"]  # a decode step runs eager from OSL 2

@@ -131,7 +131,9 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     m, w, dep = get_model(model), _checked(deployment, workload), deployment
     r = run(m, dep, w, calibration=_calibration(dep.gpu, calibration), breakdown=breakdown)
     ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=w.concurrency, isl=w.isl, osl=w.osl,
-                            spec=dep.spec is not None, arrival=w.arrival, eager=0.0 if r.eager_decode is None else r.eager_decode.moves or r.eager_decode.share)
+                            spec=dep.spec is not None, arrival=w.arrival,
+                            # no decode step at one output token (serve.metrics.no_decode): nothing eager to widen by
+                            eager=0.0 if r.eager_decode is None or w.osl <= 1 else r.eager_decode.moves or r.eager_decode.share)
     values = {"ttft_ms": r.ttft_s * 1e3, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
               "output_tok_s_per_gpu": r.output_tok_s_per_gpu}
     bands = intervals.bands(values, ctx, table=intervals.table_for(_ref(calibration), gpu=dep.gpu))
