@@ -113,6 +113,7 @@ def test_a_hub_id_is_no_download(client, no_network, route, body, field):
     # before: `baseline.constrained-str` (pydantic's Union member tag) and `config.hidden_size` (the loader's name)
     ("x" * 301, f"baseline: {chr(39) + 'x' * 79}... is not valid; String should have at most 300 characters"),
     (5, "baseline: 5 is not valid; a registry name (a string) or a pasted config.json (an object)"),
+    (["a"], 'baseline: ["a"] is not valid; a registry name (a string) or a pasted config.json (an object)'),  # review rev12c #4
     ({"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": "big"},
      "baseline.hidden_size: 'big' is not valid; an integer from 1 to 1,048,576"),
 ])

@@ -904,6 +904,8 @@ def _field_line(err: dict) -> tuple[str, str]:
         return name, "body: not valid; a JSON object sent as Content-Type: application/json"
     # a null where a value belongs reads as JSON's null ("num_gpus; Input should be ..." had no value)
     shown = "null" if value is None and "input" in err and loc else "" if value is None or isinstance(value, (dict, list)) else repr(value)
+    if loc == ["baseline"] and isinstance(value, list):  # neither a name nor a config: the list itself is what is wrong
+        shown = json.dumps(value)
     shown = f": {shown[:80] + '...' if len(shown) > 80 else shown} is not valid" if shown else ""  # a 1 MB string is no line
     msg = err.get("msg", "invalid")
     if loc and loc[-1] == "num_gpus" and err.get("type") in _GPU_COUNT_ERRORS:  # in the project's words, as the CLI says --gpus
