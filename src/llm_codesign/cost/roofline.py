@@ -70,21 +70,26 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
     tf = sum(r["flops"] for r in rows)
     tb = sum(r["bytes"] for r in rows if r["kind"] != "comm")
     tt = sum(r["time_s"] for r in rows)
-    # the floor: what the step must move and compute at least (step_floor, ideal_step's count), not the operators'
-    # bytes, which add activations (newc4 #3's my-30b: 11.324 ms from those against 11.096 from the weights and KV)
+    floor = _command_floor(model, gpu, prec, phase=phase, batch=batch, context=context, tp=tp)
+    return {"model": model.name, "gpu": gpu.id, "phase": phase, "batch": batch, "context": context, "tp": tp,
+            "precision": prec.label(), "ops": rows,
+            "totals": {"flops": tf, "bytes": tb, "time_s": tt, "intensity": tf / tb if tb else 0.0,
+                       "bound_time_s": floor["time_s"], "floor": floor}}
+
+
+def _command_floor(model: ModelSpec, gpu: Gpu, prec: Precision, *, phase: str, batch: int, context: int, tp: int) -> dict:
+    """The roofline command's floor: what the step must move and compute at least (step_floor, ideal_step's count), not
+    the operators' bytes, which add activations (newc4 #3's my-30b: 11.324 ms from those against 11.096 from the weights
+    and KV), its time, and "fits": the busiest GPU holds its weights, the batch's KV cache and state at once, else no
+    engine runs this step (a lenient test: the headline capacity, no activations nor the engine's reserve; a decode
+    step's KV as read, prefill's as written, its window's at most: what the cache holds either way)."""
     fl = step_floor(model, prec, tokens=batch * (context if phase == "prefill" else 1), seqs=batch,
                     context=0 if phase == "prefill" else context, prefill=phase == "prefill",
                     plan=Plan(tp=tp, moe_tp=tp if model.is_moe else 1), num_gpus=tp)
     floor = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in fl.items()}
     floor["time_s"] = float(np.asarray(floor_time(fl, gpu, prec)).reshape(-1)[0])
-    # the busiest GPU holds its weights, the batch's KV cache and state at once: beyond its HBM no engine runs this step
-    # (a lenient test: the headline capacity, no activations nor the engine's reserve); a decode step's KV as read,
-    # prefill's as written (its window's at most), what the cache holds either way
     floor["fits"] = floor["weights"] + floor["kv"] + floor["state"] <= gpu.hbm_bytes
-    return {"model": model.name, "gpu": gpu.id, "phase": phase, "batch": batch, "context": context, "tp": tp,
-            "precision": prec.label(), "ops": rows,
-            "totals": {"flops": tf, "bytes": tb, "time_s": tt, "intensity": tf / tb if tb else 0.0,
-                       "bound_time_s": floor["time_s"], "floor": floor}}
+    return floor
 
 
 def weights_read(model: ModelSpec, tokens) -> np.ndarray:

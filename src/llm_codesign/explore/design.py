@@ -559,7 +559,8 @@ def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw
         # every edge one of the EXTEND_TOP best sits on, not the winner's alone: a runner-up on an edge says the grid
         # stops where the objective still rises, whichever row the first pass happened to rank first (branch recon)
         best = np.argsort(-np.where(np.isfinite(obj), obj, -np.inf), kind="stable")[:EXTEND_TOP]
-        todo = list(dict.fromkeys(e for i in best[np.isfinite(obj[best])] for e in _edges(cand, int(i), axes) if e not in limits))
+        best = best[np.isfinite(obj[best])]  # priced rows only: an unpriced one sets no edge and no layout (review rev12c #6)
+        todo = list(dict.fromkeys(e for i in best for e in _edges(cand, int(i), axes) if e not in limits))
         if not todo:
             break
         added = 0
