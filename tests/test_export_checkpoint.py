@@ -173,10 +173,16 @@ def test_unknown_model_type_is_said(ckpt):
 
 
 @pytest.mark.parametrize("given,name", [("/home/me/ckpt/my-30b/", "my-30b"), ("org/My-30B", "My-30B"), ("", "custom"),
-                                        (None, "custom"), (7, "custom")])
+                                        (None, "custom")])
 def test_pasted_config_named_by_name_or_path(given, name):
     cfg = CFG if given is None else {**CFG, "_name_or_path": given}
     assert get_model(cfg).name == name
+
+
+def test_a_name_or_path_that_is_no_string_is_refused_by_name():
+    # a field the loader reads is validated (spec.validation.CONFIG_FIELDS): one line naming it, as every other field
+    with pytest.raises(InputError, match=r"^config\._name_or_path: 7 is not valid; a string"):
+        get_model({**CFG, "_name_or_path": 7})
 
 
 def test_the_pages_pasted_config_is_named_and_launched_from_a_placeholder():
