@@ -659,8 +659,9 @@ def judge(case: Case, res, before: set[Path], root: Path, caught: list) -> list[
     if code == 1 and "--fail-on" not in case.args and "internal error" not in stderr:
         out.append("exit 1 outside `lint --fail-on`")
     if code == 2:
-        # progress lines of a search that ran for seconds (pareto/design every 5 s, sweep every second) are not the error
-        lines = [x for x in stderr.splitlines() if x.strip() and not x.startswith(("searching: ", "sweep: "))]
+        # progress lines of a search that ran for seconds (pareto/design every 5 s, sweep every second) are not the error,
+        # nor the loader's notes on how it read the input ("note: model_type abc is not one the loader knows ..."), said first
+        lines = [x for x in stderr.splitlines() if x.strip() and not x.startswith(("searching: ", "sweep: ", "note: "))]
         ours = [x for x in lines if x.startswith("error: ")]
         if not ours:  # usage errors too (a bad int, an unknown option): one line, not click's usage block
             out.append(f"exit 2 without an error line: {stderr[-200:]!r}")

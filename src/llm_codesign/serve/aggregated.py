@@ -1251,7 +1251,9 @@ def _span_parts(pf: PrefillParts, *, own, idle, burst, span, r: _Rank, through) 
     sum to own x the slowest stage's step as the stage's parts do (its step here is priced busy: no idle part)."""
     stage = {"kernels": pf.kernels, "host": pf.host_step + pf.host_seq, "eager": pf.eager, "draft": pf.draft}
     parts = {k: own * v for k, v in stage.items()}
-    alone = np.where(~np.asarray(r.pipelined, bool) & (np.asarray(r.pp, float) > 1), through, np.nan)
+    # `through` is None where no step crosses the stages alone (an object array np.isfinite refuses: the fuzzer's sweep)
+    alone = np.where(~np.asarray(r.pipelined, bool) & (np.asarray(r.pp, float) > 1), np.nan if through is None else through, np.nan)
+    alone = np.asarray(alone, float)
     if pf.kernels_all is not None and np.any(np.isfinite(alone)):
         steps, pp = own / np.where(np.isfinite(alone), alone, 1.0), np.asarray(r.pp, float)
         ring = {"kernels": pf.kernels_all, "host": pp * stage["host"], "eager": pf.eager_all / pp, "draft": pp * pf.draft}
