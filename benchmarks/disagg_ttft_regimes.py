@@ -63,13 +63,16 @@ def measured_tpot_ttft(x: dict) -> float:
 
 def main() -> None:
     runs = [x for x in priced() if float(x["row"]["concurrency"]) >= 33]
-    print("| regime (33+ requests) | runs | measured / predicted TTFT: median, min, max | with measured TPOT: median, min, max |")
-    print("|---|---|---|---|")
+    print("| regime (33+ requests) | runs | measured / predicted TTFT: median, min, max | in-sample width q90/q10, q97.5/q2.5 "
+          "| with measured TPOT: median, min, max |")
+    print("|---|---|---|---|---|")
     for kind in ("within", "prefill-bound", "past slots", "exact fill", "all"):
         sub = [x for x in runs if kind in ("all", regime(x))]
         a = np.array([float(x["row"]["ttft_ms"]) / x["pred"]["ttft_ms"] for x in sub])
         b = np.array([float(x["row"]["ttft_ms"]) / measured_tpot_ttft(x) for x in sub])
-        print(f"| {kind} | {len(sub)} | x{np.median(a):.2f}, x{a.min():.2f}, x{a.max():.1f} | x{np.median(b):.2f}, x{b.min():.2f}, x{b.max():.1f} |")
+        q = np.quantile(np.log(a), [0.025, 0.1, 0.9, 0.975])
+        print(f"| {kind} | {len(sub)} | x{np.median(a):.2f}, x{a.min():.2f}, x{a.max():.1f} | x{np.exp(q[2] - q[1]):.1f}, "
+              f"x{np.exp(q[3] - q[0]):.0f} | x{np.median(b):.2f}, x{b.min():.2f}, x{b.max():.1f} |")
     print("\nexact fill (TensorRT-LLM's and SGLang's):")
     print("| run | GPU | ISL/OSL | requests = slots | decode instances x ranks x batch | TTFT measured / predicted ms | TPOT measured / predicted |")
     print("|---|---|---|---|---|---|---|")

@@ -937,3 +937,25 @@ def test_deepep_low_latency_waits_on_the_busiest_receiver():
             want = deepep_time("low_latency", phase, 64.0 * skew, g, cal, hidden=7168, top_k=8, experts=256, ep=8, payload_b=b_el)
             assert np.asarray(got[phase].time).item() == pytest.approx(float(want), rel=1e-9), (alpha, phase)
             assert np.asarray(got[phase].bytes).item() == pytest.approx(64.0 * skew * 8 * 7168 * b_el, rel=1e-9)
+
+
+def test_the_shipped_three_slot_deployment_waits_a_whole_decode_past_its_slots_and_none_at_them():
+    """InferenceX's GB200 DeepSeek-R1 FP8 deployment of 1 x DEP8 prefill and 3 x TEP8 decode workers of max batch 1
+    (serving_disagg_blackwell.csv, runs 21701654125/3 and 21646597716/1; docs/modelling-notes.md#disaggslot-regimes): 3 slots.
+    At 8192/1024 and 6 requests the pool completes 3 / (1023 x TPOT) requests a second, so TTFT = 6 / rate - 1023 TPOT =
+    1023 x 7.0648 ms = 7,227.3 ms (measured 7,111.4 and 7,297.9 ms). At 1024/1024 and 3 requests (the slots exactly) TensorRT-LLM's
+    generation server admits each request into the slot its predecessor freed (executor_request_queue.py
+    _fetch_and_process_requests: up to its max active requests, NVIDIA/TensorRT-LLM@007a7508), so no slot wait: TTFT is the
+    first token's path, 116.1 ms (measured 268.7 ms in the repeat; 6,319.9 ms in the run the repeat does not reproduce)."""
+    from llm_codesign.measure.validate import predict_serving, read_rows
+
+    rows = [r for r in read_rows("serving_disagg_blackwell.csv") if r["gpu"] == "gb200" and r["decode_instances"] == "3"
+            and r["decode_max_batch"] == "1" and ("21701654125" in r["source"] or "21646597716" in r["source"])]
+    assert sorted((r["isl"], r["concurrency"]) for r in rows) == [("1024", "3")] * 2 + [("8192", "6")] * 2
+    for r, p in zip(rows, predict_serving(rows)[0], strict=True):
+        if r["concurrency"] == "6":
+            assert p["tpot_ms"] == pytest.approx(7.0648, rel=1e-4) and not p["fits"]
+            assert p["ttft_ms"] == pytest.approx(1023 * p["tpot_ms"], rel=1e-9)  # (6 / 3 - 1) whole decodes
+        else:
+            assert p["fits"] and p["ttft_ms"] == pytest.approx(116.13, rel=1e-3)
+            assert p["ttft_ms"] < 0.02 * 1023 * p["tpot_ms"]  # no slot wait: a decode would be 7,191 ms
