@@ -482,11 +482,17 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
-        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"],
-        "decode_eager_n": d["parts"].eager_n + 0.0 * d["tpot"],  # the launches of a step the graphs miss (0: captured)
-        # TPOT = iteration / accepted: its values with the launches at the range's ends (decode_pool's iteration_ends)
-        "decode_tpot_lo_s": d["iteration_ends"][0] / d["acc"], "decode_tpot_hi_s": d["iteration_ends"][1] / d["acc"],
+        **_decode_eager(d),
         "decode_instance_batch": np.minimum(C, slots) / n_d + 0.0 * d["tpot"]}  # a decode instance's requests as priced
+
+
+def _decode_eager(d: dict) -> dict:
+    """evaluate_disagg's keys of a decode step the workers' graphs miss (decode_pool's `d`): its launches beyond the
+    kernels a step, the batch a rank, that part of TPOT, the launches (0: captured), and TPOT (iteration / accepted) with
+    the launches at the launch cost's range's ends (decode_pool's iteration_ends), which _eager_rows reads."""
+    return {"decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"],
+            "decode_eager_n": d["parts"].eager_n + 0.0 * d["tpot"],
+            "decode_tpot_lo_s": d["iteration_ends"][0] / d["acc"], "decode_tpot_hi_s": d["iteration_ends"][1] / d["acc"]}
 
 
 def decode_graphs(decode: Deployment, given):
