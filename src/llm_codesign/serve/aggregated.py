@@ -859,7 +859,9 @@ def _eager_decode(batch, fl: SchedulerFlags, *, default, host, kernels):
 # fused operator, standing for the unfused elementwise kernels an eager forward runs beside it too), not per kernel the
 # graphs replay. Range 8-40 us: 8 the least a Python-launched kernel costs (Inductor's per-kernel launcher 7-9 us against
 # the driver's 3, meta-pytorch/tritonbench PR #1017; Triton's JIT dispatch 8.68 us a call on GB200, vllm-project/vllm
-# PR #34838); 40 has no source of its own: the PR's ~35 us rounded up (+14%), standing for a slower host than the PR's.
+# PR #34838); 40 has no source of its own: the PR's ~35 us rounded up (+14%), standing for a slower host than the PR's
+# (searched 2026-12-06: the nearest measured host cost a launch, nvFuser's KernelExecutor::runFusion at 28.6-36.4 us a
+# fusion on H200, NVIDIA/Fuser PR #3813, lies inside the range; none read above 40, docs/modelling-notes.md#eagerfix-eager-sides).
 # SGLang's own eager reading (+0.9 ms a step at 8B TP1, sgl-project/sglang PR #1401) lies below the +3.3 ms this prices.
 # Engine-independent: SGLang, vLLM (--enforce-eager) and ATOM run the same PyTorch eager forward outside their graphs.
 DECODE_LAUNCH_S = 35e-6
