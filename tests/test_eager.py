@@ -23,24 +23,27 @@ def test_the_capture_in_words_by_engine_and_launch():
 
 
 def test_the_note_states_its_figures_and_each_engines_own_flag():
-    n = eager_note(_dep("trtllm"), batch=100.0, extra_s=0.03263, part_s=0.03263, tpot_s=0.048).to_dict()
+    n = eager_note(_dep("trtllm"), batch=100.0, extra_s=0.03263, part_s=0.03263, tpot_s=0.048, moves=(0.5, 0.1)).to_dict()
     assert n["batch_per_rank"] == 100.0 and n["extra_ms_per_step"] == pytest.approx(32.63) and n["cuda_graph_max_bs"] == 100
     assert n["share_of_tpot"] == pytest.approx(0.03263 / 0.048)  # 68%
     assert "+32.6 ms a step beyond its kernels, 68% of TPOT" in n["note"] and n["avoid"].startswith(GRAPH_OPTION["trtllm"].format(n=100))
     # how the launches are priced (serve.aggregated.DECODE_LAUNCH_S 35 us, range 8-40; LAUNCH_JITTER_S 2 us, range 0-5) and
-    # the intervals' term: (40 - 8) / 2 / 35 = 0.457 of the share at 95% (docs/modelling-notes.md#fixeag-eager-words)
+    # the intervals' terms: TPOT's moves at the range's ends, e^-0.5 = x0.61 and e^0.1 = x1.11, each side its own
+    # (docs/modelling-notes.md#eagerfix-eager-sides)
     assert n["note"].endswith(
         "The launches are priced at 35 us a launch (documented, range 8-40 us) per fused operator (standing for the unfused "
         "kernels an eager forward runs beside it), and each collective waits for the slowest of the 8 ranks' launches (jitter 2 us a launch, range 0-5 us), not fitted; no measured run decodes without CUDA graphs, "
-        "so this part is unmeasured for decode (the intervals widen by its share of TPOT x +/-46% at 95%, the range's "
-        "half-width about 35 us)")
+        "so this part is unmeasured for decode (TPOT x0.61-x1.11 with the launches at the range's ends; each side of the "
+        "intervals widens by its own end's move)")
+    assert n["tpot_log_moves"] == [0.5, 0.1] and n["ttft_log_moves"] == [0.0, 0.0]
     assert "fitted on prefill" not in n["note"] and "3-9" not in n["note"]
     # one rank: no collective waits on another's jitter
-    one = eager_note(_8b("trtllm", "h100"), batch=100.0, extra_s=0.003, part_s=0.003, tpot_s=0.01).note
+    one = eager_note(_8b("trtllm", "h100"), batch=100.0, extra_s=0.003, part_s=0.003, tpot_s=0.01, moves=(0.1, 0.1)).note
     assert ("The launches are priced at 35 us a launch (documented, range 8-40 us) per fused operator (standing for the unfused "
             "kernels an eager forward runs beside it), not fitted;") in one and "jitter" not in one
     # SGLang 0.5.23 reads the single-phase flag as an ambiguous prefix: the advice names -decode (data/engines/sglang.toml)
-    s = eager_note(_dep("sglang"), batch=600.0, extra_s=0.01, part_s=0.01, tpot_s=0.05, here="--decode-cuda-graph-max-bs").to_dict()
+    s = eager_note(_dep("sglang"), batch=600.0, extra_s=0.01, part_s=0.01, tpot_s=0.05, here="--decode-cuda-graph-max-bs",
+                   moves=(0.1, 0.1)).to_dict()
     assert s["avoid"].startswith("`--cuda-graph-max-bs-decode 600` (`--cuda-graph-max-bs 600` before 0.5.23)")
     assert "(here: --decode-cuda-graph-max-bs 600," in s["avoid"]
 
@@ -87,28 +90,8 @@ def test_the_capture_follows_the_runs_batch_limit():
     assert decode_capture(_8b("vllm", "h100"), fl) == (200.0, True)
     assert decode_capture(_8b("vllm", "h100", SpecDecoding("eagle3", 1, 1.6, draft_model="x/y")), fl) == (200.0, True)
     assert captured_text(_8b("vllm", "h100"), fl) == "vLLM's default: padded graphs up to 200 per rank"
-    assert eager_note(_8b("vllm", "h100"), batch=300.0, extra_s=0.001, part_s=0.001, tpot_s=0.01, flags=fl).captured == \
+    assert eager_note(_8b("vllm", "h100"), batch=300.0, extra_s=0.001, part_s=0.001, tpot_s=0.01, flags=fl, moves=(0.1, 0.1)).captured == \
         "vLLM's default: padded graphs up to 200 per rank"
-
-
-def test_eager_tpot_moves_at_the_range_ends():
-    """TPOT priced with the launches at 8 and 40 us (docs/modelling-notes.md#eagband-eager-ends), by hand. 8B TP1 H100
-    graphs off, 1 request (review rev12a #2): 282 launches x 35 us = 9.87 ms of host over 6.61 ms of kernels, TPOT 10.17 ms.
-    At 8 us the host (2.256 ms) falls under the kernels: TPOT 10.17 - 3.26 = 6.91 ms, down ln(10.17 / 6.91) = 0.38647.
-    At 40 us 11.28 ms: TPOT 10.17 + 1.41 = 11.58 ms, up ln(11.58 / 10.17) = 0.12984. 70B TP2: 25.7 ms of host (734
-    launches) hidden under 28.5 ms of kernels, TPOT 28.54 ms: at 40 us 25.7 + 734 x 5 us = 29.37 ms, 0.87 ms beyond the
-    kernels: up ln(29.41 / 28.54) = 0.030028, down 0 (the share-based term gave 0 both ways)."""
-    from llm_codesign.measure.intervals import eager_term
-    from llm_codesign.serve.aggregated import eager_tpot_moves
-
-    down, up = eager_tpot_moves(9.87e-3, 6.61e-3, 282, tpot_s=10.17e-3)
-    assert (float(down), float(up)) == pytest.approx((0.38647, 0.12984), abs=2e-5)
-    assert eager_term((float(down), float(up)), 95) == pytest.approx(0.38647, abs=2e-5)
-    assert eager_term((float(down), float(up)), 80) == pytest.approx(0.38647 * 1.2816 / 1.96, abs=2e-5)  # 0.25271
-    down, up = eager_tpot_moves(25.7e-3, 28.5e-3, 734, tpot_s=28.54e-3)
-    assert (float(down), float(up)) == pytest.approx((0.0, 0.030028), abs=2e-6)
-    assert eager_term(0.0, 95) == 0.0  # the legacy share there: no term
-
 
 
 def test_the_eager_host_counts_the_draft_passes_launches():

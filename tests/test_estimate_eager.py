@@ -65,24 +65,30 @@ def test_the_interval_widens_by_tpots_moves_at_the_launch_costs_range_ends(at100
     tpot = at100.intervals["tpot_ms"]
     why = [w for w in tpot["widened"] if w.kind == "eager"]
     assert len(why) == 1 and "no decode run without CUDA graphs" in why[0]
-    assert "priced at 35 us a launch (documented, range 8-40 us); TPOT x0.64-x1.12 at the range's ends" in why[0]
+    assert "priced at 35 us a launch (documented, range 8-40 us); TPOT x0.64 at 8 us, x1.12 at 40 us" in why[0]
     # by hand (docs/modelling-notes.md#eagband-eager-ends, review rev12a #2): 723 launches, 161 collectives, 8 ranks: the
     # host 26.2764 ms over 15.3908 ms of kernels (tests/test_ppeager.py), TPOT 30.4962 ms, the row x1 in TPOT. At 8 us a
     # launch the host, 26.2764 - 723 x 27 us = 6.7554 ms, falls under the kernels: TPOT 30.4962 - 10.8856 = 19.6106 ms, down
     # ln(30.4962 / 19.6106) = 0.44153; at 40 us 26.2764 + 723 x 5 us = 29.8914 ms: TPOT 34.1112 ms, up ln 1.11854 = 0.11202.
-    # The band widens both sides alike: the larger move at 95% (x1.555), x 1.2816 / 1.96 at 80% (0.28871, x1.335); the
-    # share's term gave x1.163 / x1.100 (0.357 x 16 / 35), the whole host moving TPOT at 8 us left out
+    # Each side of the band widens by its own end's move (docs/modelling-notes.md#eagerfix-eager-sides): below 0.44153 at
+    # 95% (x1.555), above 0.11202 (x1.119), each x 1.2816 / 1.96 at 80%; the reason's factors give the wider side
     down, up = at100.eager_decode.moves
     assert (down, up) == pytest.approx((0.44153, 0.11202), abs=5e-5)
     assert why[0].factors == pytest.approx((math.exp(0.44153 * 1.2816 / 1.96), math.exp(0.44153)), abs=1e-4)
     m, dep = lc.get_model("llama-3.1-70b"), at100.deployment
     kw = dict(engine="trtllm", concurrency=100, isl=1024, osl=1024, arrival=at100.workload.arrival)
-    b = {x: intervals.band("tpot_ms", 50.0, intervals.context(m, dep.gpu, dep.precision, eager=x, **kw)) for x in (0.0, (down, up))}
-    assert b[(down, up)]["hi95"] > b[0.0]["hi95"] and b[(down, up)]["lo80"] < b[0.0]["lo80"]
-    # the eager term in quadrature with the others (intervals.with_eager): at 95% hypot(campaign's, 0.44153)
+    b = {x: intervals.band("tpot_ms", 50.0, intervals.context(m, dep.gpu, dep.precision, eager=x, **kw)) for x in ((0.0, 0.0), (down, up))}
+    assert b[(down, up)]["hi95"] > b[(0.0, 0.0)]["hi95"] and b[(down, up)]["lo80"] < b[(0.0, 0.0)]["lo80"]
+    # the eager terms in quadrature with the others (intervals.with_eager), each side apart: at 95% hypot(campaign's,
+    # 0.44153) below, hypot(campaign's, 0.11202) above
     camp = intervals.bundled()["between"]["campaign"]
-    k = intervals.with_eager({80: camp["t80"], 95: camp["t95"]}, intervals.context(m, dep.gpu, dep.precision, eager=(down, up), **kw))
-    assert k[95] == pytest.approx(math.hypot(camp["t95"], down), rel=1e-12) and k[95] >= k[80]
+    lo, hi = intervals.with_eager({80: camp["t80"], 95: camp["t95"]},
+                                  intervals.context(m, dep.gpu, dep.precision, eager=(down, up), **kw), "tpot_ms")
+    assert lo[95] == pytest.approx(math.hypot(camp["t95"], down), rel=1e-12) and lo[95] >= lo[80]
+    assert hi[95] == pytest.approx(math.hypot(camp["t95"], up), rel=1e-12) and hi[95] >= hi[80]
+    # a rate falls as TPOT rises: tok/s/user's band takes the up move below and the down move above
+    r = intervals.with_eager({80: 0.0, 95: 0.0}, intervals.context(m, dep.gpu, dep.precision, eager=(down, up), **kw), "tok_s_per_user")
+    assert r[0][95] == pytest.approx(up, rel=1e-12) and r[1][95] == pytest.approx(down, rel=1e-12)
 
 
 def test_the_stored_95_terms_are_never_below_the_80():
@@ -93,18 +99,30 @@ def test_the_stored_95_terms_are_never_below_the_80():
     assert terms["campaign"]["t95"] == 0.0306 and terms["low_load"]["t95"] == 0.095
 
 
-def test_a_kernel_bound_eager_step_adds_no_term():
+def test_a_kernel_bound_eager_step_widens_above_only():
     # 70B on 2 H100s, TP2, graphs off, one request: 723 launches x 35 us + sqrt(723 x 161) x 2 us x E[max of 2] 0.5642
-    # = 25.69 ms of host launches, under the 28.5 ms of kernels that read 70.6 GB a step: the launches hide, no eager row,
-    # no note, no eager widening (its share 0, eager_term 0); the TPOT band is the one eager=0 gives
+    # = 25.690 ms of host launches, under the 28.514 ms of kernels that read 70.6 GB a step: the launches hide, no eager row.
+    # At 40 us they would not (docs/modelling-notes.md#eagerfix-eager-sides): 25.690 + 723 x 5 us = 29.305 ms, 0.791 ms
+    # beyond the kernels, TPOT 28.535 -> 29.326 ms, up ln(29.326 / 28.535) = 0.02736; at 8 us still hidden, down 0. So a
+    # one-line note and an up-side term; the band's lower side is the one no eager step gives
     m = lc.get_model("llama-3.1-70b")
     dep = replace(lc.deployment(m, gpu="h100", num_gpus=2, tp=2, engine="trtllm"), cuda_graph_max_bs=0)
     est = lc.estimate(m, dep, lc.Workload(isl=1024, osl=1024, concurrency=1), breakdown=True)
     kernels = sum(o.time_s for o in est.breakdown if o.phase == "decode" and o.kind not in ("host", "fitted") and not o.what)
-    assert 723 * 35e-6 + math.sqrt(723 * 161) * 2e-6 * 0.5641896 < kernels
-    assert est.eager_decode is None and est.decode_bound == "memory"
-    assert not any(w.kind == "eager" for w in est.intervals["tpot_ms"]["widened"])
-    assert intervals.eager_term(0.0, 95) == 0.0 and intervals.eager_term(0.0, 80) == 0.0
+    host = 723 * 35e-6 + math.sqrt(723 * 161) * 2e-6 * 0.5641896
+    assert host < kernels and kernels == pytest.approx(28.5135e-3, abs=5e-7)
+    assert not any(o.name == "host/eager_launches" and o.time_s > 0 for o in est.breakdown) and est.decode_bound == "memory"
+    e = est.eager_decode
+    up = math.log((est.tpot_s + host + 723 * 5e-6 - kernels) / est.tpot_s)
+    assert e.extra_s == 0.0 and e.share == 0.0 and e.moves == pytest.approx((0.0, up), rel=1e-6) and up == pytest.approx(0.02736, abs=1e-5)
+    assert "hide under its kernels, but at 40 us they would add +0.791 ms to TPOT: the intervals widen above only" in e.note
+    assert "\n" not in e.note and "host/eager_launches" not in e.note
+    kw = dict(engine="trtllm", concurrency=1, isl=1024, osl=1024, arrival=est.workload.arrival)
+    plain, sided = (intervals.band("tpot_ms", est.tpot_s * 1e3, intervals.context(m, dep.gpu, dep.precision, eager=x, **kw))
+                    for x in ((0.0, 0.0), e.moves))
+    assert sided["lo95"] == plain["lo95"] and sided["lo80"] == plain["lo80"] and sided["hi95"] > plain["hi95"]
+    t = est.intervals["tpot_ms"]  # the estimate's (its lower side held at the roofline floor: intervals.capped)
+    assert t["hi95"] == pytest.approx(sided["hi95"], rel=1e-12) and any(w.kind == "eager" for w in t["widened"])
 
 
 @pytest.mark.parametrize("conc,graphs", [(128, None), (100, 128)])

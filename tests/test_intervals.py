@@ -501,7 +501,8 @@ def test_disagg_compare_and_design_rows_carry_intervals():
         # it; 100,000 decode 552 a rank (the slots), above the capture (128), but that step's kernels outlast the host's
         # launches (docs/modelling-notes.md#ppeager-eager): no eager part
         ctx = iv.context(m, g, m.default_precision, engine="trtllm", concurrency=row["concurrency"], isl=1024, osl=1024, disaggregated=True,
-                         arrival="waves", eager=row.get("eager_decode", {}).get("share_of_tpot", 0.0))
+                         arrival="waves", eager=tuple(row.get("eager_decode", {}).get("tpot_log_moves", (0.0, 0.0))),
+                         eager_ttft=tuple(row.get("eager_decode", {}).get("ttft_log_moves", (0.0, 0.0))))
         assert ("eager_decode" in row) == (row["concurrency"] == 384)
         # the slice's band, its lower bounds held at the roofline floor where they reach under it (measure.intervals.capped:
         # the weights and every request's KV cache read once, docs/modelling-notes.md#fixroof)

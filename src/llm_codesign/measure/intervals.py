@@ -61,11 +61,12 @@ import tomllib
 from dataclasses import KW_ONLY, dataclass, replace
 from functools import lru_cache
 from importlib import resources
+from statistics import NormalDist
 
 import numpy as np
 
 from llm_codesign.measure.stats import BAND_NAMES, CONCURRENCY_BANDS
-from llm_codesign.serve.aggregated import EAGER_REL_HALF_WIDTH, launch_range
+from llm_codesign.serve.aggregated import DECODE_LAUNCH_RANGE_S, launch_range
 
 METRICS = ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")
 # the column a serving CSV measures each metric in (validate's names)
@@ -153,10 +154,14 @@ BETWEEN = ("campaign", *WIDEN)
 # reasons no shipped run measures by construction, so intervals.toml holds no term for them. "eager": a decode step
 # outside the CUDA graphs (serve.eager.EagerDecode), priced from its host launches (serve.aggregated.decode_launch_host:
 # DECODE_LAUNCH_S each, documented, not fitted) beyond its kernels; no campaign row decodes eagerly
-# (docs/modelling-notes.md#cg128-default-graphs, #ppeager-eager): widened by its own term (eager_term), not the table's
+# (docs/modelling-notes.md#cg128-default-graphs, #ppeager-eager): widened by its own terms (eager_terms), not the table's
 UNRUN = ("eager",)
-# the eager term's spread (serve.aggregated.EAGER_REL_HALF_WIDTH, beside the launch cost it is the range of)
-EAGER_LOG_SPREAD = {95: math.log1p(EAGER_REL_HALF_WIDTH), 80: math.log1p(EAGER_REL_HALF_WIDTH) * 1.2816 / 1.9600}
+# the eager term at each level: the launch cost's range's ends read as its 95% range, a normal's z ratio below it (as the
+# between-group terms are measured at each level: 80% is z 1.2816 against 1.96)
+EAGER_LEVEL = {80: 1.2816 / 1.9600, 95: 1.0}
+# the metrics that fall as TPOT rises: their band's lower side takes TPOT's up move (tok/s/GPU over a request's life, whose
+# decode part is at most all of it: TPOT's move bounds its own)
+FALLS_WITH_TPOT = ("tok_s_per_user", "output_tok_s_per_gpu")
 # a band's keys shaped as its prediction (one per point of a frontier)
 POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
 
@@ -188,12 +193,13 @@ class Context:
     osl: float | None = None
     arrival: str = ""
     gemm_fmt: str = ""
-    # a decode step outside the CUDA graphs (serve.eager.EagerDecode): UNRUN's reason. A float: the share of TPOT its
-    # launches beyond its kernels add (the legacy term); a pair: TPOT's (down, up) log moves at the launch cost's range's
-    # ends (serve.aggregated.eager_tpot_moves), the term eager_term reads first
-    eager: float | tuple[float, float] = 0.0
+    # a decode step outside the CUDA graphs (serve.eager.EagerDecode): UNRUN's reason, TPOT's (down, up) log moves at the
+    # launch cost's range's ends (serve.aggregated.eager_tpot_moves); (0, 0): none
+    eager: tuple[float, float] = (0.0, 0.0)
     # a measured run's metrics its own repeat does not reproduce (unreproduced): scored, kept out of the slices' quantiles
     unreproduced: tuple[str, ...] = ()
+    # TTFT's (down, up) log moves there (serve.aggregated.eager_ttft_moves: the decode steps it waits out)
+    eager_ttft: tuple[float, float] = (0.0, 0.0)
 
     @property
     def load_below(self) -> str:
@@ -231,7 +237,8 @@ def format_label(prec) -> str:
 
 
 def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: float, spec: bool = False,
-            disaggregated: bool = False, arrival: str = "", eager: float = 0.0) -> Context:
+            disaggregated: bool = False, arrival: str = "", eager: tuple[float, float] = (0.0, 0.0),
+            eager_ttft: tuple[float, float] = (0.0, 0.0)) -> Context:
     """The Context of a question: `prec` as asked (mapped here to what `gpu` executes), `concurrency`
     None for offline max throughput (its `arrival` is then not said: every request queued at once)."""
     from llm_codesign.cost.ffns import moe_step_activation
@@ -255,7 +262,7 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
     return Context(mode, engine, gpu.family, "moe" if model.is_moe else "dense", load, lengths_class(isl, osl), tuple(kinds),
                    format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name,
                    None if concurrency is None else float(concurrency), float(isl), float(osl), "" if concurrency is None else arrival,
-                   gemm_fmt if gemm_fmt != format_label(run) else "", eager)
+                   gemm_fmt if gemm_fmt != format_label(run) else "", tuple(eager), eager_ttft=tuple(eager_ttft))
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
@@ -707,12 +714,12 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         out.append(Widening("spec", f"speculative decoding: no {run} with it" + ("" if measured(t) else
                    f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
                    "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
-    if ctx.eager:  # no group at all: its own term (eager_term)
-        how = (f"TPOT x{math.exp(-ctx.eager[0]):.2f}-x{math.exp(ctx.eager[1]):.2f} at the range's ends, the larger move taken "
-               "at 95%" if isinstance(ctx.eager, tuple) else
-               f"({float(ctx.eager):.0%} of TPOT) widened by that share x +/-{EAGER_REL_HALF_WIDTH:.0%} at 95%")
-        out.append(Widening("eager", f"no decode run without CUDA graphs: its host launches beyond its kernels "
-                   f"priced at {launch_range()}; {how}, in quadrature on top of the others"))
+    if any(ctx.eager):  # no group at all: its own term on each side (eager_terms)
+        lo, hi = (x * 1e6 for x in DECODE_LAUNCH_RANGE_S)
+        out.append(Widening("eager", f"no decode run without CUDA graphs: its host launches priced at {launch_range()}; "
+                   f"TPOT x{math.exp(-ctx.eager[0]):.2f} at {lo:.3g} us, x{math.exp(ctx.eager[1]):.2f} at {hi:.3g} us, "
+                   f"TTFT x{math.exp(-ctx.eager_ttft[0]):.2f} / x{math.exp(ctx.eager_ttft[1]):.2f} (the decode steps it "
+                   "waits out): each side of the band widens by its own end's move, in quadrature on top of the others"))
     return out
 
 
@@ -853,14 +860,14 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
     why = reasons(found, t)
-    k = with_eager(between([w.kind for w in why if w.kind != "eager"], t, own=mine, levels=levels), found)
+    k_lo, k_hi = with_eager(between([w.kind for w in why if w.kind != "eager"], t, own=mine, levels=levels), found, metric)
     v = np.asarray(value, float)
     out, lo, hi = {}, math.inf, -math.inf
     for lvl in sorted(levels):  # each interval holds the narrower ones (their terms may differ)
         below, above = within(metric, c, found, t, lvl, own=mine)
         # the term added beyond the slice's own bound (conformalised over groups, the module's docstring), not in quadrature
-        lo = min(lo, c["q500"] - (below + k[lvl]))
-        hi = max(hi, c["q500"] + (above + k[lvl]))
+        lo = min(lo, c["q500"] - (below + k_lo[lvl]))
+        hi = max(hi, c["q500"] + (above + k_hi[lvl]))
         for name, q in ((f"lo{lvl}", lo), (f"hi{lvl}", hi)):
             x = v * np.exp(q)
             out[name] = float(x) if x.ndim == 0 else x
@@ -873,7 +880,7 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     widened = [replace(w, factors=tuple(math.exp(term[lvl]) for lvl in levels), levels=tuple(levels))
                for w in why for term in (between([w.kind], t, own=True, levels=levels)
                                          if w.kind not in UNRUN and measured(terms.get(w.kind, {})) else
-                                         {lvl: eager_term(found.eager, lvl) for lvl in levels} if w.kind == "eager" else
+                                         {lvl: max(eager_terms(found, metric, lvl)) for lvl in levels} if w.kind == "eager" else
                                          between([], t, levels=levels),)]
     return out | {"n": c["n"], "source": source, "widened": widened}
 
@@ -905,23 +912,28 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     return out
 
 
-def eager_term(eager, level: int) -> float:
-    """The between-group term (log units) of a decode step outside the CUDA graphs (Context.eager). A pair (down, up):
-    TPOT's log moves at the per-launch cost's range's ends (serve.aggregated.eager_tpot_moves), read as its 95% range;
-    band widens both sides alike, so the larger move is the 95% term and the same normal's x 1.2816 / 1.96 the 80%
-    (docs/modelling-notes.md#eagband-eager-ends). A float: the legacy share of TPOT, moved by 1 + share x (f - 1) where
-    the per-launch cost moves by a factor f within EAGER_LOG_SPREAD[level]."""
-    if isinstance(eager, tuple):
-        top = max(0.0, *(float(x) for x in eager))
-        return top if level >= 95 else top * 1.2816 / 1.9600
-    return math.log1p(float(eager) * math.expm1(EAGER_LOG_SPREAD[level])) if eager else 0.0
+def eager_terms(ctx: Context, metric: str, level: int) -> tuple[float, float]:
+    """(below, above): the between-group terms (log units) of a decode step outside the CUDA graphs on `metric`'s band at
+    `level`: its log moves with the launches at the per-launch cost's range's ends (Context.eager, TPOT's; eager_ttft,
+    TTFT's), read as that range's 95% (EAGER_LEVEL). Each side its own move (docs/modelling-notes.md#eagerfix-eager-sides):
+    TPOT's down move below and up move above; a rate's the other way round (FALLS_WITH_TPOT); TTFT's its own."""
+    down, up = ctx.eager_ttft if metric == "ttft_ms" else ctx.eager
+    if metric in FALLS_WITH_TPOT:
+        down, up = up, down
+    if not (down or up):
+        return 0.0, 0.0
+    z = EAGER_LEVEL.get(level) or NormalDist().inv_cdf(0.5 + level / 200.0) / NormalDist().inv_cdf(0.975)
+    return float(down) * z, float(up) * z
 
 
-def with_eager(terms: dict[int, float], ctx: Context) -> dict[int, float]:
-    """`terms` (between's) with ctx's eager term in quadrature at each level, a wider level's never below a narrower's."""
-    out, floor = {}, 0.0
+def with_eager(terms: dict[int, float], ctx: Context, metric: str) -> tuple[dict[int, float], dict[int, float]]:
+    """(below, above): `terms` (between's) with ctx's eager terms on `metric` (eager_terms) in quadrature at each level,
+    each side apart, a wider level's never below a narrower's."""
+    out: tuple[dict[int, float], dict[int, float]] = ({}, {})
+    floor = [0.0, 0.0]
     for lvl in sorted(terms):
-        floor = out[lvl] = max(floor, math.hypot(terms[lvl], eager_term(ctx.eager, lvl)))
+        for side, e in enumerate(eager_terms(ctx, metric, lvl)):
+            floor[side] = out[side][lvl] = max(floor[side], math.hypot(terms[lvl], e))
     return out
 
 
@@ -1175,7 +1187,9 @@ def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, cal
     acc = 1.0 if decode.spec is None else float(decode.spec.accepted())
     for row in rows:
         ctx = context(model, decode.gpu, decode.precision, engine=decode.backend, concurrency=row["concurrency"], isl=isl, osl=osl,
-                      spec=decode.spec is not None, disaggregated=True, arrival=arrival, eager=row.get("eager_decode", {}).get("share_of_tpot", 0.0))
+                      spec=decode.spec is not None, disaggregated=True, arrival=arrival,
+                      eager=tuple(row.get("eager_decode", {}).get("tpot_log_moves", (0.0, 0.0))),
+                      eager_ttft=tuple(row.get("eager_decode", {}).get("ttft_log_moves", (0.0, 0.0))))
         values = {k: row[k] for k in METRICS}
         # the requests a decode instance runs at once as the row was priced (serve.disagg's decode_batch: the concurrency
         # over the instances, up to the pool's slots): it had been rebuilt by Little's law from the row's rates, tokens/s x

@@ -141,6 +141,8 @@ class StepParts(NamedTuple):
     eager_ring: object = None  # the eager launches one micro-batch's ring waits on; None: one stage's share, eager_all / pp
     eager_host: object = 0.0  # the host's launches of a step the graphs miss (0 elsewhere), at DECODE_LAUNCH_S (eager_tpot_moves)
     eager_n: object = 0.0  # their count, the draft passes' included (0 where the graphs capture the step)
+    eager_host_all: object = 0.0  # every stage's launches in turn, at DECODE_LAUNCH_S, where the step misses (PP > 1)
+    eager_n_all: object = 0.0  # their count
 
     @property
     def stage(self):
@@ -191,6 +193,22 @@ class StepParts(NamedTuple):
                 "draft": pp * own["draft"], "eager": self._eager_ring(pp)}
         by_ring, times = self._binding(pp, running, together=together)
         return {n: np.where(by_ring, ring[n], times * own[n]) for n in names}
+
+    def at_launch(self, launch_s, pp, *, hosts_in_turn: bool):
+        """These parts with a missed step's launches priced at `launch_s` a launch instead of DECODE_LAUNCH_S (the jitter
+        term does not scale with it): per stage first, the stage's host moved by its launches x the difference and its
+        eager part max(host - kernels, 0) as _decode_stage takes it; then every stage's in turn (eager_all, where the stage's
+        is priced, as there) and what the ring waits on (eager_ring: every stage's where the hosts launch one after
+        another, `hosts_in_turn`, else one stage's share), so that iteration(pp, ...) of the result is the row's iteration
+        at that cost (review rev12c #7: the moves mixed one stage's host with the row's TPOT)."""
+        d, pp = launch_s - DECODE_LAUNCH_S, np.asarray(pp, float)
+        host = np.asarray(self.eager_host, float) + np.asarray(self.eager_n, float) * d
+        eager = np.where(np.asarray(self.eager_n, float) > 0, np.maximum(host - (self.kernels + self.draft), 0.0), 0.0)
+        if self.kernels_all is None:
+            return self._replace(eager=eager)
+        host_all = np.asarray(self.eager_host_all, float) + np.asarray(self.eager_n_all, float) * d
+        every = np.where(eager > 0, np.maximum(host_all - self.kernels_all - pp * self.draft, 0.0), 0.0)
+        return self._replace(eager=eager, eager_all=every, eager_ring=every if hosts_in_turn else every / pp)
 
 
 def micro_batches(running, pp, *, together=False):
@@ -252,9 +270,11 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
     if every is None:
         return parts, t_draft, ops
     n_all, c_all = every
-    eager_all = np.where(np.asarray(eager) > 0, np.maximum(decode_launch_host(n_all + n_draft, c_all, ranks) - parts.kernels_all - t_draft, 0.0), 0.0)
+    host_all = decode_launch_host(n_all + n_draft, c_all, ranks)
+    eager_all = np.where(np.asarray(eager) > 0, np.maximum(host_all - parts.kernels_all - t_draft, 0.0), 0.0)
     ring = eager_all / pp if costs.engine.name in PP_HOSTS_TOGETHER else eager_all
-    return parts._replace(eager_all=eager_all, eager_ring=ring), t_draft, ops
+    return parts._replace(eager_all=eager_all, eager_ring=ring, eager_host_all=np.where(miss, host_all, 0.0),
+                          eager_n_all=np.where(miss, n_all + n_draft, 0.0)), t_draft, ops
 
 
 def _draft_launches(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding):
@@ -619,7 +639,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "batch": per_mb, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "batch": per_mb, "queued_steps": fl.queued_steps}}
     return res
 
 
@@ -839,7 +859,9 @@ def _eager_decode(batch, fl: SchedulerFlags, *, default, host, kernels):
 # fused operator, standing for the unfused elementwise kernels an eager forward runs beside it too), not per kernel the
 # graphs replay. Range 8-40 us: 8 the least a Python-launched kernel costs (Inductor's per-kernel launcher 7-9 us against
 # the driver's 3, meta-pytorch/tritonbench PR #1017; Triton's JIT dispatch 8.68 us a call on GB200, vllm-project/vllm
-# PR #34838); 40 has no source of its own: the PR's ~35 us rounded up (+14%), standing for a slower host than the PR's.
+# PR #34838); 40 has no source of its own: the PR's ~35 us rounded up (+14%), standing for a slower host than the PR's
+# (searched 2026-12-06: the nearest measured host cost a launch, nvFuser's KernelExecutor::runFusion at 28.6-36.4 us a
+# fusion on H200, NVIDIA/Fuser PR #3813, lies inside the range; none read above 40, docs/modelling-notes.md#eagerfix-eager-sides).
 # SGLang's own eager reading (+0.9 ms a step at 8B TP1, sgl-project/sglang PR #1401) lies below the +3.3 ms this prices.
 # Engine-independent: SGLang, vLLM (--enforce-eager) and ATOM run the same PyTorch eager forward outside their graphs.
 DECODE_LAUNCH_S = 35e-6
@@ -847,26 +869,44 @@ DECODE_LAUNCH_RANGE_S = (8e-6, 40e-6)  # its documented range, as above (serve.e
 # The spread of that interval from launch to launch: ~2 us ("CPU jitter (~2us/launch)", the same PR); range 0-5 us
 LAUNCH_JITTER_S = 2e-6
 LAUNCH_JITTER_RANGE_S = (0.0, 5e-6)
-# the relative uncertainty of the per-launch host cost an eager decode step is priced at (DECODE_LAUNCH_S, 35 us,
-# NVIDIA/TensorRT-LLM PR #12653): its documented range (DECODE_LAUNCH_RANGE_S, 8-40 us) read as its 95% range, the
-# half-width relative to the priced cost (16 / 35 = 0.457). The legacy eager term's (intervals.eager_term on a share);
-# eager_tpot_moves prices the step at the range's ends instead (docs/modelling-notes.md#eagband-eager-ends). The
-# launches' jitter (LAUNCH_JITTER_RANGE_S) is left out: a few % of the host's time (#fixeag-eager-words)
-EAGER_REL_HALF_WIDTH = (DECODE_LAUNCH_RANGE_S[1] - DECODE_LAUNCH_RANGE_S[0]) / 2.0 / DECODE_LAUNCH_S
+def eager_iterations(parts: StepParts, pp, running, *, together, hosts_in_turn: bool) -> tuple:
+    """The decode iteration (StepParts.iteration) with a missed step's launches priced at DECODE_LAUNCH_RANGE_S's ends
+    (StepParts.at_launch: per stage, then the pipeline's ring or its stages' multiple, whichever binds there): (at 8 us, at
+    40 us). Equal to the iteration where the graphs capture the step."""
+    return tuple(parts.at_launch(end, pp, hosts_in_turn=hosts_in_turn).iteration(pp, running, together=together)
+                 for end in DECODE_LAUNCH_RANGE_S)
 
 
-def eager_tpot_moves(host_s, kernels_s, n_launches, *, tpot_s, scale=1.0):
-    """(down, up): the log moves of a TPOT of `tpot_s` whose decode step misses the CUDA graphs when its host launches are
-    priced at DECODE_LAUNCH_RANGE_S's ends instead of DECODE_LAUNCH_S. `host_s`: the step's launches at DECODE_LAUNCH_S
-    (decode_launch_host, jitter included, which does not scale with the launch cost); `kernels_s`: its kernels;
-    `n_launches`: the launches host_s counts; `scale`: TPOT seconds a second of the step (the breakdown row's tpot_s /
-    time_s). The step takes max(host, kernels) (_decode_stage), so TPOT moves with the whole host where it binds and not at
-    all where the kernels hide it at both ends: down = ln(TPOT / TPOT at 8 us), up = ln(TPOT at 40 us / TPOT), both >= 0."""
-    host, k, n = (np.asarray(x, float) for x in (host_s, kernels_s, n_launches))
-    tpot = np.asarray(tpot_s, float)
-    now = np.maximum(host - k, 0.0)
-    at = [tpot + scale * (np.maximum(host + n * (end - DECODE_LAUNCH_S) - k, 0.0) - now) for end in DECODE_LAUNCH_RANGE_S]
-    return np.log(tpot / at[0]), np.log(at[1] / tpot)
+def log_moves(now, ends) -> tuple:
+    """(down, up): the log moves of a metric priced `now` that reads `ends` (lower, upper) at the launch cost's range's
+    ends: ln(now / lower), ln(upper / now), each at least 0."""
+    now = np.asarray(now, float)
+    return np.maximum(np.log(now / np.asarray(ends[0], float)), 0.0), np.maximum(np.log(np.asarray(ends[1], float) / now), 0.0)
+
+
+def eager_tpot_moves(tp: dict, *, tpot_s) -> tuple:
+    """(down, up): TPOT's log moves with a missed decode step's launches at DECODE_LAUNCH_RANGE_S's ends, from evaluate's
+    time_parts `tp`: TPOT = (iteration / accepted + the prompts' stall) x the decode slots' share (_decode_times), so
+    TPOT(L) = TPOT + (iteration(L) - iteration) x share / accepted (eager_iterations). Both 0 where the kernels hide the
+    launches at both ends."""
+    per = np.asarray(tp["time_share"], float) / np.asarray(tp["accepted"], float)
+    it = np.asarray(tp["iteration"], float)
+    return log_moves(tpot_s, tuple(tpot_s + (e - it) * per for e in tp["iteration_ends"]))
+
+
+def eager_ttft_moves(tp: dict, *, ttft_s, tpot_s, osl) -> tuple:
+    """(down, up): TTFT's log moves with a missed decode step's launches at the range's ends. A prefill is not a decode
+    step: its launches are priced at the prefill fit (eager_launch_s), so its span does not move. What does is the part of
+    TTFT that waits out decode steps (the breakdown's first/wait_steps: the running step's rest, the steps queued ahead,
+    in decode iterations, _first_wait), x iteration(L) / iteration, and the wait for a slot (first/slot_queue: whole
+    requests finishing, queued / life of them), whose decode part moves by (OSL - 1) x TPOT's move. Left out: the front
+    end's work hiding under a longer wait (an overstatement of both moves) and a closed loop's work bound (_work_bound)."""
+    it, wait = np.asarray(tp["iteration"], float), np.asarray(tp["wait"], float)
+    per = np.asarray(tp["time_share"], float) / np.asarray(tp["accepted"], float)
+    queue = np.asarray(tp["slot_queue"], float) / np.maximum(np.asarray(tp["life"], float), 1e-30)
+    moved = [ttft_s + wait * (e / it - 1.0) + queue * np.maximum(np.asarray(osl, float) - 1.0, 0.0) * (e - it) * per
+             for e in tp["iteration_ends"]]
+    return log_moves(ttft_s, tuple(moved))
 
 
 def launch_range() -> str:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
 
+import re
+
 import numpy as np
 
 from llm_codesign.cost import memory
@@ -29,6 +31,7 @@ from llm_codesign.cost.kernels import collective_time
 from llm_codesign.cost.ops import forward_ops
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
+    PP_HOSTS_TOGETHER,
     _decode_stage,
     cost_overlaps,
     draft_lengths,
@@ -42,6 +45,8 @@ from llm_codesign.serve.aggregated import (
     prefill_batch,
     prefill_step,
     prompt_budget,
+    eager_iterations,
+    log_moves,
     run_flags,
 )
 from llm_codesign.serve.eager import eager_note
@@ -183,7 +188,9 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp,
             "kv_per_instance": mem["max_seqs_per_rank"] * adp, "eager": parts.eager + 0.0 * t_stage, "batch": per_mb,
             "parts": parts, "ops": ops, "micro_batches": m, "iteration": t_iter,
-            "iteration_parts": parts.iteration_parts(pp, c_rank, together=together)}
+            "iteration_parts": parts.iteration_parts(pp, c_rank, together=together),
+            # the iteration with a missed step's launches at the launch cost's range's ends (the eager intervals' terms)
+            "iteration_ends": eager_iterations(parts, pp, c_rank, together=together, hosts_in_turn=costs.engine.name not in PP_HOSTS_TOGETHER)}
 
 
 def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, isl, *, prefill_gpus, total_gpus,
@@ -475,8 +482,17 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
-        "decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"],
+        **_decode_eager(d),
         "decode_instance_batch": np.minimum(C, slots) / n_d + 0.0 * d["tpot"]}  # a decode instance's requests as priced
+
+
+def _decode_eager(d: dict) -> dict:
+    """evaluate_disagg's keys of a decode step the workers' graphs miss (decode_pool's `d`): its launches beyond the
+    kernels a step, the batch a rank, that part of TPOT, the launches (0: captured), and TPOT (iteration / accepted) with
+    the launches at the launch cost's range's ends (decode_pool's iteration_ends), which _eager_rows reads."""
+    return {"decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"],
+            "decode_eager_n": d["parts"].eager_n + 0.0 * d["tpot"],
+            "decode_tpot_lo_s": d["iteration_ends"][0] / d["acc"], "decode_tpot_hi_s": d["iteration_ends"][1] / d["acc"]}
 
 
 def decode_graphs(decode: Deployment, given):
@@ -658,16 +674,26 @@ def _rows(r: dict, C, **over) -> list[dict]:
 
 
 def _eager_rows(rows: list[dict], r: dict, C, decode: Deployment) -> None:
-    """Each row whose decode step runs without CUDA graphs (evaluate_disagg's decode_eager_s > 0: a batch per rank above the
-    decode workers' capture) gets `eager_decode`, the note an aggregated estimate carries (serve.eager.eager_note: the
-    batch, the capture, the extra a step and its TPOT share as the iteration counts it, decode_eager_tpot_s, the flag that
-    avoids it)."""
-    eager, batch, part, tpot = (np.broadcast_to(np.asarray(r[key], float), C.shape)
-                                for key in ("decode_eager_s", "decode_batch", "decode_eager_tpot_s", "tpot_s"))
+    """Each row whose decode step misses the decode workers' CUDA graphs (evaluate_disagg's decode_eager_n > 0) and whose
+    launches show, beyond its kernels (decode_eager_s > 0) or only at the launch cost's upper end, gets `eager_decode`,
+    the note an aggregated estimate carries (serve.eager.eager_note: the batch, the capture, the extra a step and its TPOT
+    share as the iteration counts it, decode_eager_tpot_s, the flag that avoids it), with TPOT's log moves from the pool's
+    iteration at the range's ends (decode_tpot_lo_s / hi_s, as serve.aggregated.eager_tpot_moves) and TTFT's: the
+    wait for a decode slot (decode_slot_wait_s: whole requests decoding) moves as TPOT; the prefill, the hand-off and
+    the admission do not wait out decode iterations (their step wait is left out)."""
+    get = {key: np.broadcast_to(np.asarray(r[key], float), C.shape) for key in (
+        "decode_eager_s", "decode_batch", "decode_eager_tpot_s", "tpot_s", "ttft_s", "decode_eager_n", "decode_tpot_lo_s",
+        "decode_tpot_hi_s", "decode_slot_wait_s")}
     for j, row in enumerate(rows):
-        if eager[j] > 0:
-            row["eager_decode"] = eager_note(decode, batch=float(batch[j]), extra_s=float(eager[j]), part_s=float(part[j]),
-                                             tpot_s=float(tpot[j]), here="--decode-cuda-graph-max-bs").to_dict()
+        v = {key: float(x[j]) for key, x in get.items()}
+        down, up = (float(x) for x in log_moves(v["tpot_s"], (v["decode_tpot_lo_s"], v["decode_tpot_hi_s"])))
+        if v["decode_eager_n"] <= 0 or (v["decode_eager_s"] <= 0 and up <= 0):
+            continue
+        wait = v["decode_slot_wait_s"]
+        ttft = log_moves(v["ttft_s"], tuple(v["ttft_s"] + wait * (t / v["tpot_s"] - 1.0) for t in (v["decode_tpot_lo_s"], v["decode_tpot_hi_s"])))
+        row["eager_decode"] = eager_note(decode, batch=v["decode_batch"], extra_s=v["decode_eager_s"], part_s=v["decode_eager_tpot_s"],
+                                         tpot_s=v["tpot_s"], moves=(down, up), ttft_moves=tuple(float(x) for x in ttft),
+                                         here="--decode-cuda-graph-max-bs").to_dict()
 
 
 def _slots(r: dict) -> tuple[int, int]:
@@ -680,11 +706,15 @@ def _eager_note(rows: list[dict]) -> list[str]:
     graphs (the rows' `eager_decode`): the loads, each one's batch per rank, extra a step and TPOT share, then the capture
     that avoids them all (the largest load's) and what the eager cost rests on, once (it printed the whole paragraph per
     load, "CUDA graphs at 1 requests", review 2026-12-06)."""
-    e = [(row["concurrency"], row["eager_decode"]) for row in rows if "eager_decode" in row]
+    e = [(row["concurrency"], row["eager_decode"]) for row in rows if "eager_decode" in row and row["eager_decode"]["extra_ms_per_step"] > 0]
+    hidden = [(row["concurrency"], row["eager_decode"]) for row in rows if "eager_decode" in row and row["eager_decode"]["extra_ms_per_step"] <= 0]
+    if hidden and not e:  # hidden under the kernels at 35 us at every such load: the first one's one line
+        return [f"CUDA graphs at {hidden[0][0]} request{'s' if hidden[0][0] != 1 else ''}: {hidden[0][1]['note']}"]
     if not e:
         return []
     last = max((x for _, x in e), key=lambda x: x["cuda_graph_max_bs"])  # its capture covers every load's batch
     tail = last["note"].split(f"Avoid it with {last['avoid']}. ", 1)[-1]  # how the launches are priced, and that it is unmeasured
+    tail = re.sub(r"TPOT x[0-9.]+-x[0-9.]+ with the launches at the range's ends; each", "each", tail)  # one load's moves, not all's
     loads = ", ".join(str(c) for c, _ in e)
     each = "; ".join(f"{x['batch_per_rank']:.4g} per rank at {c}: +{x['extra_ms_per_step']:.3g} ms a step, {x['share_of_tpot']:.0%} of TPOT" for c, x in e)
     return [f"CUDA graphs: decode runs without them at {loads} request{'s' if loads != '1' else ''} (captured: {last['captured']}), "

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from llm_codesign.serve.aggregated import (
-    DECODE_LAUNCH_S,
-    EAGER_REL_HALF_WIDTH,
+    DECODE_LAUNCH_RANGE_S,
     LAUNCH_JITTER_RANGE_S,
     LAUNCH_JITTER_S,
     Serving,
@@ -38,14 +37,15 @@ class EagerDecode:
     avoid: str
     note: str
     # TPOT's (down, up) log moves with the launches at DECODE_LAUNCH_RANGE_S's ends (serve.aggregated.eager_tpot_moves):
-    # the intervals' eager term (Context.eager); None where the caller priced none (a disaggregated pool's: the share)
-    moves: tuple[float, float] | None = None
+    # the intervals' eager term (Context.eager), each side of the band its own; TTFT's likewise (eager_ttft_moves:
+    # the decode steps it waits out; Context.eager_ttft)
+    moves: tuple[float, float] = (0.0, 0.0)
+    ttft_moves: tuple[float, float] = (0.0, 0.0)
 
     def to_dict(self) -> dict:
         return {"batch_per_rank": self.batch_per_rank, "captured": self.captured, "extra_ms_per_step": self.extra_s * 1e3,
                 "tpot_ms": self.tpot_s * 1e3, "share_of_tpot": self.share, "cuda_graph_max_bs": self.cuda_graph_max_bs,
-                "avoid": self.avoid, "note": self.note} | \
-            ({} if self.moves is None else {"tpot_log_moves": list(self.moves)})
+                "avoid": self.avoid, "note": self.note, "tpot_log_moves": list(self.moves), "ttft_log_moves": list(self.ttft_moves)}
 
 
 # how each engine's launch sets a padded capture up to n (the advice of EagerDecode): TensorRT-LLM's extra LLM API options
@@ -86,15 +86,16 @@ def captured_text(dep: Deployment, flags: SchedulerFlags | None = None) -> str:
     return f"{dep.engine.title}'s default where the launch sets none: batches {', '.join(sizes)} per rank, unpadded"
 
 
-def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float,
-               here: str = "--cuda-graph-max-bs", flags: SchedulerFlags | None = None,
-               moves: tuple[float, float] | None = None) -> EagerDecode:
+def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float, moves: tuple[float, float],
+               ttft_moves: tuple[float, float] = (0.0, 0.0), here: str = "--cuda-graph-max-bs",
+               flags: SchedulerFlags | None = None) -> EagerDecode:
     """EagerDecode for `dep`'s decode step at `batch` per rank whose eager launches add `extra_s` a step and `part_s` to
-    a TPOT of `tpot_s`: an aggregated estimate's (from its breakdown row) and a disaggregated decode pool's
-    (serve.disagg.estimate_disagg, from evaluate_disagg's decode_eager_s; `here` the tool's own option) alike. `flags`:
-    the run's scheduler flags the step was priced with (None: the engine's defaults, as an estimate prices), so that the
-    capture it names is the priced one (decode_capture). `moves`: TPOT's log moves at the launch cost's range's ends
-    (serve.aggregated.eager_tpot_moves), the intervals' term; None: the legacy share x the range's half-width."""
+    a TPOT of `tpot_s` (0 and 0 where the kernels hide them at DECODE_LAUNCH_S but not at the range's upper end: a one-line
+    note): an aggregated estimate's (from its breakdown row) and a disaggregated decode pool's (serve.disagg.estimate_disagg,
+    from evaluate_disagg's decode_eager_s; `here` the tool's own option) alike. `flags`: the run's scheduler flags the step
+    was priced with (None: the engine's defaults, as an estimate prices), so that the capture it names is the priced one
+    (decode_capture). `moves`, `ttft_moves`: TPOT's and TTFT's log moves at the launch cost's range's ends
+    (serve.aggregated.eager_tpot_moves, eager_ttft_moves), the intervals' terms."""
     n, ranks, title = int(np.ceil(batch - 1e-9)), int(np.asarray(stage_ranks(dep.plan)).reshape(-1)[0]), dep.engine.title
     avoid = GRAPH_OPTION.get(dep.engine.name, f"a CUDA-graph capture padded up to {{n}} in {title}'s launch options").format(n=n) + \
         f" (here: {here} {n}, Deployment.cuda_graph_max_bs, priced as padded graphs up to {n})"
@@ -103,25 +104,32 @@ def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, 
     # a pipeline's micro-batches hold running / m on average; the graphs see the busiest, its ceiling (graph_misses)
     held = f"a batch of {batch:.4g} per rank" if abs(batch - n) < 1e-9 else \
         f"a micro-batch of up to {n} per rank (the busiest; {batch:.4g} on average)"
+    captured, moves = captured_text(dep, flags), tuple(float(x) for x in moves)
+    common = dict(batch_per_rank=batch, captured=captured, cuda_graph_max_bs=n, avoid=avoid, moves=moves,
+                  ttft_moves=tuple(float(x) for x in ttft_moves))
+    if extra_s <= 0:  # hidden at 35 us, shown at the upper end (docs/modelling-notes.md#eagerfix-eager-sides)
+        note = (f"decode runs without CUDA graphs: {held} is not captured ({captured}); its host launches at "
+                f"{launch_range()} hide under its kernels, but at {DECODE_LAUNCH_RANGE_S[1] * 1e6:.3g} us they would add "
+                f"+{tpot_s * np.expm1(moves[1]) * 1e3:.3g} ms to TPOT: the intervals widen above only. Avoid it with {avoid}")
+        return EagerDecode(extra_s=0.0, tpot_s=0.0, share=0.0, note=note, **common)
+    return EagerDecode(extra_s=extra_s, tpot_s=part_s, share=part_s / tpot_s, note=_shown(held, captured, avoid, extra_s=extra_s,
+                       share=part_s / tpot_s, ranks=ranks, moves=moves), **common)
+
+
+def _shown(held: str, captured: str, avoid: str, *, extra_s: float, share: float, ranks: int, moves: tuple) -> str:
+    """eager_note's note where the launches outlast the kernels at DECODE_LAUNCH_S."""
     # the step's launches are priced, not fitted (serve.aggregated.decode_launch_host, docs/modelling-notes.md#ppeager-eager):
     # each at DECODE_LAUNCH_S, and at several ranks each collective waits for the slowest rank's launch jitter; the step
     # takes the longer of the launches and its kernels, so the row is the launches beyond the kernels. No campaign row
-    # decodes eagerly (#cg128-default-graphs): the intervals widen by TPOT's moves at the launch cost's range's ends
-    # (eager_tpot_moves; docs/modelling-notes.md#eagband-eager-ends), or the legacy share x the range's half-width
+    # decodes eagerly (#cg128-default-graphs): each side of the intervals widens by TPOT's move at its end of the launch
+    # cost's range (eager_tpot_moves; docs/modelling-notes.md#eagerfix-eager-sides)
     lo, hi = (x * 1e6 for x in LAUNCH_JITTER_RANGE_S)
     jitter = (f", and each collective waits for the slowest of the {ranks} ranks' launches (jitter "
               f"{LAUNCH_JITTER_S * 1e6:.3g} us a launch, range {lo:.3g}-{hi:.3g} us)") if ranks > 1 else ""
-    share = part_s / tpot_s
-    captured = captured_text(dep, flags)
-    widen = (f"TPOT x{np.exp(-moves[0]):.2f}-x{np.exp(moves[1]):.2f} with the launches at the range's ends; the "
-             "intervals widen by the larger move at 95%" if moves is not None else
-             f"the intervals widen by its share of TPOT x +/-{EAGER_REL_HALF_WIDTH:.0%} at 95%, the range's half-width "
-             f"about {DECODE_LAUNCH_S * 1e6:.3g} us")
-    note = (f"decode runs without CUDA graphs: {held} is not captured ({captured}), so each "
+    widen = (f"TPOT x{np.exp(-moves[0]):.2f}-x{np.exp(moves[1]):.2f} with the launches at the range's ends; each side of "
+             "the intervals widens by its own end's move")
+    return (f"decode runs without CUDA graphs: {held} is not captured ({captured}), so each "
             f"step launches every kernel from the host: +{extra_s * 1e3:.3g} ms a step beyond its kernels, {share:.0%} of "
             f"TPOT (host/eager_launches). Avoid it with {avoid}. The launches are priced at {launch_range()} per fused "
             f"operator (standing for the unfused kernels an eager forward runs beside it){jitter}, not fitted; no measured "
             f"run decodes without CUDA graphs, so this part is unmeasured for decode ({widen})")
-    return EagerDecode(batch_per_rank=batch, captured=captured, extra_s=extra_s, tpot_s=part_s, share=share,
-                       cuda_graph_max_bs=n, avoid=avoid, note=note,
-                       moves=None if moves is None else tuple(float(x) for x in moves))

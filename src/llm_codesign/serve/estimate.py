@@ -16,6 +16,7 @@ from llm_codesign.serve.aggregated import (
     binding_resource,
     deployment_ops,
     eager_tpot_moves,
+    eager_ttft_moves,
     engine_budget,
     op_step_time,
     pdl_per_launch,
@@ -309,7 +310,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
         breakdown=rows if breakdown else None,
         moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None),
-        eager_decode=_eager_decode(dep, rows, priced["step_parts"], batch=float(np.asarray(priced["time_parts"]["batch"], float).reshape(-1)[0]), tpot_s=s("tpot_s")))
+        eager_decode=_eager_decode(dep, rows, priced["step_parts"], priced["time_parts"], batch=float(np.asarray(priced["time_parts"]["batch"], float).reshape(-1)[0]),
+                                   tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)))
     return check_estimate(model, est)
 
 
@@ -325,17 +327,22 @@ def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
     return max(tot, key=tot.get)
 
 
-def _eager_decode(dep: Deployment, rows: tuple[OperatorTime, ...], sp, *, batch: float, tpot_s: float) -> EagerDecode | None:
-    """EagerDecode where the breakdown's host/eager_launches row is priced (step_rows, from the step's own eager part), else
-    None; with TPOT's moves at the launch cost's range's ends (eager_tpot_moves, from the step's host, kernels and launches,
-    `sp`), the row's TPOT seconds a second of the step its scale."""
-    row = next((o for o in rows if o.name == "host/eager_launches" and o.time_s > 0), None)
-    if row is None:
-        return None
+def _eager_decode(dep: Deployment, rows: tuple[OperatorTime, ...], sp, tp: dict, *, batch: float, tpot_s: float, ttft_s: float,
+                  osl: float) -> EagerDecode | None:
+    """EagerDecode where the decode step misses the CUDA graphs (`sp`'s eager_n) and its launches show: beyond its kernels
+    at DECODE_LAUNCH_S (the breakdown's host/eager_launches row), or only at the range's upper end (hidden at 35 us: the
+    row 0, a one-line note and an up-side term alone); else None. With TPOT's and TTFT's moves at the range's ends from
+    evaluate's time_parts `tp` (eager_tpot_moves, eager_ttft_moves: the stage repriced, then the row's iteration)."""
     one = lambda x: float(np.asarray(x, float).reshape(-1)[0])  # noqa: E731
-    moves = eager_tpot_moves(one(sp.eager_host), one(sp.kernels) + one(sp.draft), one(sp.eager_n), tpot_s=tpot_s,
-                             scale=row.tpot_s / row.time_s)
-    return eager_note(dep, batch=batch, extra_s=row.time_s, part_s=row.tpot_s, tpot_s=tpot_s, moves=tuple(float(m) for m in moves))
+    if one(sp.eager_n) <= 0:
+        return None
+    moves = tuple(one(m) for m in eager_tpot_moves(tp, tpot_s=tpot_s))
+    ttft = tuple(one(m) for m in eager_ttft_moves(tp, ttft_s=ttft_s, tpot_s=tpot_s, osl=osl))
+    row = next((o for o in rows if o.name == "host/eager_launches" and o.time_s > 0), None)
+    if row is None and moves[1] <= 0:  # hidden under the kernels at both ends: nothing to say or widen by
+        return None
+    extra, part = (0.0, 0.0) if row is None else (row.time_s, row.tpot_s)
+    return eager_note(dep, batch=batch, extra_s=extra, part_s=part, tpot_s=tpot_s, moves=moves, ttft_moves=ttft)
 
 
 def _with_steps(ops: tuple[OperatorTime, ...], priced, dep: Deployment, cal: Calibration) -> tuple[OperatorTime, ...]:
