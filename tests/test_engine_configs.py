@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 from typer.testing import CliRunner
+from conftest import cli
 
 from llm_codesign.cli import app
 from llm_codesign.errors import InputError
@@ -714,3 +715,60 @@ def test_a_yaml_compilation_config_mapping_keeps_1k_text_as_vllm_does(tmp_path, 
     (tmp_path / "c.yaml").write_text("model: meta-llama/Llama-3.1-8B-Instruct\ncompilation_config:\n  max_cudagraph_capture_size: 1k\n")
     r = CliRunner().invoke(app, ["import", "c.yaml", "--gpu", "h100"])
     assert r.exit_code == 2 and "compilation-config.max_cudagraph_capture_size: '1k' is not valid" in r.output
+
+
+# ---- a Dynamo worker's list flags (branch smallfix) ----
+
+def _edited_dynamo(tmp_path, backend: str, extra: list) -> str:
+    """A Dynamo export of Llama-3.1-8B (TP1 pools on H100, 32 in flight) with `extra` words appended to its decode worker's
+    args, written as d.yaml in `tmp_path`; its path."""
+    import yaml
+
+    from llm_codesign.explore import yaml_io
+
+    out = tmp_path / "d.yaml"
+    code, _, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--backend", backend, "--prefill", "tp=1", "--decode", "tp=1",
+                       "--concurrency", "32", "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    doc = yaml.safe_load(text)
+    next(c for c in doc["spec"]["components"] if c["type"] == "decode")["podTemplate"]["spec"]["containers"][0]["args"] += extra
+    out.write_text("\n".join(line for line in text.splitlines() if line.startswith("#")) + "\n" + yaml_io.dump(doc))
+    return str(out)
+
+
+@pytest.mark.parametrize("backend, words, cap", [
+    ("sglang", ["--cuda-graph-bs-decode", "1", "2", "64", "--tp-size", "1"], 64),  # 64 covers the 32: priced as the default
+    ("sglang", ["--cuda-graph-bs-decode", "1", "2", "8", "--tp-size", "1"], 8),
+    ("sglang", ["--cuda-graph-bs", "1", "2", "8"], 8),  # SGLang's alias of the -decode list (sglang.toml [aliases])
+    ("vllm", ["--cudagraph-capture-sizes", "1", "2", "8"], 8),
+])
+def test_a_list_flag_in_a_dynamo_worker_is_read_whole(backend, words, cap, tmp_path):
+    """Before, the worker's args were read a word a flag: `--cuda-graph-bs-decode 1 2 64` stopped at '2' ("export: '2' is
+    not valid; --flag value pairs"). Now the decode pool captures up to the list's largest as the plain command line's
+    list does; at 8 its steps of 32 requests run eagerly: the TPOT of `disagg --decode-cuda-graph-max-bs 8` (11.06 ms for SGLang against 10.04
+    with the default 256 the unedited export keeps)."""
+    path = _edited_dynamo(tmp_path, backend, words)
+    code, stdout, err = cli("import", path, "--json")
+    assert code == 0, err
+    got = json.loads(stdout)
+    assert got["decode"]["cuda_graph_max_bs"] == cap and got["prefill"].get("cuda_graph_max_bs") is None
+    code, stdout, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--prefill", "tp=1", "--decode", "tp=1", "--engine", backend,
+                            "--concurrency", "32", "--decode-cuda-graph-max-bs", str(cap), "--json")
+    assert code == 0, err
+    assert got["tpot_ms"] == pytest.approx(json.loads(stdout)["rows"][0]["tpot_ms"], rel=1e-9)
+    code, stdout, err = cli("import", _edited_dynamo(tmp_path, backend, []), "--json")  # the export's own: the default capture
+    assert code == 0, err
+    default = json.loads(stdout)["tpot_ms"]
+    assert default < got["tpot_ms"] if cap < 32 else default == pytest.approx(got["tpot_ms"], rel=1e-9)
+
+
+@pytest.mark.parametrize("words, line", [
+    (["--cuda-graph-bs-decode", "1", "nan"], "cuda-graph-bs-decode: 'nan' is not valid; a whole number from 1 to 1,048,576"),
+    (["--cuda-graph-bs-decode"], "cuda-graph-bs-decode: missing; one value or more after it"),
+    (["--cuda-graph-bs-decode", 64], "args: 64 is not valid; text: a container's args are strings"),  # YAML's unquoted 64
+])
+def test_a_bad_list_in_a_dynamo_worker_is_one_line_exit_2(words, line, tmp_path):
+    code, stdout, err = cli("import", _edited_dynamo(tmp_path, "sglang", words))
+    assert code == 2 and "Traceback" not in stdout + err
+    assert line in " ".join((stdout + err).split()), stdout + err
