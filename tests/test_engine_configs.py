@@ -5,8 +5,8 @@ import json
 from dataclasses import replace
 
 import pytest
-from typer.testing import CliRunner
 from conftest import cli
+from typer.testing import CliRunner
 
 from llm_codesign.cli import app
 from llm_codesign.errors import InputError
@@ -683,7 +683,8 @@ def test_a_vllm_yaml_configs_values_are_read_as_its_parser_reads_their_text(tmp_
     # load_config_file hands each scalar to the parser as str(value) (argparse_utils.py:653-671@0.33.0): 16k is 16,000,
     # 128k for the unmodelled --max-model-len read (and listed ignored), not refused
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "c.yaml").write_text("model: meta-llama/Llama-3.1-8B-Instruct\nmax_num_batched_tokens: 16k\nmax_model_len: 128k\n")
+    (tmp_path / "c.yaml").write_text("model: meta-llama/Llama-3.1-8B-Instruct\nmax_num_batched_tokens: 16k\n"
+                                     "max_model_len: 128k\n")
     r = CliRunner().invoke(app, ["import", "c.yaml", "--gpu", "h100", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
@@ -700,7 +701,8 @@ def test_a_vllm_yaml_configs_values_are_read_as_its_parser_reads_their_text(tmp_
     ("--max-num-seqs 1k", "max-num-seqs: '1k' is not valid; a whole number from 1 to 1,048,576"),
     ("--max-cudagraph-capture-size 1k", "max-cudagraph-capture-size: '1k' is not valid; a whole number from 1 to 1,048,576"),
     ("--cudagraph-capture-sizes 1k 2k", "cudagraph-capture-sizes: '1k' is not valid; a whole number from 1 to 1,048,576"),
-    ("-cc '{\"max_cudagraph_capture_size\": 1.5K}'", "cc: '{\"max_cudagraph_capture_size\": 1.5K}' is not valid; JSON whose unquoted"),
+    ("-cc '{\"max_cudagraph_capture_size\": 1.5K}'",
+     "cc: '{\"max_cudagraph_capture_size\": 1.5K}' is not valid; JSON whose unquoted"),
 ])
 def test_a_vllm_integer_vllm_refuses_is_one_line_exit_2(flags, line, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -712,7 +714,8 @@ def test_a_vllm_integer_vllm_refuses_is_one_line_exit_2(flags, line, tmp_path, m
 def test_a_yaml_compilation_config_mapping_keeps_1k_text_as_vllm_does(tmp_path, monkeypatch):
     # a YAML mapping reaches vLLM as json.dumps, "1k" quoted: not expanded (only bare tokens are), pydantic's int refuses it
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "c.yaml").write_text("model: meta-llama/Llama-3.1-8B-Instruct\ncompilation_config:\n  max_cudagraph_capture_size: 1k\n")
+    (tmp_path / "c.yaml").write_text("model: meta-llama/Llama-3.1-8B-Instruct\ncompilation_config:\n"
+                                     "  max_cudagraph_capture_size: 1k\n")
     r = CliRunner().invoke(app, ["import", "c.yaml", "--gpu", "h100"])
     assert r.exit_code == 2 and "compilation-config.max_cudagraph_capture_size: '1k' is not valid" in r.output
 
@@ -746,15 +749,15 @@ def _edited_dynamo(tmp_path, backend: str, extra: list) -> str:
 def test_a_list_flag_in_a_dynamo_worker_is_read_whole(backend, words, cap, tmp_path):
     """Before, the worker's args were read a word a flag: `--cuda-graph-bs-decode 1 2 64` stopped at '2' ("export: '2' is
     not valid; --flag value pairs"). Now the decode pool captures up to the list's largest as the plain command line's
-    list does; at 8 its steps of 32 requests run eagerly: the TPOT of `disagg --decode-cuda-graph-max-bs 8` (11.06 ms for SGLang against 10.04
-    with the default 256 the unedited export keeps)."""
+    list does; at 8 its steps of 32 requests run eagerly: the TPOT of `disagg --decode-cuda-graph-max-bs 8` (11.06 ms
+    for SGLang against 10.04 with the default 256 the unedited export keeps)."""
     path = _edited_dynamo(tmp_path, backend, words)
     code, stdout, err = cli("import", path, "--json")
     assert code == 0, err
     got = json.loads(stdout)
     assert got["decode"]["cuda_graph_max_bs"] == cap and got["prefill"].get("cuda_graph_max_bs") is None
-    code, stdout, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--prefill", "tp=1", "--decode", "tp=1", "--engine", backend,
-                            "--concurrency", "32", "--decode-cuda-graph-max-bs", str(cap), "--json")
+    code, stdout, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--prefill", "tp=1", "--decode", "tp=1",
+                            "--engine", backend, "--concurrency", "32", "--decode-cuda-graph-max-bs", str(cap), "--json")
     assert code == 0, err
     assert got["tpot_ms"] == pytest.approx(json.loads(stdout)["rows"][0]["tpot_ms"], rel=1e-9)
     code, stdout, err = cli("import", _edited_dynamo(tmp_path, backend, []), "--json")  # the export's own: the default capture

@@ -1256,7 +1256,8 @@ def test_design_sends_the_pages_slo_moe_and_a_pasted_baseline(page, server):
     assert page.text_content("#design .hint").startswith("loss % against custom (baseline)")
     assert "the SLO's floor: 50 tok/s/user" in page.content()
     # MoE with an active budget, as design --moe --active-params takes it
-    _run_design(page, [("#baseline_from", ""), ("#config", ""), ("#model", "llama-3.1-8b"), ("#d_moe", "1"), ("#active_params", "3e9")])
+    _run_design(page, [("#baseline_from", ""), ("#config", ""), ("#model", "llama-3.1-8b"), ("#d_moe", "1"),
+                       ("#active_params", "3e9")])
     got = sent[-1]
     assert got["moe"] is True and got["active_params"] == 3e9 and "baseline" not in got
     shapes = page.eval_on_selector_all("#design-table tbody tr", "rs => rs.map(r => r.cells[1].textContent)")

@@ -168,7 +168,8 @@ def human_values(o: Flags) -> Flags:
         try:
             text = _expand_numbers(cc)
         except ValueError:  # `1.5K` in it: vLLM's ArgumentTypeError
-            raise InputError(o.typed.get("compilation-config", "compilation-config"), cc, "JSON whose unquoted numbers take " + SUFFIXES) from None
+            raise InputError(o.typed.get("compilation-config", "compilation-config"), cc,
+                             "JSON whose unquoted numbers take " + SUFFIXES) from None
         try:
             o["compilation-config"] = parse_nested(json.loads, text, "compilation-config", cc)
         except json.JSONDecodeError:  # not JSON even so: listed as not a mapping (VLLMExporter.unread)
