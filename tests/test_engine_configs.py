@@ -775,3 +775,13 @@ def test_a_bad_list_in_a_dynamo_worker_is_one_line_exit_2(words, line, tmp_path)
     code, stdout, err = cli("import", _edited_dynamo(tmp_path, "sglang", words))
     assert code == 2 and "Traceback" not in stdout + err
     assert line in " ".join((stdout + err).split()), stdout + err
+
+
+def test_a_dynamo_vllm_workers_human_readable_budget_is_read_as_vllm_reads_it(tmp_path):
+    # dynamo.vllm parses its args with vLLM's own parser (dynamo/vllm/args.py:136-137@ai-dynamo 1.6.1): the budget
+    # written after the export's 8192 (argparse's last word wins) is 4k = 4,000
+    code, stdout, err = cli("import", _edited_dynamo(tmp_path, "vllm", ["--max-num-batched-tokens", "4k"]), "--json")
+    assert code == 0, err
+    assert json.loads(stdout)["decode"]["max_num_tokens"] == 4_000
+    code, stdout, err = cli("import", _edited_dynamo(tmp_path, "vllm", ["--max-num-batched-tokens", "1.5K"]))
+    assert code == 2 and "max-num-batched-tokens: '1.5K' is not valid; a whole number, or one with vLLM" in " ".join(err.split())

@@ -336,6 +336,12 @@ class VLLMExporter(Exporter):
                        "its kernels priced as -O2 compiles them)")
         return out
 
+    def worker_options(self, args: dict) -> tuple[dict, str]:
+        """A Dynamo vLLM worker's flags, which vLLM's own parser reads (FlexibleArgumentParser with
+        AsyncEngineArgs.add_cli_args, dynamo/vllm/args.py:136-137@ai-dynamo 1.6.1): its human-readable integers as the
+        plain command line's (human_values)."""
+        return super().worker_options(human_values(Flags(args)))
+
     def kv_fraction(self, o: dict) -> float | None:
         """--gpu-memory-utilization: the share of the GPU weights, activations and KV cache take (Engine.kv_budget "total")."""
         return fraction("gpu-memory-utilization", o.get("gpu-memory-utilization"))
