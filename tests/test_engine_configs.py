@@ -5,6 +5,7 @@ import json
 from dataclasses import replace
 
 import pytest
+from conftest import cli
 from typer.testing import CliRunner
 
 from llm_codesign.cli import app
@@ -642,3 +643,145 @@ def lc_workload(c: int):
     import llm_codesign as lc
 
     return lc.Workload(isl=1024, osl=1024, concurrency=c)
+
+
+# ---- vLLM's human-readable integers (branch smallfix) ----
+
+def test_human_int_is_vllms_human_readable_int():
+    """vllm/utils/argparse_utils.py:30-74@0.33.0: lower-case suffixes are powers of 1,000 and take decimals, upper-case
+    powers of 1,024 and do not; anything else is int()."""
+    from llm_codesign.explore.export_engines.vllm import human_int
+
+    assert [human_int(v) for v in ("1k", "1K", "25.6k", "2M", "3g", "1t", "1T", " 12 ", "8_192")] == [
+        1_000, 1_024, 25_600, 2 * 1_048_576, 3_000_000_000, 10**12, 2**40, 12, 8_192]
+    for bad in ("1.5K", "8x", "1e3", "8 k", "k"):
+        with pytest.raises(ValueError):
+            human_int(bad)
+
+
+@pytest.mark.parametrize("flags, field, value", [
+    # --max-num-batched-tokens: human_readable_int_args (vllm/engine/arg_utils.py:397-408@0.33.0)
+    ("--max-num-batched-tokens 8k", "max_num_tokens", 8_000),
+    ("--max-num-batched-tokens=8K", "max_num_tokens", 8_192),
+    ("--max-num-batched-tokens 2.5k", "max_num_tokens", 2_500),
+    # a dotted compilation-config key's value: JSON, else human_readable_int (argparse_utils.py:475-485)
+    ("-cc.max_cudagraph_capture_size 1k", "cuda_graph_max_bs", 1_000),
+    ("--compilation-config.max_cudagraph_capture_size=1K", "cuda_graph_max_bs", 1_024),
+    # compilation-config's JSON, its bare numbers expanded before validation (arg_utils.py:302-321, :371)
+    ("-cc '{\"max_cudagraph_capture_size\": 2k}'", "cuda_graph_max_bs", 2_000),
+])
+def test_vllm_reads_its_human_readable_integers_through_the_cli(flags, field, value, tmp_path, monkeypatch):
+    """Before, `--max-num-batched-tokens 8k` was refused ('max_num_tokens: '8k' is not valid') although vLLM reads 8,000."""
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["import", VLLM_8B + "--max-num-seqs 64 " + flags, "--gpu", "h100", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["deployment"][field] == value and out["ignored"] == []
+
+
+def test_a_vllm_yaml_configs_values_are_read_as_its_parser_reads_their_text(tmp_path, monkeypatch):
+    # load_config_file hands each scalar to the parser as str(value) (argparse_utils.py:653-671@0.33.0): 16k is 16,000,
+    # 128k for the unmodelled --max-model-len read (and listed ignored), not refused
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.yaml").write_text("model: meta-llama/Llama-3.1-8B-Instruct\nmax_num_batched_tokens: 16k\n"
+                                     "max_model_len: 128k\n")
+    r = CliRunner().invoke(app, ["import", "c.yaml", "--gpu", "h100", "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["deployment"]["max_num_tokens"] == 16_000 and out["ignored"] == ["max-model-len"]
+
+
+@pytest.mark.parametrize("flags, line", [
+    # a binary suffix with decimals: vLLM's ArgumentTypeError
+    ("--max-num-batched-tokens 1.5K", "max-num-batched-tokens: '1.5K' is not valid; a whole number, or one with vLLM 0.33.0's"),
+    # a float's text: int('8192.0') fails in vLLM's parser too
+    ("--max-num-batched-tokens 8192.0", "max-num-batched-tokens: 8192.0 is not valid; a whole number, or one with vLLM"),
+    ("--max-model-len 1x", "max-model-len: '1x' is not valid; a whole number, or one with vLLM"),
+    # plain int flags (argparse's int): no suffix
+    ("--max-num-seqs 1k", "max-num-seqs: '1k' is not valid; a whole number from 1 to 1,048,576"),
+    ("--max-cudagraph-capture-size 1k", "max-cudagraph-capture-size: '1k' is not valid; a whole number from 1 to 1,048,576"),
+    ("--cudagraph-capture-sizes 1k 2k", "cudagraph-capture-sizes: '1k' is not valid; a whole number from 1 to 1,048,576"),
+    ("-cc '{\"max_cudagraph_capture_size\": 1.5K}'",
+     "cc: '{\"max_cudagraph_capture_size\": 1.5K}' is not valid; JSON whose unquoted"),
+])
+def test_a_vllm_integer_vllm_refuses_is_one_line_exit_2(flags, line, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["import", VLLM_8B + flags, "--gpu", "h100"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert r.output.strip().splitlines()[0].startswith("error: " + line), r.output
+
+
+def test_a_yaml_compilation_config_mapping_keeps_1k_text_as_vllm_does(tmp_path, monkeypatch):
+    # a YAML mapping reaches vLLM as json.dumps, "1k" quoted: not expanded (only bare tokens are), pydantic's int refuses it
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "c.yaml").write_text("model: meta-llama/Llama-3.1-8B-Instruct\ncompilation_config:\n"
+                                     "  max_cudagraph_capture_size: 1k\n")
+    r = CliRunner().invoke(app, ["import", "c.yaml", "--gpu", "h100"])
+    assert r.exit_code == 2 and "compilation-config.max_cudagraph_capture_size: '1k' is not valid" in r.output
+
+
+# ---- a Dynamo worker's list flags (branch smallfix) ----
+
+def _edited_dynamo(tmp_path, backend: str, extra: list) -> str:
+    """A Dynamo export of Llama-3.1-8B (TP1 pools on H100, 32 in flight) with `extra` words appended to its decode worker's
+    args, written as d.yaml in `tmp_path`; its path."""
+    import yaml
+
+    from llm_codesign.explore import yaml_io
+
+    out = tmp_path / "d.yaml"
+    code, _, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--backend", backend, "--prefill", "tp=1", "--decode", "tp=1",
+                       "--concurrency", "32", "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    doc = yaml.safe_load(text)
+    next(c for c in doc["spec"]["components"] if c["type"] == "decode")["podTemplate"]["spec"]["containers"][0]["args"] += extra
+    out.write_text("\n".join(line for line in text.splitlines() if line.startswith("#")) + "\n" + yaml_io.dump(doc))
+    return str(out)
+
+
+@pytest.mark.parametrize("backend, words, cap", [
+    ("sglang", ["--cuda-graph-bs-decode", "1", "2", "64", "--tp-size", "1"], 64),  # 64 covers the 32: priced as the default
+    ("sglang", ["--cuda-graph-bs-decode", "1", "2", "8", "--tp-size", "1"], 8),
+    ("sglang", ["--cuda-graph-bs", "1", "2", "8"], 8),  # SGLang's alias of the -decode list (sglang.toml [aliases])
+    ("vllm", ["--cudagraph-capture-sizes", "1", "2", "8"], 8),
+])
+def test_a_list_flag_in_a_dynamo_worker_is_read_whole(backend, words, cap, tmp_path):
+    """Before, the worker's args were read a word a flag: `--cuda-graph-bs-decode 1 2 64` stopped at '2' ("export: '2' is
+    not valid; --flag value pairs"). Now the decode pool captures up to the list's largest as the plain command line's
+    list does; at 8 its steps of 32 requests run eagerly: the TPOT of `disagg --decode-cuda-graph-max-bs 8` (11.06 ms
+    for SGLang against 10.04 with the default 256 the unedited export keeps)."""
+    path = _edited_dynamo(tmp_path, backend, words)
+    code, stdout, err = cli("import", path, "--json")
+    assert code == 0, err
+    got = json.loads(stdout)
+    assert got["decode"]["cuda_graph_max_bs"] == cap and got["prefill"].get("cuda_graph_max_bs") is None
+    code, stdout, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--prefill", "tp=1", "--decode", "tp=1",
+                            "--engine", backend, "--concurrency", "32", "--decode-cuda-graph-max-bs", str(cap), "--json")
+    assert code == 0, err
+    assert got["tpot_ms"] == pytest.approx(json.loads(stdout)["rows"][0]["tpot_ms"], rel=1e-9)
+    code, stdout, err = cli("import", _edited_dynamo(tmp_path, backend, []), "--json")  # the export's own: the default capture
+    assert code == 0, err
+    default = json.loads(stdout)["tpot_ms"]
+    assert default < got["tpot_ms"] if cap < 32 else default == pytest.approx(got["tpot_ms"], rel=1e-9)
+
+
+@pytest.mark.parametrize("words, line", [
+    (["--cuda-graph-bs-decode", "1", "nan"], "cuda-graph-bs-decode: 'nan' is not valid; a whole number from 1 to 1,048,576"),
+    (["--cuda-graph-bs-decode"], "cuda-graph-bs-decode: missing; one value or more after it"),
+    (["--cuda-graph-bs-decode", 64], "args: 64 is not valid; text: a container's args are strings"),  # YAML's unquoted 64
+])
+def test_a_bad_list_in_a_dynamo_worker_is_one_line_exit_2(words, line, tmp_path):
+    code, stdout, err = cli("import", _edited_dynamo(tmp_path, "sglang", words))
+    assert code == 2 and "Traceback" not in stdout + err
+    assert line in " ".join((stdout + err).split()), stdout + err
+
+
+def test_a_dynamo_vllm_workers_human_readable_budget_is_read_as_vllm_reads_it(tmp_path):
+    # dynamo.vllm parses its args with vLLM's own parser (dynamo/vllm/args.py:136-137@ai-dynamo 1.6.1): the budget
+    # written after the export's 8192 (argparse's last word wins) is 4k = 4,000
+    code, stdout, err = cli("import", _edited_dynamo(tmp_path, "vllm", ["--max-num-batched-tokens", "4k"]), "--json")
+    assert code == 0, err
+    assert json.loads(stdout)["decode"]["max_num_tokens"] == 4_000
+    code, stdout, err = cli("import", _edited_dynamo(tmp_path, "vllm", ["--max-num-batched-tokens", "1.5K"]))
+    assert code == 2 and "max-num-batched-tokens: '1.5K' is not valid; a whole number, or one with vLLM" in " ".join(err.split())

@@ -78,29 +78,40 @@ def test_frontier_points_reproduce_through_evaluate(name, gid, n, wt):
         assert one.output_tok_s_per_gpu.item() == pytest.approx(p.output_tok_s_per_gpu, rel=1e-9)
 
 
-# Llama-3.1-8B's weight GEMMs: 2 x 7,504,658,432 active weights (the floor test above) per token; at ISL 1024 / OSL 1 a
-# request's one output token costs its 1,024 prompt tokens: 15,369,540,468,736 FLOP (attention left out: a lower bound)
-L8B_OSL1_FLOP = 2 * 7_504_658_432 * 1024
+# Llama-3.1-8B's weight GEMMs, by hand from its config (the floor test above): a layer's 218,103,808 weights x 32 layers
+# = 6,979,321,856 run on every prompt token; the LM head's 128,256 x 4,096 = 525,336,576 once a request in prefill, on its
+# last token (engines compute logits on each sequence's last prompt token only). A 1,024-token prefill at OSL 1:
+# 2 x (6,979,321,856 x 1,024 + 525,336,576) = 2 x (7,146,825,580,544 + 525,336,576) = 14,294,701,834,240 FLOP for its one
+# output token (the head on every prompt token, as before, gave 2 x 7,504,658,432 x 1,024 = 15,369,540,468,736: 7.5% more)
+L8B_LAYERS, L8B_HEAD = 218_103_808 * 32, 128_256 * 4096
+L8B_OSL1_FLOP = 14_294_701_834_240
 
 
 def test_compute_ceiling_is_the_weight_gemms_of_a_requests_tokens():
     from llm_codesign.serve.invariants import compute_ceiling
     m = get_model("llama-3.1-8b")
+    assert (L8B_LAYERS, L8B_HEAD, L8B_LAYERS + L8B_HEAD) == (6_979_321_856, 525_336_576, m.active_params)
+    assert 2 * (L8B_LAYERS * 1024 + L8B_HEAD) == L8B_OSL1_FLOP
     per, peak = compute_ceiling(m, deployment(m, gpu="mi300x", num_gpus=1), Workload(isl=1024, osl=1))
     assert float(per) == pytest.approx(L8B_OSL1_FLOP, rel=1e-12) and peak == pytest.approx(1307.4e12)
-    # 1,024 in / 8 out: 1,024 + 7 tokens' GEMMs over 8 output tokens; a 50% prefix hit prefills 512
+    # 1,024 in / 8 out: the layers on 1,024 + 7 tokens, the head on 1 + 7 (the prefill's last token, each decode step's),
+    # over 8 output tokens: 2 x (6,979,321,856 x 1,031 + 525,336,576 x 8) / 8 = 1,799,970,881,536
     assert float(compute_ceiling(m, deployment(m, gpu="h100", num_gpus=1), Workload(isl=1024, osl=8))[0]) == pytest.approx(
-        2 * 7_504_658_432 * 1031 / 8, rel=1e-12)
+        1_799_970_881_536, rel=1e-12)
+    # a 50% prefix hit prefills 512 tokens through the layers; the head still runs once: 2 x (6,979,321,856 x 512 +
+    # 525,336,576) = 7,147,876,253,696
     assert float(compute_ceiling(m, deployment(m, gpu="h100", num_gpus=1), Workload(isl=1024, osl=1, prefix_hit=0.5))[0]) == pytest.approx(
-        L8B_OSL1_FLOP / 2, rel=1e-12)
+        7_147_876_253_696, rel=1e-12)
 
 
 def test_compute_ceiling_refuses_the_one_token_loop_review_rev12b_found():
-    # compare's MI300X row before the fix: 603 tok/s/GPU x 15.37 TFLOP = 9.27 PFLOP/s, 7.1x the MI300X's 1,307 TFLOP/s
+    # compare's MI300X row before the fix: 603 tok/s/GPU x 14.29 TFLOP = 8.63 PFLOP/s, 6.6x the MI300X's 1,307 TFLOP/s
     from llm_codesign.serve.invariants import check_compute
     with pytest.raises(InvariantError, match="above its 1307 TFLOP/s peak"):
         check_compute("mi300x", 603.4, flops_per_token=L8B_OSL1_FLOP, peak=1307.4e12)
-    check_compute("mi300x", 85.0, flops_per_token=L8B_OSL1_FLOP, peak=1307.4e12)  # 1.306 PFLOP/s: within it
+    check_compute("mi300x", 91.4, flops_per_token=L8B_OSL1_FLOP, peak=1307.4e12)  # 91.4 x 14.29 TFLOP = 1.3065 PFLOP/s: within it
+    with pytest.raises(InvariantError):  # 91.5 x 14.29 TFLOP = 1.3080 PFLOP/s: above it
+        check_compute("mi300x", 91.5, flops_per_token=L8B_OSL1_FLOP, peak=1307.4e12)
 
 
 @pytest.mark.parametrize("gpu, conc", [("h100", 512), ("mi300x", 512), ("mi300x", 1039)])

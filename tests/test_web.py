@@ -600,10 +600,7 @@ def test_the_dropdown_names_a_pasted_config_and_stale_results_go(page, server):
 def test_price_any_plan_with_speculation_or_disaggregated(page, server):
     import llm_codesign as lc
 
-    page.goto(server + "/")
-    _ready(page)
-    _choose_gpus(page, num_gpus=None)
-    page.select_option("#model", "llama-3.1-70b")
+    _pricing_form(page, server, "h200", "llama-3.1-70b")
     for f, v in (("#p_num_gpus", "4"), ("#p_tp", "4"), ("#p_concurrency", "16"), ("#p_acceptance", "2.6"), ("#p_draft_len", "3")):
         page.fill(f, v)
     page.select_option("#p_spec", "eagle3")
@@ -707,10 +704,7 @@ def test_design_against_a_chosen_baseline(page, server):
     _ready(page)
     assert page.eval_on_selector_all("#models option", "os => os.length") >= 30  # the baseline field offers the bundled models
     _choose_gpus(page)
-    page.fill("#max_candidates", "60")
-    page.fill("#baseline", "qwen3-8b")
-    page.click("#run-design")
-    page.wait_for_selector("#design-table", timeout=120_000)
+    _run_design(page, [("#max_candidates", "60"), ("#baseline", "qwen3-8b")])
     assert page.text_content("#design .hint").startswith("loss % against qwen3-8b (baseline), ± sigma_delta, the band the equal-quality test uses; "
                                                          "model error %: the model's error of the delta")
     heads = page.eval_on_selector_all("#design-table thead th", "hs => hs.map(h => h.textContent)")
@@ -834,11 +828,7 @@ def test_the_design_tab_shows_the_side_by_side_with_a_quality_limit(page, server
     page.goto(server + "/")
     _ready(page)
     _choose_gpus(page)
-    page.fill("#max_candidates", "60")
-    page.fill("#baseline", "qwen3-8b")
-    page.fill("#quality_sigmas", "0")
-    page.click("#run-design")
-    page.wait_for_selector("#design-compare", timeout=120_000)
+    _run_design(page, [("#max_candidates", "60"), ("#baseline", "qwen3-8b"), ("#quality_sigmas", "0")], "#design-compare")
     r = _design_qwen3_8b(0.0)
     assert r["candidates"] == 49 and page.text_content("#design h2").startswith("Designs (49 shapes,")
     cols = r["side_by_side"]["columns"]
@@ -1052,19 +1042,36 @@ def test_a_speculation_figure_without_a_method_is_one_line_in_the_forms_words(pa
     assert not page.query_selector("#priced-table") and not page.errors
 
 
-def _price_disagg(page, server, gpu: str, model: str | None, tp: int, concurrencies: str, shown: str) -> None:
-    """The page's pricing form, disaggregated: one TP `tp` prefill and one decode instance on `gpu` (`model`, else the
-    page's default), at `concurrencies`, until `shown` is on the page."""
+def _pricing_form(page, server, gpu: str, model: str | None) -> None:
+    """The page opened with `gpu` its one GPU (the count left to the pricing form) and `model` (else its default)."""
     page.goto(server + "/")
     _ready(page)
     _choose_gpus(page, (gpu,), None)
     if model:
         page.select_option("#model", model)
+
+
+def _price_disagg(page, server, gpu: str, model: str | None, tp: int, concurrencies: str, shown: str) -> None:
+    """The page's pricing form, disaggregated: one TP `tp` prefill and one decode instance on `gpu` (`model`, else the
+    page's default), at `concurrencies`, until `shown` is on the page."""
+    _pricing_form(page, server, gpu, model)
     page.select_option("#p_mode", "disaggregated")
     for f, v in (("#pf_tp", str(tp)), ("#dc_tp", str(tp)), ("#p_concurrencies", concurrencies)):
         page.fill(f, v)
     page.click("#run-price")
     page.wait_for_selector(shown)
+
+
+def _run_design(page, steps, shown: str = "#design-table") -> None:
+    """The design form: each (selector, value) of `steps` in order, chosen where it is a menu and typed where a box, then
+    Run design until `shown` is on the page."""
+    for sel, value in steps:
+        if page.eval_on_selector(sel, "e => e.tagName") == "SELECT":
+            page.select_option(sel, value)
+        else:
+            page.fill(sel, value)
+    page.click("#run-design")
+    page.wait_for_selector(shown, timeout=120_000)
 
 
 def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(page, server):
@@ -1186,14 +1193,7 @@ def test_the_disaggregated_form_shows_the_eager_decode_note_and_takes_its_captur
     # docs/modelling-notes.md#ppeager-eager)
     import llm_codesign as lc
 
-    page.goto(server + "/")
-    _ready(page)
-    _choose_gpus(page, num_gpus=None)
-    page.select_option("#model", "llama-3.1-70b")
-    page.select_option("#p_mode", "disaggregated")
-    page.fill("#p_concurrencies", "1,48")
-    page.click("#run-price")
-    page.wait_for_selector("#disagg-table")
+    _price_disagg(page, server, "h200", "llama-3.1-70b", 4, "1,48", "#disagg-table")  # TP4 pools: the page's default
     want = lc.disagg("llama-3.1-70b", gpu="h200", prefill="tp=4", decode="tp=4", concurrency=[1, 48])
     eager = [n for n in want.notes if n.startswith("CUDA graphs: ")]
     assert eager and eager[0].startswith("CUDA graphs: decode runs without them at 48 requests (captured: TensorRT-LLM's default")
@@ -1249,25 +1249,15 @@ def test_design_sends_the_pages_slo_moe_and_a_pasted_baseline(page, server):
            "num_hidden_layers": 64, "num_attention_heads": 48, "num_key_value_heads": 8, "head_dim": 128, "vocab_size": 151936,
            "tie_word_embeddings": False, "max_position_embeddings": 131072, "rope_theta": 1e6, "rms_norm_eps": 1e-6,
            "hidden_act": "silu", "torch_dtype": "bfloat16"}
-    page.fill("#config", json.dumps(cfg))
-    page.fill("#params", "30e9")
-    page.fill("#min_tps_user", "50")
-    page.fill("#max_candidates", "60")
-    page.select_option("#baseline_from", "config")
-    page.click("#run-design")
-    page.wait_for_selector("#design-table", timeout=120_000)
+    _run_design(page, [("#config", json.dumps(cfg)), ("#params", "30e9"), ("#min_tps_user", "50"), ("#max_candidates", "60"),
+                       ("#baseline_from", "config")])
     got = sent[-1]
     assert got["min_tps_user"] == 50 and got["baseline"] == cfg and "moe" not in got
     assert page.text_content("#design .hint").startswith("loss % against custom (baseline)")
     assert "the SLO's floor: 50 tok/s/user" in page.content()
     # MoE with an active budget, as design --moe --active-params takes it
-    page.select_option("#baseline_from", "")
-    page.fill("#config", "")
-    page.select_option("#model", "llama-3.1-8b")
-    page.select_option("#d_moe", "1")
-    page.fill("#active_params", "3e9")
-    page.click("#run-design")
-    page.wait_for_selector("#design-table", timeout=120_000)
+    _run_design(page, [("#baseline_from", ""), ("#config", ""), ("#model", "llama-3.1-8b"), ("#d_moe", "1"),
+                       ("#active_params", "3e9")])
     got = sent[-1]
     assert got["moe"] is True and got["active_params"] == 3e9 and "baseline" not in got
     shapes = page.eval_on_selector_all("#design-table tbody tr", "rs => rs.map(r => r.cells[1].textContent)")

@@ -486,7 +486,7 @@ def read_dynamo(text: str, origin: str = "export", *, model: ModelSpec | None = 
     for comp in doc["spec"]["components"]:
         if comp["type"] not in ("prefill", "decode"):
             continue
-        args = parse_flags(comp["podTemplate"]["spec"]["containers"][0]["args"], origin)
+        args = parse_flags(comp["podTemplate"]["spec"]["containers"][0]["args"], origin, engine=backend)
         args.pop("disaggregation-mode")
         o, model_ref = exporter(backend).worker_options(args)
         m = model if model is not None and model.name == meta.get("model") else _exported_model(model_ref, meta, origin)

@@ -44,15 +44,24 @@ def weight_floor_s(model: ModelSpec, dep: Deployment):
 
 
 def compute_ceiling(model: ModelSpec, dep: Deployment, workload: Workload):
-    """(GEMM FLOPs per output token, the GPU's dense FLOP/s at the math its GEMMs run): each request prefills its ISL less
-    its prefix hits and decodes OSL - 1 tokens, each token at least 2 x the active parameters (the weight GEMMs alone;
-    attention and drafts only add), so output tok/s/GPU x the first may not exceed the second (review rev12b #1: a
-    one-token closed loop at 9.9 PFLOP/s on an MI300X)."""
+    """(GEMM FLOPs per output token, the GPU's dense FLOP/s at the math its GEMMs run): each request runs its ISL less its
+    prefix hits and OSL - 1 decode tokens through the layers, at least 2 x their active weights a token (the weight GEMMs
+    alone; attention and drafts only add), and the LM head once per output token: a prefill computes logits on each
+    request's last prompt token only (the first output token), a decode step on every token it samples. Output tok/s/GPU x
+    the first may not exceed the second (review rev12b #1: a one-token closed loop at 9.9 PFLOP/s on an MI300X)."""
     isl, osl = np.asarray(workload.isl, float), np.asarray(workload.osl, float)
     tokens = isl - cached_tokens(isl, workload.prefix_hit) + np.maximum(osl - 1.0, 0.0)
+    # the head's logits on the last token of each prefilled sequence: TensorRT-LLM LogitsProcessor.forward, last_tokens =
+    # cumsum(seq_lens) - 1 unless return_context_logits (tensorrt_llm/_torch/modules/logits_processor.py:21-28@0d4c7ac8;
+    # SamplingParams.return_context_logits False by default); vLLM logits_indices = query_start_loc[1:] - 1
+    # (vllm/v1/worker/gpu_model_runner.py:2195, :4207-4208@0.33.0); SGLang last_index = cumsum(extend_seq_lens) - 1 without
+    # input logprobs (srt/layers/logits_processor.py:718-723@0.5.23). active_params counts the head once (vocab x hidden)
+    head = float(model.vocab * model.hidden)
+    layers = float(model.active_params) - head
+    out = np.maximum(osl, 1.0)  # logits computed a request: one at prefill, one per decode step
     prec = executable(dep.precision, dep.gpu)[0]
     math = gemm_math(prec.weight, prec.activation or prec.weight, dep.gpu)
-    return 2.0 * model.active_params * tokens / np.maximum(osl, 1.0), dep.gpu.peak(math)
+    return 2.0 * (layers * tokens + head * out) / out, dep.gpu.peak(math)
 
 
 def check_compute(where: str, out_per_gpu, *, flops_per_token, peak) -> None:

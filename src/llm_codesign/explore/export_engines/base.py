@@ -281,14 +281,24 @@ def flags(opts: dict) -> list[str]:
     return out
 
 
-def parse_flags(words: list[str], origin: str = "export") -> dict:
-    """Command-line words back to options (flags' inverse); a JSON value nested past the limit is refused."""
+def parse_flags(words: list[str], origin: str = "export", *, engine: str | None = None) -> dict:
+    """Command-line words back to options (flags' inverse); a JSON value nested past the limit is refused. With `engine`
+    (a Dynamo worker's, whose flags its engine's own parser reads), a flag that takes several words there (nargs_flags:
+    SGLang's --cuda-graph-bs-decode 1 2 64) gets every word up to the next flag under its documented name, as read_flags
+    reads the plain command line (_list_value), not its first word with the rest refused as stray."""
     out, i = {}, 0
+    many = nargs_flags(engine) if engine is not None else frozenset()
+    if (odd := next((w for w in words if not isinstance(w, str)), None)) is not None:  # YAML's unquoted 64 is an int
+        raise InputError("args", odd, "text: a container's args are strings (Kubernetes core/v1 Container.args, []string); "
+                                      "quote a number: '64'")
     while i < len(words):
         w = words[i]
         if not w.startswith("--"):
             raise InputError("export", w, "--flag value pairs")
-        if i + 1 < len(words) and not words[i + 1].startswith("--"):
+        if many and (name := resolve_option(engine, w[2:])) in many:
+            out[name], i = _list_value(words, i, w[2:], given=None, engine=engine, origin=origin)
+            i += 1
+        elif i + 1 < len(words) and not words[i + 1].startswith("--"):
             v = words[i + 1]
             try:
                 v = parse_nested(json.loads, v, "export", origin)

@@ -2,9 +2,10 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, parse_nested
 from llm_codesign.explore import yaml_io
 from llm_codesign.explore.export_engines.base import (
     Exporter,
@@ -116,6 +117,66 @@ def draft_tokens(o: dict) -> int:
     return whole("num_speculative_tokens", k, 0, hi=16)
 
 
+# The flags vLLM 0.33.0 reads with human_readable_int (vllm/engine/arg_utils.py:395-409, _compute_kwargs: an int field
+# named in human_readable_int_args), --max-model-len with human_readable_int_or_auto (-1 / auto besides,
+# vllm/utils/argparse_utils.py:77-94); every other int flag is argparse's int, which refuses `1k`
+HUMAN_INT = ("max-num-batched-tokens", "max-num-scheduled-tokens", "kv-cache-memory-bytes", "safetensors-prefetch-block-size",
+             "max-num-queued-tokens", "max-model-len")
+# decimal suffixes (decimals allowed) and binary ones (whole numbers only): argparse_utils.py:43-72@0.33.0
+_SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+SUFFIXES = ("vLLM 0.33.0's suffixes (human_readable_int, vllm/utils/argparse_utils.py:30-74): 8k = 8,000 and 2.5k = 2,500 "
+            "(k m g t, powers of 1,000), 8K = 8,192 (K M G T, powers of 1,024, whole numbers only)")
+HUMAN_VALID = "a whole number, or one with " + SUFFIXES
+
+
+def human_int(value: str) -> int:
+    """An integer as vLLM's human_readable_int reads it (argparse_utils.py:30-74@0.33.0): `1k` 1,000, `25.6k` 25,600,
+    `1K` 1,024, else int(value); ValueError where vLLM's raises (`1.5K`, `8x`, `1e3`)."""
+    v = value.strip()
+    if m := re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", v, flags=re.ASCII):
+        number, suffix = m.groups()
+        return int(float(number) * _SUFFIX[suffix]) if suffix.islower() else int(number) * _SUFFIX[suffix]
+    return int(v)
+
+
+def _expand_numbers(text: str) -> str:
+    """A JSON config's bare `80k` tokens as numbers, quoted strings left alone, as vLLM expands a dataclass-typed flag's
+    JSON before validating it (_expand_json_human_readable_numbers, vllm/engine/arg_utils.py:302-321, :371@0.33.0)."""
+    parts = re.split(r'("(?:[^"\\]|\\.)*")', text)
+    for i in range(0, len(parts), 2):
+        parts[i] = re.sub(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b", lambda m: str(human_int(m.group())), parts[i], flags=re.ASCII)
+    return "".join(parts)
+
+
+def human_values(o: Flags) -> Flags:
+    """`o` with HUMAN_INT's values read as vLLM reads them (`--max-num-batched-tokens 8k` is 8,000, 8K 8,192; a YAML
+    config's values reach vLLM's parser as their text, load_config_file :653-671) and a compilation-config given as JSON
+    text with `1k` in it expanded (its dotted keys, optimization_words); anything else vLLM refuses one line naming the
+    flag as typed. --speculative-config is plain JSON (arg_utils.py:1864): not expanded."""
+    for k in HUMAN_INT:
+        v = o.get(k)
+        if v is None or type(v) is int:
+            continue
+        try:
+            if not isinstance(v, str):
+                raise ValueError(v)  # 8192.0, true: vLLM's parser gets their text, which int() refuses
+            o[k] = -1 if k == "max-model-len" and v.strip().lower() in ("-1", "auto") else human_int(v)
+        except ValueError:
+            raise InputError(o.typed.get(k, k), v, HUMAN_VALID + (", or -1 / auto" if k == "max-model-len" else "")) from None
+    cc = o.get("compilation-config")
+    if isinstance(cc, str):
+        try:
+            text = _expand_numbers(cc)
+        except ValueError:  # `1.5K` in it: vLLM's ArgumentTypeError
+            raise InputError(o.typed.get("compilation-config", "compilation-config"), cc,
+                             "JSON whose unquoted numbers take " + SUFFIXES) from None
+        try:
+            o["compilation-config"] = parse_nested(json.loads, text, "compilation-config", cc)
+        except json.JSONDecodeError:  # not JSON even so: listed as not a mapping (VLLMExporter.unread)
+            pass
+    return o
+
+
 def optimization_words(words: list[str]) -> list[str]:
     """vLLM's -O spellings and dotted config flags as FlexibleArgumentParser rewrites them before argparse
     (vllm/utils/argparse_utils.py@0.33.0): -O3, -O=3 and -O 3 are --optimization-level 3 (:395-406); `--X.a.b v`,
@@ -150,7 +211,10 @@ def optimization_words(words: list[str]) -> list[str]:
             try:
                 value = json.loads(value)
             except json.JSONDecodeError:
-                pass
+                try:  # `-cc.max_cudagraph_capture_size 1k`: human_readable_int's 1,000, else the word (:475-485)
+                    value = human_int(value)
+                except ValueError:
+                    pass
             node = dotted.setdefault(head, {})
             for k in path[:-1]:
                 if not isinstance(node.get(k), dict):
@@ -187,14 +251,14 @@ class VLLMExporter(Exporter):
         image's arguments): its options by their documented names, and the model they name."""
         words = command_words(text, origin) if any(m in code_lines(text) for m in COMMAND_MARKERS) else None
         if words is None:
-            o = _yaml_options(text, origin)
+            o = human_values(Flags(_yaml_options(text, origin)))
             return o, o.get("model")
         start = next((i + 1 for i, w in enumerate(words) if (w == "serve" and i and words[i - 1].endswith("vllm"))
                       or w.endswith(("vllm.entrypoints.openai.api_server", "vllm-openai")) or "vllm-openai:" in w), len(words))
         o, pos = read_flags(optimization_words(words[start:]), "vllm", origin)
         if isinstance(o.get("config"), str):  # `--config FILE`: its keys beneath the command line's (vLLM's precedence)
             o = Flags({**_yaml_options(file_beside(o.pop("config"), origin), origin), **o}, typed=o.typed)
-        return o, o.get("model") or (pos[0] if pos else None)
+        return human_values(o), o.get("model") or (pos[0] if pos else None)
 
     def plan_from(self, o: dict, model: ModelSpec) -> tuple[Plan, int | None]:
         sizes = {k: whole(k, o.get(k)) for k in ("tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size",
@@ -271,6 +335,12 @@ class VLLMExporter(Exporter):
             out.append(f"optimization-level ({level}: {'no torch.compile' if str(level).strip() == '0' else 'fewer fusions'}; "
                        "its kernels priced as -O2 compiles them)")
         return out
+
+    def worker_options(self, args: dict) -> tuple[dict, str]:
+        """A Dynamo vLLM worker's flags, which vLLM's own parser reads (FlexibleArgumentParser with
+        AsyncEngineArgs.add_cli_args, dynamo/vllm/args.py:136-137@ai-dynamo 1.6.1): its human-readable integers as the
+        plain command line's (human_values)."""
+        return super().worker_options(human_values(Flags(args)))
 
     def kv_fraction(self, o: dict) -> float | None:
         """--gpu-memory-utilization: the share of the GPU weights, activations and KV cache take (Engine.kv_budget "total")."""
