@@ -35,7 +35,7 @@ O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants 
 # the envelope's variables (explore.envelope.VARIABLES, and Levine's depth threshold) as the design table names the bound
 # a row breaks most, beneath its loss: at most 11 characters ("aspect>x3.6"), so the table keeps 80 columns
 _BOUND_SHORT = {"aspect_ratio": "aspect", "layers": "layers", "q_per_kv": "q/kv", "kv_heads": "kv", "head_dim": "head",
-                "experts": "E", "top_k": "k", "granularity": "G", "active_fraction": "active", "depth_threshold": "depth"}
+                "ffn_ratio": "ffn", "experts": "E", "top_k": "k", "granularity": "G", "active_fraction": "active", "depth_threshold": "depth"}
 
 
 def _envelope_cell(v: dict) -> str:
