@@ -242,7 +242,8 @@ def test_a_design_at_the_edge_is_flagged_with_the_published_value():
     assert b["aspect_ratio.max"]["published"] == pytest.approx(8192 / 60) and b["aspect_ratio.max"]["by"] == pytest.approx(12288 / 61 / (8192 / 60))
     assert not position(env, shape_arrays(c), 1)["inside"]  # 12288/59 = 208.3 > 204.8
     assert envelope_lines([{"envelope": p}]) == [
-        "envelope: row 1 at the edge, aspect_ratio.max within 5% of its limit 204.8",
+        # the limit's precedent said with it (branch designffn): falcon-40b's 8192 / 60 = 136.5, x1.5 = 204.8
+        "envelope: row 1 at the edge, aspect_ratio.max within 5% of its limit 204.8: the published 136.5 (falcon-40b) widened x1.5",
         "envelope: row 1 above every published model on aspect_ratio (201.4 against 136.5, falcon-40b): inside only by the x1.5 margin"]
 
 
