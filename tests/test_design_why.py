@@ -242,7 +242,8 @@ def test_a_design_at_the_edge_is_flagged_with_the_published_value():
     assert b["aspect_ratio.max"]["published"] == pytest.approx(8192 / 60) and b["aspect_ratio.max"]["by"] == pytest.approx(12288 / 61 / (8192 / 60))
     assert not position(env, shape_arrays(c), 1)["inside"]  # 12288/59 = 208.3 > 204.8
     assert envelope_lines([{"envelope": p}]) == [
-        "envelope: row 1 at the edge, aspect_ratio.max within 5% of its limit 204.8",
+        # the limit's precedent said with it (branch designffn): falcon-40b's 8192 / 60 = 136.5, x1.5 = 204.8
+        "envelope: row 1 at the edge, aspect_ratio.max within 5% of its limit 204.8: the published 136.5 (falcon-40b) widened x1.5",
         "envelope: row 1 above every published model on aspect_ratio (201.4 against 136.5, falcon-40b): inside only by the x1.5 margin"]
 
 
@@ -254,7 +255,10 @@ def test_the_caption_says_the_envelope_exactly(d70):
     rows = [j for j, d in enumerate(d70["designs"], 1) if d["envelope"].get("at_edge")]
     # since branch recon's wider search row 1 is h8192 L46: 46 layers within 5% of the floor 45 (yi-1.5-34b's and
     # falcon-40b's 60 x 0.75; 46 <= 47.25), its aspect 178.1 not within 5% of 204.8 (195.0); rows 2-3 (L48, L50) inside
-    assert rows == [1] and "row 1 at the edge, layers.min within 5% of its limit 45" in out
+    # the 70B rows sit at the envelope's layer floor: said with the bound's precedent (branch designffn), yi-1.5-34b's and
+    # falcon-40b's 60 layers widened -25% (yi-1.5-34b's 34,388,049,920 params 2.04x from 70B: named with its size)
+    assert rows == [1] and ("row 1 at the edge, layers.min within 5% of its limit 45: the published 60 (yi-1.5-34b (34.4B), "
+                            "falcon-40b) widened +-25%") in out
     # the rows inside only by the margin, said once with the margin (design printed it again after design 1's "vs" line)
     said = [line for line in envelope_lines(d70["designs"]) if "every published model" in line]
     assert "above every published model on aspect_ratio" in out and out.count("inside only by the ") == len(said) >= 1

@@ -35,7 +35,7 @@ O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants 
 # the envelope's variables (explore.envelope.VARIABLES, and Levine's depth threshold) as the design table names the bound
 # a row breaks most, beneath its loss: at most 11 characters ("aspect>x3.6"), so the table keeps 80 columns
 _BOUND_SHORT = {"aspect_ratio": "aspect", "layers": "layers", "q_per_kv": "q/kv", "kv_heads": "kv", "head_dim": "head",
-                "experts": "E", "top_k": "k", "granularity": "G", "active_fraction": "active", "depth_threshold": "depth"}
+                "ffn_ratio": "ffn", "experts": "E", "top_k": "k", "granularity": "G", "active_fraction": "active", "depth_threshold": "depth"}
 
 
 def _envelope_cell(v: dict) -> str:
@@ -153,10 +153,21 @@ def envelope_said(env: dict) -> str:
     return out
 
 
+def ffn_pass_line(p: dict | None) -> str | None:
+    """What design's FFN-ratio pass priced (explore.design._ffn_pass): the envelope's window, the coarse ratios and the
+    fine ones around the best, with the shapes priced at each."""
+    if not p:
+        return None
+    ratios = lambda x: ", ".join(f"{v:g}" for v in x["ffn_ratio"]) or "none"  # noqa: E731
+    return (f"FFN ratio: the envelope's window {p['window'][0]:g}-{p['window'][1]:g} priced every {p['step']:g} ({ratios(p['coarse'])}: "
+            f"{p['coarse']['priced']} shapes), then the grid's step around the best ({ratios(p['fine'])}: {p['fine']['priced']}); "
+            f"best {p['best']:g}")
+
+
 def envelope_lines(designs: list[dict], scale: float | None = None) -> list[str]:
-    """Rows at the edge of the envelope (within 5% of a limit) and rows beyond every published model on a bound
-    (inside only by the margin), said with the published value and who set it (with its size where it lies more than
-    2x from `scale`, the budget)."""
+    """Rows at the edge of the envelope (within 5% of a limit, or on it) and rows beyond every published model on a
+    bound (inside only by the margin), each said with the published value and who set it (with its size where it lies
+    more than 2x from `scale`, the budget)."""
     edge: dict = {}
     beyond: dict = {}
     for j, d in enumerate(designs, 1):
@@ -165,12 +176,15 @@ def envelope_lines(designs: list[dict], scale: float | None = None) -> list[str]
             continue
         if e.get("at_edge"):
             c = e["closest"]
-            edge.setdefault((c["bound"], round(c["limit"], 6)), []).append(j)
+            on = c["headroom"] <= 1 + 1e-9  # on the limit itself, not only within 5% of it
+            edge.setdefault((c["bound"], round(c["limit"], 6), c.get("published"), tuple(c.get("set_by", ())), on), []).append(j)
         for x in e.get("beyond_published", []):
             beyond.setdefault((x["bound"], x["published"], tuple(x["set_by"])), []).append((j, x["value"]))
     out = []
-    for (bound, lim), rows in edge.items():
-        out.append(f"envelope: {_rows(rows)} at the edge, {bound} within 5% of its limit {lim:.4g}")
+    for (bound, lim, pub, who, on), rows in edge.items():
+        # the limit's precedent: the published extreme it widens and the models that set it (Levine's threshold has none)
+        src = f": the published {pub:.4g} ({_named(who, scale)}) widened {_margin(bound)}" if pub is not None else ""
+        out.append(f"envelope: {_rows(rows)} at the edge, {bound} {'on' if on else 'within 5% of'} its limit {lim:.4g}{src}")
     for (bound, pub, who), rows in beyond.items():
         vals = sorted(v for _, v in rows)
         span = f"{vals[0]:.4g}" if len(vals) == 1 or abs(vals[-1] - vals[0]) < 1e-9 else f"{vals[0]:.4g}-{vals[-1]:.4g}"
@@ -411,6 +425,8 @@ def design(
     con.print(t)
     con.print(f"equal quality: {ref['rule']} (--quality-sigmas, --quality-tol)")
     if line := _batch_line(r, short):
+        con.print(line)
+    if line := ffn_pass_line(r.get("grid", {}).get("ffn_pass")):
         con.print(line)
     for x in r.get("grid", {}).get("extended", []):
         con.print(f"grid extended: {x['axis']} to {x['to']} (one of the 10 best sat on its {x['side']} edge; {x['admitted']} shapes admitted)")

@@ -447,6 +447,9 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     if not np.isfinite(obj).any():
         raise _nothing_meets(slo, len(obj), params, num_gpus, gpu)  # shapes fit (checked before the search), none meets the floor
     searched = len(obj)
+    cand, obj, bplan, bbatch, ffn, more = _ffn_pass(cand, obj, bplan, bbatch, axes=axes, env=env, params=params, budget_tol=budget_tol,
+                                                    active=active_params, judge_kw=jk, price_kw=pk)
+    evaluated += more
     cand, obj, bplan, bbatch, grid, more = _extend_grid(cand, obj, bplan, bbatch, axes=axes, params=params, budget_tol=budget_tol, active=active_params,
                                                         judge_kw=jk, price_kw=pk)
     evaluated += more
@@ -457,7 +460,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
                 num_gpus=num_gpus, top=top, t0=t0, **on)
     _add_batch_binds(r, vocab, baseline=baseline, ref=ref, gpu=gpu, cal=cal, prec=prec, slo=slo, engine=engine)
     r["candidates"] = searched  # the grid's shapes; the extensions' are counted under "grid"
-    r |= {"screened": screened, "envelope": env.to_dict() | {"applied": not outside_envelope}, "grid": grid, "binds": binds,
+    r |= {"screened": screened, "envelope": env.to_dict() | {"applied": not outside_envelope}, "grid": grid | {"ffn_pass": ffn}, "binds": binds,
           "active_params": active_params}
     return r
 
@@ -525,11 +528,12 @@ LIKE_AXES = ("kv_heads", "head_dim", "experts", "top_k", "shared")
 LIKE_HIDDEN = 512  # and widths within this of the best rows' (4 dense grid steps, 2 MoE): the walk follows them (1024 found +27.0% on the 70B B200 throughput search, not +23.2%, at +42% CPU)
 
 
-def _like(sl: dict, cand: dict, best: np.ndarray, axis: str) -> np.ndarray:
+def _like(sl: dict, cand: dict, best: np.ndarray, axis: str, *, near_widths: bool = True) -> np.ndarray:
     """The slice's shapes whose LIKE_AXES values, `axis` aside, are those of one of the best rows: an extension prices
-    what the best rows would become one step past the edge, not every attention layout there (a third of the CPU)."""
+    what the best rows would become one step past the edge, not every attention layout there (a third of the CPU).
+    `near_widths`: and widths within LIKE_HIDDEN of theirs (not for the FFN ratio's coarse pass, whose widths move)."""
     h = cand["hidden"][best]
-    near = np.ones(len(sl["hidden"]), bool) if axis == "hidden" else \
+    near = np.ones(len(sl["hidden"]), bool) if axis == "hidden" or not near_widths else \
         (sl["hidden"] >= h.min() - LIKE_HIDDEN) & (sl["hidden"] <= h.max() + LIKE_HIDDEN)
     keys = [f"ax_{k}" for k in LIKE_AXES if k != axis and f"ax_{k}" in sl]
     if not keys:
@@ -537,6 +541,84 @@ def _like(sl: dict, cand: dict, best: np.ndarray, axis: str) -> np.ndarray:
     mine = np.stack([sl[k] for k in keys], axis=1)
     theirs = np.unique(np.stack([cand[k][best] for k in keys], axis=1), axis=0)
     return near & (mine[:, None, :] == theirs[None, :, :]).all(axis=2).any(axis=1)
+
+
+# The FFN ratio's coarse pass (dense searches): at a fixed budget a wider FFN buys fewer, wider-FFN layers, so the ratio
+# moves the best width and depth together; the grid holds 2.5-4.5 and an extension walks one 0.25 step a round at the best
+# rows' widths, so a better shape at another ratio and width (70B on 8 B200s, throughput: h6144 L66 at 7.5, +27.0%, against
+# the h8192 row at 6.75, +23.2%) was never priced. The pass prices the envelope's whole FFN-ratio window at this step,
+# at every width (the best rows' attention layouts), then the grid's own step around the best ratio.
+FFN_COARSE = 1.0  # 4 grid steps: 5.5, 6.5, 7.5 above the grid at 70B (window 1.78-7.5)
+FFN_FINE = 3  # grid steps (0.25) either side of the best ratio priced after it: the coarse step's points in between
+FINE_TOP = 3  # the best rows whose layouts and widths (within LIKE_HIDDEN) the fine pass prices
+
+
+def _ratio_window(env, axes: dict) -> tuple[float, float, float] | None:
+    """The envelope's FFN-ratio window on the grid's step (its bounds rounded inward) and the step; None where the
+    envelope has no FFN-ratio bound (a MoE search)."""
+    b = env.bounds.get("ffn_ratio")
+    if b is None:
+        return None
+    step = axis_step("ffn_ratio", moe=False)
+    return float(np.ceil(b.lo / step - 1e-9) * step), float(np.floor(b.hi / step + 1e-9) * step), step
+
+
+def _ffn_values(vals, lo: float, hi: float, *, centre: float | None = None, step: float = FFN_COARSE, count: int = 0) -> list[float]:
+    """The FFN ratios a pass prices within [lo, hi] not in `vals` (already priced): every `step` from the grid's
+    edges out to the window's (its edges included); with `centre`, `count` steps either side of it."""
+    if centre is not None:
+        out = [centre + k * step for k in range(-count, count + 1) if k]
+    else:
+        up = list(np.arange(max(vals) + step, hi + 1e-9, step))
+        down = list(np.arange(min(vals) - step, lo - 1e-9, -step))
+        out = up + ([hi] if max(vals) < hi and (not up or up[-1] < hi - 1e-9) else [])
+        out += down + ([lo] if min(vals) > lo and (not down or down[-1] > lo + 1e-9) else [])
+    have = np.asarray(vals, float)
+    return sorted({round(float(v), 6) for v in out if lo - 1e-9 <= v <= hi + 1e-9 and not np.isclose(have, v).any()})
+
+
+def _ffn_pass(cand, obj, bplan, bbatch, *, axes, env, params, budget_tol, judge_kw, price_kw, active=None):
+    """The FFN ratio's coarse pass over the envelope's window, then the grid's step around the best ratio (FFN_COARSE);
+    the ratio axis then spans every ratio priced. Returns the rows with the new ones, what the pass did and the
+    deployments it priced."""
+    win = _ratio_window(env, axes)
+    if win is None or price_kw["moe"]:
+        return cand, obj, bplan, bbatch, None, 0
+    lo, hi, step = win
+    done, evaluated, passes = list(axes["ffn_ratio"]), 0, {}
+    for name in ("coarse", "fine"):
+        # the coarse pass at the EXTEND_TOP best rows' layouts; the fine one at the FINE_TOP best's layouts and widths
+        best = np.argsort(-np.where(np.isfinite(obj), obj, -np.inf), kind="stable")[:EXTEND_TOP if name == "coarse" else FINE_TOP]
+        best = best[np.isfinite(obj[best])]
+        vals = (_ffn_values(done, lo, hi) if name == "coarse" else
+                _ffn_values(done, lo, hi, centre=float(cand["ax_ffn_ratio"][best[0]]), step=step, count=FFN_FINE))
+        adm, n = _ffn_slice(vals, cand, best, coarse=name == "coarse", axes=axes, params=params, budget_tol=budget_tol,
+                            judge_kw=judge_kw, price_kw=price_kw, active=active)
+        passes[name] = {"ffn_ratio": [_num(v) for v in vals], "admitted": n, "priced": int(len(adm["hidden"]))}
+        done += vals
+        if len(adm["hidden"]):
+            o, bp, bb, ev = evaluate_shapes(adm, **price_kw, check_fits=False)  # the first pass found shapes that fit
+            cand, obj, bplan, bbatch = _cat(cand, adm), np.concatenate([obj, o]), np.concatenate([bplan, bp]), np.concatenate([bbatch, bb])
+            evaluated += ev
+    # the axis spans what was priced (at the grid's step), so the extensions and the neighbours (_binds) step from there
+    a, b = min(done), max(done)
+    axes["ffn_ratio"] = tuple(a + step * i for i in range(int(round((b - a) / step)) + 1))
+    w = int(np.argmax(obj))
+    info = {"window": [_num(lo), _num(hi)], "step": _num(FFN_COARSE), **passes, "best": _num(cand["ax_ffn_ratio"][w])}
+    return cand, obj, bplan, bbatch, info, evaluated
+
+
+def _ffn_slice(vals, cand, best, *, coarse: bool, axes, params, budget_tol, judge_kw, price_kw, active=None) -> tuple[dict, int]:
+    """The admitted shapes at FFN ratios `vals` with one of the best rows' attention layouts (every width for the
+    coarse pass; widths within LIKE_HIDDEN of theirs for the fine one), an even spread of at most EXTEND_SLICE per
+    ratio; and how many were admitted."""
+    if not vals:
+        return {k: v[:0] for k, v in cand.items()}, 0
+    moe, vocab = price_kw["moe"], price_kw["vocab"]
+    sl = judge(in_budget(grid_rows({**axes, "ffn_ratio": tuple(vals)}, moe=moe), params, budget_tol, vocab, active), **judge_kw)
+    like = sl["admit"] & _like(sl, cand, best, "ffn_ratio", near_widths=not coarse)
+    parts = [thin(_take(sl, like & np.isclose(sl["ax_ffn_ratio"], v)), EXTEND_SLICE) for v in vals]
+    return {k: np.concatenate([p[k] for p in parts]) for k in sl}, int(sl["admit"].sum())
 
 
 def _why_not(sl: dict) -> dict:

@@ -28,6 +28,10 @@ VARIABLES = {
     "q_per_kv": ("ratio", "query heads per KV head"),
     "kv_heads": ("count", "KV heads"),
     "head_dim": ("ratio", "head size"),
+    # a dense FFN's width over d_model at a gated FFN's parameters (3 matrices; a 2-matrix FFN's width x 2/3, as
+    # data/accuracy/proxy.toml [granularity]'s 8/3 against 4): published dense models span 2.67 (falcon-40b's GELU 4 x,
+    # deepseek-llm-67b) to 5.0 (qwen3-32b); no accuracy term sees it, so only this bound keeps a search near them
+    "ffn_ratio": ("ratio", "FFN width / d_model (gated-equivalent)"),
     "experts": ("ratio", "routed experts"),
     "top_k": ("count", "experts per token"),
     "granularity": ("ratio", "granularity G"),
@@ -39,6 +43,7 @@ EDGE_HEADROOM = 1.05
 BOUND_RTOL = 1e-9
 MOE_VARIABLES = ("experts", "top_k", "granularity", "active_fraction")
 GQA_VARIABLES = ("q_per_kv", "kv_heads")
+DENSE_VARIABLES = ("ffn_ratio",)
 
 
 @lru_cache(maxsize=1)
@@ -60,11 +65,20 @@ def granularity(hidden, expert_inter, gated=True):
     return ratio * np.asarray(hidden, float) / np.maximum(np.asarray(expert_inter, float), 1.0)
 
 
+def ffn_ratio(hidden, inter, gated=True):
+    """A dense FFN's width over d_model at a gated FFN's parameters: inter / hidden, x 2/3 for a 2-matrix FFN (the
+    proxy's ffn_ratio_gated / ffn_ratio, data/accuracy/proxy.toml [granularity])."""
+    g = _bundled("proxy.toml")["granularity"]
+    return np.asarray(inter, float) / np.asarray(hidden, float) * np.where(gated, 1.0, g["ffn_ratio_gated"] / g["ffn_ratio"])
+
+
 def features(row: dict) -> dict:
     """Envelope variables of one shape given as an envelope.toml row (or the same keys)."""
     f = {"aspect_ratio": row["hidden"] / row["layers"], "layers": float(row["layers"]), "head_dim": float(row["head_dim"])}
     if row.get("kv_heads"):
         f |= {"q_per_kv": row["heads"] / row["kv_heads"], "kv_heads": float(row["kv_heads"])}
+    if row.get("inter") and not row.get("experts"):
+        f["ffn_ratio"] = float(ffn_ratio(row["hidden"], row["inter"], row.get("gated", True)))
     if row.get("experts"):
         f |= {"experts": float(row["experts"]), "top_k": float(row["top_k"]),
               "granularity": float(granularity(row["hidden"], row["expert_inter"], row.get("gated", True))),
@@ -87,6 +101,10 @@ def row_of(model) -> dict:
     else:
         row["head_dim"] = 0
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
+    dense = [(layer.ffn, n) for layer, n in model.groups if isinstance(layer.ffn, DenseFfn)]
+    if moe is None and dense and len({f.gated for f, _ in dense}) == 1:
+        # the layers' mean width (nemotron-super-49b's NAS-pruned blocks differ), one FFN kind
+        row |= {"inter": int(round(sum(f.inter * n for f, n in dense) / sum(n for _, n in dense))), "gated": dense[0][0].gated}
     if moe is not None:
         row |= {"experts": moe.experts, "top_k": moe.top_k, "expert_inter": moe.expert_inter, "gated": moe.gated}
     return row
@@ -121,7 +139,7 @@ class Envelope:
 # the trunk's variables: a MoE's width and depth follow its active size, not its total (mixtral-8x7b, 46.7B, is 4096 x 32,
 # a 13B dense trunk), so a dense search draws them over the dense models; attention geometry (head size, KV heads,
 # query heads per KV head) is the same kind of layer in both and stays drawn over every model of the window
-TRUNK_VARIABLES = ("aspect_ratio", "layers")
+TRUNK_VARIABLES = ("aspect_ratio", "layers", "ffn_ratio")
 TRUNK_DENSE = "trunk (width, depth, aspect) from dense models; attention geometry from all"
 _POOL_NAMES = ("trunk", "all", "moe", "gqa")
 
@@ -160,8 +178,8 @@ def _bounds(key: tuple[tuple[str, ...], ...], dense: bool = False) -> tuple[tupl
     pools = dict(zip(_POOL_NAMES, ([by_name[n] for n in names] for names in key), strict=True))
     bounds, used = {}, []
     for var, (kind, _) in VARIABLES.items():
-        if dense and var in MOE_VARIABLES:
-            continue  # a dense search has none of them
+        if (dense and var in MOE_VARIABLES) or (not dense and var in DENSE_VARIABLES):
+            continue  # a dense search has none of the MoE's; the dense FFN's bounds only a dense search (or model)
         pool = pools[_pool_of(var)]
         vals = [(features(r)[var], r["name"]) for r in pool if var in features(r)]
         used += [n for _, n in vals]
@@ -201,6 +219,8 @@ def shape_arrays(cand: dict) -> dict:
          "q_per_kv": np.asarray(cand["heads"], float) / np.asarray(cand["kv_heads"], float),
          "kv_heads": np.asarray(cand["kv_heads"], float), "hidden": h}
     E = np.asarray(cand["experts"])
+    if "inter" in cand and not np.any(E > 0):  # design's dense rows: gated FFNs (grid_rows)
+        f["ffn_ratio"] = ffn_ratio(h, cand["inter"])
     if np.any(E > 0):
         f |= {"experts": E.astype(float), "top_k": np.asarray(cand["top_k"], float),
               "granularity": granularity(h, cand["expert_inter"]),
