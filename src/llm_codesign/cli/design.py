@@ -397,7 +397,8 @@ def design(
                      f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f}" + (" ~" if q.get("flat") else "")
                      # x beside the band it widens (the test's keeps each term's measured sigma)
                      + f"\nerr ±{q['uncertainty_pct']:.2f}" + (" x" if q["extrapolated"] else ""), where,
-                     f"{d['objective']:.1f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
+                     # whole tok/s from 1,000 up: the tenth is noise there, and it kept the deployment column whole at 80
+                     f"{d['objective']:.{1 if d['objective'] < 1000 else 0}f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
                      f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W"))
     # where the rows differ in the envelope, each row's place in it beneath its loss (a column of its own cropped the lint
     # column at 80); every row inside it (a search inside it, the default) is said once in the caption, as pareto says a
