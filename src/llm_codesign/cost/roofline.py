@@ -63,15 +63,12 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
             if modelled != bound and tc > 0 and tm > 0:
                 kernel_ridge = (f / tc) / (by / tm)
                 bound = f"{modelled}*"  # the CLI caption explains the star
-        # the roofline-ideal time (newc5 #3): FLOPs at peak or bytes at bandwidth, whichever is longer; a collective has
-        # none here (the floor counts no communication), "time_s" is the kernel tables' modelled time
-        ideal = 0.0 if op.kind == "comm" else max(f / peak, by / bw)
+        ideal = 0.0 if op.kind == "comm" else max(f / peak, by / bw)  # newc5 #3: the roofline's (time_s: modelled)
         rows.append({"name": op.name, "kind": op.kind, "layers": n, "flops": f, "bytes": by,
                      "intensity": intensity, "ridge_point": peak / bw, "math": math, "kernel_ridge_point": kernel_ridge,
                      "bound": bound, "time_s": t, "ideal_time_s": ideal, "pct_of_peak": 100.0 * f / t / peak if t and f else 0.0,
                      "pct_of_bandwidth": 100.0 * by / t / bw if t and op.kind != "comm" else 0.0})
-    tf = sum(r["flops"] for r in rows)
-    tb = sum(r["bytes"] for r in rows if r["kind"] != "comm")
+    tf, tb = sum(r["flops"] for r in rows), sum(r["bytes"] for r in rows if r["kind"] != "comm")
     tt = sum(r["time_s"] for r in rows)
     floor = _command_floor(model, gpu, prec, phase=phase, batch=batch, context=context, tp=tp)
     return {"model": model.name, "gpu": gpu.id, "phase": phase, "batch": batch, "context": context, "tp": tp,

@@ -882,7 +882,16 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
                                          if w.kind not in UNRUN and measured(terms.get(w.kind, {})) else
                                          {lvl: max(eager_terms(found, metric, lvl)) for lvl in levels} if w.kind == "eager" else
                                          between([], t, levels=levels),)]
-    return out | {"n": c["n"], "source": source, "widened": widened}
+    # newc5 #17: a 95% interval wider than PREDICTABLE_SPAN (high / low) is no basis for a decision; its ratio in the JSON
+    span = np.asarray(out[f"hi{max(levels)}"]) / np.maximum(np.asarray(out[f"lo{max(levels)}"]), 1e-300)
+    more = {"span95": float(span), "predictable": bool(span <= PREDICTABLE_SPAN)} if span.ndim == 0 else {"span95": span}
+    return out | {"n": c["n"], "source": source, "widened": widened} | more
+
+
+# the widest 95% interval (high / low) an answer is printed as a prediction beside: past it "not predictable here". A
+# reading choice, no measured quantity: x20 is a decade and a third, past which a TTFT band spans interactive to
+# unusable (newc5 #17's 487 ms-32.7 s); 100x (uxa's) let x67 through as a number
+PREDICTABLE_SPAN = 20.0
 
 
 def grouped(ctx: Context, *, table: dict | None = None) -> Context:
