@@ -261,3 +261,17 @@ def test_a_number_column_is_never_cut_on_a_narrow_console():
     assert "1,234,567.89" in text and "…" not in text, text
     assert max(len(x) for x in text.splitlines()) <= 30, text
     assert [x.strip() for x in text.splitlines()[4:] if x.strip()] == ["a-model-name-o  1,234,567.89", "f-thirty-chars", "-x"], text
+
+
+def test_json_says_whether_an_answer_is_predictable_here():
+    # newc5 #17: DeepSeek-R1 on B200 SGLang at 64 requests, TTFT's 95% ~487 ms-32.7 s (x67 in the finding): past x20,
+    # "predictable": false and its ratio; its TPOT band (well under x20) true. span95 = hi95 / lo95 by definition
+    from conftest import cli
+
+    code, out, _ = cli("estimate", "deepseek-r1", "--gpu", "b200", "--tp", "8", "--backend", "sglang", "--isl", "2048", "--osl", "512",
+                       "--concurrency", "64", "--json")
+    iv = json.loads(out)["intervals"]
+    assert code == 0 and iv["ttft_ms"]["predictable"] is False and iv["tpot_ms"]["predictable"] is True
+    for b in iv.values():
+        assert b["span95"] == pytest.approx(b["hi95"] / b["lo95"]) and b["predictable"] == (b["span95"] <= 20)
+    assert iv["ttft_ms"]["span95"] > 20
