@@ -378,3 +378,17 @@ def test_estimate_takes_the_cuda_graph_capture_for_every_engine():
     assert off["tpot_ms"] > on["tpot_ms"]
     bad = run(*args, "--cuda-graph-max-bs", "-1")
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "--cuda-graph-max-bs" in bad.stderr
+
+
+def test_roofline_takes_isl_and_concurrency_and_labels_its_columns():
+    # newc5 #13: --isl / --concurrency are --context / --batch (every other command's words); #3: the table says which
+    # time is the roofline's and which the kernel tables' (not estimate's)
+    from conftest import cli
+
+    a = cli("roofline", "llama-3.1-8b", "--gpu", "h100", "--isl", "2048", "--concurrency", "4", "--json")
+    b = cli("roofline", "llama-3.1-8b", "--gpu", "h100", "--context", "2048", "--batch", "4", "--json")
+    assert a[0] == 0 and a[1] == b[1] and json.loads(a[1])["context"] == 2048 and json.loads(a[1])["batch"] == 4
+    code, out, _ = cli("roofline", "llama-3.1-8b", "--gpu", "h100")
+    assert code == 0 and "ideal us" in out and "modelled us" in out and "not estimate's" in out
+    code, out, err = cli("roofline", "llama-3.1-8b", "--gpu", "h100", "--contxt", "8")
+    assert code == 2 and "did you mean --context" in (out + err)

@@ -28,7 +28,9 @@ GOLDEN = [math.log(i / 20) for i in range(1, 40)]
 
 
 def _same(a: dict, b: dict) -> bool:
-    """Two bands alike: the bounds to 1e-9, the rest exactly."""
+    """Two bands alike: the bounds to 1e-9, the rest exactly (a one-point band's span95 / predictable aside: a frontier's
+    points carry none, newc5 #17)."""
+    b = {k: v for k, v in b.items() if k in a or k not in ("span95", "predictable")}
     return a.keys() == b.keys() and all(a[k] == pytest.approx(b[k], rel=1e-9) if k[:2] in ("lo", "hi") else a[k] == b[k] for k in a)
 
 
@@ -376,12 +378,14 @@ def test_a_prediction_outside_its_own_interval_is_shown_with_the_centre():
     t = _table([(CTX, {"ttft_ms": r + math.log(10)}) for r in GOLDEN])
     b = iv.band("ttft_ms", 100.0, CTX, table=t)
     assert b["centre"] == pytest.approx(1000.0, rel=1e-3)
-    assert interval_text(b, "ttft_ms", 100.0) == "80%: 200-1800 ms, 95%: 50.0-1950 ms, centred on 1000 ms"
-    assert interval_text(b, "ttft_ms") == "80%: 200-1800 ms, 95%: 50.0-1950 ms"  # no prediction given: no centre
+    assert interval_text(b, "ttft_ms", 100.0) == (
+        "80%: 200-1800 ms, 95%: 50.0-1950 ms, centred on 1000 ms (not predictable here: 95% spans x39)")  # 1950 / 50
+    assert interval_text(b, "ttft_ms") == "80%: 200-1800 ms, 95%: 50.0-1950 ms (not predictable here: 95% spans x39)"  # no prediction given: no centre
     assert ("centred on", CENTRE) in basis_rows({"ttft_ms": b}, {"ttft_ms": 100.0})
     # unshifted runs (median 1): a prediction inside its 80% interval, 20-180 ms, keeps the plain text and no explanation
     inside = iv.band("ttft_ms", 100.0, CTX, table=_table([(CTX, {"ttft_ms": r}) for r in GOLDEN]))
-    assert inside["centre"] == pytest.approx(100.0) and interval_text(inside, "ttft_ms", 100.0) == "80%: 20.0-180 ms, 95%: 5.0-195 ms"
+    assert inside["centre"] == pytest.approx(100.0) and interval_text(inside, "ttft_ms", 100.0) == (
+        "80%: 20.0-180 ms, 95%: 5.0-195 ms (not predictable here: 95% spans x39)")  # 195 / 5
     assert ("centred on", CENTRE) not in basis_rows({"ttft_ms": inside}, {"ttft_ms": 100.0})
     # vectorised like the bounds
     assert iv.band("ttft_ms", np.array([100.0, 50.0]), CTX, table=t)["centre"] == pytest.approx([1000.0, 500.0], rel=1e-3)
@@ -820,7 +824,8 @@ def test_a_vllm_only_profile_leaves_other_engines_bands_as_bundled(tmp_path, n):
     if n < iv.MIN_ROWS:
         assert b["source"].startswith(f"the bundled profile's (not mine.toml's: too few of its runs ({n} with vLLM on Hopper GPUs; "
                                       f"{iv.MIN_ROWS} per slice needed)) ")
-        assert any("no serving run on any Hopper GPU" in w for w in b["widened"])
+        assert any(w.startswith(f"no bundled serving run on any Hopper GPU; your profile has {n} with vLLM (too few for a band: "
+                                f"{iv.MIN_ROWS} needed)") for w in b["widened"])  # newc5 #17
     else:  # its own slice, +-10% at 80% and +-20% at 95% about the prediction (no campaign term, no widening)
         assert b["source"] == "mine.toml's own 40 serving runs with vLLM, on Hopper GPUs" and b["widened"] == []
         p = vllm["tpot_ms"]
@@ -966,3 +971,23 @@ def test_disagg_intervals_read_the_rows_decode_batch(monkeypatch):
     d = lc.disagg(m, "h200", prefill="tp=4", decode="tp=4", decode_instances=2, concurrency=(1, 64), weight_dtype="fp8",
                   kv_dtype="fp8").to_dict()
     assert [r["decode_batch"] for r in d["rows"]] == [0.5, 32.0] and seen == [0.5, 32.0]
+
+
+def test_family_widening_counts_a_profiles_too_few_own_runs(tmp_path):
+    """newc5 #17: six own vLLM H100 runs (under MIN_ROWS = 39, ceil((n+1) 0.975) <= n) leave the bundled band and its
+    Hopper widening, which now says why: 'no bundled serving run on any Hopper GPU; your profile has 6 (too few for a
+    band: 39 needed)', of its engine only; without a profile the words are as before."""
+    from importlib import resources
+
+    prof = tmp_path / "mine.toml"
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text()
+                    + '\n[intervals.envelope]\nserving = {metrics = ["ttft_ms"], families = ["hopper"], engines = ["vllm"], '
+                    + 'runs = {"vllm|hopper" = 6}}\nkinds = []\nformats = []\n\n[intervals.slices.ttft_ms]\n')
+    m, g = lc.get_model("llama-3.1-70b"), lc.get_gpu("h100")
+    ctx = iv.context(m, g, m.default_precision, engine="vllm", concurrency=64, isl=2048, osl=512)
+    fam = [w for w in iv.reasons(ctx, iv.bundled()) if w.kind == "family"]
+    assert [str(w) for w in fam] == ["no serving run on any Hopper GPU"]
+    own = [str(w) for w in iv.reasons(ctx, iv._profile_table(str(prof), None)) if w.kind == "family"]
+    assert own == ["no bundled serving run on any Hopper GPU; your profile has 6 with vLLM (too few for a band: 39 needed)"]
+    trt = replace(ctx, engine="trtllm")  # another engine's question: its runs are not counted
+    assert [str(w) for w in iv.reasons(trt, iv._profile_table(str(prof), None)) if w.kind == "family"] == ["no serving run on any Hopper GPU"]

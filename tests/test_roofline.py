@@ -66,3 +66,20 @@ def test_mla_window_and_replicated_heads_by_hand():
     bf = Precision.of("bf16")
     one = step_floor(m, bf, tokens=1, context=1000, plan=Plan(tp=16), num_gpus=16)["kv"]
     assert one == 1000 * 32 * 1 * 256 * 2 == 2 * step_floor(m, bf, tokens=1, context=1000, num_gpus=16)["kv"]
+
+
+def test_ideal_column_sums_to_the_printed_floor_llama_70b_fp8_tp8():
+    # newc5 #3: the per-operator "ideal us" is max(FLOPs/peak, bytes/bandwidth). Llama-3.1-70B FP8 at TP8, batch 1,
+    # context 2048 on H100 (3.35 TB/s): weights (70.55e9 - 128,256 x 8192 embedding) x 1 B / 8 = 8.82 GB -> 2.633 ms;
+    # KV (BF16, fp8's default) 2048 x 80 layers x 1 KV head x 256 x 2 B = 83.9 MB -> 0.025 ms; floor 2.658 ms. Every
+    # operator is memory bound at FLOP/B ~2, so the ideal column is the operators' bytes (+ ~18 MB of activations)
+    # / 3.35 TB/s: the floor plus its activations, within 0.3%
+    g, m = get_gpu("h100"), get_model("llama-3.1-70b")
+    r = roofline(m, g, calibration_for(g), Precision.of("fp8"), "decode", batch=1, context=2048, tp=8)
+    t = r["totals"]
+    assert t["bound_time_s"] == pytest.approx(2.658e-3, abs=1e-6)
+    assert t["ideal_time_s"] == pytest.approx(sum(o["ideal_time_s"] for o in r["ops"]))
+    assert t["bound_time_s"] <= t["ideal_time_s"] <= t["bound_time_s"] * 1.003
+    assert t["ideal_time_s"] == pytest.approx(t["bytes"] / 3.35e12, rel=1e-3)
+    for o in r["ops"]:  # a collective has no ideal time; the modelled time is never under the ideal
+        assert (o["ideal_time_s"] == 0) if o["kind"] == "comm" else (0 < o["ideal_time_s"] <= o["time_s"] * (1 + 1e-9))

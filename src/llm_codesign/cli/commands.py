@@ -136,8 +136,11 @@ def roofline(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml."),
     phase: str = typer.Option("decode", help="decode or prefill."),
-    batch: int = typer.Option(1, min=1, max=MAX_CONCURRENCY, help="Sequences in the step."),
-    context: int = typer.Option(1024, min=1, max=MAX_STEP_TOKENS, help="Context per sequence (decode: cached tokens; prefill: prompt)."),
+    # --concurrency and --isl (every other command's words, newc5 #13): a decode step holds every request in flight, and its
+    # first step's cache is the prompt; a prefill step of `batch` prompts of `context` tokens is a wave's
+    batch: int = typer.Option(1, "--batch", "--concurrency", min=1, max=MAX_CONCURRENCY, help="Sequences in the step (--concurrency: the requests in flight)."),
+    context: int = typer.Option(1024, "--context", "--isl", min=1, max=MAX_STEP_TOKENS,
+                                help="Context per sequence (decode: cached tokens; prefill: prompt); --isl: the prompt's length."),
     tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Tensor parallel size."),
     weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
     activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
@@ -162,18 +165,21 @@ def roofline(
         return _dump(r)
     ridges = sorted({round(o["ridge_point"]) for o in r["ops"]}, reverse=True)
     t = _table(f"{m.name} on {g.name}: {phase}, batch {batch}, context {context}, TP{tp}, {r['precision']}",
-               "operator:t n:n FLOPs:n bytes:n FLOP/B:n bound:n us:n %pk:n",
+               "operator:t n:n FLOPs:n bytes:n FLOP/B:n bound:n ideal_us:n modelled_us:n %pk:n",
                f"n: layers running the operator. FLOP/B: arithmetic intensity, against the ridge point (peak FLOP/s "
                f"over bandwidth at the operator's precision: {', '.join(map(str, ridges))} FLOP/B here). "
-               "us: time of all n per step. %pk: share of peak FLOP/s."
+               "ideal us: all n at their roofline, max(FLOPs/peak, bytes/bandwidth) (a collective: none; the floor below "
+               "leaves communication and activations out). modelled us: the kernel tables' time (tiles, waves, fitted "
+               "efficiencies; NCCL's collectives, no engine: no CUDA graphs, fused or custom all-reduce, nor step overheads), "
+               "not estimate's, which prices one engine's kernels (`estimate --breakdown`). %pk: share of peak FLOP/s."
                + (" *: the kernel's own rates (tiles, waves, efficiency) bind the other side of the ridge "
                   "(its ridge: kernel_ridge_point in --json)." if any(o.get("kernel_ridge_point") for o in r["ops"]) else ""))
     for o in r["ops"]:
         t.add_row(o["name"], f"{o['layers']:.0f}", _fmt(o["flops"]), _fmt(o["bytes"], "B"), f"{o['intensity']:.1f}",
-                  o["bound"], f"{o['time_s'] * 1e6:.1f}", f"{o['pct_of_peak']:.1f}")
+                  o["bound"], f"{o['ideal_time_s'] * 1e6:.1f}", f"{o['time_s'] * 1e6:.1f}", f"{o['pct_of_peak']:.1f}")
     tt = r["totals"]
     t.add_row("[b]total[/b]", "", _fmt(tt["flops"]), _fmt(tt["bytes"], "B"), f"{tt['intensity']:.1f}", "",
-              f"[b]{tt['time_s'] * 1e6:.1f}[/b]", "")
+              f"[b]{tt['ideal_time_s'] * 1e6:.1f}[/b]", f"[b]{tt['time_s'] * 1e6:.1f}[/b]", "")
     _console().print(t)
     # the floor's own count (cost.roofline.step_floor, the one every interval's floor takes), not the table's bytes
     f = tt["floor"]

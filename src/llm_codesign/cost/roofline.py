@@ -63,17 +63,17 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
             if modelled != bound and tc > 0 and tm > 0:
                 kernel_ridge = (f / tc) / (by / tm)
                 bound = f"{modelled}*"  # the CLI caption explains the star
+        ideal = 0.0 if op.kind == "comm" else max(f / peak, by / bw)  # newc5 #3: the roofline's (time_s: modelled)
         rows.append({"name": op.name, "kind": op.kind, "layers": n, "flops": f, "bytes": by,
                      "intensity": intensity, "ridge_point": peak / bw, "math": math, "kernel_ridge_point": kernel_ridge,
-                     "bound": bound, "time_s": t, "pct_of_peak": 100.0 * f / t / peak if t and f else 0.0,
+                     "bound": bound, "time_s": t, "ideal_time_s": ideal, "pct_of_peak": 100.0 * f / t / peak if t and f else 0.0,
                      "pct_of_bandwidth": 100.0 * by / t / bw if t and op.kind != "comm" else 0.0})
-    tf = sum(r["flops"] for r in rows)
-    tb = sum(r["bytes"] for r in rows if r["kind"] != "comm")
+    tf, tb = sum(r["flops"] for r in rows), sum(r["bytes"] for r in rows if r["kind"] != "comm")
     tt = sum(r["time_s"] for r in rows)
     floor = _command_floor(model, gpu, prec, phase=phase, batch=batch, context=context, tp=tp)
     return {"model": model.name, "gpu": gpu.id, "phase": phase, "batch": batch, "context": context, "tp": tp,
             "precision": prec.label(), "ops": rows,
-            "totals": {"flops": tf, "bytes": tb, "time_s": tt, "intensity": tf / tb if tb else 0.0,
+            "totals": {"flops": tf, "bytes": tb, "time_s": tt, "ideal_time_s": sum(r["ideal_time_s"] for r in rows), "intensity": tf / tb if tb else 0.0,
                        "bound_time_s": floor["time_s"], "floor": floor}}
 
 

@@ -673,7 +673,7 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
     run, fam = RUNS[ctx.mode], family_name(ctx.family)
     out = []
     if ctx.family not in env.get("families", ()):
-        out.append(Widening("family", f"no {run} on any {fam} GPU"))
+        out.append(Widening("family", _family_text(ctx, table, run, fam)))
     if ctx.engine not in env.get("engines", ()):
         out.append(Widening("engine", f"no {run} with {engine_title(ctx.engine)}"))
     for q, (lo, hi) in env.get("ranges", {}).get(ctx.engine, {}).items():
@@ -721,6 +721,17 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
                    f"TTFT x{math.exp(-ctx.eager_ttft[0]):.2f} / x{math.exp(ctx.eager_ttft[1]):.2f} (the decode steps it "
                    "waits out): each side of the band widens by its own end's move, in quadrature on top of the others"))
     return out
+
+
+def _family_text(ctx: Context, table: dict, run: str, fam: str) -> str:
+    """'no serving run on any Hopper GPU', or 'no bundled serving run on any Hopper GPU; your profile has 6 with vLLM (too
+    few for a band: 39 needed)' where a profile's own runs sit on that family but do not cover the question (`covered`): the band
+    stays the bundled one (newc5 #17: the first after calibrating on six H100 runs read as if they were ignored)."""
+    own = table.get("own_runs", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", 0)  # the question's engine's alone
+    if not own:
+        return f"no {run} on any {fam} GPU"
+    why = f"too few for a band: {MIN_ROWS} needed" if own < MIN_ROWS else f"none of {ctx.model_class} models"
+    return f"no bundled {run} on any {fam} GPU; your profile has {own} with {engine_title(ctx.engine)} ({why})"
 
 
 def measured(term: dict) -> bool:
@@ -882,7 +893,16 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
                                          if w.kind not in UNRUN and measured(terms.get(w.kind, {})) else
                                          {lvl: max(eager_terms(found, metric, lvl)) for lvl in levels} if w.kind == "eager" else
                                          between([], t, levels=levels),)]
-    return out | {"n": c["n"], "source": source, "widened": widened}
+    # newc5 #17: a 95% interval wider than PREDICTABLE_SPAN (high / low) is no basis for a decision; its ratio in the JSON
+    span = np.asarray(out[f"hi{max(levels)}"]) / np.maximum(np.asarray(out[f"lo{max(levels)}"]), 1e-300)
+    more = {"span95": float(span), "predictable": bool(span <= PREDICTABLE_SPAN)} if span.ndim == 0 else {}  # a frontier's: per point
+    return out | {"n": c["n"], "source": source, "widened": widened} | more
+
+
+# the widest 95% interval (high / low) an answer is printed as a prediction beside: past it "not predictable here". A
+# reading choice, no measured quantity: x20 is a decade and a third, past which a TTFT band spans interactive to
+# unusable (newc5 #17's 487 ms-32.7 s); 100x (uxa's) let x67 through as a number
+PREDICTABLE_SPAN = 20.0
 
 
 def grouped(ctx: Context, *, table: dict | None = None) -> Context:
@@ -1084,7 +1104,8 @@ def profile_section(rows: list[dict], preds: list[dict]) -> str:
                                                               if c.mode == mode and f"{c.engine}|{c.family}" == k).items() if n >= MIN_ROWS)
                               for k in env["runs"]}
     return to_toml(table, ["the prediction intervals of this profile's own runs (llm_codesign.measure.intervals): they",
-                           "replace the bundled ones for questions like them (same engine and GPU family)"], prefix="intervals")
+                           "replace the bundled ones for questions like them (same engine, GPU family and model class),",
+                           f"where they number {MIN_ROWS} at least; fewer keep the bundled bands (too few for a band)"], prefix="intervals")
 
 
 @lru_cache(maxsize=1)

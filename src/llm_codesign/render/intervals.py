@@ -1,21 +1,23 @@
 """A prediction's intervals (measure.intervals.band) as text: the CLI's rows and lines."""
 from __future__ import annotations
 
+from llm_codesign.measure.intervals import PREDICTABLE_SPAN
+
 UNITS = {"ttft_ms": " ms", "tpot_ms": " ms", "tok_s_per_user": "", "output_tok_s_per_gpu": ""}
 # why a centre is shown: the bounds sit about the runs' median shift, not the prediction ("signed where biased")
 CENTRE = ("the intervals are centred on the prediction times the median measured / predicted of the runs they come from, "
           "which can put the prediction itself outside them")
 
 
-# a 95% interval wider than this high / low ratio is said so beside it, as a fact (the ratio is this project's
-# choice of where a range stops reading as one, no measured quantity); "no measured run like it" only where the band
-# was widened for a reason (measure.intervals.reasons), the one cause the answer checks (review of uxa)
-UNINFORMATIVE = 100.0
-UNINFORMATIVE_TEXT = " (95% spans over 100x)"
-UNLIKE_TEXT = " (95% spans over 100x; no measured run like it)"
+# a 95% interval wider than measure.intervals.PREDICTABLE_SPAN (high / low) says "not predictable here" beside the
+# number with its ratio (newc5 #17; before: "spans over 100x" past 100x only); "no measured run like it" only where the
+# band was widened for a reason (measure.intervals.reasons), the one cause the answer checks (review of uxa)
+UNINFORMATIVE = PREDICTABLE_SPAN
+UNINFORMATIVE_TEXT = " (not predictable here: 95% spans x{span:.0f})"
+UNLIKE_TEXT = " (not predictable here: 95% spans x{span:.0f}; no measured run like it)"
 # the same where the reasons it was widened for are listed beneath the rows (disagg's "beyond the runs" lines, under
 # "interval basis: drawn from ..."): "no measured run like it" there read against the runs the basis names
-UNLIKE_BELOW_TEXT = " (95% spans over 100x; widened for what its runs lack: beyond the runs, below)"
+UNLIKE_BELOW_TEXT = " (not predictable here: 95% spans x{span:.0f}; widened for what its runs lack: beyond the runs, below)"
 
 
 def _fmt(metric: str):
@@ -72,7 +74,7 @@ def interval_text(b: dict, metric: str, value: float | None = None, *, reasons_b
     centre = f", centred on {f(b['centre'])}" if value is not None and off_centre(b, value) else ""
     unlike = UNLIKE_BELOW_TEXT if reasons_below else UNLIKE_TEXT
     return (f"80%: {_range(metric, b['lo80'], b['hi80'])}, 95%: {_range(metric, b['lo95'], b['hi95'])}{centre}"
-            + ((unlike if b.get("widened") else UNINFORMATIVE_TEXT) if uninformative(b) else ""))
+            + ((unlike if b.get("widened") else UNINFORMATIVE_TEXT).format(span=b["hi95"] / b["lo95"]) if uninformative(b) else ""))
 
 
 def short(result: dict, metric: str) -> str:

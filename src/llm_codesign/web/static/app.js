@@ -350,9 +350,9 @@ const span = (k, lo, hi) => {
   return ua === uc ? `${a}-${c} ${uc}` : `${a} ${ua}-${c} ${uc}`; };
 // render/intervals.py UNINFORMATIVE: a 95% interval over 100x wide said so, as a fact; "no measured run like it" only
 // where the band was widened for a reason; `below`: the reasons are listed beneath (UNLIKE_BELOW_TEXT, the disaggregated view's)
-const uninformative = (b, below = false) => (b.lo95 > 0 && b.hi95 / b.lo95 > 100
-  ? ((b.widened || []).length ? (below ? " (95% spans over 100x; widened for what its runs lack: beyond the runs, below)"
-                                 : " (95% spans over 100x; no measured run like it)") : " (95% spans over 100x)") : "");
+const uninformative = (b, below = false) => { const x = b.lo95 > 0 ? b.hi95 / b.lo95 : 0, s = `not predictable here: 95% spans x${x.toFixed(0)}`;
+  return x > 20 ? ((b.widened || []).length ? (below ? ` (${s}; widened for what its runs lack: beyond the runs, below)`
+                                 : ` (${s}; no measured run like it)`) : ` (${s})`) : ""; };
 
 // a time in a table whose header says ms (render/intervals.py table_time, disagg's table): the bare figure to `d` below 10 s,
 // else in s or h as durValue writes it
