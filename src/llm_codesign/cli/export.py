@@ -329,7 +329,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
                          "deployment, e.g. --prefill tp=8 --decode tp=8")
     g = _gpu(gpu)
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype, g)
-    sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
+    sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model, model=m)
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
