@@ -75,8 +75,8 @@ def test_export_keys_are_documented_and_read_back(engine):
         # CUDA graphs padded up to the per-rank batch (the LLM API's default capture stops at 128), which its import reads
         graphs = {"cuda_graph_max_bs": per_rank(conc, int(dep.plan.adp))} if engine == "trtllm" else {}
         assert back.deployment == replace(dep, max_num_tokens=dep.step_tokens, **graphs)
-        # TensorRT-LLM loads fp8 weights from an fp8 checkpoint: the registry's of this shape (nvidia's), read back as itself
-        name = "llama-3.1-70b-fp8" if engine == "trtllm" and dep.precision.weight != model.default_precision.weight else model.name
+        # every engine loads fp8 weights from an fp8 checkpoint: the registry's of this shape (nvidia's), read back as itself
+        name = "llama-3.1-70b-fp8" if dep.precision.weight != model.default_precision.weight else model.name
         assert back.concurrency == conc and back.model.name == name
 
 
@@ -317,10 +317,24 @@ def test_a_quantized_point_launches_the_registrys_checkpoint_of_its_format(tmp_p
     est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", "trtllm", "--json"]).output)
     back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).output)
     assert (back["precision"], back["tpot_ms"], back["ttft_ms"]) == (est["precision"], est["tpot_ms"], est["ttft_ms"])
-    # vLLM quantizes a BF16 checkpoint to FP8 as it loads (`quantization: fp8`): the base checkpoint stays
+    # vLLM and SGLang serve the same checkpoint (newc5 #4), not `quantization: fp8` (per-tensor dynamic FP8 of the BF16
+    # base, another accuracy than the checkpoint quoted), say where the weights come from, and import prices the same
     r = runner.invoke(app, ["export", *args, "--engine", "vllm", "-o", str(tmp_path / "v.yaml")])
     o = yaml.safe_load((tmp_path / "v.yaml").read_text())
-    assert r.exit_code == 0 and (o["model"], o["quantization"]) == ("meta-llama/Llama-3.1-70B", "fp8")
+    assert r.exit_code == 0 and o["model"] == "nvidia/Llama-3.1-70B-Instruct-FP8" and "quantization" not in o
+    assert "weights: fp8, read from nvidia/Llama-3.1-70B-Instruct-FP8" in r.output
+    for eng, f in (("vllm", "v.yaml"), ("sglang", "s.sh")):
+        r = runner.invoke(app, ["export", *args, "--engine", eng, "-o", str(tmp_path / f)])
+        text = (tmp_path / f).read_text()
+        assert r.exit_code == 0, r.output
+        assert "--quantization" not in text and (eng == "vllm" or "--model-path nvidia/Llama-3.1-70B-Instruct-FP8" in text)
+        est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", eng, "--json"]).output)
+        back = json.loads(runner.invoke(app, ["import", str(tmp_path / f), "--json"]).output)
+        assert (back["precision"], back["tpot_ms"], back["ttft_ms"]) == (est["precision"], est["tpot_ms"], est["ttft_ms"])
+    # no FP8 release of the 8B in the registry: vLLM quantizes as it loads, and serves the Instruct model the registry lists
+    r = runner.invoke(app, ["export", "llama-3.1-8b", "--gpu", "h200", "--weight-dtype", "fp8", "--engine", "vllm", "-o", str(tmp_path / "8.yaml")])
+    o = yaml.safe_load((tmp_path / "8.yaml").read_text())
+    assert r.exit_code == 0 and (o["model"], o["quantization"]) == ("meta-llama/Llama-3.1-8B-Instruct", "fp8")
     # with no such checkpoint in the registry, the header says to point at one
     r = runner.invoke(app, ["export", "llama-3.1-8b", "--gpu", "h200", "--weight-dtype", "fp8", "--engine", "trtllm", "-o", str(tmp_path / "e.yaml")])
     assert r.exit_code == 0 and "point the model at such a checkpoint" in (tmp_path / "e.yaml").read_text()

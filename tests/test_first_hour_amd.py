@@ -51,9 +51,10 @@ def test_a_frontier_on_mi355x_names_its_concurrency_reason_once_and_an_unknown_a
     # against DeepSeek-R1's FP8-block reference: 11.47 - 0.10 = 11.37%, ± hypot(10.09, 0.05)
     fd = am.format_drops()
     band = f"{fd['mxfp4']['drop_pct'] - fd['fp8']['drop_pct']:.2f}±{np.hypot(fd['mxfp4']['sigma_pct'], fd['fp8']['sigma_pct']):.2f}%"
-    assert band == "11.37±10.09%" and f"accuracy at mxfp4/fp8: drop {band} against fp8_block (proxy band, unmeasured)" in out
+    # shown as its 1-sigma range, no centre (newc5 #6): 11.37 - 10.09 = 1.28 -> 1%, 11.37 + 10.09 = 21.46 -> 21%
+    assert band == "11.37±10.09%" and "accuracy at mxfp4/fp8: drop 1% to 21% against fp8_block (proxy band, unmeasured)" in out
     rows = [line.split() for line in out.splitlines() if "mxfp4/fp8" in line and line.split()[0][0].isdigit()]
-    assert rows and {r[-1] for r in rows} == {band}
+    assert rows and {" ".join(r[-3:]) for r in rows} == {"1% to 21%"}
     assert "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma); n/a: neither." in text
 
 
@@ -167,7 +168,7 @@ def test_exports_launch_line_names_the_file_where_it_was_written(tmp_path):
     # "launch: vllm serve --config v.yaml" for -o DIR/v.yaml ran from DIR only (SGLang's `sh PATH` had the path), and a
     # name with a space ran as two arguments
     for engine, gpu, launch in (("vllm", "h100", "vllm serve --config '{p}'"), ("sglang", "mi355x", "sh '{p}'"),
-                                ("trtllm", "h100", "trtllm-serve meta-llama/Llama-3.1-8B --backend pytorch --extra_llm_api_options '{p}'")):
+                                ("trtllm", "h100", "trtllm-serve meta-llama/Llama-3.1-8B-Instruct --backend pytorch --extra_llm_api_options '{p}'")):
         path = tmp_path / "my runs" / f"{engine}.{'sh' if engine == 'sglang' else 'yaml'}"  # a .yaml shell script is refused
         code, out, _ = cli("export", "llama-3.1-8b", "--gpu", gpu, "--backend", engine, "--concurrency", "8", "-o", str(path))
         assert code == 0 and f"launch: {launch.format(p=path)}\n" in out

@@ -292,6 +292,8 @@ def estimate(
         s = r["spec"]
         t.add_row("speculation", f"{s['method']} k={s['draft_len']}, {r['accepted_per_step']:.2f} tokens/step, "
                   f"speed-up {s['speedup_at_concurrency']:.2f}x here, {s['speedup_at_1']:.2f}x at batch 1")
+        if s.get("acceptance_source"):  # no --acceptance given: the published one it used, with its source
+            t.add_row("acceptance", f"published: {s['acceptance_source']}")
         t.add_row("speculation stops paying at", str(s["stops_paying_at_concurrency"] or "never within the batch that fits"))
     if "cost" in r:
         c = r["cost"]
@@ -494,7 +496,8 @@ def pareto(
     if max_num_tokens_grid and disagg:
         raise InputError("max_num_tokens_grid", max_num_tokens_grid,
                          "unset with --disagg (the disaggregated search prices one step budget: --max-num-tokens)")
-    sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
+    # a published acceptance is the default for one model's search (spec.plan.published_acceptance); several name theirs
+    sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model, model=_model(model_refs[0]) if len(model_refs) == 1 else None)
     # the search space's options, as llm_codesign.pareto and the page give them (SearchSpace.build)
     space = dict(num_gpus=n_gpus, instance_gpus=inst, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp,
                  weight_dtype=weight_dtype, activation_dtype=activation_dtype, kv_dtype=kv_dtype, spec=sd, draft_len=draft_len,
@@ -567,15 +570,16 @@ def acceptance_note(sd, draft_len: int | None) -> str | None:
     (newc4 #7). Acceptance usually falls with position, so a flat rate flatters the longer drafts."""
     from llm_codesign.explore.search import DRAFT_LENGTHS
 
+    src = f"speculation: acceptance not given, so the published {sd.source}" if sd is not None and sd.source else None
     if sd is None or draft_len:
-        return None
+        return src
     if sd.mean_accepted is None and len(sd.rates) >= max(DRAFT_LENGTHS):  # a rate for every position searched
         return None
     rate = float(sd.rates[-1]) if sd.rates else float(sd._rates()[0])
     per_k = ", ".join(f"k={k} {float(sd.accepted(k)):.2f}" for k in DRAFT_LENGTHS)
     read = (f"--acceptance {sd.mean_accepted:g} read as the mean at k={sd.k}, a flat {rate:.3f} a position" if sd.mean_accepted is not None
             else f"--acceptance-rates past position {len(sd.rates)} held at its last, {rate:.3f}")
-    return (f"speculation: {read}; tokens a step {per_k}. Acceptance usually falls with position: --acceptance-rates r1,...,r5 "
+    return (f"{src + '. ' if src else ''}speculation: {read}; tokens a step {per_k}. Acceptance usually falls with position: --acceptance-rates r1,...,r5 "
             "(or --draft-len to search one length) prices each position as measured.")
 
 

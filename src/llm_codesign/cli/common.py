@@ -458,10 +458,11 @@ def _precision(model, weight, activation, kv, gpu=None):
     return precision_for(model, weight, activation, kv, gpu=gpu)
 
 
-def _spec(spec, draft_len, acceptance, acceptance_rates, draft_model):
+def _spec(spec, draft_len, acceptance, acceptance_rates, draft_model, *, model=None):
     from llm_codesign.spec.plan import spec_decoding
 
-    return spec_decoding(spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model)
+    return spec_decoding(spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model,
+                         model=model)
 
 
 def _fmt(x: float, unit: str = "") -> str:

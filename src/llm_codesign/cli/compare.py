@@ -32,6 +32,8 @@ def _accuracy_cell(c: dict) -> str:
         return "n/a"
     if c["source"] == "reference":
         return "ref" if c["precision"] == c["against"] else drop_pct(0.0)  # the reference, or a format of its class
+    if c.get("band"):  # no published pair (post-training MXFP4's proxy): its 1-sigma range, no centre to read as measured (newc5 #6)
+        return f"unmeasured\n-{max(c['value'] - c['sigma'], 0.0):.0f}% to -{c['value'] + c['sigma']:.0f}%"
     return "-" + drop_pct(c["value"], c["sigma"] if c["source"] == "proxy" else None)
 
 

@@ -98,7 +98,7 @@ def disagg(
     conc = _int_list("concurrency", concurrency)
     # the pools built and priced as lc.disagg and the page price them (explore.disagg_search.price_pools)
     answer = price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=_precision(m, weight_dtype, activation_dtype, kv_dtype, g),
-                         engine=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model), max_num_tokens=max_num_tokens,
+                         engine=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model, model=m), max_num_tokens=max_num_tokens,
                          decode_max_num_tokens=decode_max_num_tokens, prefill_instances=prefill_instances, decode_instances=decode_instances,
                          concurrencies=conc, isl=isl, osl=osl, decode_max_batch=decode_max_batch, arrival=arrival,
                          prefill_routing=prefill_routing, decode_recv_interval=decode_recv_interval,

@@ -237,7 +237,10 @@ def export(
 
         con.print(_chosen_line(chosen, precision=dep.precision, checkpoints=weight_dtype is None and kv_dtype is None,
                                others=default_precisions(m, dep.gpu)), highlight=False)
+    # the checkpoint the weights are read from, where it is not the model's own (explore.export.launched): every engine's
+    weights = next((f"{line[2:]}\n" for line in text.splitlines() if line.startswith("# weights: ")), "")
     con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
+              f"{weights}"
               f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, "
               # one output token: no decode step, no TPOT nor tok/s/user (null in the file's header: serve.metrics.without_decode)
               + (f"TPOT {ONE_TOKEN}, " if p["tpot_ms"] is None else
@@ -329,7 +332,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
                          "deployment, e.g. --prefill tp=8 --decode tp=8")
     g = _gpu(gpu)
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype, g)
-    sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model)
+    sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model, model=m)
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)

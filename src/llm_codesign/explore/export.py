@@ -108,12 +108,32 @@ def launched(model: ModelSpec, dep: Deployment, engine: str) -> tuple[ModelSpec,
     if model.hf_ids and Path(model.hf_ids[0]).is_absolute():  # a local folder, resolved where the config was read (spec.model)
         where = [f"# model: {model.hf_ids[0]} is the checkpoint folder {model.name}'s config.json was read from, as an absolute "
                  "path: the launch and its import work from any directory"]
-    if w == model.default_precision.weight or (x.quantization_option and weight_option(model, dep.precision, engine) in ONLINE_QUANTIZATION):
+    model = instruct_first(model)
+    if w == model.default_precision.weight:
         return model, where
+    # a checkpoint already quantized before online quantization (vLLM's and SGLang's `quantization: fp8` is per-tensor dynamic
+    # FP8 of the BF16 weights, another load path and accuracy than the checkpoint whose accuracy the answer quotes): every
+    # engine serves the one checkpoint, at its own format, so no quantization option is written (weight_option: None)
     if ck := quantized_checkpoint(model, w):
-        return replace(model, hf_ids=(ck,)), [f"# weights: {w.name}, read from {ck} (the registry's {w.name} checkpoint of this shape)"]
+        from llm_codesign.spec.registry import get_model
+
+        return (replace(model, hf_ids=(ck,), default_precision=get_model(ck).default_precision),
+                [f"# weights: {w.name}, read from {ck} (the registry's {w.name} checkpoint of this shape)"])
+    if x.quantization_option and weight_option(model, dep.precision, engine) in ONLINE_QUANTIZATION:
+        return model, where
     return model, where + [f"# weights: {w.name} is read from a checkpoint already quantized to it (the "
                            f"{model.default_precision.weight.name} one named here is not): point the model at such a checkpoint"]
+
+
+def instruct_first(model: ModelSpec) -> ModelSpec:
+    """`model` with its registry's instruction-tuned id first where it lists one (meta-llama/Llama-3.1-70B-Instruct for
+    meta-llama/Llama-3.1-70B): the model a server serves, and the one the published accuracy rows quote (instruct)."""
+    ids = model.hf_ids
+    if not ids or Path(ids[0]).is_absolute() or ids[0].lower().endswith("-instruct"):
+        return model
+    stem = ids[0].lower()
+    hit = next((h for h in ids if h.lower() == stem + "-instruct"), None)
+    return replace(model, hf_ids=(hit, *(h for h in ids if h != hit))) if hit else model
 
 
 def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency: int, replicas: int = 1,

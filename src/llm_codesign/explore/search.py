@@ -233,7 +233,8 @@ def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engin
         check_kv_format(engine, gpu, kv, model)
     accs = [accuracy_of(model, p) for p in precs]
     if max_accuracy_drop is not None:
-        keep = [i for i, a in enumerate(accs) if a["relative_drop_pct"] is not None and a["relative_drop_pct"] <= max_accuracy_drop]
+        keep = [i for i, a in enumerate(accs) if a["relative_drop_pct"] is not None and not a.get("drop_band")
+                and a["relative_drop_pct"] <= max_accuracy_drop]  # a proxy band's centre is not known to be within it
         if not keep:
             known = ", ".join(f"{p.weight.name}: " + ("unknown" if a["relative_drop_pct"] is None else f"{a['relative_drop_pct']:.2f}%")
                               for p, a in zip(precs, accs, strict=True))

@@ -23,6 +23,8 @@ def drop_text(acc: dict | None) -> str:
     sigma = acc.get("drop_uncertainty_pct") or 0.0
     if not drop and not sigma:
         return "best"
+    if acc.get("drop_band"):  # a proxy band, no published pair: its 1-sigma range, not a centre read as measured (newc5 #6)
+        return f"{max(drop - sigma, 0.0):.0f}% to {drop + sigma:.0f}%"
     return drop_pct(drop, sigma if acc.get("source") == "proxy" else None)
 
 

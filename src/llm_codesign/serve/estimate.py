@@ -84,6 +84,7 @@ class SpecPayoff:
     speedup_at_concurrency: float
     speedup_at_1: float
     stops_paying_at_concurrency: int | None
+    acceptance_source: str = ""  # the published acceptance used where none was given (spec.plan.published_acceptance)
 
 
 @dataclass(frozen=True)
@@ -525,4 +526,5 @@ def _spec_break_even(model: ModelSpec, dep: Deployment, workload: Workload, cal:
     fits = r.fits
     loses = np.nonzero((speedup < 1.0) & fits)[0]
     return SpecPayoff(dep.spec.method, dep.spec.k, speedup_at_concurrency=float(np.interp(concurrency, grid, speedup)),
-                      speedup_at_1=float(speedup[0]), stops_paying_at_concurrency=int(grid[loses[0]]) if len(loses) else None)
+                      speedup_at_1=float(speedup[0]), stops_paying_at_concurrency=int(grid[loses[0]]) if len(loses) else None,
+                      acceptance_source=dep.spec.source)

@@ -215,6 +215,7 @@ class SpecDecoding:
     mean_accepted: float | None = None
     rates: tuple[float, ...] = ()
     draft_model: str | None = None
+    source: str = ""  # where a default acceptance was read from (published_acceptance); "" where the user gave it
 
     def __post_init__(self):
         if self.method not in ("mtp", "eagle3", "draft"):
@@ -222,7 +223,8 @@ class SpecDecoding:
         if not 1 <= self.k <= 16:
             raise InputError("draft_len", self.k, "an integer from 1 to 16")
         if self.mean_accepted is None and not self.rates:
-            raise InputError("acceptance", None, "a mean accepted length (--acceptance) or per-position rates (--acceptance-rates)")
+            raise InputError("acceptance", None, "a mean accepted length (--acceptance) or per-position rates (--acceptance-rates); "
+                             f"{TYPICAL_ACCEPTANCE}")
         if self.mean_accepted is not None and not 1.0 <= self.mean_accepted <= self.k + 1:
             raise InputError("acceptance", self.mean_accepted, f"a mean accepted length between 1 and k+1 = {self.k + 1}")
         if any(not 0.0 <= r <= 1.0 for r in self.rates):
@@ -248,7 +250,7 @@ class SpecDecoding:
         `accepted(k)` reads (so a search's point rebuilds exactly from its record)."""
         if k == self.k and self.rates and len(self.rates) == k:
             return self
-        return SpecDecoding(self.method, int(k), None, tuple(float(x) for x in self._rates()[:k]), self.draft_model)
+        return SpecDecoding(self.method, int(k), None, tuple(float(x) for x in self._rates()[:k]), self.draft_model, self.source)
 
     def draft_precision(self, prec: Precision) -> Precision:
         """The precision its draft runs in: the target's, but NVIDIA's NVFP4 checkpoints of DeepSeek-V3/R1 keep
@@ -504,9 +506,35 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
     return p
 
 
+# The one published acceptance of a model's own MTP module: DeepSeek-V3 technical report (arXiv:2412.19437v2, §5.4.3
+# "Multi-Token Prediction Evaluation", PDF p.35): "the acceptance rate of the second token prediction ranges between 85%
+# and 90% across various generation topics" (one MTP module, so one draft token; batch and hardware not given). R1 is
+# post-trained from V3-Base and ships the same one-module MTP layer (num_nextn_predict_layers 1); its own rate is not
+# published, so V3's range is carried to it and said so. Range 0.85-0.90; the midpoint is the default.
+MTP_PUBLISHED_RANGE = (0.85, 0.90)
+MTP_PUBLISHED_SOURCE = ("DeepSeek-V3 technical report (arXiv:2412.19437v2 §5.4.3): the 2nd token accepted 85-90% "
+                        "across generation topics")
+PUBLISHED_ACCEPTANCE = {name: sum(MTP_PUBLISHED_RANGE) / 2 for name in ("deepseek-v3", "deepseek-r1", "deepseek-r1-nvfp4")}
+TYPICAL_ACCEPTANCE = (f"none is published for this model; a model's own MTP module typically accepts its first draft token "
+                      f"0.85-0.90 ({MTP_PUBLISHED_SOURCE}; later positions unpublished), e.g. --draft-len 1 "
+                      "--acceptance-rates 0.85")
+
+
+def published_acceptance(method: str, model) -> tuple[tuple[float, ...], str] | None:
+    """The per-position rates and source of a published acceptance for `model`'s `method` (MTP on DeepSeek-V3/R1:
+    the first draft token only), or None where none is published."""
+    name = getattr(model, "name", model)
+    rate = PUBLISHED_ACCEPTANCE.get(name) if method == "mtp" else None
+    if rate is None:
+        return None
+    src = MTP_PUBLISHED_SOURCE + ("" if name == "deepseek-v3" else f"; {name} ships V3's MTP module, its own rate unpublished")
+    return (rate,), f"{rate:.3f} a position, the midpoint of {src}"
+
+
 def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptance: float | None = None,
-                  acceptance_rates: str | tuple | None = None, draft_model: str | None = None) -> SpecDecoding | None:
-    """SpecDecoding from loose options (None when `method` is None or "none"); rates as "0.8,0.6" or a tuple."""
+                  acceptance_rates: str | tuple | None = None, draft_model: str | None = None, model=None) -> SpecDecoding | None:
+    """SpecDecoding from loose options (None when `method` is None or "none"); rates as "0.8,0.6" or a tuple. With no
+    acceptance given, `model`'s published one (published_acceptance) where there is one, its source in `source`."""
     if method is None or method == "none":
         if acceptance is not None or acceptance_rates:
             raise InputError("spec", method, "--spec mtp|eagle3|draft when --acceptance or --acceptance-rates is given")
@@ -514,8 +542,13 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
             raise InputError("draft_len", draft_len, "used with --spec mtp|eagle3|draft (without it nothing is drafted)")
         return None
     rates = acceptance_rates_of(acceptance_rates, k=draft_len, draft=f"--draft-len {draft_len}")  # one per draft token
-    k = draft_len if draft_len is not None else (len(rates) if rates else 3)
-    return SpecDecoding(method, k, acceptance, rates, draft_model)
+    source = ""
+    if acceptance is None and not rates and (pub := published_acceptance(method, model)) is not None:
+        rates, source = pub  # one rate: a longer draft holds it past the first position (SpecDecoding._rates), as said
+        k = draft_len if draft_len is not None else len(rates)
+    else:
+        k = draft_len if draft_len is not None else (len(rates) if rates else 3)
+    return SpecDecoding(method, k, acceptance, rates, draft_model, source)
 
 
 def acceptance_rates_of(rates, *, k: int | None = None, draft: str = "") -> tuple[float, ...]:
@@ -590,7 +623,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     else:
         moe_tp_ = moe_tp or 1
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
-                                                                   acceptance_rates=acceptance_rates, draft_model=draft_model)
+                                                                   acceptance_rates=acceptance_rates, draft_model=draft_model, model=model)
     check_spec_model(model, sd)
     dep = Deployment(gpu=gpu, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
                      precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu), backend=engine_arg(engine, backend),
