@@ -73,6 +73,8 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
                "BF16, FP8, FP4: dense peak TFLOP/s. HBM: GB as sold; GiB: as nvidia-smi or rocm-smi reports it. TB/s: HBM "
                "bandwidth. dom: GPUs in the scale-up domain (NVLink, AMD's Infinity Fabric; PCIe within a server for PCIe cards); GB/s: its bandwidth per "
                "direction. TDP: watts.")
+    # a name folds between its words, never inside one ("Blackwell" whole: newc5 #21); the id beside it is the one to type
+    t.columns[1].min_width = max(len(w) for g in rows for w in g["name"].split())
     for g in rows:
         p = g["peak_tflops"]
         t.add_row(g["id"], g["name"], f"{p.get('bf16', 0):.0f}", f"{p.get('fp8', 0):.0f}" if "fp8" in p else "-",
@@ -117,18 +119,25 @@ def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     rows = list_models()
     if as_json:
         return _dump(rows)
-    t = _table("Bundled models", "name:k total:n active:n layers:n default_precision:t Hugging_Face_ids:t")  # names whole: copied
-    # the ids are copied too: one a line (", "-joined, a wrap left "," on a line of its own and broke ids that fitted),
-    # the precision wrapped between its words to leave them the width ("W:bf16 A:bf16" a line)
+    # the ids are copied: each whole. Where the table with them is wider than the console (80 columns: "meta-llama/Lla" over
+    # "ma-3.1-8B", newc5 #21) they are listed beneath it, a model a line, instead of folded mid-word in a narrow column
     ids = {m["name"]: m["hf_ids"][:2] for m in rows}
-    t.columns[4].max_width = 14
-    for m in rows:
-        if m.get("error"):
-            t.add_row(m["name"], "-", "-", "-", "[red]unsupported[/red]", "\n".join(ids[m["name"]]))
-            continue
-        t.add_row(m["name"], f"{m['total_params'] / 1e9:.1f}B", f"{m['active_params'] / 1e9:.2f}B", str(m["layers"]),
-                  m["precision"], "\n".join(ids[m["name"]]))
-    _console().print(t)
+    con = _console()
+    cells = [((m["name"], "-", "-", "-", "[red]unsupported[/red]") if m.get("error") else
+              (m["name"], f"{m['total_params'] / 1e9:.1f}B", f"{m['active_params'] / 1e9:.2f}B", str(m["layers"]), m["precision"]))
+             for m in rows]
+    # the width the ids need whole: the widest of each column's cells (the precision at its 14), a 2-space gap between
+    need = sum(max(len(c[i]) for c in cells) for i in range(4)) + 14 + max(len(x) for v in ids.values() for x in v) + 2 * 5
+    beside = need <= con.width
+    t = _table("Bundled models", "name:k total:n active:n layers:n default_precision:t" + (" Hugging_Face_ids:k" if beside else ""))
+    t.columns[4].max_width = 14  # the precision wrapped between its words ("W:bf16 A:bf16" a line)
+    for m, c in zip(rows, cells, strict=True):
+        t.add_row(*c, *(("\n".join(ids[m["name"]]),) if beside else ()))
+    con.print(t)
+    if not beside:
+        con.print("Hugging Face ids:", highlight=False)
+        for name, hf in ids.items():
+            con.print(f"  {name}: {', '.join(hf)}", highlight=False, soft_wrap=True)
 
 
 @app.command()
@@ -669,6 +678,9 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
     name by id, as estimate's title names it ("H200 SXM")."""
     from llm_codesign.render.intervals import arrival_footer
 
+    if any(r.get("mode") == "disaggregated" for r in results):  # its table starts ~40 lines down (newc5 #21): said at the top
+        con.print("--disagg: each aggregated frontier below is followed by its disaggregated one (prefill and decode "
+                  "instances), further down", highlight=False)
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
         hit = f", {prefix_hit:.0%} prefix-cache hits" if r.get("prefix_hit") else ""

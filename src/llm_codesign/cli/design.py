@@ -300,6 +300,8 @@ def design(
         prec = Precision.of(weight_dtype or "bf16", activation_dtype, kv_dtype)
     cal = calibration_for(g, calibration)
     prog, cb = _progress()
+    # a line on stderr before each stage, as calibrate's search shows one: 10-20 s on a busy machine said nothing (newc5 #21)
+    typer.echo(f"design: searching shapes of {params:.3g} parameters on {gpus_}x {g.name} (progress every 5 s)", err=True)
     if prog:
         prog.start()
     if search_mode not in ("grid", "nsga2"):
@@ -322,6 +324,7 @@ def design(
     from llm_codesign.explore.design_report import complete
     from llm_codesign.measure.intervals import table_for
 
+    typer.echo(f"design: pricing the report of the best {len(r['designs'])} shapes (their deployments, lint, intervals)", err=True)
     # each row's lint and intervals; the winners beside the reference where asked (a second or less: four shapes' frontiers)
     r = complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=gpus_, slo=slo, moe=moe, engine=eng, baseline=base,
                  budget_tol=budget_tol, table=table_for(calibration, gpu=g), quality_file=quality_file, proxy_file=accuracy_proxy,
