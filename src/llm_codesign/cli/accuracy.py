@@ -27,7 +27,10 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
 
     con = _console(stderr=stderr)
     # group names kept whole (`model qwen3-235b-a22b` folded mid-name in a boxed table at 80 columns)
-    t = _table(f"{title}: {rep['modeled']} of {rep['rows']} rows modelled", "group:k metric:k n:n median|APE_%:n p90|APE_%:n signed|%:n",
+    # the rows left out said where the count is read, their reasons under the table (newc5 #22: "257 of 326" and nothing
+    # near it on the 69)
+    left = f"; {len(rep['unmodeled'])} left out, why beneath" if rep["unmodeled"] else ""
+    t = _table(f"{title}: {rep['modeled']} of {rep['rows']} rows modelled{left}", "group:k metric:k n:n median|APE_%:n p90|APE_%:n signed|%:n",
                "APE: absolute percentage error; signed: median of the signed error, positive where predicted above measured")
     for metric, st in rep["overall"].items():
         t.add_row("[b]overall[/b]", LABELS.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}",

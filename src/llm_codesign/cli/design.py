@@ -219,10 +219,19 @@ def lint(
         for f in findings:
             oc = f.objective_cost()
             cost = f"{f.cost_pct:.1f}" + (f"\n-{oc['lost']:,.1f} {oc['unit']}" if oc else "")
-            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, cost, f.message, f.fix)
+            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]\n{_weight(f)}", f.where, cost, f.message, f.fix)
         _console().print(t)
     if fail_on and any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_on] for f in findings):
         raise typer.Exit(1)
+
+
+def _weight(f) -> str:
+    """The severity's weight in words beside it (newc5 #22): severity says whether a plan can run, cost how much the shape
+    pays, and they point different ways: an error at 0% is a plan that cannot run (R7: TP8 with 52 heads), not a free
+    finding, and an info at 86.6% is a cost with nothing blocked."""
+    if f.cost_pct > 0.05:
+        return f"costs {f.cost_pct:.1f}%"
+    return "blocks a plan" if f.severity == "error" else "no cost"
 
 
 @app.command()
