@@ -309,8 +309,6 @@ def design(
         prec = Precision.of(weight_dtype or "bf16", activation_dtype, kv_dtype)
     cal = calibration_for(g, calibration)
     prog, cb = _progress()
-    # a line on stderr before each stage, as calibrate's search shows one: 10-20 s on a busy machine said nothing (newc5 #21)
-    typer.echo(f"design: searching shapes of {params:.3g} parameters on {gpus_}x {g.name} (progress every 5 s)", err=True)
     if prog:
         prog.start()
     if search_mode not in ("grid", "nsga2"):
@@ -318,6 +316,8 @@ def design(
     if trials < 1:
         raise InputError("trials", trials, "a positive integer")
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
+    # a line on stderr before each stage, as calibrate's search shows one: 10-20 s on a busy machine said nothing (newc5 #21)
+    typer.echo(f"design: searching shapes of {params / 1e9:g}B parameters on {gpus_}x {g.name} (progress every 5 s)", err=True)
     try:
         if search_mode == "nsga2":
             r = design_nsga2(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
