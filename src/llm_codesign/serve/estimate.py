@@ -249,6 +249,14 @@ def _refuse_unfit(dep: Deployment, m, model: ModelSpec) -> None:
                      f"({dep.gpu.hbm_bytes / GB:.0f} GB on the data sheet){usable}: {advice}")
 
 
+# the breakdown's wait row. The phase is the harness's (spec.harness.ARRIVAL_PHASE_STEPS), there at one request too: an
+# overlap loop launches the next step before it processes the last token's, so the next request lands while that step
+# runs (docs/modelling-notes.md#newfixc-answers, newc5 #19)
+WAIT_WHAT = ("the decode steps it waits before its prefill: the harness's arrival phase (a closed loop's request lands while "
+             "the step the engine launched before it saw the last one end still runs, and waits it out, even alone; a burst "
+             "none), then the steps the scheduler queued ahead of it")
+
+
 def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: Workload):
     """The operators of one prefill chunk of one request, priced with the calibration the serving
     metrics use inside a step (the engine's in-step calibration, Engine.costs)."""
@@ -445,12 +453,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
         "what the host's dispatch adds where the request finds the engine idle (idle_launch_s)", phase="first token")
     add("first/first_wave", "first token", one(tp["first_wave"]),
         "the first wave's share: it arrives as a burst and waits behind the whole wave's prompts", phase="first token")
-    add("first/wait_steps", "first token", one(tp["wait"]),
-        # the phase is the harness's (spec.harness.ARRIVAL_PHASE_STEPS), there at one request too: an overlap loop launches
-        # the next step before it processes the last token's, so the next request lands while that step runs (newc5 #19)
-        "the decode steps it waits before its prefill: the harness's arrival phase (a closed loop's request lands while "
-        "the step the engine launched before it saw the last one end still runs, and waits it out, even alone; a burst "
-        "none), then the steps the scheduler queued ahead of it", **first)
+    add("first/wait_steps", "first token", one(tp["wait"]), WAIT_WHAT, **first)
     add("first/front_end", "first token", one(tp["front_end"]),
         # not per-request work alone: (q + 1) / 2 x the fitted cost for q requests arriving together (serve.aggregated._request_times;
         # what the cost stands for is open, docs/modelling-notes.md#sglang-request-cost), so it grows with a wave (newc4 #11)
