@@ -633,7 +633,8 @@ def test_sglang_own_fraction_below_zero_is_worded_as_such():
     # = -0.27; the line said "-41 GB usable by sglang"
     line = one_line_error(["estimate", "deepseek-r1", "--gpu", "h200", "--gpus", "8", "--tp", "8", "--backend", "sglang",
                            "--max-num-tokens", "120000"], "deployment")
-    assert line.endswith("(sglang's own --mem-fraction-static for a step of 120000 tokens is -0.27): a smaller step budget")
+    assert line.endswith("(141 GB on the data sheet; sglang's own --mem-fraction-static for a step of 120000 tokens is -0.27): a smaller "
+                         "step budget")
 
 
 @pytest.mark.parametrize("args, kv, valid", [

@@ -241,12 +241,12 @@ def _refuse_unfit(dep: Deployment, m, model: ModelSpec) -> None:
         advice = f"raise {option} to {np.ceil(need / mem * 1000) / 1000:.3f} or more (SGLang's own for this plan is {stated:g}), or " + advice
     # in GiB, the unit nvidia-smi reports the capacity in, the data sheet's GB beside it (newc5 #10: "reports 86 GB" of an
     # H100 sold as 80 GB read as a figure found nowhere)
-    usable = f" ({frac * mem / GIB:.1f} GiB usable by {dep.backend})" if frac < 1 else ""
+    usable = f"; {frac * mem / GIB:.1f} GiB usable by {dep.backend}" if frac < 1 else ""
     if frac <= 0:  # SGLang's own fraction reserves 1.5 MiB per chunk token (static_fraction): a huge step budget leaves none
-        usable, advice = f" ({dep.backend}'s own {option} for a step of {dep.step_tokens:g} tokens is {stated:g})", "a smaller step budget"
+        usable, advice = f"; {dep.backend}'s own {option} for a step of {dep.step_tokens:g} tokens is {stated:g}", "a smaller step budget"
     raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus}x{dep.gpu.id}",
                      f"needs {need / GIB:.1f} GiB per GPU for one sequence, {dep.gpu.name} reports {mem / GIB:.1f} GiB "
-                     f"({dep.gpu.hbm_bytes / GB:.0f} GB on the data sheet){usable}: {advice}")
+                     f"({dep.gpu.hbm_bytes / GB:.0f} GB on the data sheet{usable}): {advice}")
 
 
 # the breakdown's wait row. The phase is the harness's (spec.harness.ARRIVAL_PHASE_STEPS), there at one request too: an
