@@ -225,6 +225,18 @@ def lint(
         raise typer.Exit(1)
 
 
+def _announced(cb, line: str):
+    """`cb`, a search's progress callback, that first prints `line` on stderr, once."""
+    said = []
+
+    def report(done, total):
+        if not said:
+            said.append(typer.echo(line, err=True))
+        cb(done, total)
+
+    return report
+
+
 def _weight(f) -> str:
     """The severity's weight in words beside it (newc5 #22): severity says whether a plan can run, cost how much the shape
     pays, and they point different ways: an error at 0% is a plan that cannot run (R7: TP8 with 52 heads), not a free
@@ -316,8 +328,9 @@ def design(
     if trials < 1:
         raise InputError("trials", trials, "a positive integer")
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
-    # a line on stderr before each stage, as calibrate's search shows one: 10-20 s on a busy machine said nothing (newc5 #21)
-    typer.echo(f"design: searching shapes of {params / 1e9:g}B parameters on {gpus_}x {g.name} (progress every 5 s)", err=True)
+    # a line on stderr as each stage starts, as calibrate's search shows one: 10-20 s on a busy machine said nothing (newc5
+    # #21); the search's at its first report, once its inputs are checked (bad input stays one line)
+    cb = _announced(cb, f"design: searching shapes of {params / 1e9:g}B parameters on {gpus_}x {g.name} (progress every 5 s)")
     try:
         if search_mode == "nsga2":
             r = design_nsga2(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
