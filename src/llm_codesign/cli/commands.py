@@ -137,7 +137,7 @@ def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     if not beside:
         con.print("Hugging Face ids:", highlight=False)
         for name, hf in ids.items():
-            con.print(f"  {name}: {', '.join(hf)}", highlight=False, soft_wrap=True)
+            con.print(f"  {name}: {', '.join(hf)}", highlight=False)  # wrapped between ids, never inside one
 
 
 @app.command()
