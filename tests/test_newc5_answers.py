@@ -143,11 +143,17 @@ def test_compare_engines_note_above_table():
     assert note < table
 
 
-def test_disagg_frontier_announced_and_design_progress():
-    """#21: pareto --disagg says at its top that a second table follows; design says each stage on stderr."""
+def test_disagg_frontier_announced_and_design_progress(monkeypatch):
+    """#21: pareto --disagg says at its top that a second table follows; design says each stage on a terminal's stderr
+    (piped, nothing beyond _progress's lines: a script's output stays as it was)."""
     code, out, err = cli("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--disagg", "--isl", "1024", "--osl", "256")
     assert code == 0, err
     assert out.splitlines()[0].startswith("--disagg: each aggregated frontier below is followed by its disaggregated one")
+    code, out, err = cli("design", "--params", "8e9", "--gpu", "h100", "--gpus", "1")
+    assert code == 0 and "design: " not in err, err
+    from llm_codesign.cli import design
+
+    monkeypatch.setattr(design, "_stderr_is_terminal", lambda: True)
     code, out, err = cli("design", "--params", "8e9", "--gpu", "h100", "--gpus", "1")
     assert code == 0, err
     said = [x for x in err.splitlines() if x.startswith("design: ")]

@@ -225,13 +225,25 @@ def lint(
         raise typer.Exit(1)
 
 
+def _stderr_is_terminal() -> bool:
+    from rich.console import Console
+
+    return Console(stderr=True).is_terminal
+
+
+def _stage(line: str) -> None:
+    """`line` on stderr where it is a terminal (a person waiting), else nothing (a log gets _progress's lines)."""
+    if _stderr_is_terminal():
+        typer.echo(line, err=True)
+
+
 def _announced(cb, line: str):
-    """`cb`, a search's progress callback, that first prints `line` on stderr, once."""
+    """`cb`, a search's progress callback, that first says `line` (_stage), once."""
     said = []
 
     def report(done, total):
         if not said:
-            said.append(typer.echo(line, err=True))
+            said.append(_stage(line))
         cb(done, total)
 
     return report
@@ -328,8 +340,9 @@ def design(
     if trials < 1:
         raise InputError("trials", trials, "a positive integer")
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
-    # a line on stderr as each stage starts, as calibrate's search shows one: 10-20 s on a busy machine said nothing (newc5
-    # #21); the search's at its first report, once its inputs are checked (bad input stays one line)
+    # a line on a terminal's stderr as each stage starts: 10-20 s on a busy machine said nothing (newc5 #21); the search's
+    # at its first report, once its inputs are checked (bad input stays one line). Piped, _progress's line every 5 s
+    # stands in and the output stays what a script reads
     cb = _announced(cb, f"design: searching shapes of {params / 1e9:g}B parameters on {gpus_}x {g.name} (progress every 5 s)")
     try:
         if search_mode == "nsga2":
@@ -346,7 +359,7 @@ def design(
     from llm_codesign.explore.design_report import complete
     from llm_codesign.measure.intervals import table_for
 
-    typer.echo(f"design: pricing the report of the best {len(r['designs'])} shapes (their deployments, lint, intervals)", err=True)
+    _stage(f"design: pricing the report of the best {len(r['designs'])} shapes (their deployments, lint, intervals)")
     # each row's lint and intervals; the winners beside the reference where asked (a second or less: four shapes' frontiers)
     r = complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=gpus_, slo=slo, moe=moe, engine=eng, baseline=base,
                  budget_tol=budget_tol, table=table_for(calibration, gpu=g), quality_file=quality_file, proxy_file=accuracy_proxy,
