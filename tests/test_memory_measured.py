@@ -90,7 +90,7 @@ def test_a_run_the_memory_model_refuses_is_priced_counted_and_flagged(tmp_path):
     code, out = _cli("validate", "--serving", str(s))
     assert code == 0 and "1 of 1 rows modelled" in out
     assert "1 row the memory model says cannot run, priced with its memory check bypassed and counted above: if it ran" in out
-    assert "(line 2); short by 5.1 GB per GPU for one sequence" in out
+    assert "(line 2); short by 4.7 GiB per GPU for one sequence" in out  # 5.06e9 B / 2^30 = 4.71 GiB
 
 
 

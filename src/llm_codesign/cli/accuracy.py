@@ -371,6 +371,6 @@ def _print_memory_refused(con, refused: list[dict]) -> None:
     for u in refused:
         by.setdefault(u["reason"], []).append(u)
     for reason, us in by.items():
-        short = max(u["short_gb"] for u in us)
-        con.print(f"  {len(us):5d}  {reason}{_lines([u['row'] + 2 for u in us])}; short by {short:.1f} GB per GPU for one sequence",
+        short = max(u["short_gb"] for u in us) * 1e9 / 2**30  # in GiB, as the reason beside it (newc5 #10)
+        con.print(f"  {len(us):5d}  {reason}{_lines([u['row'] + 2 for u in us])}; short by {short:.1f} GiB per GPU for one sequence",
                   highlight=False)
