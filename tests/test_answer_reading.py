@@ -234,15 +234,17 @@ def test_a_narrow_console_wraps_identifiers_never_cuts_them(columns):
 def test_at_60_columns_the_figures_stay_whole_and_what_does_not_fit_folds_or_is_left_out():
     # cli.common._table through rich's public API (Column min_width/max_width, Measurement): `models` at COLUMNS=60 needs
     # name 21 + total 7 + active 7 + layers 6 + precision 14 (its own max) + ids 45 and 12 for edges, rules and padding:
-    # 112 > 60, so the ids (a text, rightmost) are left out, the precision folds at its min_width 8 and the numbers keep
-    # their widest cell ("405.8B", "403.75B"); the name keeps its 21 (21 + 20 + 8 + 10 = 59 <= 60)
+    # 112 > 60, so the ids are listed beneath the table, each whole (newc5 #21: folded mid-word at 80 columns), and the
+    # numbers keep their widest cell ("405.8B", "403.75B"); the name keeps its 21
     code, out, err = cli("models", columns=60)
     assert code == 0, err
     assert "…" not in out and max(len(x) for x in out.splitlines()) <= 60
     assert re.search(r"^ llama-3\.1-405b +405\.8B +403\.75B +126  W:bf16 *$", out, re.M), out
-    assert "Hugging" not in out and "meta-llama/" not in out
+    table, ids = out.split("Hugging Face ids:\n")
+    assert "meta-llama/" not in table and "  llama-3.1-405b: meta-llama/Llama-3.1-405B" in ids
     head = out.split("─" * 10, 1)[0].split()
-    assert head[-6:] == ["precisio", "name", "total", "active", "layers", "n"], head  # "precision" folded at 8
+    # "precision" whole: the ids beneath leave the room 21 + 20 + 9 + 8 = 58 <= 60 (it folded at 8 beside them)
+    assert head[-6:] == ["default", "name", "total", "active", "layers", "precision"], head
 
 
 def test_a_number_column_is_never_cut_on_a_narrow_console():

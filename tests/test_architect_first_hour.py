@@ -147,8 +147,9 @@ def test_estimates_memory_row_accounts_for_the_whole_capacity(tmp_path):
     # --json states it too (the table alone computed it)
     assert code == 0 and round(reserve, 1) == 16.7 and m["reserve_gb"] == pytest.approx(reserve, rel=1e-9)
     code, out, _ = cli(*args)
-    assert code == 0 and (f"weights {m['weights_gb']:.1f} GB, KV {m['kv_gb']:.1f} GB, activations {m['activations_gb']:.1f} GB, engine "
-                          "reserve 16.7 GB, free " + f"{m['free_gb']:.1f} GB of 192.3 GB usable") in out
+    gib = lambda k: m[k] * 1e9 / 2**30  # noqa: E731  the row says GiB, as nvidia-smi (newc5 #10)
+    assert code == 0 and (f"weights {gib('weights_gb'):.1f} GiB, KV {gib('kv_gb'):.1f} GiB, activations {gib('activations_gb'):.1f} GiB, "
+                          f"engine reserve {gib('reserve_gb'):.1f} GiB, free {gib('free_gb'):.1f} of 179.1 GiB") in out
 
 
 def test_a_baseline_of_the_other_kind_is_priced_on_its_own_kinds_plans():

@@ -114,7 +114,7 @@ def test_estimate_spec_flags():
     (("estimate", "llama-9", "--gpu", "h100"), "model"),
     (("estimate", "llama-3.1-8b", "--gpu", "h900"), "gpu"),
     (("estimate", "llama-3.1-70b", "--gpu", "h100", "--tp", "3"), "heads"),
-    (("estimate", "llama-3.1-405b", "--gpu", "h100", "--tp", "1"), "GB per GPU"),
+    (("estimate", "llama-3.1-405b", "--gpu", "h100", "--tp", "1"), "GiB per GPU"),
     (("roofline", "llama-3.1-8b", "--gpu", "h100", "--batch", "-4"), "batch"),
     (("estimate", "llama-3.1-8b", "--gpu", "h100", "--weight-dtype", "fp3"), "weight_dtype"),
     (("pareto", "llama-3.1-8b", "--gpu", "h100", "--plot", "/proc/no/x.png"), "plot"),  # a folder no one may create

@@ -61,7 +61,7 @@ def test_estimate_offline_and_errors():
     assert r1.tok_s_per_user > r.tok_s_per_user and r1.output_tok_s_per_gpu < r.output_tok_s_per_gpu
     assert r1.tok_s_per_user == pytest.approx(1 / r1.tpot_s)
     big = Deployment(gpu=get_gpu("h100"), num_gpus=1, plan=Plan(tp=1))
-    with pytest.raises(InputError, match="needs .* GB per GPU"):
+    with pytest.raises(InputError, match="needs .* GiB per GPU"):
         estimate(m, big, Workload(isl=1024, osl=1024), calibration=calibration_for(g))
     with pytest.raises(InputError, match="concurrency"):
         estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=0), calibration=calibration_for(g))

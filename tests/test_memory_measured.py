@@ -80,8 +80,9 @@ def test_a_run_the_memory_model_refuses_is_priced_counted_and_flagged(tmp_path):
     rows = read_rows(s)
     preds, unmodeled = predict_serving(rows)
     assert unmodeled == [] and preds[0]["fits"] is False and round(preds[0]["memory_short_gb"], 2) == 5.06
-    assert preds[0]["memory_refused"].startswith("TP4 EP1/MoE-TP4 on 4xb200 cannot run: needs 169 GB per GPU for one sequence, B200 "
-                                                 "reports 192 GB (164 GB usable by sglang)")
+    assert preds[0]["memory_refused"].startswith("TP4 EP1/MoE-TP4 on 4xb200 cannot run: needs 157.8 GiB per GPU for one sequence, "
+                                                 # 169.4e9 B / 2^30 = 157.8 GiB; 192.3e9 B = 179.1 GiB, x 0.855 = 153.1 GiB
+                                                 "B200 reports 179.1 GiB (180 GB on the data sheet; 153.1 GiB usable by sglang)")
     assert np.isclose(preds[0]["tpot_ms"], 11.54, rtol=0.15)
     rep = serving_report(rows, preds, unmodeled)
     assert rep["modeled"] == 1 and rep["overall"]["tpot_ms"]["n"] == 1 and len(rep["memory_refused"]) == 1
@@ -89,7 +90,7 @@ def test_a_run_the_memory_model_refuses_is_priced_counted_and_flagged(tmp_path):
     code, out = _cli("validate", "--serving", str(s))
     assert code == 0 and "1 of 1 rows modelled" in out
     assert "1 row the memory model says cannot run, priced with its memory check bypassed and counted above: if it ran" in out
-    assert "(line 2); short by 5.1 GB per GPU for one sequence" in out
+    assert "(line 2); short by 4.7 GiB per GPU for one sequence" in out  # 5.06e9 B / 2^30 = 4.71 GiB
 
 
 

@@ -415,14 +415,15 @@ def test_a_row_that_cannot_run_is_listed_with_estimates_reason_not_scored(tmp_pa
                  "b,llama-3.1-70b,b200,4,vllm,1024,1024,8,4,108.9,8.18,,\n")
     rows = read_rows(s)
     preds, unmodeled = predict_serving(rows)
-    assert unmodeled == [{"row": 0, "source": "a", "reason": "TP1 on 1xh100 cannot run: needs 145 GB per GPU for one sequence, H100 SXM "
-                          "reports 86 GB (79 GB usable by vllm): add GPUs, raise TP/EP/PP or lower the precision"}]
+    assert unmodeled == [{"row": 0, "source": "a", "reason": "TP1 on 1xh100 cannot run: needs 135.3 GiB per GPU for one sequence, H100 SXM "
+                          # 85.52e9 B / 2^30 = 79.6 GiB, x vLLM's 0.92 = 73.3 GiB usable; 145.3e9 B = 135.3 GiB
+                          "reports 79.6 GiB (80 GB on the data sheet; 73.3 GiB usable by vllm): add GPUs, raise TP/EP/PP or lower the precision"}]
     assert preds[0] == {} and preds[1]["ttft_ms"] > 0
     rep = serving_report(rows, preds, unmodeled)
     assert rep["modeled"] == 1 and rep["overall"]["ttft_ms"]["n"] == 1 and "output_tok_s_per_gpu" not in rep["overall"]
     code, out, _ = _cli("validate", "--serving", str(s))
     assert code == 0 and "1 of 2 rows modelled" in out
-    assert "TP1 on 1xh100 cannot run: needs 145 GB per GPU for one sequence" in out and "(line 2)" in out
+    assert "TP1 on 1xh100 cannot run: needs 135.3 GiB per GPU for one sequence" in out and "(line 2)" in out
 
 
 def test_a_model_named_two_ways_is_one_group(tmp_path):

@@ -327,11 +327,12 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
 
 
 def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path | None = None, isl_dist: str | None = None,
-        osl_dist: str | None = None, concurrency: int = 64, calibration: Calibration | Profile | str | None = None) -> Mix:
+        osl_dist: str | None = None, concurrency: int = 64, calibration: Calibration | Profile | str | None = None,
+        arrival: str = DEFAULT_ARRIVAL) -> Mix:
     """One deployment (one instance: `lc.deployment(...)`) serving requests of many lengths, as `llm-codesign mix` prices
     them (explore.lengths.mix, one code path): `lengths` a CSV of requests (columns isl, osl, and count or weight) or
     `isl_dist` and `osl_dist` (`fixed:N`, `uniform:LO,HI` or `lognormal:median=M,sigma=S`), at `concurrency` requests in
-    flight. Returns a `Mix`: TTFT mean and percentiles over the requests, TPOT per output token, tok/s/user, tok/s/GPU
+    flight, arriving as `arrival` says (waves, closed_loop or burst: Workload.arrival). Returns a `Mix`: TTFT mean and percentiles over the requests, TPOT per output token, tok/s/user, tok/s/GPU
     and each distinct length's figures; `to_dict()` is what `mix --json` prints."""
     from llm_codesign.explore.lengths import check_lengths
     from llm_codesign.explore.lengths import mix as run
@@ -344,7 +345,7 @@ def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path |
     check_lengths(lengths, isl_dist, osl_dist)
     as_int("concurrency", concurrency, hi=MAX_CONCURRENCY, what=f"requests in flight, an integer from 1 to {MAX_CONCURRENCY:,}")
     return run(get_model(model), deployment, lengths=lengths, isl_dist=isl_dist, osl_dist=osl_dist, concurrency=concurrency,
-               calibration=_calibration(deployment.gpu, calibration))
+               calibration=_calibration(deployment.gpu, calibration), arrival=arrival)
 
 
 def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str | None = None, backend: str | None = None,

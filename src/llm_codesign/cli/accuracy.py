@@ -27,7 +27,10 @@ def _print_report(rep: dict, title: str, *, stderr: bool = False) -> None:
 
     con = _console(stderr=stderr)
     # group names kept whole (`model qwen3-235b-a22b` folded mid-name in a boxed table at 80 columns)
-    t = _table(f"{title}: {rep['modeled']} of {rep['rows']} rows modelled", "group:k metric:k n:n median|APE_%:n p90|APE_%:n signed|%:n",
+    # the rows left out said where the count is read, their reasons under the table (newc5 #22: "257 of 326" and nothing
+    # near it on the 69)
+    left = f"; {len(rep['unmodeled'])} left out, why beneath" if rep["unmodeled"] else ""
+    t = _table(f"{title}: {rep['modeled']} of {rep['rows']} rows modelled{left}", "group:k metric:k n:n median|APE_%:n p90|APE_%:n signed|%:n",
                "APE: absolute percentage error; signed: median of the signed error, positive where predicted above measured")
     for metric, st in rep["overall"].items():
         t.add_row("[b]overall[/b]", LABELS.get(metric, metric), str(st["n"]), f"{st['median_ape']:.1f}", f"{st['p90_ape']:.1f}",
@@ -368,6 +371,6 @@ def _print_memory_refused(con, refused: list[dict]) -> None:
     for u in refused:
         by.setdefault(u["reason"], []).append(u)
     for reason, us in by.items():
-        short = max(u["short_gb"] for u in us)
-        con.print(f"  {len(us):5d}  {reason}{_lines([u['row'] + 2 for u in us])}; short by {short:.1f} GB per GPU for one sequence",
+        short = max(u["short_gb"] for u in us) * 1e9 / 2**30  # in GiB, as the reason beside it (newc5 #10)
+        con.print(f"  {len(us):5d}  {reason}{_lines([u['row'] + 2 for u in us])}; short by {short:.1f} GiB per GPU for one sequence",
                   highlight=False)

@@ -73,6 +73,8 @@ def gpus(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
                "BF16, FP8, FP4: dense peak TFLOP/s. HBM: GB as sold; GiB: as nvidia-smi or rocm-smi reports it. TB/s: HBM "
                "bandwidth. dom: GPUs in the scale-up domain (NVLink, AMD's Infinity Fabric; PCIe within a server for PCIe cards); GB/s: its bandwidth per "
                "direction. TDP: watts.")
+    # a name folds between its words, never inside one ("Blackwell" whole: newc5 #21); the id beside it is the one to type
+    t.columns[1].min_width = max(len(w) for g in rows for w in g["name"].split())
     for g in rows:
         p = g["peak_tflops"]
         t.add_row(g["id"], g["name"], f"{p.get('bf16', 0):.0f}", f"{p.get('fp8', 0):.0f}" if "fp8" in p else "-",
@@ -117,18 +119,25 @@ def models(as_json: bool = typer.Option(False, "--json", help="Emit JSON.")):
     rows = list_models()
     if as_json:
         return _dump(rows)
-    t = _table("Bundled models", "name:k total:n active:n layers:n default_precision:t Hugging_Face_ids:t")  # names whole: copied
-    # the ids are copied too: one a line (", "-joined, a wrap left "," on a line of its own and broke ids that fitted),
-    # the precision wrapped between its words to leave them the width ("W:bf16 A:bf16" a line)
+    # the ids are copied: each whole. Where the table with them is wider than the console (80 columns: "meta-llama/Lla" over
+    # "ma-3.1-8B", newc5 #21) they are listed beneath it, a model a line, instead of folded mid-word in a narrow column
     ids = {m["name"]: m["hf_ids"][:2] for m in rows}
-    t.columns[4].max_width = 14
-    for m in rows:
-        if m.get("error"):
-            t.add_row(m["name"], "-", "-", "-", "[red]unsupported[/red]", "\n".join(ids[m["name"]]))
-            continue
-        t.add_row(m["name"], f"{m['total_params'] / 1e9:.1f}B", f"{m['active_params'] / 1e9:.2f}B", str(m["layers"]),
-                  m["precision"], "\n".join(ids[m["name"]]))
-    _console().print(t)
+    con = _console()
+    cells = [((m["name"], "-", "-", "-", "[red]unsupported[/red]") if m.get("error") else
+              (m["name"], f"{m['total_params'] / 1e9:.1f}B", f"{m['active_params'] / 1e9:.2f}B", str(m["layers"]), m["precision"]))
+             for m in rows]
+    # the width the ids need whole: the widest of each column's cells (the precision at its 14), a 2-space gap between
+    need = sum(max(len(c[i]) for c in cells) for i in range(4)) + 14 + max(len(x) for v in ids.values() for x in v) + 2 * 5
+    beside = need <= con.width
+    t = _table("Bundled models", "name:k total:n active:n layers:n default_precision:t" + (" Hugging_Face_ids:k" if beside else ""))
+    t.columns[4].max_width = 14  # the precision wrapped between its words ("W:bf16 A:bf16" a line)
+    for m, c in zip(rows, cells, strict=True):
+        t.add_row(*c, *(("\n".join(ids[m["name"]]),) if beside else ()))
+    con.print(t)
+    if not beside:
+        con.print("Hugging Face ids:", highlight=False)
+        for name, hf in ids.items():
+            con.print(f"  {name}: {', '.join(hf)}", highlight=False)  # wrapped between ids, never inside one
 
 
 @app.command()
@@ -226,7 +235,6 @@ def estimate(
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run
     from llm_codesign.explore.lint import scale_block_notes
-    from llm_codesign.spec.engines.base import GIB
     from llm_codesign.spec.plan import Workload
 
     m = _model(model)
@@ -237,8 +245,8 @@ def estimate(
         from dataclasses import replace
 
         dep = replace(dep, cuda_graph_max_bs=cuda_graph_max_bs)
-    est = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit, arrival=arrival), calibration=calibration,
-              breakdown=breakdown)
+    wl = Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit, arrival=arrival)
+    est = run(m, dep, wl, calibration=calibration, breakdown=breakdown)
     if gpu_hour_price is not None:  # explore/pricing.py: the GPU time of serving charged to the tokens
         from dataclasses import replace
 
@@ -258,7 +266,7 @@ def estimate(
     # "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…" (rich's default overflow, "ellipsis"; newcomer review 2026-12-06 item 12)
     t.add_column("metric", overflow="fold")
     t.add_column("value", justify="right", overflow="fold")
-    mem = r["memory"]
+    beside = _beside_rows(m, dep, wl, r, calibration=calibration)
     # the shape's size beside its speed (ModelSpec: every weight; active, what one token reads: top-k experts, the LM head
     # and not the input embedding's lookup), so an architect's "~30B active" reads off the row (`models --json` for a
     # bundled one's counts)
@@ -266,24 +274,15 @@ def estimate(
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", duration(r["ttft_ms"]) + inline(r, "ttft_ms")),
                  # the arrival the TTFT turns on, said where it is read (the basis row's trailing "in waves" hid it)
-                 *((("arrival", r["arrival_text"]),) if r["arrival_text"] else ()),
+                 *((("arrival", r["arrival_text"]),) if r["arrival_text"] else ()), *beside["ttft"],
                  # one output token: no second token, so no TPOT nor decode rate (--json keeps the model's numbers)
-                 ("TPOT", ONE_TOKEN if one_token(osl) else duration(r["tpot_ms"], "tpot_ms") + inline(r, "tpot_ms")),
+                 ("TPOT", ONE_TOKEN if one_token(osl) else duration(r["tpot_ms"], "tpot_ms") + inline(r, "tpot_ms")), *beside["tpot"],
                  ("tokens/s per user", ONE_TOKEN if one_token(osl) else f"{r['tok_s_per_user']:.1f}" + inline(r, "tok_s_per_user")),
                  ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}" + inline(r, "output_tok_s_per_gpu")),
                  ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),
                  *_energy_rows(r),
                  ("largest batch that fits", r["max_batch"] if r["fits"] else f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]"),
-                 ("memory per GPU", f"weights {mem['weights_gb']:.1f} GB, KV {mem['kv_gb']:.1f} GB"
-                  + (f", recurrent state {mem['state_gb']:.1f} GB" if mem["state_gb"] else "")
-                  # the rest of the capacity (Memory.reserve): without it the parts summed to 10% less than the capacity they
-                  # were stated against
-                  + f", activations {mem['activations_gb']:.1f} GB"
-                  + (f", engine reserve {mem['reserve_gb']:.1f} GB" if mem["reserve_gb"] >= 0.05 else "")
-                  # the driver's capacity, which the fit uses, in GB and GiB: the data sheet's figure is the GiB one (H200:
-                  # 150.8 GB = 140.4 GiB usable, sold as 141 GB)
-                  + f", free {mem['free_gb']:.1f} GB of {mem['capacity_gb']:.1f} GB usable ({mem['capacity_gb'] * 1e9 / GIB:.1f} GiB; "
-                    f"{dep.gpu.hbm_bytes / 1e9:.0f} GB on the data sheet)"),
+                 ("memory per GPU", _memory_text(r["memory"], dep.gpu)),
                  ("decode step bound by", r["decode_bound"]), ("prefill bound by", r["prefill_bound"])):
         t.add_row(k, str(v))
     if "eager_decode" in r:  # a decode batch the CUDA graphs miss runs eagerly: why TPOT jumps, and the capture that avoids it
@@ -310,6 +309,75 @@ def estimate(
     _console().print(t)
     if breakdown:
         _print_breakdown(r)
+
+
+def _memory_text(mem: dict, gpu) -> str:
+    """estimate's memory row in GiB, the unit nvidia-smi / rocm-smi report the capacity in, the data sheet's GB beside it:
+    "85.5 GB usable" beside "80 GB on the data sheet" read as more usable than installed (newc5 #10; H100: 85.5e9 B =
+    79.6 GiB, NVIDIA's "80 GB" being GiB). The parts are Memory's bytes (memory_gb: 1e9) converted, so they still sum."""
+    from llm_codesign.spec.engines.base import GIB
+
+    g = lambda key: mem[key] * 1e9 / GIB  # noqa: E731
+    return (f"weights {g('weights_gb'):.1f} GiB, KV {g('kv_gb'):.1f} GiB"
+            + (f", recurrent state {g('state_gb'):.1f} GiB" if mem["state_gb"] else "")
+            # the rest of the capacity (Memory.reserve): without it the parts summed to 10% less than the capacity they
+            # were stated against
+            + f", activations {g('activations_gb'):.1f} GiB"
+            + (f", engine reserve {g('reserve_gb'):.1f} GiB" if mem["reserve_gb"] >= 0.05 else "")
+            + f", free {g('free_gb'):.1f} of {g('capacity_gb'):.1f} GiB (the capacity nvidia-smi / rocm-smi report; "
+              f"{gpu.hbm_bytes / 1e9:.0f} GB on the data sheet)")
+
+
+def _beside_rows(m, dep, wl, r: dict, *, calibration) -> dict[str, tuple]:
+    """Rows estimate prices beside its answer where the default alone misleads (newc5 #5, #18): the closed loop's TTFT
+    where the arrival moves it by more than x1.5 (ARRIVAL_NOTE_RATIO), and TensorRT-LLM's TPOT with the padded capture its
+    export writes where the default capture leaves the batch eager. Each priced by the same estimate, not guessed."""
+    return {"ttft": _closed_loop_row(m, dep, wl, r, calibration=calibration), "tpot": _padded_row(m, dep, wl, r, calibration=calibration)}
+
+
+# the ratio of TTFTs under the run's arrival and a closed loop above which estimate prices both: "waves" keeps identical
+# requests in step, a closed loop with spread lengths (vllm bench serve --max-concurrency) staggers them. A display
+# threshold, not a model constant: within x1.5 the two differ by less than TTFT's own 80% band either side (vLLM 70B TP8
+# H100, one request: 62.8 ms, 38.5-104 ms, x1.6 / x1.7; measure.intervals)
+ARRIVAL_NOTE_RATIO = 1.5
+
+
+def _closed_loop_row(m, dep, wl, r: dict, *, calibration) -> tuple:
+    """("TTFT, closed loop", its TTFT and the first-token part that differs most) where `wl`'s arrival moves TTFT by more
+    than ARRIVAL_NOTE_RATIO against a closed loop; () for a closed loop or the offline maximum."""
+    from dataclasses import replace
+
+    from llm_codesign.api import estimate as run
+    from llm_codesign.render.intervals import duration
+
+    if wl.arrival == "closed_loop" or wl.concurrency is None:
+        return ()
+    loop = run(m, dep, replace(wl, arrival="closed_loop"), calibration=calibration, breakdown=True).to_dict()
+    ratio = r["ttft_ms"] / loop["ttft_ms"]
+    if max(ratio, 1.0 / ratio) <= ARRIVAL_NOTE_RATIO:
+        return ()
+    own = r if r.get("breakdown") else run(m, dep, wl, calibration=calibration, breakdown=True).to_dict()
+    parts = lambda x: {o["name"]: o["time_ms"] for o in x["breakdown"] if o["phase"] == "first token"}  # noqa: E731
+    a, b = parts(own), parts(loop)
+    k = max(set(a) | set(b), key=lambda k: abs(a.get(k, 0.0) - b.get(k, 0.0)))  # why: the part that moves most
+    return (("TTFT, closed loop", f"{duration(loop['ttft_ms'])} ({wl.arrival} x{ratio:.2f}; {k.removeprefix('first/')} "
+             f"{a.get(k, 0.0):.1f} vs {b.get(k, 0.0):.1f} ms)"),)
+
+
+def _padded_row(m, dep, wl, r: dict, *, calibration) -> tuple:
+    """("TPOT, padded graphs", TPOT with the padded capture TensorRT-LLM's export writes, explore.search.with_capture) where
+    the engine's default capture (1-32, 64, 128 unpadded) leaves this batch eager and the user set no capture; ()
+    otherwise. The eager launches are priced, not measured (docs/modelling-notes.md#cg128-default-graphs)."""
+    from llm_codesign.api import estimate as run
+    from llm_codesign.explore.search import with_capture
+    from llm_codesign.render.intervals import duration
+
+    if dep.engine.name != "trtllm" or "eager_decode" not in r or dep.cuda_graph_max_bs is not None or wl.concurrency is None:
+        return ()
+    padded = with_capture(dep, wl.concurrency)
+    tpot = run(m, padded, wl, calibration=calibration).to_dict()["tpot_ms"]
+    return (("TPOT, padded graphs", f"{duration(tpot, 'tpot_ms')} with cuda_graph_config enable_padding: true, max_batch_size "
+             f"{padded.cuda_graph_max_bs} (as export writes it; --cuda-graph-max-bs {padded.cuda_graph_max_bs} here)"),)
 
 
 def _print_breakdown(r: dict) -> None:
@@ -620,6 +688,9 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
     name by id, as estimate's title names it ("H200 SXM")."""
     from llm_codesign.render.intervals import arrival_footer
 
+    if any(r.get("mode") == "disaggregated" for r in results):  # its table starts ~40 lines down (newc5 #21): said at the top
+        con.print("--disagg: each aggregated frontier below is followed by its disaggregated one (prefill and decode "
+                  "instances), further down", highlight=False)
     for r in results:
         mode = " disaggregated" if r.get("mode") == "disaggregated" else ""
         hit = f", {prefix_hit:.0%} prefix-cache hits" if r.get("prefix_hit") else ""

@@ -161,7 +161,10 @@ def compare(
     # columns take one width in every table, so the models still line up
     one_gpu = len({r["gpu"] for r in rows}) == 1
     priced = gpu_hour_price is not None
-    columns = (("" if one_gpu else "gpu:k ") + "W|A/KV:k accuracy:k tok/s|/GPU:n tok/s|/user:n TTFT|ms:n tok/J:n"
+    engines = dict.fromkeys((r["gpu"], r["engine"]) for r in rows)  # the engine once where every GPU runs the same one
+    one_engine = len({e for _, e in engines}) == 1
+    # TTFT* where the rows' engines differ: the note that says why sits above the table, not under its footers (newc5 #5)
+    columns = (("" if one_gpu else "gpu:k ") + "W|A/KV:k accuracy:k tok/s|/GPU:n tok/s|/user:n " + ("TTFT|ms" if one_engine else "TTFT*|ms") + ":n tok/J:n"
                + (" $/Mtok:n" if priced else "") + " plan:t")
     cells = [[*(() if one_gpu else (r["gpu"],)), f"{r['weight_dtype']}\n{r['activation_dtype']}/{r['kv_dtype']}", _accuracy_cell(r["accuracy_compared"]),
               *((f"{b['output_tok_s_per_gpu']:.0f}\n{_lo_hi(b['intervals']['output_tok_s_per_gpu'], b['output_tok_s_per_gpu'])}", DASH if one else f"{b['tok_s_per_user']:.1f}", f"{b['ttft_ms']:.0f}", f"{b['energy']['tokens_per_joule']:.2f}",
@@ -170,10 +173,10 @@ def compare(
     heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
     widths = [max([h] + [len(line) for c in cells for line in c[i].split("\n")]) for i, h in enumerate(heads)]
     con = _console()
-    engines = dict.fromkeys((r["gpu"], r["engine"]) for r in rows)  # the engine once where every GPU runs the same one
-    one_engine = len({e for _, e in engines}) == 1
     on = " / ".join(f"{gpus_}x {g}" + ("" if one_engine else f" ({e})") for g, e in engines) + (f", {rows[0]['engine']}" if one_engine else "")
     con.print(f"compare at ISL/OSL {isl}/{osl} on {on}, SLO {slo}", highlight=False)
+    if not one_engine:  # a GPU's default engine differs: its TTFT and TPOT differ by the engine too, not the GPU alone (newc4 #1)
+        con.print("* " + engines_footnote(engines, question.arrival), highlight=False)
     notes = _accuracy_notes(rows)
     for name in dict.fromkeys(r["model"] for r in rows):
         t = _table(f"[b]{name}[/b]", columns, title_justify="left")
@@ -192,8 +195,6 @@ def compare(
               + " and plan are that deployment's; plan: x its instances, beneath the requests in flight in each."
               + (f" tok/s/user: {NO_DECODE}." if one else ""), highlight=False)
     con.print(arrival_footer(question.arrival), highlight=False)  # the arrival its TTFT turns on (--arrival, the searches price it)
-    if not one_engine:  # a GPU's default engine differs: its TTFT and TPOT differ by the engine too, not the GPU alone (newc4 #1)
-        con.print(engines_footnote(engines, question.arrival), highlight=False)
     # the GPUs whose interval is widened beyond the runs it came from (an H200 row has no serving run of its family):
     # pareto and estimate said so, compare did not, beside a B200 row whose band had no such stretch
     beyond: dict[str, list[str]] = {}

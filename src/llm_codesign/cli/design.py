@@ -233,10 +233,43 @@ def lint(
         for f in findings:
             oc = f.objective_cost()
             cost = f"{f.cost_pct:.1f}" + (f"\n-{oc['lost']:,.1f} {oc['unit']}" if oc else "")
-            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]", f.where, cost, f.message, f.fix)
+            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]\n{_weight(f)}", f.where, cost, f.message, f.fix)
         _console().print(t)
     if fail_on and any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_on] for f in findings):
         raise typer.Exit(1)
+
+
+def _stderr_is_terminal() -> bool:
+    from rich.console import Console
+
+    return Console(stderr=True).is_terminal
+
+
+def _stage(line: str) -> None:
+    """`line` on stderr where it is a terminal (a person waiting), else nothing (a log gets _progress's lines)."""
+    if _stderr_is_terminal():
+        typer.echo(line, err=True)
+
+
+def _announced(cb, line: str):
+    """`cb`, a search's progress callback, that first says `line` (_stage), once."""
+    said = []
+
+    def report(done, total):
+        if not said:
+            said.append(_stage(line))
+        cb(done, total)
+
+    return report
+
+
+def _weight(f) -> str:
+    """The severity's weight in words beside it (newc5 #22): severity says whether a plan can run, cost how much the shape
+    pays, and they point different ways: an error at 0% is a plan that cannot run (R7: TP8 with 52 heads), not a free
+    finding, and an info at 86.6% is a cost with nothing blocked."""
+    if f.cost_pct > 0.05:
+        return f"costs {f.cost_pct:.1f}%"
+    return "blocks a plan" if f.severity == "error" else "no cost"
 
 
 @app.command()
@@ -321,6 +354,10 @@ def design(
     if trials < 1:
         raise InputError("trials", trials, "a positive integer")
     slo = Slo(regime, min_tps_user, min_tps_gpu, isl, osl)
+    # a line on a terminal's stderr as each stage starts: 10-20 s on a busy machine said nothing (newc5 #21); the search's
+    # at its first report, once its inputs are checked (bad input stays one line). Piped, _progress's line every 5 s
+    # stands in and the output stays what a script reads
+    cb = _announced(cb, f"design: searching shapes of {params / 1e9:g}B parameters on {gpus_}x {g.name} (progress every 5 s)")
     try:
         if search_mode == "nsga2":
             r = design_nsga2(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
@@ -336,6 +373,7 @@ def design(
     from llm_codesign.explore.design_report import complete
     from llm_codesign.measure.intervals import table_for
 
+    _stage(f"design: pricing the report of the best {len(r['designs'])} shapes (their deployments, lint, intervals)")
     # each row's lint and intervals; the winners beside the reference where asked (a second or less: four shapes' frontiers)
     r = complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=gpus_, slo=slo, moe=moe, engine=eng, baseline=base,
                  budget_tol=budget_tol, table=table_for(calibration, gpu=g), quality_file=quality_file, proxy_file=accuracy_proxy,

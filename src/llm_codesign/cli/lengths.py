@@ -10,6 +10,7 @@ from llm_codesign.cli.common import (
     O_A,
     O_ACC,
     O_ADP,
+    O_ARRIVAL,
     O_BACKEND,
     O_CAL,
     O_DRAFT,
@@ -48,7 +49,7 @@ def mix(
     concurrency: int = typer.Option(64, "--concurrency", min=1, max=MAX_CONCURRENCY, help="Requests in flight."),
     backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
-    max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
+    max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, arrival: str = O_ARRIVAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """What one deployment delivers on a mix of request lengths: TTFT percentiles, TPOT, tok/s/GPU."""
     from llm_codesign.explore.lengths import check_lengths
@@ -60,7 +61,8 @@ def mix(
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=False)
     # one code path with lc.mix (explore.lengths.mix)
-    r = run(m, dep, lengths=lengths, isl_dist=isl_dist, osl_dist=osl_dist, concurrency=concurrency, calibration=calibration).to_dict()
+    r = run(m, dep, lengths=lengths, isl_dist=isl_dist, osl_dist=osl_dist, concurrency=concurrency, calibration=calibration,
+            arrival=arrival).to_dict()
     if as_json:
         return _dump(r)
     t = _table(f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {dep.backend}: {r['lengths']} "
@@ -81,6 +83,10 @@ def mix(
     if one:
         lo_hi[1] = lo_hi[2] = ""
     t.add_row(lo_hi[0], "", "", "", *lo_hi[1:], "")
+    # the approximation the percentiles rest on, said beside them, not in the caption alone (newc5 #20): a long prompt is
+    # priced in a batch of prompts as long as it, so the upper percentiles read high and the short prompts' TTFT low
+    _console().print(f"TTFT percentiles ({r['arrival']}): each length priced as if the whole batch held it alone, then mixed "
+                     "by request share: a long prompt's TTFT overstated, a short one's understated.", highlight=False)
     _console().print(t)
     for k, v in basis_rows(b):  # the runs the intervals come from
         _console().print(f"{k}: {v}", highlight=False)

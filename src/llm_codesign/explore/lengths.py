@@ -21,6 +21,7 @@ from statistics import NormalDist
 import numpy as np
 
 from llm_codesign.errors import InputError, check_header, read_text
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
 MAX_TOKENS = 100_000_000
 
@@ -159,15 +160,16 @@ def within_context(model, lengths: Lengths) -> None:
                      f"draws whose sums lie within {model.name}'s context of {ctx:,} tokens: {share}, and {refused}")
 
 
-def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration) -> dict:
-    """The mix's metrics at `concurrency` requests in flight (see the module docstring), with each
-    length's own figures; refuses a mix whose longest request does not fit the deployment."""
+def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration, arrival: str = DEFAULT_ARRIVAL) -> dict:
+    """The mix's metrics at `concurrency` requests in flight (see the module docstring) under `arrival`
+    (spec.harness.ARRIVALS, estimate's default), with each length's own figures; refuses a mix whose
+    longest request does not fit the deployment."""
     from llm_codesign.serve.aggregated import Serving, evaluate
 
     if concurrency < 1:
         raise InputError("concurrency", concurrency, "a positive integer")
     within_context(model, lengths)
-    r = evaluate(model, Serving.of(dep), cal=calibration, concurrency=concurrency, isl=lengths.isl, osl=lengths.osl)
+    r = evaluate(model, Serving.of(dep), cal=calibration, concurrency=concurrency, isl=lengths.isl, osl=lengths.osl, arrival=arrival)
     fits = np.broadcast_to(r["fits"], lengths.isl.shape)
     w = lengths.weight
     ttft, tpot = np.broadcast_to(r["ttft_s"], w.shape), np.broadcast_to(r["tpot_s"], w.shape)
@@ -268,22 +270,25 @@ class Mix:
         return pd.DataFrame(self.to_records())
 
 
-def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: int = 64, calibration=None) -> Mix:
+def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: int = 64, calibration=None, arrival: str = DEFAULT_ARRIVAL) -> Mix:
     """One deployment on a mix of request lengths, as `mix` prices it: the lengths from a CSV (`lengths`) or two
     distributions (`isl_dist`, `osl_dist`), the deployment checked as estimate checks it (serve.estimate.check),
-    priced by price_mix at `concurrency` requests in flight. `calibration`: a profile's path, a Calibration or None."""
+    priced by price_mix at `concurrency` requests in flight under `arrival` (spec.harness.ARRIVALS; estimate's default).
+    `calibration`: a profile's path, a Calibration or None."""
     from llm_codesign.cost.calibration import Calibration, calibration_for
     from llm_codesign.serve.estimate import check
     from llm_codesign.serve.metrics import no_decode, without_decode
+    from llm_codesign.spec.harness import check_arrival
 
+    check_arrival(arrival)
     check_lengths(lengths, isl_dist, osl_dist)
     mixture = from_csv(str(lengths)) if lengths else from_distributions(str(isl_dist), str(osl_dist))
     check(model, dep)
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
-    r = price_mix(model, dep, mixture, concurrency, calibration=cal)
-    r |= {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend}
+    r = price_mix(model, dep, mixture, concurrency, calibration=cal, arrival=arrival)
+    r |= {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend, "arrival": arrival}
     batch, accepted = r.pop("_batch"), r.pop("_accepted")
-    r["intervals"] = _mix_bands(model, dep, r, concurrency, calibration, batch=batch, accepted=accepted)  # issue 40: every predicted metric with its intervals
+    r["intervals"] = _mix_bands(model, dep, r, concurrency, calibration, batch=batch, accepted=accepted, arrival=arrival)  # issue 40: every predicted metric with its intervals
     # a length of one output token decodes nothing: its TPOT and tok/s/user null, and the mix's where every length is so
     # (serve.metrics.without_decode, as estimate's answer says it)
     r["per_length"] = [without_decode(x) if no_decode(x["osl"]) else x for x in r["per_length"]]
@@ -292,14 +297,13 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     return Mix(model=model.name, deployment=dep, concurrency=concurrency, answer=r)
 
 
-def _mix_bands(m, dep, r: dict, concurrency: int, calibration, *, batch: float, accepted: float) -> dict:
+def _mix_bands(m, dep, r: dict, concurrency: int, calibration, *, batch: float, accepted: float, arrival: str) -> dict:
     """The intervals of a mix's mean TTFT, TPOT and rates (measure.intervals.band), as estimate's at the mix's mean ISL
-    and OSL in the default arrival, as the mix is priced: the runs measured fixed lengths, none a mix."""
+    and OSL in the mix's arrival, as the mix is priced: the runs measured fixed lengths, none a mix."""
     from llm_codesign.measure.intervals import bands, capped, context, ideal, table_for
-    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
     ctx = context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=concurrency, isl=r["mean_isl"], osl=r["mean_osl"],
-                  spec=dep.spec is not None, arrival=DEFAULT_ARRIVAL)
+                  spec=dep.spec is not None, arrival=arrival)
     values = {"ttft_ms": r["ttft_ms"]["mean"], "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
               "output_tok_s_per_gpu": r["output_tok_s_per_gpu"]}
     # held within what the GPUs allow at the batch that runs, as estimate's (api.estimate)

@@ -145,8 +145,11 @@ def _axes(ax, results: list[dict], *, many: bool) -> None:
     ax.set_xlabel("interactivity: output tokens/s per user")
     ax.set_ylabel("throughput: output tokens/s per GPU")
     r0 = results[0]
+    # the engine(s) priced: it moves the curve as much as the GPU does (SGLang in waves: TTFT x5, newc5 #22)
+    engines = " / ".join(dict.fromkeys(str(r["backend"]) for r in results if r.get("backend")))
     ax.set_title(f"Pareto frontier, ISL/OSL {r0['isl']}/{r0['osl']}, {gpus_text(r0['num_gpus'])}"
-                 + ("" if many else f": {r0['model']} on {r0['gpu']}"))
+                 + (f", {engines}" if many and engines else "")
+                 + ("" if many else f": {r0['model']} on {r0['gpu']}" + (f" ({engines})" if engines else "")))
     _log_grid(ax, (x0, x1), (y0, y1))
 
 

@@ -27,6 +27,7 @@ from llm_codesign.serve.energy import energy
 from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate, interval_columns, no_decode, without_decode
 from llm_codesign.spec.engines import check_kv_format
+from llm_codesign.spec.engines.base import GIB
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, quark_note, reason_text, validity
 from llm_codesign.spec.precision import executable, gemm_math
@@ -240,11 +241,22 @@ def _refuse_unfit(dep: Deployment, m, model: ModelSpec) -> None:
         # SGLang's own fraction (spec.engines.sglang static_fraction) reserves more than this plan's activations need: the
         # launch can raise it (DeepSeek-R1 FP8 on 4 B200s ran at 8k/1k where the default 0.855 holds no sequence)
         advice = f"raise {option} to {np.ceil(need / mem * 1000) / 1000:.3f} or more (SGLang's own for this plan is {stated:g}), or " + advice
-    usable = f" ({frac * mem / GB:.0f} GB usable by {dep.backend})" if frac < 1 else ""
+    # in GiB, the unit nvidia-smi reports the capacity in, the data sheet's GB beside it (newc5 #10: "reports 86 GB" of an
+    # H100 sold as 80 GB read as a figure found nowhere)
+    usable = f"; {frac * mem / GIB:.1f} GiB usable by {dep.backend}" if frac < 1 else ""
     if frac <= 0:  # SGLang's own fraction reserves 1.5 MiB per chunk token (static_fraction): a huge step budget leaves none
-        usable, advice = f" ({dep.backend}'s own {option} for a step of {dep.step_tokens:g} tokens is {stated:g})", "a smaller step budget"
+        usable, advice = f"; {dep.backend}'s own {option} for a step of {dep.step_tokens:g} tokens is {stated:g}", "a smaller step budget"
     raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus}x{dep.gpu.id}",
-                     f"needs {need / GB:.0f} GB per GPU for one sequence, {dep.gpu.name} reports {mem / GB:.0f} GB{usable}: {advice}")
+                     f"needs {need / GIB:.1f} GiB per GPU for one sequence, {dep.gpu.name} reports {mem / GIB:.1f} GiB "
+                     f"({dep.gpu.hbm_bytes / GB:.0f} GB on the data sheet{usable}): {advice}")
+
+
+# the breakdown's wait row. The phase is the harness's (spec.harness.ARRIVAL_PHASE_STEPS), there at one request too: an
+# overlap loop launches the next step before it processes the last token's, so the next request lands while that step
+# runs (docs/modelling-notes.md#newfixc-answers, newc5 #19)
+WAIT_WHAT = ("the decode steps it waits before its prefill: the harness's arrival phase (a closed loop's request lands while "
+             "the step the engine launched before it saw the last one end still runs, and waits it out, even alone; a burst "
+             "none), then the steps the scheduler queued ahead of it")
 
 
 def prefill_ops(model: ModelSpec, dep: Deployment, cal: Calibration, workload: Workload):
@@ -449,8 +461,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
         "what the host's dispatch adds where the request finds the engine idle (idle_launch_s)", phase="first token")
     add("first/first_wave", "first token", one(tp["first_wave"]),
         "the first wave's share: it arrives as a burst and waits behind the whole wave's prompts", phase="first token")
-    add("first/wait_steps", "first token", one(tp["wait"]),
-        "the decode steps it waits before its prefill: the running step's rest, the steps the scheduler queued ahead", **first)
+    add("first/wait_steps", "first token", one(tp["wait"]), WAIT_WHAT, **first)
     add("first/front_end", "first token", one(tp["front_end"]),
         # not per-request work alone: (q + 1) / 2 x the fitted cost for q requests arriving together (serve.aggregated._request_times;
         # what the cost stands for is open, docs/modelling-notes.md#sglang-request-cost), so it grows with a wave (newc4 #11)

@@ -23,6 +23,13 @@ let GPUS = {};  // the catalog by id, for the what-if form's base figures and th
 let enginePicked = false;  // whether the engine menu was chosen (by hand or a link), else it follows the GPUs' vendor
 let bundledModel = "llama-3.1-8b";  // the dropdown's model while a pasted config stands in for it
 
+// memory in GiB, the unit nvidia-smi reports the capacity in, as estimate's table says it (newc5 #10); --json keeps GB (1e9 B)
+function memoryText(m) {
+  const gib = (gb) => (gb == null ? gb : gb * 1e9 / 2 ** 30);
+  return `weights ${fix(gib(m.weights_gb), 1)} GiB, KV ${fix(gib(m.kv_gb), 1)} GiB, free ${fix(gib(m.free_gb), 1)} of ` +
+    `${fix(gib(m.capacity_gb), 1)} GiB`;
+}
+
 function el(tag, text, cls) {
   const e = document.createElement(tag);
   if (text !== undefined && text !== null) e.textContent = String(text);
@@ -457,7 +464,7 @@ async function selectPoint(si, pi) {
     const m = e.memory || {};
     const summary = [["deployment", `${e.plan}, ${e.precision_as_run}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
       ["concurrency", e.concurrency], ...metricRows(e),
-      ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
+      ["memory per GPU", memoryText(m)],
       ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...basisRows(e.intervals, e)];
     // the rows' shares of TPOT sum to it, in estimate --breakdown's order (serve/estimate.py decode_rows: the operators slowest
     // first, the host's step and per-sequence costs, the prompts' stalls per token); a row's share of TPOT is its share here
@@ -575,7 +582,7 @@ function showPriced(e) {
     ["requests in flight", `${e.concurrency}` + (e.mode === "offline-max-throughput" ? " (offline: the batch of the most tok/s/GPU)" : "")],
     ...metricRows(e), ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
     ["largest batch that fits", e.fits ? e.max_batch : `${e.max_batch}: ${e.over_capacity}`],
-    ["memory per GPU", `weights ${fix(m.weights_gb, 1)} GB, KV ${fix(m.kv_gb, 1)} GB, free ${fix(m.free_gb, 1)} GB`],
+    ["memory per GPU", memoryText(m)],
     ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...basisRows(e.intervals, e)];
   if (sp) {
     rows.push(["speculation", `${sp.method} k=${sp.draft_len}, ${fix(e.accepted_per_step, 2)} tokens/step, speed-up ${fix(sp.speedup_at_concurrency, 2)}x `
