@@ -296,7 +296,7 @@ def test_a_row_past_the_cores_bounds_or_the_models_context_is_listed_not_priced(
     preds, unmodeled = predict_serving(read_rows(s))
     assert unmodeled == [
         {"row": 0, "source": "a", "reason": "line 2 concurrency: '1000000000000' is not valid; a whole number from 1 to 1,048,576 or empty"},
-        {"row": 1, "source": "b", "reason": "line 3 isl: '1000000000' is not valid; a whole number from 1 to 100,000,000 or empty"},
+        {"row": 1, "source": "b", "reason": "line 3 isl: '1000000000' is not valid; a whole number from 1 to 16,777,216 or empty"},
         {"row": 2, "source": "c", "reason": "isl+osl: 201024 is not valid; at most llama-3.1-8b's context of 131,072 tokens "
                                              "(max_position_embeddings with its RoPE scaling)"}]
     assert preds[3]["ttft_ms"] > 0
