@@ -416,7 +416,7 @@ def test_a_row_that_cannot_run_is_listed_with_estimates_reason_not_scored(tmp_pa
     rows = read_rows(s)
     preds, unmodeled = predict_serving(rows)
     assert unmodeled == [{"row": 0, "source": "a", "reason": "TP1 on 1xh100 cannot run: needs 145 GB per GPU for one sequence, H100 SXM "
-                          "reports 86 GB (79 GB usable by vllm): add GPUs, raise TP/EP/PP or lower the precision"}]
+                          "reports 86 GB (79 GB usable by vllm): at least 2 GPUs hold it, e.g. TP2 (priced: one sequence fits), or lower the precision"}]
     assert preds[0] == {} and preds[1]["ttft_ms"] > 0
     rep = serving_report(rows, preds, unmodeled)
     assert rep["modeled"] == 1 and rep["overall"]["ttft_ms"]["n"] == 1 and "output_tok_s_per_gpu" not in rep["overall"]
