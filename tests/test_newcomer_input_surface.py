@@ -26,6 +26,10 @@ def test_backend_is_the_engine_on_every_request(client):
     by_backend = client.post("/api/estimate", json={**BODY, "backend": "vllm"})
     assert by_engine.status_code == by_backend.status_code == 200
     assert by_backend.json()["backend"] == "vllm" and by_backend.json()["tpot_ms"] == by_engine.json()["tpot_ms"]
+    # an answer's own names sent back as a request: the same answer (`backend` was the one a request refused)
+    r = by_backend.json()
+    again = client.post("/api/estimate", json={k: r[k] for k in ("model", "gpu", "num_gpus", "backend", "isl", "osl", "concurrency", "arrival")})
+    assert again.status_code == 200 and again.json()["tpot_ms"] == r["tpot_ms"] and again.json()["plan"] == r["plan"] == "TP1"
     lint = client.post("/api/lint", json={"model": "llama-3.1-8b", "gpu": "h100", "backend": "sglang"})
     assert lint.status_code == 200, lint.json()
 
