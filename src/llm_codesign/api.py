@@ -12,8 +12,8 @@ pandas). Bad arguments raise `InputError` in one line naming the field, the valu
 from __future__ import annotations
 
 from contextlib import contextmanager
-from inspect import signature
 from dataclasses import replace
+from inspect import signature
 from pathlib import Path
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
@@ -32,7 +32,6 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.hardware import get_gpu as _get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import deployment as _deployment
 from llm_codesign.spec.plan import (
     MAX_STEP_TOKENS,
     Deployment,
@@ -44,6 +43,7 @@ from llm_codesign.spec.plan import (
     engine_arg,
     spec_decoding,
 )
+from llm_codesign.spec.plan import deployment as _deployment
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 

@@ -27,7 +27,17 @@ from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate, interval_columns, no_decode, without_decode
 from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import REASONS, Deployment, Plan, Workload, check_step_budget, divisors, quark_note, reason_text, validity
+from llm_codesign.spec.plan import (
+    REASONS,
+    Deployment,
+    Plan,
+    Workload,
+    check_step_budget,
+    divisors,
+    quark_note,
+    reason_text,
+    validity,
+)
 from llm_codesign.spec.precision import executable, gemm_math
 
 
