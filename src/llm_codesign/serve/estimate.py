@@ -264,8 +264,11 @@ def _least_fit(model: ModelSpec, dep: Deployment, workload: Workload, calibratio
     """The advice of an unfit deployment: the fewest GPUs and a valid plan on them that hold one sequence of `workload`,
     priced to check (evaluated at concurrency 1 on the same GPU, precision and engine: newc5 #22, where "raise EP/PP" on a
     fixed 8 GPUs changed nothing per GPU); where none of up to HINT_MAX_GPUS does, a narrower precision."""
-    one = replace(workload, concurrency=1)
+    one, tried = replace(workload, concurrency=1), set()
     for cand in _hint_plans(model, dep):
+        if cand.num_gpus in tried:  # the widest valid TP of a count tried: the others split the same weights over as many GPUs
+            continue
+        tried.add(cand.num_gpus)
         if int(np.asarray(evaluate(model, cand, one, calibration=calibration, concurrency=1).max_concurrency).reshape(-1)[0]) >= 1:
             return f"at least {cand.num_gpus} GPUs hold it, e.g. {cand.plan.label()} (priced: one sequence fits), or lower the precision"
     return f"no valid plan of up to {HINT_MAX_GPUS} {dep.gpu.name} holds one sequence: lower the precision"
