@@ -101,8 +101,8 @@ def test_estimate_prices_replicas_once():
     assert (rep["count"], rep["instance_gpus"], rep["gpus"], rep["concurrency"]) == (3, 1, 3, 96)
     assert rep["output_tok_s"] == pytest.approx(3 * one["output_tok_s_per_gpu"], rel=1e-12)
     code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h100", "--gpus", "16", "--tp", "8")
-    assert code == 2 and err.strip().endswith("these sizes make an instance of 8 GPUs: ask for 8, and for 2 copies of it "
-                                              "estimate --replicas 2 (or pareto, export)")
+    assert code == 2 and err.strip().endswith("these sizes make an instance of 8 GPUs: ask for 8, and 2 replicas of it (estimate "
+                                              "and export take replicas; pareto searches copies)")
 
 
 def test_import_says_requests_per_instance_and_across_replicas(tmp_path):

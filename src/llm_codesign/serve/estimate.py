@@ -221,11 +221,11 @@ def check(model: ModelSpec, dep: Deployment) -> None:
     if code >= 0:
         why, own = reason_text(model, dep.gpu, code), int(np.asarray(dep.plan.gpus).reshape(-1)[0])
         # `--gpus 8 --tp 4` (num_gpus=8, tp=4) read as two TP4 copies: one instance is priced; worded for the CLI, the API
-        # and the page alike (each names the GPU count its own way)
+        # and the page alike (each names the GPU count and the replicas its own way: --replicas, `replicas`)
         if REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0:
             k = dep.num_gpus // own
-            why += (f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: ask for {own}, and for {k} copies of it "
-                    f"estimate --replicas {k} (or pareto, export)")
+            why += (f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: ask for {own}, and {k} replicas of it "
+                    "(estimate and export take replicas; pareto searches copies)")
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", why)
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
