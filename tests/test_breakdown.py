@@ -101,8 +101,8 @@ def test_attention_dp_keeps_the_sums_under_each_arrival(arrival):
 def test_a_disaggregated_points_decode_rows_sum_to_its_tpot():
     """A disaggregated frontier's points (explore.disagg_search.decode_breakdown, the pareto report's rows): each row's
     `tpot_ms` is its step time x the decode pool's TPOT per second of its operator rows, so they sum to the point's TPOT."""
-    from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
     from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.disagg_search import decode_breakdown, search_disagg
     from llm_codesign.explore.search import SearchSpace
     from llm_codesign.spec.hardware import get_gpu
 

@@ -476,7 +476,7 @@ def test_calibrate_on_one_row_a_mixed_file_and_rows_that_cannot_run(tmp_path):
     # the refusal validate and estimate give: no GPU memory holds one sequence (145 GB of weights, 79 GB usable by vLLM)
     assert err == (f"error: serving: {str(s)!r} is not valid; a file with at least one row the model can price; none of its 1 rows "
                    "is (TP1 on 1xh100 cannot run: needs 135.3 GiB per GPU for one sequence, H100 SXM reports 79.6 GiB (80 GB on the "
-                   "data sheet; 73.3 GiB usable by vllm): add GPUs, raise TP/EP/PP or lower the precision)\n")
+                   "data sheet; 73.3 GiB usable by vllm): at least 2 GPUs hold it, e.g. TP2 (priced: one sequence fits), or lower the precision)\n")
 
 
 # ---- fixcal4 (newcomer review 2026-12-06, findings 2 and 16): a fit on one GPU family's runs moves no other family

@@ -177,8 +177,8 @@ def test_estimate_says_its_gpus_are_one_instance():
     code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "4")
     # and the refusal says what to do: TP4 makes 8 / 4 = 2 copies of a 4-GPU instance, not one
     assert (code, out, err) == (2, "", "error: deployment: 'TP4 on 8 GPUs' is not valid; the parallel sizes must multiply to the GPU count: "
-                                       "tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus; these sizes make an instance of 4 GPUs: ask for 4, or "
-                                       "pareto or export for copies of it\n")
+                                       "tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus; these sizes make an instance of 4 GPUs: ask for 4, and 2 "
+                                       "replicas of it (estimate and export take replicas; pareto searches copies)\n")
     # the same refusal from the Python API names no command-line flag (it said "--gpus 4" there too)
     import llm_codesign as lc
 

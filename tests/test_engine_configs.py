@@ -332,7 +332,8 @@ def test_sglang_mem_fraction_static_sizes_the_kv_cache(tmp_path, flag, max_batch
     # 79.65 GiB x 0.19 = 15.1 GiB, x 0.5 = 39.8 GiB
     ("Llama-3.1-8B-Instruct", "0.19", "15.1 GiB usable by sglang): raise --mem-fraction-static (the deployment states 0.19)"),
     # Llama-3.1-70B's 141 GB of weights fit no fraction of one H100: the usual advice
-    ("Llama-3.1-70B-Instruct", "0.5", "39.8 GiB usable by sglang): add GPUs, raise TP/EP/PP or lower the precision"),
+    # (141.2 GB / 2 = 70.6 GB > 43 GB = 39.8 GiB usable; / 4 = 35.3 GB fits: the least count, priced with the fraction the launch states)
+    ("Llama-3.1-70B-Instruct", "0.5", "39.8 GiB usable by sglang): at least 4 GPUs hold it, e.g. TP4 (priced: one sequence fits), or lower the precision"),
 ])
 def test_a_stated_kv_fraction_too_small_names_its_option(tmp_path, model, flag, advice):
     f = tmp_path / "launch.sh"

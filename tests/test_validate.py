@@ -296,7 +296,7 @@ def test_a_row_past_the_cores_bounds_or_the_models_context_is_listed_not_priced(
     preds, unmodeled = predict_serving(read_rows(s))
     assert unmodeled == [
         {"row": 0, "source": "a", "reason": "line 2 concurrency: '1000000000000' is not valid; a whole number from 1 to 1,048,576 or empty"},
-        {"row": 1, "source": "b", "reason": "line 3 isl: '1000000000' is not valid; a whole number from 1 to 100,000,000 or empty"},
+        {"row": 1, "source": "b", "reason": "line 3 isl: '1000000000' is not valid; a whole number from 1 to 16,777,216 or empty"},
         {"row": 2, "source": "c", "reason": "isl+osl: 201024 is not valid; at most llama-3.1-8b's context of 131,072 tokens "
                                              "(max_position_embeddings with its RoPE scaling)"}]
     assert preds[3]["ttft_ms"] > 0
@@ -417,7 +417,7 @@ def test_a_row_that_cannot_run_is_listed_with_estimates_reason_not_scored(tmp_pa
     preds, unmodeled = predict_serving(rows)
     assert unmodeled == [{"row": 0, "source": "a", "reason": "TP1 on 1xh100 cannot run: needs 135.3 GiB per GPU for one sequence, H100 SXM "
                           # 85.52e9 B / 2^30 = 79.6 GiB, x vLLM's 0.92 = 73.3 GiB usable; 145.3e9 B = 135.3 GiB
-                          "reports 79.6 GiB (80 GB on the data sheet; 73.3 GiB usable by vllm): add GPUs, raise TP/EP/PP or lower the precision"}]
+                          "reports 79.6 GiB (80 GB on the data sheet; 73.3 GiB usable by vllm): at least 2 GPUs hold it, e.g. TP2 (priced: one sequence fits), or lower the precision"}]
     assert preds[0] == {} and preds[1]["ttft_ms"] > 0
     rep = serving_report(rows, preds, unmodeled)
     assert rep["modeled"] == 1 and rep["overall"]["ttft_ms"]["n"] == 1 and "output_tok_s_per_gpu" not in rep["overall"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import replace
+from inspect import signature
 from pathlib import Path
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
@@ -39,10 +40,10 @@ from llm_codesign.spec.plan import (
     Workload,
     check_concurrency,
     check_sizes,
-    deployment,
     engine_arg,
     spec_decoding,
 )
+from llm_codesign.spec.plan import deployment as _deployment
 from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.registry import get_model as _get_model
 
@@ -66,6 +67,23 @@ def get_model(model: str | Path | dict | ModelSpec, *, name: str | None = None) 
     if not isinstance(name, str) or not name.strip():
         raise InputError("name", name, "a non-empty string")
     return replace(m, name=name.strip())
+
+
+def deployment(model: str | Path | dict | ModelSpec, *, gpu: str | Gpu, **options) -> Deployment:
+    """A validated Deployment (spec.plan.deployment fills in the sizes, precision and engine, as the engines do), checked
+    when built as `estimate` checks it (serve.estimate.check: the plan divides the model and fits the scale-up domain and
+    the GPU count; check_fits: one sequence fits in memory), so TP3 of a 64-head model, TP16 past 8 NVLink GPUs or a 70B
+    model on one H100 is refused here in the CLI's line, not when priced (newc5 #8)."""
+    from llm_codesign.serve.estimate import check, check_fits
+
+    m = get_model(model)
+    dep = _deployment(m, gpu=gpu, **options)
+    check(m, dep)
+    check_fits(m, dep, _calibration(dep.gpu, None))
+    return dep
+
+
+deployment.__signature__ = signature(_deployment)  # its options are spec.plan.deployment's, as help() and the docs list them
 
 
 def get_gpu(gpu: str | Gpu) -> Gpu:

@@ -216,7 +216,10 @@ def estimate(
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     isl: int = O_ISL, osl: int = O_OSL,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
-                                              help="Requests in flight (omit: offline max throughput)."),
+                                              help="Requests in flight, per instance with --replicas (omit: offline max throughput)."),
+    replicas: int = typer.Option(1, "--replicas", min=1, max=MAX_GPUS, help="Copies of the instance behind a load balancer, as "
+                                 "export's: it is priced once (tok/s/GPU and per user unchanged), the GPUs, requests in flight "
+                                 "and total tok/s said for all of them."),
     backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT, cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill."),
@@ -254,6 +257,8 @@ def estimate(
 
         est = replace(est, cost=cost_of(dep.gpu, gpu_hour_price, est.output_tok_s_per_gpu, isl, osl))
     r = est.to_dict()  # the table shows what --json prints (and the API: Estimate.to_dict), the shape's rows beside it
+    if replicas > 1:
+        r["replicas"] = _replicas(r, dep.num_gpus, replicas)
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -261,7 +266,8 @@ def estimate(
     from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, duration, inline, one_token
 
     # the formats the model prices (Estimate.to_dict's precision_as_run, the web page's too)
-    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision_as_run']}, {dep.backend}", show_header=False)
+    copies = f" (x{replicas} replicas)" if replicas > 1 else ""  # import's wording of the same
+    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}{copies}, {r['plan']}, {r['precision_as_run']}, {dep.backend}", show_header=False)
     # identifiers (a checkpoint's id, a basis's source) wrap, never cut: piped at 80 columns the value column read
     # "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…" (rich's default overflow, "ellipsis"; newcomer review 2026-12-06 item 12)
     t.add_column("metric", overflow="fold")
@@ -272,6 +278,7 @@ def estimate(
     # bundled one's counts)
     for k, v in (("parameters", f"{m.total_params / 1e9:.1f}B total, {m.active_params / 1e9:.1f}B active"), ("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
                  # each metric with its 80% and 95% intervals (measure.intervals)
+                 *((("replicas", _replicas_text(r["replicas"])),) if "replicas" in r else ()),
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", duration(r["ttft_ms"]) + inline(r, "ttft_ms")),
                  # the arrival the TTFT turns on, said where it is read (the basis row's trailing "in waves" hid it)
                  *((("arrival", r["arrival_text"]),) if r["arrival_text"] else ()), *beside["ttft"],
@@ -378,6 +385,20 @@ def _padded_row(m, dep, wl, r: dict, *, calibration) -> tuple:
     tpot = run(m, padded, wl, calibration=calibration).to_dict()["tpot_ms"]
     return (("TPOT, padded graphs", f"{duration(tpot, 'tpot_ms')} with cuda_graph_config enable_padding: true, max_batch_size "
              f"{padded.cuda_graph_max_bs} (as export writes it; --cuda-graph-max-bs {padded.cuda_graph_max_bs} here)"),)
+
+
+def _replicas(r: dict, instance_gpus: int, replicas: int) -> dict:
+    """estimate --replicas: `replicas` copies of the one instance priced, each serving its own requests behind a load
+    balancer (export's --replicas, import's "x2 replicas"): per-GPU and per-user figures are the instance's; the GPUs, the
+    requests in flight and the tok/s add up over the copies (newc5 #7)."""
+    return {"count": replicas, "instance_gpus": instance_gpus, "gpus": instance_gpus * replicas,
+            "concurrency": r["concurrency"] * replicas, "output_tok_s": r["output_tok_s_per_gpu"] * instance_gpus * replicas}
+
+
+def _replicas_text(d: dict) -> str:
+    """The replicas row: 2 x 8 = 16 GPUs, 128 requests in flight (64 each), 10,000 output tok/s in all."""
+    return (f"{d['count']} x {d['instance_gpus']} = {d['gpus']} GPUs, {d['concurrency']:,} requests in flight "
+            f"({d['concurrency'] // d['count']:,} per instance), {d['output_tok_s']:,.0f} output tok/s in all")
 
 
 def _print_breakdown(r: dict) -> None:

@@ -380,7 +380,7 @@ def import_(
     backend: Optional[str] = typer.Option(None, "--backend", "--engine", help="The engine of a YAML whose keys do not tell (default: "
                                           "found from the file)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
-                                              help="Requests in flight per instance (default: the configuration's max batch)."),
+                                              help="Requests in flight per instance: a benchmark's global count over the replicas (default: the configuration's max batch)."),
     isl: Optional[int] = typer.Option(None, "--isl", min=1, help="Input tokens per request (default: the export's, else 1024)."),
     osl: Optional[int] = typer.Option(None, "--osl", min=1, help="Output tokens per request (default: the export's, else 1024)."),
     acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step of the configuration's "
@@ -421,7 +421,7 @@ def import_(
         d = imp.deployment
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
         con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
-                  + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {r['concurrency']} requests ({imp.batch}), "
+                  + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
                   f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT "
                   + (f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, ")
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
@@ -434,6 +434,14 @@ def import_(
                       "sets it); without it the engine runs others[/yellow]", highlight=False)
     if imp.note:
         con.print(imp.note, highlight=False)
+
+
+def _requests(concurrency: int, replicas: int, source: str) -> str:
+    """import's requests in flight: per instance, and across the replicas behind a load balancer where there are several
+    (a benchmark's global --max-concurrency 48 on 2 replicas is 24 per instance, newc5 #9); `source`: where the count came from."""
+    if replicas <= 1:
+        return f"{concurrency} requests ({source})"
+    return f"{concurrency} requests per instance ({concurrency * replicas} across {replicas} replicas; {source})"
 
 
 @app.command("export-point")

@@ -22,8 +22,7 @@ import numpy as np
 
 from llm_codesign.errors import InputError, check_header, read_text
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
-
-MAX_TOKENS = 100_000_000
+from llm_codesign.spec.plan import MAX_TOKENS  # the one bound on a request's tokens (Workload's and the CLI's)
 
 
 @dataclass(frozen=True)

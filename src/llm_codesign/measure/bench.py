@@ -14,7 +14,7 @@ import re
 import statistics
 import time
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, MissingInput
 from llm_codesign.spec.hardware import catalog, get_gpu
 from llm_codesign.spec.kinds import GQA, DenseFfn, MoE, Recurrent
 from llm_codesign.spec.model import ModelSpec
@@ -33,12 +33,16 @@ def _torch():
     return torch
 
 
+# what a CPU run is for: bench measures GPUs, and rows timed on the CPU carry a GPU's label (--system)
+CPU_ONLY = "bench measures GPUs; --device cpu --system GPU_ID only for a smoke test (CPU timings under that GPU's label)"
+
+
 def device_of(torch, device: str) -> str:
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if device == "cuda" and not torch.cuda.is_available():
-        raise InputError("device", device, "auto or cpu: torch sees no CUDA device here")
-    return device
+    """The device measured: CUDA (a ROCm build of torch answers as cuda too) where torch sees one; `auto` without one is
+    refused first, as what it is, not left to a CPU run that then asked for "--system" (newc5 #22)."""
+    if device in ("auto", "cuda") and not torch.cuda.is_available():
+        raise InputError("device", device, f"no CUDA or ROCm device found (torch {torch.__version__} sees none): {CPU_ONLY}")
+    return "cuda" if device == "auto" else device
 
 
 def system_for(device_name: str | None, system: str | None) -> str:
@@ -48,7 +52,7 @@ def system_for(device_name: str | None, system: str | None) -> str:
     if system:
         return get_gpu(system).id
     if device_name is None:
-        raise InputError("system", "none given", "--system with the catalog GPU id that labels the CPU's rows (" + ", ".join(catalog()) + ")")
+        raise MissingInput("system", "--device cpu labels its rows with --system, a catalog GPU id (" + ", ".join(catalog()) + "): " + CPU_ONLY)
     upper = device_name.upper()
     if not re.search(r"PCIE|\bNVL\b", upper):
         for token in re.findall(r"[A-Z]+\d+[A-Z]*", upper):

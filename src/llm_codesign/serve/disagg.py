@@ -18,9 +18,8 @@ measure.validate.predict_disagg) with evaluate_disagg: docs/validation_report.md
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, replace
-
 import re
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -36,17 +35,17 @@ from llm_codesign.serve.aggregated import (
     cost_overlaps,
     draft_lengths,
     draft_model,
+    eager_iterations,
     engine_budget,
     front_end_wait,
     idle_extra,
     kernels_time,
     kv_fraction_of,
+    log_moves,
     micro_batches,
     prefill_batch,
     prefill_step,
     prompt_budget,
-    eager_iterations,
-    log_moves,
     run_flags,
 )
 from llm_codesign.serve.eager import eager_note

@@ -29,7 +29,17 @@ from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate
 from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.engines.base import GIB
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import REASONS, Deployment, Workload, check_step_budget, quark_note, reason_text, validity
+from llm_codesign.spec.plan import (
+    REASONS,
+    Deployment,
+    Plan,
+    Workload,
+    check_step_budget,
+    divisors,
+    quark_note,
+    reason_text,
+    validity,
+)
 from llm_codesign.spec.precision import executable, gemm_math
 
 
@@ -214,17 +224,64 @@ def check(model: ModelSpec, dep: Deployment) -> None:
     if code >= 0:
         why, own = reason_text(model, dep.gpu, code), int(np.asarray(dep.plan.gpus).reshape(-1)[0])
         # `--gpus 8 --tp 4` (num_gpus=8, tp=4) read as two TP4 copies: one instance is priced; worded for the CLI, the API
-        # and the page alike (each names the GPU count its own way)
+        # and the page alike (each names the GPU count and the replicas its own way: --replicas, `replicas`)
         if REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0:
-            why += f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: ask for {own}, or pareto or export for copies of it"
+            k = dep.num_gpus // own
+            why += (f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: ask for {own}, and {k} replicas of it "
+                    "(estimate and export take replicas; pareto searches copies)")
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", why)
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
 
-def _refuse_unfit(dep: Deployment, m, model: ModelSpec) -> None:
+def check_fits(model: ModelSpec, dep: Deployment, calibration: Calibration) -> None:
+    """Refuses in one line (_refuse_unfit's) a deployment that holds no sequence of even one token in and one out: no
+    workload fits it, so lc.deployment refuses it when built (a 70B model on TP1 of an H100), as the CLI refuses it."""
+    dep = _one_plan(dep)
+    w = Workload(isl=1, osl=1, concurrency=1)
+    m = evaluate(model, dep, w, calibration=calibration, concurrency=1)
+    if int(np.asarray(m.max_concurrency).reshape(-1)[0]) < 1:
+        _refuse_unfit(dep, m, model, w, calibration)
+
+
+# the largest instance the out-of-memory advice looks within (GPUs): eight 8-GPU nodes; past it the advice is a
+# narrower precision rather than more nodes
+HINT_MAX_GPUS = 64
+
+
+def _hint_plans(model: ModelSpec, dep: Deployment):
+    """The plans the advice tries, fewest GPUs first (then widest TP): TP within the scale-up domain times PP, no attention
+    DP or Helix; a MoE model's experts under EP across the TP group where the deployment ran EP, else MoE TP."""
+    own = int(np.asarray(dep.plan.gpus).reshape(-1)[0])
+    ep_asked = int(np.asarray(dep.plan.ep).reshape(-1)[0]) > 1
+    sizes = [(tp * pp, -tp, pp) for pp in divisors(HINT_MAX_GPUS) for tp in divisors(min(dep.gpu.scale_up_domain, HINT_MAX_GPUS))
+             if own <= tp * pp <= HINT_MAX_GPUS]
+    for n, neg_tp, pp in sorted(sizes):
+        tp = -neg_tp
+        ep, moe_tp = ((tp, 1) if ep_asked else (1, tp)) if model.is_moe else (1, 1)
+        plan = Plan(tp, pp, ep, moe_tp, 1, 1)
+        if plan != dep.plan and int(validity(model, dep.gpu, plan, n).reshape(-1)[0]) < 0:
+            yield replace(dep, num_gpus=n, plan=plan)
+
+
+def _least_fit(model: ModelSpec, dep: Deployment, workload: Workload, calibration: Calibration) -> str:
+    """The advice of an unfit deployment: the fewest GPUs and a valid plan on them that hold one sequence of `workload`,
+    priced to check (evaluated at concurrency 1 on the same GPU, precision and engine: newc5 #22, where "raise EP/PP" on a
+    fixed 8 GPUs changed nothing per GPU); where none of up to HINT_MAX_GPUS does, a narrower precision."""
+    one, tried = replace(workload, concurrency=1), set()
+    for cand in _hint_plans(model, dep):
+        if cand.num_gpus in tried:  # the widest valid TP of a count tried: the others split the same weights over as many GPUs
+            continue
+        tried.add(cand.num_gpus)
+        if int(np.asarray(evaluate(model, cand, one, calibration=calibration, concurrency=1).max_concurrency).reshape(-1)[0]) >= 1:
+            return f"at least {cand.num_gpus} GPUs hold it, e.g. {cand.plan.label()} (priced: one sequence fits), or lower the precision"
+    return f"no valid plan of up to {HINT_MAX_GPUS} {dep.gpu.name} holds one sequence: lower the precision"
+
+
+def _refuse_unfit(dep: Deployment, m, model: ModelSpec, workload: Workload, calibration: Calibration) -> None:
     """One line on why not even one sequence fits, with what it needs and what the engine leaves: where the deployment
-    states its KV fraction (Deployment.kv_fraction) and the whole GPU would hold the sequence, that launch option; where
-    the engine holds the experts wider under EP than without (_ep_upcast), that too."""
+    states its KV fraction (Deployment.kv_fraction) and the whole GPU would hold the sequence, that launch option; else
+    the fewest GPUs and a plan that hold one (_least_fit); where the engine holds the experts wider under EP than without
+    (_ep_upcast), that too."""
     mem = dep.gpu.memory_bytes
     budget, own, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec)[1]
     stated = float(np.asarray(own if dep.kv_fraction is None else dep.kv_fraction).reshape(-1)[0])
@@ -236,7 +293,7 @@ def _refuse_unfit(dep: Deployment, m, model: ModelSpec) -> None:
     need = float(m.weights_bytes.reshape(-1)[0] + m.kv_bytes_per_seq.reshape(-1)[0]) + act
     option = FRACTION_OPTION.get(dep.engine.name, "kv_fraction")
     advice = (f"raise {option} (the deployment states {stated:g})" if dep.kv_fraction is not None and need <= mem
-              else "add GPUs, raise TP/EP/PP or lower the precision" + _ep_upcast(model, dep))
+              else _least_fit(model, dep, workload, calibration) + _ep_upcast(model, dep))
     if dep.kv_fraction is None and budget == "static" and need + float(m.activation_bytes.reshape(-1)[0]) <= mem:
         # SGLang's own fraction (spec.engines.sglang static_fraction) reserves more than this plan's activations need: the
         # launch can raise it (DeepSeek-R1 FP8 on 4 B200s ran at 8k/1k where the default 0.855 holds no sequence)
@@ -292,7 +349,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     r = evaluate(model, dep, workload, calibration=cal, concurrency=grid)
     max_conc = int(r.max_concurrency.reshape(-1)[0])
     if max_conc < 1:
-        _refuse_unfit(dep, r, model)
+        _refuse_unfit(dep, r, model, workload, cal)
     concurrency = workload.concurrency
     if concurrency is None:
         concurrency = int(grid[int(np.argmax(np.where(r.fits, r.output_tok_s_per_gpu, -1)))])

@@ -6,6 +6,7 @@ Nemotron-NAS per-block widths) are exact and the cost model visits each distinct
 """
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 import math
@@ -13,7 +14,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from llm_codesign.errors import InputError, UnsupportedModelError, parse_nested
+from llm_codesign.errors import InputError, MissingInput, UnsupportedModelError, parse_nested
 from llm_codesign.spec.kinds import (
     DSA,
     GQA,
@@ -190,9 +191,18 @@ def stage_split(counts: tuple[int, ...], layout: tuple[int, ...], pp: int) -> tu
 # Normaliser
 
 
+def _missing(cfg: dict, key: str, origin: str, what: str = "a positive integer") -> MissingInput:
+    """A required config key the config lacks, in one line with the model's name quoted and the config's nearest key where
+    one is a near miss (difflib ratio >= 0.9: "intermediate_sise" for intermediate_size, 0.94; moe_intermediate_size, a key
+    of its own, is 0.895): "None is not valid" read as a bug, and a model named `typo` as part of the sentence (newc5 #15)."""
+    near = difflib.get_close_matches(key, [k for k in cfg if isinstance(k, str) and k != key], n=1, cutoff=0.9)
+    hint = f" (did you mean {near[0]!r}?)" if near else ""
+    return MissingInput(f"config.{key}", f"the config.json of model {origin!r} has no {key!r}{hint}: {what}")
+
+
 def _req(cfg: dict, key: str, origin: str):
     if cfg.get(key) is None:
-        raise InputError(f"config.{key}", None, f"{origin} must set {key} (a positive integer)")
+        raise _missing(cfg, key, origin)
     v = cfg[key]
     if not isinstance(v, int) or v <= 0:
         raise InputError(f"config.{key}", v, "a positive integer")
@@ -401,8 +411,7 @@ def _falcon_config(cfg: dict, origin: str) -> dict:
             out[new] = cfg[old]
     for key, rw in (("hidden_size", "n_embed"), ("num_hidden_layers", "n_layer"), ("num_attention_heads", "n_head"), ("vocab_size", "")):
         if out.get(key) is None:
-            raise InputError(f"config.{key}", None, f"{origin} (a Falcon config) must set {key}" + (f" (or {rw})" if rw else "")
-                             + " (a positive integer)")
+            raise _missing(cfg, key, origin, "a positive integer" + (f" (or {rw}, a Falcon config's name of it)" if rw else ""))
     h, H = out["hidden_size"], out["num_attention_heads"]
     if h % H:
         raise InputError("config.hidden_size", h, f"a multiple of num_attention_heads ({H}): Falcon's head size is hidden_size // heads")
@@ -543,6 +552,8 @@ def _ffn_layers(cfg: dict, mtype: str, L: int, name: str, *, pattern_ffns: list 
         return ffns
     if E:
         return _moe_layers(cfg, mtype, L, name, experts=(E, topk))
+    if inter is None:
+        raise _missing(cfg, "intermediate_size", name)
     if not inter:
         raise InputError("config.intermediate_size", inter, "a positive integer")
     return [DenseFfn(inter=int(inter), gated=gated)] * L

@@ -387,11 +387,13 @@ class Deployment:
 # vLLM's max_num_seqs 256-1024): larger figures are typing errors, not loads. The one bound of the CLI, the page and the
 # API (lc.disagg priced 2,000,000 where the CLI refused it past its own 1 << 20)
 MAX_CONCURRENCY = 1 << 20
-MAX_TOKENS = 100_000_000  # per request; the longest contexts of bundled models are 10M (Llama 4 Scout)
 # the CLI's and the API's bounds on what a user sizes: far beyond any real deployment, low enough that no product of
 # them overflows
 MAX_GPUS = 1 << 16  # GPUs, and each parallel size
 MAX_STEP_TOKENS = 1 << 24  # tokens of one step (max_num_tokens), and of one request as the CLI takes it
+# a request's ISL/OSL: the CLI's bound, one constant for Workload, the CLI and the page (Workload took 100,000,000 where the
+# CLI refused past 16,777,216, newc5 #22); the longest contexts of bundled models are 10M (Llama 4 Scout)
+MAX_TOKENS = MAX_STEP_TOKENS
 
 
 def check_concurrency(c, *, arrays: bool = False) -> np.ndarray:

@@ -41,7 +41,7 @@ from dataclasses import replace
 from importlib import resources
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AliasChoices, AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
@@ -78,6 +78,16 @@ Int = Annotated[int, BeforeValidator(_not_bool)]
 Float = Annotated[float, AllowInfNan(allow_inf_nan=False), BeforeValidator(_not_bool)]  # json.loads reads NaN and Infinity
 
 
+# the engine's names in a request: `engine`, or `backend` as the CLI (--backend), lc's keywords and every answer name it, so
+# an answer's fields can be sent back (a 422 "Extra inputs are not permitted" refused `backend`, newc5 #1)
+ENGINE_NAMES = AliasChoices("engine", "backend")
+
+
+def _one_gpu(v):
+    """/api/pareto's `gpus` given as one id (its `gpu` alias, as /api/estimate takes it): a list of that one."""
+    return [v] if isinstance(v, str) else v
+
+
 # ---- requests: unknown fields are refused, so a typo is a 422 naming it rather than a silent default
 class _Req(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -111,7 +121,7 @@ class PointDeployment(BaseModel):
     activation_dtype: str = Field(..., max_length=40)
     kv_dtype: str = Field(..., max_length=40)
     attn_weight_dtype: Optional[str] = Field(None, max_length=40)
-    backend: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's engine.")
+    backend: Optional[Engine] = Field(None, validation_alias=AliasChoices("backend", "engine"), description="Omitted: the GPU vendor's engine.")
     spec: Optional[str] = Field(None, max_length=40)
     draft_len: Int = Field(0, ge=0, le=16)
     acceptance: Optional[Float] = Field(None, ge=1, le=17)
@@ -171,7 +181,7 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     moe_tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     attention_dp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     kvp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
+    engine: Optional[Engine] = Field(None, validation_alias=ENGINE_NAMES, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     concurrency: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="Requests in flight; omit for offline max throughput.")
@@ -238,7 +248,7 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     concurrency: list[Annotated[Int, Field(ge=1, le=MAX_CONCURRENCY)]] = Field(
         [1, 8, 32, 128, 512], min_length=1, max_length=32, description="Requests in flight, one row each.")
     arrival: str = Field(DEFAULT_ARRIVAL, max_length=40, description=ARRIVAL_HELP)
-    engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
+    engine: Optional[Engine] = Field(None, validation_alias=ENGINE_NAMES, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS)
@@ -263,7 +273,9 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
 
 class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
     """What `pareto` takes; with `spec`, draft lengths 1..5 are searched beside none (`draft_len` fixes one)."""
-    gpus: list[str] = Field(..., min_length=1, max_length=8, description="One series per GPU id.")
+    # `gpu` (one id, as /api/estimate names it) is a one-element `gpus` (newc5 #1)
+    gpus: Annotated[list[str], BeforeValidator(_one_gpu)] = Field(..., min_length=1, max_length=8, validation_alias=AliasChoices("gpus", "gpu"),
+                                                                  description="One series per GPU id (or `gpu`: one id).")
     num_gpus: Int = Field(8, ge=1, le=MAX_SERVE_GPUS)
     # a size given fixes it, as `pareto --tp ...` does (SearchSpace.build)
     tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
@@ -272,7 +284,7 @@ class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
     moe_tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     attention_dp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     kvp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
-    engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
+    engine: Optional[Engine] = Field(None, validation_alias=ENGINE_NAMES, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
     min_tps_user: Optional[Float] = Field(None, ge=0, le=1e7)
@@ -284,7 +296,7 @@ class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
 class LintRequest(ModelRef, Precisions, WhatIf):
     gpu: str = Field(..., max_length=100)
     regime: Regime = "throughput"
-    engine: Optional[Engine] = Field(None, description="The engine the findings are priced on; omitted: the GPU vendor's.")
+    engine: Optional[Engine] = Field(None, validation_alias=ENGINE_NAMES, description="The engine the findings are priced on; omitted: the GPU vendor's.")
 
 
 class DesignRequest(Precisions, WhatIf):
@@ -301,7 +313,7 @@ class DesignRequest(Precisions, WhatIf):
         None, description="The model the shapes must match in quality: a registry name, or a pasted config.json (an object).")
     quality_sigmas: Float = Field(1.0, ge=0, le=10, description="Equal quality: a shape's proxy loss at most this many sigma of the "
                                   "difference above the baseline's (design's --quality-sigmas).")
-    engine: Optional[Engine] = Field(None, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
+    engine: Optional[Engine] = Field(None, validation_alias=ENGINE_NAMES, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
     min_tps_user: Float = Field(20.0, ge=0, le=1e7)
     # the CLI's default (design --max-candidates): the page's #1 is the CLI's for one question (200 thinned 500 admitted
     # 70B shapes to another #1); a search's time goes with the shapes admitted, and check_size bounds it
@@ -311,6 +323,11 @@ class DesignRequest(Precisions, WhatIf):
 
 
 # ---- responses: the fields the page reads are typed; the rest of the CLI's record passes through
+# each POST path's request model: an unknown key's nearest field is looked up in its own (_unknown_line)
+REQUESTS = {"/api/estimate": EstimateRequest, "/api/disagg": DisaggRequest, "/api/pareto": ParetoRequest,
+            "/api/lint": LintRequest, "/api/design": DesignRequest}
+
+
 class _Open(BaseModel):
     model_config = ConfigDict(extra="allow")
 
@@ -915,6 +932,42 @@ def _field_line(err: dict) -> tuple[str, str]:
     return name, " ".join(f"{name}{shown}; {msg}".split())
 
 
+def _names(model) -> dict[str, str]:
+    """A request model's keys, each to its field: the fields' names and their aliases (`backend` -> engine)."""
+    out = {}
+    for name, f in model.model_fields.items():
+        choices = f.validation_alias.choices if isinstance(f.validation_alias, AliasChoices) else [name]
+        out |= {str(c): name for c in choices} | {name: name}
+    return out
+
+
+def _submodel(annotation):
+    """The request model a field holds (Optional[WhatIfGpu] -> WhatIfGpu, a pool's PoolPlan), else None."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    return next((m for a in getattr(annotation, "__args__", ()) if (m := _submodel(a)) is not None), None)
+
+
+def _unknown_line(model, loc: list[str]) -> str:
+    """A key no field of the request takes, in one line with the nearest field's name (difflib over the fields and their
+    aliases of the object it sits in: `backnd` -> 'backend'); an alias sent beside its field is said as such (newc5 #1)."""
+    import difflib
+
+    for part in loc[:-1]:  # the nested object the key sits in (what_if, decode, ...)
+        f = model.model_fields.get(part) if model is not None else None
+        model = _submodel(f.annotation) if f is not None else None
+    name, key = ".".join(loc), loc[-1]
+    names = _names(model) if model is not None else {}
+    if key in names:  # `backend` beside `engine`: both name the one field
+        other = sorted(k for k, v in names.items() if v == names[key] and k != key)
+        return f"{name}: not valid beside {' or '.join(map(repr, other))}: both name the one field; send one"
+    near = difflib.get_close_matches(key, list(names), n=1, cutoff=0.6)
+    if near:
+        return f"{name}: unknown field; did you mean {near[0]!r}?"
+    listed = sorted(names) if len(names) <= 12 else None
+    return f"{name}: unknown field; " + (f"one of: {', '.join(listed)}" if listed else "GET /openapi.json lists the request's fields")
+
+
 # pydantic's tags of a Union's members in an error's loc (str, constrained-str, dict[str,any], function-after[...]): no field
 # of the API is spelled so (fields are snake_case)
 _UNION_TAG = re.compile(r"str|int|float|bool|constrained-[a-z]+|(function|lax|strict)-[a-z-]+(\[.*\])?"
@@ -1104,11 +1157,13 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
             slots.give()
 
     @app.exception_handler(RequestValidationError)
-    async def _invalid(_: Request, e: RequestValidationError):
+    async def _invalid(request: Request, e: RequestValidationError):
         errs = e.errors()
         if errs and errs[0].get("type") == "json_invalid":
             return JSONResponse({"error": _json_line(errs[0], getattr(e, "body", None)), "field": "body"}, status_code=422)
         field, line = _field_line(errs[0]) if errs else ("body", "body: not valid")
+        if errs and errs[0].get("type") == "extra_forbidden":  # a key no field takes: the nearest field's name
+            line = _unknown_line(REQUESTS.get(request.url.path), field.split("."))
         return JSONResponse({"error": line, "field": field}, status_code=422)
 
     @app.exception_handler(HTTPException)
