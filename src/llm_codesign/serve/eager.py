@@ -3,13 +3,15 @@ disaggregated decode pool (serve.disagg) alike: the capture in words, the note a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from llm_codesign.serve.aggregated import (
     DECODE_LAUNCH_S,
     EAGER_REL_HALF_WIDTH,
+    GRAPH_PIECE_RANGE_S,
+    GRAPH_PIECE_S,
     LAUNCH_JITTER_RANGE_S,
     LAUNCH_JITTER_S,
     Serving,
@@ -77,6 +79,8 @@ def captured_text(dep: Deployment, flags: SchedulerFlags | None = None) -> str:
     1-32, the powers of 2 from 64 below its max, and the max)."""
     if dep.cuda_graph_max_bs == 0:  # an imported launch that turns graphs off (Deployment.cuda_graph_max_bs 0)
         return "none: the launch turns CUDA graphs off"
+    if dep.piecewise_graphs:  # vLLM's cudagraph_mode PIECEWISE: the same sizes, each a graph piece between attention ops
+        return captured_text(replace(dep, piecewise_graphs=False), flags) + ", as graph pieces between the attention ops (PIECEWISE)"
     if dep.cuda_graph_max_bs is not None:
         return f"padded graphs up to {int(dep.cuda_graph_max_bs)} per rank (the deployment's cuda_graph_max_bs)"
     top, padded = decode_capture(dep, flags)
@@ -88,13 +92,16 @@ def captured_text(dep: Deployment, flags: SchedulerFlags | None = None) -> str:
 
 def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float,
                here: str = "--cuda-graph-max-bs", flags: SchedulerFlags | None = None,
-               moves: tuple[float, float] | None = None) -> EagerDecode:
+               moves: tuple[float, float] | None = None, piecewise: bool = False) -> EagerDecode:
     """EagerDecode for `dep`'s decode step at `batch` per rank whose eager launches add `extra_s` a step and `part_s` to
     a TPOT of `tpot_s`: an aggregated estimate's (from its breakdown row) and a disaggregated decode pool's
     (serve.disagg.estimate_disagg, from evaluate_disagg's decode_eager_s; `here` the tool's own option) alike. `flags`:
     the run's scheduler flags the step was priced with (None: the engine's defaults, as an estimate prices), so that the
     capture it names is the priced one (decode_capture). `moves`: TPOT's log moves at the launch cost's range's ends
-    (serve.aggregated.eager_tpot_moves), the intervals' term; None: the legacy share x the range's half-width."""
+    (serve.aggregated.eager_tpot_moves), the intervals' term; None: the legacy share x the range's half-width. `piecewise`:
+    the step replays vLLM's piecewise graphs (serve.aggregated.piecewise_launches), its note piecewise_note's."""
+    if piecewise:
+        return piecewise_note(dep, batch=batch, extra_s=extra_s, part_s=part_s, tpot_s=tpot_s, moves=moves, flags=flags)
     n, ranks, title = int(np.ceil(batch - 1e-9)), int(np.asarray(stage_ranks(dep.plan)).reshape(-1)[0]), dep.engine.title
     avoid = GRAPH_OPTION.get(dep.engine.name, f"a CUDA-graph capture padded up to {{n}} in {title}'s launch options").format(n=n) + \
         f" (here: {here} {n}, Deployment.cuda_graph_max_bs, priced as padded graphs up to {n})"
@@ -125,3 +132,24 @@ def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, 
     return EagerDecode(batch_per_rank=batch, captured=captured, extra_s=extra_s, tpot_s=part_s, share=share,
                        cuda_graph_max_bs=n, avoid=avoid, note=note,
                        moves=None if moves is None else tuple(float(x) for x in moves))
+
+
+def piecewise_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float,
+                   moves: tuple[float, float] | None, flags: SchedulerFlags | None = None) -> EagerDecode:
+    """EagerDecode for a decode step that replays vLLM's piecewise graphs (Deployment.piecewise_graphs: cudagraph_mode
+    PIECEWISE, -O1) whose host launches outlast its kernels by `extra_s` a step: each layer's attention ops launched from the
+    host between the pieces, each piece a replay (serve.aggregated.piecewise_launches). The advice: vLLM's default full
+    decode graph (FULL_AND_PIECEWISE)."""
+    n = int(np.ceil(batch - 1e-9))
+    avoid = ("vLLM's default decode graph, one full graph a step (cudagraph_mode FULL_AND_PIECEWISE, -O2; here: "
+             "Deployment.piecewise_graphs false)")
+    lo, hi = (x * 1e6 for x in GRAPH_PIECE_RANGE_S)
+    widen = (f"TPOT x{np.exp(-moves[0]):.2f}-x{np.exp(moves[1]):.2f} with the launches at the range's ends; the intervals "
+             "widen by the larger move at 95%") if moves is not None else "not widened"
+    note = (f"decode replays vLLM's piecewise CUDA graphs (cudagraph_mode PIECEWISE): a batch of {batch:.4g} per rank "
+            f"launches each layer's attention and KV-cache write from the host between the graph pieces, +{extra_s * 1e3:.3g} ms "
+            f"a step beyond its kernels, {part_s / tpot_s:.0%} of TPOT (host/eager_launches). Avoid it with {avoid}. Each op is "
+            f"priced at {launch_range()}, each piece's replay at {GRAPH_PIECE_S * 1e6:.3g} us (range {lo:.3g}-{hi:.3g} us), "
+            f"not fitted; no measured run decodes piecewise ({widen})")
+    return EagerDecode(batch_per_rank=batch, captured=captured_text(dep, flags), extra_s=extra_s, tpot_s=part_s, share=part_s / tpot_s,
+                       cuda_graph_max_bs=n, avoid=avoid, note=note, moves=None if moves is None else tuple(float(x) for x in moves))
