@@ -281,11 +281,11 @@ def _piecewise_stage(model: ModelSpec, parts: StepParts, ops, every, *, miss, ra
     return parts, np.where(pw, decode_launch_host(n_all, every[1], ranks) + pieces_all * GRAPH_PIECE_S, host_all)
 
 
-# vLLM's splitting ops (CompilationConfig._attention_ops, vllm/config/compilation.py:766-790@0.33.0 wheel): under
+# vLLM's splitting ops (CompilationConfig._attention_ops, vllm/config/compilation.py:766-788@0.33.0 wheel): under
 # cudagraph_mode PIECEWISE the compiled forward is split at them (split_graph, vllm/compilation/backends.py:576-616) and
 # every piece between two replays as a CUDA graph of its own (CUDAGraphWrapper.__call__, compilation/cuda_graph.py:235-361),
 # while the ops run from the host. Where splitting_ops is left unset vLLM adds the KV-cache write ops too
-# (unified_kv_cache_update, unified_mla_kv_cache_update, compilation.py:1181-1200: backends whose forward does not write the
+# (unified_kv_cache_update, unified_mla_kv_cache_update, compilation.py:1174-1213: backends whose forward does not write the
 # cache, FlashAttention's and FlashInfer's, forward_includes_kv_cache_update False, v1/attention/backends/flash_attn.py:369,
 # flashinfer.py:737), kept beside the attention op in one eager piece (split_graph, backends.py:606-612) but each its own
 # Python custom op launching its own kernel (model_executor/layers/attention/attention.py:546-585). So an attention layer
