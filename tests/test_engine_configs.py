@@ -557,8 +557,7 @@ def test_a_list_flag_with_no_word_is_refused():
 
 
 CC = VLLM_8B + "-cc '{{\"cudagraph_mode\": {}}}'"
-PIECEWISE = ("(PIECEWISE: decode replays graph pieces and launches each layer's attention from the host between them; priced as "
-             "one full graph, those launches are not)")
+PIECEWISE = "piecewise"  # priced as its graph pieces (Deployment.piecewise_graphs, tests/test_piecewise.py), no longer ignored
 
 
 @pytest.mark.parametrize("cmd, graphs, ignored", [
@@ -571,11 +570,12 @@ PIECEWISE = ("(PIECEWISE: decode replays graph pieces and launches each layer's 
     (CC.format("2"), None, ()),
     (CC.format('"FULL_DECODE_ONLY"'), None, ()),
     (CC.format('"full_and_piecewise"'), None, ()),
-    (CC.format('"PIECEWISE"'), None, (f"compilation-config.cudagraph_mode {PIECEWISE}",)),
-    (CC.format("1"), None, (f"compilation-config.cudagraph_mode {PIECEWISE}",)),
+    (CC.format('"PIECEWISE"'), PIECEWISE, ()),
+    (CC.format("1"), PIECEWISE, ()),
     # -O levels (FlexibleArgumentParser: -O0, -O=0, -O 0; OPTIMIZATION_LEVEL_00-03, vllm/config/vllm.py:255-345)
     (VLLM_8B + "-O0", 0, ("optimization-level (0: no torch.compile; its kernels priced as -O2 compiles them)",)),
-    (VLLM_8B + "-O 1", None, ("optimization-level (1: fewer fusions; its kernels priced as -O2 compiles them)", f"optimization-level {PIECEWISE}")),
+    (VLLM_8B + "-O 1", PIECEWISE, ("optimization-level (1: fewer fusions; its kernels priced as -O2 compiles them)",)),
+    (VLLM_8B + "-O 1 --enforce-eager", 0, ("optimization-level (1: fewer fusions; its kernels priced as -O2 compiles them)",)),
     (VLLM_8B + "-O=3", None, ()),
     # a level's mode applies only where the run sets none (_apply_optimization_level_defaults)
     (VLLM_8B + "-O0 -cc '{\"cudagraph_mode\": \"FULL\"}'", None, ("optimization-level (0: no torch.compile; its kernels priced as -O2 compiles them)",)),
@@ -583,13 +583,16 @@ PIECEWISE = ("(PIECEWISE: decode replays graph pieces and launches each layer's 
     (VLLM_8B + "--compilation-config.cudagraph_mode NONE", 0, ()),
     (VLLM_8B + "--compilation_config.cudagraph_mode=none", 0, ()),
     (VLLM_8B + "-cc.cudagraph_mode=NONE", 0, ()),
-    (VLLM_8B + "-cc.cudagraph_mode PIECEWISE", None, (f"compilation-config.cudagraph_mode {PIECEWISE}",)),
+    (VLLM_8B + "-cc.cudagraph_mode PIECEWISE", PIECEWISE, ()),
     (VLLM_8B + "-cc.cudagraph_mode=FULL -cc.max_cudagraph_capture_size=32", 32, ()),
 ])
 def test_vllm_graph_modes_as_vllm_reads_them(cmd, graphs, ignored):
-    """Before, `cudagraph_mode: NONE` was priced as graphs off but compilation-config was listed as ignored, and 0 was not off."""
+    """Before, `cudagraph_mode: NONE` was priced as graphs off but compilation-config was listed as ignored, and 0 was not off.
+    PIECEWISE (or -O1's) is the engine's default capture as graph pieces (piecewise_graphs), once listed as ignored."""
     imp = read_config(cmd, "c", gpu=get_gpu("h100"))
-    assert imp.deployment.cuda_graph_max_bs == graphs and imp.ignored == tuple(sorted(ignored))
+    pieces = graphs == PIECEWISE
+    assert imp.deployment.cuda_graph_max_bs == (None if pieces else graphs) and imp.deployment.piecewise_graphs == pieces
+    assert imp.ignored == tuple(sorted(ignored))
 
 
 @pytest.mark.parametrize("cmd, line", [

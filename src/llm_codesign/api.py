@@ -152,7 +152,8 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
                             spec=dep.spec is not None, arrival=w.arrival,
                             # no decode step at one output token (serve.metrics.no_decode): nothing eager to widen by
                             **({} if r.eager_decode is None or w.osl <= 1 else
-                               {"eager": r.eager_decode.moves, "eager_ttft": r.eager_decode.ttft_moves}))
+                               {"eager": r.eager_decode.moves, "eager_ttft": r.eager_decode.ttft_moves,
+                                "eager_piecewise": r.eager_decode.piecewise}))
     values = {"ttft_ms": r.ttft_s * 1e3, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
               "output_tok_s_per_gpu": r.output_tok_s_per_gpu}
     bands = intervals.bands(values, ctx, table=intervals.table_for(_ref(calibration), gpu=dep.gpu))

@@ -291,7 +291,8 @@ def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp:
     prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta)
     dep = Deployment(gpu=gpu, num_gpus=int(np.asarray(plan.gpus)), plan=plan, precision=prec,
                      backend=engine, spec=spec, max_num_tokens=whole("max_num_tokens", mnt, None, hi=1 << 24) if mnt else None, cpp=cpp,
-                     chunked_prefill=x.chunked_prefill(o), kv_fraction=x.kv_fraction(o), cuda_graph_max_bs=x.cuda_graph_max_bs(o))
+                     chunked_prefill=x.chunked_prefill(o), kv_fraction=x.kv_fraction(o), cuda_graph_max_bs=x.cuda_graph_max_bs(o),
+                     piecewise_graphs=x.piecewise_graphs(o))
     if not real and dep.kv_fraction == x.own_kv_fraction(dep):  # what export writes for a deployment that states none
         dep = replace(dep, kv_fraction=None)
     return dep, conc

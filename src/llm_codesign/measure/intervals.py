@@ -200,6 +200,8 @@ class Context:
     unreproduced: tuple[str, ...] = ()
     # TTFT's (down, up) log moves there (serve.aggregated.eager_ttft_moves: the decode steps it waits out)
     eager_ttft: tuple[float, float] = (0.0, 0.0)
+    # that step replays vLLM's piecewise graphs (serve.eager.EagerDecode.piecewise): the ops between the pieces, priced alike
+    eager_piecewise: bool = False
 
     @property
     def load_below(self) -> str:
@@ -238,7 +240,7 @@ def format_label(prec) -> str:
 
 def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: float, spec: bool = False,
             disaggregated: bool = False, arrival: str = "", eager: tuple[float, float] = (0.0, 0.0),
-            eager_ttft: tuple[float, float] = (0.0, 0.0)) -> Context:
+            eager_ttft: tuple[float, float] = (0.0, 0.0), eager_piecewise: bool = False) -> Context:
     """The Context of a question: `prec` as asked (mapped here to what `gpu` executes), `concurrency`
     None for offline max throughput (its `arrival` is then not said: every request queued at once)."""
     from llm_codesign.cost.ffns import moe_step_activation
@@ -262,7 +264,8 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
     return Context(mode, engine, gpu.family, "moe" if model.is_moe else "dense", load, lengths_class(isl, osl), tuple(kinds),
                    format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name,
                    None if concurrency is None else float(concurrency), float(isl), float(osl), "" if concurrency is None else arrival,
-                   gemm_fmt if gemm_fmt != format_label(run) else "", tuple(eager), eager_ttft=tuple(eager_ttft))
+                   gemm_fmt if gemm_fmt != format_label(run) else "", tuple(eager), eager_ttft=tuple(eager_ttft),
+                   eager_piecewise=bool(eager_piecewise))
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
@@ -716,7 +719,8 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
                    "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
     if any(ctx.eager):  # no group at all: its own term on each side (eager_terms)
         lo, hi = (x * 1e6 for x in DECODE_LAUNCH_RANGE_S)
-        out.append(Widening("eager", f"no decode run without CUDA graphs: its host launches priced at {launch_range()}; "
+        how = " or with piecewise graphs" if ctx.eager_piecewise else ""
+        out.append(Widening("eager", f"no decode run without CUDA graphs{how}: its host launches priced at {launch_range()}; "
                    f"TPOT x{math.exp(-ctx.eager[0]):.2f} at {lo:.3g} us, x{math.exp(ctx.eager[1]):.2f} at {hi:.3g} us, "
                    f"TTFT x{math.exp(-ctx.eager_ttft[0]):.2f} / x{math.exp(ctx.eager_ttft[1]):.2f} (the decode steps it "
                    "waits out): each side of the band widens by its own end's move, in quadrature on top of the others"))
@@ -1210,7 +1214,8 @@ def band_disagg_rows(rows: list[dict], model, decode, *, isl: int, osl: int, cal
         ctx = context(model, decode.gpu, decode.precision, engine=decode.backend, concurrency=row["concurrency"], isl=isl, osl=osl,
                       spec=decode.spec is not None, disaggregated=True, arrival=arrival,
                       eager=tuple(row.get("eager_decode", {}).get("tpot_log_moves", (0.0, 0.0))),
-                      eager_ttft=tuple(row.get("eager_decode", {}).get("ttft_log_moves", (0.0, 0.0))))
+                      eager_ttft=tuple(row.get("eager_decode", {}).get("ttft_log_moves", (0.0, 0.0))),
+                      eager_piecewise=bool(row.get("eager_decode", {}).get("piecewise", False)))
         values = {k: row[k] for k in METRICS}
         # the requests a decode instance runs at once as the row was priced (serve.disagg's decode_batch: the concurrency
         # over the instances, up to the pool's slots): it had been rebuilt by Little's law from the row's rates, tokens/s x

@@ -34,7 +34,7 @@ from llm_codesign.serve.broadcast import once_along_last, once_at_cap
 from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS, SchedulerFlags
-from llm_codesign.spec.kinds import GQA, DenseFfn
+from llm_codesign.spec.kinds import DSA, GQA, Attention, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, cached_tokens
 from llm_codesign.spec.precision import Precision
@@ -143,6 +143,10 @@ class StepParts(NamedTuple):
     eager_n: object = 0.0  # their count, the draft passes' included (0 where the graphs capture the step)
     eager_host_all: object = 0.0  # every stage's launches in turn, at DECODE_LAUNCH_S, where the step misses (PP > 1)
     eager_n_all: object = 0.0  # their count
+    # where the step replays vLLM's piecewise graphs (Deployment.piecewise_graphs, within the capture): eager, eager_host and
+    # eager_n (and eager_host_all, eager_n_all) are then its attention ops' host launches and the pieces' replays
+    # (piecewise_launches), not a whole eager step; at_launch moves the ops' launches, not the replays
+    piecewise: object = False
 
     @property
     def stage(self):
@@ -248,10 +252,12 @@ def _step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs:
     return StepParts(t_kernels, costs.step_overhead, costs.seq_overhead * b, draft, kernels_all=t_all), t_draft, ops, n_all
 
 
-def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags):
+def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec, flags: SchedulerFlags,
+                  piecewise: bool = False):
     """evaluate's decode step: decode_step_parts with the host launches of a batch above the largest captured CUDA graph
     that its kernels do not hide (_eager_misses), the slowest stage's (eager), every stage's in turn (eager_all) and what
-    one micro-batch's pass through the stages waits on (eager_ring, PP_HOSTS_TOGETHER)."""
+    one micro-batch's pass through the stages waits on (eager_ring, PP_HOSTS_TOGETHER). `piecewise`: the captured batches
+    replay vLLM's graph pieces, each layer's attention ops launched from the host between them (_piecewise_stage)."""
     parts, t_draft, ops, every = _step_parts(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
     own = default_capture(costs.engine, gpu, sh, k=k, flags=flags)
     ranks = stage_ranks(sh)
@@ -267,14 +273,70 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
     eager = _eager_decode(b, flags, default=own, host=host, kernels=kernels)
     # the host and its launches where the step misses the graphs (0 elsewhere): what eager_tpot_moves reprices
     parts = parts._replace(eager=eager, eager_host=np.where(miss, host, 0.0), eager_n=np.where(miss, n, 0.0))
+    host_all, n_all = (None, None) if every is None else (decode_launch_host(every[0] + n_draft, every[1], ranks), every[0] + n_draft)
+    if piecewise:
+        parts, host_all, n_all = _piecewise_stage(model, parts, ops, every, miss=miss, ranks=ranks, kernels=kernels,
+                                                  host_all=host_all, n_all=n_all)
     if every is None:
         return parts, t_draft, ops
-    n_all, c_all = every
-    host_all = decode_launch_host(n_all + n_draft, c_all, ranks)
-    eager_all = np.where(np.asarray(eager) > 0, np.maximum(host_all - parts.kernels_all - t_draft, 0.0), 0.0)
+    eager_all = np.where(np.asarray(parts.eager) > 0, np.maximum(host_all - parts.kernels_all - t_draft, 0.0), 0.0)
     ring = eager_all / pp if costs.engine.name in PP_HOSTS_TOGETHER else eager_all
-    return parts._replace(eager_all=eager_all, eager_ring=ring, eager_host_all=np.where(miss, host_all, 0.0),
-                          eager_n_all=np.where(miss, n_all + n_draft, 0.0)), t_draft, ops
+    held = np.asarray(miss, bool) | np.asarray(parts.piecewise, bool)  # what at_launch reprices: a missed step, a piecewise one
+    return parts._replace(eager_all=eager_all, eager_ring=ring, eager_host_all=np.where(held, host_all, 0.0),
+                          eager_n_all=np.where(held, n_all, 0.0)), t_draft, ops
+
+
+def _piecewise_stage(model: ModelSpec, parts: StepParts, ops, every, *, miss, ranks, kernels, host_all, n_all):
+    """_decode_stage's parts where vLLM replays its piecewise graphs (cudagraph_mode PIECEWISE): a captured batch (not
+    `miss`) launches each piece and, between them, each layer's attention ops from the host (piecewise_launches), which
+    the kernels hide where they are the longer, as an eager step's launches (max(host, kernels), _eager_misses); a batch
+    the capture misses runs eager as in every mode. Returns (the parts, every stage's host launches and their count, for
+    eager_all and at_launch's repricing, `host_all` and `n_all` where the capture misses). The draft passes' own pieces are
+    not counted (their kernels are: `kernels`)."""
+    n, pieces = piecewise_launches(model, ops)
+    host = decode_launch_host(n, launches(_collectives(ops)), ranks) + pieces * GRAPH_PIECE_S
+    pw = ~np.asarray(miss, bool)
+    parts = parts._replace(eager=np.where(pw, np.maximum(host - kernels, 0.0), parts.eager), eager_host=np.where(pw, host, parts.eager_host),
+                           eager_n=np.where(pw, n, parts.eager_n), piecewise=pw)
+    if every is None:
+        return parts, None, None
+    ops_all, pieces_all = piecewise_launches(model, every[2])
+    return (parts, np.where(pw, decode_launch_host(ops_all, every[1], ranks) + pieces_all * GRAPH_PIECE_S, host_all),
+            np.where(pw, ops_all, n_all))
+
+
+# vLLM's splitting ops (CompilationConfig._attention_ops, vllm/config/compilation.py:766-788@0.33.0 wheel): under
+# cudagraph_mode PIECEWISE the compiled forward is split at them (split_graph, vllm/compilation/backends.py:576-616) and
+# every piece between two replays as a CUDA graph of its own (CUDAGraphWrapper.__call__, compilation/cuda_graph.py:235-361),
+# while the ops run from the host. Where splitting_ops is left unset vLLM adds the KV-cache write ops too
+# (unified_kv_cache_update, unified_mla_kv_cache_update, compilation.py:1174-1213: backends whose forward does not write the
+# cache, FlashAttention's and FlashInfer's, forward_includes_kv_cache_update False, v1/attention/backends/flash_attn.py:369,
+# flashinfer.py:737), kept beside the attention op in one eager piece (split_graph, backends.py:606-612) but each its own
+# Python custom op launching its own kernel (model_executor/layers/attention/attention.py:546-585). So an attention layer
+# runs 2 host ops (the write, the attention), DeepSeek-V3.2's sparse MLA 3 (its indexer, sparse_attn_indexer, is one of
+# them), a recurrent or linear mixer 1 (mamba_mixer2, qwen_gdn_attention_core, linear_attention), each at DECODE_LAUNCH_S
+PIECEWISE_HOST_OPS = {"attention": 2.0, "dsa": 3.0, "other": 1.0}
+# The host's cost of replaying one graph piece: vLLM's piecewise toy model (2 layers, a trivial custom op as attention) ran
+# a batch-1 step in 91.3 us against 71.8 us as one full graph (vllm-project/vllm PR #9715, tests/compile/piecewise/
+# test_toy_llama.py benchmark(), 2024-10-28): 19.5 us for 2 more replays and 2 trivial ops, ~5 us each. Range 3-10 us: 3.5 us
+# the CPU time of launching an 80-kernel graph (cuda.juliagpu.org, "Graphs"), 9.75 us the PR's whole 19.5 us on the replays.
+# Documented, not fitted (no campaign row runs PIECEWISE); the intervals widen by the attention ops' launch range only
+GRAPH_PIECE_S = 5e-6
+GRAPH_PIECE_RANGE_S = (3e-6, 10e-6)
+
+
+def piecewise_launches(model: ModelSpec, ops):
+    """(host ops, graph pieces) of one stage's decode step under vLLM's piecewise graphs: each layer's mixer's splitting
+    ops (PIECEWISE_HOST_OPS by the mixer of its decode op, role core_decode) and the pieces around them, one more than the
+    layers split (the first before any attention, the last after)."""
+    n, layers = 0.0, 0.0
+    for op in ops:
+        if op.role != "core_decode":
+            continue
+        mixer = model.groups[op.group][0].attn
+        per = PIECEWISE_HOST_OPS["dsa" if isinstance(mixer, DSA) else "attention" if isinstance(mixer, Attention) else "other"]
+        n, layers = n + per * np.asarray(op.count, float), layers + np.asarray(op.count, float)
+    return n, layers + 1.0
 
 
 def _draft_launches(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding):
@@ -317,7 +379,7 @@ def _decode_kernels(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
     ops, every = ops if staged else (ops, None)
     t_draft = 0.0 if spec is None else _draft_passes(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec, ops=ops)
     return (kernels_time(ops, gpu, costs), t_draft, ops, None if every is None else kernels_time(every, gpu, costs),
-            None if every is None else (launches(every), launches(_collectives(every))))
+            None if every is None else (launches(every), launches(_collectives(every)), every))
 
 
 def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding, ops=None):
@@ -571,11 +633,13 @@ class Serving:
     chunked_prefill: bool | None = None  # the deployment's launch option (Deployment.chunked_prefill); None: the engine's default
     kv_fraction: float | None = None  # the deployment's launch option (Deployment.kv_fraction); None: the engine's own
     cuda_graph_max_bs: int | None = None  # the deployment's CUDA graphs (Deployment.cuda_graph_max_bs); None: the engine's default
+    piecewise_graphs: bool = False  # vLLM's piecewise decode graphs (Deployment.piecewise_graphs); False: one full graph
 
     @classmethod
     def of(cls, dep: Deployment) -> Serving:
         return cls(gpu=dep.gpu, prec=dep.precision, plan=dep.plan, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens,
-                   cpp=dep.cpp, chunked_prefill=dep.chunked_prefill, kv_fraction=dep.kv_fraction, cuda_graph_max_bs=dep.cuda_graph_max_bs)
+                   cpp=dep.cpp, chunked_prefill=dep.chunked_prefill, kv_fraction=dep.kv_fraction, cuda_graph_max_bs=dep.cuda_graph_max_bs,
+                   piecewise_graphs=dep.piecewise_graphs)
 
     def flags(self, flags: SchedulerFlags | None) -> SchedulerFlags:
         """A run's flags with its deployment's launch options where it sets none (run_flags)."""
@@ -609,7 +673,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     # a micro-batch's decodes (k + 1 tokens each), below pp a wave's all in one (micro_batches); ops kept only with_ops
     per_mb = running / micro_batches(running, pp, together=(together := offline or arrival != "closed_loop"))
-    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
+    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl,
+                                        piecewise=at.piecewise_graphs)
     t_stage, ops, t_iter = parts.stage, ops if with_ops else None, parts.iteration(pp, running, together=together)
     t_wait = _first_wait(costs, fl, adp=adp, C=C, arrival=arrival, t_iter=t_iter)
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,

@@ -3,12 +3,14 @@ disaggregated decode pool (serve.disagg) alike: the capture in words, the note a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from llm_codesign.serve.aggregated import (
     DECODE_LAUNCH_RANGE_S,
+    GRAPH_PIECE_RANGE_S,
+    GRAPH_PIECE_S,
     LAUNCH_JITTER_RANGE_S,
     LAUNCH_JITTER_S,
     Serving,
@@ -41,11 +43,13 @@ class EagerDecode:
     # the decode steps it waits out; Context.eager_ttft)
     moves: tuple[float, float] = (0.0, 0.0)
     ttft_moves: tuple[float, float] = (0.0, 0.0)
+    piecewise: bool = False  # the step replays vLLM's piecewise graphs (piecewise_note), not a whole eager step
 
     def to_dict(self) -> dict:
         return {"batch_per_rank": self.batch_per_rank, "captured": self.captured, "extra_ms_per_step": self.extra_s * 1e3,
                 "tpot_ms": self.tpot_s * 1e3, "share_of_tpot": self.share, "cuda_graph_max_bs": self.cuda_graph_max_bs,
-                "avoid": self.avoid, "note": self.note, "tpot_log_moves": list(self.moves), "ttft_log_moves": list(self.ttft_moves)}
+                "avoid": self.avoid, "note": self.note, "tpot_log_moves": list(self.moves), "ttft_log_moves": list(self.ttft_moves)} | \
+            ({"piecewise": True} if self.piecewise else {})
 
 
 # how each engine's launch sets a padded capture up to n (the advice of EagerDecode): TensorRT-LLM's extra LLM API options
@@ -77,6 +81,8 @@ def captured_text(dep: Deployment, flags: SchedulerFlags | None = None) -> str:
     1-32, the powers of 2 from 64 below its max, and the max)."""
     if dep.cuda_graph_max_bs == 0:  # an imported launch that turns graphs off (Deployment.cuda_graph_max_bs 0)
         return "none: the launch turns CUDA graphs off"
+    if dep.piecewise_graphs:  # vLLM's cudagraph_mode PIECEWISE: the same sizes, each a graph piece between attention ops
+        return captured_text(replace(dep, piecewise_graphs=False), flags) + ", as graph pieces between the attention ops (PIECEWISE)"
     if dep.cuda_graph_max_bs is not None:
         return f"padded graphs up to {int(dep.cuda_graph_max_bs)} per rank (the deployment's cuda_graph_max_bs)"
     top, padded = decode_capture(dep, flags)
@@ -88,14 +94,18 @@ def captured_text(dep: Deployment, flags: SchedulerFlags | None = None) -> str:
 
 def eager_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float, moves: tuple[float, float],
                ttft_moves: tuple[float, float] = (0.0, 0.0), here: str = "--cuda-graph-max-bs",
-               flags: SchedulerFlags | None = None) -> EagerDecode:
+               flags: SchedulerFlags | None = None, piecewise: bool = False) -> EagerDecode:
     """EagerDecode for `dep`'s decode step at `batch` per rank whose eager launches add `extra_s` a step and `part_s` to
     a TPOT of `tpot_s` (0 and 0 where the kernels hide them at DECODE_LAUNCH_S but not at the range's upper end: a one-line
     note): an aggregated estimate's (from its breakdown row) and a disaggregated decode pool's (serve.disagg.estimate_disagg,
     from evaluate_disagg's decode_eager_s; `here` the tool's own option) alike. `flags`: the run's scheduler flags the step
     was priced with (None: the engine's defaults, as an estimate prices), so that the capture it names is the priced one
     (decode_capture). `moves`, `ttft_moves`: TPOT's and TTFT's log moves at the launch cost's range's ends
-    (serve.aggregated.eager_tpot_moves, eager_ttft_moves), the intervals' terms."""
+    (serve.aggregated.eager_tpot_moves, eager_ttft_moves), the intervals' terms. `piecewise`: the step replays vLLM's
+    piecewise graphs (serve.aggregated.piecewise_launches), its note piecewise_note's."""
+    if piecewise:
+        return piecewise_note(dep, batch=batch, extra_s=extra_s, part_s=part_s, tpot_s=tpot_s, moves=moves,
+                              ttft_moves=ttft_moves, flags=flags)
     n, ranks, title = int(np.ceil(batch - 1e-9)), int(np.asarray(stage_ranks(dep.plan)).reshape(-1)[0]), dep.engine.title
     avoid = GRAPH_OPTION.get(dep.engine.name, f"a CUDA-graph capture padded up to {{n}} in {title}'s launch options").format(n=n) + \
         f" (here: {here} {n}, Deployment.cuda_graph_max_bs, priced as padded graphs up to {n})"
@@ -133,3 +143,33 @@ def _shown(held: str, captured: str, avoid: str, *, extra_s: float, share: float
             f"TPOT (host/eager_launches). Avoid it with {avoid}. The launches are priced at {launch_range()} per fused "
             f"operator (standing for the unfused kernels an eager forward runs beside it){jitter}, not fitted; no measured "
             f"run decodes without CUDA graphs, so this part is unmeasured for decode ({widen})")
+
+
+def piecewise_note(dep: Deployment, *, batch: float, extra_s: float, part_s: float, tpot_s: float, moves: tuple[float, float],
+                   ttft_moves: tuple[float, float] = (0.0, 0.0), flags: SchedulerFlags | None = None) -> EagerDecode:
+    """EagerDecode for a decode step that replays vLLM's piecewise graphs (Deployment.piecewise_graphs: cudagraph_mode
+    PIECEWISE, -O1) whose host launches outlast its kernels by `extra_s` a step: each layer's attention ops launched from the
+    host between the pieces, each piece a replay (serve.aggregated.piecewise_launches); `extra_s` 0 where the kernels hide
+    them at DECODE_LAUNCH_S but not at the range's upper end (a one-line note, as eager_note's). `moves`, `ttft_moves` as
+    eager_note's (the attention ops' launches moved to the range's ends, the pieces' replays held). The advice: vLLM's
+    default full decode graph (FULL_AND_PIECEWISE)."""
+    n = int(np.ceil(batch - 1e-9))
+    avoid = ("vLLM's default decode graph, one full graph a step (cudagraph_mode FULL_AND_PIECEWISE, -O2; here: "
+             "Deployment.piecewise_graphs false)")
+    moves = tuple(float(x) for x in moves)
+    common = dict(batch_per_rank=batch, captured=captured_text(dep, flags), cuda_graph_max_bs=n, avoid=avoid, moves=moves,
+                  ttft_moves=tuple(float(x) for x in ttft_moves), piecewise=True)
+    head = (f"decode replays vLLM's piecewise CUDA graphs (cudagraph_mode PIECEWISE): a batch of {batch:.4g} per rank "
+            "launches each layer's attention and KV-cache write from the host between the graph pieces")
+    if extra_s <= 0:  # hidden at 35 us, shown at the upper end (docs/modelling-notes.md#eagerfix-eager-sides)
+        note = (f"{head}; at {launch_range()} they hide under its kernels, but at {DECODE_LAUNCH_RANGE_S[1] * 1e6:.3g} us "
+                f"they would add +{tpot_s * np.expm1(moves[1]) * 1e3:.3g} ms to TPOT: the intervals widen above only. "
+                f"Avoid it with {avoid}")
+        return EagerDecode(extra_s=0.0, tpot_s=0.0, share=0.0, note=note, **common)
+    lo, hi = (x * 1e6 for x in GRAPH_PIECE_RANGE_S)
+    widen = (f"TPOT x{np.exp(-moves[0]):.2f}-x{np.exp(moves[1]):.2f} with the launches at the range's ends; each side of "
+             "the intervals widens by its own end's move")
+    note = (f"{head}, +{extra_s * 1e3:.3g} ms a step beyond its kernels, {part_s / tpot_s:.0%} of TPOT (host/eager_launches). "
+            f"Avoid it with {avoid}. Each op is priced at {launch_range()}, each piece's replay at {GRAPH_PIECE_S * 1e6:.3g} us "
+            f"(range {lo:.3g}-{hi:.3g} us), not fitted; no measured run decodes piecewise ({widen})")
+    return EagerDecode(extra_s=extra_s, tpot_s=part_s, share=part_s / tpot_s, note=note, **common)

@@ -412,7 +412,8 @@ def _eager_decode(dep: Deployment, rows: tuple[OperatorTime, ...], sp, tp: dict,
     if row is None and moves[1] <= 0:  # hidden under the kernels at both ends: nothing to say or widen by
         return None
     extra, part = (0.0, 0.0) if row is None else (row.time_s, row.tpot_s)
-    return eager_note(dep, batch=batch, extra_s=extra, part_s=part, tpot_s=tpot_s, moves=moves, ttft_moves=ttft)
+    return eager_note(dep, batch=batch, extra_s=extra, part_s=part, tpot_s=tpot_s, moves=moves, ttft_moves=ttft,
+                      piecewise=bool(np.asarray(sp.piecewise).reshape(-1)[0]))
 
 
 def _with_steps(ops: tuple[OperatorTime, ...], priced, dep: Deployment, cal: Calibration) -> tuple[OperatorTime, ...]:
@@ -466,7 +467,10 @@ def _host_rows(add, one, sp, costs, dep: Deployment, *, b: float, hidden: str, s
     add("fitted/per_sequence", "fitted", one(sp.host_seq),
         f"the fitted cost a running sequence beyond the kernels: {b:.4g} running sequences x {costs.seq_overhead * 1e6:.3g} us "
         "(seq_overhead_s)", always=True, scale=scale_of("host_seq"))
+    pieces = bool(np.asarray(sp.piecewise).reshape(-1)[0])  # vLLM's piecewise graphs: the attention ops launched between them
     add("host/eager_launches", "host", one(sp.eager),
+        f"a batch of {b:.4g} per rank in vLLM's piecewise CUDA graphs: each layer's attention ops launched from the host "
+        "between the graph pieces (serve.aggregated.piecewise_launches)" if pieces else
         f"a batch of {b:.4g} per rank the CUDA graphs miss ({captured_text(dep)}): every kernel's host launch, as eager",
         scale=scale_of("eager"))
     add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage",

@@ -292,6 +292,10 @@ class Deployment:
     # estimate's and disagg's capture flags take 0 too, the web form 1 and up); None: the engine's default capture (Engine.graphs_default:
     # TensorRT-LLM's LLM API stops at 128 and skips 33-63 and 65-127; SGLang's by GPU memory and TP, vLLM's by max_num_seqs)
     cuda_graph_max_bs: int | None = None
+    # whether its decode graphs are vLLM's pieces between the attention ops rather than one full graph (cudagraph_mode
+    # PIECEWISE, or -O1's default, as `import` reads them): each layer's attention and KV-cache write is launched from the
+    # host between the pieces (serve.aggregated.piecewise_launches). vLLM only; not with graphs off (cuda_graph_max_bs 0)
+    piecewise_graphs: bool = False
 
     def __post_init__(self):
         if not isinstance(self.gpu, Gpu):  # a catalog id or a TOML path, as lc.deployment takes it (else an AttributeError below)
@@ -317,6 +321,11 @@ class Deployment:
         if g is not None and (isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 0 <= g <= MAX_CONCURRENCY):
             raise InputError("cuda_graph_max_bs", g, f"a whole number of requests from 0 (graphs off) to {MAX_CONCURRENCY:,}, or absent "
                                                      "(the engine's default)")
+        if not isinstance(self.piecewise_graphs, (bool, np.bool_)):
+            raise InputError("piecewise_graphs", self.piecewise_graphs, "true or false (vLLM's cudagraph_mode PIECEWISE)")
+        if self.piecewise_graphs and (engine.name != "vllm" or g == 0):
+            raise InputError("piecewise_graphs", self.piecewise_graphs, "false here: piecewise decode graphs are vLLM's "
+                             f"cudagraph_mode PIECEWISE, with CUDA graphs on (this is {engine.name}, cuda_graph_max_bs {g})")
         # an activation format left to the GPU settled on this one (MXFP4 weights: W4A4 on CDNA4), so that its label says what runs
         object.__setattr__(self, "precision", self.precision.on(self.gpu))
 
@@ -351,7 +360,8 @@ class Deployment:
                 "draft_model": s.draft_model if s else None, "max_num_tokens": self.step_tokens, "cpp": bool(self.cpp),
                 **({} if self.chunked_prefill is None else {"chunked_prefill": bool(self.chunked_prefill)}),
                 **({} if self.kv_fraction is None else {"kv_fraction": float(self.kv_fraction)}),
-                **({} if self.cuda_graph_max_bs is None else {"cuda_graph_max_bs": int(self.cuda_graph_max_bs)})}
+                **({} if self.cuda_graph_max_bs is None else {"cuda_graph_max_bs": int(self.cuda_graph_max_bs)}),
+                **({"piecewise_graphs": True} if self.piecewise_graphs else {})}
 
     @classmethod
     def from_dict(cls, d: dict, gpu: Gpu | None = None) -> "Deployment":
@@ -380,7 +390,8 @@ class Deployment:
         n = d.get("num_gpus") or d.get("instance_gpus") or int(plan.gpus)
         return cls(gpu=gpu or get_gpu(d["gpu"]), num_gpus=int(n), plan=plan, precision=prec, backend=d.get("backend"),
                    spec=spec, max_num_tokens=d.get("max_num_tokens"), cpp=bool(d.get("cpp", False)),
-                   chunked_prefill=chunked, kv_fraction=d.get("kv_fraction"), cuda_graph_max_bs=d.get("cuda_graph_max_bs"))
+                   chunked_prefill=chunked, kv_fraction=d.get("kv_fraction"), cuda_graph_max_bs=d.get("cuda_graph_max_bs"),
+                   piecewise_graphs=d.get("piecewise_graphs", False))
 
 
 # a request count past which no engine runs one instance (TensorRT-LLM's max_batch_size default is 2048,

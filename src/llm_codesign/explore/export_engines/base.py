@@ -81,6 +81,11 @@ class Exporter(ABC):
         they set none: the engine's default capture."""
         return None
 
+    def piecewise_graphs(self, o: dict) -> bool:
+        """Whether its options capture the decode graphs as pieces between the attention ops (Deployment.piecewise_graphs:
+        vLLM's cudagraph_mode PIECEWISE); False: one full graph, or none."""
+        return False
+
     def own_kv_fraction(self, dep: Deployment) -> float:
         """The fraction the engine takes for `dep` where the deployment states none (Engine.kv_budget), which
         its export writes out."""

@@ -65,6 +65,8 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["enforce-eager"] = True
     elif graphs is not None:
         o["max-cudagraph-capture-size"] = graphs * (1 + dep.draft_len)
+    if dep.piecewise_graphs and graphs != 0:  # the decode graphs as pieces between the attention ops (graph_mode)
+        o["compilation-config"] = nested("vllm", "compilation-config", cudagraph_mode="PIECEWISE")
     if dep.spec is not None:
         draft = {"model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
         o["speculative-config"] = nested("vllm", "speculative-config", method=engine_spec("vllm")["spec_method"][dep.spec.method],
@@ -76,10 +78,11 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
 # (validate_cudagraph_mode_before upper-cases a string, :873-879) or the enum's value, 0 / 1 / 2 for the three runtime modes.
 # What each runs a decode step as (CUDAGraphMode.decode_mode, :65-66): NONE eager; PIECEWISE the graph's pieces between the
 # splitting ops, each layer's attention op (and its KV-cache write) launched from the host between them (_attention_ops
-# :768-790, set as splitting_ops :1184, unified_kv_cache_update :1186-1213); FULL, FULL_DECODE_ONLY and FULL_AND_PIECEWISE
-# (the default at -O2 / -O3) one full graph. They differ only in a mixed step within the capture (full, eager, piecewise),
-# which the step model does not tell apart; a step above the capture runs without graphs in every mode, priced at the
-# eager launch cost (data/calibration/default.toml [default.eager_launch_s])
+# :768-790, set as splitting_ops :1184, unified_kv_cache_update :1186-1213), priced so (Deployment.piecewise_graphs,
+# serve.aggregated.piecewise_launches); FULL, FULL_DECODE_ONLY and FULL_AND_PIECEWISE (the default at -O2 / -O3) one full
+# graph. They differ only in a mixed step within the capture (full, eager, piecewise), which the step model does not tell
+# apart (a step carrying prefill is priced at the fitted eager launch cost, data/calibration/default.toml
+# [default.eager_launch_s]); a decode step above the capture runs without graphs in every mode (DECODE_LAUNCH_S)
 GRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 # the cudagraph_mode each -O level sets where the run sets none (OPTIMIZATION_LEVEL_00-03, vllm/config/vllm.py:255-345;
 # applied only to a field left unset, _apply_optimization_level_defaults :1039-1067): -O0 none, -O1 piecewise
@@ -314,22 +317,19 @@ class VLLMExporter(Exporter):
             return None
         return max(top // (1 + draft_tokens(o)), 1)
 
+    def piecewise_graphs(self, o: dict) -> bool:
+        """Whether its decode graphs are pieces between the attention ops: compilation-config's cudagraph_mode PIECEWISE, or
+        -O1's where the run sets none (graph_mode), without --enforce-eager (which turns graphs off: cuda_graph_max_bs 0)."""
+        return not o.get("enforce-eager") and graph_mode(o) == "PIECEWISE"
+
     def unread(self, o: dict, model: ModelSpec, dep: Deployment) -> list[str]:
-        """compilation-config's fields other than the capture (CC_READ), each by name, and the graph modes priced as what they
-        are not: PIECEWISE (compilation-config's, or -O1's) runs each decode step's attention and KV-cache write outside
-        the graph pieces, launched from the host every layer, which the decode step prices as one full graph (no term
-        counts those launches); -O0 and -O1 also compile less (no torch.compile at -O0, fewer fusions at -O1), and the
-        kernels are priced as -O2 compiles them."""
+        """compilation-config's fields other than the capture and its mode (CC_READ), each by name, and the compilation a
+        level prices as what it is not: -O0 and -O1 compile less (no torch.compile at -O0, fewer fusions at -O1), and the
+        kernels are priced as -O2 compiles them. PIECEWISE (compilation-config's, or -O1's) is priced: piecewise_graphs."""
         cc = o.get("compilation-config")
         out = [f"compilation-config.{k}" for k in (cc if isinstance(cc, dict) else {}) if k not in CC_READ]
         if cc is not None and not isinstance(cc, dict):
             out.append("compilation-config (not a mapping of CompilationConfig fields)")
-        mode = None if o.get("enforce-eager") else graph_mode(o)
-        said = isinstance(cc, dict) and cc.get("cudagraph_mode") is not None
-        if mode == "PIECEWISE":
-            out.append(f"{'compilation-config.cudagraph_mode' if said else 'optimization-level'} (PIECEWISE: decode replays graph pieces "
-                       "and launches each layer's attention from the host between them; priced as one full graph, those "
-                       "launches are not)")
         level = o.get("optimization-level")
         if level is not None and str(level).strip() in ("0", "1"):
             out.append(f"optimization-level ({level}: {'no torch.compile' if str(level).strip() == '0' else 'fewer fusions'}; "
