@@ -8,6 +8,7 @@ from typer.testing import CliRunner
 
 from llm_codesign.cli import app
 from llm_codesign.cli.design import params_line
+from llm_codesign.explore.design_report import budget
 from llm_codesign.explore.design import CARRIED, baseline_fields, export_changes, hf_config
 from llm_codesign.spec.model import from_hf_config
 
@@ -51,6 +52,7 @@ def test_the_header_says_the_budget_and_the_rows_span(run):
     assert "designs at 30B ± 10% params" in flat
     p = sorted(d["total_params"] for d in r["designs"])
     assert f"rows span {p[0] / 1e9:.3g}B-{p[-1] / 1e9:.3g}B params" in flat
+    assert r["budget"] == {"params": 30e9, "tol": 0.1, "rows": [p[0], p[-1]], "reference_params": 28_924_968_960}
     # my30b by hand (norms uncounted, no q/k/v bias, untied head): attention q 26,214,400 + k, v 10,485,760 + o 26,214,400 = 62,914,560; FFN 3 x 5120 x 25600 = 393,216,000; x 60 layers
     # -> 456,130,560 a layer, x 60 = 27,367,833,600; embedding and head 2 x 152064 x 5120 = 1,557,135,360; total 28,924,968,960
     assert r["baseline"]["total_params"] == 28_924_968_960
@@ -62,7 +64,11 @@ def test_gain_at_equal_params_by_hand():
     # at equal params 1.204 x 27.2 / 28.5 = 1.204 x 0.954386 = 1.14908: +14.9%; rows 27.2/30 - 1 = -9.3%, 28.4/30 - 1 = -5.3%
     d = lambda p, g: {"total_params": p, "gain_pct": g}  # noqa: E731
     r = {"designs": [d(27.2e9, 20.4), d(28.4e9, 10.0)], "baseline": {"name": "my30b", "total_params": 28.5e9}, "reference": None}
-    line = params_line(r, 30e9, 0.05, "tok/s/GPU")
+    r["budget"] = budget(r, 30e9, 0.05)
+    assert r["budget"]["rows"] == [27.2e9, 28.4e9] and r["designs"][0]["gain_equal_params_pct"] == pytest.approx(14.90807, abs=1e-4)
+    # row 2: 1.10 x 28.4 / 28.5 = 1.096140: +9.61%
+    assert r["designs"][1]["gain_equal_params_pct"] == pytest.approx(9.6140, abs=1e-3)
+    line = params_line(r, "tok/s/GPU")
     assert "rows 27.2B-28.4B, -9.3 to -5.3% of the 30B budget (±5%); my30b 28.5B" in line
     assert "design 1 at equal params tok/s/GPU +14.9%" in line
 

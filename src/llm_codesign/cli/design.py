@@ -194,21 +194,18 @@ def envelope_lines(designs: list[dict], scale: float | None = None) -> list[str]
     return out
 
 
-def params_line(r: dict, params: float, tol: float, short: str) -> str | None:
-    """One line: how far the rows sit below (or above) the budget, and design 1's gain at equal parameters: its
-    objective x its params / the compared model's params against that model's (first order: weight streaming sets
-    decode's speed, so a smaller model is faster by its size alone; the proxy loss already prices its quality)."""
-    ds = r["designs"]
-    if not ds:
+def params_line(r: dict, short: str) -> str | None:
+    """One line: how far the rows sit below (or above) the budget (explore.design_report.budget), and design 1's gain
+    at equal parameters (first order: weight streaming sets decode's speed, so a smaller model is faster by its size
+    alone; the proxy loss already prices its quality)."""
+    bu, ds = r.get("budget"), r["designs"]
+    if not ds or not bu:
         return None
-    who = r["baseline"] or r["reference"]
-    lo, hi = min(d["total_params"] for d in ds), max(d["total_params"] for d in ds)
+    who, (lo, hi), params = r["baseline"] or r["reference"], bu["rows"], bu["params"]
     out = (f"params: rows {_params(lo)}-{_params(hi)}, {100 * (lo / params - 1):+.1f} to {100 * (hi / params - 1):+.1f}% of the "
-           f"{_params(params)} budget (±{100 * tol:g}%); {who['name']} {_params(who['total_params'])}")
-    d = ds[0]
-    if d.get("gain_pct") is not None:  # the gain is over `who` at the same SLO, so (1 + gain) x the params ratio - 1
-        eq = (1 + d["gain_pct"] / 100) * d["total_params"] / who["total_params"] - 1
-        out += (f"; design 1 at equal params {short} {100 * eq:+.1f}% (its {short} x {_params(d['total_params'])} / "
+           f"{_params(params)} budget (±{100 * bu['tol']:g}%); {who['name']} {_params(who['total_params'])}")
+    if (eq := ds[0].get("gain_equal_params_pct")) is not None:
+        out += (f"; design 1 at equal params {short} {eq:+.1f}% (its {short} x {_params(ds[0]['total_params'])} / "
                 f"{_params(who['total_params'])}, as if weights set the speed)")
     return out
 
@@ -482,7 +479,7 @@ def design(
         t.add_row(*row)
     con.print(t)
     con.print(f"equal quality: {ref['rule']} (--quality-sigmas, --quality-tol)")
-    if line := params_line(r, params, budget_tol, short):
+    if line := params_line(r, short):
         con.print(line, highlight=False)
     if line := _batch_line(r, short):
         con.print(line)
