@@ -194,6 +194,56 @@ def envelope_lines(designs: list[dict], scale: float | None = None) -> list[str]
     return out
 
 
+def params_line(r: dict, short: str) -> str | None:
+    """One line: how far the rows sit below (or above) the budget (explore.design_report.budget), and design 1's gain
+    at equal parameters (first order: weight streaming sets decode's speed, so a smaller model is faster by its size
+    alone; the proxy loss already prices its quality)."""
+    bu, ds = r.get("budget"), r["designs"]
+    if not ds or not bu:
+        return None
+    who, (lo, hi), params = r["baseline"] or r["reference"], bu["rows"], bu["params"]
+    out = (f"params: rows {_params(lo)}-{_params(hi)}, {100 * (lo / params - 1):+.1f} to {100 * (hi / params - 1):+.1f}% of the "
+           f"{_params(params)} budget (±{100 * bu['tol']:g}%); {who['name']} {_params(who['total_params'])}")
+    if (eq := ds[0].get("gain_equal_params_pct")) is not None:
+        out += (f"; design 1 at equal params {short} {eq:+.1f}% (its {short} x {_params(ds[0]['total_params'])} / "
+                f"{_params(who['total_params'])}, as if weights set the speed)")
+    return out
+
+
+def _span(ds: list[dict]) -> str:
+    """The header's third line: the parameter range the rows span (params_line says it against the budget)."""
+    p = [d["total_params"] for d in ds]
+    return f"\nrows span {_params(min(p))}-{_params(max(p))} params" if p else ""
+
+
+def export_line(carried: dict, changes: list) -> str:
+    """What --export took from the baseline and what it set otherwise (explore.design.baseline_fields, export_changes)."""
+    if not carried:
+        return "export: design 1's shape on the Llama template (no baseline given)"
+    out = "export: the shape is design 1's; from the baseline " + ", ".join(f"{k} {json.dumps(v)}" for k, v in carried.items())
+    if "max_position_embeddings" not in carried:
+        out += " (its config.json was not read: the template's max_position_embeddings 131072, rope_theta 5e5 stand)"
+    if changes:
+        out += "; changed, as the search priced it: " + ", ".join(f"{k} {json.dumps(a)} -> {json.dumps(b)}" for k, a, b in changes)
+    return out
+
+
+def _raw_config(ref: str | None) -> dict | None:
+    """The baseline's config.json as written: a bundled model's (spec.registry), or the file --baseline names or a
+    folder holding one; None for a Hub id (the export then says its config was not read)."""
+    from pathlib import Path
+
+    from llm_codesign.spec.registry import _data, _index
+
+    key = (ref or "").strip().lower()
+    p = _data().joinpath(_index()[key]["config"]) if key in _index() else Path(ref) if ref else None
+    p = p / "config.json" if p and p.is_dir() else p
+    try:
+        return json.loads(p.read_text()) if p and p.is_file() else None
+    except (OSError, ValueError):
+        return None
+
+
 @app.command()
 def lint(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
@@ -315,7 +365,8 @@ def design(
 ):
     """Search model shapes that move the frontier out at equal quality proxy."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.design import DEFAULT_VOCAB, Slo, check_options, design_nsga2, hf_config, to_model
+    from llm_codesign.explore.design import (DEFAULT_VOCAB, Slo, baseline_fields, check_options, design_nsga2, export_changes, hf_config,
+                                             to_model)
     from llm_codesign.explore.design import design as run
     from llm_codesign.outputs import check_writable, write_all, write_text
 
@@ -400,7 +451,10 @@ def design(
                          isl=r["isl_osl"][0], osl=r["isl_osl"][1], engine=eng)
             runs.append(replace(res, model=f"design {j + 1} ({d['shape']['hidden']}x{d['shape']['layers']})"))
         jobs.append((lambda p: write_plot(runs, p), plot_path))
-    config = json.dumps(hf_config(r["designs"][0], vocab), indent=2) + "\n" if export and r["designs"] else None
+    raw = _raw_config(baseline)
+    carried = baseline_fields(base, raw)  # the baseline's context, RoPE and vocabulary, not the Llama template's
+    cfg = hf_config(r["designs"][0], vocab, carried) if export and r["designs"] else None
+    config = json.dumps(cfg, indent=2) + "\n" if cfg is not None else None
     if config is not None and export != "-":
         jobs.append((lambda p: p.write_text(config), export))
     write_all(jobs)
@@ -445,12 +499,12 @@ def design(
     rows = [(*row[:4], row[4] if inside else f"{row[4]}\n{row[5]}", *row[6:]) for row in rows]
     heads = f"{'|/'.join(short.rsplit('/', 1))}:n gain|%:n"
     columns = f"#:n shape:t params:n active:n {'loss_%|±test' if inside else 'loss_%|±test|envelope'}:n {heads} deployment:t lint:k"
-    budget = f"{params / 1e9:.0f}B params" + (f", {active_params / 1e9:.3g}B active" if active_params is not None else "")
+    budget = f"{params / 1e9:.0f}B ± {100 * budget_tol:g}% params" + (f", {active_params / 1e9:.3g}B active" if active_params is not None else "")
     # the search's size on a line of its own: folded at 80 columns, one title broke "in 1.5 / s)" between a figure and its unit
     sc = r.get("screened", {})
     thinned = f", thinned to {sc['priced']:,} of {sc['admitted']:,} admitted" if sc.get("priced", 0) < sc.get("admitted", 0) else ""
     t = _table(f"designs at {budget} on {gpus_}x {g.name}, {regime} regime\n({r['candidates']:,} shapes{thinned}, "
-               f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)", columns,
+               f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)" + _span(r["designs"]), columns,
                f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
                f"proxy loss against {ref['name']}'s; ±test: sigma_delta, the band the equal-quality test uses; err ± beneath: the "
                "model's error of the delta, flat axes and extrapolation included, the band to read as evidence; x beside it: a term "
@@ -463,6 +517,8 @@ def design(
         t.add_row(*row)
     con.print(t)
     con.print(f"equal quality: {ref['rule']} (--quality-sigmas, --quality-tol)")
+    if line := params_line(r, short):
+        con.print(line, highlight=False)
     if line := _batch_line(r, short):
         con.print(line)
     if line := ffn_pass_line(r.get("grid", {}).get("ffn_pass")):
@@ -484,6 +540,7 @@ def design(
         if line := scale_line(r["designs"][0]):
             con.print(line, highlight=False)
     if export and r["designs"]:
+        con.print(export_line(carried, export_changes(cfg, base, raw)), highlight=False)
         con.print(f"wrote {'standard output' if export == '-' else export}")
     if plot_path and r["designs"]:
         con.print(f"wrote plot: {plot_path}")

@@ -1038,13 +1038,45 @@ def to_model(d: dict, vocab: int, name: str = "design") -> ModelSpec:
     return ModelSpec(name, s["hidden"], vocab, ((Layer(attn, ffn), s["layers"]),))
 
 
-def hf_config(d: dict, vocab: int) -> dict:
-    """A Hugging Face config.json for a design (Llama layout for dense, Qwen3-MoE layout for MoE)."""
+# the baseline's fields that are not its shape: carried into the exported design as they stand, so the export changes
+# the shape and nothing else (a 32768-token baseline once came back as 131072 from the Llama template below)
+CARRIED = ("max_position_embeddings", "rope_theta", "rope_scaling", "vocab_size", "rms_norm_eps", "torch_dtype",
+           "bos_token_id", "eos_token_id", "pad_token_id", "initializer_range")
+# what the search priced and so the export keeps, said where the baseline differs: an untied head, gated SiLU, no
+# attention bias (shapes()), the Llama / Qwen3-MoE layout
+PRICED = ("model_type", "tie_word_embeddings", "hidden_act", "attention_bias")
+
+
+def baseline_fields(base, raw: dict | None = None) -> dict:
+    """The baseline's non-shape fields (CARRIED) to carry into an export: from its config.json as read (`raw`, a
+    multimodal one's text_config), else its vocabulary alone (ModelSpec.max_context is the RoPE-scaled context, not
+    max_position_embeddings: written as that, a YaRN baseline would be scaled twice)."""
+    if base is None:
+        return {}
+    cfg = raw.get("text_config", raw) if isinstance(raw, dict) else {}
+    out = {k: cfg[k] for k in CARRIED if cfg.get(k) is not None}
+    out.setdefault("vocab_size", base.vocab)
+    return out
+
+
+def export_changes(cfg: dict, base, raw: dict | None = None) -> list[tuple[str, object, object]]:
+    """(field, baseline's, export's) for each PRICED field the export sets otherwise than the baseline's config."""
+    src = raw.get("text_config", raw) if isinstance(raw, dict) else {}
+    was = {k: src.get(k) for k in PRICED}
+    if base is not None and was["tie_word_embeddings"] is None:
+        was["tie_word_embeddings"] = bool(base.tie_embeddings)
+    return [(k, was[k], cfg.get(k, False)) for k in PRICED if was[k] is not None and was[k] != cfg.get(k, False)]
+
+
+def hf_config(d: dict, vocab: int, carried: dict | None = None) -> dict:
+    """A Hugging Face config.json for a design (Llama layout for dense, Qwen3-MoE layout for MoE); `carried`
+    (baseline_fields) overrides the template's non-shape fields with the baseline's."""
     s = d["shape"]
     cfg = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": s["hidden"], "num_hidden_layers": s["layers"],
            "num_attention_heads": s["heads"], "num_key_value_heads": s["kv_heads"], "head_dim": s["head_dim"], "vocab_size": vocab,
            "hidden_act": "silu", "rms_norm_eps": 1e-5, "rope_theta": 500000.0, "max_position_embeddings": 131072,
            "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+    cfg.update(carried or {})
     if "experts" in s:
         cfg.update({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "num_experts": s["experts"],
                     "num_experts_per_tok": s["top_k"], "moe_intermediate_size": s["expert_inter"], "intermediate_size": s["expert_inter"],
