@@ -203,6 +203,6 @@ def test_plot_view_is_plain_data(result):
     import pickle
 
     view = plot.plot_view([result.to_dict(plot=True)])
-    assert set(view[0]) == {"model", "gpu", "num_gpus", "isl", "osl", "mode", "cloud", "roofline_bound", "frontier"}
+    assert set(view[0]) == {"model", "gpu", "num_gpus", "isl", "osl", "mode", "cloud", "roofline_bound", "backend", "frontier"}  # backend: the title names the engine
     assert set(view[0]["frontier"][0]["deployment"]) == set(plot._DEPLOYMENT_KEYS)
     assert b"llm_codesign" not in pickle.dumps(view)

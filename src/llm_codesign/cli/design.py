@@ -283,7 +283,7 @@ def lint(
         for f in findings:
             oc = f.objective_cost()
             cost = f"{f.cost_pct:.1f}" + (f"\n-{oc['lost']:,.1f} {oc['unit']}" if oc else "")
-            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]\n{_weight(f)}", f.where, cost, f.message, f.fix)
+            t.add_row(f"{f.rule} {RULES[f.rule][0]}", f"[{color[f.severity]}]{f.severity}[/]" + (f"\n{w}" if (w := _weight(f)) else ""), f.where, cost, f.message, f.fix)
         _console().print(t)
     if fail_on and any(SEVERITY_ORDER[f.severity] >= SEVERITY_ORDER[fail_on] for f in findings):
         raise typer.Exit(1)
@@ -316,10 +316,9 @@ def _announced(cb, line: str):
 def _weight(f) -> str:
     """The severity's weight in words beside it (newc5 #22): severity says whether a plan can run, cost how much the shape
     pays, and they point different ways: an error at 0% is a plan that cannot run (R7: TP8 with 52 heads), not a free
-    finding, and an info at 86.6% is a cost with nothing blocked."""
-    if f.cost_pct > 0.05:
-        return f"costs {f.cost_pct:.1f}%"
-    return "blocks a plan" if f.severity == "error" else "no cost"
+    finding, and an info at 86.6% is a cost with nothing blocked. Only the first needs words: the % column beside it says
+    every cost (a "costs 1.3%" here folded the rule's name mid-word at 80 columns)."""
+    return "blocks a plan" if f.severity == "error" and f.cost_pct <= 0.05 else ""
 
 
 @app.command()

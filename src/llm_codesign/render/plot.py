@@ -225,7 +225,7 @@ def draw(results: list[dict], path: str | Path) -> None:
 
 _POINT_KEYS = ("tok_s_per_user", "output_tok_s_per_gpu", "accuracy")
 _DEPLOYMENT_KEYS = ("plan", "replicas", "concurrency_per_instance", "weight_dtype", "kv_dtype", "spec", "draft_len")
-_RESULT_KEYS = ("model", "gpu", "num_gpus", "isl", "osl", "mode", "cloud", "roofline_bound")
+_RESULT_KEYS = ("model", "gpu", "num_gpus", "isl", "osl", "mode", "cloud", "roofline_bound", "backend")
 
 
 def plot_view(results: list[dict]) -> list[dict]:
