@@ -791,8 +791,8 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                              "within a float's range of the predictions (`llm-codesign calibrate --serving FILE` names the rows)")
         fit.hold_unexercised() if hold else None
         if report is not None:  # the profile the fit starts from, priced on the same rows
-            start_preds, _ = predict_serving(fit.rows, cal_override=lambda g: fams.get(g.family) or calibration_for(g))
-            start_pred = np.array([[pr.get(m, np.nan) if pr else np.nan for pr in start_preds] for m in _SERVING_METRICS])
+            start_pred = np.array([[pr.get(m, np.nan) if pr else np.nan for pr in predict_serving(
+                fit.rows, cal_override=lambda g: fams.get(g.family) or calibration_for(g))[0]] for m in _SERVING_METRICS])
             start_loss, start_bias = fit.loss(start_pred, smooth=False), signed_bias(fit.ys, start_pred)
         # coordinate search in log space, halving the step each round. The first cycles minimise a smooth
         # stand-in (mean log error, clipped at e-fold so that pathological runs cannot dominate); the median
