@@ -811,8 +811,7 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
             if prev - best < POLISH_GAIN:
                 converged = True
                 break
-        if progress:
-            progress(total, total)  # the polish cycles it did not need
+        progress(total, total) if progress else None  # the polish cycles it did not need
         fit.keep_documented()
         if report is not None:  # "rows": those fitted on (fit.rows; a row validate rejects is skipped), not the file's
             report.update({"kind": "serving", "family": "default", "rows": len(fit.rows), "loss": best, "start_loss": start_loss,
