@@ -521,7 +521,7 @@ def bias_cause(bias: dict[str, tuple[float, int, int]], fitted: list[str]) -> st
     others = max([abs(b) for m, (b, _, _) in bias.items() if m != "ttft_ms"], default=0.0)
     if ttft > others and not any(k.startswith("ttft_overhead_s:") for k in fitted):
         said += ("; no fitted parameter moves TTFT alone (the engines' request overhead is documented, not fitted), so the "
-                 "step costs absorb it and worsen TPOT: check what your TTFT includes (the harness's HTTP, tokenising, a "
+                 "step costs are pushed to absorb it (TPOT may suffer): check what your TTFT includes (the harness's HTTP, tokenising, a "
                  "queue before the engine), or fit TPOT and tok/s/GPU alone with the ttft_ms column left blank")
     return CAUSE + said
 
