@@ -33,7 +33,7 @@ def test_bias_cause_says_ttft_has_no_parameter_of_its_own_only_where_ttft_domina
     # TPOT's bias the larger: no TTFT advice; a fitted request overhead moves TTFT alone: none either
     assert "TTFT alone" not in calibrate.bias_cause({"ttft_ms": (5.0, 4, 6), "tpot_ms": (-20.0, 6, 6)}, [])
     assert "TTFT alone" not in calibrate.bias_cause(bias, ["ttft_overhead_s:vllm"])
-    assert calibrate.bias_cause({}, []) is None
+    assert calibrate.bias_cause({}, []) is None and calibrate.bias_cause({"ttft_ms": (0.4, 2, 2)}, []) is None
 
 
 def test_a_refusal_puts_the_cause_before_the_symptoms():
