@@ -119,7 +119,9 @@ def test_an_unconverged_serving_search_is_refused_unless_forced(tmp_path, monkey
     monkeypatch.setattr(calibrate, "SERVING_BOUNDS", tuple(b for b in calibrate.SERVING_BOUNDS if b[0] in ("step_overhead_s", "ttft_overhead_s")))
     code, _, err = _cli("calibrate", "--serving", str(s), "-o", str(out))
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert ("the fit is refused: a fit must be no worse than the starting profile, with no parameter on a bound of its range and its search converged; this one: "
+    # the cause first (calfix: the starting profile's signed median error per metric on the runs), then the symptom
+    assert err.startswith("error: calibrate: the fit is refused: the starting profile's median error on these runs: TTFT under-predicted ")
+    assert ("A fit must be no worse than the starting profile, with no parameter on a bound of its range and its search converged; this one: "
             "default serving: the search had not converged after 1 polish cycles") in err
     assert err.rstrip().endswith(f"; nothing written to {out} (--force writes it anyway)")
     assert not out.exists()
