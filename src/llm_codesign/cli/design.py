@@ -364,8 +364,16 @@ def design(
 ):
     """Search model shapes that move the frontier out at equal quality proxy."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.design import (DEFAULT_VOCAB, Slo, baseline_fields, check_options, design_nsga2, export_changes, hf_config,
-                                             to_model)
+    from llm_codesign.explore.design import (
+        DEFAULT_VOCAB,
+        Slo,
+        baseline_fields,
+        check_options,
+        design_nsga2,
+        export_changes,
+        hf_config,
+        to_model,
+    )
     from llm_codesign.explore.design import design as run
     from llm_codesign.outputs import check_writable, write_all, write_text
 

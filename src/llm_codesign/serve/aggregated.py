@@ -962,8 +962,8 @@ def eager_tpot_moves(tp: dict, *, tpot_s) -> tuple:
 def eager_ttft_moves(tp: dict, *, ttft_s, tpot_s, osl) -> tuple:
     """(down, up): TTFT's log moves with a missed decode step's launches at the range's ends. A prefill is not a decode
     step: its launches are priced at the prefill fit (eager_launch_s), so its span does not move. What does is the part of
-    TTFT that waits out decode steps (the breakdown's first/wait_steps: the running step's rest, the steps queued ahead,
-    in decode iterations, _first_wait), x iteration(L) / iteration, and the wait for a slot (first/slot_queue: whole
+    TTFT that waits out decode steps (the breakdown's first/wait_steps: the harness's arrival phase and the steps the
+    scheduler queued ahead, in decode iterations, _first_wait), x iteration(L) / iteration, and the wait for a slot (first/slot_queue: whole
     requests finishing, queued / life of them), whose decode part moves by (OSL - 1) x TPOT's move. Left out: the front
     end's work hiding under a longer wait (an overstatement of both moves) and a closed loop's work bound (_work_bound)."""
     it, wait = np.asarray(tp["iteration"], float), np.asarray(tp["wait"], float)

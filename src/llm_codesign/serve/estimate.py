@@ -233,16 +233,6 @@ def check(model: ModelSpec, dep: Deployment) -> None:
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
 
-def check_fits(model: ModelSpec, dep: Deployment, calibration: Calibration) -> None:
-    """Refuses in one line (_refuse_unfit's) a deployment that holds no sequence of even one token in and one out: no
-    workload fits it, so lc.deployment refuses it when built (a 70B model on TP1 of an H100), as the CLI refuses it."""
-    dep = _one_plan(dep)
-    w = Workload(isl=1, osl=1, concurrency=1)
-    m = evaluate(model, dep, w, calibration=calibration, concurrency=1)
-    if int(np.asarray(m.max_concurrency).reshape(-1)[0]) < 1:
-        _refuse_unfit(dep, m, model, w, calibration)
-
-
 # the largest instance the out-of-memory advice looks within (GPUs): eight 8-GPU nodes; past it the advice is a
 # narrower precision rather than more nodes
 HINT_MAX_GPUS = 64
@@ -399,7 +389,7 @@ def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
 
 def _eager_decode(dep: Deployment, rows: tuple[OperatorTime, ...], sp, tp: dict, *, batch: float, tpot_s: float, ttft_s: float,
                   osl: float) -> EagerDecode | None:
-    """EagerDecode where the decode step misses the CUDA graphs (`sp`'s eager_n) and its launches show: beyond its kernels
+    """EagerDecode where the decode step misses the CUDA graphs or replays vLLM's piecewise ones (`sp`'s eager_n) and its launches show: beyond its kernels
     at DECODE_LAUNCH_S (the breakdown's host/eager_launches row), or only at the range's upper end (hidden at 35 us: the
     row 0, a one-line note and an up-side term alone); else None. With TPOT's and TTFT's moves at the range's ends from
     evaluate's time_parts `tp` (eager_tpot_moves, eager_ttft_moves: the stage repriced, then the row's iteration)."""

@@ -559,6 +559,8 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
     if acceptance is None and not rates and (pub := published_acceptance(method, model)) is not None:
         rates, source = pub  # one rate: a longer draft holds it past the first position (SpecDecoding._rates), as said
         k = draft_len if draft_len is not None else len(rates)
+        if k > 1:
+            source += f"; positions 2-{k} held at it (unpublished)"
     else:
         k = draft_len if draft_len is not None else (len(rates) if rates else 3)
     return SpecDecoding(method, k, acceptance, rates, draft_model, source)
