@@ -335,7 +335,7 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     ffns = _ffn_layers(cfg, mtype, L, name, pattern_ffns=pattern_ffns, gated=not falcon)
     if len(attns) != L or len(ffns) != L:
         raise InputError("config.num_hidden_layers", L, f"match the per-layer lists ({len(attns)}, {len(ffns)})")
-    tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", False)))
+    tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", mtype in TIED_BY_DEFAULT)))
     prec = precision_from_quant(cfg, quant)
     layers = [Layer(a, f) for a, f in zip(attns, ffns, strict=True)]
     groups = _group(layers)
@@ -386,6 +386,12 @@ FALCON_TYPES = ("falcon", "RefinedWeb", "RefinedWebModel")
 FALCON_ARCHS = ("FalconForCausalLM", "RWForCausalLM")
 # FalconConfig's defaults for keys a Falcon config.json may leave out (transformers 4.57.1 configuration_falcon.py:162-177)
 FALCON_CONTEXT = 2048  # max_position_embeddings: "Pretrained Falcon models with RoPE support up to 2048 tokens"
+
+
+# model_types whose config class ties the LM head to the embedding unless the config.json says otherwise, as transformers
+# 4.57.1 builds them: Gemma2Config (configuration_gemma2.py:136) and CohereConfig (configuration_cohere.py:174) default
+# tie_word_embeddings=True, and the released Gemma-2 / Command R(+) config.json files leave the key out
+TIED_BY_DEFAULT = ("gemma2", "cohere")
 
 
 def _is_falcon(cfg: dict, outer: dict) -> bool:
@@ -466,6 +472,11 @@ def _attention_layers(cfg: dict, mtype: str, L: int, origin: str) -> tuple[list,
             return [DSA(**mla, index_heads=int(cfg.get("index_n_heads") or 0), index_head_dim=int(cfg.get("index_head_dim") or 0),
                         index_topk=int(cfg["index_topk"]))] * L, None
         return [MLA(**mla)] * L, None
+    if mtype == "gemma2" and not cfg.get("layer_types") and cfg.get("sliding_window"):
+        # Gemma 2 alternates: Gemma2Config's layer_types default, sliding where (i + 1) % 2 (layer 0 sliding, layer 1
+        # global; transformers 4.57.1 configuration_gemma2.py:175-178, modeling_gemma2.py:229), which the configs
+        # released before layer_types existed (transformers 4.42) leave out; every layer windowed would understate the KV
+        cfg = {**cfg, "layer_types": ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(L)]}
     if cfg.get("layer_types"):
         return _typed_attention(cfg, mtype, L, origin), None
     if cfg.get("block_configs"):
