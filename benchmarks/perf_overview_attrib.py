@@ -7,6 +7,13 @@ factor where prefill shares the time). A factor far above what the kernel tables
 as the row's cause on its own.
 
     python benchmarks/perf_overview_attrib.py [--models M,M] [--gpus G,G] [--tables v1_0] [--plan converted|adp-ep]
+    python benchmarks/perf_overview_attrib.py --variants [--plan ...]
+
+--variants prices the rows under readings no source has settled, as sensitivities (median |error| and signed, per GPU and
+model): GQA decode on TensorRT-LLM's masked MHA kernel for every layer (XQA's supportConfigCommon refuses a
+position_embedding_type outside the RoPE types, kernelUtils.cpp@029e0a7c, and a layer whose RoPE runs outside the op,
+Qwen3's fused QK-norm + RoPE and Llama 4's QK-norm layers, passes learned_absolute: TrtllmAttention), and Qwen3-235B's
+checkpoint as Qwen's own block-scaled FP8 (128 x 128), with its KV cache FP8 or BF16 (no kv_cache_quant_algo).
 
 Finding: docs/modelling-notes.md#moeh100-attribution.
 """
@@ -21,6 +28,9 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import perf_overview_batch as B  # noqa: E402
 
+from dataclasses import replace  # noqa: E402
+
+from llm_codesign.cost.calibration import calibration_for  # noqa: E402
 from llm_codesign.measure import validate as V  # noqa: E402
 from llm_codesign.serve.aggregated import Serving, evaluate  # noqa: E402
 from llm_codesign.spec.harness import OFFLINE_ARRIVAL  # noqa: E402
@@ -79,16 +89,48 @@ def split_steps(rows: list[dict], diag: list[dict]) -> list[dict]:
     return out
 
 
+# the readings --variants prices: (name, the row's replacement columns by model, decode on the masked MHA kernel)
+VARIANTS = (("as priced", {}, False), ("masked MHA decode", {}, True),
+            ("Qwen3 block FP8", {"qwen3-235b-a22b": {"weight_dtype": "fp8_block"}}, False),
+            ("Qwen3 block FP8, BF16 KV", {"qwen3-235b-a22b": {"weight_dtype": "fp8_block", "kv_dtype": "bf16"}}, False))
+
+
+def summary(rows: list[dict], preds: list[dict]) -> dict:
+    """(GPU, model) -> (rows, median |error| %, median signed error %) of output tok/s per GPU."""
+    out = {}
+    for key in sorted({(r["gpu"], r["model"]) for r in rows}):
+        e = np.array([100.0 * (p["output_tok_s_per_gpu"] / float(r["output_tok_s_per_gpu"]) - 1.0)
+                      for r, p in zip(rows, preds, strict=True) if p and (r["gpu"], r["model"]) == key])
+        if e.size:
+            out[key] = (e.size, float(np.median(np.abs(e))), float(np.median(e)))
+    return out
+
+
+def variants(rows: list[dict]) -> None:
+    """Each VARIANTS reading's summary, one line per (reading, GPU, model)."""
+    mmha = lambda g: replace(calibration_for(g), attn_decode_max_group=0.5)  # noqa: E731  every group on the masked MHA kernel
+    print("| reading | gpu | model | rows | median abs error % | signed % |\n|---|---|---|---|---|---|")
+    for name, cols, on_mmha in VARIANTS:
+        sub = [{**r, **cols.get(r["model"], {})} for r in rows]
+        preds, _ = V.predict_serving(sub, cal_override=mmha if on_mmha else None)
+        for (g, m), (n, ape, signed) in summary(sub, preds).items():
+            print(f"| {name} | {g} | {m} | {n} | {ape:.1f} | {signed:+.1f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--models", default="llama-4-maverick,llama-4-scout,qwen3-235b-a22b")
     ap.add_argument("--gpus", default="h100,h200")
     ap.add_argument("--tables", default="v1_0", help="the perf-overview releases, comma-separated (v0_17, v0_20, v1_0)")
     ap.add_argument("--plan", choices=("converted", "tp-ep", "adp-ep"), default="converted")
+    ap.add_argument("--variants", action="store_true", help="price the rows under the unsettled readings (module docstring)")
     args = ap.parse_args()
     models, gpus, tables = args.models.split(","), args.gpus.split(","), args.tables.split(",")
     rows = [B.replan(r, args.plan) for r in V.read_rows(B.ROWS)
             if r["model"] in models and r["gpu"] in gpus and B._version(r["source"]) in tables]
+    if args.variants:
+        variants(rows)
+        return
     res = sorted(split_steps(rows, B.diagnose(rows)), key=lambda d: (d["row"]["model"], d["row"]["gpu"], d["row"]["source"]))
     print("| model | gpu | table | ISL/OSL | error % | running | step ms | attention / experts / comm / GEMM / rest ms "
           "| factor each part alone needs: attention / experts / comm / GEMM |")

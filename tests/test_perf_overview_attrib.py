@@ -34,3 +34,21 @@ def test_need_by_hand():
     ("elementwise", "topk", "rest"), ("fitted", "per_sequence", "rest")])
 def test_part_of(kind, role, part):
     assert pat.part_of(SimpleNamespace(kind=kind, role=role)) == part
+
+
+def test_summary_by_hand():
+    rows = [{"gpu": "h100", "model": "m", "output_tok_s_per_gpu": "1000"}, {"gpu": "h100", "model": "m", "output_tok_s_per_gpu": "2000"},
+            {"gpu": "h100", "model": "m", "output_tok_s_per_gpu": "500"}, {"gpu": "h200", "model": "m", "output_tok_s_per_gpu": "400"}]
+    preds = [{"output_tok_s_per_gpu": 1300.0}, {"output_tok_s_per_gpu": 1800.0}, {}, {"output_tok_s_per_gpu": 300.0}]
+    # by hand: 1300 / 1000 = +30 %, 1800 / 2000 = -10 %, the third unpriced: median |e| (30 + 10) / 2 = 20, signed (30 - 10) / 2 = +10;
+    # H200: 300 / 400 = -25 %
+    got = pat.summary(rows, preds)
+    assert got[("h100", "m")] == pytest.approx((2, 20.0, 10.0))
+    assert got[("h200", "m")] == pytest.approx((1, 25.0, -25.0))
+
+
+def test_variants_read_the_unsettled_columns():
+    names = [v[0] for v in pat.VARIANTS]
+    assert names[0] == "as priced" and pat.VARIANTS[0][1] == {} and not pat.VARIANTS[0][2]
+    assert sum(v[2] for v in pat.VARIANTS) == 1  # one reading on the masked MHA kernel
+    assert pat.VARIANTS[3][1]["qwen3-235b-a22b"] == {"weight_dtype": "fp8_block", "kv_dtype": "bf16"}
