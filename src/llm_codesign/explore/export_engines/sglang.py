@@ -16,7 +16,7 @@ from llm_codesign.explore.export_engines.base import (
     fraction,
     hf_id,
     kv_option,
-    per_rank,
+    launch_batch,
     plan_ints,
     read_flags,
     read_spec,
@@ -66,13 +66,13 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["kv-cache-dtype"] = kv_option(dep.precision, "sglang")
     if aiter_attention(model, dep):
         o["attention-backend"] = "aiter"
-    o["max-running-requests"] = concurrency
+    o["max-running-requests"] = concurrency if dep.max_batch is None else dep.max_batch * adp  # the server's, split over its ranks
     o["chunked-prefill-size"] = dep.step_tokens
     o["mem-fraction-static"] = exporter("sglang").written_kv_fraction(dep)
     # the deployment's capture where it states one the default would not (written_capture; 0.5.23 spells it per phase:
     # --cuda-graph-max-bs-decode, and --disable-decode-cuda-graph for none; sglang/srt/arg_groups/fields/exec_.py:629-665,
     # cuda_graph_hook.py:60-75@0.5.23)
-    graphs = written_capture(dep, per_rank(concurrency, adp))
+    graphs = written_capture(dep, launch_batch(dep, concurrency, adp))
     if graphs == 0:
         o["disable-decode-cuda-graph"] = True
     elif graphs is not None:
