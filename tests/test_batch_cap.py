@@ -93,6 +93,11 @@ def test_max_batch_bad_input_and_round_trip():
     d = Deployment(gpu=get_gpu("h100"), num_gpus=1, plan=Plan(), max_batch=48)
     assert d.to_dict()["max_batch"] == 48 and Deployment.from_dict(d.to_dict()).max_batch == 48
     assert "max_batch" not in Deployment(gpu=get_gpu("h100"), num_gpus=1).to_dict()
+    import llm_codesign as lc
+
+    assert lc.deployment("llama-3.1-8b", gpu="h100", max_batch=32).max_batch == 32
+    with pytest.raises(InputError, match="max_batch: -1 is not valid"):
+        lc.deployment("llama-3.1-8b", gpu="h100", max_batch=-1)
     code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--max-batch", "0")
     assert code == 2 and "--max-batch" in err and "Traceback" not in err + out
 

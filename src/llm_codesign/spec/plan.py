@@ -626,11 +626,11 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, spec: str | SpecDecoding | None = None, draft_len: int | None = None,
                acceptance: float | None = None, acceptance_rates: str | tuple | None = None, draft_model: str | None = None,
-               max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None) -> Deployment:
+               max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None, max_batch: int | None = None) -> Deployment:
     """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
     leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own; the engine to the GPU
     vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for; `backend=` names it as well).
-    `model` is a ModelSpec
+    `max_batch`: the engine's batch cap per attention-DP rank (Deployment.max_batch; None: the engine's own). `model` is a ModelSpec
     or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
     if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
         model = get_model(model)
@@ -652,7 +652,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     check_spec_model(model, sd)
     dep = Deployment(gpu=gpu, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
                      precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu), backend=engine_arg(engine, backend),
-                     spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
+                     spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch)
     check_step_budget(dep)
     return dep
 
