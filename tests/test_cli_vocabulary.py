@@ -52,10 +52,10 @@ def test_a_misspelt_model_gets_the_close_names_not_the_whole_list():
 
 
 @pytest.mark.parametrize("args, line", [
-    (["estimate", "llama-3.1-8b", "--gpu", "h20"], "error: gpu: 'h20' is not valid; did you mean h200? one of: a100, "),
+    # --batch is another tool's word for requests in flight (--concurrency) or the engine's cap on them (--max-batch), never the look-alike --backend
     # --batch is another tool's word for requests in flight: --concurrency, never the look-alike --backend
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--batch", "8"],
-     "error: option: '--batch' is not valid; did you mean --concurrency? the options are listed by `llm-codesign estimate --help`"),
+     "error: option: '--batch' is not valid; did you mean --concurrency or --max-batch? the options are listed by `llm-codesign estimate --help`"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--concurency", "8"], "error: option: '--concurency' is not valid; did you mean --concurrency?"),
     (["pareto", "llama-3.1-8b", "--gpu", "h100", "--max-ttft", "500"], "error: option: '--max-ttft' is not valid; did you mean --max-ttft-ms?"),
     (["estimate", "--model", "llama-3.1-8b", "--gpu", "h100"],

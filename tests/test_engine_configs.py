@@ -351,7 +351,8 @@ def test_a_stated_kv_fraction_round_trips_through_export(engine):
     from llm_codesign.spec.registry import get_model
 
     model = get_model("llama-3.1-8b")
-    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend=engine, max_num_tokens=8192, kv_fraction=0.7)
+    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend=engine, max_num_tokens=8192, kv_fraction=0.7,
+                     max_batch=64)  # the batch cap export writes at 64 requests, which import reads back
     text = export_config(model, dep, engine=engine, concurrency=64)
     assert {"vllm": "gpu-memory-utilization: 0.7", "sglang": "--mem-fraction-static 0.7",
             "trtllm": "free_gpu_memory_fraction: 0.7"}[engine] in text
@@ -395,7 +396,8 @@ def test_the_cuda_graph_capture_round_trips_through_export(engine, graphs, line)
     from llm_codesign.spec.registry import get_model
 
     model = get_model("llama-3.1-8b")
-    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend=engine, max_num_tokens=8192, cuda_graph_max_bs=graphs)
+    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend=engine, max_num_tokens=8192, cuda_graph_max_bs=graphs,
+                     max_batch=64)  # the batch cap export writes at 64 requests, which import reads back
     text = export_config(model, dep, engine=engine, concurrency=64)
     assert line in text
     assert read_export(text).deployment == dep and Deployment.from_dict(dep.to_dict()) == dep
@@ -628,7 +630,8 @@ def test_the_capture_round_trips_in_its_list_form(engine, written, listed):
     from llm_codesign.spec.registry import get_model
 
     model = get_model("llama-3.1-8b")
-    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend=engine, max_num_tokens=8192, cuda_graph_max_bs=48)
+    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, backend=engine, max_num_tokens=8192, cuda_graph_max_bs=48,
+                     max_batch=64)  # the batch cap export writes at 64 requests, which import reads back
     text = export_config(model, dep, engine=engine, concurrency=64)
     assert written in text
     back = read_export(text.replace(written, listed)).deployment

@@ -74,7 +74,8 @@ def test_export_keys_are_documented_and_read_back(engine):
         # the export states the step budget the estimate assumed (the engine's default where none was set), and TensorRT-LLM's
         # CUDA graphs padded up to the per-rank batch (the LLM API's default capture stops at 128), which its import reads
         graphs = {"cuda_graph_max_bs": per_rank(conc, int(dep.plan.adp))} if engine == "trtllm" else {}
-        assert back.deployment == replace(dep, max_num_tokens=dep.step_tokens, **graphs)
+        # and its batch cap, the rank's share of the concurrency (max_batch_size / max-num-seqs / max-running-requests)
+        assert back.deployment == replace(dep, max_num_tokens=dep.step_tokens, max_batch=per_rank(conc, int(dep.plan.adp)), **graphs)
         # every engine loads fp8 weights from an fp8 checkpoint: the registry's of this shape (nvidia's), read back as itself
         name = "llama-3.1-70b-fp8" if dep.precision.weight != model.default_precision.weight else model.name
         assert back.concurrency == conc and back.model.name == name
@@ -160,7 +161,9 @@ def test_dynamo_manifest(backend):
     fe = comps["frontend"]["podTemplate"]["spec"]["containers"][0]
     assert {w[2:] for w in fe["args"] if w.startswith("--")} <= set(ds["options"]["frontend"])
     back = read_dynamo(text)
-    if backend == "trtllm":  # the workers' CUDA graphs, padded up to each pool's batch per rank: ceil(1024 / 3), 1024 / 2 / 8
+    # each pool's batch cap per rank, ceil(1024 / 3) and 1024 / 2 / 8, and TensorRT-LLM's CUDA graphs padded up to it
+    pre, dec = replace(pre, max_batch=342), replace(dec, max_batch=64)
+    if backend == "trtllm":
         pre, dec = replace(pre, cuda_graph_max_bs=342), replace(dec, cuda_graph_max_bs=64)
     assert back["prefill"]["deployment"] == pre and back["decode"]["deployment"] == dec
     assert (back["prefill"]["instances"], back["decode"]["instances"]) == (3, 2)

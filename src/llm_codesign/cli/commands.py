@@ -234,6 +234,11 @@ def estimate(
              "run eagerly. Default: the "
              "engine's (TensorRT-LLM's LLM API: 1-32, 64 and 128, unpadded; SGLang's by GPU memory and TP: 256 at TP < 4 "
              "and 512 on H100 / H200, 512 on B200; vLLM's 512, 1,024 on B200 / B300, over 1 + the draft length)."),
+    max_batch: Optional[int] = typer.Option(
+        None, "--max-batch", min=1, max=MAX_CONCURRENCY,
+        help="The engine's batch cap, requests each attention-DP rank runs at once (TensorRT-LLM max_batch_size, vLLM "
+             "--max-num-seqs, SGLang --max-running-requests over its attention-DP ranks; import reads it): requests past it "
+             "wait for a slot (longer TTFT). Default: the engine's own limit and the KV cache's."),
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run
@@ -244,10 +249,10 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
-    if cuda_graph_max_bs is not None:
+    if cuda_graph_max_bs is not None or max_batch is not None:
         from dataclasses import replace
 
-        dep = replace(dep, cuda_graph_max_bs=cuda_graph_max_bs)
+        dep = replace(dep, cuda_graph_max_bs=cuda_graph_max_bs, max_batch=max_batch)
     wl = Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit, arrival=arrival)
     est = run(m, dep, wl, calibration=calibration, breakdown=breakdown)
     if gpu_hour_price is not None:  # explore/pricing.py: the GPU time of serving charged to the tokens

@@ -289,10 +289,15 @@ def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp:
     plan, conc = x.plan_from(o, model)
     quant, kv, spec, mnt = x.settings(o, meta)
     prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta)
+    # the launch's batch cap, per attention-DP rank: the engine runs that many and queues the rest (Deployment.max_batch).
+    # `conc` is the instance's: TensorRT-LLM max_batch_size and vLLM max_num_seqs x the DP ranks (each rank's scheduler
+    # caps its own), SGLang's max_running_requests, which it splits as max(1, n // attn_dp_size) a rank
+    # (sglang/srt/model_executor/pool_configurator.py:1141-1145@0.5.23)
+    cap = max(1, conc // int(np.asarray(plan.adp))) if conc else None
     dep = Deployment(gpu=gpu, num_gpus=int(np.asarray(plan.gpus)), plan=plan, precision=prec,
                      backend=engine, spec=spec, max_num_tokens=whole("max_num_tokens", mnt, None, hi=1 << 24) if mnt else None, cpp=cpp,
                      chunked_prefill=x.chunked_prefill(o), kv_fraction=x.kv_fraction(o), cuda_graph_max_bs=x.cuda_graph_max_bs(o),
-                     piecewise_graphs=x.piecewise_graphs(o))
+                     piecewise_graphs=x.piecewise_graphs(o), max_batch=cap)
     if not real and dep.kv_fraction == x.own_kv_fraction(dep):  # what export writes for a deployment that states none
         dep = replace(dep, kv_fraction=None)
     return dep, conc

@@ -634,16 +634,18 @@ class Serving:
     kv_fraction: float | None = None  # the deployment's launch option (Deployment.kv_fraction); None: the engine's own
     cuda_graph_max_bs: int | None = None  # the deployment's CUDA graphs (Deployment.cuda_graph_max_bs); None: the engine's default
     piecewise_graphs: bool = False  # vLLM's piecewise decode graphs (Deployment.piecewise_graphs); False: one full graph
+    max_batch: int | None = None  # the launch's batch cap per attention-DP rank (Deployment.max_batch); None: the engine's own
 
     @classmethod
     def of(cls, dep: Deployment) -> Serving:
         return cls(gpu=dep.gpu, prec=dep.precision, plan=dep.plan, engine=dep.engine, spec=dep.spec, max_num_tokens=dep.max_num_tokens,
                    cpp=dep.cpp, chunked_prefill=dep.chunked_prefill, kv_fraction=dep.kv_fraction, cuda_graph_max_bs=dep.cuda_graph_max_bs,
-                   piecewise_graphs=dep.piecewise_graphs)
+                   piecewise_graphs=dep.piecewise_graphs, max_batch=dep.max_batch)
 
     def flags(self, flags: SchedulerFlags | None) -> SchedulerFlags:
         """A run's flags with its deployment's launch options where it sets none (run_flags)."""
-        return run_flags(flags, chunked_prefill=self.chunked_prefill, kv_fraction=self.kv_fraction, cuda_graph_max_bs=self.cuda_graph_max_bs)
+        return run_flags(flags, chunked_prefill=self.chunked_prefill, kv_fraction=self.kv_fraction, cuda_graph_max_bs=self.cuda_graph_max_bs,
+                         max_batch=self.max_batch)
 
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, with_ops: bool = False, prefix_hit=0.0, arrival: str = DEFAULT_ARRIVAL, flags: SchedulerFlags | None = None,
@@ -785,11 +787,12 @@ def _budget_batch(engine: Engine, mnt, *, fill, cap, k, pp, adp) -> dict:
 
 
 def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None, kv_fraction: float | None = None,
-              cuda_graph_max_bs: int | None = None) -> SchedulerFlags:
+              cuda_graph_max_bs: int | None = None, max_batch: int | None = None) -> SchedulerFlags:
     """The run's scheduler flags (None: the engine's defaults), the deployment's own launch options where the run
     sets none: its chunked prefill (Deployment.chunked_prefill), KV fraction (Deployment.kv_fraction; a run's
-    rows may set theirs one by one, NaN where not) and CUDA graphs (Deployment.cuda_graph_max_bs, likewise): what an
-    aggregated and a disaggregated pool read alike."""
+    rows may set theirs one by one, NaN where not), CUDA graphs (Deployment.cuda_graph_max_bs, likewise) and batch cap
+    (Deployment.max_batch as max_running_requests, inf where a row sets none): what an aggregated and a disaggregated
+    pool read alike."""
     fl = DEFAULT_FLAGS if flags is None else flags
     if fl.chunked_prefill is None and chunked_prefill is not None:
         fl = replace(fl, chunked_prefill=chunked_prefill)
@@ -798,6 +801,9 @@ def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None, kv_
     if cuda_graph_max_bs is not None:
         g = np.asarray(fl.cuda_graph_max_bs, float)
         fl = replace(fl, cuda_graph_max_bs=np.where(np.isnan(g), np.asarray(cuda_graph_max_bs, float), g))
+    if max_batch is not None:
+        b = np.asarray(fl.max_running_requests, float)
+        fl = replace(fl, max_running_requests=np.where(np.isinf(b), float(max_batch), b))
     return fl
 
 

@@ -573,6 +573,11 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
         return (f"a step of {dep.backend} schedules at most {budget} tokens{rank} ({per} per decoding request and "
                 f"the prompts arriving), so {max_batch} request{plural} decode{'s' if max_batch == 1 else ''} and the rest wait "
                 "for whole requests to finish (longer TTFT)")
+    if dep.max_batch is not None and max_batch >= dep.max_batch * int(np.asarray(dep.plan.adp)):  # the launch's cap binds, not the cache
+        rank = " per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else ""
+        return (f"the launch caps the batch at {dep.max_batch} requests{rank} (max_batch: TensorRT-LLM max_batch_size, vLLM "
+                f"--max-num-seqs, SGLang --max-running-requests), so {max_batch} run at once and the rest wait for whole requests "
+                "to finish (longer TTFT)")
     held = f"the KV cache holds {max_batch} sequences of {isl}+{osl} tokens"
     if dep.engine.admission is not None:
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "

@@ -296,6 +296,11 @@ class Deployment:
     # PIECEWISE, or -O1's default, as `import` reads them): each layer's attention and KV-cache write is launched from the
     # host between the pieces (serve.aggregated.piecewise_launches). vLLM only; not with graphs off (cuda_graph_max_bs 0)
     piecewise_graphs: bool = False
+    # the most requests each attention-DP rank runs at once, the engine's own batch cap as its launch states it (TensorRT-LLM
+    # max_batch_size, vLLM --max-num-seqs, both per rank; SGLang --max-running-requests over its attention-DP ranks): requests
+    # past it wait for a slot (first/slot_queue) as past the KV cache's limit (serve.aggregated: SchedulerFlags.max_running_requests).
+    # Read by `import`, given by estimate --max-batch; None: the engine's own limit (Engine.max_batch)
+    max_batch: int | None = None
 
     def __post_init__(self):
         if not isinstance(self.gpu, Gpu):  # a catalog id or a TOML path, as lc.deployment takes it (else an AttributeError below)
@@ -321,6 +326,10 @@ class Deployment:
         if g is not None and (isinstance(g, bool) or not isinstance(g, (int, np.integer)) or not 0 <= g <= MAX_CONCURRENCY):
             raise InputError("cuda_graph_max_bs", g, f"a whole number of requests from 0 (graphs off) to {MAX_CONCURRENCY:,}, or absent "
                                                      "(the engine's default)")
+        b = self.max_batch
+        if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= b <= MAX_CONCURRENCY):
+            raise InputError("max_batch", b, f"a whole number of requests per attention-DP rank from 1 to {MAX_CONCURRENCY:,}, or absent "
+                                             "(the engine's own limit)")
         if not isinstance(self.piecewise_graphs, (bool, np.bool_)):
             raise InputError("piecewise_graphs", self.piecewise_graphs, "true or false (vLLM's cudagraph_mode PIECEWISE)")
         if self.piecewise_graphs and (engine.name != "vllm" or g == 0):
@@ -361,7 +370,8 @@ class Deployment:
                 **({} if self.chunked_prefill is None else {"chunked_prefill": bool(self.chunked_prefill)}),
                 **({} if self.kv_fraction is None else {"kv_fraction": float(self.kv_fraction)}),
                 **({} if self.cuda_graph_max_bs is None else {"cuda_graph_max_bs": int(self.cuda_graph_max_bs)}),
-                **({"piecewise_graphs": True} if self.piecewise_graphs else {})}
+                **({"piecewise_graphs": True} if self.piecewise_graphs else {}),
+                **({} if self.max_batch is None else {"max_batch": int(self.max_batch)})}
 
     @classmethod
     def from_dict(cls, d: dict, gpu: Gpu | None = None) -> "Deployment":
@@ -391,7 +401,7 @@ class Deployment:
         return cls(gpu=gpu or get_gpu(d["gpu"]), num_gpus=int(n), plan=plan, precision=prec, backend=d.get("backend"),
                    spec=spec, max_num_tokens=d.get("max_num_tokens"), cpp=bool(d.get("cpp", False)),
                    chunked_prefill=chunked, kv_fraction=d.get("kv_fraction"), cuda_graph_max_bs=d.get("cuda_graph_max_bs"),
-                   piecewise_graphs=d.get("piecewise_graphs", False))
+                   piecewise_graphs=d.get("piecewise_graphs", False), max_batch=d.get("max_batch"))
 
 
 # a request count past which no engine runs one instance (TensorRT-LLM's max_batch_size default is 2048,
@@ -616,11 +626,11 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, spec: str | SpecDecoding | None = None, draft_len: int | None = None,
                acceptance: float | None = None, acceptance_rates: str | tuple | None = None, draft_model: str | None = None,
-               max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None) -> Deployment:
+               max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None, max_batch: int | None = None) -> Deployment:
     """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
     leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own; the engine to the GPU
     vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for; `backend=` names it as well).
-    `model` is a ModelSpec
+    `max_batch`: the engine's batch cap per attention-DP rank (Deployment.max_batch; None: the engine's own). `model` is a ModelSpec
     or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
     if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
         model = get_model(model)
@@ -642,7 +652,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     check_spec_model(model, sd)
     dep = Deployment(gpu=gpu, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
                      precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu), backend=engine_arg(engine, backend),
-                     spec=sd, max_num_tokens=max_num_tokens, cpp=cpp)
+                     spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch)
     check_step_budget(dep)
     return dep
 

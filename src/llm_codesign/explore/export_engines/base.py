@@ -255,6 +255,13 @@ def per_rank(concurrency: int, adp: int, *, instances: int = 1) -> int:
     return max(1, math.ceil(math.ceil(concurrency / instances) / adp))
 
 
+def launch_batch(dep: Deployment, concurrency: int, adp: int) -> int:
+    """The batch cap per attention-DP rank an export writes (TensorRT-LLM max_batch_size, vLLM max-num-seqs, SGLang
+    max-running-requests over its ranks): the deployment's own where it states one (Deployment.max_batch, which `import`
+    reads back), else the rank's share of `concurrency` (per_rank), so the file runs the batch it was priced at."""
+    return int(dep.max_batch) if dep.max_batch is not None else per_rank(concurrency, adp)
+
+
 def written_capture(dep: Deployment, rank_batch: int) -> int | None:
     """The decode capture an SGLang or vLLM export writes (a batch per rank; 0: graphs off): the deployment's, at most the
     rank's batch (a search's points state their grid's largest, explore.search.point_graphs, as TensorRT-LLM's export

@@ -16,7 +16,7 @@ from llm_codesign.explore.export_engines.base import (
     fraction,
     hf_id,
     kv_option,
-    per_rank,
+    launch_batch,
     plan_ints,
     read_flags,
     read_spec,
@@ -66,13 +66,13 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["kv-cache-dtype"] = kv_option(dep.precision, "sglang")
     if aiter_attention(model, dep):
         o["attention-backend"] = "aiter"
-    o["max-running-requests"] = concurrency
+    o["max-running-requests"] = concurrency if dep.max_batch is None else dep.max_batch * adp  # the server's, split over its ranks
     o["chunked-prefill-size"] = dep.step_tokens
     o["mem-fraction-static"] = exporter("sglang").written_kv_fraction(dep)
     # the deployment's capture where it states one the default would not (written_capture; 0.5.23 spells it per phase:
     # --cuda-graph-max-bs-decode, and --disable-decode-cuda-graph for none; sglang/srt/arg_groups/fields/exec_.py:629-665,
     # cuda_graph_hook.py:60-75@0.5.23)
-    graphs = written_capture(dep, per_rank(concurrency, adp))
+    graphs = written_capture(dep, launch_batch(dep, concurrency, adp))
     if graphs == 0:
         o["disable-decode-cuda-graph"] = True
     elif graphs is not None:
@@ -87,10 +87,16 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     return o
 
 
+# the --moe-a2a-backend values whose server sets ep_size = tp_size (_A2A_EP_SPANNING_BACKENDS, sglang/srt/arg_groups/
+# overrides.py:1578-1591@0.5.23)
+EP_SPANNING_A2A = frozenset({"deepep", "deepep_v2", "mooncake", "nixl", "mori", "ascend_fuseep", "flashinfer", "flashinfer_megamoe",
+                             "megamoe", "pplx"})
+
+
 class SGLangExporter(Exporter):
     name, file_name, dynamo_image = SGLANG.name, "launch_sglang.sh", "sglang"
     marker = "sglang.launch_server"
-    reads = frozenset({"attention-backend", "model-path", "tp-size", "pp-size", "dp-size", "attn-dp-size", "dcp-size", "ep-size", "quantization", "kv-cache-dtype",
+    reads = frozenset({"moe-a2a-backend", "deepep-mode", "attention-backend", "model-path", "tp-size", "pp-size", "dp-size", "attn-dp-size", "dcp-size", "ep-size", "quantization", "kv-cache-dtype",
                        "max-running-requests", "chunked-prefill-size", "mem-fraction-static", "speculative-algorithm", "speculative-num-steps",
                        "speculative-draft-model-path", "speculative-eagle-topk", "speculative-num-draft-tokens",
                        "cuda-graph-max-bs-decode", "cuda-graph-bs-decode", "disable-decode-cuda-graph", "disable-cuda-graph"})
@@ -130,6 +136,10 @@ class SGLangExporter(Exporter):
         stage, pp, adp, kvp, ep = (whole(k, o.get(k)) for k in ("tp-size", "pp-size", "attn-dp-size", "dcp-size", "ep-size"))
         if stage % (adp * kvp):  # --tp-size counts every GPU of a stage: attention TP = tp-size / (attn-dp-size x dcp-size)
             raise InputError("tp-size", stage, f"a multiple of attn-dp-size x dcp-size ({adp * kvp})")
+        # an all-to-all MoE backend spans the experts over the whole TP group: the server sets ep_size = tp_size whatever
+        # --ep-size says (_a2a_ep_size over _A2A_EP_SPANNING_BACKENDS, sglang/srt/arg_groups/overrides.py:1578-1619@0.5.23)
+        if o.get("moe-a2a-backend") in EP_SPANNING_A2A:
+            ep = stage
         ep = ep if model.is_moe else 1
         if stage % ep:
             raise InputError("ep-size", ep, f"a divisor of tp-size ({stage})")
@@ -161,6 +171,11 @@ class SGLangExporter(Exporter):
         (SGLang pads a batch up to the next captured size: CudaGraphRunner, the list's gaps replay padded); None where
         none is set (the engine's default capture)."""
         if switch("disable-decode-cuda-graph", o.get("disable-decode-cuda-graph")) or switch("disable-cuda-graph", o.get("disable-cuda-graph")):
+            return 0
+        # DeepEP's normal dispatch is not graph-capturable: the server turns the decode and prefill graphs off for
+        # --moe-a2a-backend deepep --deepep-mode normal (sglang/srt/arg_groups/moe_hook.py:383-397@0.5.23; its default,
+        # auto, dispatches decode batches low-latency, under graphs)
+        if o.get("moe-a2a-backend") == "deepep" and o.get("deepep-mode") == "normal":
             return 0
         # 0 is not SGLang's "off" (vLLM's --max-cudagraph-capture-size 0 and TensorRT-LLM's null are theirs): it leaves the
         # decode runner no batch to capture, and the server stops at start (0.5.23 wheel: the capture list [0] fails

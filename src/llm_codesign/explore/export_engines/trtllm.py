@@ -19,9 +19,9 @@ from llm_codesign.explore.export_engines.base import (
     fraction,
     hf_id,
     kv_option,
+    launch_batch,
     nested,
     nested_keys,
-    per_rank,
     plan_ints,
     read_flags,
     read_spec,
@@ -52,7 +52,7 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     if kvp > 1:
         o["context_parallel_size"] = kvp
         o["cp_config"] = nested("trtllm", "cp_config", cp_type=engine_spec("trtllm")["context_parallel"]["kvp"])
-    o["max_batch_size"] = per_rank(concurrency, adp)
+    o["max_batch_size"] = launch_batch(dep, concurrency, adp)
     o["max_num_tokens"] = dep.step_tokens
     # chunked prefill as the deployment states it, else left at its default, off: a step takes whole prompts, as the
     # estimate prices them (serve.aggregated.prompt_budget); export_config turns it on where a prompt is longer than the budget

@@ -19,9 +19,9 @@ from llm_codesign.explore.export_engines.base import (
     fraction,
     hf_id,
     kv_option,
+    launch_batch,
     nested,
     nested_keys,
-    per_rank,
     plan_ints,
     read_flags,
     read_spec,
@@ -53,14 +53,14 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     if q := weight_option(model, dep.precision, "vllm"):
         o["quantization"] = q
     o["kv-cache-dtype"] = kv_option(dep.precision, "vllm")
-    o["max-num-seqs"] = per_rank(concurrency, adp)  # each DP rank schedules its own batch
+    o["max-num-seqs"] = launch_batch(dep, concurrency, adp)  # each DP rank schedules its own batch
     o["max-num-batched-tokens"] = dep.step_tokens
     o["enable-chunked-prefill"] = True
     o["gpu-memory-utilization"] = exporter("vllm").written_kv_fraction(dep)
     # the deployment's capture where it states one: --max-cudagraph-capture-size counts tokens, a decode request's 1 + k
     # (VllmConfig._set_cudagraph_sizes, uniform_decode_query_len; vllm/config/vllm.py:2398-2470@0.33.0), --enforce-eager none
     # (written_capture: where the default would not hold it)
-    graphs = written_capture(dep, per_rank(concurrency, adp))
+    graphs = written_capture(dep, o["max-num-seqs"])
     if graphs == 0:
         o["enforce-eager"] = True
     elif graphs is not None:
