@@ -13,7 +13,6 @@ import typer
 from llm_codesign.cli.common import (
     MAX_CONCURRENCY,
     MAX_GPUS,
-    MAX_STEP_TOKENS,
     O_A,
     O_ACC,
     O_ADP,
@@ -51,6 +50,7 @@ from llm_codesign.cli.common import (
     check_paths,
     check_search_size,
     nothing_found,
+    tokens_option,
 )
 from llm_codesign.errors import InputError
 from llm_codesign.render.accuracy import NO_ACCURACY, accuracy_said, drop_text
@@ -148,8 +148,8 @@ def roofline(
     # --concurrency and --isl (every other command's words, newc5 #13): a decode step holds every request in flight, and its
     # first step's cache is the prompt; a prefill step of `batch` prompts of `context` tokens is a wave's
     batch: int = typer.Option(1, "--batch", "--concurrency", min=1, max=MAX_CONCURRENCY, help="Sequences in the step (--concurrency: the requests in flight)."),
-    context: int = typer.Option(1024, "--context", "--isl", min=1, max=MAX_STEP_TOKENS,
-                                help="Context per sequence (decode: cached tokens; prefill: prompt); --isl: the prompt's length."),
+    context: int = tokens_option(1024, "--context", "--isl", help="Context per sequence (decode: cached tokens; prefill: prompt); "
+                                 "--isl: the prompt's length."),
     tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Tensor parallel size."),
     weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
     activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,

@@ -8,7 +8,6 @@ import typer
 
 from llm_codesign.cli.common import (
     MAX_GPUS,
-    MAX_STEP_TOKENS,
     O_A,
     O_BACKEND,
     O_CAL,
@@ -24,11 +23,11 @@ from llm_codesign.cli.common import (
     _table,
     app,
     check_paths,
+    tokens_option,
 )
 from llm_codesign.errors import InputError
 from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP
-# design's summary lines, shared with design --report's page (render.design_report)
-from llm_codesign.render.design_lines import _params, ffn_pass_line, params_line  # noqa: F401
+from llm_codesign.render.design_lines import _params, ffn_pass_line, params_line  # noqa: F401 (shared with design --report)
 from llm_codesign.spec.engines import engine_for
 
 O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants .toml (overrides data/accuracy/proxy.toml).")
@@ -305,9 +304,8 @@ def design(
                                                   "30e9, within --budget-tol as the total (--params) is."),
     min_tps_user: float = typer.Option(20.0, "--min-tps-user", help="Throughput/long-context SLO: tokens/s per user."),
     min_tps_gpu: float = typer.Option(50.0, "--min-tps-gpu", help="Latency-regime floor: output tokens/s per GPU."),
-    isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_STEP_TOKENS, help="Input tokens per request (default: the regime's, "
-                                      "1024; long-context 32768)."),
-    osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_STEP_TOKENS, help="Output tokens per request (default: 1024)."),
+    isl: Optional[int] = tokens_option(None, "--isl", help="Input tokens per request (default: the regime's, 1024; long-context 32768)."),
+    osl: Optional[int] = tokens_option(None, "--osl", help="Output tokens per request (default: 1024)."),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters (and active ones, --active-params)."),
     quality_sigmas: float = typer.Option(1.0, "--quality-sigmas", help="Equal quality: a shape's proxy loss at most this many "
