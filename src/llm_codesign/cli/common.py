@@ -539,7 +539,7 @@ def tokens_option(default, flag: str, *names: str, hi: int | None = MAX_STEP_TOK
     """An option of tokens per request that takes `1k` too (token_count), its help saying so."""
     said = "/".join((flag, *names))  # roofline's --context is --isl too: both named where it was read
     return typer.Option(default, flag, *names, min=1, max=hi, parser=lambda v: token_count(v, said, hi=hi),
-                        help=f"{help.rstrip('.')} ({K_TEXT.removeprefix('or ')}).")
+                        help=f"{help.rstrip('.')}; or in k: 1k = {K_TOKENS:,} tokens (InferenceX's 1k).")
 
 
 O_ISL = tokens_option(1024, "--isl", help="Input tokens per request.")
