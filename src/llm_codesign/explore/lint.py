@@ -89,7 +89,7 @@ class Finding:
         return {"lost": 1e3 / ref - 1e3 / f["time_ms"], "unit": unit}
 
     def to_dict(self) -> dict:
-        return {**asdict(replace(self, shape=None)), "rule_name": RULES[self.rule][0], "measure": COST_MEASURE[self.rule], "objective_cost": self.objective_cost()}
+        return {**{k: v for k, v in asdict(replace(self, shape=None)).items() if k != "shape"}, "rule_name": RULES[self.rule][0], "measure": COST_MEASURE[self.rule], "objective_cost": self.objective_cost()}
 
 
 def _tp_for(model: ModelSpec, gpu: Gpu, gpus: int) -> int:
