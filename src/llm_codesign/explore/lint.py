@@ -89,7 +89,8 @@ class Finding:
         return {"lost": 1e3 / ref - 1e3 / f["time_ms"], "unit": unit}
 
     def to_dict(self) -> dict:
-        return {**{k: v for k, v in asdict(replace(self, shape=None)).items() if k != "shape"}, "rule_name": RULES[self.rule][0], "measure": COST_MEASURE[self.rule], "objective_cost": self.objective_cost()}
+        own = {k: v for k, v in asdict(replace(self, shape=None)).items() if k != "shape"}  # the fix names the shape
+        return {**own, "rule_name": RULES[self.rule][0], "measure": COST_MEASURE[self.rule], "objective_cost": self.objective_cost()}
 
 
 def _tp_for(model: ModelSpec, gpu: Gpu, gpus: int) -> int:
