@@ -513,6 +513,7 @@ def test_disagg_compare_and_design_rows_carry_intervals():
         got, raw = row["intervals"]["tpot_ms"], iv.band("tpot_ms", row["tpot_ms"], ctx)
         if "capped" in got:
             raw = raw | {k: max(raw[k], got["capped"]) for k in ("lo80", "lo95")} | {"capped": got["capped"]}
+            raw |= iv.predictability(raw["lo95"], raw["hi95"])  # the span of the bounds it prints (branch uxleft)
         assert _same(got, raw)
         assert " disaggregated runs with TensorRT-LLM" in got["source"]
     # a row beyond the disaggregated runs' largest concurrency (16,384) is named, though the first row is inside
