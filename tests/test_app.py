@@ -689,3 +689,23 @@ def test_the_estimate_says_a_decode_batch_the_cuda_graphs_miss(client):
     assert e["decode_bound"] == "host" and e["eager_decode"]["batch_per_rank"] == 100
     assert e["eager_decode"]["note"].startswith("decode runs without CUDA graphs: a batch of 100 per rank")
     assert "eager_decode" not in client.post("/api/estimate", json=req | {"cuda_graph_max_bs": 128}).json()
+
+
+def test_the_pages_frontier_marks_values_not_predictable_here():
+    # branch uxleft: the page's frontier table as pareto's: a value whose band is not predictable here ends in "?", and a
+    # hint beneath says what it means; the DOM helpers stubbed, frontierTable run in node on two points
+    b = lambda ok: {"lo80": 1, "hi80": 2, "lo95": 1, "hi95": 30 if not ok else 2, "span95": 30 if not ok else 2, "predictable": ok}  # noqa: E731
+    dep = {"plan": "TP8", "replicas": 1, "concurrency_per_instance": 64, "weight_dtype": "fp8", "kv_dtype": "fp8", "spec": None}
+    pts = [{"tok_s_per_user": 15.2, "output_tok_s_per_gpu": 2400, "ttft_ms": 887.0, "tpot_ms": 65.75, "deployment": dep,
+            "intervals": {"ttft_ms": b(False), "tpot_ms": b(True), "tok_s_per_user": b(True), "output_tok_s_per_gpu": b(True)}},
+           {"tok_s_per_user": 164.9, "output_tok_s_per_gpu": 20, "ttft_ms": 87.0, "tpot_ms": 6.06, "deployment": dep,
+            "intervals": {k: b(True) for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}}]
+    stub = ("let shown; const CAPPED_TEXT = 'c'; const el = (t, text, cls) => ({text, cls}); "
+            "const table = (id, heads, rows) => ({rows}); "
+            "const box = {replaceChildren: (...a) => { shown = a; }, querySelectorAll: () => [{dataset: {}}, {dataset: {}}]}; "
+            "const $ = () => box;\n")
+    got = _app_js("function frontierTable(", "// a frontier point's deployment in the pricing form",
+                  stub + f"frontierTable([{{gpu: 'h100', frontier: {json.dumps(pts)}}}]); "
+                  "console.log(JSON.stringify({rows: shown[1].rows, hints: shown.slice(2).map((x) => x.text)}))")
+    assert [r[1:5] for r in got["rows"]] == [["15.2", "2400", "887?", "65.75"], ["164.9", "20", "87", "6.06"]]
+    assert got["hints"] == ["?: not predictable here: its 95% interval spans more than x20 (span95 and predictable of each point in the JSON)"]

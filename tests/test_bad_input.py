@@ -414,7 +414,7 @@ USAGE_CASES = [
     (["pareto", "llama-3.1-8b", "--gpu", "h100", "--tp", "abc"], "error: tp: 'abc' is not valid; an integer from 1 to 65,536 (--tp / --tensor-parallel-size)"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1.5"], "error: gpus: '1.5' is not valid; an integer from 1 to 65,536 (--gpus)"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "0"], "error: gpus: '0' is not valid; an integer from 1 to 65,536 (--gpus)"),
-    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", "1e3"], "error: isl: '1e3' is not valid; an integer from 1 to 16,777,216 (--isl)"),
+    (["estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", "1e3"], "error: isl: '1e3' is not valid; an integer from 1 to 16,777,216, or a whole number of k (1k = 1,024 tokens, InferenceX's 1k) (--isl)"),
     (["estimate", "llama-3.1-8b", "--gpu", "h100", "--spec", "eagle3", "--acceptance", "x"], "error: acceptance: 'x' is not valid; a number (--acceptance)"),
     (["design", "--params", "abc"], "error: params: 'abc' is not valid; a number (--params)"),
     (["estimate", "llama-3.1-8b"], "error: gpu: no value is not valid; --gpu is required: GPU id"),
@@ -766,3 +766,24 @@ def test_calibrate_and_validate_skip_a_rejected_row_of_a_campaign(tmp_path):
             f"written to {tmp_path / 'y.toml'}") in err, err
     code, _, err = cli("validate", "--serving", str(s))
     assert code == 0 and "internal error" not in err, err
+
+
+def test_isl_takes_inferencex_k():
+    # newc5 #16: "1k/1k, 8k/1k" is how InferenceX names its runs; its sweep reads 1k1k as 1024/1024 and 8k1k as 8192/1024
+    # (SemiAnalysisAI/InferenceX generate_sweep_configs.py seq_len_stoi), and the bundled InferenceX CSVs hold isl/osl 1024
+    # and 8192 only: k = 1,024. --isl 8k --osl 1k prices exactly what --isl 8192 --osl 1024 prices, said as read on stderr
+    code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", "8k", "--osl=1k", "--json")
+    _, want, _ = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", "8192", "--osl", "1024", "--json")
+    assert code == 0 and json.loads(out) == json.loads(want) and (json.loads(out)["isl"], json.loads(out)["osl"]) == (8192, 1024)
+    assert err == "--isl 8k read as 8,192 tokens (k = 1,024, InferenceX's 1k)\n--osl 1k read as 1,024 tokens (InferenceX's 1k)\n"
+    # roofline's --isl (its --context) too: 128k = 128 x 1,024 = 131,072, llama-3.1-8b's whole context, is taken; past
+    # --isl's bound 16384k = 16,777,216, 16385k = 16,778,240, and a fraction of k are one line, exit 2
+    code, _, err = cli("roofline", "llama-3.1-8b", "--gpu", "h100", "--isl", "128k")
+    assert code == 0 and err == "--context/--isl 128k read as 131,072 tokens (k = 1,024, InferenceX's 1k)\n"
+    for bad in ("16385k", "1.5k", "k", "1kk", "-1k"):
+        code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", bad)
+        assert code == 2 and err == (f"error: isl: '{bad}' is not valid; an integer from 1 to 16,777,216, or a whole number of k "
+                                     "(1k = 1,024 tokens, InferenceX's 1k) (--isl)\n"), (bad, err)
+    # the JSON API stays strict: a number of tokens, as lc.Workload takes it
+    with pytest.raises(llm_codesign.InputError, match="isl: '1k' is not valid; a positive integer number of tokens"):
+        llm_codesign.Workload(isl="1k")

@@ -260,3 +260,21 @@ def test_pareto_breakdowns_priced_at_its_prefix_hit(tmp_path, monkeypatch):
     assert len(r.points) == 27 and len(seen["bd"]) == 27
     for j, p in enumerate(r.points):
         assert seen["bd"][f"0:{j}"] == point_breakdown(m, cal, p.deployment, p.concurrency, isl=32768, osl=128, prefix_hit=0.95)
+
+
+def test_pareto_marks_values_not_predictable_here():
+    # branch uxleft: each table value whose 95% interval spans more than x20 ends in "?", the line beneath says how many
+    # of the points shown and their spans, from the very bands --json gives (llama-3.1-70b FP8 on 8 H100, 1024/1024:
+    # TTFT past x20 at the throughput end)
+    args = ["pareto", "llama-3.1-70b", "--gpu", "h100", "--gpus", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8"]
+    fr = json.loads(cli(*args, "--json")[1])["frontier"]
+    code, out, _ = cli(*args)
+    shown = fr[::max(1, len(fr) // 24)]
+    shown += fr[-1:] if shown[-1] is not fr[-1] else []
+    rows = [line.split() for line in out.splitlines() if line.strip()[:1].isdigit() and "TP" in line]
+    assert code == 0 and len(rows) == len(shown)
+    for row, p in zip(rows, shown, strict=True):  # tok/s/user, tok/s/GPU, TTFT, TPOT: marked exactly where not predictable
+        for cell, k in zip(row[:4], ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms"), strict=True):
+            assert cell.endswith("?") is (not p["intervals"][k]["predictable"]), (cell, k)
+    bad = [p["intervals"]["ttft_ms"]["span95"] for p in shown if not p["intervals"]["ttft_ms"]["predictable"]]
+    assert bad and f"(TTFT at {len(bad)} of {len(shown)} points shown, x{min(bad):.0f}" in " ".join(out.split())

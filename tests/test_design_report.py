@@ -3,6 +3,7 @@ by side in `design --json` and `design --report`, the same figures in both, and 
 from __future__ import annotations
 
 import copy
+import html
 import json
 from html.parser import HTMLParser
 
@@ -194,3 +195,30 @@ def test_design_and_estimate_band_ttft_on_the_same_arrival(monkeypatch):
     band = real({"ttft_ms": at["ttft_ms"]}, ctx, table=table)["ttft_ms"]
     assert {k: float(band[k]) for k in ("lo80", "hi80", "lo95", "hi95")} == pytest.approx(
         {k: at["intervals"]["ttft_ms"][k] for k in ("lo80", "hi80", "lo95", "hi95")}, rel=1e-12)
+
+
+def test_the_report_says_designs_search_lines(run):
+    # branch uxleft: the page lacked two lines design's CLI prints beneath its table, where the rows sit against the
+    # budget with design 1's gain at equal parameters (params_line) and what the FFN-ratio pass priced (ffn_pass_line);
+    # the page's list holds exactly those lines of the same result
+    from llm_codesign.render.design_lines import ffn_pass_line, params_line
+
+    r, page = run
+    items = page.split('<ul id="search" class="hint">')[1].split("</ul>")[0].removeprefix("<li>").removesuffix("</li>").split("</li><li>")
+    want = [params_line(r, "tok/s/GPU"), ffn_pass_line(r["grid"]["ffn_pass"])]
+    assert items == [html.escape(x) for x in want] and all(want)
+    eq = r["designs"][0]["gain_equal_params_pct"]
+    # the equal-params gain is design 1's tok/s/GPU scaled by its parameters over the baseline's (as if weights set the speed)
+    d, b = r["designs"][0], r["baseline"]
+    assert eq == pytest.approx(100 * (d["objective"] * d["total_params"] / b["total_params"] / b["objective"] - 1), abs=0.05)
+    assert f"design 1 at equal params tok/s/GPU {eq:+.1f}%" in want[0]
+    assert want[1].startswith("FFN ratio: the envelope's window ")
+
+
+def test_frontier_points_in_the_report_carry_predictability(run):
+    # every frontier point and best deployment of the side-by-side carries span95 = hi95 / lo95 and predictable (x20), as
+    # estimate's answers do (newc5 #17; branch uxleft: _BOUNDS dropped them)
+    r, _ = run
+    for c in r["side_by_side"]["columns"]:
+        for b in [b for p in c["frontier"] for b in p["intervals"].values()] + list(c["at_slo"]["intervals"].values()):
+            assert b["span95"] == pytest.approx(b["hi95"] / b["lo95"], rel=1e-9) and b["predictable"] is (b["span95"] <= 20)

@@ -513,6 +513,7 @@ def test_disagg_compare_and_design_rows_carry_intervals():
         got, raw = row["intervals"]["tpot_ms"], iv.band("tpot_ms", row["tpot_ms"], ctx)
         if "capped" in got:
             raw = raw | {k: max(raw[k], got["capped"]) for k in ("lo80", "lo95")} | {"capped": got["capped"]}
+            raw |= iv.predictability(raw["lo95"], raw["hi95"])  # the span of the bounds it prints (branch uxleft)
         assert _same(got, raw)
         assert " disaggregated runs with TensorRT-LLM" in got["source"]
     # a row beyond the disaggregated runs' largest concurrency (16,384) is named, though the first row is inside
@@ -991,3 +992,30 @@ def test_family_widening_counts_a_profiles_too_few_own_runs(tmp_path):
     assert own == ["no bundled serving run on any Hopper GPU; your profile has 6 with vLLM (too few for a band: 39 needed)"]
     trt = replace(ctx, engine="trtllm")  # another engine's question: its runs are not counted
     assert [str(w) for w in iv.reasons(trt, iv._profile_table(str(prof), None)) if w.kind == "family"] == ["no serving run on any Hopper GPU"]
+
+
+def test_a_capped_band_says_the_span_it_prints():
+    # span95 = hi95 / lo95, predictable = span95 <= x20 (PREDICTABLE_SPAN): 300 / 10 = x30, not predictable here. A
+    # ceiling of 150 on tok/s/user (above the prediction and the centre, 100) brings hi95 to 150: 150 / 10 = x15, and
+    # the JSON's span is the printed band's, as the text's "not predictable here" reads it (branch uxleft: it kept x30)
+    b = {"lo80": 40.0, "hi80": 200.0, "lo95": 10.0, "hi95": 300.0, "centre": 100.0, "widened": []} | iv.predictability(10.0, 300.0)
+    assert (b["span95"], b["predictable"]) == (30.0, False)
+    out = iv.capped({"tok_s_per_user": b}, {"tok_s_per_user": 100.0}, {"tok_s_per_user": 150.0})["tok_s_per_user"]
+    assert (out["hi80"], out["hi95"], out["span95"], out["predictable"]) == (150.0, 150.0, 15.0, True)
+    # a frontier's points, pointwise: 300 / 10 = x30 not predictable, 20 / 1 = x20 at the bound still predictable
+    p = iv.predictability(np.array([10.0, 1.0]), np.array([300.0, 20.0]))
+    assert p["span95"].tolist() == [30.0, 20.0] and p["predictable"].tolist() == [False, True]
+
+
+def test_a_tables_unpredictable_cells_are_marked_and_said_once():
+    from llm_codesign.render.intervals import unpredictable, unpredictable_footnote
+
+    ok, wide = {"span95": 3.0, "predictable": True}, {"span95": 21.5, "predictable": False}
+    assert (unpredictable(ok), unpredictable(wide), unpredictable(None), unpredictable({"lo95": 1.0})) == ("", "?", "", "")
+    rows = [{"ttft_ms": wide, "tpot_ms": ok}, {"ttft_ms": wide | {"span95": 67.4}, "tpot_ms": ok}, {"ttft_ms": ok, "tpot_ms": ok}, None]
+    # TTFT: 2 of the 4 rows, spans x21.5 and x67.4 said rounded (x22-x67); TPOT none: not named
+    assert unpredictable_footnote(rows, ["ttft_ms", "tpot_ms"]) == (
+        "?: not predictable here: its 95% interval spans more than x20 (TTFT at 2 of 4 points shown, x22-x67); span95 and "
+        "predictable of each in --json")
+    assert unpredictable_footnote(rows[:1], ["ttft_ms"], "rows").endswith("(TTFT at 1 of 1 rows, x22); span95 and predictable of each in --json")
+    assert unpredictable_footnote(rows[2:], ["ttft_ms", "tpot_ms"]) == ""

@@ -4,6 +4,8 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.explore.design import Slo, at_best
@@ -107,7 +109,7 @@ def test_toy_width_has_no_width_vs_depth_finding():
     cfg = {**BASE, "hidden_size": 16, "num_hidden_layers": 48, "num_attention_heads": 8, "num_key_value_heads": 8, "head_dim": 2}
     fs = run(from_hf_config(cfg, "toy-width"), "h100")
     assert not [f for f in fs if f.rule == "R3"]
-    assert "nan" not in json.dumps([f.__dict__ for f in fs]).lower()
+    assert "nan" not in json.dumps([f.to_dict() for f in fs]).lower()
 
 
 def test_sarif_shape():
@@ -634,3 +636,52 @@ def test_lint_says_where_r6_prices_no_pp_within_its_budget():
             "R3's shallower shape at its own best deployment. R6 not priced: PP2 on TP8 needs 16 GPUs (--gpus 16).") in said, said
     code, out, err = cli("lint", "llama-3.1-405b", "--gpu", "h200", "--gpus", "16", columns=4000)
     assert code == 0 and "R6 not priced" not in out and "R2, R3 and R6 priced at TP8" in " ".join(out.split())
+
+
+def test_r3_fix_passes_r7():
+    # newcomer review 5, item 11: on a 60 x 6656 shape with 52 heads (4 KV heads), 27.6B, lint on 8 H100 offered R3's
+    # "46 layers x hidden 6656 with 52 heads", which R7 flags at TP8 (52 = 6.5 x 8). R3's variants now take heads R7
+    # passes at its widest TP (r7_tp(8) = 8): 3/4 of 60 on design's even grid is 45 -> 46 layers; the width nearest
+    # sqrt(60/46) x 6656 = 7601 whose heads scale whole to a multiple of lcm(4, 8) = 8 is 7168 (52 x 7168 / 6656 = 56
+    # = 7 x 8; 7680 would give 60, not a multiple of 8); the own-width variant keeping 52 heads is no longer offered
+    cfg = {"model_type": "llama", "hidden_size": 6656, "num_hidden_layers": 60, "num_attention_heads": 52, "num_key_value_heads": 4,
+           "head_dim": 128, "intermediate_size": 17920, "vocab_size": 32000}
+    fs = run(from_hf_config(cfg, "my30b"), "h100")
+    r3 = [f for f in fs if f.rule == "R3"][0]
+    q = r3.figures
+    assert (q["wider_layers"], q["wider_hidden"], q["wider_heads"]) == (46, 7168, [56])
+    assert r3.fix.startswith("46 layers x hidden 7168 with 56 heads")
+    assert not [f for f in run(r3.shape, "h100") if f.severity == "error"]
+    assert [f.where for f in fs if f.severity == "error"] == ["heads@TP8"]  # the shape's own error stays its own
+    from llm_codesign.explore import lint as lint_module
+
+    # KV heads R7 flags are moved to the nearest count that splits (12 -> 16 at TP8: 8 and 16 both 4 away, the larger);
+    # MHA keeps KV heads = query heads
+    from llm_codesign.spec.kinds import GQA
+
+    assert lint_module._kv_at(GQA(heads=48, kv_heads=12, head_dim=128, v_head_dim=128), 8) == 16
+    assert lint_module._kv_at(GQA(heads=40, kv_heads=6, head_dim=128, v_head_dim=128), 8) == 8  # 4 and 8 both 2 away: the larger
+    assert lint_module._kv_at(GQA(heads=52, kv_heads=52, head_dim=128, v_head_dim=128), 8) == 0
+    assert lint_module._kv_at(GQA(heads=48, kv_heads=4, head_dim=128, v_head_dim=128), 8) == 4
+
+
+@settings(max_examples=25, deadline=None)
+@given(hidden=st.integers(16, 96).map(lambda k: 64 * k), layers=st.integers(16, 72), hd=st.sampled_from([64, 96, 128]),
+       kv=st.sampled_from([1, 2, 3, 4, 6, 8, 12]), group=st.integers(1, 8), inter=st.integers(2000, 30000),
+       experts=st.sampled_from([0, 12, 60, 64]), gpu=st.sampled_from(["h100", "b200"]))
+def test_a_fix_brings_no_new_error(hidden, layers, hd, kv, group, inter, experts, gpu):
+    # every finding's proposed shape (Finding.shape: R2's, R3's, R4's, R5's and R6's fixes), linted as the shape was,
+    # has no error-severity finding the shape has not (R4's NVFP4 blocks on B200, R7's heads and KV heads at TP 2-8), and
+    # R3's none of R7's at all (newcomer review 5, item 11: its variants' heads are chosen to split, _heads_at)
+    cfg = {"model_type": "llama", "hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": kv * group,
+           "num_key_value_heads": kv, "head_dim": hd, "intermediate_size": inter, "vocab_size": 32000}
+    if experts:
+        cfg.update(model_type="qwen3_moe", num_experts=experts, num_experts_per_tok=4, moe_intermediate_size=inter // 8,
+                   decoder_sparse_step=1, mlp_only_layers=[])
+    m = from_hf_config(cfg, "random")
+    errors = lambda fs: {(f.rule, f.where) for f in fs if f.severity == "error"}  # noqa: E731
+    fs = run(m, gpu)
+    for f in (f for f in fs if f.shape is not None):
+        after = errors(run(f.shape, gpu))
+        assert after <= errors(fs), (f.rule, f.fix)
+        assert f.rule != "R3" or not [e for e in after if e[0] == "R7"], f.fix

@@ -162,7 +162,7 @@ def test_workload_bounds_isl_as_the_cli_does():
         lc.Workload(isl=(1 << 24) + 1)
     assert str(e.value) == "isl: 16777217 is not valid; a positive integer number of tokens (at most 16,777,216)"
     code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--isl", str((1 << 24) + 1))
-    assert code == 2 and err.strip() == "error: isl: '16777217' is not valid; an integer from 1 to 16,777,216 (--isl)"
+    assert code == 2 and err.strip() == "error: isl: '16777217' is not valid; an integer from 1 to 16,777,216, or a whole number of k (1k = 1,024 tokens, InferenceX's 1k) (--isl)"
 
 
 @pytest.mark.torch

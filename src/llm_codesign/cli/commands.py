@@ -13,7 +13,6 @@ import typer
 from llm_codesign.cli.common import (
     MAX_CONCURRENCY,
     MAX_GPUS,
-    MAX_STEP_TOKENS,
     O_A,
     O_ACC,
     O_ADP,
@@ -51,6 +50,7 @@ from llm_codesign.cli.common import (
     check_paths,
     check_search_size,
     nothing_found,
+    tokens_option,
 )
 from llm_codesign.errors import InputError
 from llm_codesign.render.accuracy import NO_ACCURACY, accuracy_said, drop_text
@@ -148,8 +148,8 @@ def roofline(
     # --concurrency and --isl (every other command's words, newc5 #13): a decode step holds every request in flight, and its
     # first step's cache is the prompt; a prefill step of `batch` prompts of `context` tokens is a wave's
     batch: int = typer.Option(1, "--batch", "--concurrency", min=1, max=MAX_CONCURRENCY, help="Sequences in the step (--concurrency: the requests in flight)."),
-    context: int = typer.Option(1024, "--context", "--isl", min=1, max=MAX_STEP_TOKENS,
-                                help="Context per sequence (decode: cached tokens; prefill: prompt); --isl: the prompt's length."),
+    context: int = tokens_option(1024, "--context", "--isl", help="Context per sequence (decode: cached tokens; prefill: prompt); "
+                                 "--isl: the prompt's length."),
     tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Tensor parallel size."),
     weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
     activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
@@ -712,10 +712,14 @@ def _profile_bands(fr: list[dict]) -> list[str]:
     return list(dict.fromkeys(said))
 
 
+# pareto's table's values, each to its digits
+_FRONTIER_VALUES = (("tok_s_per_user", 1), ("output_tok_s_per_gpu", 0), ("ttft_ms", 0), ("tpot_ms", 2))
+
+
 def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float, names: dict[str, str]) -> None:
     """Each search's frontier as a table (every point's in --json), its cost line, or why it is empty; `names`: each GPU's
     name by id, as estimate's title names it ("H200 SXM")."""
-    from llm_codesign.render.intervals import arrival_footer
+    from llm_codesign.render.intervals import arrival_footer, unpredictable, unpredictable_footnote
 
     if any(r.get("mode") == "disaggregated" for r in results):  # its table starts ~40 lines down (newc5 #21): said at the top
         con.print("--disagg: each aggregated frontier below is followed by its disaggregated one (prefill and decode "
@@ -727,7 +731,8 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         # about 24 rows, evenly spaced, and always both ends (the throughput end and the interactive end)
         shown = fr[::max(1, len(fr) // 24)]
         shown += fr[len(fr) - 1:] if fr and shown[-1] is not fr[-1] else []
-        rows = [(f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}", f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}",
+        # a value whose 95% interval spans more than x20 marked, as estimate says "not predictable here" (the footnote says it)
+        rows = [(*(f"{p[k]:.{n}f}{unpredictable((p.get('intervals') or {}).get(k))}" for k, n in _FRONTIER_VALUES),
                  d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
                  f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", drop_text(p.get("accuracy")))
                 for p in shown for d in (p["deployment"],)]
@@ -750,6 +755,8 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
                       highlight=False)
             con.print(arrival_footer(r.get("arrival", DEFAULT_ARRIVAL)), highlight=False)  # the arrival its TTFT turns on (--arrival)
+            if line := unpredictable_footnote([p.get("intervals") for p in shown], [k for k, _ in _FRONTIER_VALUES]):
+                con.print(line, highlight=False)
         if shared:
             # a shared drop of "best" reads "drop none (the model's best precision)", not "drop best"
             said = {"-": "none", "best": "none (the model's best precision)", "n/a": f"n/a ({NO_ACCURACY})"}

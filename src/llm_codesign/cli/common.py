@@ -53,6 +53,9 @@ def _valid(param) -> str:
         help_ = " ".join((getattr(param, "help", None) or "").split()).rstrip(".")
         return help_ or "a value"
     fmt = (lambda v: f"{v:,}") if kind == "an integer" else (lambda v: f"{v:g}")  # noqa: E731
+    if set(getattr(param, "opts", ()) or ()) & set(K_FLAGS):  # a token count (token_count): 1k too
+        kind = f"{kind} {'from ' + fmt(lo) + ' to ' + fmt(hi) if hi is not None else 'of at least ' + fmt(lo)}, {K_TEXT}"
+        return kind
     if lo is not None and hi is not None:
         return f"{kind} from {fmt(lo)} to {fmt(hi)}"
     if lo is not None:
@@ -504,8 +507,43 @@ O_KVP = typer.Option(None, "--kvp", min=1, max=MAX_GPUS, help="Helix KV-parallel
 O_W = typer.Option(None, "--weight-dtype", help="Weight format: bf16, fp16, fp8, fp8_block, nvfp4, mxfp4 or int4 (default: the checkpoint's).")
 O_A = typer.Option(None, "--activation-dtype", help="Activation format (default: what the weight format runs with on this GPU).")
 O_KV = typer.Option(None, "--kv-dtype", help="KV-cache format, one of --weight-dtype's (default: the checkpoint's).")
-O_ISL = typer.Option(1024, "--isl", min=1, max=MAX_STEP_TOKENS, help="Input tokens per request.")
-O_OSL = typer.Option(1024, "--osl", min=1, max=MAX_STEP_TOKENS, help="Output tokens per request.")
+# InferenceX, whose runs the tool bundles, writes its lengths 1k1k, 1k8k and 8k1k for ISL/OSL 1024/1024, 1024/8192 and
+# 8192/1024 (SemiAnalysisAI/InferenceX utils/matrix_logic/generate_sweep_configs.py:17-21 seq_len_stoi @033aa6ec; the
+# bundled serving_inferencex_*.csv hold isl and osl 1024 and 8192 only, 862 runs): a k after a token count is 1,024
+# (newc5 #16). The CLI's only: the JSON API and lc.* take integers.
+K_TOKENS = 1024
+K_FLAGS = ("--isl", "--osl", "--context")
+K_TEXT = f"or a whole number of k (1k = {K_TOKENS:,} tokens, InferenceX's 1k)"
+
+
+def token_count(value, flag: str, lo: int = 1, hi: int | None = MAX_STEP_TOKENS) -> int:
+    """A token count as an option gives it: an integer, or a whole number of k (K_TOKENS each: `8k` is 8,192), said on
+    standard error as read ("--isl 1k read as 1,024 tokens (InferenceX's 1k)"). Outside lo..hi or unreadable: a
+    ValueError, which the one-line error names with what is valid (usage_line, _valid)."""
+    if isinstance(value, int):
+        return value
+    text = str(value).strip()
+    k = text[-1:] in ("k", "K") and text[:-1].isdigit()
+    try:
+        n = int(text[:-1]) * K_TOKENS if k else int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a token count") from None
+    if n < lo or (hi is not None and n > hi):
+        raise ValueError(f"{text!r} is out of range")
+    if k:
+        typer.echo(f"{flag} {text} read as {n:,} tokens (" + ("InferenceX's 1k)" if n == K_TOKENS else f"k = {K_TOKENS:,}, InferenceX's 1k)"), err=True)
+    return n
+
+
+def tokens_option(default, flag: str, *names: str, hi: int | None = MAX_STEP_TOKENS, help: str):
+    """An option of tokens per request that takes `1k` too (token_count), its help saying so."""
+    said = "/".join((flag, *names))  # roofline's --context is --isl too: both named where it was read
+    return typer.Option(default, flag, *names, min=1, max=hi, parser=lambda v: token_count(v, said, hi=hi),
+                        help=f"{help.rstrip('.')}; or in k: 1k = {K_TOKENS:,} tokens (InferenceX's 1k).")
+
+
+O_ISL = tokens_option(1024, "--isl", help="Input tokens per request.")
+O_OSL = tokens_option(1024, "--osl", help="Output tokens per request.")
 
 
 def vendor_engines() -> str:
@@ -587,6 +625,17 @@ def _int_list(field: str, value: str, hi: int = MAX_CONCURRENCY) -> list[int]:
         out = []
     if not out or min(out) <= 0 or max(out) > hi:
         raise InputError(field, value, f"a comma-separated list of integers from 1 to {hi:,}, e.g. 1,16,256")
+    return out
+
+
+def token_list(flag: str, value: str, hi: int = MAX_CONCURRENCY) -> list[int]:
+    """'1k,8k' -> [1024, 8192] (token_count each, said as read); anything else is a one-line error naming the field."""
+    try:
+        out = [token_count(x, flag, hi=hi) for x in value.split(",") if x.strip()]
+    except ValueError:
+        out = []
+    if not out:
+        raise InputError(flag.lstrip("-"), value, f"a comma-separated list of integers from 1 to {hi:,}, {K_TEXT}, e.g. 1k,8k")
     return out
 
 

@@ -8,7 +8,6 @@ import typer
 
 from llm_codesign.cli.common import (
     MAX_GPUS,
-    MAX_STEP_TOKENS,
     O_A,
     O_BACKEND,
     O_CAL,
@@ -24,9 +23,11 @@ from llm_codesign.cli.common import (
     _table,
     app,
     check_paths,
+    tokens_option,
 )
 from llm_codesign.errors import InputError
 from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP
+from llm_codesign.render.design_lines import _params, ffn_pass_line, params_line  # noqa: F401 (shared with design --report)
 from llm_codesign.spec.engines import engine_for
 
 O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants .toml (overrides data/accuracy/proxy.toml).")
@@ -78,10 +79,6 @@ def _batch_line(r: dict, short: str) -> str | None:
 _TERM_NAMES = {"params": "active params", "moe_rule": "total/active", "kv_sharing": "q heads per KV head", "head_dim": "head size",
                "granularity": "expert granularity", "aspect": "aspect penalty", "mla": "MLA", "hybrid": "recurrent", "window": "window"}
 _FLAT_NAMES = {"aspect": "aspect ratio (depth)", "head_dim": "head size"}
-
-
-def _params(n: float) -> str:
-    return f"{n / 1e9:.3g}B" if n >= 1e9 else f"{n / 1e6:.3g}M"
 
 
 def scale_line(d: dict) -> str | None:
@@ -153,17 +150,6 @@ def envelope_said(env: dict) -> str:
     return out
 
 
-def ffn_pass_line(p: dict | None) -> str | None:
-    """What design's FFN-ratio pass priced (explore.design._ffn_pass): the envelope's window, the coarse ratios and the
-    fine ones around the best, with the shapes priced at each."""
-    if not p:
-        return None
-    ratios = lambda x: ", ".join(f"{v:g}" for v in x["ffn_ratio"]) or "none"  # noqa: E731
-    return (f"FFN ratio: the envelope's window {p['window'][0]:g}-{p['window'][1]:g} priced every {p['step']:g} ({ratios(p['coarse'])}: "
-            f"{p['coarse']['priced']} shapes), then the grid's step around the best ({ratios(p['fine'])}: {p['fine']['priced']}); "
-            f"best {p['best']:g}")
-
-
 def envelope_lines(designs: list[dict], scale: float | None = None) -> list[str]:
     """Rows at the edge of the envelope (within 5% of a limit, or on it) and rows beyond every published model on a
     bound (inside only by the margin), each said with the published value and who set it (with its size where it lies
@@ -191,22 +177,6 @@ def envelope_lines(designs: list[dict], scale: float | None = None) -> list[str]
         side = "above" if bound.endswith(".max") else "below"
         out.append(f"envelope: {_rows([j for j, _ in rows])} {side} every published model on {bound.split('.')[0]} "
                    f"({span} against {pub:.4g}, {_named(who, scale)}): inside only by the {_margin(bound)} margin")
-    return out
-
-
-def params_line(r: dict, short: str) -> str | None:
-    """One line: how far the rows sit below (or above) the budget (explore.design_report.budget), and design 1's gain
-    at equal parameters (first order: weight streaming sets decode's speed, so a smaller model is faster by its size
-    alone; the proxy loss already prices its quality)."""
-    bu, ds = r.get("budget"), r["designs"]
-    if not ds or not bu:
-        return None
-    who, (lo, hi), params = r["baseline"] or r["reference"], bu["rows"], bu["params"]
-    out = (f"params: rows {_params(lo)}-{_params(hi)}, {100 * (lo / params - 1):+.1f} to {100 * (hi / params - 1):+.1f}% of the "
-           f"{_params(params)} budget (±{100 * bu['tol']:g}%); {who['name']} {_params(who['total_params'])}")
-    if (eq := ds[0].get("gain_equal_params_pct")) is not None:
-        out += (f"; design 1 at equal params {short} {eq:+.1f}% (its {short} x {_params(ds[0]['total_params'])} / "
-                f"{_params(who['total_params'])}, as if weights set the speed)")
     return out
 
 
@@ -334,9 +304,8 @@ def design(
                                                   "30e9, within --budget-tol as the total (--params) is."),
     min_tps_user: float = typer.Option(20.0, "--min-tps-user", help="Throughput/long-context SLO: tokens/s per user."),
     min_tps_gpu: float = typer.Option(50.0, "--min-tps-gpu", help="Latency-regime floor: output tokens/s per GPU."),
-    isl: Optional[int] = typer.Option(None, "--isl", min=1, max=MAX_STEP_TOKENS, help="Input tokens per request (default: the regime's, "
-                                      "1024; long-context 32768)."),
-    osl: Optional[int] = typer.Option(None, "--osl", min=1, max=MAX_STEP_TOKENS, help="Output tokens per request (default: 1024)."),
+    isl: Optional[int] = tokens_option(None, "--isl", help="Input tokens per request (default: the regime's, 1024; long-context 32768)."),
+    osl: Optional[int] = tokens_option(None, "--osl", help="Output tokens per request (default: 1024)."),
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     budget_tol: float = typer.Option(0.1, "--budget-tol", help="Relative tolerance on total parameters (and active ones, --active-params)."),
     quality_sigmas: float = typer.Option(1.0, "--quality-sigmas", help="Equal quality: a shape's proxy loss at most this many "
@@ -376,6 +345,7 @@ def design(
     )
     from llm_codesign.explore.design import design as run
     from llm_codesign.outputs import check_writable, write_all, write_text
+    from llm_codesign.render.intervals import UNINFORMATIVE_TEXT, unpredictable, unpredictable_footnote
 
     # every option before the shape grid (seconds) and the search (minutes)
     check_options(params=params, active_params=active_params, budget_tol=budget_tol, quality_tol=quality_tol, quality_sigmas=quality_sigmas,
@@ -497,7 +467,8 @@ def design(
                      # x beside the band it widens (the test's keeps each term's measured sigma)
                      + f"\nerr ±{q['uncertainty_pct']:.2f}" + (" x" if q["extrapolated"] else ""), where,
                      # whole tok/s from 1,000 up: the tenth is noise there, and it kept the deployment column whole at 80
-                     f"{d['objective']:.{1 if d['objective'] < 1000 else 0}f}", f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
+                     f"{d['objective']:.{1 if d['objective'] < 1000 else 0}f}{unpredictable(d.get('intervals', {}).get(r['objective']))}",
+                     f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
                      f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W"))
     # where the rows differ in the envelope, each row's place in it beneath its loss (a column of its own cropped the lint
     # column at 80); every row inside it (a search inside it, the default) is said once in the caption, as pareto says a
@@ -523,6 +494,9 @@ def design(
     for row in rows:
         t.add_row(*row)
     con.print(t)
+    # a row's objective whose 95% interval spans more than x20 marked, as estimate says "not predictable here"
+    if line := unpredictable_footnote([d.get("intervals") for d in r["designs"]], [r["objective"]], "rows"):
+        con.print(line, highlight=False)
     con.print(f"equal quality: {ref['rule']} (--quality-sigmas, --quality-tol)")
     if line := params_line(r, short):
         con.print(line, highlight=False)
@@ -541,8 +515,9 @@ def design(
         con.print(line, highlight=False)
     if r["designs"]:  # how far to trust the objective (every row's in --json)
         b1 = r["designs"][0]["intervals"][r["objective"]]
-        con.print(f"{short} of design 1: 80% interval {b1['lo80']:.1f}-{b1['hi80']:.1f}, 95% {b1['lo95']:.1f}-{b1['hi95']:.1f} "
-                  f"(from {b1['source']}{'; ' + '; '.join(b1['widened']) if b1['widened'] else ''})", highlight=False)
+        con.print(f"{short} of design 1: 80% interval {b1['lo80']:.1f}-{b1['hi80']:.1f}, 95% {b1['lo95']:.1f}-{b1['hi95']:.1f}"
+                  + (UNINFORMATIVE_TEXT.format(span=b1["span95"]) if unpredictable(b1) else "")
+                  + f" (from {b1['source']}{'; ' + '; '.join(b1['widened']) if b1['widened'] else ''})", highlight=False)
         con.print(wins_by(r["designs"][0], ref["name"] if not b else b["name"], short), highlight=False)
         if line := scale_line(r["designs"][0]):
             con.print(line, highlight=False)

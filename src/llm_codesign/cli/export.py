@@ -39,6 +39,7 @@ from llm_codesign.cli.common import (
     app,
     check_paths,
     priced_with,
+    tokens_option,
     vendor_engines,
 )
 from llm_codesign.errors import InputError, parse_nested, read_text
@@ -381,8 +382,8 @@ def import_(
                                           "found from the file)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
                                               help="Requests in flight per instance: a benchmark's global count over the replicas (default: the configuration's max batch)."),
-    isl: Optional[int] = typer.Option(None, "--isl", min=1, help="Input tokens per request (default: the export's, else 1024)."),
-    osl: Optional[int] = typer.Option(None, "--osl", min=1, help="Output tokens per request (default: the export's, else 1024)."),
+    isl: Optional[int] = tokens_option(None, "--isl", hi=None, help="Input tokens per request (default: the export's, else 1024)."),
+    osl: Optional[int] = tokens_option(None, "--osl", hi=None, help="Output tokens per request (default: the export's, else 1024)."),
     acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step of the configuration's "
                                                "speculative decoding (an engine's configuration states none)."),
     acceptance_rates: Optional[str] = O_RATES,

@@ -13,10 +13,10 @@ from llm_codesign.cli.common import (
     _console,
     _dump,
     _gpu,
-    _int_list,
     app,
     check_paths,
     nothing_found,
+    token_list,
     vendor_engines,
 )
 from llm_codesign.errors import InputError
@@ -32,8 +32,8 @@ def sweep(
                                              "and what each GPU runs natively; each with BF16 and FP8 KV cache)."),
     backend: Optional[str] = typer.Option(None, "--backend", "--engine", help="Engines, comma-separated: " + ", ".join(engine_names())
                                           + f" (default: each GPU's, {vendor_engines()})."),
-    isl: str = typer.Option("1024", "--isl", help="Input tokens per request, comma-separated (paired with --osl)."),
-    osl: str = typer.Option("1024", "--osl", help="Output tokens per request, comma-separated (paired with --isl)."),
+    isl: str = typer.Option("1024", "--isl", help="Input tokens per request, comma-separated (paired with --osl; 1k = 1,024 tokens, InferenceX's 1k)."),
+    osl: str = typer.Option("1024", "--osl", help="Output tokens per request, comma-separated (paired with --isl; 1k = 1,024 tokens)."),
     max_num_tokens_grid: Optional[str] = typer.Option(None, "--max-num-tokens-grid", help="Step token budgets searched: a list or auto."),
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
@@ -58,7 +58,7 @@ def sweep(
         raise InputError("gpu", gpu, "one or more GPU ids, comma-separated")
     if backend is not None and not names(backend):  # "--backend ," likewise
         raise InputError("backend", backend, "one or more engines, comma-separated")
-    isls, osls = _int_list("isl", isl), _int_list("osl", osl)
+    isls, osls = token_list("--isl", isl), token_list("--osl", osl)
     if len(isls) != len(osls) and 1 not in (len(isls), len(osls)):
         raise InputError("isl/osl", f"{isl} / {osl}", "lists of one length (pairs), or one of them a single value")
     n = max(len(isls), len(osls))

@@ -14,7 +14,13 @@ from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import Precision
 
 SIDE_BY_SIDE = 3  # the designs set beside the reference: the report's columns stay readable on a page
-_BOUNDS = ("lo80", "hi80", "lo95", "hi95", "centre")
+_BOUNDS = ("lo80", "hi80", "lo95", "hi95", "centre", "span95")
+
+
+def _bounds(b: dict) -> dict:
+    """A band's bounds, its 95% span and whether it is predictable here (measure.intervals.predictability), as a point's
+    JSON carries them (branch uxleft: the side-by-side's points dropped span95 and predictable)."""
+    return {k: float(b[k]) for k in _BOUNDS} | {"predictable": bool(b["predictable"])}
 _DEPLOYMENT = ("plan", "instance_gpus", "replicas", "concurrency_per_instance")
 
 
@@ -47,7 +53,7 @@ def _frontier(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, engine, table) -> 
         d = p.to_dict()
         pts.append({k: d[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
                    | {"deployment": {k: d["deployment"][k] for k in _DEPLOYMENT},
-                      "intervals": {m_: {k: float(b[k]) for k in _BOUNDS} for m_, b in (d.get("intervals") or {}).items()}})
+                      "intervals": {m_: _bounds(b) for m_, b in (d.get("intervals") or {}).items()}})
     return pts, int(f.evaluated)
 
 
@@ -70,7 +76,7 @@ def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) 
     inst = SimpleNamespace(gpu=gpu, num_gpus=best["deployment"]["instance_gpus"], precision=prec)
     b = capped(bands(values, ctx, table=table), values, ideal(m, inst, best["deployment"]["concurrency_per_instance"], isl=isl, osl=osl))
     first = next(iter(b.values()))
-    return best | {"intervals": {k: {x: float(v[x]) for x in _BOUNDS} for k, v in b.items()},
+    return best | {"intervals": {k: _bounds(v) for k, v in b.items()},
                    "interval_basis": {"source": first["source"], "widened": list(first["widened"])}}
 
 

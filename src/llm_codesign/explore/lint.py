@@ -72,6 +72,9 @@ class Finding:
     figures: dict = field(default_factory=dict)
     # False: the cost is priced on plans other than the reported point's, which the message names (R7's Helix)
     at_point: bool = True
+    # the shape the fix proposes (R2, R3, R4, R5, R6; None where the fix is no shape): linted, it brings no error the
+    # shape has not (test_lint: test_a_fix_brings_no_new_error); not in to_dict (the fix names it)
+    shape: ModelSpec | None = field(default=None, compare=False, repr=False)
 
     def objective_cost(self) -> dict | None:
         """A cost R2 or R6 priced in the regime's objective, in its rate's unit: the rate the shape loses against the aligned
@@ -86,7 +89,8 @@ class Finding:
         return {"lost": 1e3 / ref - 1e3 / f["time_ms"], "unit": unit}
 
     def to_dict(self) -> dict:
-        return {**asdict(self), "rule_name": RULES[self.rule][0], "measure": COST_MEASURE[self.rule], "objective_cost": self.objective_cost()}
+        own = {k: v for k, v in asdict(replace(self, shape=None)).items() if k != "shape"}  # the fix names the shape
+        return {**own, "rule_name": RULES[self.rule][0], "measure": COST_MEASURE[self.rule], "objective_cost": self.objective_cost()}
 
 
 def _tp_for(model: ModelSpec, gpu: Gpu, gpus: int) -> int:
@@ -393,6 +397,10 @@ def _with_dim(model: ModelSpec, what: str, value: int) -> ModelSpec:
             f = replace(f, inter=value)
         elif what == "expert_inter" and isinstance(f, MoE):
             f = replace(f, expert_inter=value)
+        elif what == "shared_inter" and isinstance(f, MoE) and f.shared_inter:
+            f = replace(f, shared_inter=value)
+        elif what == "head_dim" and isinstance(a, GQA):
+            a = replace(a, head_dim=value, v_head_dim=value)
         groups.append((Layer(a, f), n))
     if what == "hidden":
         return replace(model, hidden=value, groups=tuple(groups))
@@ -463,7 +471,8 @@ def _tile_alignment(model, gpu, cal, prec, point, *, regime, engine):
                    "unit": unit, "full_rate_width": width, "point": point.to_dict()}
         if round(pct, 1) > 0:
             out.append(Finding("R2", "warning" if pct >= 1.0 else "info", what, f"{head}: its padded tail costs {pct:.1f}%; {rate}",
-                               pct, f"{what} {d} -> {nearer} ({dp / 1e9:+.2f}B parameters)", figures))
+                               pct, f"{what} {d} -> {nearer} ({dp / 1e9:+.2f}B parameters)", figures,
+                               shape=_with_dim(model, what, nearer)))
         else:
             why = (f"on {gpu.name} alignment beyond 128 does not matter: {rate}" if unit == 256 and width <= 128
                    else f"the padded tail costs nothing at this deployment; {rate}")
@@ -485,21 +494,59 @@ def _shallower_layers(layers: int, *, moe: bool) -> int:
     return max(int(math.floor(0.75 * layers / step + 0.5)), 1) * step
 
 
-def _heads_at(model: ModelSpec, hidden: int, *, exact: bool = True) -> dict | None:
-    """Each GQA group's query heads scaled with the width (heads x hidden / the shape's: design's heads = hidden /
-    head_dim where the shape has it), where that is a whole count its KV heads divide and, as design's rows
-    (explore.design._well_formed), a multiple of 8 where the shape's is; None where it is not. Not `exact`: rounded to
-    the nearest such count."""
+def r7_tp(gpus: int) -> int:
+    """The widest TP R7 checks heads against within `gpus` (of 2, 4, 8; 1 where none fits): a count that splits over it
+    splits over the narrower ones, each a divisor of it."""
+    return max([1] + [p for p in (2, 4, 8) if p <= gpus])
+
+
+def kv_splits(kv: int, tp: int) -> bool:
+    """Whether `kv` KV heads pass R7 at TP `tp` (_kv_splits): they divide it (copies) or it divides them."""
+    return kv % tp == 0 or tp % kv == 0
+
+
+def _kv_at(a: GQA, tp: int) -> int:
+    """R3's KV heads for a group: the shape's where they pass R7 at `tp`; else the nearest count that does (a divisor or a
+    multiple of tp, the larger of two as near: 12 -> 16 at TP8), so that R3 offers no shape R7 flags. MHA (KV heads =
+    query heads) is marked 0: the variant's KV heads follow its query heads."""
+    if kv_splits(a.kv_heads, tp):
+        return a.kv_heads
+    if a.kv_heads == a.heads:
+        return 0
+    ok = [d for d in range(1, tp + 1) if tp % d == 0] + [tp * k for k in range(1, a.kv_heads // tp + 2)]
+    return min(ok, key=lambda d: (abs(d - a.kv_heads), -d))
+
+
+def _heads_at(model: ModelSpec, hidden: int, *, exact: bool = True, tp: int = 1) -> dict | None:
+    """Each GQA group's (query heads, KV heads) scaled with the width (heads x hidden / the shape's: design's heads =
+    hidden / head_dim where the shape has it), where that is a whole count its KV heads divide that splits over R7's
+    widest TP `tp` (r7_tp: newcomer review 5, item 11, R3 kept 52 heads that R7 flags at TP8) and, as design's rows
+    (explore.design._well_formed), a multiple of 8 where the shape's is; the KV heads the shape's where they pass R7 at
+    `tp`, else _kv_at's. None where no such count is. Not `exact`: rounded to the nearest such count."""
     out = {}
     for j, (layer, _) in enumerate(model.groups):
         a = layer.attn
         if isinstance(a, GQA):
-            unit = math.lcm(a.kv_heads, 8 if a.heads % 8 == 0 else 1)
+            kv = _kv_at(a, tp)
+            unit = math.lcm(kv or 1, tp, 8 if a.heads % 8 == 0 else 1)
             x = a.heads * hidden / model.hidden
             q = max(int(round(x / unit)) * unit, unit)
             if exact and q != x:
                 return None
-            out[j] = q
+            out[j] = (q, kv or q)
+    return out
+
+
+def _kept_heads(model: ModelSpec, tp: int) -> dict | None:
+    """The shape's own (query heads, KV heads) per GQA group, for R3's variants that keep them; None where R7 flags them
+    at `tp` (a variant keeping them would carry R7's error: none is offered)."""
+    out = {}
+    for j, (layer, _) in enumerate(model.groups):
+        a = layer.attn
+        if isinstance(a, GQA):
+            if a.heads % tp or not kv_splits(a.kv_heads, tp):
+                return None
+            out[j] = (a.heads, a.kv_heads)
     return out
 
 
@@ -511,7 +558,7 @@ def _design_kind(model: ModelSpec) -> bool:
 
 
 def _shallower(model: ModelSpec, *, hidden: int, layers: int, width: int, heads: dict, tp: int) -> ModelSpec:
-    """R3's variant: `layers` layers (each group's share kept) at `hidden`, the GQA groups' query heads `heads`
+    """R3's variant: `layers` layers (each group's share kept) at `hidden`, the GQA groups' (query, KV) heads `heads`
     (_heads_at), other mixers' heads scaled with the width and kept divisible by TP, and the FFN of the shape's kind
     (the experts' where it has any, else the dense one) `width` wide; another kind of FFN scales with the width on
     its grid (256)."""
@@ -520,7 +567,7 @@ def _shallower(model: ModelSpec, *, hidden: int, layers: int, width: int, heads:
     for j, (layer, n) in enumerate(model.groups):
         a, f = layer.attn, layer.ffn
         if isinstance(a, GQA):
-            a = replace(a, heads=heads[j])
+            a = replace(a, heads=heads[j][0], kv_heads=heads[j][1])
         elif isinstance(a, Mamba2) and scale != 1:  # heads x head_dim tracks the width (Mamba-2 expand x hidden)
             a = replace(a, heads=max(int(round(a.heads * scale / tp)) * tp, tp))
         elif isinstance(a, GatedDeltaNet) and scale != 1:  # key heads scale, each keeping its value heads
@@ -534,14 +581,15 @@ def _shallower(model: ModelSpec, *, hidden: int, layers: int, width: int, heads:
     return replace(model, hidden=hidden, groups=tuple(groups))
 
 
-def _variants(model: ModelSpec, *, tp: int) -> list[ModelSpec]:
+def _variants(model: ModelSpec, *, tp: int, r7: int = 1) -> list[ModelSpec]:
     """R3's shallower variants, built as design builds its shapes (explore.design: its layer and width grids, one
     FFN width filled in by design.widened_to at no fewer parameters than the shape: a variant with fewer never passes
     design's quality test where the terms the shapes share are all that differ, its parameter term having no band):
     3/4 of the layers (_shallower_layers) at the width on design's hidden grid nearest sqrt(4/3) x the shape's whose
     scaled heads are well formed (_heads_at), and at the shape's own width (the FFN takes the parameters: design's
-    first proposal for a 64 x 6144 shape, 48 x 6144 with its FFN 20,480 -> 29,184). Empty where no wider width is
-    on the grid (a toy width)."""
+    first proposal for a 64 x 6144 shape, 48 x 6144 with its FFN 20,480 -> 29,184). Every variant's heads pass R7 at
+    its widest TP `r7` (r7_tp): the shape's own heads are kept only where they do. Empty where no wider width is on the
+    grid (a toy width)."""
     from llm_codesign.explore.design import axis_step, widened_to
 
     moe, L, h = model.is_moe, model.num_layers, model.hidden
@@ -556,8 +604,9 @@ def _variants(model: ModelSpec, *, tp: int) -> list[ModelSpec]:
     near = sorted((k * step for k in range(int(target // step) - 16, int(target // step) + 18) if k * step > h),
                   key=lambda x: (abs(x - target), x))
     # the nearest width whose heads scale whole, else the nearest width with its heads rounded to a well-formed count
-    wide = next(((x, hd) for x in near if (hd := _heads_at(model, x)) is not None), (near[0], _heads_at(model, near[0], exact=False)))
-    kept = {j: layer.attn.heads for j, (layer, _) in enumerate(model.groups) if isinstance(layer.attn, GQA)}
+    wide = next(((x, hd) for x in near if (hd := _heads_at(model, x, tp=r7)) is not None),
+                (near[0], _heads_at(model, near[0], exact=False, tp=r7)))
+    kept = _kept_heads(model, r7)
     out = []
     # a shape design's grid cannot hold (its heads do not span the width: Qwen3's 64 x 128 on 4096) may keep its heads
     # at the wider width too, its query heads per KV head (the proxy's KV-sharing term) unchanged; a design-kind shape
@@ -590,7 +639,7 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
     if L < 16:
         return []
     plan = point.plan
-    variants = _variants(model, tp=int(np.asarray(plan.tp)))
+    variants = _variants(model, tp=int(np.asarray(plan.tp)), r7=r7_tp(gpus))
     if not variants:
         return []
     t0 = _time(model, gpu, cal, prec, plan, regime=regime, engine=engine, point=point)
@@ -637,7 +686,7 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
                     f"{_faster(gain)}; accuracy: {quality}"
                     # the aspect term alone where it moves (on Kaplan's flat band it changes by nothing: no figure)
                     + (f"; {acc}" if round(q["aspect_delta_pct"], 3) or round(q["aspect_band_pct"], 3) else "")
-                    + (hint if gain > 0 else ""), figures)]
+                    + (hint if gain > 0 else ""), figures, shape=wide)]
 
 
 def _design_hint(model, gpu, *, regime, gpus, slo) -> str:
@@ -795,14 +844,14 @@ def _quantization_readiness(model, shards: dict, gpu: Gpu):
                 on = f" over {shards[name]} GPUs" if shards.get(name, 1) > 1 else ""
                 out.append(Finding("R4", sev, name, f"{name} {d} is not divisible by {block} ({fmt} scale blocks, a format {gpu.name} runs)",
                                    100.0 * (pad / d - 1), f"{name} -> {to} (the nearest multiple of {step}: every scale block "
-                                   f"and R2's tile grid{on}; or keep this tensor in a wider format)"))
+                                   f"and R2's tile grid{on}; or keep this tensor in a wider format)", shape=_with_dim(model, name, to)))
                 break
     hds = sorted({layer.attn.head_dim for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     for hd in hds:
         if hd not in FAST_HEAD_DIMS:
             up = min([x for x in FAST_HEAD_DIMS if x >= hd] or [hd])
             out.append(Finding("R4", "warning", "head_dim", f"head_dim {hd} is outside the fast attention kernels' sizes {FAST_HEAD_DIMS}",
-                               100.0 * (up / hd - 1), f"head_dim {hd} -> {up}"))
+                               100.0 * (up / hd - 1), f"head_dim {hd} -> {up}", shape=_with_dim(model, "head_dim", up)))
     return out
 
 
@@ -818,7 +867,8 @@ def _moe_shape(model, gpu, cal, prec, sh, *, other=""):
         if f.experts % 8:
             out.append(Finding("R5", "warning", "experts", f"{_count(f.experts, 'expert')} {'does' if f.experts == 1 else 'do'} not split "
                                f"over EP {', '.join(map(str, bad_ep))}",
-                               0.0, f"use a multiple of 8 experts (e.g. {int(math.ceil(f.experts / 8) * 8)})"))
+                               0.0, f"use a multiple of 8 experts (e.g. {int(math.ceil(f.experts / 8) * 8)})",
+                               shape=_with_experts(model, int(math.ceil(f.experts / 8) * 8))))
         ratio = f.expert_inter / model.hidden
         B = 8
         dist = float(distinct_experts(f.experts, f.top_k, B))
@@ -834,6 +884,12 @@ def _moe_shape(model, gpu, cal, prec, sh, *, other=""):
                            {"plan": sh.label()}, at_point=not other))
         break
     return out
+
+
+def _with_experts(model: ModelSpec, experts: int) -> ModelSpec:
+    """`model` with `experts` experts in every MoE layer (R5's fix)."""
+    return replace(model, groups=tuple((Layer(lay.attn, replace(lay.ffn, experts=experts) if isinstance(lay.ffn, MoE) else lay.ffn), n)
+                                       for lay, n in model.groups))
 
 
 def _period(layout: tuple) -> int:
@@ -933,7 +989,8 @@ def _pipeline_regularity(model, gpu, cal, prec, point, *, b, regime, gpus, engin
                                f"{what}: at PP{pp} (stages of {sizes} layers; {at}) {_objective(regime)} {t * 1e3:.3f} ms against "
                                f"{tn * 1e3:.3f} ms with {other}: {pct:.1f}% more time per {'layer' if n != L else 'token'}, "
                                "the slowest stage setting every micro-batch's pace",
-                               pct, (f"{alts} at PP{pp}" if n != L else "keep the layer pattern regular per stage"), figures))
+                               pct, (f"{alts} at PP{pp}" if n != L else "keep the layer pattern regular per stage"), figures,
+                               shape=_with_layers(model, n) if n != L else None))
         elif uneven:
             # the whole figure first: per layer a shape of more layers can be cheaper (the head and host once) and still slower
             than = f"at {n} layers ({tn * 1e3:.3f} ms), which PP{pp} divides" if n != L else other

@@ -163,7 +163,7 @@ EAGER_LEVEL = {80: 1.2816 / 1.9600, 95: 1.0}
 # decode part is at most all of it: TPOT's move bounds its own)
 FALLS_WITH_TPOT = ("tok_s_per_user", "output_tok_s_per_gpu")
 # a band's keys shaped as its prediction (one per point of a frontier)
-POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre")
+POINTWISE = ("lo80", "hi80", "lo95", "hi95", "centre", "span95", "predictable")
 
 
 @dataclass(frozen=True)
@@ -897,10 +897,17 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
                                          if w.kind not in UNRUN and measured(terms.get(w.kind, {})) else
                                          {lvl: max(eager_terms(found, metric, lvl)) for lvl in levels} if w.kind == "eager" else
                                          between([], t, levels=levels),)]
-    # newc5 #17: a 95% interval wider than PREDICTABLE_SPAN (high / low) is no basis for a decision; its ratio in the JSON
-    span = np.asarray(out[f"hi{max(levels)}"]) / np.maximum(np.asarray(out[f"lo{max(levels)}"]), 1e-300)
-    more = {"span95": float(span), "predictable": bool(span <= PREDICTABLE_SPAN)} if span.ndim == 0 else {}  # a frontier's: per point
-    return out | {"n": c["n"], "source": source, "widened": widened} | more
+    # newc5 #17: a 95% interval wider than PREDICTABLE_SPAN (high / low) is no basis for a decision; its ratio in the JSON,
+    # a frontier's per point (POINTWISE: branch uxleft, its points carried none)
+    return out | {"n": c["n"], "source": source, "widened": widened} | predictability(out[f"lo{max(levels)}"], out[f"hi{max(levels)}"])
+
+
+def predictability(lo95, hi95) -> dict:
+    """{"span95": hi95 / lo95, "predictable": span95 <= PREDICTABLE_SPAN}: numbers for one answer, arrays (a bool array)
+    for a frontier's points (POINTWISE)."""
+    span = np.asarray(hi95, float) / np.maximum(np.asarray(lo95, float), 1e-300)
+    ok = span <= PREDICTABLE_SPAN
+    return {"span95": float(span), "predictable": bool(ok)} if span.ndim == 0 else {"span95": span, "predictable": ok}
 
 
 # the widest 95% interval (high / low) an answer is printed as a prediction beside: past it "not predictable here". A
@@ -1010,6 +1017,8 @@ def capped(bands: dict, values: dict, bounds: dict) -> dict:
             if max(b[f"hi{lvl}"] for lvl in LEVELS) <= lim:
                 continue
             out[m] = b | {k: min(b[k], lim) for k in b if k[:2] in ("lo", "hi")} | {"capped": float(lim)}
+        if m in out and out[m] is not b:  # the span of the bounds printed, as the text's "not predictable here" reads them
+            out[m] |= predictability(out[m]["lo95"], out[m]["hi95"])
     return out
 
 

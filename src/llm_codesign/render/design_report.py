@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 
 from llm_codesign.explore.lint import COST_KEY, COST_MEASURE, OBJECTIVE_KEY
+from llm_codesign.render.design_lines import ffn_pass_line, params_line
+from llm_codesign.render.intervals import UNINFORMATIVE_TEXT
 from llm_codesign.render.plot import data_limits, gpus_text
 from llm_codesign.render.report import _PLOT_JS, BAND_TEXT
 
@@ -85,8 +87,10 @@ def _speed_rows(cols: list[dict], objective: str) -> list[tuple[str, list[str]]]
         a = c["at_slo"]
         if not a:
             return "none meets the SLO"
-        b = a["intervals"].get(k) if band else None
-        return _n(a[k]) + (f" (80%: {_n(b['lo80'])}-{_n(b['hi80'])})" if b else "")
+        b, own = a["intervals"].get(k) if band else None, a["intervals"].get(k) or {}
+        # a value whose 95% interval spans more than x20 said so, as estimate says it (render.intervals)
+        lost = UNINFORMATIVE_TEXT.format(span=own["span95"]) if own.get("predictable") is False else ""
+        return _n(a[k]) + (f" (80%: {_n(b['lo80'])}-{_n(b['hi80'])})" if b else "") + lost
 
     return [(f"{_METRIC[objective]} at the SLO (the objective)", [at(c, objective, band=True) for c in cols]),
             ("gain over the reference (its own 80% band)", [_gain(c) if c["role"] == "design" else "-" for c in cols]),
@@ -212,6 +216,13 @@ def _basis_html(cols: list[dict]) -> str:
     return '<ul id="basis" class="hint">' + "".join(f"<li>{html.escape(t)}</li>" for t in items) + "</ul>"
 
 
+def _search_html(r: dict, objective: str) -> str:
+    """design's lines on where its rows sit against the parameter budget, with design 1's gain at equal parameters, and on
+    what its FFN-ratio pass priced, as the CLI prints them beneath its table (render.design_lines); none where neither is."""
+    lines = [x for x in (params_line(r, _METRIC[objective]), ffn_pass_line(r.get("grid", {}).get("ffn_pass"))) if x]
+    return '<ul id="search" class="hint">' + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>" if lines else ""
+
+
 def design_html(r: dict) -> str:
     """The page for a `design` result carrying its side_by_side record (design --json's)."""
     sbs, ref = r["side_by_side"], r["reference"]
@@ -236,6 +247,7 @@ td,th{{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 <p id="summary">Objective: {e(_METRIC[sbs['objective']])} at each shape's best deployment with at least {value:g} {e(_FLOOR[cons][1])}
 (ISL/OSL {isl}/{osl}, {e(sbs['precision'])}, {e(sbs['engine'])}). Reference: {e(ref['name'])} ({e(ref['basis'])}); equal quality:
 {e(sbs['rule'])}. {r['candidates']:,} shapes searched, {r['evaluated']:,} deployments priced in {r['seconds']:.1f} s.</p>
+{_search_html(r, sbs['objective'])}
 <h2>Frontiers</h2><p class="hint">Rings: each shape's best deployment at the SLO. Hover a point for its deployment and intervals; click it to keep them below.</p>
 <p id="band-note" class="hint">{e(BAND_TEXT)}</p>
 <div id="plot"></div><div id="legend"></div><div id="tip"></div><div id="point"></div>

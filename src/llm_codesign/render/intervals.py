@@ -179,3 +179,28 @@ ONE_TOKEN = "n/a (one output token)"
 # a table's cell for TPOT or tok/s/user at one output token, with NO_DECODE said once beneath (disagg's, compare's)
 DASH = "-"
 NO_DECODE = f"- at OSL 1 ({NO_DECODE_WHY})"
+
+
+# a table's cell whose 95% interval spans more than PREDICTABLE_SPAN (the band's "predictable": false) carries this mark,
+# and unpredictable_footnote says what it means beneath: estimate's "not predictable here" where a row has no room for it
+# (pareto's, the page's frontier and design's tables; branch uxleft)
+UNPREDICTABLE_MARK = "?"
+LABELS = {"ttft_ms": "TTFT", "tpot_ms": "TPOT", "tok_s_per_user": "tok/s/user", "output_tok_s_per_gpu": "tok/s/GPU"}
+
+
+def unpredictable(b: dict | None) -> str:
+    """UNPREDICTABLE_MARK after a value whose band (measure.intervals.band) is not predictable here, else ""."""
+    return UNPREDICTABLE_MARK if b and b.get("predictable") is False else ""
+
+
+def unpredictable_footnote(bands: list[dict | None], metrics, what: str = "points shown") -> str:
+    """The line beneath a table whose cells carry UNPREDICTABLE_MARK: per metric of `metrics`, how many of the rows'
+    `bands` ({metric: band} each, or None) are not predictable here and their 95% spans; "" where none is."""
+    said = []
+    for m in metrics:
+        spans = [b[m]["span95"] for b in bands if b and unpredictable(b.get(m))]
+        if spans:
+            lo, hi = min(spans), max(spans)
+            said.append(f"{LABELS[m]} at {len(spans)} of {len(bands)} {what}, x{lo:.0f}" + (f"-x{hi:.0f}" if round(hi) > round(lo) else ""))
+    return (f"{UNPREDICTABLE_MARK}: not predictable here: its 95% interval spans more than x{PREDICTABLE_SPAN:.0f} "
+            f"({'; '.join(said)}); span95 and predictable of each in --json") if said else ""

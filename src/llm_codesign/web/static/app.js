@@ -410,7 +410,9 @@ function frontierTable(series) {
   series.forEach((s, i) => s.frontier.forEach((p, j) => {
     const d = p.deployment;
     const g = p.intervals && p.intervals.output_tok_s_per_gpu;
-    rows.push([s.gpu, fix(p.tok_s_per_user, 1), fix(p.output_tok_s_per_gpu, 0), fix(p.ttft_ms, 0), fix(p.tpot_ms, 2), d.plan,
+    // render/intervals.py unpredictable: a value whose 95% interval spans more than x20 marked "?", the hint beneath says it
+    const q = (k, n) => fix(p[k], n) + (p.intervals && p.intervals[k] && p.intervals[k].predictable === false ? "?" : "");
+    rows.push([s.gpu, q("tok_s_per_user", 1), q("output_tok_s_per_gpu", 0), q("ttft_ms", 0), q("tpot_ms", 2), d.plan,
                d.replicas, d.concurrency_per_instance, `${d.weight_dtype}/${d.kv_dtype}`, d.spec ? `${d.spec} k=${d.draft_len}` : "-",
                (p.accuracy && p.accuracy.short) || "none", g ? `${fix(g.lo80, 0)}-${fix(g.hi80, 0)}${g.hi80 === g.capped || g.lo80 === g.capped ? "*" : ""}` : "-"]);
     index.push([i, j]);
@@ -425,7 +427,9 @@ function frontierTable(series) {
                              ["x", "n"], ["batch", "n"], ["W/KV", "t"], ["spec", "t"], ["accuracy", "t"], ["tok/s/GPU 80%", "n"]],
           rows, (k) => selectPoint(...index[k])),
     // render/intervals.py capped_footnote: a printed bound stopped at the ideal step says so, as the CLI's tables do
-    ...(rows.some((r) => r[11].endsWith("*")) ? [el("div", `bounds capped: tok/s/GPU 80% marked *: ${CAPPED_TEXT}.`, "hint")] : []));
+    ...(rows.some((r) => r[11].endsWith("*")) ? [el("div", `bounds capped: tok/s/GPU 80% marked *: ${CAPPED_TEXT}.`, "hint")] : []),
+    ...(rows.some((r) => r.slice(1, 5).some((c) => String(c).endsWith("?")))
+      ? [el("div", "?: not predictable here: its 95% interval spans more than x20 (span95 and predictable of each point in the JSON)", "hint")] : []));
   const trs = box.querySelectorAll("tbody tr");
   index.forEach(([i, j], k) => { trs[k].dataset.sel = `${i}:${j}`; });
 }
