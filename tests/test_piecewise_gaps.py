@@ -98,3 +98,32 @@ def test_import_of_a_vllm_dynamo_deployment_prices_its_piecewise_decode_pool(tmp
                                decode_instances=1, concurrency=1, extra={"isl": 1024, "osl": 1024}))
     assert lc.import_config(str(f)).to_dict()["tpot_ms"] == pytest.approx(TP8_FULL_MS, abs=1e-4)
     assert np.isfinite(got["ttft_ms"])
+
+
+def _eagle_stage(piecewise: bool, draft_len: float = 3.0):
+    from llm_codesign.serve import aggregated as agg
+
+    m = lc.get_model(LLAMA)
+    dep = replace(lc.deployment(m, gpu="h100", num_gpus=8, engine="vllm", tp=8, spec="eagle3", draft_len=3, acceptance=2.5),
+                  piecewise_graphs=piecewise)
+    costs = dep.engine.costs(lc.api._calibration(dep.gpu, None))
+    parts, _, _ = agg._decode_stage(m, dep.gpu, dep.precision, dep.plan.broadcast(), costs=costs, b=np.asarray(1.0),
+                                    ctx=np.asarray(1536.0), k=np.asarray(draft_len), spec=dep.spec,
+                                    flags=agg.Serving.of(dep).flags(None), piecewise=piecewise)
+    return parts
+
+
+def test_the_drafters_pieces_are_priced_under_piecewise():
+    """vLLM's EAGLE-3 drafter replays its own PIECEWISE graphs (llm_base_proposer.py:420-435): each of k = 3 passes of its
+    one GQA layer launches 2 ops (KV-cache write, attention) between 2 pieces, 6 ops and 6 pieces a step beside the
+    target's 64 and 33. TP8, 1 request: host = 70 x 35 us + sqrt(70 x 65) x 2 us x 1.4236 + 39 x 5 us
+    = 2.450 + 0.19205 + 0.195 = 2.83705 ms over 2.01644 ms of target kernels + 0.22443 ms of draft: +0.59617 ms a step
+    (without the drafter's: 64 x 35 + sqrt(64 x 65) x 2 x 1.4236 + 33 x 5 = 2.58864 ms, +0.34777 ms)."""
+    pw, full = _eagle_stage(True), _eagle_stage(False)
+    assert float(pw.eager_n) == 70.0
+    assert float(pw.eager_host) == pytest.approx(70 * 35e-6 + np.sqrt(70 * 65) * 2e-6 * 1.4236 + 39 * 5e-6, rel=1e-4)
+    assert float(pw.eager) == pytest.approx(0.59617e-3, rel=1e-3)
+    assert float(pw.stage) - float(full.stage) == pytest.approx(0.59617e-3, rel=1e-3)
+    assert float(full.eager) == 0.0 and float(full.eager_n) == 0.0  # one full graph a step: no launches priced
+    # no draft tokens, no draft passes: the target's 64 ops and 33 pieces alone
+    assert float(_eagle_stage(True, draft_len=0.0).eager_n) == 64.0

@@ -275,8 +275,10 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
     parts = parts._replace(eager=eager, eager_host=np.where(miss, host, 0.0), eager_n=np.where(miss, n, 0.0))
     host_all, n_all = (None, None) if every is None else (decode_launch_host(every[0] + n_draft, every[1], ranks), every[0] + n_draft)
     if piecewise:
+        # the drafter replays its own PIECEWISE graphs (draft_pieces): its ops and pieces, the stage's share as n_draft's
+        drafted = (0.0, 0.0) if spec is None else draft_pieces(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
         parts, host_all, n_all = _piecewise_stage(model, parts, ops, every, miss=miss, ranks=ranks, kernels=kernels,
-                                                  host_all=host_all, n_all=n_all)
+                                                  host_all=host_all, n_all=n_all, drafted=drafted, pp=pp)
     if every is None:
         return parts, t_draft, ops
     eager_all = np.where(np.asarray(parts.eager) > 0, np.maximum(host_all - parts.kernels_all - t_draft, 0.0), 0.0)
@@ -286,14 +288,18 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
                           eager_n_all=np.where(held, n_all, 0.0)), t_draft, ops
 
 
-def _piecewise_stage(model: ModelSpec, parts: StepParts, ops, every, *, miss, ranks, kernels, host_all, n_all):
+def _piecewise_stage(model: ModelSpec, parts: StepParts, ops, every, *, miss, ranks, kernels, host_all, n_all, drafted=(0.0, 0.0),
+                     pp=1.0):
     """_decode_stage's parts where vLLM replays its piecewise graphs (cudagraph_mode PIECEWISE): a captured batch (not
     `miss`) launches each piece and, between them, each layer's attention ops from the host (piecewise_launches), which
     the kernels hide where they are the longer, as an eager step's launches (max(host, kernels), _eager_misses); a batch
     the capture misses runs eager as in every mode. Returns (the parts, every stage's host launches and their count, for
-    eager_all and at_launch's repricing, `host_all` and `n_all` where the capture misses). The draft passes' own pieces are
-    not counted (their kernels are: `kernels`)."""
+    eager_all and at_launch's repricing, `host_all` and `n_all` where the capture misses). `drafted`: the draft passes'
+    (host ops, pieces) (draft_pieces), each stage's share 1 / `pp` as the eager draft launches (_decode_stage), every one
+    in turn at PP; their kernels are in `kernels`."""
+    d_ops, d_pieces = (np.asarray(x, float) for x in drafted)
     n, pieces = piecewise_launches(model, ops)
+    n, pieces = n + d_ops / pp, pieces + d_pieces / pp
     host = decode_launch_host(n, launches(_collectives(ops)), ranks) + pieces * GRAPH_PIECE_S
     pw = ~np.asarray(miss, bool)
     parts = parts._replace(eager=np.where(pw, np.maximum(host - kernels, 0.0), parts.eager), eager_host=np.where(pw, host, parts.eager_host),
@@ -301,6 +307,7 @@ def _piecewise_stage(model: ModelSpec, parts: StepParts, ops, every, *, miss, ra
     if every is None:
         return parts, None, None
     ops_all, pieces_all = piecewise_launches(model, every[2])
+    ops_all, pieces_all = ops_all + d_ops, pieces_all + d_pieces
     return (parts, np.where(pw, decode_launch_host(ops_all, every[1], ranks) + pieces_all * GRAPH_PIECE_S, host_all),
             np.where(pw, ops_all, n_all))
 
@@ -337,6 +344,22 @@ def piecewise_launches(model: ModelSpec, ops):
         per = PIECEWISE_HOST_OPS["dsa" if isinstance(mixer, DSA) else "attention" if isinstance(mixer, Attention) else "other"]
         n, layers = n + per * np.asarray(op.count, float), layers + np.asarray(op.count, float)
     return n, layers + 1.0
+
+
+def draft_pieces(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding):
+    """(host ops, graph pieces) of a step's k draft passes as vLLM runs its drafter: PIECEWISE graphs of its own wherever
+    the target's mixed mode has graphs (SpecDecodeBaseProposer.initialize_cudagraph_keys, "Only supports PIECEWISE
+    cudagraphs", vllm/v1/spec_decode/llm_base_proposer.py:420-435@0.33.0 wheel; called for EAGLE / MTP and a draft
+    model alike, v1/worker/gpu_model_runner.py:6801-6815), each pass dispatched as one (_determine_batch_execution_and_padding,
+    :1776-1815; the first pass :570-596, the rest :668-754), so each pass launches the draft model's splitting ops
+    between its pieces as the target's step does (piecewise_launches of the draft model): k x (ops, pieces). The
+    proposer's Python between the passes (metadata, argmax) is not counted: vLLM's spec_worker_kernels are 0."""
+    dm = draft_model(model, spec)
+    dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
+    dops = forward_ops(dm, gpu, costs.cal, spec.draft_precision(prec), dsh, b=Batch(dec_seqs=b, dec_ctx=ctx), engine=costs.engine)
+    n, pieces = piecewise_launches(dm, dops)
+    k = np.asarray(k, float)
+    return k * n, k * pieces
 
 
 def _draft_launches(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding):
