@@ -127,3 +127,49 @@ def test_the_drafters_pieces_are_priced_under_piecewise():
     assert float(full.eager) == 0.0 and float(full.eager_n) == 0.0  # one full graph a step: no launches priced
     # no draft tokens, no draft passes: the target's 64 ops and 33 pieces alone
     assert float(_eagle_stage(True, draft_len=0.0).eager_n) == 64.0
+
+
+def _mixed(tokens: float, *, gpu: str = "h100", engine: str = "vllm", flags=None):
+    from llm_codesign.serve import aggregated as agg
+
+    m = lc.get_model(LLAMA)
+    dep = lc.deployment(m, gpu=gpu, num_gpus=1, engine=engine, tp=1)
+    costs = dep.engine.costs(lc.api._calibration(dep.gpu, None))
+    t = np.asarray(tokens)
+    return agg.prefill_step_parts(m, dep.gpu, dep.precision, dep.plan.broadcast(), costs=costs, tokens=t, isl=t, chunk=t,
+                                  flags=flags), costs
+
+
+def test_a_prefill_step_within_the_capture_runs_vllms_piecewise_graphs():
+    """Under vLLM's default FULL_AND_PIECEWISE a step carrying prefill dispatches to the PIECEWISE graphs up to
+    max_cudagraph_capture_size tokens (cudagraph_dispatcher.py:270-318): 512 on H100 (min(2 x 1,024 x 1, 512)). Llama-3.1-8B
+    TP1: an eager step launches 290 kernels at the fitted 6.69393 us (one rank, no skew) = 1.94124 ms; a piecewise one its
+    64 splitting ops and 33 pieces, 97 x 6.69393 us = 0.64931 ms: 1.29193 ms less a step at 256 and 512 tokens, none at 513."""
+    from llm_codesign.serve import aggregated as agg
+
+    per = 6.69393e-6
+    for tokens, launched in ((256.0, 97.0), (512.0, 97.0), (513.0, 290.0)):
+        parts, costs = _mixed(tokens)
+        assert float(costs.eager_per_launch(1.0)) == pytest.approx(per, rel=1e-5)
+        assert float(parts.eager) == pytest.approx(launched * per, rel=1e-5)
+    # graphs off (--enforce-eager: cuda_graph_max_bs 0) and other engines: every kernel launched, as before
+    off = replace(agg.DEFAULT_FLAGS, cuda_graph_max_bs=0.0)
+    assert float(_mixed(256.0, flags=off)[0].eager) == pytest.approx(290.0 * per, rel=1e-5)
+    sg, sg_costs = _mixed(256.0, engine="sglang")
+    assert float(sg.eager) == pytest.approx(float(sg_costs.eager_per_launch(1.0)) * 290.0, rel=1e-9)
+    # a padded capture of 64 a rank: 64 tokens, so a 256-token step runs eager again
+    assert float(_mixed(256.0, flags=replace(agg.DEFAULT_FLAGS, cuda_graph_max_bs=64.0))[0].eager) == pytest.approx(290.0 * per, rel=1e-5)
+
+
+def test_one_request_ttft_moves_by_the_piecewise_prompt_step():
+    """One request, ISL 256 on H100 (below 512) and ISL 1024 on B200 (1,024 there): the prompt's one step saves
+    193 x 6.69393 us = 1.29193 ms of TTFT; ISL 1024 on H100 (above 512) does not move. TPOT does not move (decode-only
+    steps are one full graph)."""
+    def answer(gpu, isl):
+        dep = lc.deployment(LLAMA, gpu=gpu, num_gpus=1, engine="vllm", tp=1)
+        return lc.estimate(LLAMA, dep, lc.Workload(isl=isl, osl=1024, concurrency=1)).to_dict()
+
+    assert answer("h100", 256)["ttft_ms"] == pytest.approx(18.2027 - 1.29193, abs=2e-3)
+    assert answer("b200", 1024)["ttft_ms"] == pytest.approx(18.8379 - 1.29193, abs=2e-3)
+    assert answer("h100", 1024)["ttft_ms"] == pytest.approx(32.3282, abs=1e-3)
+    assert answer("h100", 256)["tpot_ms"] == pytest.approx(7.07165, abs=1e-4)

@@ -103,7 +103,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
     # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's
-    t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)
+    t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk, flags=fl)
     t_loaded = isl / chunk * pp * t_step
     t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
     # a lone prompt reaches an idle server: its first chunk's step has no earlier step to launch under, so its host dispatch
@@ -112,12 +112,12 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     # that stage's launch returns, so the stages' host dispatches run one after another, event_loop_pp "async send but
     # sync recv", python/sglang/srt/managers/scheduler_pp_mixin.py@00ff98d3; serve.aggregated._own_prefill the same).
     # first_token pays it only where an arrival finds the pool idle
-    t_idle = idle_extra(model, gpu, prec, sh, costs=costs, pp=pp, t_busy=t_step, tokens=chunk, isl=isl, chunk=chunk)
+    t_idle = idle_extra(model, gpu, prec, sh, costs=costs, pp=pp, t_busy=t_step, tokens=chunk, isl=isl, chunk=chunk, flags=fl)
     t_alone = t_alone + t_idle
     # a full step: the prompt tokens the budget takes (whole prompts where the engine does not chunk, prompt_budget), or one
     # whole chunk if larger
     full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine, flags=fl), chunk)
-    per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
+    per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk, flags=fl)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=kv_fraction_of(fl, own), osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu), engine=costs.engine)
     queue_s = (adp if at_random else 1.0) / per_inst
