@@ -351,7 +351,7 @@ def draft_pieces(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     the target's mixed mode has graphs (SpecDecodeBaseProposer.initialize_cudagraph_keys, "Only supports PIECEWISE
     cudagraphs", vllm/v1/spec_decode/llm_base_proposer.py:420-435@0.33.0 wheel; called for EAGLE / MTP and a draft
     model alike, v1/worker/gpu_model_runner.py:6801-6815), each pass dispatched as one (_determine_batch_execution_and_padding,
-    :1776-1815; the first pass :570-596, the rest :668-754), so each pass launches the draft model's splitting ops
+    :1773-1815; the first pass :570-596, the rest :668-754), so each pass launches the draft model's splitting ops
     between its pieces as the target's step does (piecewise_launches of the draft model): k x (ops, pieces). The
     proposer's Python between the passes (metadata, argmax) is not counted: vLLM's spec_worker_kernels are 0."""
     dm = draft_model(model, spec)
@@ -606,7 +606,8 @@ def mixed_piecewise(engine: Engine, gpu: Gpu, sh: Plan, b: Batch, *, k, flags: S
     v1/worker/gpu_model_runner.py:3684-3745). The capture in tokens: the run's padded cuda_graph_max_bs x (1 + k) where it
     sets one (0: graphs off), else the engine's default (default_capture, Engine.graphs_default: min(2 x max_num_seqs x
     (1 + k), 512, 1,024 on Blackwell) tokens); the step's tokens its prompt tokens and its decodes' 1 + k each. False on
-    other engines (SGLang's piecewise prefill graphs are off by default; TensorRT-LLM runs prefill eagerly)."""
+    other engines (SGLang's piecewise prefill graphs are an experimental opt-in, --enable-piecewise-cuda-graph, not read
+    here; TensorRT-LLM's PyTorch path runs a step carrying prefill eagerly)."""
     if engine.name != "vllm":
         return False
     fl = DEFAULT_FLAGS if flags is None else flags
