@@ -613,7 +613,10 @@ def mixed_piecewise(engine: Engine, gpu: Gpu, sh: Plan, b: Batch, *, k, flags: S
     fl = DEFAULT_FLAGS if flags is None else flags
     q = 1.0 + np.asarray(k, float)
     top, _ = default_capture(engine, gpu, sh, k=k, flags=fl)
+    # a search's points (SEARCH_GRAPHS, inf: padded to each point's batch) as the engine's default, which their exports keep
+    # where it covers the batch (point_graphs)
     g = np.asarray(fl.cuda_graph_max_bs, float)
+    g = np.where(np.isinf(g), np.nan, g)
     tokens = np.asarray(b.pf_tokens, float) + np.asarray(b.dec_seqs, float) * np.asarray(b.dec_tokens_per_seq, float)
     return tokens <= np.where(np.isnan(g), top, g) * q
 
