@@ -302,7 +302,7 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
            acceptance_rates: str | tuple | None = None, draft_model: str | None = None, max_num_tokens: int | None = None,
            decode_max_num_tokens: int | None = None, decode_max_batch: int | None = None, prefill_routing: str | None = None,
            decode_recv_interval: int = 1, decode_moe_a2a: str = "", calibration: Calibration | Profile | str | None = None,
-           backend: str | None = None, decode_cuda_graph_max_bs: int | None = None) -> DisaggEstimate:
+           backend: str | None = None, decode_cuda_graph_max_bs: int | None = None, decode_piecewise_graphs: bool = False) -> DisaggEstimate:
     """One disaggregated deployment, as `llm-codesign disagg` prices it (explore.disagg_search.price_pools, one code
     path): `prefill_instances` instances of the `prefill` plan (`"tp=4"`, `"tp=8,ep=8"` or a `Plan`) on `gpu` hand each
     prompt's KV cache to `decode_instances` of the `decode` plan (on `decode_gpu` where it differs), at each load of
@@ -311,11 +311,11 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
     decode workers' polls for new requests (SGLang only, without attention DP: --scheduler-recv-interval), `decode_moe_a2a`
     the decode servers' MoE exchange ("" the engine's own; "deepep_low_latency": SGLang's --moe-a2a-backend deepep
     --deepep-mode low_latency, on a decode pool with attention DP and EP > 1), `decode_cuda_graph_max_bs` the decode workers'
-    padded CUDA-graph capture per rank (None: the engine's own; 0: off). Returns a `DisaggEstimate`: per load TTFT and its
+    padded CUDA-graph capture per rank (None: the engine's own; 0: off), `decode_piecewise_graphs` whether they replay vLLM's
+    piecewise graphs (-O1 or cudagraph_mode PIECEWISE: Deployment.piecewise_graphs). Returns a `DisaggEstimate`: per load TTFT and its
     parts, TPOT, tok/s/user, tok/s/GPU and their 80% and 95% intervals; `to_dict()` is what `disagg --json` prints."""
-    from llm_codesign.explore.disagg_search import price_pools
     from llm_codesign.spec.harness import MAX_RECV_INTERVAL
-    from llm_codesign.spec.plan import MAX_CONCURRENCY, precision_for
+    from llm_codesign.spec.plan import MAX_CONCURRENCY
     from llm_codesign.spec.validation import as_int
 
     m, g = get_model(model), get_gpu(gpu)
@@ -337,12 +337,23 @@ def disagg(model: str | ModelSpec, gpu: str | Gpu, *, prefill: str | Plan, decod
     conc = [int(c) for c in check_concurrency(concurrency, arrays=True).reshape(-1)]
     sd = spec if isinstance(spec, SpecDecoding) or spec is None else spec_decoding(
         spec, draft_len=draft_len, acceptance=acceptance, acceptance_rates=acceptance_rates, draft_model=draft_model, model=m)
-    return price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=precision_for(m, weight_dtype, activation_dtype, kv_dtype, gpu=g),
-                       engine=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, decode_max_num_tokens=decode_max_num_tokens,
-                       prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=conc, isl=w.isl, osl=w.osl,
-                       decode_max_batch=decode_max_batch, arrival=w.arrival, prefill_routing=prefill_routing,
-                       decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a, calibration=_ref(calibration),
-                       decode_cuda_graph_max_bs=decode_cuda_graph_max_bs)
+    with _named("piecewise_graphs", "decode_piecewise_graphs"):  # the decode pool's Deployment refuses it (spec.plan)
+        return _disagg_priced(m, g, dg, w, prefill=prefill, decode=decode, weight_dtype=weight_dtype, activation_dtype=activation_dtype,
+                              kv_dtype=kv_dtype, engine=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens,
+                              decode_max_num_tokens=decode_max_num_tokens, prefill_instances=prefill_instances,
+                              decode_instances=decode_instances, concurrencies=conc, decode_max_batch=decode_max_batch,
+                              prefill_routing=prefill_routing, decode_recv_interval=decode_recv_interval,
+                              decode_moe_a2a=decode_moe_a2a, calibration=_ref(calibration),
+                              decode_cuda_graph_max_bs=decode_cuda_graph_max_bs, decode_piecewise_graphs=decode_piecewise_graphs)
+
+
+def _disagg_priced(m, g, dg, w, *, weight_dtype, activation_dtype, kv_dtype, **kw) -> DisaggEstimate:
+    """disagg's pools priced by explore.disagg_search.price_pools, its one code path."""
+    from llm_codesign.explore.disagg_search import price_pools
+    from llm_codesign.spec.plan import precision_for
+
+    return price_pools(m, g, decode_gpu=dg, precision=precision_for(m, weight_dtype, activation_dtype, kv_dtype, gpu=g), isl=w.isl,
+                       osl=w.osl, arrival=w.arrival, **kw)
 
 
 def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path | None = None, isl_dist: str | None = None,

@@ -33,6 +33,7 @@ from llm_codesign.cli.common import (
     _table,
     app,
 )
+from llm_codesign.errors import InputError
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, MAX_RECV_INTERVAL
 
 
@@ -70,6 +71,13 @@ def disagg(
                                                            help="The decode instances' CUDA graphs: padded up to this batch per "
                                                            "rank (0: off). Default: the engine's own capture; a batch above it "
                                                            "decodes without graphs."),
+    decode_compilation_config: Optional[str] = typer.Option(
+        None, "--decode-compilation-config", "--decode-cc", help="vLLM's --compilation-config of the decode workers, as JSON: its "
+        "cudagraph_mode, read as import reads a vLLM launch (PIECEWISE: each layer's attention ops launched from the host between "
+        "the graph pieces; NONE: graphs off; the FULL modes one full decode graph, the default). Default: vLLM's own."),
+    decode_optimization_level: Optional[int] = typer.Option(
+        None, "--decode-optimization-level", "--decode-O", min=0, max=3, help="vLLM's -O level of the decode workers: the "
+        "cudagraph_mode it sets where --decode-compilation-config sets none (-O0 none, -O1 PIECEWISE, -O2 / -O3 FULL_AND_PIECEWISE)."),
     arrival: str = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests kept in step, as a "
                                 "fixed-length benchmark runs them) and closed_loop (a slot refilled as its request ends, lengths "
                                 "spread) price alike here, the prefill pool's queue at the other requests' rate; burst: all sent "
@@ -96,13 +104,16 @@ def disagg(
     m, g = _model(model), _gpu(gpu)
     dg = _gpu(decode_gpu) if decode_gpu else g
     conc = _int_list("concurrency", concurrency)
+    decode_cuda_graph_max_bs, piecewise = _decode_mode(decode_compilation_config, decode_optimization_level, decode_cuda_graph_max_bs,
+                                                       engine=(g, dg, backend))
     # the pools built and priced as lc.disagg and the page price them (explore.disagg_search.price_pools)
     answer = price_pools(m, g, prefill=prefill, decode=decode, decode_gpu=dg, precision=_precision(m, weight_dtype, activation_dtype, kv_dtype, g),
                          engine=backend, spec=_spec(spec, draft_len, acceptance, acceptance_rates, draft_model, model=m), max_num_tokens=max_num_tokens,
                          decode_max_num_tokens=decode_max_num_tokens, prefill_instances=prefill_instances, decode_instances=decode_instances,
                          concurrencies=conc, isl=isl, osl=osl, decode_max_batch=decode_max_batch, arrival=arrival,
                          prefill_routing=prefill_routing, decode_recv_interval=decode_recv_interval,
-                         decode_moe_a2a=decode_moe_a2a or "", calibration=calibration, decode_cuda_graph_max_bs=decode_cuda_graph_max_bs)
+                         decode_moe_a2a=decode_moe_a2a or "", calibration=calibration, decode_cuda_graph_max_bs=decode_cuda_graph_max_bs,
+                         decode_piecewise_graphs=piecewise)
     r = answer.to_dict()
     if as_json:
         return _dump(r)
@@ -131,7 +142,8 @@ def disagg(
     # the notes: where rows do not fit, the limit once and the loads it turns away (serve.disagg._slot_note), then what was
     # asked and changed nothing; the page shows the same lines
     for note in r["notes"]:  # a decode batch the workers' CUDA graphs miss runs eagerly: serve.disagg._eager_note's line, in yellow
-        _console().print(f"[yellow]{note}[/yellow]" if note.startswith("CUDA graphs: ") else note, highlight=False, markup=note.startswith("CUDA graphs: "))
+        lit = note.startswith(("CUDA graphs: ", "Piecewise CUDA graphs: "))
+        _console().print(f"[yellow]{note}[/yellow]" if lit else note, highlight=False, markup=lit)
     from llm_codesign.render.intervals import CENTRE, basis_rows, interval_text, off_centre
 
     for row in r["rows"]:
@@ -156,3 +168,36 @@ def disagg(
     for k, v in dict.fromkeys(said):
         # the runs the bands are drawn from, apart from what those runs lack (beyond the runs)
         _console().print(f"{k}: {'drawn ' + v if v.startswith('from ') and k != 'beyond the runs' else v}", highlight=False)
+
+
+def _decode_mode(cc: str | None, level: int | None, max_bs: int | None, *, engine: tuple) -> tuple[int | None, bool]:
+    """(decode_cuda_graph_max_bs, decode_piecewise_graphs) from the decode workers' vLLM flags, read as `import` reads a vLLM
+    launch (explore.export_engines.vllm.graph_mode: compilation-config's cudagraph_mode, else the -O level's): PIECEWISE
+    replays graph pieces, NONE turns the graphs off (0, where --decode-cuda-graph-max-bs sets none), any FULL mode one full
+    decode graph. Only cudagraph_mode is read from the JSON; another field, or either flag on another engine than vLLM
+    (`engine`: the GPUs and --backend, spec.engines.engine_for_pools), is refused in one line."""
+    import json
+
+    from llm_codesign.explore.export_engines.vllm import graph_mode
+    from llm_codesign.spec.engines import engine_for_pools
+
+    if cc is None and level is None:
+        return max_bs, False
+    name = engine_for_pools(*engine).name
+    if name != "vllm":
+        raise InputError("decode-compilation-config" if cc is not None else "decode-optimization-level", cc if cc is not None else level,
+                         f"left out: it is a vLLM flag, and these pools run {name}")
+    o: dict = {} if level is None else {"optimization-level": level}
+    if cc is not None:
+        try:
+            parsed = json.loads(cc)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, dict) or set(parsed) - {"cudagraph_mode"}:
+            raise InputError("decode-compilation-config", cc, 'a JSON mapping with cudagraph_mode alone, e.g. \'{"cudagraph_mode": '
+                             '"PIECEWISE"}\' (the capture: --decode-cuda-graph-max-bs)')
+        o["compilation-config"] = parsed
+    mode = graph_mode(o)
+    if mode == "NONE":  # vLLM then captures nothing, whatever the capture size (cudagraph_dispatcher.py:171-174@0.33.0)
+        return 0, False
+    return max_bs, mode == "PIECEWISE"

@@ -180,13 +180,14 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
                 decode_max_num_tokens: int | None = None, prefill_instances: int = 1, decode_instances: int = 1,
                 concurrencies=(1, 8, 32, 128, 512), isl: int = 1024, osl: int = 1024, decode_max_batch: int | None = None,
                 arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None, decode_recv_interval: int = 1, decode_moe_a2a: str = "",
-                calibration=None, decode_cuda_graph_max_bs: int | None = None):
+                calibration=None, decode_cuda_graph_max_bs: int | None = None, decode_piecewise_graphs: bool = False):
     """One disaggregated deployment over `concurrencies`: one instance of each pool built from its plan (`tp=4,ep=4`
     text, as `disagg --prefill/--decode` takes it, or a Plan) on its GPU (`decode_gpu`: the decode pool's where it
     differs), one engine on both (spec.engines.engine_for_pools), priced by serve.disagg.estimate_disagg and each row
     banded with its metrics' 80% and 95% intervals (measure.intervals.band_disagg_rows). The one code path of `disagg`,
     `lc.disagg` and the page's disaggregated estimate. `calibration`: a profile's path, a Calibration or None;
-    `decode_cuda_graph_max_bs` the decode workers' padded CUDA-graph capture per rank (None: the engine's default; 0: off)."""
+    `decode_cuda_graph_max_bs` the decode workers' padded CUDA-graph capture per rank (None: the engine's default; 0: off),
+    `decode_piecewise_graphs` whether they replay vLLM's piecewise graphs (Deployment.piecewise_graphs)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.measure.intervals import band_disagg_rows
     from llm_codesign.serve.disagg import DisaggEstimate, estimate_disagg
@@ -199,7 +200,7 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
     plans_ = [p if isinstance(p, Plan) else Plan.parse(p, model, name) for name, p in (("prefill", prefill), ("decode", decode))]
     pools = (Deployment(gpu=gpu, num_gpus=int(plans_[0].gpus), plan=plans_[0], max_num_tokens=max_num_tokens, **one),
              Deployment(gpu=dg, num_gpus=int(plans_[1].gpus), plan=plans_[1], max_num_tokens=decode_max_num_tokens or max_num_tokens,
-                        cuda_graph_max_bs=decode_cuda_graph_max_bs, **one))
+                        cuda_graph_max_bs=decode_cuda_graph_max_bs, piecewise_graphs=decode_piecewise_graphs, **one))
 
     def cal(g):
         return calibration if isinstance(calibration, Calibration) else calibration_for(g, calibration)

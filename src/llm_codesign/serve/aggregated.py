@@ -275,8 +275,10 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
     parts = parts._replace(eager=eager, eager_host=np.where(miss, host, 0.0), eager_n=np.where(miss, n, 0.0))
     host_all, n_all = (None, None) if every is None else (decode_launch_host(every[0] + n_draft, every[1], ranks), every[0] + n_draft)
     if piecewise:
+        # the drafter replays its own PIECEWISE graphs (draft_pieces): its ops and pieces, the stage's share as n_draft's
+        drafted = (0.0, 0.0) if spec is None else draft_pieces(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
         parts, host_all, n_all = _piecewise_stage(model, parts, ops, every, miss=miss, ranks=ranks, kernels=kernels,
-                                                  host_all=host_all, n_all=n_all)
+                                                  host_all=host_all, n_all=n_all, drafted=drafted, pp=pp)
     if every is None:
         return parts, t_draft, ops
     eager_all = np.where(np.asarray(parts.eager) > 0, np.maximum(host_all - parts.kernels_all - t_draft, 0.0), 0.0)
@@ -286,14 +288,18 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
                           eager_n_all=np.where(held, n_all, 0.0)), t_draft, ops
 
 
-def _piecewise_stage(model: ModelSpec, parts: StepParts, ops, every, *, miss, ranks, kernels, host_all, n_all):
+def _piecewise_stage(model: ModelSpec, parts: StepParts, ops, every, *, miss, ranks, kernels, host_all, n_all, drafted=(0.0, 0.0),
+                     pp=1.0):
     """_decode_stage's parts where vLLM replays its piecewise graphs (cudagraph_mode PIECEWISE): a captured batch (not
     `miss`) launches each piece and, between them, each layer's attention ops from the host (piecewise_launches), which
     the kernels hide where they are the longer, as an eager step's launches (max(host, kernels), _eager_misses); a batch
     the capture misses runs eager as in every mode. Returns (the parts, every stage's host launches and their count, for
-    eager_all and at_launch's repricing, `host_all` and `n_all` where the capture misses). The draft passes' own pieces are
-    not counted (their kernels are: `kernels`)."""
+    eager_all and at_launch's repricing, `host_all` and `n_all` where the capture misses). `drafted`: the draft passes'
+    (host ops, pieces) (draft_pieces), each stage's share 1 / `pp` as the eager draft launches (_decode_stage), every one
+    in turn at PP; their kernels are in `kernels`."""
+    d_ops, d_pieces = (np.asarray(x, float) for x in drafted)
     n, pieces = piecewise_launches(model, ops)
+    n, pieces = n + d_ops / pp, pieces + d_pieces / pp
     host = decode_launch_host(n, launches(_collectives(ops)), ranks) + pieces * GRAPH_PIECE_S
     pw = ~np.asarray(miss, bool)
     parts = parts._replace(eager=np.where(pw, np.maximum(host - kernels, 0.0), parts.eager), eager_host=np.where(pw, host, parts.eager_host),
@@ -301,6 +307,7 @@ def _piecewise_stage(model: ModelSpec, parts: StepParts, ops, every, *, miss, ra
     if every is None:
         return parts, None, None
     ops_all, pieces_all = piecewise_launches(model, every[2])
+    ops_all, pieces_all = ops_all + d_ops, pieces_all + d_pieces
     return (parts, np.where(pw, decode_launch_host(ops_all, every[1], ranks) + pieces_all * GRAPH_PIECE_S, host_all),
             np.where(pw, ops_all, n_all))
 
@@ -337,6 +344,22 @@ def piecewise_launches(model: ModelSpec, ops):
         per = PIECEWISE_HOST_OPS["dsa" if isinstance(mixer, DSA) else "attention" if isinstance(mixer, Attention) else "other"]
         n, layers = n + per * np.asarray(op.count, float), layers + np.asarray(op.count, float)
     return n, layers + 1.0
+
+
+def draft_pieces(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding):
+    """(host ops, graph pieces) of a step's k draft passes as vLLM runs its drafter: PIECEWISE graphs of its own wherever
+    the target's mixed mode has graphs (SpecDecodeBaseProposer.initialize_cudagraph_keys, "Only supports PIECEWISE
+    cudagraphs", vllm/v1/spec_decode/llm_base_proposer.py:420-435@0.33.0 wheel; called for EAGLE / MTP and a draft
+    model alike, v1/worker/gpu_model_runner.py:6801-6815), each pass dispatched as one (_determine_batch_execution_and_padding,
+    :1773-1815; the first pass :570-596, the rest :668-754), so each pass launches the draft model's splitting ops
+    between its pieces as the target's step does (piecewise_launches of the draft model): k x (ops, pieces). The
+    proposer's Python between the passes (metadata, argmax) is not counted: vLLM's spec_worker_kernels are 0."""
+    dm = draft_model(model, spec)
+    dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
+    dops = forward_ops(dm, gpu, costs.cal, spec.draft_precision(prec), dsh, b=Batch(dec_seqs=b, dec_ctx=ctx), engine=costs.engine)
+    n, pieces = piecewise_launches(dm, dops)
+    k = np.asarray(k, float)
+    return k * n, k * pieces
 
 
 def _draft_launches(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding):
@@ -476,7 +499,8 @@ def _last_layer_time(model: ModelSpec, ops, gpu: Gpu, costs: EngineCosts) -> obj
 
 
 def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
-                 dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, spec: SpecDecoding | None = None, idle: bool = False):
+                 dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, spec: SpecDecoding | None = None, idle: bool = False,
+                 flags: SchedulerFlags | None = None):
     """One pipeline stage's step carrying `tokens` of prefill (whole prompts of `isl`, or chunks of
     `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`, each verifying its `k`
     drafts under `spec` and drafting the next k (decode_step's passes, their share of the stage as there): kernels, the
@@ -489,9 +513,10 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     Kernels are priced with costs.cal, the engine's in-step calibration. `idle`: the step runs on an idle engine (a
     lone request, a disaggregated prefill server between requests), where no earlier step's execution hides the host's
     dispatch of its launches (what an overlap scheduler does under load): the kernels and eager launches take at least
-    n x idle_launch_s (EngineCosts.idle_launch; docs/modelling-notes.md#hostp-idle-prefill)."""
+    n x idle_launch_s (EngineCosts.idle_launch; docs/modelling-notes.md#hostp-idle-prefill). `flags`: the run's (None: the
+    engine's defaults), whose CUDA graphs say whether vLLM runs the step as graph pieces (mixed_piecewise)."""
     return prefill_step_parts(model, gpu, prec, sh, costs=costs, tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx,
-                              cached=cached, k=k, spec=spec, idle=idle).step
+                              cached=cached, k=k, spec=spec, idle=idle, flags=flags).step
 
 
 class PrefillParts(NamedTuple):
@@ -530,7 +555,8 @@ class PrefillParts(NamedTuple):
 
 
 def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, tokens, isl, chunk,
-                       dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, spec: SpecDecoding | None = None, idle: bool = False) -> PrefillParts:
+                       dec_seqs=0.0, dec_ctx=0.0, cached=0.0, k=0.0, spec: SpecDecoding | None = None, idle: bool = False,
+                       flags: SchedulerFlags | None = None) -> PrefillParts:
     """prefill_step's time in its parts (PrefillParts), which it sums."""
     b = prefill_batch(tokens=tokens, isl=isl, chunk=chunk, dec_seqs=dec_seqs, dec_ctx=dec_ctx, cached=cached, k=k)
 
@@ -539,16 +565,20 @@ def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *,
     def kernels():
         ops = forward_ops(model, gpu, costs.cal, prec, sh, b=b, engine=costs.engine, sample=True, all_stages=staged)
         ops, every = ops if staged else (ops, None)
-        # each launch pays its host cost; PDL's share of a boundary comes off those it may overlap (Op.no_pdl)
-        n = launches(ops)
+        # each launch pays its host cost; PDL's share of a boundary comes off those it may overlap (Op.no_pdl); under vLLM's
+        # piecewise graphs the host launches the splitting ops and the pieces alone (mixed_piecewise)
+        n, pw = launches(ops), sum(piecewise_launches(model, ops))
         if every is None:
-            return kernels_time(ops, gpu, costs, n_launches=launches(ops, pdl=True)), n, None, None
+            return kernels_time(ops, gpu, costs, n_launches=launches(ops, pdl=True)), n, None, None, pw, None
         n_all = launches(every)
         return (kernels_time(ops, gpu, costs, n_launches=launches(ops, pdl=True)), n,
-                kernels_time(every, gpu, costs, n_launches=launches(every, pdl=True)), n_all)
+                kernels_time(every, gpu, costs, n_launches=launches(every, pdl=True)), n_all, pw, sum(piecewise_launches(model, every)))
 
-    t_kernels, n, t_all, n_all = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
-                                         arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
+    t_kernels, n, t_all, n_all, pw, pw_all = _reused(kernels, what=("prefill",), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs,
+                                                     arrays=(b.pf_tokens, b.pf_seqs, b.pf_ctx, b.dec_seqs, b.dec_ctx, b.dec_tokens_per_seq))
+    pieces = mixed_piecewise(costs.engine, gpu, sh, b, k=k, flags=flags)
+    if np.any(pieces):  # the step's tokens within vLLM's capture: its splitting ops and pieces launched, not every kernel
+        n, n_all = np.where(pieces, pw, n), (None if n_all is None else np.where(pieces, pw_all, n_all))
     per_launch = costs.eager_per_launch(stage_ranks(sh))
     eager = per_launch * n
     parts = PrefillParts(t_kernels, costs.step_overhead, costs.seq_overhead * (b.pf_seqs + dec_seqs), eager, kernels_all=t_all,
@@ -565,6 +595,30 @@ def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *,
                       what=("draft", spec), model=model, gpu=gpu, prec=prec, sh=sh, costs=costs, arrays=(dec_seqs, dec_ctx, k))
     return parts._replace(draft=np.where(decoding, t_draft, 0.0) / np.asarray(sh.pp, float))
 
+
+
+def mixed_piecewise(engine: Engine, gpu: Gpu, sh: Plan, b: Batch, *, k, flags: SchedulerFlags | None = None):
+    """Whether a step carrying prefill (`b`, prefill_batch's) runs vLLM's piecewise graphs: under its default
+    FULL_AND_PIECEWISE (and PIECEWISE) a mixed or prefill batch, never a uniform decode one, dispatches to the PIECEWISE
+    graphs captured for every size up to max_cudagraph_capture_size tokens and runs eagerly above it (CudagraphDispatcher.
+    dispatch, vllm/v1/cudagraph_dispatcher.py:270-318@0.33.0 wheel: num_tokens > max_size -> NONE, the FULL keys only for
+    uniform decode, the relaxed PIECEWISE key for the rest; keys :187-201; called for every step,
+    v1/worker/gpu_model_runner.py:3684-3745). The capture in tokens: the run's padded cuda_graph_max_bs x (1 + k) where it
+    sets one (0: graphs off), else the engine's default (default_capture, Engine.graphs_default: min(2 x max_num_seqs x
+    (1 + k), 512, 1,024 on Blackwell) tokens); the step's tokens its prompt tokens and its decodes' 1 + k each. False on
+    other engines (SGLang's piecewise prefill graphs are an experimental opt-in, --enable-piecewise-cuda-graph, not read
+    here; TensorRT-LLM's PyTorch path runs a step carrying prefill eagerly)."""
+    if engine.name != "vllm":
+        return False
+    fl = DEFAULT_FLAGS if flags is None else flags
+    q = 1.0 + np.asarray(k, float)
+    top, _ = default_capture(engine, gpu, sh, k=k, flags=fl)
+    # a search's points (SEARCH_GRAPHS, inf: padded to each point's batch) as the engine's default, which their exports keep
+    # where it covers the batch (point_graphs)
+    g = np.asarray(fl.cuda_graph_max_bs, float)
+    g = np.where(np.isinf(g), np.nan, g)
+    tokens = np.asarray(b.pf_tokens, float) + np.asarray(b.dec_seqs, float) * np.asarray(b.dec_tokens_per_seq, float)
+    return tokens <= np.where(np.isnan(g), top, g) * q
 
 
 def idle_extra(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, pp, t_busy, **step):
@@ -1153,7 +1207,7 @@ def _wave_idle(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Ran
         return 0.0
     wave_tok, t_wave_step = wave
     return idle_extra(model, gpu, prec, sh, costs=costs, pp=r.pp, t_busy=t_wave_step, tokens=wave_tok, isl=r.new, chunk=r.chunk,
-                      cached=r.cached)
+                      cached=r.cached, flags=r.scheduler[1])
 
 
 def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival=DEFAULT_ARRIVAL):
@@ -1164,7 +1218,7 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
     n_wave = r.running * r.new / np.maximum(wave_tok, 1.0)
 
     def price(sh_, tokens, isl, chunk, cached):
-        return prefill_step(model, gpu, prec, sh_, costs=costs, tokens=tokens, isl=isl, chunk=chunk, cached=cached)
+        return prefill_step(model, gpu, prec, sh_, costs=costs, tokens=tokens, isl=isl, chunk=chunk, cached=cached, flags=r.scheduler[1])
 
     def below_cap(sh_, tokens, cap, *args):  # once_at_cap as once_along_last prices: a tuple
         return (once_at_cap(price, sh_, tokens, cap, *args),)
@@ -1179,7 +1233,7 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
     through = r.pp
     if np.any(~np.asarray(r.pipelined, bool) & (np.asarray(r.pp) > 1)):  # steps that cross the stages alone: their sum
         through = prefill_step_parts(model, gpu, prec, sh, costs=costs, tokens=wave_tok, isl=r.new, chunk=r.chunk,
-                                     cached=r.cached).through(r.pp)
+                                     cached=r.cached, flags=r.scheduler[1]).through(r.pp)
     span = _over_pipeline(r, n_wave, through) * t_wave_step
     return (wave_tok, t_wave_step, span + _wave_idle(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival, wave=(wave_tok, t_wave_step)),
             through)
@@ -1317,7 +1371,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
     pf_step_tok = np.minimum(step_tok, q * r.new)
     n_pf = _steps_to_first_token(q, r.new, pf_step_tok)
     pf = prefill_step_parts(model, gpu, prec, sh, costs=costs, tokens=pf_step_tok, isl=r.new, chunk=np.minimum(r.new, step_tok),
-                            dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
+                            dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec, flags=r.scheduler[1])
     t_pf_stage = pf.step
 
     through = pf.through(r.pp)  # a step crossing the stages alone: their sum, in slowest-stage steps
@@ -1330,7 +1384,7 @@ def _own_prefill(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _R
         # `idle`), on every pipeline stage, whose hosts dispatch one after another (serve.disagg.prefill_pool); its later
         # chunks launch under the one before, as under load (docs/modelling-notes.md#hostp-idle-prefill, #revfix7-idle,
         # #mono2-idle-cohort)
-        extra = idle_extra(model, gpu, prec, sh, costs=costs, pp=r.pp, t_busy=t_pf_stage, tokens=pf_step_tok, isl=r.new,
+        extra = idle_extra(model, gpu, prec, sh, costs=costs, pp=r.pp, t_busy=t_pf_stage, tokens=pf_step_tok, isl=r.new, flags=r.scheduler[1],
                            chunk=np.minimum(r.new, step_tok), dec_seqs=dec, dec_ctx=r.isl + r.osl / 2.0, cached=r.cached, k=r.k, spec=spec)
         idle = idle + share * extra  # (a burst's wave idle, else 0: the one of the two that is paid)
     span = own * t_pf_stage + idle

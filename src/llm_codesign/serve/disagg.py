@@ -103,7 +103,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
     # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's
-    t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk)
+    t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk, flags=fl)
     t_loaded = isl / chunk * pp * t_step
     t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
     # a lone prompt reaches an idle server: its first chunk's step has no earlier step to launch under, so its host dispatch
@@ -112,12 +112,12 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     # that stage's launch returns, so the stages' host dispatches run one after another, event_loop_pp "async send but
     # sync recv", python/sglang/srt/managers/scheduler_pp_mixin.py@00ff98d3; serve.aggregated._own_prefill the same).
     # first_token pays it only where an arrival finds the pool idle
-    t_idle = idle_extra(model, gpu, prec, sh, costs=costs, pp=pp, t_busy=t_step, tokens=chunk, isl=isl, chunk=chunk)
+    t_idle = idle_extra(model, gpu, prec, sh, costs=costs, pp=pp, t_busy=t_step, tokens=chunk, isl=isl, chunk=chunk, flags=fl)
     t_alone = t_alone + t_idle
     # a full step: the prompt tokens the budget takes (whole prompts where the engine does not chunk, prompt_budget), or one
     # whole chunk if larger
     full = np.maximum(prompt_budget(mnt, isl, engine=costs.engine, flags=fl), chunk)
-    per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk)
+    per_inst = adp * full / isl / prefill_step(model, gpu, prec, sh, costs=costs, tokens=full, isl=isl, chunk=chunk, flags=fl)
     mem = memory.fit(model, gpu, prec, sh, isl, osl=0.0, max_num_tokens=mnt, usable_fraction=kv_fraction_of(fl, own), osl_occupancy=0.0, budget=budget,
                      max_seqs=costs.engine.max_batch(gpu), engine=costs.engine)
     queue_s = (adp if at_random else 1.0) / per_inst
@@ -148,7 +148,7 @@ def _lone_prompt_credit(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *
 
 def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, per_instance, isl, osl,
                 spec: SpecDecoding | None = None, spec_k=None, max_num_tokens=None, kv_fraction: float | None = None,
-                cuda_graph_max_bs=None, max_batch=None, together=True) -> dict:
+                cuda_graph_max_bs=None, max_batch=None, together=True, piecewise: bool = False) -> dict:
     """One decode instance (`costs`: its engine's fitted costs and in-step calibration) holding
     `per_instance` requests: decode-only steps, so no prefill chunk stalls a token; the KV cache (the
     engine's fraction, or the deployment's `kv_fraction`, run_flags) and the step token budget
@@ -156,7 +156,9 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     batch per rank above the decode workers' CUDA graphs (`cuda_graph_max_bs`, padded, per rank; NaN or None: the
     engine's default capture on this GPU and plan, serve.aggregated.default_capture, vLLM's from `max_batch`, the
     workers' max_num_seqs) pays every kernel's eager launch (`eager`, in t_stage). `together`: fewer requests than stages
-    arrive together and share one micro-batch (serve.aggregated.micro_batches; a closed loop's spread: False). Returns the
+    arrive together and share one micro-batch (serve.aggregated.micro_batches; a closed loop's spread: False). `piecewise`:
+    the decode workers replay vLLM's piecewise graphs (Deployment.piecewise_graphs), priced as the aggregated step prices
+    them (serve.aggregated._piecewise_stage: each layer's attention ops from the host between the pieces). Returns the
     step's StepParts (`parts`), operators (`ops`), micro-batches (`micro_batches`) and iteration (`iteration`) with its
     parts (`iteration_parts`): what serve.energy.disagg_energy and disagg's eager note read."""
     sh = plan.broadcast()
@@ -172,7 +174,8 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     # fewer in flight than stages leave micro-batches empty (StepParts.iteration): one each in a closed loop, one in all else
     m = micro_batches(c_rank, pp, together=together)
     per_mb = c_rank / m
-    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl)
+    parts, t_draft, ops = _decode_stage(model, gpu, prec, sh, costs=costs, b=per_mb, ctx=isl + osl / 2.0, k=k, spec=spec, flags=fl,
+                                        piecewise=piecewise)
     t_stage = parts.stage
     fraction = own if kv_fraction is None else kv_fraction
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
@@ -455,7 +458,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     gpus = n_p * g_p + n_d * g_d
     p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens,
                      routing=prefill_routing, chunked_prefill=prefill.chunked_prefill, kv_fraction=prefill.kv_fraction)
-    pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens,
+    pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens, piecewise=decode.piecewise_graphs,
                 kv_fraction=decode.kv_fraction, cuda_graph_max_bs=decode_graphs(decode, decode_cuda_graph_max_bs), max_batch=decode_max_batch, together=arrival != "closed_loop")
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
     slots, held = _decode_slots(d, decode_plan, n_d, decode_max_batch)
@@ -490,7 +493,7 @@ def _decode_eager(d: dict) -> dict:
     kernels a step, the batch a rank, that part of TPOT, the launches (0: captured), and TPOT (iteration / accepted) with
     the launches at the launch cost's range's ends (decode_pool's iteration_ends), which _eager_rows reads."""
     return {"decode_eager_s": d["eager"], "decode_batch": d["batch"], "decode_eager_tpot_s": d["iteration_parts"]["eager"] / d["acc"],
-            "decode_eager_n": d["parts"].eager_n + 0.0 * d["tpot"],
+            "decode_eager_n": d["parts"].eager_n + 0.0 * d["tpot"], "decode_piecewise": np.asarray(d["parts"].piecewise, float) + 0.0 * d["tpot"],
             "decode_tpot_lo_s": d["iteration_ends"][0] / d["acc"], "decode_tpot_hi_s": d["iteration_ends"][1] / d["acc"]}
 
 
@@ -682,7 +685,7 @@ def _eager_rows(rows: list[dict], r: dict, C, decode: Deployment) -> None:
     the admission do not wait out decode iterations (their step wait is left out)."""
     get = {key: np.broadcast_to(np.asarray(r[key], float), C.shape) for key in (
         "decode_eager_s", "decode_batch", "decode_eager_tpot_s", "tpot_s", "ttft_s", "decode_eager_n", "decode_tpot_lo_s",
-        "decode_tpot_hi_s", "decode_slot_wait_s")}
+        "decode_tpot_hi_s", "decode_slot_wait_s", "decode_piecewise")}
     for j, row in enumerate(rows):
         v = {key: float(x[j]) for key, x in get.items()}
         down, up = (float(x) for x in log_moves(v["tpot_s"], (v["decode_tpot_lo_s"], v["decode_tpot_hi_s"])))
@@ -692,7 +695,7 @@ def _eager_rows(rows: list[dict], r: dict, C, decode: Deployment) -> None:
         ttft = log_moves(v["ttft_s"], tuple(v["ttft_s"] + wait * (t / v["tpot_s"] - 1.0) for t in (v["decode_tpot_lo_s"], v["decode_tpot_hi_s"])))
         row["eager_decode"] = eager_note(decode, batch=v["decode_batch"], extra_s=v["decode_eager_s"], part_s=v["decode_eager_tpot_s"],
                                          tpot_s=v["tpot_s"], moves=(down, up), ttft_moves=tuple(float(x) for x in ttft),
-                                         here="--decode-cuda-graph-max-bs").to_dict()
+                                         here="--decode-cuda-graph-max-bs", piecewise=v["decode_piecewise"] > 0).to_dict()
 
 
 def _slots(r: dict) -> tuple[int, int]:
@@ -711,6 +714,8 @@ def _eager_note(rows: list[dict]) -> list[str]:
         return [f"CUDA graphs at {hidden[0][0]} request{'s' if hidden[0][0] != 1 else ''}: {hidden[0][1]['note']}"]
     if not e:
         return []
+    if any(x.get("piecewise") for _, x in e):  # vLLM's piecewise decode graphs: every captured load replays its pieces
+        return [_piecewise_line(e)]
     last = max((x for _, x in e), key=lambda x: x["cuda_graph_max_bs"])  # its capture covers every load's batch
     tail = last["note"].split(f"Avoid it with {last['avoid']}. ", 1)[-1]  # how the launches are priced, and that it is unmeasured
     tail = re.sub(r"TPOT x[0-9.]+-x[0-9.]+ with the launches at the range's ends; each", "each", tail)  # one load's moves, not all's
@@ -718,6 +723,19 @@ def _eager_note(rows: list[dict]) -> list[str]:
     each = "; ".join(f"{x['batch_per_rank']:.4g} per rank at {c}: +{x['extra_ms_per_step']:.3g} ms a step, {x['share_of_tpot']:.0%} of TPOT" for c, x in e)
     return [f"CUDA graphs: decode runs without them at {loads} request{'s' if loads != '1' else ''} (captured: {last['captured']}), "
             f"so each step launches every kernel from the host (host/eager_launches): {each}. Avoid it with {last['avoid']}. {tail}"]
+
+
+def _piecewise_line(e: list) -> str:
+    """_eager_note's line where the decode workers replay vLLM's piecewise graphs (the rows' eager_decode piecewise): the
+    loads whose attention ops' launches outlast the kernels, each one's extra a step and TPOT share, the advice and how the
+    launches are priced, once (the last load's note's tail)."""
+    loads = ", ".join(str(c) for c, _ in e)
+    each = "; ".join(f"{x['batch_per_rank']:.4g} per rank at {c}: +{x['extra_ms_per_step']:.3g} ms a step, {x['share_of_tpot']:.0%} of TPOT" for c, x in e)
+    last = e[-1][1]
+    tail = last["note"].split(f"Avoid it with {last['avoid']}. ", 1)[-1]
+    tail = re.sub(r"TPOT x[0-9.]+-x[0-9.]+ with the launches at the range's ends; each", "each", tail)  # one load's moves, not all's
+    return (f"Piecewise CUDA graphs: the decode workers launch each layer's attention ops from the host between the graph pieces "
+            f"(host/eager_launches) at {loads} request{'s' if loads != '1' else ''}: {each}. Avoid it with {last['avoid']}. {tail}")
 
 
 def _slot_note(rows: list[dict], r: dict, **over) -> list[str]:
