@@ -111,3 +111,17 @@ def test_validate_prices_the_depth_rows_at_their_measured_acceptance():
     for r in rows:
         sd = _spec(r)
         assert sd.source == "" and sd.mean_accepted == float(r["spec_acceptance"]) and sd.k == int(r["spec_draft_len"])
+
+
+@pytest.mark.parametrize("draft_len", [None, 2, 7])
+def test_an_export_of_the_default_states_one_rate_per_draft_token_and_reads_back(draft_len):
+    # the default keeps all 5 scanned rates at k = 1 (for a search's other k); an export states k rates, as import requires
+    from llm_codesign.explore.export import export_config, read_export
+    from llm_codesign.spec.registry import get_model
+
+    dep = deployment("deepseek-r1", gpu="b200", num_gpus=8, tp=8, engine="trtllm", spec="mtp", draft_len=draft_len)
+    back = read_export(export_config(get_model("deepseek-r1"), dep, engine="trtllm", concurrency=4)).deployment.spec
+    k = draft_len or 1
+    assert back.k == k and len(back.rates) == k
+    # k = 1: 1.92; k = 2: 1 + 0.92 + 0.66 = 2.58; k = 7: 3.01 + 0.02 x 0.1176 + 0.02 x 0.1176^2 = 3.01263
+    assert float(back.accepted()) == pytest.approx({1: 1.92, 2: 2.58, 7: 3.01 + 0.02 * R1[4] * (1 + R1[4])}[k], rel=1e-9)

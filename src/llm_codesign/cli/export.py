@@ -384,7 +384,8 @@ def import_(
     isl: Optional[int] = typer.Option(None, "--isl", min=1, help="Input tokens per request (default: the export's, else 1024)."),
     osl: Optional[int] = typer.Option(None, "--osl", min=1, help="Output tokens per request (default: the export's, else 1024)."),
     acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step of the configuration's "
-                                               "speculative decoding (an engine's configuration states none)."),
+                                               "speculative decoding (an engine's configuration states none; default: the published one where bundled, "
+                                               "DeepSeek-V3/R1's MTP)."),
     acceptance_rates: Optional[str] = O_RATES,
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):

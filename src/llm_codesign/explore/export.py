@@ -49,7 +49,7 @@ def _header(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: in
             "kv_dtype": dep.precision.kv.name, "cpp": dep.cpp}
     if dep.spec is not None:
         meta["spec"] = {"method": dep.spec.method, "k": dep.spec.k, "mean_accepted": dep.spec.mean_accepted,
-                        "rates": list(dep.spec.at(dep.spec.k).rates), "draft_model": dep.spec.draft_model}
+                        "rates": list(dep.spec.at(dep.spec.k).rates if dep.spec.rates else ()), "draft_model": dep.spec.draft_model}
     meta.update(extra or {})
     return HEADER + json.dumps(meta, default=float)
 
@@ -486,7 +486,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
             "kv_dtype": decode.precision.kv.name}
     if decode.spec is not None:
         meta["spec"] = {"method": decode.spec.method, "k": decode.spec.k, "mean_accepted": decode.spec.mean_accepted,
-                        "rates": list(decode.spec.at(decode.spec.k).rates), "draft_model": decode.spec.draft_model}
+                        "rates": list(decode.spec.at(decode.spec.k).rates if decode.spec.rates else ()), "draft_model": decode.spec.draft_model}
     meta.update(extra or {})
     head = [HEADER + json.dumps(meta, default=float),
             f"# dynamo {spec['version']} DynamoGraphDeployment ({spec['source']})",
