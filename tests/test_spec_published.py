@@ -125,3 +125,12 @@ def test_an_export_of_the_default_states_one_rate_per_draft_token_and_reads_back
     assert back.k == k and len(back.rates) == k
     # k = 1: 1.92; k = 2: 1 + 0.92 + 0.66 = 2.58; k = 7: 3.01 + 0.02 x 0.1176 + 0.02 x 0.1176^2 = 3.01263
     assert float(back.accepted()) == pytest.approx({1: 1.92, 2: 2.58, 7: 3.01 + 0.02 * R1[4] * (1 + R1[4])}[k], rel=1e-9)
+
+
+def test_pareto_says_the_default_and_its_tokens_per_draft_length():
+    # a search without --draft-len tries k = 1..5: each reads the scan, 1.92 ... 3.01 (was 1.88 ... 4.41, k=5 everywhere)
+    from llm_codesign.cli.commands import acceptance_note
+
+    note = acceptance_note(spec_decoding("mtp", model="deepseek-r1"), None)
+    assert note.startswith("speculation: acceptance not given, so the published one: per position 0.920, 0.717, 0.364")
+    assert note.endswith("tokens a step k=1 1.92, k=2 2.58, k=3 2.82, k=4 2.99, k=5 3.01")

@@ -665,10 +665,10 @@ def acceptance_note(sd, draft_len: int | None) -> str | None:
     src = f"speculation: acceptance not given, so the published one: {sd.source}" if sd is not None and sd.source else None
     if sd is None or draft_len:
         return src
-    if sd.mean_accepted is None and len(sd.rates) >= max(DRAFT_LENGTHS):  # a rate for every position searched
-        return src
-    rate = float(sd.rates[-1]) if sd.rates else float(sd._rates()[0])
     per_k = ", ".join(f"k={k} {float(sd.accepted(k)):.2f}" for k in DRAFT_LENGTHS)
+    if sd.mean_accepted is None and len(sd.rates) >= max(DRAFT_LENGTHS):  # a rate for every position searched
+        return src and f"{src}; tokens a step {per_k}"
+    rate = float(sd.rates[-1]) if sd.rates else float(sd._rates()[0])
     read = (f"--acceptance {sd.mean_accepted:g} read as the mean at k={sd.k}, a flat {rate:.3f} a position" if sd.mean_accepted is not None
             else f"--acceptance-rates past position {len(sd.rates)} held at its last, {rate:.3f}")
     return (f"{src + '. ' if src else ''}speculation: {read}; tokens a step {per_k}. Acceptance usually falls with position: --acceptance-rates r1,...,r5 "
