@@ -4,6 +4,7 @@ reasons), `SpecDecoding`, the whole `Deployment` (GPU, plan, precision, engine, 
 page and the Python API share."""
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from numbers import Real
@@ -550,6 +551,7 @@ def mtp_depth_rates(lengths) -> tuple[float, ...]:
     return tuple(float(x) for x in p / np.concatenate([[1.0], p[:-1]]))
 
 
+@functools.lru_cache(maxsize=1)
 def mtp_depth_scan() -> tuple[float, ...]:
     """The depth scan's mean accepted lengths at k = 1..5 (published_mtp_depth.csv, its rows with a draft length)."""
     import csv
