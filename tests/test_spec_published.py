@@ -1,4 +1,7 @@
-"""--spec mtp without --acceptance: DeepSeek-V3's published MTP acceptance as the default, with its source (newc5 #14)."""
+"""--spec mtp without --acceptance: the published MTP acceptance as the default, with its source (newc5 #14, newc6 #2,
+#18, #23): DeepSeek-R1 per position from TensorRT-LLM blog 1's depth scan (published_mtp_depth.csv), V3 its report's
+position 1 and the scan's later ones; one rule in estimate, pareto, import and the web API; no default for EAGLE-3 or a
+draft model, said per method."""
 import json
 
 import pytest
@@ -6,22 +9,44 @@ from typer.testing import CliRunner
 
 from llm_codesign.cli import app
 from llm_codesign.errors import InputError
-from llm_codesign.spec.plan import deployment, spec_decoding
+from llm_codesign.spec.plan import deployment, mtp_depth_rates, mtp_depth_scan, spec_decoding
+
+# the depth scan's mean accepted lengths at k = 1..5 (published_mtp_depth.csv, blog 1's "Autoregressive MTP Layers")
+SCAN = (1.92, 2.58, 2.82, 2.99, 3.01)
+# position i accepted with p_i = L_i - L_(i-1): 0.92, 0.66, 0.24, 0.17, 0.02; its rate given position i-1 is p_i / p_(i-1)
+R1 = (0.92, 0.66 / 0.92, 0.24 / 0.66, 0.17 / 0.24, 0.02 / 0.17)  # 0.920, 0.717, 0.364, 0.708, 0.118
 
 
-def test_deepseek_mtp_defaults_to_the_published_rate():
-    # DeepSeek-V3 report §5.4.3: the 2nd token accepted 85-90%; the default is the midpoint (0.85 + 0.90) / 2 = 0.875,
-    # one MTP module so one draft token: 1 + 0.875 = 1.875 tokens a step
+def test_the_scan_is_read_from_the_bundled_csv_and_its_rates_rebuild_it():
+    assert mtp_depth_scan() == SCAN
+    assert mtp_depth_rates(SCAN) == pytest.approx(R1, rel=1e-12)
+
+
+def test_deepseek_r1_defaults_to_the_depth_scan():
+    # k = 5 at one request: 1 + 0.92 + 0.66 + 0.24 + 0.17 + 0.02 = 3.01 tokens a step, as measured (the old default held
+    # the paper's 0.875 at every position: 1 + .875 + ... + .875^5 = 4.41)
+    sd = spec_decoding("mtp", draft_len=5, model="deepseek-r1")
+    assert sd.k == 5 and sd.rates == pytest.approx(R1, rel=1e-12)
+    assert float(sd.accepted()) == pytest.approx(3.01, rel=1e-12)
+    assert "TensorRT-LLM blog 1's MTP depth scan" in sd.source and "1.92, 2.58, 2.82, 2.99, 3.01 at k=1-5" in sd.source
+    # no --draft-len: one draft token (DeepSeek ships one MTP module), every scanned position kept for a search's k
+    d = spec_decoding("mtp", model="deepseek-r1-nvfp4")
+    assert d.k == 1 and float(d.accepted()) == pytest.approx(1.92)
+    assert [float(d.at(k).accepted()) for k in range(1, 6)] == pytest.approx(SCAN, rel=1e-12)
+    assert d.at(3).source == d.source  # a search's other draft lengths keep the source
+    # past the scan the last rate is held: k = 7 adds 0.02 x 0.1176 + 0.02 x 0.1176^2 = 0.00235 + 0.00028 -> 3.01263
+    s7 = spec_decoding("mtp", draft_len=7, model="deepseek-r1")
+    assert float(s7.accepted()) == pytest.approx(3.01 + 0.02 * R1[4] + 0.02 * R1[4] ** 2, rel=1e-12)
+    assert float(s7.accepted()) == pytest.approx(3.0126, abs=1e-4) and "positions 6-7 held at the last, 0.118" in s7.source
+
+
+def test_deepseek_v3_keeps_its_reports_first_position():
+    # V3's report §5.4.3: 85-90%, midpoint 0.875 at position 1; positions 2-5 the scan's conditional rates:
+    # k = 1: 1.875; k = 5: 1 + 0.875 x (0.92 + 0.66 + 0.24 + 0.17 + 0.02) / 0.92 = 1 + 0.875 x 2.01 / 0.92 = 2.911685
     sd = spec_decoding("mtp", model="deepseek-v3")
-    assert sd.k == 1 and sd.rates == (0.875,)
-    assert float(sd.accepted(1)) == pytest.approx(1.875)
-    # a longer draft holds the one published rate past position 1: 1 + .875 + .875^2 + .875^3 = 3.310546875
-    assert float(spec_decoding("mtp", draft_len=3, model="deepseek-v3").accepted(3)) == pytest.approx(3.310546875)
-    assert "arXiv:2412.19437" in sd.source and "85-90%" in sd.source
-    # R1 ships V3's module: the same value, and the source says it is carried over
-    r1 = deployment("deepseek-r1", gpu="b200", num_gpus=8, spec="mtp").spec
-    assert r1.rates == (0.875,) and "deepseek-r1 ships V3's MTP module" in r1.source
-    assert r1.at(2).source == r1.source  # a search's other draft lengths keep the source
+    assert sd.k == 1 and sd.rates[0] == 0.875 and float(sd.accepted(1)) == pytest.approx(1.875)
+    assert float(spec_decoding("mtp", draft_len=5, model="deepseek-v3").accepted()) == pytest.approx(1 + 0.875 * 2.01 / 0.92, rel=1e-12)
+    assert "arXiv:2412.19437" in sd.source and "85-90%" in sd.source and "V3's own unpublished" in sd.source
 
 
 def test_given_acceptance_wins_and_has_no_source():
@@ -29,19 +54,83 @@ def test_given_acceptance_wins_and_has_no_source():
     assert sd.mean_accepted == 1.7 and sd.rates == () and sd.source == ""
 
 
-def test_unpublished_model_error_suggests_the_cited_range():
+@pytest.mark.parametrize("method, model, says", [
+    ("mtp", "qwen3.5-397b", ("none is published for this model", "0.85-0.90", "arXiv:2412.19437v2", "--acceptance-rates 0.85")),
+    ("eagle3", "llama-3.1-70b", ("EAGLE-3", "arXiv:2503.01840, Table 1", "LLaMA-Instruct 3.1 8B and 3.3 70B", "not a chain")),
+    ("eagle3", "deepseek-r1", ("EAGLE-3", "arXiv:2503.01840")),  # MTP's published default is MTP's only
+    ("draft", "llama-3.1-70b", ("a separate draft model has no default", "--acceptance")),
+])
+def test_no_default_is_refused_per_method(method, model, says):
     with pytest.raises(InputError) as e:
-        spec_decoding("mtp", model="qwen3.5-397b")
+        spec_decoding(method, model=model)
     msg = str(e.value)
-    assert msg.startswith("acceptance: None is not valid; a mean accepted length (--acceptance)")
-    assert "0.85-0.90" in msg and "arXiv:2412.19437v2" in msg and "--acceptance-rates 0.85" in msg
-    with pytest.raises(InputError, match="none is published"):  # eagle3 has no published default bundled
-        spec_decoding("eagle3", model="deepseek-r1")
+    assert msg.startswith("acceptance: not given; ") and "None" not in msg
+    assert all(s in msg for s in says), msg
+    assert ("MTP module" in msg) == (method == "mtp")  # EAGLE-3's and a draft's refusal no longer recommend MTP's rates
 
 
-def test_estimate_says_the_published_acceptance():
-    r = CliRunner().invoke(app, ["estimate", "deepseek-r1", "--gpu", "b200", "--tp", "8", "--isl", "2048", "--osl", "512",
-                                 "--concurrency", "16", "--spec", "mtp", "--json"])
+def test_estimate_at_one_request_accepts_the_measured_three_tokens():
+    # the finding's command: blog 1's plan, k = 5 at c = 1 -> 3.01 tokens a step (was 4.41)
+    r = CliRunner().invoke(app, ["estimate", "deepseek-r1-nvfp4", "--gpu", "b200", "--tp", "8", "--ep", "4", "--moe-tp", "2",
+                                 "--kv-dtype", "bf16", "--isl", "1024", "--osl", "2048", "--concurrency", "1", "--spec", "mtp",
+                                 "--draft-len", "5", "--json"])
     assert r.exit_code == 0, r.output
-    s = json.loads(r.stdout)["spec"]
-    assert s["draft_len"] == 1 and s["acceptance_source"].startswith("0.875 a position, the midpoint of DeepSeek-V3")
+    d = json.loads(r.stdout)
+    assert d["accepted_per_step"] == pytest.approx(3.01, rel=1e-9)
+    assert d["spec"]["draft_len"] == 5 and "MTP depth scan of DeepSeek-R1" in d["spec"]["acceptance_source"]
+
+
+def test_import_defaults_mtp_as_estimate_does_and_says_so():
+    line = ("vllm serve deepseek-ai/DeepSeek-R1 -tp 8 --enable-expert-parallel "
+            "--speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":2}'")
+    r = CliRunner().invoke(app, ["import", line, "--gpu", "h200", "--concurrency", "64"])
+    assert r.exit_code == 0, r.output
+    assert "speculation: acceptance not given, so the published one: per position 0.920" in " ".join(r.output.split())
+    dep = deployment("deepseek-r1", gpu="h200", num_gpus=8, spec="mtp", draft_len=2)
+    j = json.loads(CliRunner().invoke(app, ["import", line, "--gpu", "h200", "--concurrency", "64", "--json"]).stdout)
+    # k = 2: 1 + 0.92 + 0.66 = 2.58, the same as estimate's default at k = 2
+    assert j["accepted_per_step"] == pytest.approx(2.58) == pytest.approx(float(dep.spec.accepted()))
+
+
+def test_import_refuses_eagle3_without_acceptance_with_its_hint():
+    line = "vllm serve meta-llama/Llama-3.1-8B --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 2}'"
+    r = CliRunner().invoke(app, ["import", line, "--gpu", "h200"])
+    assert r.exit_code == 2 and "Traceback" not in r.output
+    assert "acceptance: not given; the configuration drafts tokens" in r.output and "arXiv:2503.01840" in r.output
+
+
+def test_validate_prices_the_depth_rows_at_their_measured_acceptance():
+    # the default now equals these rows' acceptance, but validate never reads it: each row's own spec_acceptance
+    import csv
+    from importlib import resources
+
+    from llm_codesign.measure.validate import _spec
+
+    with resources.files("llm_codesign").joinpath("data", "measurements", "published_mtp_depth.csv").open() as f:
+        rows = [r for r in csv.DictReader(f) if r["spec_draft_len"]]
+    for r in rows:
+        sd = _spec(r)
+        assert sd.source == "" and sd.mean_accepted == float(r["spec_acceptance"]) and sd.k == int(r["spec_draft_len"])
+
+
+@pytest.mark.parametrize("draft_len", [None, 2, 7])
+def test_an_export_of_the_default_states_one_rate_per_draft_token_and_reads_back(draft_len):
+    # the default keeps all 5 scanned rates at k = 1 (for a search's other k); an export states k rates, as import requires
+    from llm_codesign.explore.export import export_config, read_export
+    from llm_codesign.spec.registry import get_model
+
+    dep = deployment("deepseek-r1", gpu="b200", num_gpus=8, tp=8, engine="trtllm", spec="mtp", draft_len=draft_len)
+    back = read_export(export_config(get_model("deepseek-r1"), dep, engine="trtllm", concurrency=4)).deployment.spec
+    k = draft_len or 1
+    assert back.k == k and len(back.rates) == k
+    # k = 1: 1.92; k = 2: 1 + 0.92 + 0.66 = 2.58; k = 7: 3.01 + 0.02 x 0.1176 + 0.02 x 0.1176^2 = 3.01263
+    assert float(back.accepted()) == pytest.approx({1: 1.92, 2: 2.58, 7: 3.01 + 0.02 * R1[4] * (1 + R1[4])}[k], rel=1e-9)
+
+
+def test_pareto_says_the_default_and_its_tokens_per_draft_length():
+    # a search without --draft-len tries k = 1..5: each reads the scan, 1.92 ... 3.01 (was 1.88 ... 4.41, k=5 everywhere)
+    from llm_codesign.cli.commands import acceptance_note
+
+    note = acceptance_note(spec_decoding("mtp", model="deepseek-r1"), None)
+    assert note.startswith("speculation: acceptance not given, so the published one: per position 0.920, 0.717, 0.364")
+    assert note.endswith("tokens a step k=1 1.92, k=2 2.58, k=3 2.82, k=4 2.99, k=5 3.01")

@@ -22,9 +22,9 @@ class MissingInput(InputError):
     """A value the input lacks: `field: missing; what to give` (`model: missing; this trtllm configuration names no model:
     give --model ...`), not "no value is not valid", which read as if a value had been given."""
 
-    def __init__(self, field: str, valid: str):
+    def __init__(self, field: str, valid: str, *, word: str = "missing"):
         self.field, self.value, self.valid = field, None, valid
-        ValueError.__init__(self, f"{field}: missing; {valid}")
+        ValueError.__init__(self, f"{field}: {word}; {valid}")
 
 
 class UnsupportedModelError(InputError):

@@ -667,13 +667,13 @@ def acceptance_note(sd, draft_len: int | None) -> str | None:
     (newc4 #7). Acceptance usually falls with position, so a flat rate flatters the longer drafts."""
     from llm_codesign.explore.search import DRAFT_LENGTHS
 
-    src = f"speculation: acceptance not given, so the published {sd.source}" if sd is not None and sd.source else None
+    src = f"speculation: acceptance not given, so the published one: {sd.source}" if sd is not None and sd.source else None
     if sd is None or draft_len:
         return src
-    if sd.mean_accepted is None and len(sd.rates) >= max(DRAFT_LENGTHS):  # a rate for every position searched
-        return None
-    rate = float(sd.rates[-1]) if sd.rates else float(sd._rates()[0])
     per_k = ", ".join(f"k={k} {float(sd.accepted(k)):.2f}" for k in DRAFT_LENGTHS)
+    if sd.mean_accepted is None and len(sd.rates) >= max(DRAFT_LENGTHS):  # a rate for every position searched
+        return src and f"{src}; tokens a step {per_k}"
+    rate = float(sd.rates[-1]) if sd.rates else float(sd._rates()[0])
     read = (f"--acceptance {sd.mean_accepted:g} read as the mean at k={sd.k}, a flat {rate:.3f} a position" if sd.mean_accepted is not None
             else f"--acceptance-rates past position {len(sd.rates)} held at its last, {rate:.3f}")
     return (f"{src + '. ' if src else ''}speculation: {read}; tokens a step {per_k}. Acceptance usually falls with position: --acceptance-rates r1,...,r5 "

@@ -385,7 +385,8 @@ def import_(
     isl: Optional[int] = tokens_option(None, "--isl", hi=None, help="Input tokens per request (default: the export's, else 1024)."),
     osl: Optional[int] = tokens_option(None, "--osl", hi=None, help="Output tokens per request (default: the export's, else 1024)."),
     acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step of the configuration's "
-                                               "speculative decoding (an engine's configuration states none)."),
+                                               "speculative decoding (an engine's configuration states none; default: the published one where bundled, "
+                                               "DeepSeek-V3/R1's MTP)."),
     acceptance_rates: Optional[str] = O_RATES,
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
@@ -426,6 +427,8 @@ def import_(
                   f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT "
                   + (f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, ")
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
+        if d.spec is not None and d.spec.source:  # the configuration states no acceptance: the published one, as estimate says it
+            con.print(f"speculation: acceptance not given, so the published one: {d.spec.source}", highlight=False)
         if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):
             con.print(caps, highlight=False)
         if imp.ignored:

@@ -49,7 +49,7 @@ def _header(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: in
             "kv_dtype": dep.precision.kv.name, "cpp": dep.cpp}
     if dep.spec is not None:
         meta["spec"] = {"method": dep.spec.method, "k": dep.spec.k, "mean_accepted": dep.spec.mean_accepted,
-                        "rates": list(dep.spec.rates), "draft_model": dep.spec.draft_model}
+                        "rates": list(dep.spec.at(dep.spec.k).rates if dep.spec.rates else ()), "draft_model": dep.spec.draft_model}
     meta.update(extra or {})
     return HEADER + json.dumps(meta, default=float)
 
@@ -410,7 +410,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
         raise MissingInput("gpu", "an engine's configuration names no GPU: give --gpu, the one it runs on (e.g. --gpu h200)")
     typed = getattr(o, "typed", {})  # each flag as the user typed it (read_flags): a refusal names that, not our name for it
     o, copies = x.replicas(o, m)
-    meta = {"spec": {"mean_accepted": acceptance, "rates": list(acceptance_rates)}}
+    meta = {"spec": {"mean_accepted": acceptance, "rates": list(acceptance_rates), "model": m.name}}
     try:
         dep, conc = _deployment(name, o, m, gpu=gpu, meta=meta, real=True)
     except InputError as e:  # speculation with no acceptance: the configuration cannot say it, the user must
@@ -418,8 +418,9 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
             raise InputError(typed[e.field], e.value, e.valid) from None
         if e.field != "acceptance" or e.value is not None:
             raise
-        raise MissingInput("acceptance", "the configuration drafts tokens but no configuration states how many are accepted: give "
-                           "--acceptance (mean accepted tokens per step) or --acceptance-rates") from None
+        # none bundled for the model's method (spec_decoding defaults the published ones, as estimate does): the method's hint
+        raise MissingInput("acceptance", f"the configuration drafts tokens but no configuration states how many are accepted; "
+                           f"{e.valid}", word="not given") from None
     from llm_codesign.spec.plan import validity
 
     code = int(validity(m, gpu, dep.plan, dep.num_gpus)[()])
@@ -490,7 +491,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
             "kv_dtype": decode.precision.kv.name}
     if decode.spec is not None:
         meta["spec"] = {"method": decode.spec.method, "k": decode.spec.k, "mean_accepted": decode.spec.mean_accepted,
-                        "rates": list(decode.spec.rates), "draft_model": decode.spec.draft_model}
+                        "rates": list(decode.spec.at(decode.spec.k).rates if decode.spec.rates else ()), "draft_model": decode.spec.draft_model}
     meta.update(extra or {})
     head = [HEADER + json.dumps(meta, default=float),
             f"# dynamo {spec['version']} DynamoGraphDeployment ({spec['source']})",

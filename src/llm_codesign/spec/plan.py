@@ -4,13 +4,14 @@ reasons), `SpecDecoding`, the whole `Deployment` (GPU, plan, precision, engine, 
 page and the Python API share."""
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from numbers import Real
 
 import numpy as np
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, MissingInput
 from llm_codesign.spec.engines import check_kv_format, engine_for, get_engine
 from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL, check_arrival, memory_fraction
@@ -223,8 +224,7 @@ class SpecDecoding:
         if not 1 <= self.k <= 16:
             raise InputError("draft_len", self.k, "an integer from 1 to 16")
         if self.mean_accepted is None and not self.rates:
-            raise InputError("acceptance", None, "a mean accepted length (--acceptance) or per-position rates (--acceptance-rates); "
-                             f"{TYPICAL_ACCEPTANCE}")
+            raise MissingInput("acceptance", acceptance_hint(self.method), word="not given")
         if self.mean_accepted is not None and not 1.0 <= self.mean_accepted <= self.k + 1:
             raise InputError("acceptance", self.mean_accepted, f"a mean accepted length between 1 and k+1 = {self.k + 1}")
         if any(not 0.0 <= r <= 1.0 for r in self.rates):
@@ -529,35 +529,84 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
     return p
 
 
-# The one published acceptance of a model's own MTP module: DeepSeek-V3 technical report (arXiv:2412.19437v2, §5.4.3
-# "Multi-Token Prediction Evaluation", PDF p.35): "the acceptance rate of the second token prediction ranges between 85%
-# and 90% across various generation topics" (one MTP module, so one draft token; batch and hardware not given). R1 is
-# post-trained from V3-Base and ships the same one-module MTP layer (num_nextn_predict_layers 1); its own rate is not
-# published, so V3's range is carried to it and said so. Range 0.85-0.90; the midpoint is the default.
+# DeepSeek-V3's published MTP acceptance: its technical report (arXiv:2412.19437v2, §5.4.3 "Multi-Token Prediction
+# Evaluation", PDF p.35): "the acceptance rate of the second token prediction ranges between 85% and 90% across various
+# generation topics" (one MTP module, so one draft token; batch and hardware not given). Range 0.85-0.90; the midpoint
+# is V3's position-1 default.
 MTP_PUBLISHED_RANGE = (0.85, 0.90)
 MTP_PUBLISHED_SOURCE = ("DeepSeek-V3 technical report (arXiv:2412.19437v2 §5.4.3): the 2nd token accepted 85-90% "
                         "across generation topics")
-PUBLISHED_ACCEPTANCE = {name: sum(MTP_PUBLISHED_RANGE) / 2 for name in ("deepseek-v3", "deepseek-r1", "deepseek-r1-nvfp4")}
-TYPICAL_ACCEPTANCE = (f"none is published for this model; a model's own MTP module typically accepts its first draft token "
-                      f"0.85-0.90 ({MTP_PUBLISHED_SOURCE}; later positions unpublished), e.g. --draft-len 1 "
-                      "--acceptance-rates 0.85")
+# DeepSeek-R1's measured depth scan: TensorRT-LLM tech blog 1 ("Pushing Latency Boundaries ... DeepSeek-R1 on B200",
+# its "Autoregressive MTP Layers" table; data/measurements/SOURCES.md, published_mtp_depth.csv): mean accepted tokens a
+# step at 1-5 draft tokens, one request on 8 x B200, the one MTP module run autoregressively. Its per-position conditional
+# rates follow from the differences (mtp_depth_rates); past position 5 the last rate is held, so the mean stays ~3.01.
+MTP_DEPTH_CSV = "published_mtp_depth.csv"
+MTP_DEPTH_SOURCE = "TensorRT-LLM blog 1's MTP depth scan of DeepSeek-R1 (8 x B200, one request; published_mtp_depth.csv)"
+# the models whose published acceptance is bundled: R1 (and NVIDIA's NVFP4 R1, the scan's own checkpoint) from the scan
+# alone, V3 its own report's position 1 and the scan's positions 2-5 (R1 is post-trained from V3-Base and ships the same
+# one-module MTP layer, num_nextn_predict_layers 1; V3's later positions are unpublished)
+MTP_DEFAULTS = {"deepseek-v3": "v3", "deepseek-r1": "scan", "deepseek-r1-nvfp4": "scan"}
+EAGLE3_HINT = ("an EAGLE-3 head's acceptance depends on the head and the data and none is bundled for it: the EAGLE-3 paper "
+               "(arXiv:2503.01840, Table 1) publishes mean accepted lengths (tau) for its heads on LLaMA-Instruct 3.1 8B and "
+               "3.3 70B over MT-bench, HumanEval, GSM8K, Alpaca and CNN/DM, measured with its dynamic draft tree, not a chain "
+               "of --draft-len tokens; give your head's measured --acceptance or --acceptance-rates")
+DRAFT_HINT = ("a separate draft model has no default (its acceptance depends on the draft, the target and the data): give "
+              "its measured --acceptance (mean accepted tokens a step) or --acceptance-rates")
+
+
+def mtp_depth_rates(lengths) -> tuple[float, ...]:
+    """Per-position conditional acceptance from mean accepted lengths at k = 1, 2, ...: position i is accepted with
+    p_i = L_i - L_(i-1) (L_0 = 1), so its rate given the one before is p_i / p_(i-1): 1.92, 2.58 -> 0.92, 0.66/0.92."""
+    p = np.diff(np.concatenate([[1.0], np.asarray(lengths, dtype=float)]))
+    return tuple(float(x) for x in p / np.concatenate([[1.0], p[:-1]]))
+
+
+@functools.lru_cache(maxsize=1)
+def mtp_depth_scan() -> tuple[float, ...]:
+    """The depth scan's mean accepted lengths at k = 1..5 (published_mtp_depth.csv, its rows with a draft length)."""
+    import csv
+    from importlib import resources
+
+    with resources.files("llm_codesign").joinpath("data", "measurements", MTP_DEPTH_CSV).open() as f:
+        rows = [r for r in csv.DictReader(f) if r["spec_draft_len"]]
+    return tuple(float(r["spec_acceptance"]) for r in sorted(rows, key=lambda r: int(r["spec_draft_len"])))
 
 
 def published_acceptance(method: str, model) -> tuple[tuple[float, ...], str] | None:
-    """The per-position rates and source of a published acceptance for `model`'s `method` (MTP on DeepSeek-V3/R1:
-    the first draft token only), or None where none is published."""
+    """The per-position rates and source of a published acceptance for `model`'s `method` (MTP on DeepSeek-V3/R1,
+    MTP_DEFAULTS), or None where none is published."""
     name = getattr(model, "name", model)
-    rate = PUBLISHED_ACCEPTANCE.get(name) if method == "mtp" else None
-    if rate is None:
+    kind = MTP_DEFAULTS.get(name) if method == "mtp" else None
+    if kind is None:
         return None
-    src = MTP_PUBLISHED_SOURCE + ("" if name == "deepseek-v3" else f"; {name} ships V3's MTP module, its own rate unpublished")
-    return (rate,), f"{rate:.3f} a position, the midpoint of {src}"
+    lengths = mtp_depth_scan()
+    rates = mtp_depth_rates(lengths)
+    scan = (f"{MTP_DEPTH_SOURCE}: mean accepted {', '.join(f'{x:g}' for x in lengths)} at k=1-{len(lengths)}")
+    if kind == "v3":
+        r1 = sum(MTP_PUBLISHED_RANGE) / 2
+        return (r1, *rates[1:]), (f"position 1 {r1:.3f}, the midpoint of {MTP_PUBLISHED_SOURCE}; positions 2-{len(rates)} "
+                                  f"{', '.join(f'{r:.3f}' for r in rates[1:])} from R1's {scan} (V3's own unpublished)")
+    return rates, f"per position {', '.join(f'{r:.3f}' for r in rates)} from {scan}"
+
+
+def acceptance_hint(method: str) -> str:
+    """What to give where no acceptance is given and none is bundled, per method (the refusal's second half)."""
+    if method == "eagle3":
+        return EAGLE3_HINT
+    if method == "draft":
+        return DRAFT_HINT
+    return (f"none is published for this model: give --acceptance or --acceptance-rates; a model's own MTP module: "
+            f"DeepSeek-V3's accepts its first draft token 0.85-0.90 ({MTP_PUBLISHED_SOURCE}), R1's "
+            f"{', '.join(f'{x:g}' for x in mtp_depth_scan())} tokens a step at k=1-5 ({MTP_DEPTH_SOURCE}), e.g. --draft-len 1 "
+            "--acceptance-rates 0.85")
 
 
 def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptance: float | None = None,
                   acceptance_rates: str | tuple | None = None, draft_model: str | None = None, model=None) -> SpecDecoding | None:
     """SpecDecoding from loose options (None when `method` is None or "none"); rates as "0.8,0.6" or a tuple. With no
-    acceptance given, `model`'s published one (published_acceptance) where there is one, its source in `source`."""
+    acceptance given, `model`'s published one (published_acceptance) where there is one, its source in `source`: every
+    published position kept (a search's other draft lengths read them: SpecDecoding.at), one draft token unless
+    `draft_len` says more (the one MTP module DeepSeek ships), positions past the published ones held at the last."""
     if method is None or method == "none":
         if acceptance is not None or acceptance_rates:
             raise InputError("spec", method, "--spec mtp|eagle3|draft when --acceptance or --acceptance-rates is given")
@@ -567,10 +616,12 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
     rates = acceptance_rates_of(acceptance_rates, k=draft_len, draft=f"--draft-len {draft_len}")  # one per draft token
     source = ""
     if acceptance is None and not rates and (pub := published_acceptance(method, model)) is not None:
-        rates, source = pub  # one rate: a longer draft holds it past the first position (SpecDecoding._rates), as said
-        k = draft_len if draft_len is not None else len(rates)
-        if k > 1:
-            source += f"; positions 2-{k} held at it (unpublished)"
+        rates, source = pub
+        k = draft_len if draft_len is not None else 1
+        if k > len(rates):
+            source += f"; positions {len(rates) + 1}-{k} held at the last, {rates[-1]:.3f} (unpublished)"
+        elif draft_len is not None:
+            rates = rates[:k]  # one rate per draft token, as given ones are (an export states k rates)
     else:
         k = draft_len if draft_len is not None else (len(rates) if rates else 3)
     return SpecDecoding(method, k, acceptance, rates, draft_model, source)

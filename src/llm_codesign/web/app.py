@@ -702,7 +702,7 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
     g = _gpu(req.gpu, what_if=req.what_if)
     dep = lc.deployment(m, gpu=g, num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
-                        activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=_engine(g, req.engine), spec=_speculation(req))
+                        activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=_engine(g, req.engine), spec=_speculation(req, m))
     if req.cuda_graph_max_bs is not None:
         dep = replace(dep, cuda_graph_max_bs=req.cuda_graph_max_bs)
     r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency, arrival=req.arrival), breakdown=req.breakdown).to_dict()
@@ -729,8 +729,9 @@ def _engine(gpu, name: str | None, field: str = "engine") -> str:
         raise InputError(field, e.value, e.valid) from None
 
 
-def _speculation(req: Speculation):
-    """The request's speculative decoding (spec.plan.spec_decoding: its checks name these fields), or None."""
+def _speculation(req: Speculation, model=None):
+    """The request's speculative decoding (spec.plan.spec_decoding: its checks name these fields), or None; with no
+    acceptance, `model`'s published one where one is bundled, as the CLI's (one rule everywhere)."""
     from llm_codesign.spec.plan import spec_decoding
 
     if req.draft_model is not None:  # resolved again by name in the cost model: the registry's only
@@ -738,7 +739,8 @@ def _speculation(req: Speculation):
         if req.spec != "draft":
             raise InputError("draft_model", req.draft_model, "used with spec draft (mtp and eagle3 draft with the model's own head)")
     return spec_decoding(req.spec, draft_len=req.draft_len, acceptance=req.acceptance,
-                         acceptance_rates=tuple(req.acceptance_rates) if req.acceptance_rates else None, draft_model=req.draft_model)
+                         acceptance_rates=tuple(req.acceptance_rates) if req.acceptance_rates else None, draft_model=req.draft_model,
+                         model=model)
 
 
 def _registry_model(name: str, field: str) -> None:
@@ -771,7 +773,7 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
             raise InputError(f"{name}_instances", top, f"the {name} object's instances ({pool.instances}), or either one alone")
         count[name] = pool.instances if top is None else top
     # no engine asked: price_pools picks the pools' (the same as _pools_engine's) and says where it is not the prefill GPU's own
-    r = price_pools(m, g, decode_gpu=dg, precision=prec, engine=engine if req.engine else None, spec=_speculation(req),
+    r = price_pools(m, g, decode_gpu=dg, precision=prec, engine=engine if req.engine else None, spec=_speculation(req, m),
                     max_num_tokens=req.max_num_tokens, decode_max_num_tokens=req.decode_max_num_tokens, prefill_instances=count["prefill"],
                     decode_instances=count["decode"], concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
                     decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing,
@@ -798,7 +800,7 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
     import llm_codesign as lc
 
     m = _model(req, hub_cache=hub_cache)
-    spec = _speculation(req)
+    spec = _speculation(req, m)
     series = []
     for gpu in req.gpus:  # each GPU on its vendor's engine where none is named, as `pareto` runs them
         job.check()

@@ -24,7 +24,7 @@ from llm_codesign.errors import InputError, MissingInput, parse_nested
 from llm_codesign.spec.engines import ENGINES, EXPORTABLE
 from llm_codesign.spec.harness import FRACTION, memory_fraction
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, acceptance_rates_of
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, acceptance_rates_of, spec_decoding
 from llm_codesign.spec.precision import Precision
 
 DYNAMO = "dynamo"  # the disaggregated deployment's manifest (data/engines/dynamo.toml), over a worker engine's options
@@ -379,7 +379,9 @@ def read_spec(meta: dict, method_value: str | None, k: int | None, engine: str, 
     if isinstance(given, list) and all(isinstance(r, (int, float)) and not isinstance(r, bool) for r in given):
         given = ",".join(repr(float(r)) for r in given)  # named as typed, 0.8,0.6 (repr round-trips)
     rates = acceptance_rates_of(given, k=k, draft=f"the configuration drafts {k} tokens a step")
-    return SpecDecoding(method, k, s.get("mean_accepted"), rates, draft or s.get("draft_model"))
+    # none stated: the model's published one where one is bundled, as estimate's (spec_decoding: one rule everywhere)
+    return spec_decoding(method, draft_len=k, acceptance=s.get("mean_accepted"), acceptance_rates=rates or None,
+                         draft_model=draft or s.get("draft_model"), model=s.get("model") or meta.get("model"))
 
 
 # ---------------------------------------------------------------------------------------------------------
