@@ -18,7 +18,8 @@ COST_KEY = ("cost %, each rule its own measure: R1 the GEMM's time over its comp
             "GPU budget (blocks: the slowest kind of layer over the mean); R7 the KV heads' extra copies at the TP the finding "
             "names, paid only where the reported point runs attention at that TP (else 0), or Helix's output tok/s/GPU gain over "
             "the better of TP8 and attention DP8, each serving ISL/OSL (the message states them) in a closed loop at the "
-            "requests its cache holds; R8 the proxy loss against the nearest published model. Ranked by severity, then what the "
+            "requests its cache holds; R8 the proxy loss against the nearest published model; R9 how much faster the shape runs "
+            "with 8 or 4 KV heads (the faster), each shape at its own best deployment, in the regime's objective. Ranked by severity, then what the "
             "reported point pays, then costs on other plans, then findings at no cost.")
 
 
