@@ -154,8 +154,8 @@ def test_the_8_layer_70b_gets_a_trust_region_finding_with_its_accuracy_cost():
                               "layers 8 < min 45 (x5.62; yi-1.5-34b, falcon-40b: 60); "
                               "layers 8 < log3(d_model) = 9.2 (Levine et al. 2020) (the envelope at 63.5B is built from the "
                               "bundled checkpoints ")
-    # no KV-head bound is broken: no word of MHA models (branch lintfix)
-    assert "none MHA" not in msg
+        # no KV-head bound is broken: no word of MHA models (branch lintfix)
+        assert "none MHA" not in msg
         assert "q_per_kv" not in msg
         # against DeepSeek-LLM-67B itself, the nearest published dense model since envb (67.4B, within 10% of 63.5B; Llama-3.1-70B
         # scaled to 64.0B before, +4.74% +- 5.94%): the aspect penalty 0.0746 nats (3072 against 86.2, on the flat band) plus
