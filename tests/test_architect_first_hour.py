@@ -11,12 +11,15 @@ COST_KEY = ("cost %, each rule its own measure: R1 the GEMM's time over its comp
             "re-priced aligned (vocab: its padding); R3 how much faster a shallower shape of no fewer parameters runs, built as "
             "design builds its shapes (3/4 of the layers on design's grid, wider or as wide, its FFN widened on design's grid to "
             "hold the parameters: the fix names its count), each shape at its own best deployment, in the regime's objective, "
-            "whether or not design would propose it (the fix says); R4 the padding's width; R5 the MoE layer's extra time at "
+            "whether or not design would propose it (the fix says); R4 the scale blocks' padding width (head_dim: 0, its padding "
+            "width in the message: no time priced); R5 the MoE layer's extra time at "
             "batch 8 against batch 1 (R1 and R5 on lint's widest TP, named where not the point's); R6 the regime's objective per "
             "layer against the nearest layer count the PP divides, or the same layers balanced per stage, on a TP x PP within the "
             "GPU budget (blocks: the slowest kind of layer over the mean); R7 the KV heads' extra copies at the TP the finding "
-            "names, paid only where the reported point runs attention at that TP (else 0), or Helix's decode tok/s/GPU gain on "
-            "the plans it names; R8 the proxy loss against the nearest published model. Ranked by severity, then what the "
+            "names, paid only where the reported point runs attention at that TP (else 0), or Helix's output tok/s/GPU gain over "
+            "the better of TP8 and attention DP8, each serving ISL/OSL (the message states them) in a closed loop at the "
+            "requests its cache holds; R8 the proxy loss against the nearest published model; R9 how much faster the shape runs "
+            "with 8 or 4 KV heads (the faster), each shape at its own best deployment, in the regime's objective. Ranked by severity, then what the "
             "reported point pays, then costs on other plans, then findings at no cost.")
 
 

@@ -179,7 +179,8 @@ def test_lints_objective_costs_also_read_as_the_rate_lost(tmp_path):
     # host step 16.5 -> 18.7 us, eager launch 0.14 -> 0.20 us, host cost a sequence 1.84 -> 2.36 us: both times longer)
     assert code == 0 and r2["objective_cost"] == {"lost": lost, "unit": "tok/s/GPU"} and round(lost, 1) == 290.2
     assert (r2["measure"], fs["R4"]["measure"], fs["R4"]["objective_cost"]) == (
-        "the regime's objective re-priced aligned (vocab: its padding)", "the padding's width", None)
+        "the regime's objective re-priced aligned (vocab: its padding)",
+        "the scale blocks' padding width (head_dim: 0, its padding width in the message: no time priced)", None)
     code, out, _ = cli("lint", h5000, "--gpu", "b200", "--weight-dtype", "nvfp4")
     text = " ".join(out.split())
     cells = [line.split() for line in out.splitlines()]

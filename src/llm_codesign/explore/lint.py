@@ -30,6 +30,7 @@ RULES = {
     "R6": ("pipeline-regularity", "Layer count divisible by PP stages; homogeneous blocks keep stages balanced"),
     "R7": ("parallel-readiness", "Heads and KV heads vs TP sizes; Helix for long-context decode"),
     "R8": ("trust-region", "A shape outside the published models' envelope at its scale: its accuracy is an extrapolation"),
+    "R9": ("kv-heads", "KV bytes per token: the shape's KV heads against GQA's 8 and 4, the KV-cache lever"),
 }
 # what each rule's cost_pct measures: R2 and R6 re-price the fixed shape in the regime's objective, the others measure
 # what their finding names (R1's and R5's are a kernel's or a layer's time, not the deployment's), so a cost is read
@@ -41,13 +42,16 @@ COST_MEASURE = {
            "on design's grid, wider or as wide, its FFN widened on design's grid to hold the parameters: the fix names its "
            "count), each shape at its own best deployment, in the regime's objective, whether or not design would propose it "
            "(the fix says)"),
-    "R4": "the padding's width",
+    "R4": "the scale blocks' padding width (head_dim: 0, its padding width in the message: no time priced)",
     "R5": "the MoE layer's extra time at batch 8 against batch 1 (R1 and R5 on lint's widest TP, named where not the point's)",
     "R6": ("the regime's objective per layer against the nearest layer count the PP divides, or the same layers balanced per "
            "stage, on a TP x PP within the GPU budget (blocks: the slowest kind of layer over the mean)"),
     "R7": ("the KV heads' extra copies at the TP the finding names, paid only where the reported point runs attention at "
-           "that TP (else 0), or Helix's decode tok/s/GPU gain on the plans it names"),
+           "that TP (else 0), or Helix's output tok/s/GPU gain over the better of TP8 and attention DP8, each serving ISL/OSL "
+           "(the message states them) in a closed loop at the requests its cache holds"),
     "R8": "the proxy loss against the nearest published model",
+    "R9": ("how much faster the shape runs with 8 or 4 KV heads (the faster), each shape at its own best deployment, in the "
+           "regime's objective"),
 }
 COST_KEY = ("cost %, each rule its own measure: " + "; ".join(f"{r} {m}" for r, m in COST_MEASURE.items()) + ". Ranked by "
             "severity, then what the reported point pays, then costs on other plans, then findings at no cost.")
@@ -58,6 +62,18 @@ SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
 # regime: (decode sequences, decode context, prefill tokens) per attention rank; TP 8 where valid
 REGIMES = {"latency": (1, 4096, 0), "throughput": (256, 2048, 8192), "long-context": (1, 131072, 0)}
 FAST_HEAD_DIMS = (64, 128, 256)  # FlashAttention-3 / TensorRT-LLM FMHA/XQA fast paths; MLA uses 576/512 latent kernels
+# R4's head dims the engines' fused attention kernels take, per engine: (the rule, the fallback). vLLM:
+# FlashAttentionBackend.supports_head_size, `head_size % 8 == 0 and head_size <= 256`
+# (vllm/v1/attention/backends/flash_attn.py, vLLM main as stored; 0.33.0 not read), else the selector takes the next
+# backend that accepts it. SGLang's FlashAttention-3 and FlashInfer and TensorRT-LLM's FMHA/XQA are compiled for lists
+# of head sizes, every one a multiple of 8 (so a head_dim off 8 is in none); their exact lists at the versions the tool
+# reads were not checked (modelling-notes, lintfix)
+HEAD_DIM_KERNELS = {
+    "vllm": ("its FlashAttention backend takes multiples of 8 up to 256", "vLLM falls back to a slower backend (FlexAttention)"),
+    "sglang": ("FlashAttention-3 and FlashInfer are built for multiples of 8 up to 256",
+               "SGLang needs another --attention-backend (triton), slower"),
+    "trtllm": ("its FMHA and XQA kernels are built for multiples of 8", "the model may not load"),
+}
 
 
 @dataclass(frozen=True)
@@ -328,11 +344,13 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     out += _tile_alignment(model, gpu, cal, prec, point, regime=regime, engine=engine)
     out += _width_vs_depth(model, gpu, cal, prec, point, regime=regime, proxy_file=proxy_file, engine=engine, gpus=most, slo=slo,
                            place=lambda ms: operating_points(ms, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo))
-    out += _quantization_readiness(model, _shards(model, point.plan), gpu)
+    out += _quantization_readiness(model, _shards(model, point.plan), gpu, engine)
     out += _moe_shape(model, gpu, cal, prec, sh, other=other)
     out += _pipeline_regularity(model, gpu, cal, prec, point, b=b, regime=regime, gpus=most, engine=engine, sh=sh)
     out += _parallel_readiness(model, gpu, cal, prec, point, gpus=most, engine=engine)
     out += _trust_region(model, prec, proxy_file=proxy_file)
+    out += _kv_heads(model, gpu, cal, prec, regime=regime, engine=engine,
+                     place=lambda ms: operating_points(ms, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo))
     # within a severity: what the reported point pays first, then costs priced on other plans (named in their messages),
     # then findings that cost nothing (newcomer review 4, item 10: R7's TP8 copies ranked first on a DP4xTP1 point)
     return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], rank_tier(f), -f.cost_pct))
@@ -771,17 +789,24 @@ def _trust_region(model, prec, *, proxy_file=None):
     """R8: the shape outside the envelope at its scale (explore.envelope), with its accuracy cost against the published
     model of its kind nearest its size (as design's reference without a baseline) and that cost's band."""
     from llm_codesign.explore import accuracy_model
-    from llm_codesign.explore.envelope import describe
+    from llm_codesign.explore.envelope import describe, envelope_at
 
     j = accuracy_model.envelope_judgement(model, prec.weight.name, pc=accuracy_model.proxy_constants(proxy_file))
     if j is None:
         return []
     N = float(model.total_params)
+    # what the envelope is (newcomer review 6, item 6: MHA called "outside the published envelope" though Llama-2 is MHA):
+    # the bundled checkpoints near the size (envelope.toml), KV-head bounds over the GQA ones only
+    env = envelope_at(N, dense=not model.is_moe)
+    kv = any(v["bound"].split(".")[0] in ("kv_heads", "q_per_kv") for v in j["outside"])
+    built = (f" (the envelope at {N / 1e9:.3g}B is built from the bundled checkpoints {', '.join(env.models)}"
+             + (": KV-head bounds over its GQA models, none MHA; published MHA models such as Llama-2 (2023) are not "
+                "bundled" if kv else "") + ")")
     d, sd, ex = 100 * j["delta"] / j["reference_loss"], 100 * j["sigma"] / j["reference_loss"], j["extrapolated"]
     worst = j["outside"][0]
     return [Finding("R8", "warning", worst["bound"].split(".")[0],
                     f"{model.num_layers} layers x hidden {model.hidden} at {N / 1e9:.1f}B params is outside the published envelope: "
-                    + "; ".join(describe(v) for v in j["outside"])
+                    + "; ".join(describe(v) for v in j["outside"]) + built
                     + f". Proxy loss {d:+.2f}% +- {sd:.2f}% against {j['reference']}" + (f" (extrapolated: {', '.join(ex)})" if ex else ""),
                     max(d, 0.0), f"a shape inside the envelope at {N / 1e9:.3g}B (llm-codesign design --params {N:.3g}), or "
                     "accept an accuracy no published model vouches for",
@@ -826,7 +851,7 @@ def runs_format(gpu: Gpu, fmt: str) -> bool:
     return run.weight.name == fmt and gpu.supports("fp8" if fmt == "fp8_block" else "fp4")
 
 
-def _quantization_readiness(model, shards: dict, gpu: Gpu):
+def _quantization_readiness(model, shards: dict, gpu: Gpu, engine: Engine | None = None):
     """R4: widths the FP4 and FP8-block scale blocks do not divide, of the formats `gpu` runs (runs_format: NVFP4's
     blocks are no finding on H100, which has no FP4 math), each proposed at the nearest multiple of every block
     and of R2's grid on its GPUs (`shards`: a width R2 checks per GPU), so R2 and R4 propose one width; head dims
@@ -846,12 +871,30 @@ def _quantization_readiness(model, shards: dict, gpu: Gpu):
                                    100.0 * (pad / d - 1), f"{name} -> {to} (the nearest multiple of {step}: every scale block "
                                    f"and R2's tile grid{on}; or keep this tensor in a wider format)", shape=_with_dim(model, name, to)))
                 break
-    hds = sorted({layer.attn.head_dim for layer, _ in model.groups if isinstance(layer.attn, GQA)})
-    for hd in hds:
-        if hd not in FAST_HEAD_DIMS:
-            up = min([x for x in FAST_HEAD_DIMS if x >= hd] or [hd])
-            out.append(Finding("R4", "warning", "head_dim", f"head_dim {hd} is outside the fast attention kernels' sizes {FAST_HEAD_DIMS}",
-                               100.0 * (up / hd - 1), f"head_dim {hd} -> {up}", shape=_with_dim(model, "head_dim", up)))
+    return out + _head_dims(model, engine)
+
+
+def _head_dims(model: ModelSpec, engine: Engine | None) -> list[Finding]:
+    """R4's head dims: an error where no fused attention kernel of the engine takes it (HEAD_DIM_KERNELS: a multiple of
+    8 up to 256), naming the engine and its fallback; a warning where it is outside the fast sizes. Neither is priced:
+    the padding to the next fast size is a width, not a time, so the cost is 0 and the width is in the message and
+    figures (newcomer review 6, item 11: head_dim 125 read as costing 2.4%)."""
+    out = []
+    name = engine.name if engine else "vllm"
+    rule, fallback = HEAD_DIM_KERNELS.get(name, HEAD_DIM_KERNELS["vllm"])
+    for hd in sorted({layer.attn.head_dim for layer, _ in model.groups if isinstance(layer.attn, GQA)}):
+        if hd in FAST_HEAD_DIMS:
+            continue
+        up = min([x for x in FAST_HEAD_DIMS if x >= hd] or [hd])
+        figures = {"head_dim": hd, "padded_to": up, "padding_pct": 100.0 * (up / hd - 1), "engine": name}
+        if hd % 8 or hd > 256:
+            out.append(Finding("R4", "error", "head_dim", f"head_dim {hd} has no fused attention kernel on {name} ({rule}): "
+                               f"{fallback}; not priced", 0.0, f"head_dim {hd} -> {up}", figures,
+                               shape=_with_dim(model, "head_dim", up)))
+        else:
+            out.append(Finding("R4", "warning", "head_dim", f"head_dim {hd} is outside the fast attention kernels' sizes "
+                               f"{FAST_HEAD_DIMS} (padding to {up} is {figures['padding_pct']:.1f}% wider; not priced)", 0.0,
+                               f"head_dim {hd} -> {up}", figures, shape=_with_dim(model, "head_dim", up)))
     return out
 
 
@@ -1054,40 +1097,105 @@ def _parallel_readiness(model, gpu, cal, prec, point, *, gpus, engine):
     # paper's own case, arXiv:2507.07120): TP shards none of its cache, so Helix runs it at TP1 x KVP8
     mla = any(isinstance(layer.attn, MLA) for layer, _ in model.groups)
     if (mla or (kvh and min(kvh) < 8)) and gpu.scale_up_domain >= 8 and gpus >= 8:
-        k = 1 if mla else min(kvh)
-        moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
-        ep = 8 if moe and moe.experts % 8 == 0 else 1  # experts whole on one GPU where they split, as lint's plan
-        moe_tp = 8 // ep if moe else 1
-        base_plan = Plan(tp=8, ep=ep, moe_tp=moe_tp)
-        helix = Plan(tp=k, kvp=8 // k, ep=ep, moe_tp=moe_tp)
-        ctx = 131072 if not model.max_context else min(131072, model.max_context - 256)
-        if int(validity(model, gpu, base_plan, 8)) < 0 and int(validity(model, gpu, helix, 8)) < 0:
-            # Helix's gain is the cache: each GPU holds 1/KVP of every sequence, so 8 GPUs hold more long
-            # sequences and read less per step; its price, the attention weights TP no longer splits.
-            # Both priced: one request's TPOT, and decode tokens/s per GPU with each plan's KV cache full
-            icl = engine.costs(cal)
-            res = []
-            for plan in (base_plan, helix):
-                r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=plan, engine=engine), cal=cal, concurrency=1, isl=ctx, osl=256)
-                cap = int(np.ravel(r["max_concurrency"])[0])
-                step = float(np.ravel(decode_step(model, gpu, prec, plan.broadcast(), costs=icl, b=max(cap, 1), ctx=ctx + 128, k=0.0, spec=None)[0])[0])
-                res.append((float(np.ravel(r["tpot_s"])[0]), cap, cap / step / 8.0, bool(np.all(r["fits"]))))
-            (a, ca, xa, fa), (h, ch, xh, fh) = res
-            what = "MLA's latent cache (whole on every TP rank)" if mla else f"{k} KV heads"
-            figures = {"context": ctx, "tp8_sequences": ca, "helix_sequences": ch, "tp8_tok_s_per_gpu": xa, "helix_tok_s_per_gpu": xh,
-                       "tp8_tpot_ms": a * 1e3, "helix_tpot_ms": h * 1e3}
-            if fa and fh:
-                gain = 100.0 * (xh / xa - 1.0)
-                msg = (f"at {ctx // 1024}k context on 8 GPUs with {what}, Helix (TP{k} x KVP{8 // k}) holds {ch} sequences "
-                       f"to TP8's {ca}: decode {xh:.0f} vs {xa:.0f} tok/s/GPU with the cache full; one request's TPOT "
-                       f"{h * 1e3:.2f} vs {a * 1e3:.2f} ms")
-                if round(gain, 1) > 0:
-                    out.append(Finding("R7", "info", "long-context", msg, gain, f"deploy long-context decode with --tp {k} --kvp {8 // k}",
-                                       figures, at_point=False))
-                else:
-                    out.append(Finding("R7", "info", "long-context", msg + ": Helix does not pay here (~0%)", 0.0, "keep TP8", figures,
-                                       at_point=False))
+        out += _helix(model, gpu, cal, prec, engine, k=1 if mla else min(kvh), mla=mla)
     return out
+
+
+# R7's Helix workload: a 128k context of which HELIX_OSL tokens are output (newcomer review 6, item 7: the decode-only
+# figure, 261.7% on DeepSeek-R1, left out the other requests' 128k prefills that the decode steps share)
+HELIX_OSL = 8192
+
+
+def _served(model, gpu, cal, prec, engine, *, plan: Plan, isl: int, osl: int) -> tuple[float, int, float] | None:
+    """`plan` serving ISL/OSL in a closed loop at the requests its KV cache holds, as estimate prices it (the others'
+    prefills and eager launches in): (output tok/s/GPU, requests, TPOT s); None where it does not deploy or fit."""
+    if int(validity(model, gpu, plan, 8)) >= 0:
+        return None
+    at = Serving(gpu=gpu, prec=prec, plan=plan, engine=engine)
+    cap = int(np.ravel(evaluate(model, at, cal=cal, concurrency=1, isl=isl, osl=osl)["max_concurrency"])[0])
+    if cap < 1:
+        return None
+    r = evaluate(model, at, cal=cal, concurrency=cap, isl=isl, osl=osl, arrival="closed_loop")
+    if not bool(np.all(r["fits"])):
+        return None
+    return float(np.ravel(r["output_tok_s_per_gpu"])[0]), cap, float(np.ravel(r["tpot_s"])[0])
+
+
+def _helix(model, gpu, cal, prec, engine, *, k: int, mla: bool) -> list[Finding]:
+    """R7's Helix (TP`k` x KVP 8/k) on 8 GPUs against the better of TP8 and attention DP 8, each serving a 128k
+    context (HELIX_OSL of it output) in a closed loop at the requests its cache holds (_served): the cost is Helix's
+    output tok/s/GPU gain over that best plan, priced on plans other than the point's (the message names them)."""
+    moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
+    ep = 8 if moe and moe.experts % 8 == 0 else 1  # experts whole on one GPU where they split, as lint's plan
+    moe_tp = 8 // ep if moe else 1
+    ctx = 131072 if not model.max_context else min(131072, model.max_context - 256)
+    isl, osl = ctx - HELIX_OSL, HELIX_OSL
+    helix = Plan(tp=k, kvp=8 // k, ep=ep, moe_tp=moe_tp)
+    rivals = {"TP8": Plan(tp=8, ep=ep, moe_tp=moe_tp), "attention DP8": Plan(tp=1, adp=8, ep=ep, moe_tp=moe_tp)}
+    h = _served(model, gpu, cal, prec, engine, plan=helix, isl=isl, osl=osl)
+    priced = {n: x for n, p in rivals.items() if (x := _served(model, gpu, cal, prec, engine, plan=p, isl=isl, osl=osl))}
+    if h is None or not priced:
+        return []
+    best = max(priced, key=lambda n: priced[n][0])
+    (xb, cb, tb), (xh, ch, th) = priced[best], h
+    what = "MLA's latent cache (whole on every TP rank)" if mla else f"{k} KV heads"
+    others = "; ".join(f"{n} {x:.1f} tok/s/GPU at {c} requests" for n, (x, c, _) in priced.items())
+    figures = {"isl": isl, "osl": osl, "best": best, "helix_requests": ch, "helix_tok_s_per_gpu": xh, "helix_tpot_ms": th * 1e3,
+               **{f"{n.replace(' ', '_').lower()}_tok_s_per_gpu": x for n, (x, _, _) in priced.items()}}
+    gain = 100.0 * (xh / xb - 1.0)
+    msg = (f"at ISL {isl:,} / OSL {osl:,} on 8 GPUs with {what}, served in a closed loop at the requests each cache holds "
+           f"(prefills and decode steps): Helix (TP{k} x KVP{8 // k}) {xh:.1f} tok/s/GPU at {ch} requests, TPOT {th * 1e3:.1f} ms; "
+           f"{others}")
+    flags = {"TP8": "--tp 8", "attention DP8": "--tp 1 --attention-dp 8"}
+    if round(gain, 1) > 0:
+        return [Finding("R7", "info", "long-context", msg, gain, f"deploy long-context serving with --tp {k} --kvp {8 // k} "
+                        f"(+{gain:.1f}% over {best})", figures, at_point=False)]
+    return [Finding("R7", "info", "long-context", msg + f": Helix {gain:+.1f}% against {best}, the better of the two", 0.0,
+                    f"deploy long-context serving as {best} ({flags[best]} --ep {ep})" if ep > 1 else
+                    f"deploy long-context serving as {best} ({flags[best]})", figures, at_point=False)]
+
+
+# R9's KV-head counts: 8 and 4 split over TP 8 and 4 without a copy beyond 4 (R7), the counts GQA models publish.
+# Quality: GQA with 8 groups uptrained from MHA (5% of pre-training compute) scored 47.1 against MHA's 47.2 averaged over
+# its tasks on T5-XXL, MQA 46.6 (Ainslie et al. 2023, arXiv:2305.13245, Table 1): a loss of that order, not priced here
+R9_KV = (8, 4)
+
+
+def _with_kv(model: ModelSpec, kv: int) -> ModelSpec:
+    """`model` with at most `kv` KV heads in its GQA layers (R9's variants)."""
+    return replace(model, groups=tuple((Layer(replace(lay.attn, kv_heads=kv), lay.ffn) if isinstance(lay.attn, GQA)
+                                        and lay.attn.kv_heads > kv else lay, n) for lay, n in model.groups))
+
+
+def _kv_heads(model, gpu, cal, prec, *, regime, engine, place) -> list[Finding]:
+    """R9: a shape of more than 8 KV heads re-priced with 8 and 4 (where its query heads divide by them), each shape at
+    its own best deployment (`place`: operating_points), in the regime's objective (_time): the KV cache a token holds
+    sets the requests a GPU serves (newcomer review 6, item 6: 40 -> 8 KV heads was 3.5x tok/s/GPU by compare, and lint
+    said nothing). The cost is the faster variant's gain; GQA's quality cost is cited (R9_KV), not priced."""
+    gqa = [lay.attn for lay, _ in model.groups if isinstance(lay.attn, GQA)]
+    kv = max((a.kv_heads for a in gqa), default=0)
+    if kv <= max(R9_KV):  # GQA's 8 or fewer already: the published counts (R9_KV), nothing to price
+        return []
+    counts = [k for k in R9_KV if k < kv and all(a.heads % k == 0 for a in gqa if a.kv_heads > k)]
+    if not counts:
+        return []
+    shapes = [model] + [_with_kv(model, k) for k in counts]
+    pts = place(shapes)
+    t = [_time(m, gpu, cal, prec, p.plan, regime=regime, engine=engine, point=p) if p.holds else math.inf for m, p in zip(shapes, pts)]
+    if not all(math.isfinite(x) for x in t):
+        return []
+    i = min(range(1, len(t)), key=lambda j: t[j])
+    gain = 100.0 * (t[0] / t[i] - 1.0)
+    k = counts[i - 1]
+    priced = "; ".join(f"{c} KV heads {x * 1e3:.3f} ms ({p.text(p.plan)})" for c, x, p in zip(counts, t[1:], pts[1:]))
+    figures = {"kv_heads": kv, "objective": _objective(regime), "time_ms": t[0] * 1e3, "point": pts[0].to_dict(),
+               **{f"time_ms_kv{c}": x * 1e3 for c, x in zip(counts, t[1:])}}
+    msg = (f"{kv} KV heads: {_objective(regime)} {t[0] * 1e3:.3f} ms ({pts[0].text(pts[0].plan)}) against {priced}, each at "
+           f"its own best deployment; quality: GQA-8 47.1, MQA 46.6 vs MHA 47.2 (T5-XXL uptrained, Ainslie et al. 2023)")
+    if round(gain, 1) <= 0:
+        return [Finding("R9", "info", "kv_heads", msg + ": fewer KV heads do not pay here", 0.0, "nothing to fix", figures)]
+    return [Finding("R9", "warning" if gain >= 10.0 else "info", "kv_heads", msg, gain,
+                    f"{k} KV heads ({_faster(gain)})", figures, shape=_with_kv(model, k))]
 
 
 def to_sarif(findings: list[Finding], model_ref: str) -> dict:
