@@ -16,7 +16,7 @@ def test_two_shapes_the_proxy_prices_alike_still_differ_by_a_band(tmp_path):
     # depth inside Kaplan's aspect band or head size inside 32..256, so the band was nil. Now each axis adds its spread per
     # e-fold (Kaplan fig. 5 caption: 0.98% of the loss per e-fold of aspect; Vaswani Table 3 (A): 0.82% per e-fold of d_k)
     code, out, _ = cli("design", "--params", "70e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
-                       "--baseline", _dense70(tmp_path), "--top", "80", "--json")  # ranks 76 and 64 since designffn's FFN-ratio pass priced
+                       "--baseline", _dense70(tmp_path), "--top", "80", "--json", "--rank-all")  # ranks 76 and 64 since designffn's FFN-ratio pass priced
     # shapes at ratios 5.5-7.5 above them (53 and 45 since recon's wider search, 8 and 5 at fixdes2)
     # keyed by the whole trunk: ffn 36864 at L68 (ranks 17 and 21) has more parameters than the baseline and reads a delta
     rows = {(r["shape"]["hidden"], r["shape"]["layers"], r["shape"]["head_dim"], r["shape"]["inter"]): r["quality"]
@@ -69,7 +69,7 @@ def test_design_says_what_stops_each_rows_batch(tmp_path):
     # requests); designs 2 and 3 at 1,848, 11,636.5 / 11,622.7, one batch up (2,172) meeting the floor (20.96, 21.00) and fitting.
     # Was 5,752 at 13,950.6 (PP2), 11,709.4 / 11,695.5.
     code, out, _ = cli("design", "--moe", "--params", "180e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
-                       "--baseline", _moe30(tmp_path), "--top", "4", "--json")
+                       "--baseline", _moe30(tmp_path), "--top", "4", "--json", "--rank-all")  # the fastest rows (designq)
     d = json.loads(out)["designs"]
     # branch recon (the grid extends past the 10 best rows' edges): design 1 as before; design 2 now 128 experts of 3,584
     # (L32), 2,556 requests at 12,399.8, one batch up (3,004) under the floor (18.62 tok/s/user); design 3 128 experts of
@@ -96,7 +96,7 @@ def test_design_says_what_stops_each_rows_batch(tmp_path):
     # requests); designs 2 and 3 at 1,848, 11,636.5 / 11,622.7, one batch up (2,172) meeting the floor (20.96, 21.00) and fitting.
     # Was 5,752 at 13,950.6 (PP2), 11,709.4 / 11,695.5.
     code, out, _ = cli("design", "--moe", "--params", "180e9", "--gpu", "b200", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
-                       "--baseline", _moe30(tmp_path), "--top", "4")
+                       "--baseline", _moe30(tmp_path), "--top", "4", "--rank-all")
     assert code == 0 and ("batch: one step up the search's batch grid, row 2 miss the 20 tok/s/user floor (the objective sits at the "
                           "floor: shapes at one batch and plan score alike); row 1 outgrow the KV cache or the engine's batch limit; "
                           "rows 3-4 meet the floor and fit but give less tok/s/GPU") in " ".join(out.split())

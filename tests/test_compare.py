@@ -76,3 +76,12 @@ def test_a_models_rows_are_compared_on_one_measure():
     accuracy_compared(rows)
     assert [r["accuracy_compared"]["kind"] for r in rows] == ["score", "score", "drop", "drop"]
     assert [r["accuracy_compared"]["value"] for r in rows] == [80.0, 79.5, 0.4, 1.5]  # MMLU, the one both of a's rows have
+
+
+def test_several_models_say_accuracy_is_within_each_model():
+    def out(models):
+        return " ".join(_cli("compare", models, "--gpu", "h100", "--min-tps-user", "50", "--weight-dtype", "fp8").split())
+
+    # two models: each table's accuracy is on its own measure, and the header says so (no cross-model score invented)
+    assert "accuracy is compared within each model only, not across the 2 models" in out("llama-3.1-8b,qwen3-8b")
+    assert "accuracy is compared within each model only" not in out("llama-3.1-8b")  # one model: nothing to say

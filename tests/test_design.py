@@ -30,8 +30,17 @@ def test_designs_meet_budget_and_quality(result):
         assert d["objective"] > 0 and d["gain_pct"] is not None
         m = from_hf_config(hf_config(d, 128256))
         assert m.total_params == d["total_params"]  # the exported config is the evaluated shape
-    objs = [d["objective"] for d in result["designs"]]
-    assert objs == sorted(objs, reverse=True)
+    # resolved rows first (err <= |delta| + k sigma_delta), each set by the objective
+    res = [d["quality"]["resolved"] for d in result["designs"]]
+    assert res == sorted(res, reverse=True)
+    for flag in (True, False):
+        objs = [d["objective"] for d in result["designs"] if d["quality"]["resolved"] is flag]
+        assert objs == sorted(objs, reverse=True)
+    rs = result["resolved"]
+    assert 0 <= rs["shapes"] <= rs["of"] and sum(res) <= rs["shapes"]
+    for d in result["designs"]:
+        q = d["quality"]
+        assert q["resolved"] == (q["uncertainty"] <= abs(q["delta"]) + q["k"] * q["sigma_delta"])
 
 
 def test_baseline_reproduces_its_pareto_result():
@@ -138,6 +147,11 @@ def test_the_quality_band_adds_only_the_terms_two_shapes_differ_in():
     # x 2.858: the reference's 0.33 -> 0.943, a third of it for the relative change (0.22 of 0.66): 0.3144 x slope = 0.01117
     n_ref = float(get_model("llama-3.1-70b").total_params)
     assert q["sigma"][1] == pytest.approx(0.33 * (1 + np.log(n_ref / 11e9)) / 3 * ref["slope"], rel=1e-9)
+    # resolved: the error 0.01117 against |delta| + 1 x sigma_test = 0.0081536 + 0.0039075 = 0.0120611: resolved; at
+    # k = 0 the row still passes (delta -0.0082 <= 0) but its error 0.01117 is wider than |delta| 0.0081536: not resolved
+    assert q["resolved"][0] and q["resolved"][1]
+    q0 = am.quality_delta(am.shape_terms(c, "bf16"), ref, k=0.0)
+    assert q0["passes"][1] and not q0["resolved"][1] and q0["resolved"][0]
     assert float(q["sigma"][1]) == pytest.approx(0.011169, abs=1e-6)
 
 
@@ -170,7 +184,11 @@ def test_a_winner_on_a_grid_edge_extends_the_grid_until_it_is_interior(monkeypat
     g = get_gpu("b200")
     r = D.design(70e9, g, calibration_for(g), 8, Slo("throughput"), outside_envelope=True, top=1)
     kv = [x["to"] for x in r["grid"]["extended"] if x["axis"] == "kv_heads"]
-    assert kv == [32, 64, 128] and r["designs"][0]["shape"]["kv_heads"] == 64
+    # the 64-KV-head peak (objective 0) is 8x Llama's KV heads, an error wider than its delta and band: design 1 is the
+    # best row the proxy resolves, 32 KV heads (objective -|log2 32 - 6| = -1), 50 of the 1,750 priced shapes resolved
+    top = r["designs"][0]
+    assert kv == [32, 64, 128] and top["quality"]["resolved"] and top["shape"]["kv_heads"] == 32 and top["objective"] == -1.0
+    assert 0 < r["resolved"]["shapes"] < r["resolved"]["of"]
     assert r["grid"]["axes"]["kv_heads"] == [4, 128] and not any(b["axis"] == "kv_heads" for b in r["binds"])
 
 

@@ -83,7 +83,7 @@ def test_design_outside_the_envelope_keeps_its_lint_column_at_80_columns():
     # with --outside-envelope the envelope column read "out: / aspect_r / atio.max / x3.6" and cropped deployment to
     # "deployme nt" and lint away: each row's bound now sits beneath its loss, "aspect>x2.4" (row 1 h6144 L12 since the FFN
     # pass, branch designffn: 6144 / 12 = 512 against falcon-7b's 213; h8192 L12's 682.7, x3.2, before it)
-    code, out, _ = cli("design", "--params", "13e9", "--gpu", "h200", "--outside-envelope", columns=80)
+    code, out, _ = cli("design", "--params", "13e9", "--gpu", "h200", "--outside-envelope", "--rank-all", columns=80)  # the fastest rows (designq)
     lines = out.splitlines()
     assert code == 0 and max(map(len, lines)) <= 80
     i = next(i for i, line in enumerate(lines) if line.lstrip().startswith("#"))

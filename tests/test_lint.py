@@ -309,7 +309,7 @@ def test_r3_variant_is_designs_row():
     assert (q["wider_layers"], q["wider_hidden"], q["wider_heads"], q["wider_ffn"], q["wider_params"]) == (48, 6144, [48], 29184, 31_914_983_424)
     assert r3.severity == "warning" and q["quality_passes"] and r3.cost_pct == q["speed_gain_pct"]
     assert "llm-codesign design --params 31.66e9 --baseline MODEL --gpu h100 --gpus 8 --regime throughput" in r3.fix
-    d = design(m.total_params, g, cal, 8, Slo("throughput"), baseline=m, engine=engine_for(g), top=1)
+    d = design(m.total_params, g, cal, 8, Slo("throughput"), baseline=m, engine=engine_for(g), top=1, rank_all=True)
     variant = to_model({"shape": {"hidden": 6144, "layers": 48, "heads": 48, "kv_heads": 8, "head_dim": 128, "inter": 29184}}, m.vocab)
     assert variant.total_params == q["wider_params"]
     row = at_best(variant, g, cal, m.default_precision.on(g), num_gpus=8, slo=Slo("throughput"), moe=False, engine=engine_for(g))

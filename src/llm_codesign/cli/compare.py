@@ -178,7 +178,12 @@ def compare(
     if not one_engine:  # a GPU's default engine differs: its TTFT and TPOT differ by the engine too, not the GPU alone (newc4 #1)
         con.print("* " + engines_footnote(engines, question.arrival), highlight=False)
     notes = _accuracy_notes(rows)
-    for name in dict.fromkeys(r["model"] for r in rows):
+    if len(names := list(dict.fromkeys(r["model"] for r in rows))) > 1:
+        # each model's cells are on its own measure (its benchmark, or its change against its own reference precision); the
+        # proxy's loss is a shape's, blind to training data, so it is no cross-model score either (newcomer review, designq)
+        con.print(f"accuracy is compared within each model only, not across the {len(names)} models: each table's cells are on "
+                  "that model's own benchmark or against its own reference precision", highlight=False)
+    for name in names:
         t = _table(f"[b]{name}[/b]", columns, title_justify="left")
         for col, w in zip(t.columns[:-1], widths, strict=False):  # the plan, last, wraps between its words where it must
             col.min_width = w

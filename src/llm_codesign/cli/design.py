@@ -106,7 +106,7 @@ def wins_by(d: dict, against: str, short: str) -> str:
     out = f"design 1 vs {against}: loss {q['delta_pct']:+.2f}% = {terms} of the loss" + (f" ({flat})" if flat else "")
     # the test's band and the model's error, said apart: sigma_delta is often a tenth of the error (explore.design._quality_row)
     out += (f"; {'passes' if q['passes'] else 'fails'} at {q['k']:g} x sigma_delta ±{q['sigma_delta_pct']:.2f}% (the terms' band), "
-            f"model error ±{q['uncertainty_pct']:.2f}%")
+            f"model error ±{q['uncertainty_pct']:.2f}%" + ("" if q.get("resolved", True) else " (quality not resolved)"))
     if v:
         out += (f"; params {v['total_params_change_pct']:+.1f}%, KV {v['kv_bytes_per_token'] / 1024:,.0f} KiB/token "
                 f"({v['kv_change_pct']:+.0f}%)")
@@ -319,6 +319,8 @@ def design(
     max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=MAX_CANDIDATES,
                                        help="Grid search: at most this many shapes priced, an even spread over the grid."),
     top: int = typer.Option(10, "--top", min=1, max=MAX_TOP, help="Designs listed."),
+    rank_all: bool = typer.Option(False, "--rank-all", help="Rank by the objective alone; default: rows whose quality the proxy "
+                                  "resolves (err ± <= |loss| + ±test) first."),
     search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),
     trials: int = typer.Option(300, "--trials", min=1, max=100_000, help="NSGA-II trials."),
     export: Optional[str] = typer.Option(None, "--export", help="Write the best design as a Hugging Face config.json; - for standard output."),
@@ -389,12 +391,12 @@ def design(
     try:
         if search_mode == "nsga2":
             r = design_nsga2(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
-                             quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file, engine=eng, trials=trials, top=top, progress=cb, proxy_file=accuracy_proxy,
+                             quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file, engine=eng, trials=trials, top=top, progress=cb, proxy_file=accuracy_proxy, rank_all=rank_all,
                              active_params=active_params)
         else:
             r = run(params, g, cal, gpus_, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
                     quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, quality_file=quality_file, engine=eng, max_candidates=max_candidates, top=top, progress=cb,
-                    proxy_file=accuracy_proxy, scheduler=scheduler, workers=workers, active_params=active_params)
+                    proxy_file=accuracy_proxy, scheduler=scheduler, workers=workers, active_params=active_params, rank_all=rank_all)
     finally:
         if prog:
             prog.stop()
@@ -465,7 +467,8 @@ def design(
         rows.append((str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B",
                      f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f}" + (" ~" if q.get("flat") else "")
                      # x beside the band it widens (the test's keeps each term's measured sigma)
-                     + f"\nerr ±{q['uncertainty_pct']:.2f}" + (" x" if q["extrapolated"] else ""), where,
+                     + f"\nerr ±{q['uncertainty_pct']:.2f}" + (" x" if q["extrapolated"] else "")
+                     + ("" if q.get("resolved", True) else " ?"), where,
                      # whole tok/s from 1,000 up: the tenth is noise there, and it kept the deployment column whole at 80
                      f"{d['objective']:.{1 if d['objective'] < 1000 else 0}f}{unpredictable(d.get('intervals', {}).get(r['objective']))}",
                      f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
@@ -486,7 +489,8 @@ def design(
                f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
                f"proxy loss against {ref['name']}'s; ±test: sigma_delta, the band the equal-quality test uses; err ± beneath: the "
                "model's error of the delta, flat axes and extrapolation included, the band to read as evidence; x beside it: a term "
-               "extrapolated beyond its studied range or the model sizes it was measured at; ~: the shapes differ on an axis the proxy is flat on (it cannot tell them apart). "
+               "extrapolated beyond its studied range or the model sizes it was measured at; ?: quality not resolved (err ± wider than "
+               "|loss| + ±test: the proxy cannot tell the row from the reference; ranked after the resolved rows); ~: the shapes differ on an axis the proxy is flat on (it cannot tell them apart). "
                + (envelope_said(env) if inside else "envelope, beneath the loss: in, or the bound it breaks most, above its "
                   "maximum (>) or below its minimum (<), and by what factor (--json: every bound)") + " ("
                + ("searched inside it" if env["applied"] else "--outside-envelope") + f"). {short}: the regime's objective at its best "
@@ -498,6 +502,12 @@ def design(
     if line := unpredictable_footnote([d.get("intervals") for d in r["designs"]], [r["objective"]], "rows"):
         con.print(line, highlight=False)
     con.print(f"equal quality: {ref['rule']} (--quality-sigmas, --quality-tol)")
+    if (rs := r.get("resolved")) and rs["shapes"] < rs["of"]:  # the test's band is narrower than the error: said, not hidden
+        con.print(f"quality resolved (err ± <= |loss| + ±test) for {rs['shapes']:,} of {rs['of']:,} priced shapes"
+                  + ("" if rs["shapes"] else ": no gain above is at a quality the proxy can tell from the reference's")
+                  + ("" if rs["beats_reference"] or not rs["shapes"] else ": none of them beats the reference")
+                  + (f"; the best shape whose quality it cannot resolve: {rs['best_unresolved_gain_pct']:+.1f}% {short}"
+                     if rs.get("best_unresolved_gain_pct") is not None else ""), highlight=False)
     if line := params_line(r, short):
         con.print(line, highlight=False)
     if line := _batch_line(r, short):

@@ -251,7 +251,7 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
     between them, so different shapes never read +- 0. The constraint: delta <= k x sigma_test + tol x reference loss,
     sigma_test taking each term's sigma at its studied edge (extrapolation and position widen the band, never loosen
     the test).
-    Returns arrays: delta, sigma, sigma_test, passes, and per term the distance beyond its studied range ("beyond", the
+    Returns arrays: delta, sigma, sigma_test, passes, resolved (sigma <= |delta| + k x sigma_test), and per term the distance beyond its studied range ("beyond", the
     scale's included) and beyond the scales it was measured at ("beyond_scale")."""
     def part(a, b, i):
         va, vb, sa, sb = a[0], b[0], a[i], b[i]
@@ -271,9 +271,13 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
     delta = np.asarray(cand["loss"], float) - np.asarray(ref["loss"], float)
     sigma, sigma_test = np.sqrt(var), np.sqrt(var_test)
     passes = delta <= k * sigma_test + tol * np.asarray(ref["loss"], float)
+    # passing says the loss is within the test's band; whether the proxy can tell is another question: a row is
+    # resolved when the delta's whole error (sigma: flat axes, extrapolation) is no wider than the delta and the band
+    # together, else its "equal quality" is a band 5-15x narrower than its error (modelling-notes, designq)
+    resolved = sigma <= np.abs(delta) + k * sigma_test
     beyond = {name: np.broadcast_to(t[3], delta.shape) for unit in ("ln", "nats") for name, t in cand[unit].items()}
     beyond_scale = {name: np.broadcast_to(v["beyond"], delta.shape) for name, v in cand.get("scale", {}).items()}
-    return {"delta": delta, "sigma": sigma, "sigma_test": sigma_test, "passes": passes, "beyond": beyond,
+    return {"delta": delta, "sigma": sigma, "sigma_test": sigma_test, "passes": passes, "resolved": resolved, "beyond": beyond,
             "beyond_scale": beyond_scale}
 
 

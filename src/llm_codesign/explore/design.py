@@ -346,7 +346,7 @@ def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, 
             envelope.violations(envelope.envelope_at(scale, dense=not moe), f))
     out = dict(cand)
     out["q_loss"] = np.broadcast_to(t["loss"], (n,)).astype(float)
-    for key in ("delta", "sigma", "sigma_test", "passes"):
+    for key in ("delta", "sigma", "sigma_test", "passes", "resolved"):
         out[f"q_{key}"] = np.broadcast_to(qd[key], (n,))
     for key, v in qd["beyond"].items():
         out[f"qx_{key}"] = np.broadcast_to(v, (n,))
@@ -412,7 +412,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
            quality_sigmas: float = 1.0, outside_envelope: bool = False,
            quality_file: str | None = None, engine: Engine = TRTLLM, max_candidates: int = 20000, top: int = 10,
            progress=None, chunk: int = 16, proxy_file: str | None = None, scheduler: str | None = None,
-           workers: int | None = None, active_params: float | None = None) -> dict:
+           workers: int | None = None, active_params: float | None = None, rank_all: bool = False) -> dict:
     """The `top` shapes at the budget ranked by the regime's objective, among those inside the published
     envelope (explore.envelope; `outside_envelope` opens it) whose proxy loss is no worse than the reference's
     beyond `quality_sigmas` of the difference's own uncertainty. A winner on an edge of the grid extends the
@@ -457,7 +457,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
                          limits=grid["limits"])
     evaluated += more
     r = _result(cand, obj, best=(bplan, bbatch), evaluated=evaluated, baseline=baseline, ref=ref, moe=moe, params=params,
-                num_gpus=num_gpus, top=top, t0=t0, **on)
+                num_gpus=num_gpus, top=top, t0=t0, rank_all=rank_all, **on)
     _add_batch_binds(r, vocab, baseline=baseline, ref=ref, gpu=gpu, cal=cal, prec=prec, slo=slo, engine=engine)
     r["candidates"] = searched  # the grid's shapes; the extensions' are counted under "grid"
     r |= {"screened": screened, "envelope": env.to_dict() | {"applied": not outside_envelope}, "grid": grid | {"ffn_pass": ffn}, "binds": binds,
@@ -804,7 +804,8 @@ def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Referen
             for t, pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i]))) if bool(why["flat"][t][j])]
     return {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
             "sigma_delta": sd, "sigma_delta_pct": 100.0 * sd / bq,
-            "uncertainty": float(cand["q_sigma"][i]), "uncertainty_pct": 100.0 * float(cand["q_sigma"][i]) / bq, "k": ref.k, "passes": bool(cand["q_passes"][i]), "extrapolated": ex,
+            "uncertainty": float(cand["q_sigma"][i]), "uncertainty_pct": 100.0 * float(cand["q_sigma"][i]) / bq, "k": ref.k, "passes": bool(cand["q_passes"][i]),
+            "resolved": bool(cand["q_resolved"][i]), "extrapolated": ex,
             # the terms applied beyond the scales their sources measured (in `extrapolated` too), with those scales
             "extrapolated_scale": [{"term": k[3:], "studied_params": list(ref.terms["scale"][k[3:]]["range"]), "at_params": float(cand["total_params"][i])}
                                    for k in sorted(cand) if k.startswith("qs_") and cand[k][i] > 0],
@@ -824,7 +825,7 @@ def _versus(cand: dict, i: int, *, ref: Reference, prec: Precision, moe: bool, r
 
 
 def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, baseline, ref, moe, params, num_gpus,
-            engine, top, t0) -> dict:
+            engine, top, t0, rank_all=False) -> dict:
     """The ranked designs (`best`: each shape's best plan and batch), each with its quality against the
     reference and its place in the envelope, with the baseline's own value."""
     from llm_codesign.explore.envelope import envelope_at, position, shape_arrays
@@ -845,7 +846,10 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     bo = at["objective"] or None
     f = shape_arrays(cand)
     env = envelope_at(float(params), dense=not moe)  # one envelope for the search, as judge() admits by
-    rank = [i for i in np.argsort(-obj, kind="stable")[:top] if np.isfinite(obj[i])]
+    # resolved rows first (accuracy_model.quality_delta), each set by the objective: a row whose quality the proxy
+    # cannot tell from the reference's ranks after every row whose quality it can (rank_all: by the objective alone)
+    res = np.asarray(cand.get("q_resolved", np.ones(len(obj), bool)), bool)
+    rank = [i for i in np.lexsort((-obj, ~res | rank_all, ~np.isfinite(obj)))[:top] if np.isfinite(obj[i])]
     # why each row differs from the reference: the proxy's terms one by one (accuracy_model.delta_terms), with what
     # it costs in parameters and KV cache; the reference's terms at the search's weight format (Reference.terms)
     sub = {k: v[rank] for k, v in cand.items()}
@@ -873,7 +877,13 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
             "baseline": base, "reference": ref.to_dict() | ({} if base else at) | {"kv_bytes_per_token": ref_kv}, "designs": designs,
             # none of the rows beats what they are measured against: said first (a 120B / 5B MoE search against
             # gpt-oss-120b listed -9.3%, -22.2%, ... as designs)
-            "beats_reference": bool(bo) and any((d["gain_pct"] or 0.0) > 0 for d in designs)}
+            "beats_reference": bool(bo) and any((d["gain_pct"] or 0.0) > 0 for d in designs),
+            # the rows whose equal quality the proxy resolves, and those that beat the reference among them
+            "resolved": {"shapes": int(res[np.isfinite(obj)].sum()), "of": int(np.isfinite(obj).sum()),
+                         "beats_reference": bool(bo) and any((d["gain_pct"] or 0.0) > 0 for d in designs if d["quality"]["resolved"]),
+                         # what the rows ranked after them would have headlined: said, so the ranking hides nothing
+                         "best_unresolved_gain_pct": (100.0 * (float(np.max(obj[~res & np.isfinite(obj)])) / bo - 1.0)
+                                                      if bo and (~res & np.isfinite(obj)).any() else None)}}
 
 
 def outside_grid(m: ModelSpec) -> list[str]:
@@ -906,7 +916,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
                  moe: bool = False, prec: Precision | None = None, budget_tol: float = 0.1, quality_tol: float = 0.0,
                  quality_sigmas: float = 1.0, outside_envelope: bool = False,
                  quality_file: str | None = None, engine: Engine = TRTLLM, trials: int = 300, top: int = 10, seed: int = 0,
-                 progress=None, proxy_file: str | None = None, active_params: float | None = None) -> dict:
+                 progress=None, proxy_file: str | None = None, active_params: float | None = None, rank_all: bool = False) -> dict:
     """Optuna NSGA-II over a continuous shape space too large to enumerate: two objectives (the SLO
     objective up, the quality proxy down) with the budget, the quality test against the reference (as `design`)
     and the envelope as constraints. Each trial prices one shape over every deployment through the same
@@ -957,7 +967,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     if not seen:
         raise InputError("params", params, f"a budget and tolerances that admit a shape (no feasible one in {trials} trials)")
     r = _trials_result(list(seen.values()), vocab=vocab, baseline=baseline, ref=ref, moe=moe, params=params, num_gpus=num_gpus,
-                       top=top, t0=t0, **on)
+                       top=top, t0=t0, rank_all=rank_all, **on)
     r |= {"trials": trials, "envelope": env.to_dict() | {"applied": not outside_envelope}, "active_params": active_params}
     return r
 

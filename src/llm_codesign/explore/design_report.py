@@ -104,7 +104,7 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
     terms = accuracy_model.model_terms(m0, prec.weight.name, c=quality.constants(quality_file), pc=accuracy_model.proxy_constants(proxy_file))
     cols = [(m0, {"role": "baseline" if baseline is not None else "reference", "name": name0, "basis": ref["basis"],
                   "quality": {"loss": ref["quality_proxy"], "delta_pct": 0.0, "sigma_delta_pct": 0.0, "uncertainty_pct": 0.0,
-                              "delta_band_pct": [0.0, 0.0], "passes": True, "terms": [], "flat": [],
+                              "delta_band_pct": [0.0, 0.0], "passes": True, "resolved": True, "terms": [], "flat": [],
                               "extrapolated": accuracy_model.extrapolated(terms)}, "envelope": _envelope(m0, params)})]
     for j, d in enumerate(r["designs"][:n], 1):
         q = d["quality"]
@@ -113,7 +113,7 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
             # the band is sigma_delta, the equal-quality test's (design's rows print the same)
             "quality": {"loss": q["loss"], "delta_pct": q["delta_pct"], "sigma_delta_pct": q["sigma_delta_pct"],
                         "uncertainty_pct": q["uncertainty_pct"], "terms": q["terms"], "flat": q["flat"],
-                        "delta_band_pct": [q["delta_pct"] - q["sigma_delta_pct"], q["delta_pct"] + q["sigma_delta_pct"]], "passes": q["passes"],
+                        "delta_band_pct": [q["delta_pct"] - q["sigma_delta_pct"], q["delta_pct"] + q["sigma_delta_pct"]], "passes": q["passes"], "resolved": q.get("resolved", True),
                         "extrapolated": q["extrapolated"]}, "envelope": d["envelope"], "versus_reference": d.get("versus_reference"),
             "gain_band": d.get("gain_band")}))
     out = []

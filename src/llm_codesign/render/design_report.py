@@ -144,7 +144,9 @@ def _quality_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
             ("model error of the delta (adds flat terms' spread, extrapolation)",
              [f"± {c['quality']['uncertainty_pct']:.2f}%" if c["role"] == "design" else "-" for c in cols]),
             ("against the reference", [versus(c) for c in cols]),
-            ("equal quality", ["yes" if c["quality"]["passes"] else "no" for c in cols]),
+            # passing the test is not knowing: a row whose error is wider than its delta and band is said as such
+            ("equal quality", ["no" if not c["quality"]["passes"] else "yes" if c["quality"].get("resolved", True)
+                               else "not resolved (error wider than delta + band)" for c in cols]),
             ("terms beyond their studied range", [", ".join(c["quality"]["extrapolated"]) or "none" for c in cols])]
 
 
