@@ -85,3 +85,13 @@ def test_a_path_or_bad_value_is_one_line_naming_the_field(client, extra, line):
     assert r.status_code in (400, 422), r.json()
     err = r.json()["error"]
     assert err.startswith(line) and "\n" not in err and "Traceback" not in err
+
+
+def test_a_points_own_fields_are_refused_beside_its_record(client):
+    """A frontier point's record carries its replicas and token budget: the request's own would be ignored, so refused."""
+    r = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h100"], "num_gpus": 1, "isl": 1024, "osl": 256})
+    point = r.json()["series"][0]["frontier"][0]
+    e = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h100", "isl": 1024, "osl": 256,
+                                           "deployment": point["deployment"], "replicas": 2})
+    assert e.status_code == 422 and e.json()["error"] == ("replicas: 2 is not valid; left out with `deployment` "
+                                                          "(a frontier point's record carries it)")

@@ -208,7 +208,7 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     replicas: Int = Field(1, ge=1, le=MAX_SERVE_GPUS, description="Copies of the instance behind a load balancer (estimate --replicas): "
                           "priced once, the GPUs, requests in flight and total tok/s said for all (`replicas` in the answer).")
     max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS, description="The engine's token budget per step (--max-num-tokens).")
-    cpp: StrictBool = Field(False, description="Chunked pipeline parallelism for prefill (--cpp).")
+    cpp: StrictBool = Field(default=False, description="Chunked pipeline parallelism for prefill (--cpp).")
     max_batch: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="The engine's batch cap per attention-DP rank (--max-batch).")
     prefix_hit: Float = Field(0.0, ge=0, lt=1, description="Share of each prompt already in the prefix cache, 0 to <1 (--prefix-hit).")
     gpu_hour_price: Annotated[Optional[Union[Annotated[Float, Field(gt=0)], Literal["bundled"]]], BeforeValidator(_price_form)] = Field(
@@ -720,7 +720,8 @@ def _point_estimate(m, req: EstimateRequest, wl, profile: str | None) -> dict:
     given = next((f for f in Speculation.model_fields if getattr(req, f) is not None), None) or next(
         (f for f in POINT_OWN if f in req.model_fields_set), None)
     if given is not None:
-        raise InputError(given, getattr(req, given), "left out with `deployment` (a frontier point's record carries it)")
+        what = "names its speculation" if given in Speculation.model_fields else "carries it"
+        raise InputError(given, getattr(req, given), f"left out with `deployment` (a frontier point's record {what})")
     d = req.deployment
     if d.draft_model is not None:
         _registry_model(d.draft_model, "deployment.draft_model")
