@@ -95,3 +95,27 @@ def test_a_points_own_fields_are_refused_beside_its_record(client):
                                            "deployment": point["deployment"], "replicas": 2})
     assert e.status_code == 422 and e.json()["error"] == ("replicas: 2 is not valid; left out with `deployment` "
                                                           "(a frontier point's record carries it)")
+
+
+def test_pareto_takes_the_clis_gpu_range(client):
+    """num_gpus "2-4" is pareto --gpus 2-4: instances of 2, 3 or 4 GPUs, the same frontier as the CLI's."""
+    body = {"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": "2-4", "isl": 1024, "osl": 256}
+    r = client.post("/api/pareto", json=body)
+    assert r.status_code == 200, r.json()
+    api = r.json()["series"][0]
+    c = json.loads(cli_ok("pareto", "llama-3.1-8b", "--gpu", "h200", "--gpus", "2-4", "--isl", 1024, "--osl", 256, "--json"))
+    assert [p["deployment"] for p in api["frontier"]] == [p["deployment"] for p in c["frontier"]]
+    assert [p["output_tok_s_per_gpu"] for p in api["frontier"]] == pytest.approx([p["output_tok_s_per_gpu"] for p in c["frontier"]])
+    # the range's sizes only: no 1-GPU instance, at least one of 3 GPUs (a size 4 does not divide)
+    sizes = {p["deployment"]["instance_gpus"] for p in api["frontier"]}
+    assert sizes <= {2, 3, 4} and 3 in sizes
+    bad = client.post("/api/pareto", json={**body, "num_gpus": "4-2"})
+    assert bad.status_code == 422 and bad.json()["error"] == ("num_gpus: '4-2' is not valid; a whole number of GPUs from 1 to 72, "
+                                                              "or a range of instance sizes as pareto --gpus takes it ('8-72')")
+
+
+@pytest.mark.parametrize("ref", ["my13b/config.json", "/data/llama/config.json", "./llama"])
+def test_a_model_path_names_the_config_field(client, ref):
+    r = client.post("/api/pareto", json={"model": ref, "gpus": ["h200"], "num_gpus": "8-72"})
+    assert r.status_code in (400, 422) and r.json()["error"] == (
+        f"model: {ref!r} is not valid; a path is not read by the server; send the config.json's content as `config`")

@@ -94,6 +94,25 @@ def _price_form(v):
     return v
 
 
+GPU_RANGE = re.compile(r"^\s*(\d{1,7})\s*-\s*(\d{1,7})\s*$")
+
+
+def _gpu_count(v):
+    """/api/pareto's `num_gpus` as pareto's --gpus takes it: a count, or a range of instance sizes "8-72" (kept as that
+    text; _pareto reads it as the CLI does: num_gpus the top, instance_gpus each size), newc6 #22."""
+    if isinstance(v, str):
+        m = GPU_RANGE.match(v)
+        if m and 1 <= int(m[1]) <= int(m[2]) <= MAX_SERVE_GPUS:
+            return f"{int(m[1])}-{int(m[2])}"
+        v = int(v) if v.strip().isdigit() else v
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_SERVE_GPUS:
+        return v
+    raise PydanticCustomError("gpu_count", f"a whole number of GPUs from 1 to {MAX_SERVE_GPUS}, or a range of instance sizes "
+                              f"as pareto --gpus takes it ('8-{MAX_SERVE_GPUS}')")
+
+
 def _one_gpu(v):
     """/api/pareto's `gpus` given as one id (its `gpu` alias, as /api/estimate takes it): a list of that one."""
     return [v] if isinstance(v, str) else v
@@ -299,7 +318,8 @@ class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
     # `gpu` (one id, as /api/estimate names it) is a one-element `gpus` (newc5 #1)
     gpus: Annotated[list[str], BeforeValidator(_one_gpu)] = Field(..., min_length=1, max_length=8, validation_alias=AliasChoices("gpus", "gpu"),
                                                                   description="One series per GPU id (or `gpu`: one id).")
-    num_gpus: Int = Field(8, ge=1, le=MAX_SERVE_GPUS)
+    num_gpus: Annotated[Union[int, str], BeforeValidator(_gpu_count)] = Field(8, description=(
+        "GPUs (replicas of smaller instances fill them), or a range of instance sizes, \"8-72\" (pareto --gpus)."))
     # a size given fixes it, as `pareto --tp ...` does (SearchSpace.build)
     tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     pp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
@@ -664,6 +684,9 @@ def _model(req: ModelRef, *, field: str = "model", hub_cache: bool = False):
             raise
     if req.model.strip().lower() in _index():
         return lc.get_model(req.model)
+    if req.model.strip().endswith(".json") or req.model.strip().startswith(("/", ".", "~")) or "\\" in req.model:
+        where = "`config`" if field == "model" else f"`{field}` (an object)"  # design's baseline takes the pasted config itself
+        raise InputError(field, req.model, f"a path is not read by the server; send the config.json's content as {where}")
     if hub_cache:
         from llm_codesign.spec.hub import REPO_ID
 
@@ -870,11 +893,13 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
 
     m = _model(req, hub_cache=hub_cache)
     spec = _speculation(req)
+    lo, _, hi = str(req.num_gpus).partition("-")  # a range: instances of each size from lo to hi, as pareto --gpus 8-72
+    n_gpus, inst = (int(hi), tuple(range(int(lo), int(hi) + 1))) if hi else (int(lo), None)
     series = []
     for gpu in req.gpus:  # each GPU on its vendor's engine where none is named, as `pareto` runs them
         job.check()
         g = _gpu(gpu, "gpus", req.what_if)
-        f = lc.pareto(m, g, num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl, arrival=req.arrival), engine=_engine(g, req.engine),
+        f = lc.pareto(m, g, num_gpus=n_gpus, instance_gpus=inst, workload=lc.Workload(req.isl, req.osl, arrival=req.arrival), engine=_engine(g, req.engine),
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                       tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp, attention_dp=req.attention_dp, kvp=req.kvp,
                       min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms, spec=spec, draft_len=req.draft_len,
