@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from conftest import cli_ok
+from conftest import cli, cli_ok
 
 pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx (in the dev extra)")
 from fastapi.testclient import TestClient  # noqa: E402
@@ -119,3 +119,33 @@ def test_a_model_path_names_the_config_field(client, ref):
     r = client.post("/api/pareto", json={"model": ref, "gpus": ["h200"], "num_gpus": "8-72"})
     assert r.status_code in (400, 422) and r.json()["error"] == (
         f"model: {ref!r} is not valid; a path is not read by the server; send the config.json's content as `config`")
+
+
+def test_a_disaggregated_point_exports_as_dynamos_file(tmp_path):
+    """export-point --series disagg (newc6 #15): the point's Dynamo file, re-imported, gives the row's tok/s/GPU and TTFT."""
+    import llm_codesign as lc
+
+    front = tmp_path / "dis.json"
+    front.write_text(cli_ok("pareto", "llama-3.1-8b", "--gpu", "h200", "--gpus", 4, "--disagg", "--isl", 1024, "--osl", 256, "--json"))
+    rows = [c for c in json.loads(front.read_text())["comparisons"] if c.get("mode") == "disaggregated"][0]["frontier"]
+    k = len(rows) // 2
+    out = tmp_path / "dynamo.yaml"
+    said = cli_ok("export-point", front, "--series", "disagg", "--index", k, "-o", out)
+    rec = rows[k]["deployment"]
+    assert f"disaggregated point {k} ({rec['plan']}, {rec['concurrency_per_instance']} requests" in " ".join(said.split())
+    back = lc.import_config(out, gpu="h200").to_dict()
+    assert back["engine"] == "dynamo" and back["concurrency"] == rec["concurrency_per_instance"]
+    assert (back["prefill"]["instances"], back["decode"]["instances"]) == (rec["prefill"]["instances"], rec["decode"]["instances"])
+    for key in ("output_tok_s_per_gpu", "ttft_ms", "tpot_ms"):
+        assert back[key] == pytest.approx(rows[k][key], rel=1e-6), key
+    # the aggregated series is the default; a frontier without a disaggregated one is refused naming what to give
+    agg = tmp_path / "agg.json"
+    agg.write_text(cli_ok("pareto", "llama-3.1-8b", "--gpu", "h200", "--gpus", 1, "--isl", 1024, "--osl", 256, "--json"))
+    code, _, err = cli("export-point", str(agg), "--series", "disagg", "--index", "0", "-o", str(tmp_path / "x.yaml"))
+    assert code == 2 and f"path: '{agg}' is not valid; a pareto --disagg --json result (a disaggregated frontier)" in " ".join(err.split())
+
+
+def test_exports_slo_refusal_names_the_disaggregated_way():
+    code, _, err = cli("export", "llama-3.1-8b", "--gpu", "h200", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1",
+                       "--min-tps-user", "30", "-o", "-")
+    assert code == 2 and "export-point --series disagg --index N" in " ".join(err.split())
