@@ -15,6 +15,7 @@ from typer.testing import CliRunner  # noqa: E402
 import llm_codesign as lc  # noqa: E402
 from llm_codesign.cli import app as cli  # noqa: E402
 from llm_codesign.web.app import create_app  # noqa: E402
+
 # /api/pareto's num_gpus takes pareto --gpus' range too (newc6 #22)
 RANGE = ", or a range of instance sizes as pareto --gpus takes it ('8-72')"
 
