@@ -16,6 +16,9 @@ import llm_codesign as lc  # noqa: E402
 from llm_codesign.cli import app as cli  # noqa: E402
 from llm_codesign.web.app import create_app  # noqa: E402
 
+# /api/pareto's num_gpus takes pareto --gpus' range too (newc6 #22)
+RANGE = ", or a range of instance sizes as pareto --gpus takes it ('8-72')"
+
 
 @pytest.fixture(scope="module")
 def client():
@@ -148,7 +151,7 @@ def test_a_pasted_config_prices_as_the_bundled_model(client):
 
 
 @pytest.mark.parametrize("body,field,text", [
-    ({"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 0}, "num_gpus", "num_gpus: 0 is not valid; a whole number of GPUs from 1 to 72"),
+    ({"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 0}, "num_gpus", "num_gpus: 0 is not valid; a whole number of GPUs from 1 to 72" + RANGE),
     ({"model": "llama-3.1-8b", "gpus": ["h200"], "isl": "abc"}, "isl", "isl: 'abc' is not valid; Input should be a valid integer"),
     ({"model": "llama-3.1-8b", "gpus": ["h200"], "min_tps_user": "nan"}, "min_tps_user", "min_tps_user: 'nan' is not valid"),
     ({"model": "llama-3.1-8b", "gpus": ["h200"], "engine": "tgi"}, "engine", "engine: 'tgi' is not valid; Input should be 'trtllm'"),
@@ -156,7 +159,7 @@ def test_a_pasted_config_prices_as_the_bundled_model(client):
     ({"model": "llama-3.1-8b", "gpus": []}, "gpus", "gpus; List should have at least 1 item"),
     ({"gpus": ["h200"]}, "model", "model: None is not valid; either a model name or a pasted config.json"),
     # the page never reads a file on the server: paths are refused though the CLI takes them
-    ({"model": "/etc/passwd.json", "gpus": ["h200"]}, "model", "model: '/etc/passwd.json' is not valid; a bundled model"),
+    ({"model": "/etc/passwd.json", "gpus": ["h200"]}, "model", "model: '/etc/passwd.json' is not valid; a path is not read by the server; send the config.json's content as `config`"),
     ({"model": "llama-3.1-8b", "gpus": ["/tmp/x.toml"]}, "gpus", "gpus: '/tmp/x.toml' is not valid; a GPU id of the catalog"),
     ({"config": {"model_type": "llama", "hidden_size": -5}, "gpus": ["h200"]}, "config.hidden_size", "config.hidden_size: -5 is not valid"),
 ])
@@ -176,14 +179,14 @@ def test_the_forms_gpu_count_is_checked_by_the_server_as_the_other_fields_are(cl
     field = re.search(r'<input id="num_gpus"[^>]*>', page).group(0)
     assert not re.search(r'\b(type="number"|min=|max=|required)', field), field
     assert not re.search(r'<input[^>]*\b(min|max)=', page)  # no field of the form carries browser bounds
-    for v, text in ((100, "num_gpus: 100 is not valid; a whole number of GPUs from 1 to 72"),
-                    (0, "num_gpus: 0 is not valid; a whole number of GPUs from 1 to 72")):
+    for v, text in ((100, "num_gpus: 100 is not valid; a whole number of GPUs from 1 to 72" + RANGE),
+                    (0, "num_gpus: 0 is not valid; a whole number of GPUs from 1 to 72" + RANGE)):
         r = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": v})
         assert r.status_code == 422 and r.json() == {"error": text, "field": "num_gpus"}
     # the page sends an empty field as "" (app.js), an API client may send null: each in the project's form, with its value
     for v, shown in (("", "''"), (None, "null"), (2.5, "2.5")):
         r = client.post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": v})
-        assert r.status_code == 422 and r.json() == {"error": f"num_gpus: {shown} is not valid; a whole number of GPUs from 1 to 72",
+        assert r.status_code == 422 and r.json() == {"error": f"num_gpus: {shown} is not valid; a whole number of GPUs from 1 to 72" + RANGE,
                                                      "field": "num_gpus"}
     assert 'inputmode="numeric"' in field  # a phone's number pad, no browser bounds
 

@@ -99,13 +99,20 @@ def test_a_bundled_draft_prices(client, point):
 @pytest.mark.parametrize("route,body,field", [
     ("/api/lint", {"model": "meta-llama/Llama-9-1B", "gpu": "h200"}, "model"),
     ("/api/design", {"params": 8e9, "baseline": "meta-llama/Llama-9-1B"}, "baseline"),
-    ("/api/design", {"params": 8e9, "baseline": "/etc/hostname"}, "baseline"),
 ])
 def test_a_hub_id_is_no_download(client, no_network, route, body, field):
     r = client.post(route, json=body)
     value = body.get("model") or body.get("baseline")
     assert r.status_code == 422
     assert r.json() == {"error": f"{field}: {value!r} is not valid; {REGISTRY}, or a pasted config.json", "field": field}
+    assert no_network == []
+
+
+def test_a_path_is_not_read_and_the_line_says_where_the_content_goes(client, no_network):
+    """A path (newc6 #22): the server reads no file; the line names the field that takes the file's content."""
+    r = client.post("/api/design", json={"params": 8e9, "baseline": "/etc/hostname"})
+    assert r.status_code == 422 and r.json() == {"error": "baseline: '/etc/hostname' is not valid; a path is not read by the server; "
+                                                 "send the config.json's content as `baseline` (an object)", "field": "baseline"}
     assert no_network == []
 
 
@@ -149,7 +156,9 @@ def test_hub_cache_reads_the_local_cache_alone(tmp_path, monkeypatch, no_network
     for bad in ("someorg/tiny-llama@../../x", "/etc/passwd", "someorg/a..b"):  # a revision or id that would step out of the cache
         r = c.post("/api/lint", json={"model": bad, "gpu": "h200"})
         assert r.status_code == 422 and r.json()["field"] == "model", r.text
-        assert "Hugging Face id in this machine's cache" in r.json()["error"]
+        # a path is named as one (newc6 #22); an id that is no cache id, by what the cache takes
+        want = "a path is not read by the server" if bad.startswith("/") else "Hugging Face id in this machine's cache"
+        assert want in r.json()["error"]
     # without --hub-cache the cached id is refused
     assert TestClient(web.create_app()).post("/api/lint", json={"model": "someorg/tiny-llama", "gpu": "h200"}).status_code == 422
     assert no_network == []

@@ -17,6 +17,8 @@ import pytest
 
 REQUIRED = os.environ.get("LLM_CODESIGN_BROWSER_TESTS") == "1"
 CHROMIUM = os.environ.get("LLM_CODESIGN_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+# /api/pareto's num_gpus takes pareto --gpus' range too (newc6 #22)
+RANGE = ", or a range of instance sizes as pareto --gpus takes it ('8-72')"
 
 
 def _missing() -> str | None:
@@ -212,14 +214,14 @@ def test_a_gpu_count_past_its_range_is_the_pages_one_line_not_the_browsers_bubbl
     page.fill("#num_gpus", "100")
     page.click("#run")
     page.wait_for_function("document.getElementById('error').textContent !== ''")
-    assert page.text_content("#error") == "num_gpus: 100 is not valid; a whole number of GPUs from 1 to 72"
+    assert page.text_content("#error") == "num_gpus: 100 is not valid; a whole number of GPUs from 1 to 72" + RANGE
     assert page.evaluate("document.getElementById('num_gpus').validity.valid") and not page.errors
     # an empty field: the project's line, with the value as typed (it read "num_gpus; Input should be a valid integer")
     page.fill("#num_gpus", "")
     page.evaluate("document.getElementById('error').textContent = ''")
     page.click("#run")
     page.wait_for_function("document.getElementById('error').textContent !== ''")
-    assert page.text_content("#error") == "num_gpus: '' is not valid; a whole number of GPUs from 1 to 72"
+    assert page.text_content("#error") == "num_gpus: '' is not valid; a whole number of GPUs from 1 to 72" + RANGE
 
 
 def test_a_permalink_reproduces_the_view(page, browser, server):

@@ -243,6 +243,7 @@ def estimate(
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run
     from llm_codesign.explore.lint import scale_block_notes
+    from llm_codesign.serve.estimate import replicas_record
     from llm_codesign.spec.plan import Workload
 
     m = _model(model)
@@ -263,7 +264,7 @@ def estimate(
         est = replace(est, cost=cost_of(dep.gpu, gpu_hour_price, est.output_tok_s_per_gpu, isl, osl))
     r = est.to_dict()  # the table shows what --json prints (and the API: Estimate.to_dict), the shape's rows beside it
     if replicas > 1:
-        r["replicas"] = _replicas(r, dep.num_gpus, replicas)
+        r["replicas"] = replicas_record(r, dep.num_gpus, replicas)
     if as_json:
         return _dump(r)
     from rich.table import Table
@@ -393,14 +394,6 @@ def _padded_row(m, dep, wl, r: dict, *, calibration) -> tuple:
     tpot = run(m, padded, wl, calibration=calibration).to_dict()["tpot_ms"]
     return (("TPOT, padded graphs", f"{duration(tpot, 'tpot_ms')} with cuda_graph_config enable_padding: true, max_batch_size "
              f"{padded.cuda_graph_max_bs} (as export writes it; --cuda-graph-max-bs {padded.cuda_graph_max_bs} here)"),)
-
-
-def _replicas(r: dict, instance_gpus: int, replicas: int) -> dict:
-    """estimate --replicas: `replicas` copies of the one instance priced, each serving its own requests behind a load
-    balancer (export's --replicas, import's "x2 replicas"): per-GPU and per-user figures are the instance's; the GPUs, the
-    requests in flight and the tok/s add up over the copies (newc5 #7)."""
-    return {"count": replicas, "instance_gpus": instance_gpus, "gpus": instance_gpus * replicas,
-            "concurrency": r["concurrency"] * replicas, "output_tok_s": r["output_tok_s_per_gpu"] * instance_gpus * replicas}
 
 
 def _replicas_text(d: dict) -> str:

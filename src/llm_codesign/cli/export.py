@@ -144,7 +144,8 @@ def export(
     slo_given = min_tps_user is not None or max_ttft_ms is not None
     if slo_given and (disagg or concurrency is not None):
         raise InputError("min_tps_user" if min_tps_user is not None else "max_ttft_ms", min_tps_user if min_tps_user is not None else max_ttft_ms,
-                         "unset with " + ("a Dynamo deployment (it exports the --concurrency given)" if disagg else
+                         "unset with " + ("a Dynamo deployment (it exports the --concurrency given; the disaggregated point that meets an SLO: "
+                                                          "pareto --disagg --json, then export-point --series disagg --index N)" if disagg else
                                           "--concurrency (the SLO chooses the batch; give one or the other)"))
     if concurrency is None and not disagg:
         if replicas is not None:
@@ -358,6 +359,32 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     return text, summary
 
 
+def _disagg_point(r: dict, p: dict, index: int, out: str, engine: str | None) -> None:
+    """export-point --series disagg: Dynamo's file of a disaggregated frontier point, its pools' plans, instances and
+    batch priced again by export --backend dynamo's one path (_dynamo -> price_pools), as that command with the point's
+    --prefill/--decode/--concurrency writes it (newc6 #15)."""
+    from llm_codesign.explore.export import export_dynamo
+    from llm_codesign.outputs import write_text
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+
+    rec, worker = p["deployment"], r.get("backend")
+    if engine and engine not in ("dynamo", worker):
+        raise InputError("backend", engine, f"dynamo (with the {worker} workers the frontier was priced for)")
+    _check_suffix(out, "dynamo")
+    sizes = ("tp", "pp", "ep", "moe_tp", "attention_dp", "kvp")
+    plan = {k: ",".join(f"{s}={rec[k][s]}" for s in sizes) for k in ("prefill", "decode")}
+    conc = int(rec["concurrency_per_instance"])
+    text, _ = _dynamo(_model(r["model"]), rec["gpu"], prefill=plan["prefill"], decode=plan["decode"], n_pre=int(rec["prefill"]["instances"]),
+                      n_dec=int(rec["decode"]["instances"]), concurrency=conc, isl=r.get("isl"), osl=r.get("osl"), backend=worker,
+                      weight_dtype=rec["weight_dtype"], activation_dtype=rec["activation_dtype"], kv_dtype=rec["kv_dtype"],
+                      spec=rec.get("spec"), draft_len=rec.get("draft_len") or None, acceptance=rec.get("acceptance"),
+                      acceptance_rates=None, draft_model=rec.get("draft_model"), max_num_tokens=rec.get("max_num_tokens"),
+                      calibration=r.get("calibration"), export_dynamo=export_dynamo, arrival=r.get("arrival") or DEFAULT_ARRIVAL)
+    write_text(out, text, executable=text.startswith("#!"))
+    _console(stderr=out == "-").print(f"wrote dynamo configuration ({worker} workers) of disaggregated point {index} ({rec['plan']}, "
+                                      f"{conc} requests, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
+
+
 from llm_codesign.explore.export import command_line as _command_line  # noqa: E402 (where it was)
 
 
@@ -454,6 +481,8 @@ def export_point(
     index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write; - for standard output."),
     engine: Optional[str] = typer.Option(None, "--backend", "--engine", help=_written() + " (default: the frontier's engine)."),
+    series: str = typer.Option("aggregated", "--series", help="aggregated: the frontier of aggregated plans; disagg: the "
+                               "disaggregated frontier of `pareto --disagg --json`, written as Dynamo's file."),
 ):
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json
@@ -467,10 +496,13 @@ def export_point(
         doc = parse_nested(json.loads, read_text(path, "path", "the JSON of `llm-codesign pareto --json`"), "path", path)
     except json.JSONDecodeError as e:
         raise InputError("path", path, f"the JSON of `llm-codesign pareto --json` ({type(e).__name__})") from None
+    if series not in ("aggregated", "disagg"):
+        raise InputError("series", series, "aggregated or disagg (the disaggregated frontier of pareto --disagg --json)")
     results = doc.get("comparisons") or [doc] if isinstance(doc, dict) else []
-    points = [(r, p) for r in results for p in r.get("frontier", []) if r.get("mode") != "disaggregated"]
+    points = [(r, p) for r in results for p in r.get("frontier", []) if (r.get("mode") == "disaggregated") == (series == "disagg")]
     if not points:
-        raise InputError("path", path, "a pareto --json result with an aggregated frontier")
+        raise InputError("path", path, "a pareto --disagg --json result (a disaggregated frontier)" if series == "disagg" else
+                         "a pareto --json result with an aggregated frontier")
     if index >= len(points):
         raise InputError("index", index, f"a point of the frontier, 0 to {len(points) - 1}")
     r, p = points[index]
@@ -478,6 +510,8 @@ def export_point(
         raise InputError("path", path, f"a frontier priced with the bundled profile or a profile's file (this one: {r['calibration_unrecorded']}, "
                                        "which no path names; write it and search again)")
     rec = p["deployment"]
+    if series == "disagg":
+        return _disagg_point(r, p, index, out, engine)
     dep = Deployment.from_dict(rec)
     if engine and engine != dep.backend:
         raise InputError("backend", engine, f"the engine the frontier was priced for ({dep.backend}); search again with --backend {engine}")

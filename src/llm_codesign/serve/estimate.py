@@ -215,6 +215,14 @@ def _power(e: dict) -> dict:
     return {k: v for k, v in e.items() if not k.startswith("tokens_per_joule")}
 
 
+def replicas_record(r: dict, instance_gpus: int, replicas: int) -> dict:
+    """estimate --replicas and /api/estimate's `replicas`: `replicas` copies of the one instance priced, each serving its own requests behind a load
+    balancer (export's --replicas, import's "x2 replicas"): per-GPU and per-user figures are the instance's; the GPUs, the
+    requests in flight and the tok/s add up over the copies (newc5 #7)."""
+    return {"count": replicas, "instance_gpus": instance_gpus, "gpus": instance_gpus * replicas,
+            "concurrency": r["concurrency"] * replicas, "output_tok_s": r["output_tok_s_per_gpu"] * instance_gpus * replicas}
+
+
 def check(model: ModelSpec, dep: Deployment) -> None:
     """Refuses in one line a deployment `model` cannot be priced on: a KV-cache format its engine does not hold for the
     model's attention (check_kv_format; vLLM's NVFP4 cache, not for MLA), a plan that does not fit its GPUs, a step

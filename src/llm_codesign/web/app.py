@@ -83,6 +83,36 @@ Float = Annotated[float, AllowInfNan(allow_inf_nan=False), BeforeValidator(_not_
 ENGINE_NAMES = AliasChoices("engine", "backend")
 
 
+def _price_form(v):
+    """`gpu_hour_price`: a number or `bundled`; a price file's path (estimate --gpu-hour-price FILE) is not read by a server."""
+    if isinstance(v, str) and v != "bundled":
+        try:
+            float(v)
+        except ValueError:
+            raise PydanticCustomError("price_form", "Input should be dollars per GPU-hour or `bundled` (a price file's path is not "
+                                      "read by the server)") from None
+    return v
+
+
+GPU_RANGE = re.compile(r"^\s*(\d{1,7})\s*-\s*(\d{1,7})\s*$")
+
+
+def _gpu_count(v):
+    """/api/pareto's `num_gpus` as pareto's --gpus takes it: a count, or a range of instance sizes "8-72" (kept as that
+    text; _pareto reads it as the CLI does: num_gpus the top, instance_gpus each size), newc6 #22."""
+    if isinstance(v, str):
+        m = GPU_RANGE.match(v)
+        if m and 1 <= int(m[1]) <= int(m[2]) <= MAX_SERVE_GPUS:
+            return f"{int(m[1])}-{int(m[2])}"
+        v = int(v) if v.strip().isdigit() else v
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    if isinstance(v, int) and not isinstance(v, bool) and 1 <= v <= MAX_SERVE_GPUS:
+        return v
+    raise PydanticCustomError("gpu_count", f"a whole number of GPUs from 1 to {MAX_SERVE_GPUS}, or a range of instance sizes "
+                              f"as pareto --gpus takes it ('8-{MAX_SERVE_GPUS}')")
+
+
 def _one_gpu(v):
     """/api/pareto's `gpus` given as one id (its `gpu` alias, as /api/estimate takes it): a list of that one."""
     return [v] if isinstance(v, str) else v
@@ -193,6 +223,18 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
         "Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up (estimate --cuda-graph-max-bs); "
         "omitted: the engine's default (TensorRT-LLM's: 1-32, 64 and 128 unpadded)."))
     export: StrictBool = Field(default=False, description="Also the engine's launch configuration (`export`), as a frontier point's has it.")
+    # the rest of `estimate --help` (newc6 #19; tests/test_web.py checks each CLI option is a field here or named display-only)
+    replicas: Int = Field(1, ge=1, le=MAX_SERVE_GPUS, description="Copies of the instance behind a load balancer (estimate --replicas): "
+                          "priced once, the GPUs, requests in flight and total tok/s said for all (`replicas` in the answer).")
+    max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS, description="The engine's token budget per step (--max-num-tokens).")
+    cpp: StrictBool = Field(default=False, description="Chunked pipeline parallelism for prefill (--cpp).")
+    max_batch: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="The engine's batch cap per attention-DP rank (--max-batch).")
+    prefix_hit: Float = Field(0.0, ge=0, lt=1, description="Share of each prompt already in the prefix cache, 0 to <1 (--prefix-hit).")
+    gpu_hour_price: Annotated[Optional[Union[Annotated[Float, Field(gt=0)], Literal["bundled"]]], BeforeValidator(_price_form)] = Field(
+        None, description="Dollars per GPU-hour, or `bundled` (the cited data/prices.toml): adds $ per million tokens (`cost`). "
+        "A price file's path is not read by the server.")
+    calibration: Optional[str] = Field(None, max_length=MAX_BODY, description="A calibration profile's content, the TOML text "
+                                       "(--calibration's file); a path is not read by the server.")
 
 
 class PoolPlan(_Req):
@@ -276,7 +318,8 @@ class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
     # `gpu` (one id, as /api/estimate names it) is a one-element `gpus` (newc5 #1)
     gpus: Annotated[list[str], BeforeValidator(_one_gpu)] = Field(..., min_length=1, max_length=8, validation_alias=AliasChoices("gpus", "gpu"),
                                                                   description="One series per GPU id (or `gpu`: one id).")
-    num_gpus: Int = Field(8, ge=1, le=MAX_SERVE_GPUS)
+    num_gpus: Annotated[Union[int, str], BeforeValidator(_gpu_count)] = Field(8, description=(
+        "GPUs (replicas of smaller instances fill them), or a range of instance sizes, \"8-72\" (pareto --gpus)."))
     # a size given fixes it, as `pareto --tp ...` does (SearchSpace.build)
     tp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     pp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
@@ -641,6 +684,9 @@ def _model(req: ModelRef, *, field: str = "model", hub_cache: bool = False):
             raise
     if req.model.strip().lower() in _index():
         return lc.get_model(req.model)
+    if req.model.strip().endswith(".json") or req.model.strip().startswith(("/", ".", "~")) or "\\" in req.model:
+        where = "`config`" if field == "model" else f"`{field}` (an object)"  # design's baseline takes the pasted config itself
+        raise InputError(field, req.model, f"a path is not read by the server; send the config.json's content as {where}")
     if hub_cache:
         from llm_codesign.spec.hub import REPO_ID
 
@@ -663,53 +709,101 @@ def _hub_model(ref: str, field: str):
         raise InputError(field, ref, f"a Hugging Face repository id ({' '.join(str(e).split())})") from None
 
 
+# the EstimateRequest fields a frontier point's `deployment` record carries itself (PointDeployment): refused beside it
+POINT_OWN = ("replicas", "max_num_tokens", "cpp", "max_batch")
+
+
 def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
     import llm_codesign as lc
-    from llm_codesign.serve.estimate import decode_rows
 
     m = _model(req, hub_cache=hub_cache)
-    if req.deployment is not None:  # a frontier point: one instance of its plan at its batch
-        given = next((f for f in Speculation.model_fields if getattr(req, f) is not None), None)
-        if given is not None:
-            raise InputError(given, getattr(req, given), "left out with `deployment` (a frontier point's record names its speculation)")
-        d = req.deployment
-        if d.draft_model is not None:
-            _registry_model(d.draft_model, "deployment.draft_model")
-        conc = d.concurrency_per_instance or req.concurrency
-        if conc is None:
-            raise InputError("deployment.concurrency_per_instance", None, "the point's requests in flight per instance, "
-                             "as a frontier point's record carries (or `concurrency`)")
-        g = _gpu(req.gpu, what_if=req.what_if)
-        # typed by PointDeployment: a bad field is a 422 naming it
-        rec = {**d.model_dump(), "gpu": g.id, "backend": _engine(g, d.backend, "deployment.backend"), "concurrency_per_instance": conc}
-        try:
-            dep = lc.Deployment.from_dict(rec, g)
-        except InputError as e:  # a field of the record, named by its path in the request as pydantic's checks name one
-            if e.field not in PointDeployment.model_fields:
-                raise
-            raise InputError(f"deployment.{e.field}", e.value, e.valid) from None
-        # one pricing path at one concurrency, the point's own: its breakdown is the estimate's decode rows in estimate
-        # --breakdown's order (serve.estimate.decode_rows: the operators slowest first, then the rest of the step and of TPOT)
-        r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, conc, arrival=req.arrival), breakdown=True).to_dict()
-        keep = ("name", "kind", "time_ms", "tpot_ms", "what")
-        # at OSL 1 no decode step runs: no operator has a share of a TPOT (estimate --breakdown prints none either)
-        r["point_breakdown"] = [] if r["tpot_ms"] is None else [{k: o[k] for k in keep if k in o} for o in decode_rows(r["breakdown"])]
-        if not req.breakdown:
-            r.pop("breakdown")
-        r["export"] = _export(m, dep, req, conc=conc, replicas=rec["replicas"],
-                              predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
-        return _plain(r)
+    profile = _profile(req.calibration)
+    wl = lc.Workload(req.isl, req.osl, req.concurrency, prefix_hit=req.prefix_hit, arrival=req.arrival)
+    if req.deployment is not None:
+        return _point_estimate(m, req, replace(wl, concurrency=req.deployment.concurrency_per_instance or req.concurrency), profile)
     g = _gpu(req.gpu, what_if=req.what_if)
     dep = lc.deployment(m, gpu=g, num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
-                        activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=_engine(g, req.engine), spec=_speculation(req, m))
+                        activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=_engine(g, req.engine), spec=_speculation(req, m),
+                        max_num_tokens=req.max_num_tokens, cpp=req.cpp, max_batch=req.max_batch)
     if req.cuda_graph_max_bs is not None:
         dep = replace(dep, cuda_graph_max_bs=req.cuda_graph_max_bs)
-    r = lc.estimate(m, dep, lc.Workload(req.isl, req.osl, req.concurrency, arrival=req.arrival), breakdown=req.breakdown).to_dict()
+    r = _priced(m, dep, wl, req, profile, breakdown=req.breakdown, replicas=req.replicas)
     if req.export:  # the plan at the batch priced (offline: the batch of the most tok/s/GPU)
-        r["export"] = _export(m, dep, req, conc=r["concurrency"], replicas=1,
+        r["export"] = _export(m, dep, req, conc=r["concurrency"], replicas=req.replicas,
                               predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
     return _plain(r)
+
+
+def _point_estimate(m, req: EstimateRequest, wl, profile: str | None) -> dict:
+    """A frontier point: one instance of its plan at its batch, with the point's per-operator breakdown."""
+    import llm_codesign as lc
+    from llm_codesign.serve.estimate import decode_rows
+
+    given = next((f for f in Speculation.model_fields if getattr(req, f) is not None), None) or next(
+        (f for f in POINT_OWN if f in req.model_fields_set), None)
+    if given is not None:
+        what = "names its speculation" if given in Speculation.model_fields else "carries it"
+        raise InputError(given, getattr(req, given), f"left out with `deployment` (a frontier point's record {what})")
+    d = req.deployment
+    if d.draft_model is not None:
+        _registry_model(d.draft_model, "deployment.draft_model")
+    if wl.concurrency is None:
+        raise InputError("deployment.concurrency_per_instance", None, "the point's requests in flight per instance, "
+                         "as a frontier point's record carries (or `concurrency`)")
+    g = _gpu(req.gpu, what_if=req.what_if)
+    # typed by PointDeployment: a bad field is a 422 naming it
+    rec = {**d.model_dump(), "gpu": g.id, "backend": _engine(g, d.backend, "deployment.backend"), "concurrency_per_instance": wl.concurrency}
+    try:
+        dep = lc.Deployment.from_dict(rec, g)
+    except InputError as e:  # a field of the record, named by its path in the request as pydantic's checks name one
+        if e.field not in PointDeployment.model_fields:
+            raise
+        raise InputError(f"deployment.{e.field}", e.value, e.valid) from None
+    # one pricing path at one concurrency, the point's own: its breakdown is the estimate's decode rows in estimate
+    # --breakdown's order (serve.estimate.decode_rows: the operators slowest first, then the rest of the step and of TPOT)
+    r = _priced(m, dep, wl, req, profile, breakdown=True, replicas=rec["replicas"])
+    keep = ("name", "kind", "time_ms", "tpot_ms", "what")
+    # at OSL 1 no decode step runs: no operator has a share of a TPOT (estimate --breakdown prints none either)
+    r["point_breakdown"] = [] if r["tpot_ms"] is None else [{k: o[k] for k in keep if k in o} for o in decode_rows(r["breakdown"])]
+    if not req.breakdown:
+        r.pop("breakdown")
+    r["export"] = _export(m, dep, req, conc=wl.concurrency, replicas=rec["replicas"],
+                          predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
+    return _plain(r)
+
+
+def _priced(m, dep, wl, req: EstimateRequest, profile: str | None, *, breakdown: bool, replicas: int) -> dict:
+    """estimate --json's record: priced under the request's profile, with its $ per token (explore.pricing.cost_of) and its
+    replicas (serve.estimate.replicas_record) as the CLI adds them."""
+    import llm_codesign as lc
+    from llm_codesign.explore.pricing import cost_of
+    from llm_codesign.serve.estimate import replicas_record
+
+    est = lc.estimate(m, dep, wl, calibration=profile, breakdown=breakdown)
+    if req.gpu_hour_price is not None:
+        est = replace(est, cost=cost_of(dep.gpu, req.gpu_hour_price, est.output_tok_s_per_gpu, req.isl, req.osl))
+    r = est.to_dict()
+    if replicas > 1:
+        r["replicas"] = replicas_record(r, dep.num_gpus, replicas)
+    return r
+
+
+def _profile(text: str | None) -> str | None:
+    """`calibration`: a profile's TOML text, priced from a private file as an unwritten Profile is (measure.calibrate._temporary,
+    its checks those of --calibration's file); the server reads no path it is sent."""
+    import tomllib
+
+    if text is None:
+        return None
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError("calibration", text[:80], "a calibration profile's content as TOML text (a path is not read by the "
+                         f"server; send the file's content): {e}") from None
+    from llm_codesign.measure.calibrate import _temporary
+
+    return _temporary(text)
 
 
 def _pools_engine(gpu, decode_gpu, name: str | None) -> str:
@@ -801,11 +895,13 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
 
     m = _model(req, hub_cache=hub_cache)
     spec = _speculation(req, m)
+    lo, _, hi = str(req.num_gpus).partition("-")  # a range: instances of each size from lo to hi, as pareto --gpus 8-72
+    n_gpus, inst = (int(hi), tuple(range(int(lo), int(hi) + 1))) if hi else (int(lo), None)
     series = []
     for gpu in req.gpus:  # each GPU on its vendor's engine where none is named, as `pareto` runs them
         job.check()
         g = _gpu(gpu, "gpus", req.what_if)
-        f = lc.pareto(m, g, num_gpus=req.num_gpus, workload=lc.Workload(req.isl, req.osl, arrival=req.arrival), engine=_engine(g, req.engine),
+        f = lc.pareto(m, g, num_gpus=n_gpus, instance_gpus=inst, workload=lc.Workload(req.isl, req.osl, arrival=req.arrival), engine=_engine(g, req.engine),
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                       tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp, attention_dp=req.attention_dp, kvp=req.kvp,
                       min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms, spec=spec, draft_len=req.draft_len,
