@@ -12,6 +12,7 @@ import typer
 
 from llm_codesign.cli.common import (
     MAX_CONCURRENCY,
+    on_gpus,
     MAX_GPUS,
     MAX_STEP_TOKENS,
     O_A,
@@ -266,8 +267,8 @@ def estimate(
     from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, duration, inline, one_token
 
     # the formats the model prices (Estimate.to_dict's precision_as_run, the web page's too)
-    copies = f" (x{replicas} replicas)" if replicas > 1 else ""  # import's wording of the same
-    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}{copies}, {r['plan']}, {r['precision_as_run']}, {dep.backend}", show_header=False)
+    t = Table(title=f"{on_gpus(m.name, dep.num_gpus, dep.gpu.name, r['plan'], replicas)}, {r['precision_as_run']}, {dep.backend}",
+              show_header=False)
     # identifiers (a checkpoint's id, a basis's source) wrap, never cut: piped at 80 columns the value column read
     # "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…" (rich's default overflow, "ellipsis"; newcomer review 2026-12-06 item 12)
     t.add_column("metric", overflow="fold")
@@ -276,7 +277,7 @@ def estimate(
     # the shape's size beside its speed (ModelSpec: every weight; active, what one token reads: top-k experts, the LM head
     # and not the input embedding's lookup), so an architect's "~30B active" reads off the row (`models --json` for a
     # bundled one's counts)
-    for k, v in (("parameters", f"{m.total_params / 1e9:.1f}B total, {m.active_params / 1e9:.1f}B active"), ("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
+    for k, v in (("parameters", f"{m.total_params / 1e9:.1f}B total, {m.active_params / 1e9:.1f}B active"), ("mode", r["mode"]), ("concurrency", _concurrency_text(r)), ("ISL / OSL", f"{isl} / {osl}"),
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  *((("replicas", _replicas_text(r["replicas"])),) if "replicas" in r else ()),
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", duration(r["ttft_ms"]) + inline(r, "ttft_ms")),
@@ -396,6 +397,12 @@ def _replicas(r: dict, instance_gpus: int, replicas: int) -> dict:
     requests in flight and the tok/s add up over the copies (newc5 #7)."""
     return {"count": replicas, "instance_gpus": instance_gpus, "gpus": instance_gpus * replicas,
             "concurrency": r["concurrency"] * replicas, "output_tok_s": r["output_tok_s_per_gpu"] * instance_gpus * replicas}
+
+
+def _concurrency_text(r: dict):
+    """The concurrency row: the instance's, and with replicas "64 per replica (128 in all)", as import says it."""
+    d = r.get("replicas")
+    return f"{r['concurrency']:,} per replica ({d['concurrency']:,} in all)" if d and r["concurrency"] is not None else r["concurrency"]
 
 
 def _replicas_text(d: dict) -> str:

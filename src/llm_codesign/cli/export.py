@@ -10,6 +10,7 @@ import typer
 
 from llm_codesign.cli.common import (
     MAX_CONCURRENCY,
+    on_gpus,
     O_A,
     O_ACC,
     O_ADP,
@@ -420,8 +421,8 @@ def import_(
 
         d = imp.deployment
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
-        con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
-                  + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
+        con.print(on_gpus(imp.model.name, d.num_gpus, d.gpu.name, d.plan.label(), imp.replicas)
+                  + f", {d.precision.label()}, {imp.engine}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
                   f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT "
                   + (f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, ")
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
