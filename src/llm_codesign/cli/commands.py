@@ -731,17 +731,21 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         shown += fr[len(fr) - 1:] if fr and shown[-1] is not fr[-1] else []
         rows = [(f"{p['tok_s_per_user']:.1f}", f"{p['output_tok_s_per_gpu']:.0f}", f"{p['ttft_ms']:.0f}", f"{p['tpot_ms']:.2f}",
                  d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
-                 f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", drop_text(p.get("accuracy")))
+                 f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", drop_text(p.get("accuracy")),
+                 str(d["instance_gpus"] * d["replicas"]))
                 for p in shown for d in (p["deployment"],)]
-        columns = "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:k spec:k drop:k".split()
+        columns = "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:k spec:k drop:k GPUs:n".split()
         # the precision, speculation and accuracy columns where they differ between points; where every
         # point shares one, it is said once beneath (a frontier of one precision fits 80 columns so)
         shared = [i for i in (7, 8, 9) if len(rows) > 1 and len({row[i] for row in rows}) == 1]
-        keep = [i for i in range(len(columns)) if i not in shared]
+        # a range of GPUs (--gpus 8-16): each point's own count beside its plan, what its tok/s/GPU divides by (newc6 #20)
+        ranged = bool(r.get("min_gpus"))
+        keep = [i for i in (0, 1, 2, 3, 4, *((10,) if ranged else ()), 5, 6, 7, 8, 9) if i not in shared]
         notes = {7: "W/KV: weight / KV-cache precision.",
                  9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma); n/a: neither."}
         # the search's size on a line of its own, as design's title (a fold broke a figure from its unit)
-        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {names[r['gpu']]}, {r['backend']}, ISL/OSL {isl}/{osl}{hit}\n"
+        gpus = f"{r['min_gpus']}-{r['num_gpus']}" if ranged else f"{r['num_gpus']}"
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {gpus}x {names[r['gpu']]}, {r['backend']}, ISL/OSL {isl}/{osl}{hit}\n"
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)", " ".join(columns[i] for i in keep))
         for row in rows:
             t.add_row(*(row[i] for i in keep))
@@ -749,7 +753,9 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         if len(rows) < len(fr):
             con.print(f"{len(rows)} of {len(fr)} frontier points shown; --json or --csv for all", highlight=False)
         if rows:  # the key to the columns (an empty frontier says why below)
-            con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
+            con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan.", *(["GPUs: the point's, x times the plan's (tok/s/GPU divides by them)."]
+                                                                               if ranged else []),
+                                "batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
                       highlight=False)
             con.print(arrival_footer(r.get("arrival", DEFAULT_ARRIVAL)), highlight=False)  # the arrival its TTFT turns on (--arrival)
         if shared:

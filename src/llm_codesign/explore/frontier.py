@@ -159,6 +159,9 @@ class Frontier:
     calibration: object = field(default=None, repr=False, compare=False)
     # the best each SLO reaches over the fitting deployments (search.reachable), for the one line when none meets them
     reachable: dict = field(default_factory=dict, repr=False, compare=False)
+    # the fewest GPUs a point may take where a range was searched (`--gpus 8-16`: 8; num_gpus the most); None: every
+    # point takes num_gpus
+    min_gpus: int | None = None
 
     def to_dict(self, *, plot: bool = False) -> dict:
         """What `pareto --json` prints; with `plot`, the cloud and the ideal bound as well (what the
@@ -166,15 +169,20 @@ class Frontier:
         w = self.workload
         out = {"model": self.model, "gpu": self.gpu.id}
         if self.mode == "disaggregated":  # no prefix cache is priced there
-            out |= {"mode": self.mode, "num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl}
+            out |= {"mode": self.mode, **self.gpus(), "isl": w.isl, "osl": w.osl}
         else:
-            out |= {"num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl, "prefix_hit": w.prefix_hit, "arrival": w.arrival}
+            out |= {**self.gpus(), "isl": w.isl, "osl": w.osl, "prefix_hit": w.prefix_hit, "arrival": w.arrival}
         out |= {"backend": self.backend, "evaluated": self.evaluated, "fitting": self.fitting, "seconds": self.seconds,
                 "frontier": [p.to_dict() for p in self.points]}
         if self.fitting and not self.points and self.reachable:  # the SLOs filtered every fitting deployment: how near they came
             out["reachable"] = self.reachable
         out |= self.profile()  # last, where `pareto --json` put it before the Frontier kept it
         return (out | {"cloud": self.cloud, "roofline_bound": self.roofline_bound}) if plot else out
+
+    def gpus(self) -> dict:
+        """The GPUs searched: `max_gpus` the most a point takes, `min_gpus` the fewest where a range was searched (each
+        point's own: instance_gpus x replicas); `num_gpus` = max_gpus, the name the page and older scripts read."""
+        return {"num_gpus": self.num_gpus, "max_gpus": self.num_gpus, **({"min_gpus": self.min_gpus} if self.min_gpus else {})}
 
     def profile(self) -> dict:
         """What the answer records of the profile it was priced with (`calibration`), as export's header records it

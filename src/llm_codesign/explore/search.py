@@ -213,7 +213,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
     points = tuple(_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine) for j in front)
     points = with_energy(model, cal, points, workload)
-    return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=workload,
+    return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=workload, min_gpus=min(space.instance_gpus or (0,)) or None,
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
                         [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0), context=isl + osl / 2.0),
