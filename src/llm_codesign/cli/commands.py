@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    GRAPHS_NOTE,
     MAX_CONCURRENCY,
     on_gpus,
     MAX_GPUS,
@@ -758,6 +759,8 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
                                 "batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
                       highlight=False)
             con.print(arrival_footer(r.get("arrival", DEFAULT_ARRIVAL)), highlight=False)  # the arrival its TTFT turns on (--arrival)
+            if r.get("mode") != "disaggregated":
+                con.print(GRAPHS_NOTE, highlight=False)
         if shared:
             # a shared drop of "best" reads "drop none (the model's best precision)", not "drop best"
             said = {"-": "none", "best": "none (the model's best precision)", "n/a": f"n/a ({NO_ACCURACY})"}

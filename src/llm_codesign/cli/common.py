@@ -647,3 +647,10 @@ def on_gpus(model: str, instance_gpus: int, gpu_name: str, plan: str, replicas: 
     if replicas > 1:
         return f"{model} on {instance_gpus * replicas}x {gpu_name}: {replicas} replicas of {plan} ({instance_gpus} GPUs each)"
     return f"{model} on {instance_gpus}x {gpu_name}, {plan}"
+
+
+# beneath pareto's and compare's tables: the capture their points were priced with, which estimate's default is not
+# (TensorRT-LLM's LLM API captures 1-32, 64 and 128 unpadded: a point at batch 66 pasted into estimate ran eagerly,
+# TPOT 29.8 against the point's 19.6 ms, newc6 #4)
+GRAPHS_NOTE = ("CUDA graphs: every point priced with graphs padded up to its batch, as export writes them; estimate prices the "
+               "engine's default capture unless --cuda-graph-max-bs (pareto --json: each point's estimate_command)")

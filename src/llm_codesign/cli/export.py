@@ -456,6 +456,7 @@ def export_point(
     import json
 
     from llm_codesign.explore.export import engine_spec, point_config
+    from llm_codesign.explore.frontier import estimate_command
     from llm_codesign.outputs import write_text
     from llm_codesign.spec.plan import Deployment
 
@@ -486,5 +487,10 @@ def export_point(
                            calibration=r.get("calibration"), file_name=_file_name(out))
     write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(dep.backend)
-    _console(stderr=out == "-").print(f"wrote {dep.backend} configuration{_read_at(dep.backend, es['version'])} of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
-                     f"requests, max_num_tokens {rec['max_num_tokens']}, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
+    con = _console(stderr=out == "-")
+    con.print(f"wrote {dep.backend} configuration{_read_at(dep.backend, es['version'])} of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
+              f"requests, max_num_tokens {rec['max_num_tokens']}, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
+    # the estimate that prices the point again, its capture included (a frontier's JSON from before it carried one: built)
+    cmd = p.get("estimate_command") or estimate_command(r["model"], rec, isl=r.get("isl", 1024), osl=r.get("osl", 1024),
+                                                        prefix_hit=r.get("prefix_hit", 0.0), calibration=r.get("calibration"))
+    con.print(f"priced again by: {cmd}", highlight=False, soft_wrap=True)
