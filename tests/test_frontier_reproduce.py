@@ -48,22 +48,3 @@ def test_export_point_prints_the_estimate_that_prices_it(frontier, tmp_path):
     code, out, err = cli("export-point", str(f), "--index", "0", "-o", str(tmp_path / "x.yaml"))
     assert code == 0, err
     assert f"priced again by: {frontier['frontier'][0]['estimate_command']}" in out
-
-
-def test_estimate_says_a_reason_widening_metrics_by_different_factors_once():
-    # the newcomer's estimate of the point at its default capture (batch 66 runs eagerly): "no decode run without CUDA
-    # graphs" widened TTFT by x1.02/x1.03 and the decode metrics by x1.32/x1.52, and was printed as two rows
-    code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "2", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
-                         "--isl", "1024", "--osl", "1024", "--concurrency", "66")
-    assert code == 0, err
-    rows = [x for x in out.splitlines() if "no decode run without CUDA graphs" in x]
-    assert len(rows) == 1
-    assert "(TTFT x1.02/x1.03; TPOT, tok/s/user, tok/s/GPU x1.32/x1.52 at 80/95%)" in out
-
-
-def test_merged_reasons_keeps_one_factor_as_it_was():
-    from llm_codesign.render.intervals import merged_reasons
-
-    same = {m: {"widened": ["no serving run on any Hopper GPU (x1.08/x1.29 at 80/95%)"]} for m in ("ttft_ms", "tpot_ms")}
-    assert merged_reasons(same) == ["no serving run on any Hopper GPU (x1.08/x1.29 at 80/95%)"]
-    assert merged_reasons({"ttft_ms": {"widened": ["a reason without a factor"]}}) == ["a reason without a factor"]

@@ -1,8 +1,6 @@
 """A prediction's intervals (measure.intervals.band) as text: the CLI's rows and lines."""
 from __future__ import annotations
 
-import re
-
 from llm_codesign.measure.intervals import PREDICTABLE_SPAN
 
 UNITS = {"ttft_ms": " ms", "tpot_ms": " ms", "tok_s_per_user": "", "output_tok_s_per_gpu": ""}
@@ -92,32 +90,6 @@ def inline(result: dict, metric: str) -> str:
     return f"; {interval_text(b, metric, result[metric])}" if b else ""
 
 
-_FACTOR = re.compile(r" \((x[\d.]+/x[\d.]+) at 80/95%\)$")
-
-
-def merged_reasons(bands: dict) -> list[str]:
-    """Each reason the bands were widened for, once: one that widens the metrics by different factors (no decode run
-    without CUDA graphs: TTFT x1.02/x1.03, TPOT x1.32/x1.52) is one reason with each metric's factor, not a row per factor
-    (estimate printed it twice, newc6 #4)."""
-    from llm_codesign.measure.intervals import LABELS
-
-    by_text: dict[str, dict[str, list[str]]] = {}
-    for m, b in bands.items():
-        for x in b["widened"]:
-            hit = _FACTOR.search(x)
-            text, factor = (x[:hit.start()], hit[1]) if hit else (x, "")
-            by_text.setdefault(text, {}).setdefault(factor, []).append(LABELS[m])
-    out = []
-    for text, factors in by_text.items():
-        if len(factors) == 1:
-            factor = next(iter(factors))
-            out.append(f"{text} ({factor} at 80/95%)" if factor else text)
-        else:
-            each = "; ".join(", ".join(ms) + f" {f}" for f, ms in factors.items())
-            out.append(f"{text} ({each} at 80/95%)")
-    return out
-
-
 def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]:
     """The runs the intervals come from (named per metric where the metrics' differ), why a centre is shown
     where a prediction in `values` ({metric: value}) lies outside its 80% interval, and each reason they
@@ -125,9 +97,10 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
     from llm_codesign.measure.intervals import LABELS
 
     sources: dict[str, list[str]] = {}
+    reasons: list[str] = []
     for m, b in bands.items():
         sources.setdefault(f"from {b['source']}", []).append(LABELS[m])
-    reasons = merged_reasons(bands)
+        reasons += [x for x in b["widened"] if x not in reasons]
     one = len(sources) == 1
     centred = any(m in (values or {}) and off_centre(b, values[m]) for m, b in bands.items())
     caps = capped_bounds(bands)
