@@ -754,10 +754,9 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         if len(rows) < len(fr):
             con.print(f"{len(rows)} of {len(fr)} frontier points shown; --json or --csv for all", highlight=False)
         if rows:  # the key to the columns (an empty frontier says why below)
-            con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan.", *(["GPUs: the point's, x times the plan's (tok/s/GPU divides by them)."]
-                                                                               if ranged else []),
-                                "batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
-                      highlight=False)
+            gpus_key = ["GPUs: the point's, x times the plan's (tok/s/GPU divides by them)."] if ranged else []
+            con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan.", *gpus_key, "batch: requests per instance.",
+                                *(notes[i] for i in (7, 9) if i in keep)]), highlight=False)
             con.print(arrival_footer(r.get("arrival", DEFAULT_ARRIVAL)), highlight=False)  # the arrival its TTFT turns on (--arrival)
             if r.get("mode") != "disaggregated":
                 con.print(GRAPHS_NOTE, highlight=False)
