@@ -787,3 +787,29 @@ def test_isl_takes_inferencex_k():
     # the JSON API stays strict: a number of tokens, as lc.Workload takes it
     with pytest.raises(llm_codesign.InputError, match="isl: '1k' is not valid; a positive integer number of tokens"):
         llm_codesign.Workload(isl="1k")
+@pytest.mark.parametrize("args, typed, read_as, valid", [
+    # newc6 #24: `--kv-dtype fp4` was refused as "'nvfp4' is not valid", a value the user never typed
+    (["estimate", "llama-3.1-8b", "--gpu", "h100"], "fp4", "nvfp4",
+     "one of bf16, fp16, fp8: the KV-cache formats TensorRT-LLM runs on H100 SXM"),
+    (["compare", "llama-3.1-8b", "--gpu", "b200,mi355x", "--gpus", "1"], "FP4", "nvfp4",
+     "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI355X"),
+    (["pareto", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1"], "w4a16_mxfp4", "mxfp4",
+     "one of bf16, fp16, fp8: the KV-cache formats SGLang runs on MI300X"),
+    (["disagg", "deepseek-r1", "--gpu", "b200", "--prefill", "tp=8", "--decode", "tp=8", "--backend", "vllm"], "fp4", "nvfp4",
+     "one of bf16, fp16, fp8: the KV-cache formats vLLM runs on B200 for deepseek-r1's attention"),
+])
+def test_a_kv_format_read_through_an_alias_is_quoted_as_typed(args, typed, read_as, valid):
+    assert one_line_error([*args, "--kv-dtype", typed], "kv_dtype") == (
+        f"error: kv_dtype: '{typed}' (read as {read_as}) is not valid; {valid}")
+
+
+def test_a_name_read_through_an_alias_equals_its_name_and_pickles():
+    import pickle
+
+    from llm_codesign.spec.precision import DTYPES, get_dtype
+    d = get_dtype("fp4", "kv_dtype")
+    # it prices as nvfp4: equal Dtype, same hash, prints and serialises as nvfp4; only errors quote "fp4"
+    assert d == DTYPES["nvfp4"] and hash(d) == hash(DTYPES["nvfp4"]) and f"{d.name}" == "nvfp4"
+    assert json.dumps({"kv": d.name}) == '{"kv": "nvfp4"}'
+    assert pickle.loads(pickle.dumps(d.name)).typed == "fp4"
+    assert get_dtype("nvfp4").name.__class__ is str  # the canonical spelling carries nothing

@@ -1,6 +1,7 @@
 """A newcomer's first hour (newc5 #1, #7, #8, #9, #15, #22): the input surface of the page's JSON API, lc.deployment and
 the CLI says one thing in one line. Each test asserts the exact line a user reads, through the CLI, the API or the page."""
 import json
+import re
 
 import pytest
 from conftest import cli, hf_config, run
@@ -116,6 +117,18 @@ def test_estimate_prices_replicas_once():
                                               "and export take replicas; pareto searches copies)")
 
 
+def test_estimate_heading_counts_every_gpu_and_the_concurrency_per_replica_and_in_all():
+    """newc6 #21: "on 8x H200 SXM (x2 replicas)" read as 8 GPUs split in two; 2 replicas of TP8 price 2 x 8 = 16 GPUs and
+    64 requests each, 2 x 64 = 128 in all."""
+    code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8", "--concurrency", "64",
+                         "--replicas", "2")
+    assert code == 0, err
+    assert "llama-3.1-70b on 16x H200 SXM: 2 replicas of TP8 (8 GPUs each), W:fp8 A:fp8 KV:bf16, trtllm" in out
+    assert re.search(r"│ concurrency +│ +64 per replica \(128 in all\) │", out), out[:1500]
+    code, out, _ = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8", "--concurrency", "64")
+    assert code == 0 and "llama-3.1-70b on 8x H200 SXM, TP8, W:fp8" in out and re.search(r"│ concurrency +│ +64 │", out)
+
+
 def test_import_says_requests_per_instance_and_across_replicas(tmp_path):
     """#9: 48 per instance on 2 replicas is 96 in flight behind the load balancer."""
     out = tmp_path / "vllm.yaml"
@@ -125,7 +138,8 @@ def test_import_says_requests_per_instance_and_across_replicas(tmp_path):
     code, text, err = cli("import", str(out), "--isl", "2048", "--osl", "512", "--concurrency", "48")
     assert code == 0, err
     # the exported checkpoint is the registry's FP8 one (newfixE), which import names as that model
-    assert text.startswith("llama-3.1-70b-fp8 on 4x H100 SXM (x2 replicas), TP4, W:fp8 A:fp8 KV:fp8, vllm: 48 requests per instance "
+    # newc6 #21: the heading counts every GPU priced, 2 x 4 = 8, and what each copy is
+    assert text.startswith("llama-3.1-70b-fp8 on 8x H100 SXM: 2 replicas of TP4 (4 GPUs each), W:fp8 A:fp8 KV:fp8, vllm: 48 requests per instance "
                            "(96 across 2 replicas; --concurrency), ")
 
 

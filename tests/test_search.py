@@ -197,7 +197,9 @@ def test_frontier_priced_together_is_each_deployment_alone_bit_for_bit(model, gp
     """with_energy and point_breakdowns price a frontier's deployments of one precision together (plans as
     rows, loads as columns: _frontier_priced); each point's energy and operator rows are what pricing its
     deployment alone at its loads gives, to the last bit, and the breakdowns reuse the energy's pricing."""
-    from llm_codesign.explore.search import _frontier_priced, op_rows, point_breakdowns
+    from dataclasses import replace
+
+    from llm_codesign.explore.search import BATCHES, _frontier_priced, op_rows, point_breakdowns
     from llm_codesign.serve.aggregated import pdl_per_launch
     from llm_codesign.serve.energy import energy
     from llm_codesign.serve.metrics import decode_operators
@@ -206,7 +208,12 @@ def test_frontier_priced_together_is_each_deployment_alone_bit_for_bit(model, gp
     g, m = get_gpu(gpu), get_model(model)
     cal, wl = calibration_for(g), Workload(isl=1024, osl=1024)
     r = search(m, g, cal, SearchSpace(n, precisions=precs or ()), isl=1024, osl=1024)
-    deps = {p.deployment: [q for q in r.points if q.deployment == p.deployment] for p in r.points}
+    # each point's record carries its own capture (padded up to its batch per rank); the points of one plan are priced
+    # together at the search's largest capture (_frontier_priced), which misses no step of any of them
+    def planned(d):
+        return replace(d, cuda_graph_max_bs=int(BATCHES[-1]) if d.cuda_graph_max_bs else None)
+
+    deps = {planned(p.deployment): [q for q in r.points if planned(q.deployment) == planned(p.deployment)] for p in r.points}
     assert len(deps) > 1 and len(r.points) > len(deps)  # several plans, several at more than one load
     hits = _frontier_priced.cache_info().hits
     rows = point_breakdowns(m, cal, [(p.deployment, p.concurrency) for p in r.points], r.workload)

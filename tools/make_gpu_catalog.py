@@ -19,20 +19,20 @@ MISSING = "named in gpu-reference.yaml without a sources entry"
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "src" / "llm_codesign" / "data" / "gpus"
 
-# id, yaml key, family, aliases, NIC Gb/s per GPU (assumption, see nic_source), tile family
+# id, yaml key, family, aliases (with the names nvidia-smi / amd-smi print for it), NIC Gb/s per GPU (assumption, see nic_source), tile family
 ENTRIES = [
-    ("a100", "A100_SXM_80GB", "ampere", ["a100_sxm", "a100-sxm", "a100-80gb", "a100_sxm_80gb", "a100-sxm4-80gb"], 200, "ampere"),
-    ("h100", "H100_SXM", "hopper", ["h100_sxm", "h100-sxm", "h100-sxm5", "h100_sxm5", "h800"], 400, "hopper"),
-    ("h200", "H200_SXM", "hopper", ["h200_sxm", "h200-sxm", "h200-141gb"], 400, "hopper"),
-    ("b200", "B200", "blackwell", ["b200_sxm", "b200-sxm", "b200-180gb", "dgx-b200"], 400, "blackwell"),
+    ("a100", "A100_SXM_80GB", "ampere", ["a100_sxm", "a100-sxm", "a100-80gb", "a100_sxm_80gb", "a100-sxm4-80gb", "NVIDIA A100-SXM4-80GB"], 200, "ampere"),
+    ("h100", "H100_SXM", "hopper", ["h100_sxm", "h100-sxm", "h100-sxm5", "h100_sxm5", "h800", "H100-SXM5-80GB", "NVIDIA H100 80GB HBM3"], 400, "hopper"),
+    ("h200", "H200_SXM", "hopper", ["h200_sxm", "h200-sxm", "h200-141gb", "NVIDIA H200"], 400, "hopper"),
+    ("b200", "B200", "blackwell", ["b200_sxm", "b200-sxm", "b200-180gb", "dgx-b200", "NVIDIA B200"], 400, "blackwell"),
     ("gb200", "GB200_per_GPU", "blackwell", ["gb200_nvl72", "gb200-nvl72", "gb200_per_gpu"], 400, "blackwell"),
     ("b300", "B300", "blackwell", ["b300_sxm", "b300-sxm", "blackwell-ultra"], 800, "blackwell"),
     ("gb300", "GB300_per_GPU", "blackwell", ["gb300_nvl72", "gb300-nvl72", "gb300_per_gpu"], 800, "blackwell"),
-    ("l40s", "L40S", "ada", ["l40s_pcie", "l40s-48gb"], 200, "ampere"),
+    ("l40s", "L40S", "ada", ["l40s_pcie", "l40s-48gb", "NVIDIA L40S"], 200, "ampere"),
     ("rtx-pro-6000", "RTX_PRO_6000_Blackwell_Server", "blackwell_sm120", ["rtx_pro_6000", "rtxpro6000", "rtx-pro-6000-blackwell", "rtx_pro_6000_blackwell_server"], 400, "ampere"),
-    ("mi300x", "MI300X", "cdna3", ["mi300", "mi300x_oam"], 400, "cdna3"),
-    ("mi325x", "MI325X", "cdna3", ["mi325"], 400, "cdna3"),
-    ("mi355x", "MI355X", "cdna4", ["mi355"], 400, "cdna"),
+    ("mi300x", "MI300X", "cdna3", ["mi300", "mi300x_oam", "AMD Instinct MI300X"], 400, "cdna3"),
+    ("mi325x", "MI325X", "cdna3", ["mi325", "AMD Instinct MI325X"], 400, "cdna3"),
+    ("mi355x", "MI355X", "cdna4", ["mi355", "AMD Instinct MI355X"], 400, "cdna"),
 ]
 
 # the scale-out NIC per GPU where a vendor page or the runs' own scripts name it; elsewhere the Gb/s of ENTRIES is assumed

@@ -10,12 +10,37 @@ from typing import Callable
 MAX_NESTING = 64
 
 
+class Spelled(str):
+    """A name read through an alias (`--kv-dtype fp4` is nvfp4): equal to, hashed and printed as the name it was read as,
+    and remembering what the user typed, so an error quotes the user's spelling: "'fp4' (read as nvfp4)"."""
+
+    typed: str
+
+    def __new__(cls, name: str, typed: str):
+        s = super().__new__(cls, name)
+        s.typed = typed
+        return s
+
+    def __reduce__(self):  # pickles (the API's worker pool) as itself
+        return (Spelled, (str(self), self.typed))
+
+
+def quoted(value: object) -> str:
+    """`value` as an error quotes it: repr, and for a Spelled name read through an alias, what was typed and what it
+    was read as."""
+    typed = getattr(value, "typed", None)
+    if isinstance(value, Spelled) and typed is not None and str(typed).strip().lower() != str(value):
+        return f"{str(typed)!r} (read as {str(value)})"
+    return repr(str(value)) if isinstance(value, Spelled) else repr(value)
+
+
 class InputError(ValueError):
-    """Bad user input. The message names the field, the value and what would be valid."""
+    """Bad user input. The message names the field, the value (as the user spelled it: quoted) and what would be
+    valid."""
 
     def __init__(self, field: str, value: object, valid: str):
         self.field, self.value, self.valid = field, value, valid
-        super().__init__(f"{field}: {value!r} is not valid; {valid}")
+        super().__init__(f"{field}: {quoted(value)} is not valid; {valid}")
 
 
 class MissingInput(InputError):

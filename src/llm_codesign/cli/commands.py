@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    GRAPHS_NOTE,
     MAX_CONCURRENCY,
     MAX_GPUS,
     O_A,
@@ -50,6 +51,7 @@ from llm_codesign.cli.common import (
     check_paths,
     check_search_size,
     nothing_found,
+    on_gpus,
     tokens_option,
 )
 from llm_codesign.errors import InputError
@@ -272,8 +274,8 @@ def estimate(
     from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, duration, inline, one_token
 
     # the formats the model prices (Estimate.to_dict's precision_as_run, the web page's too)
-    copies = f" (x{replicas} replicas)" if replicas > 1 else ""  # import's wording of the same
-    t = Table(title=f"{m.name} on {dep.num_gpus}x {dep.gpu.name}{copies}, {r['plan']}, {r['precision_as_run']}, {dep.backend}", show_header=False)
+    t = Table(title=f"{on_gpus(m.name, dep.num_gpus, dep.gpu.name, r['plan'], replicas)}, {r['precision_as_run']}, {dep.backend}",
+              show_header=False)
     # identifiers (a checkpoint's id, a basis's source) wrap, never cut: piped at 80 columns the value column read
     # "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…" (rich's default overflow, "ellipsis"; newcomer review 2026-12-06 item 12)
     t.add_column("metric", overflow="fold")
@@ -282,7 +284,7 @@ def estimate(
     # the shape's size beside its speed (ModelSpec: every weight; active, what one token reads: top-k experts, the LM head
     # and not the input embedding's lookup), so an architect's "~30B active" reads off the row (`models --json` for a
     # bundled one's counts)
-    for k, v in (("parameters", f"{m.total_params / 1e9:.1f}B total, {m.active_params / 1e9:.1f}B active"), ("mode", r["mode"]), ("concurrency", r["concurrency"]), ("ISL / OSL", f"{isl} / {osl}"),
+    for k, v in (("parameters", f"{m.total_params / 1e9:.1f}B total, {m.active_params / 1e9:.1f}B active"), ("mode", r["mode"]), ("concurrency", _concurrency_text(r)), ("ISL / OSL", f"{isl} / {osl}"),
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  *((("replicas", _replicas_text(r["replicas"])),) if "replicas" in r else ()),
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", duration(r["ttft_ms"]) + inline(r, "ttft_ms")),
@@ -394,6 +396,12 @@ def _padded_row(m, dep, wl, r: dict, *, calibration) -> tuple:
     tpot = run(m, padded, wl, calibration=calibration).to_dict()["tpot_ms"]
     return (("TPOT, padded graphs", f"{duration(tpot, 'tpot_ms')} with cuda_graph_config enable_padding: true, max_batch_size "
              f"{padded.cuda_graph_max_bs} (as export writes it; --cuda-graph-max-bs {padded.cuda_graph_max_bs} here)"),)
+
+
+def _concurrency_text(r: dict):
+    """The concurrency row: the instance's, and with replicas "64 per replica (128 in all)", as import says it."""
+    d = r.get("replicas")
+    return f"{r['concurrency']:,} per replica ({d['concurrency']:,} in all)" if d and r["concurrency"] is not None else r["concurrency"]
 
 
 def _replicas_text(d: dict) -> str:
@@ -727,17 +735,21 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         # a value whose 95% interval spans more than x20 marked, as estimate says "not predictable here" (the footnote says it)
         rows = [(*(f"{p[k]:.{n}f}{unpredictable((p.get('intervals') or {}).get(k))}" for k, n in _FRONTIER_VALUES),
                  d["plan"], str(d["replicas"]), str(d["concurrency_per_instance"]), f"{d['weight_dtype']}/{d['kv_dtype']}",
-                 f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", drop_text(p.get("accuracy")))
+                 f"{d['spec']} k={d['draft_len']}" if d["spec"] else "-", drop_text(p.get("accuracy")),
+                 str(d["instance_gpus"] * d["replicas"]))
                 for p in shown for d in (p["deployment"],)]
-        columns = "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:k spec:k drop:k".split()
+        columns = "tok/s/user:n tok/s/GPU:n TTFT:n TPOT:n plan:t x:n batch:n W/KV:k spec:k drop:k GPUs:n".split()
         # the precision, speculation and accuracy columns where they differ between points; where every
         # point shares one, it is said once beneath (a frontier of one precision fits 80 columns so)
         shared = [i for i in (7, 8, 9) if len(rows) > 1 and len({row[i] for row in rows}) == 1]
-        keep = [i for i in range(len(columns)) if i not in shared]
+        # a range of GPUs (--gpus 8-16): each point's own count beside its plan, what its tok/s/GPU divides by (newc6 #20)
+        ranged = bool(r.get("min_gpus"))
+        keep = [i for i in (0, 1, 2, 3, 4, *((10,) if ranged else ()), 5, 6, 7, 8, 9) if i not in shared]
         notes = {7: "W/KV: weight / KV-cache precision.",
                  9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma); n/a: neither."}
         # the search's size on a line of its own, as design's title (a fold broke a figure from its unit)
-        t = _table(f"Pareto frontier{mode}: {r['model']} on {r['num_gpus']}x {names[r['gpu']]}, {r['backend']}, ISL/OSL {isl}/{osl}{hit}\n"
+        gpus = f"{r['min_gpus']}-{r['num_gpus']}" if ranged else f"{r['num_gpus']}"
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {gpus}x {names[r['gpu']]}, {r['backend']}, ISL/OSL {isl}/{osl}{hit}\n"
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)", " ".join(columns[i] for i in keep))
         for row in rows:
             t.add_row(*(row[i] for i in keep))
@@ -745,11 +757,14 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
         if len(rows) < len(fr):
             con.print(f"{len(rows)} of {len(fr)} frontier points shown; --json or --csv for all", highlight=False)
         if rows:  # the key to the columns (an empty frontier says why below)
-            con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan. batch: requests per instance.", *(notes[i] for i in (7, 9) if i in keep)]),
-                      highlight=False)
+            gpus_key = ["GPUs: the point's, x times the plan's (tok/s/GPU divides by them)."] if ranged else []
+            con.print(" ".join(["TTFT, TPOT: ms. x: instances of the plan.", *gpus_key, "batch: requests per instance.",
+                                *(notes[i] for i in (7, 9) if i in keep)]), highlight=False)
             con.print(arrival_footer(r.get("arrival", DEFAULT_ARRIVAL)), highlight=False)  # the arrival its TTFT turns on (--arrival)
             if line := unpredictable_footnote([p.get("intervals") for p in shown], [k for k, _ in _FRONTIER_VALUES]):
                 con.print(line, highlight=False)
+            if r.get("mode") != "disaggregated":
+                con.print(GRAPHS_NOTE, highlight=False)
         if shared:
             # a shared drop of "best" reads "drop none (the model's best precision)", not "drop best"
             said = {"-": "none", "best": "none (the model's best precision)", "n/a": f"n/a ({NO_ACCURACY})"}

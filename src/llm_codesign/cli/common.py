@@ -687,3 +687,19 @@ def nothing_found(results: list[dict], gpus_value, slo: dict) -> InputError:
                           + (f": {'; '.join(said)}" if said else "") + f" (loosen {flags})")
     return InputError("gpus", gpus_value, f"enough GPUs for {what} to fit: weights and KV cache exceed the memory of every plan "
                       "(more --gpus, or a smaller --weight-dtype / --kv-dtype)")
+
+
+def on_gpus(model: str, instance_gpus: int, gpu_name: str, plan: str, replicas: int = 1) -> str:
+    """A heading's "what on which GPUs": "llama-3.1-70b on 8x H200 SXM, TP8"; with replicas, every GPU the answer prices
+    and what each copy is, "on 16x H200 SXM: 2 replicas of TP8 (8 GPUs each)" (estimate and import; "8x ... (x2 replicas)"
+    read as 8 GPUs split in two, newc6 #21)."""
+    if replicas > 1:
+        return f"{model} on {instance_gpus * replicas}x {gpu_name}: {replicas} replicas of {plan} ({instance_gpus} GPUs each)"
+    return f"{model} on {instance_gpus}x {gpu_name}, {plan}"
+
+
+# beneath pareto's and compare's tables: the capture their points were priced with, which estimate's default is not
+# (TensorRT-LLM's LLM API captures 1-32, 64 and 128 unpadded: a point at batch 66 pasted into estimate ran eagerly,
+# TPOT 29.8 against the point's 19.6 ms, newc6 #4)
+GRAPHS_NOTE = ("CUDA graphs: every point priced with graphs padded up to its batch, as export writes them; estimate prices the "
+               "engine's default capture unless --cuda-graph-max-bs (pareto --json: each point's estimate_command)")

@@ -6,6 +6,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    GRAPHS_NOTE,
     O_ARRIVAL,
     O_BACKEND,
     O_CAL,
@@ -200,6 +201,7 @@ def compare(
               + " and plan are that deployment's; plan: x its instances, beneath the requests in flight in each."
               + (f" tok/s/user: {NO_DECODE}." if one else ""), highlight=False)
     con.print(arrival_footer(question.arrival), highlight=False)  # the arrival its TTFT turns on (--arrival, the searches price it)
+    con.print(GRAPHS_NOTE, highlight=False)
     # the GPUs whose interval is widened beyond the runs it came from (an H200 row has no serving run of its family):
     # pareto and estimate said so, compare did not, beside a B200 row whose band had no such stretch
     beyond: dict[str, list[str]] = {}

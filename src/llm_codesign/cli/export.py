@@ -10,6 +10,7 @@ import typer
 
 from llm_codesign.cli.common import (
     MAX_CONCURRENCY,
+    on_gpus,
     O_A,
     O_ACC,
     O_ADP,
@@ -449,8 +450,8 @@ def import_(
 
         d = imp.deployment
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
-        con.print(f"{imp.model.name} on {d.num_gpus}x {d.gpu.name}" + (f" (x{imp.replicas} replicas)" if imp.replicas > 1 else "")
-                  + f", {d.plan.label()}, {d.precision.label()}, {imp.engine}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
+        con.print(on_gpus(imp.model.name, d.num_gpus, d.gpu.name, d.plan.label(), imp.replicas)
+                  + f", {d.precision.label()}, {imp.engine}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
                   f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT "
                   + (f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, ")
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
@@ -488,6 +489,7 @@ def export_point(
     import json
 
     from llm_codesign.explore.export import engine_spec, point_config
+    from llm_codesign.explore.frontier import estimate_command
     from llm_codesign.outputs import write_text
     from llm_codesign.spec.plan import Deployment
 
@@ -523,5 +525,10 @@ def export_point(
                            calibration=r.get("calibration"), file_name=_file_name(out))
     write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(dep.backend)
-    _console(stderr=out == "-").print(f"wrote {dep.backend} configuration{_read_at(dep.backend, es['version'])} of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
-                     f"requests, max_num_tokens {rec['max_num_tokens']}, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
+    con = _console(stderr=out == "-")
+    con.print(f"wrote {dep.backend} configuration{_read_at(dep.backend, es['version'])} of point {index} ({rec['plan']}, {rec['concurrency_per_instance']} "
+              f"requests, max_num_tokens {rec['max_num_tokens']}, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
+    # the estimate that prices the point again, its capture included (a frontier's JSON from before it carried one: built)
+    cmd = p.get("estimate_command") or estimate_command(r["model"], rec, isl=r.get("isl", 1024), osl=r.get("osl", 1024),
+                                                        prefix_hit=r.get("prefix_hit", 0.0), calibration=r.get("calibration"))
+    con.print(f"priced again by: {cmd}", highlight=False, soft_wrap=True)

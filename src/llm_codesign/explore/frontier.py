@@ -9,6 +9,7 @@ import numpy as np
 
 from llm_codesign.cost.ffns import AITER_SWIGLU_BOUND
 from llm_codesign.serve.metrics import interval_columns
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.plan import Deployment, Workload
 from llm_codesign.spec.precision import executable
@@ -90,6 +91,38 @@ class DisaggPoint:
                 **({"intervals": self.intervals} if self.intervals is not None else {})}
 
 
+_PLAN_FLAGS = (("tp", "--tp"), ("pp", "--pp"), ("ep", "--ep"), ("moe_tp", "--moe-tp"), ("attention_dp", "--attention-dp"), ("kvp", "--kvp"))
+
+
+def estimate_command(model: str, rec: dict, *, isl: int, osl: int, prefix_hit: float = 0.0, arrival: str | None = None,
+                     calibration: object = None) -> str:
+    """The `estimate` command line that prices an aggregated frontier point again from its record (FrontierPoint.record:
+    plan, precisions, engine, step budget, CUDA-graph capture, speculation, requests per instance, replicas): a point
+    pasted into estimate without its capture priced TRT-LLM's default one (1-32, 64, 128), TPOT 29.8 against the point's
+    19.6 ms (newc6 #4). `pareto --json` gives it each point, `export-point` prints it."""
+    import shlex
+
+    words = ["llm-codesign", "estimate", model, "--gpu", rec["gpu"], "--gpus", str(rec["instance_gpus"])]
+    moe = rec.get("ep", 1) != 1 or rec.get("moe_tp", 1) != 1
+    words += [w for key, flag in _PLAN_FLAGS if key in ("tp", "pp") or rec.get(key, 1) != 1 or (moe and key in ("ep", "moe_tp"))
+              for w in (flag, str(rec[key]))]
+    words += ["--weight-dtype", rec["weight_dtype"], "--activation-dtype", rec["activation_dtype"], "--kv-dtype", rec["kv_dtype"],
+              "--backend", rec["backend"], "--max-num-tokens", str(rec["max_num_tokens"])]
+    if rec.get("spec"):
+        words += ["--spec", rec["spec"], "--draft-len", str(rec["draft_len"])]
+        words += (["--acceptance-rates", ",".join(f"{x:g}" for x in rec["acceptance_rates"])] if rec.get("acceptance_rates")
+                  else ["--acceptance", f"{rec['acceptance']:g}"] if rec.get("acceptance") else [])
+        words += ["--draft-model", rec["draft_model"]] if rec.get("draft_model") else []
+    words += ["--cpp"] if rec.get("cpp") else []
+    words += ["--cuda-graph-max-bs", str(rec["cuda_graph_max_bs"])] if rec.get("cuda_graph_max_bs") is not None else []
+    words += ["--isl", str(isl), "--osl", str(osl), "--concurrency", str(rec["concurrency_per_instance"])]
+    words += ["--replicas", str(rec["replicas"])] if rec.get("replicas", 1) > 1 else []
+    words += ["--prefix-hit", f"{prefix_hit:g}"] if prefix_hit else []
+    words += ["--arrival", arrival] if arrival else []
+    words += ["--calibration", calibration] if isinstance(calibration, str) else []
+    return shlex.join(words)
+
+
 def _flat(d: dict, prefix: str = "") -> dict:
     """A nested record as one level: a disaggregated point's `prefill` pool gives `prefill_plan`, `prefill_tp`, ..."""
     out = {}
@@ -159,6 +192,9 @@ class Frontier:
     calibration: object = field(default=None, repr=False, compare=False)
     # the best each SLO reaches over the fitting deployments (search.reachable), for the one line when none meets them
     reachable: dict = field(default_factory=dict, repr=False, compare=False)
+    # the fewest GPUs a point may take where a range was searched (`--gpus 8-16`: 8; num_gpus the most); None: every
+    # point takes num_gpus
+    min_gpus: int | None = None
 
     def to_dict(self, *, plot: bool = False) -> dict:
         """What `pareto --json` prints; with `plot`, the cloud and the ideal bound as well (what the
@@ -166,15 +202,29 @@ class Frontier:
         w = self.workload
         out = {"model": self.model, "gpu": self.gpu.id}
         if self.mode == "disaggregated":  # no prefix cache is priced there
-            out |= {"mode": self.mode, "num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl}
+            out |= {"mode": self.mode, **self.gpus(), "isl": w.isl, "osl": w.osl}
         else:
-            out |= {"num_gpus": self.num_gpus, "isl": w.isl, "osl": w.osl, "prefix_hit": w.prefix_hit, "arrival": w.arrival}
+            out |= {**self.gpus(), "isl": w.isl, "osl": w.osl, "prefix_hit": w.prefix_hit, "arrival": w.arrival}
         out |= {"backend": self.backend, "evaluated": self.evaluated, "fitting": self.fitting, "seconds": self.seconds,
-                "frontier": [p.to_dict() for p in self.points]}
+                "frontier": [self._point_dict(p) for p in self.points]}
         if self.fitting and not self.points and self.reachable:  # the SLOs filtered every fitting deployment: how near they came
             out["reachable"] = self.reachable
         out |= self.profile()  # last, where `pareto --json` put it before the Frontier kept it
         return (out | {"cloud": self.cloud, "roofline_bound": self.roofline_bound}) if plot else out
+
+    def _point_dict(self, p) -> dict:
+        """A point's to_dict, an aggregated one's with the estimate command that prices it again (estimate_command)."""
+        d = p.to_dict()
+        if self.mode == "disaggregated":
+            return d
+        w = self.workload
+        return d | {"estimate_command": estimate_command(self.model, d["deployment"], isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit,
+                                                          arrival=w.arrival if w.arrival != DEFAULT_ARRIVAL else None, calibration=self.calibration)}
+
+    def gpus(self) -> dict:
+        """The GPUs searched: `max_gpus` the most a point takes, `min_gpus` the fewest where a range was searched (each
+        point's own: instance_gpus x replicas); `num_gpus` = max_gpus, the name the page and older scripts read."""
+        return {"num_gpus": self.num_gpus, "max_gpus": self.num_gpus, **({"min_gpus": self.min_gpus} if self.min_gpus else {})}
 
     def profile(self) -> dict:
         """What the answer records of the profile it was priced with (`calibration`), as export's header records it

@@ -213,7 +213,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
     points = tuple(_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine) for j in front)
     points = with_energy(model, cal, points, workload)
-    return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=workload,
+    return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=workload, min_gpus=min(space.instance_gpus or (0,)) or None,
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
                         [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0), context=isl + osl / 2.0),
@@ -363,8 +363,12 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
     n_inst = int(grid.inst[ip])
     spec = space.spec.at(k) if space.spec and k else None
     budget = grid.budgets[int(c["budget"][j])]
+    # the capture its export writes, padded up to its own batch per rank (newc6 #4: the record said 16384, the search's
+    # largest); priced alike, as a capture at or above the batch misses no step (_frontier_priced prices them together)
+    graphs = point_graphs(engine, np.max(grid.batches), gpu=gpu, plan=sub, k=k)
     one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=engine.name, spec=spec,
-                     max_num_tokens=engine.step_tokens(gpu) if budget is None else budget, cuda_graph_max_bs=point_graphs(engine, np.max(grid.batches), gpu=gpu, plan=sub, k=k))
+                     max_num_tokens=engine.step_tokens(gpu) if budget is None else budget,
+                     cuda_graph_max_bs=None if graphs is None else int(grid.batches[ib]))
     vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")}
     # the frontier is what leaves the search: guarded here, not the whole space (issue 20)
     check_values(f"pareto {model.name} {sub.label()} on {n_inst}x{gpu.id}", vals, floor_s=weight_floor_s(model, one),
@@ -571,8 +575,12 @@ def _frontier_priced(model: ModelSpec, cal: Calibration, points: tuple, workload
     alone, tests/test_search.py); per point, (its group, its flat cell). DeepSeek-R1 on 32 GB200's 23
     frontier deployments: 2 evaluations, not 23 (0.31 -> 0.06 s)."""
     groups: dict[Serving, dict[Deployment, list[int]]] = {}
-    for i, (dep, _) in enumerate(points):
-        groups.setdefault(replace(Serving.of(dep), plan=Plan()), {}).setdefault(dep, []).append(i)
+    for i, (dep, conc) in enumerate(points):
+        # a capture at or above the point's batch per rank misses no step, as the search's largest batch (BATCHES) does, so
+        # the points of one plan at their own captures (_point) still price in one evaluation
+        cap, rank = dep.cuda_graph_max_bs, -(-int(conc) // int(np.asarray(dep.plan.adp).reshape(-1)[0]))
+        key = replace(Serving.of(dep), plan=Plan(), cuda_graph_max_bs=int(BATCHES[-1]) if cap and cap >= rank else cap)
+        groups.setdefault(key, {}).setdefault(dep, []).append(i)
     out: list = [None] * len(points)
     for at, deps in groups.items():
         width = max(len(idx) for idx in deps.values())

@@ -210,6 +210,28 @@ def _alias_table() -> dict[str, str]:
     return table
 
 
+HOWTO_NEW_GPU = "docs/howto/compare-gpus.md#a-gpu-that-is-not-in-the-catalog"
+
+
+@lru_cache(maxsize=1)
+def _not_in_catalog() -> dict[str, dict]:
+    """Known GPUs the catalog does not hold (data/gpus_not_in_catalog.toml: data-sheet figures), by each name normalised as
+    the catalog's ids are: refused as such, not matched onto a catalog GPU of other bandwidth and power."""
+    doc = tomllib.loads(resources.files("llm_codesign").joinpath("data/gpus_not_in_catalog.toml").read_text(encoding="utf-8"))
+    return {_norm(a): g for g in doc["gpu"] for a in (g["name"], *g["aliases"])}
+
+
+def not_in_catalog(known: dict) -> str:
+    """What to say of a known GPU the catalog lacks: the data-sheet figures where it differs from its nearest catalog GPU
+    (H100 PCIe against h100, the SXM: bandwidth 2 vs 3.35 TB/s, TDP 350 vs 700 W, SMs 114 vs 132) and how to write its .toml."""
+    near = catalog()[known["nearest"]]
+    pairs = (("memory", known["hbm_gb"], near.hbm_bytes / 1e9, "GB"), ("bandwidth", known["bandwidth_tb_s"], near.hbm_bandwidth_bytes_per_s / 1e12, "TB/s"),
+             ("TDP", known["tdp_w"], near.tdp_w, "W"), ("SMs" if near.vendor == "nvidia" else "CUs", known["sms"], near.sms, ""))
+    differs = ", ".join(f"{what} {a:g} vs {b:g}{' ' + unit if unit else ''}" for what, a, b, unit in pairs if abs(a - b) > 1e-9 * max(a, b))
+    return (f"a GPU in the catalog ({known['name']} is not in it: it differs from {near.id}, the {near.name}, in {differs or 'nothing listed'}; "
+            f"{known['source']}); write a GPU .toml from {near.id}'s with its figures and give its path ({HOWTO_NEW_GPU})")
+
+
 def get_gpu(name_or_path: str) -> Gpu:
     """A catalog id, a common spelling of it, or a path to the user's own GPU TOML."""
     if isinstance(name_or_path, PurePath):
@@ -233,6 +255,8 @@ def get_gpu(name_or_path: str) -> Gpu:
                              f"would take for this file's), e.g. my-{g.id}")
         return g
     gid = _alias_table().get(_norm(name_or_path))
+    if gid is None and (known := _not_in_catalog().get(_norm(name_or_path))) is not None:
+        raise InputError("gpu", name_or_path, not_in_catalog(known))
     if gid is None:
         near = list(dict.fromkeys(_alias_table()[a] for a in close_matches(_norm(name_or_path), _alias_table(), n=6)))[:2]
         raise InputError("gpu", name_or_path, did_you_mean(near) + "one of: " + ", ".join(catalog())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, Spelled
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,8 @@ def get_dtype(name: str, field: str = "dtype") -> Dtype:
     key = _ALIASES.get(key, key)
     if key not in DTYPES:
         raise InputError(field, name, "one of: " + ", ".join(DTYPES))
+    if key != str(name).strip().lower():  # read through an alias: keep the user's spelling for the errors that follow
+        return replace(DTYPES[key], name=Spelled(key, getattr(name, "typed", str(name))))
     return DTYPES[key]
 
 
