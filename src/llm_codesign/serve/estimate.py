@@ -134,6 +134,7 @@ class Estimate:
     intervals: dict | None = None
     moe_activation: str | None = None  # the format the MoE runs on at this load where AITER's switch takes it off A:'s
     eager_decode: EagerDecode | None = None  # where a decode step runs outside the CUDA graphs captured
+    request_cost: str | None = None  # where a fitted per-request cost is a material share of TTFT (request_cost_note)
 
     @property
     def fits(self) -> bool:
@@ -164,6 +165,8 @@ class Estimate:
             out["over_capacity"] = self.over_capacity
         if self.eager_decode is not None:  # absent where every decode step replays a CUDA graph
             out["eager_decode"] = self.eager_decode.to_dict()
+        if self.request_cost is not None:  # absent where no fitted per-request cost is a material share of TTFT
+            out["request_cost_note"] = self.request_cost
         if self.spec is not None:
             out["spec"] = asdict(self.spec)
         if self.breakdown is not None:
@@ -371,8 +374,31 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         breakdown=rows if breakdown else None,
         moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None),
         eager_decode=_eager_decode(dep, rows, priced["step_parts"], priced["time_parts"], batch=float(np.asarray(priced["time_parts"]["batch"], float).reshape(-1)[0]),
-                                   tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)))
+                                   tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)),
+        request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe))
     return check_estimate(model, est)
+
+
+# the share of TTFT from which an engine's fitted per-request cost is said on the answer (a reading choice, no measured
+# quantity: a tenth of TTFT is past every between-group term but the load's at 80%, intervals.toml [between])
+MATERIAL_SHARE = 0.10
+
+
+def request_cost_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float, moe: bool) -> str | None:
+    """Where an engine's fitted per-request cost (Engine.request_cost_fitted_on: SGLang's 24.9 ms) is MATERIAL_SHARE of
+    TTFT or more (its breakdown row, first/front_end), a line naming the cost, what it was fitted on and that its
+    mechanism is open (newc6 #1: a dense 8B on one H100 priced with the cost fitted on large-MoE runs); else None."""
+    fitted_on = dep.engine.request_cost_fitted_on
+    front = sum(o.time_s for o in rows if o.name == "first/front_end")
+    if not fitted_on or ttft_s <= 0 or front < MATERIAL_SHARE * ttft_s:
+        return None
+    per = cal.ttft_overhead(dep.engine.name)
+    outside = ("" if ("moe" if moe else "dense") in fitted_on else
+               f"; this {'MoE' if moe else 'dense'} model lies outside them, its intervals widened for it")
+    return (f"{front * 1e3:.0f} ms of TTFT ({front / ttft_s:.0%}) is {dep.engine.title}'s fitted per-request cost "
+            f"(ttft_overhead_s, {per * 1e3:.1f} ms a request, (q + 1) / 2 of it for q arriving together), fitted on "
+            f"{' and '.join({'moe': 'MoE', 'dense': 'dense'}[c] for c in fitted_on)} runs only ({dep.engine.request_cost_runs}); its mechanism is open (docs/modelling-notes.md#sglang-request-cost)"
+            + outside)
 
 
 def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
