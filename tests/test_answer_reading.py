@@ -106,9 +106,13 @@ def test_times_of_ten_seconds_or_more_read_in_seconds_and_hours():
     assert duration(6.554, "tpot_ms") == "6.55 ms"
     b = {"lo80": 6.48e6, "hi80": 2.66e7, "lo95": 739220.0, "hi95": 215376490.0, "centre": 1.3e7}
     # 739220 ms = 739 s; 215376490 ms = 59.8 h; 6.48e6 ms = 1.8 h
-    assert interval_text(b, "ttft_ms") == "80%: 1.8-7.4 h, 95%: 739 s-59.8 h (not predictable here: 95% spans x291)"  # 215376490 / 739220
-    # the cause is said only where the band was widened for a reason (measure.intervals.reasons)
-    assert interval_text(b | {"widened": ["x"]}, "ttft_ms") == "80%: 1.8-7.4 h, 95%: 739 s-59.8 h (not predictable here: 95% spans x291; no measured run like it)"
+    # 215376490 / 739220 = x291 past x20: no interval, its 80% span 2.66e7 / 6.48e6 = 4.1 (newc6 #13)
+    assert interval_text(b, "ttft_ms") == "no interval: the runs like it are too few or too spread (80% spans x4.1: 1.8-7.4 h)"
+    # the cause is said where the band was widened for a reason (measure.intervals.reasons), each by name
+    assert interval_text(b | {"widened": ["x", "y"]}, "ttft_ms").endswith("(80% spans x4.1: 1.8-7.4 h); beyond its runs: x; y")
+    # 6e7 / 6e6 = 10, under x20: both intervals (6e6 ms = 1.7 h, 6e7 ms = 16.7 h)
+    assert interval_text(b | {"lo95": 6e6, "hi95": 6e7}, "ttft_ms") == "80%: 1.8-7.4 h, 95%: 1.7-16.7 h"
+
     assert short({"intervals": {"ttft_ms": b | {"lo95": 1e6}}}, "ttft_ms") == " (80%: 1.8-7.4 h)"
     assert short({"intervals": {"ttft_ms": {"lo80": 95.0, "hi80": 160.0}}}, "ttft_ms") == " (80%: 95.0-160)"  # ms unsaid, as before
 
@@ -148,7 +152,7 @@ def test_a_rates_bounds_stop_at_the_ideal_step_in_every_consumer():
                 "GPUs allow at the batch that runs (the weights and the KV cache of each request at its mean context a step "
                 "reads over HBM bandwidth, or its FLOPs at peak; for TTFT, one prefill of the prompt so, mostly its FLOPs)")
     far = json.loads(cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "100000", "--json")[1])["intervals"]
-    assert far["ttft_ms"]["widened"] and "not predictable here: 95% spans x" in interval_text(far["ttft_ms"], "ttft_ms")
+    assert far["ttft_ms"]["widened"] and interval_text(far["ttft_ms"], "ttft_ms").startswith("no interval: ")
     # mix carries the same ceiling at its batch
     mix = json.loads(cli("mix", "llama-3.1-8b", "--gpu", "h100", "--isl-dist", "fixed:1024", "--osl-dist", "fixed:1024",
                          "--concurrency", "1", "--json")[1])["intervals"]
@@ -201,10 +205,16 @@ def test_mix_shows_its_80_percent_intervals_and_their_basis():
 
 def test_an_interval_wider_than_twentyfold_is_not_predictable_here():
     wide = {"lo80": 60.0, "hi80": 2000.0, "lo95": 24.0, "hi95": 25869.0, "centre": 300.0}  # disagg's, the review's
-    # 25869 / 24 = 1077.9 -> x1078; newc5 #17's 487 ms-32.7 s: 67.1 -> x67; 479 / 24 = 19.96, under x20: a number
-    assert interval_text(wide, "ttft_ms") == "80%: 60.0-2000 ms, 95%: 24.0 ms-25.9 s (not predictable here: 95% spans x1078)"
-    assert interval_text(wide | {"lo95": 487.0, "hi95": 32700.0}, "ttft_ms").endswith("(not predictable here: 95% spans x67)")
-    assert "not predictable" not in interval_text(wide | {"hi95": 479.0}, "ttft_ms")
+    # 25869 / 24 = 1077.9 past x20: no interval, the 95% bounds left out (newc6 #13), the 80%'s 2000 / 60 = 33.3 -> x33;
+    # newc5 #17's 487 ms-32.7 s: 67.1, none either; 479 / 24 = 19.96, under x20: both intervals
+    assert interval_text(wide, "ttft_ms") == "no interval: the runs like it are too few or too spread (80% spans x33: 60.0-2000 ms)"
+    assert interval_text(wide | {"lo95": 487.0, "hi95": 32700.0}, "ttft_ms").startswith("no interval")
+    assert interval_text(wide | {"hi95": 479.0}, "ttft_ms") == "80%: 60.0-2000 ms, 95%: 24.0-479 ms"
+    # a bound at the ideal step is the roofline's floor, not the runs' spread: said so (153 ms, disagg's 8 requests)
+    assert interval_text(wide | {"hi95": 479.0, "lo95": 24.0, "lo80": 24.0, "capped": 24.0}, "ttft_ms") == (
+        "80%: 24.0 ms (floor)-2000 ms, 95%: 24.0 ms (floor)-479 ms")
+    assert interval_text({"lo80": 100.0, "hi80": 220.0, "lo95": 90.0, "hi95": 220.0, "capped": 220.0}, "output_tok_s_per_gpu") == (
+        "80%: 100-220 (ceiling), 95%: 90.0-220 (ceiling)")
 
 
 @pytest.mark.parametrize("columns", [80, 50])

@@ -284,7 +284,7 @@ def estimate(
     # the shape's size beside its speed (ModelSpec: every weight; active, what one token reads: top-k experts, the LM head
     # and not the input embedding's lookup), so an architect's "~30B active" reads off the row (`models --json` for a
     # bundled one's counts)
-    for k, v in (("parameters", f"{m.total_params / 1e9:.1f}B total, {m.active_params / 1e9:.1f}B active"), ("mode", r["mode"]), ("concurrency", _concurrency_text(r)), ("ISL / OSL", f"{isl} / {osl}"),
+    for k, v in (("parameters", f"{m.total_params / 1e9:.1f}B total, {m.active_params / 1e9:.1f}B active"), ("mode", r["mode"]), ("concurrency", _knee_text(r) if r.get("offline_knee") else _concurrency_text(r)), ("ISL / OSL", f"{isl} / {osl}"),
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  *((("replicas", _replicas_text(r["replicas"])),) if "replicas" in r else ()),
                  ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", duration(r["ttft_ms"]) + inline(r, "ttft_ms")),
@@ -317,6 +317,8 @@ def estimate(
         t.add_row(k, v)
     for note in r["precision_notes"]:
         t.add_row("precision as run", f"[yellow]{note}[/yellow]")
+    if "request_cost_note" in r:  # an engine's fitted per-request cost, a material share of TTFT (serve.estimate.request_cost_note)
+        t.add_row("fitted request cost", f"[yellow]{r['request_cost_note']}[/yellow]")
     for note in scale_block_notes(m, dep.precision):  # lint R4 on the format it runs: a width its scale blocks miss
         t.add_row("shape as run", f"[yellow]{note}[/yellow]")
     for k, v in basis_rows(r["intervals"], r):
@@ -402,6 +404,19 @@ def _concurrency_text(r: dict):
     """The concurrency row: the instance's, and with replicas "64 per replica (128 in all)", as import says it."""
     d = r.get("replicas")
     return f"{r['concurrency']:,} per replica ({d['concurrency']:,} in all)" if d and r["concurrency"] is not None else r["concurrency"]
+
+
+def _knee_text(r: dict) -> str:
+    """The concurrency, offline with the knee it is (serve.estimate.offline_knee): 'batch 1504 (the largest batch that fits is 2453;
+    2453 gives +3% at 1.6x the TPOT; ...)'."""
+    k = r.get("offline_knee")
+    if k is None:
+        return str(r["concurrency"])
+    if k["max_batch"] == k["batch"]:
+        return f"batch {k['batch']} (the most tok/s/GPU)"
+    where = f"the largest batch that fits is {k['max_batch']}" if k["kv_full"] else f"the most tok/s/GPU at {k['max_batch']}"
+    return (f"batch {k['batch']} ({where}; {k['max_batch']} gives +{k['gain']:.0%} at {k['tpot_ratio']:.1f}x the TPOT; "
+            f"the smallest batch within {k['fraction']:.0%} of the most tok/s/GPU)")
 
 
 def _replicas_text(d: dict) -> str:

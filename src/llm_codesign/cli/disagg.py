@@ -144,12 +144,14 @@ def disagg(
     for note in r["notes"]:  # a decode batch the workers' CUDA graphs miss runs eagerly: serve.disagg._eager_note's line, in yellow
         lit = note.startswith(("CUDA graphs: ", "Piecewise CUDA graphs: "))
         _console().print(f"[yellow]{note}[/yellow]" if lit else note, highlight=False, markup=lit)
-    from llm_codesign.render.intervals import CENTRE, basis_rows, interval_text, off_centre
+    from llm_codesign.render.intervals import CENTRE, basis_rows, duration, interval_text, off_centre, uninformative
 
     for row in r["rows"]:
         # a widened band says where its widening is named (beyond the runs, below), not "no measured run like it" above
         # the runs it is drawn from
-        b = {m: interval_text(row["intervals"][m], m, row[m], reasons_below=True) for m in ("ttft_ms", "tpot_ms") if m in row["intervals"]}
+        # one with no interval (render.intervals.no_interval) after its value, which the table holds but the line then reads alone
+        b = {m: (f"{duration(row[m], m)}; " if uninformative(row["intervals"][m]) else "")
+             + interval_text(row["intervals"][m], m, row[m], reasons_below=True) for m in ("ttft_ms", "tpot_ms") if m in row["intervals"]}
         _console().print(f"{row['concurrency']} request{'s' if row['concurrency'] != 1 else ''}: TTFT {b['ttft_ms']}"
                          + (f"; TPOT {b['tpot_ms']}" if "tpot_ms" in b else ""), highlight=False)
     if any(off_centre(row["intervals"][m], row[m]) for row in r["rows"] for m in ("ttft_ms", "tpot_ms") if m in row["intervals"]):

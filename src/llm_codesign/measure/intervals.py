@@ -710,6 +710,8 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
     if lent:  # said with the MoE reason it explains (one line, one term), or alone where the family had a MoE table
         i = next((i for i, w in enumerate(out) if w.kind == "moe"), None)
         out = out + [Widening("moe", lent)] if i is None else [*out[:i], Widening("moe", f"{out[i].what}; {lent}"), *out[i + 1:]]
+    if (fitted := request_cost_outside(ctx)) is not None:
+        out.append(Widening("model", fitted))
     if ctx.spec:
         t = table.get("between", {}).get("spec", {})
         # one group (intervals.toml [between] spec: 7 published runs, groups = 1) measures no between-group term: said
@@ -725,6 +727,25 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
                    f"TTFT x{math.exp(-ctx.eager_ttft[0]):.2f} / x{math.exp(ctx.eager_ttft[1]):.2f} (the decode steps it "
                    "waits out): each side of the band widens by its own end's move, in quadrature on top of the others"))
     return out
+
+
+# the metrics a decode step alone sets, which a per-request cost before the prefill does not move (request_cost_outside)
+DECODE_ONLY = ("tpot_ms", "tok_s_per_user")
+
+
+def request_cost_outside(ctx: Context) -> str | None:
+    """Where the engine's fitted per-request cost (Engine.request_cost_fitted_on: SGLang's, fitted on MoE runs alone) is
+    priced on a model of another class, that in words; else None. Widened by the model term (held-out models: the
+    closest folds measure to a fitted engine cost carried to models unlike its runs; newc6 #1)."""
+    from llm_codesign.spec.engines import ENGINES
+
+    e = ENGINES.get(ctx.engine)
+    classes = getattr(e, "request_cost_fitted_on", ())
+    if not classes or ctx.model_class in classes:
+        return None
+    name = {"moe": "MoE", "dense": "dense"}
+    return (f"{engine_title(ctx.engine)}'s per-request cost (ttft_overhead_s) fitted on {' and '.join(name[c] for c in classes)} "
+            f"runs alone, its mechanism open: priced here on a {name.get(ctx.model_class, ctx.model_class)} model")
 
 
 def _family_text(ctx: Context, table: dict, run: str, fam: str) -> str:
@@ -874,7 +895,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     merges them; empty inside the envelope)}."""
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
-    why = reasons(found, t)
+    # a fitted per-request cost outside its model classes moves TTFT and, through a wave's cycle, tok/s/GPU: not a step's
+    why = [w for w in reasons(found, t) if metric not in DECODE_ONLY or w.what != request_cost_outside(found)]
     k_lo, k_hi = with_eager(between([w.kind for w in why if w.kind != "eager"], t, own=mine, levels=levels), found, metric)
     v = np.asarray(value, float)
     out, lo, hi = {}, math.inf, -math.inf

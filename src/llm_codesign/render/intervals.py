@@ -1,6 +1,8 @@
 """A prediction's intervals (measure.intervals.band) as text: the CLI's rows and lines."""
 from __future__ import annotations
 
+import re
+
 from llm_codesign.measure.intervals import PREDICTABLE_SPAN
 
 UNITS = {"ttft_ms": " ms", "tpot_ms": " ms", "tok_s_per_user": "", "output_tok_s_per_gpu": ""}
@@ -68,13 +70,51 @@ def off_centre(b: dict, value: float) -> bool:
 
 def interval_text(b: dict, metric: str, value: float | None = None, *, reasons_below: bool = False) -> str:
     """'80%: 95-160 ms, 95%: 80-210 ms': a metric's intervals (measure.intervals.band) at a precision that reads;
-    with ', centred on 120 ms' where the prediction `value` lies outside the 80% one. `reasons_below`: the reasons a
-    band was widened for are listed beneath (UNLIKE_BELOW_TEXT, disagg's)."""
+    with ', centred on 120 ms' where the prediction `value` lies outside the 80% one; a bound at the ideal step
+    (b["capped"]) reads '(floor)' / '(ceiling)', not as an error band. Past UNINFORMATIVE, no interval (no_interval).
+    `reasons_below`: the runs the band is drawn from are listed beneath (disagg's)."""
+    if uninformative(b):
+        return no_interval(b, metric, reasons_below=reasons_below)
     f = (lambda x: " ".join(_duration(x, metric))) if UNITS[metric] else _fmt(metric)
     centre = f", centred on {f(b['centre'])}" if value is not None and off_centre(b, value) else ""
-    unlike = UNLIKE_BELOW_TEXT if reasons_below else UNLIKE_TEXT
-    return (f"80%: {_range(metric, b['lo80'], b['hi80'])}, 95%: {_range(metric, b['lo95'], b['hi95'])}{centre}"
-            + ((unlike if b.get("widened") else UNINFORMATIVE_TEXT).format(span=b["hi95"] / b["lo95"]) if uninformative(b) else ""))
+    return f"80%: {_capped_range(b, metric, '80')}, 95%: {_capped_range(b, metric, '95')}{centre}"
+
+
+# newc6 #13 (branch bands): past PREDICTABLE_SPAN the 95% bounds ("153 ms-123 s", "22.8 s-10.4 h") are left out of the
+# text (--json keeps them, predictable false); the 80% span says how spread, the reasons what the answer lies beyond
+NO_INTERVAL_TEXT = "no interval: the runs like it are too few or too spread (80% spans x{span}: {range})"
+
+
+def _capped_range(b: dict, metric: str, lvl: str) -> str:
+    """_range of level `lvl`, a bound at the ideal step (measure.intervals.capped) marked '(floor)' below, '(ceiling)'
+    above: the roofline's limit, not the runs' spread (newc6 #13: TTFT's 153 ms read as an error band's end)."""
+    lo, hi, cap = b[f"lo{lvl}"], b[f"hi{lvl}"], b.get("capped")
+    text = _range(metric, lo, hi)
+    if cap is None or cap not in (lo, hi):
+        return text
+    if cap != lo:
+        return f"{text} (ceiling)"
+    if metric not in ("ttft_ms", "tpot_ms"):
+        return f"{_fmt(metric)(lo)} (floor)-{_fmt(metric)(hi)}"
+    return f"{' '.join(_duration(lo, metric))} (floor)-{' '.join(_duration(hi, metric))}"
+
+
+def no_interval(b: dict, metric: str, *, reasons_below: bool = False) -> str:
+    """'no interval: the runs like it are too few or too spread (80% spans x22: 153 ms (floor)-3309 ms); beyond its
+    runs: ...': an answer whose 95% interval spans more than UNINFORMATIVE, with each reason it was widened for (without
+    their factors), or where none, the runs it is drawn from (named beneath, `reasons_below`, or in the basis rows)."""
+    x = b["hi80"] / b["lo80"] if b["lo80"] > 0 else float("inf")
+    out = NO_INTERVAL_TEXT.format(span=f"{x:.1f}" if x < 10 else f"{x:.0f}", range=_capped_range(b, metric, "80"))
+    why = [_plain(w) for w in b.get("widened") or []]
+    if why:
+        return f"{out}; beyond its runs: {'; '.join(dict.fromkeys(why))}"
+    return out + ("; its runs: the basis below" if reasons_below else "")
+
+
+def _plain(w) -> str:
+    """A reason (measure.intervals.Widening, or its text from JSON) without its factors ' (x1.08/x1.29 at 80/95%)':
+    the extrapolation alone."""
+    return re.sub(r" \(x[0-9.]+(/x[0-9.]+)* at [0-9/]+%\)$", "", str(w))
 
 
 def short(result: dict, metric: str) -> str:
@@ -103,7 +143,8 @@ def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]
         reasons += [x for x in b["widened"] if x not in reasons]
     one = len(sources) == 1
     centred = any(m in (values or {}) and off_centre(b, values[m]) for m, b in bands.items())
-    caps = capped_bounds(bands)
+    # the bounds printed: a band with no interval prints its 80% alone (no_interval)
+    caps = [c for m, b in bands.items() for c in capped_bounds({m: b}, levels=("80",) if uninformative(b) else ("80", "95"))]
     return ([("interval basis" if one else f"basis: {', '.join(ms)}", src) for src, ms in sources.items()]
             + ([("centred on", CENTRE)] if centred else [])
             + ([("bounds capped", f"{', '.join(caps)}: {CAPPED_TEXT}")] if caps else [])

@@ -134,6 +134,8 @@ class Estimate:
     intervals: dict | None = None
     moe_activation: str | None = None  # the format the MoE runs on at this load where AITER's switch takes it off A:'s
     eager_decode: EagerDecode | None = None  # where a decode step runs outside the CUDA graphs captured
+    request_cost: str | None = None  # where a fitted per-request cost is a material share of TTFT (request_cost_note)
+    knee: dict | None = None  # offline: the batch chosen and the maximum it leaves (offline_knee)
 
     @property
     def fits(self) -> bool:
@@ -164,6 +166,10 @@ class Estimate:
             out["over_capacity"] = self.over_capacity
         if self.eager_decode is not None:  # absent where every decode step replays a CUDA graph
             out["eager_decode"] = self.eager_decode.to_dict()
+        if self.knee is not None:  # offline: the knee chosen, and the most tok/s/GPU's batch it leaves (offline_knee)
+            out["offline_knee"] = self.knee
+        if self.request_cost is not None:  # absent where no fitted per-request cost is a material share of TTFT
+            out["request_cost_note"] = self.request_cost
         if self.spec is not None:
             out["spec"] = asdict(self.spec)
         if self.breakdown is not None:
@@ -348,9 +354,9 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     max_conc = int(r.max_concurrency.reshape(-1)[0])
     if max_conc < 1:
         _refuse_unfit(dep, r, model, workload, cal)
-    concurrency = workload.concurrency
+    concurrency, knee = workload.concurrency, None
     if concurrency is None:
-        concurrency = int(grid[int(np.argmax(np.where(r.fits, r.output_tok_s_per_gpu, -1)))])
+        concurrency, knee = offline_knee(r, grid)
         mode = "offline-max-throughput"
     else:
         mode = "concurrency"
@@ -379,8 +385,54 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         breakdown=rows if breakdown else None,
         moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None),
         eager_decode=_eager_decode(dep, rows, priced["step_parts"], priced["time_parts"], batch=float(np.asarray(priced["time_parts"]["batch"], float).reshape(-1)[0]),
-                                   tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)))
+                                   tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)),
+        request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe), knee=knee)
     return check_estimate(model, est)
+
+
+# offline's operating point: the smallest batch within KNEE_FRACTION of the most tok/s/GPU any batch that fits gives
+# (newc6 #9: MI300X 70B on SGLang took the KV-full 2,453 requests, TTFT 87.6 s, TPOT 270 ms, for +14% over 512). 3%: under
+# half the tool's median tok/s/GPU-setting error (TPOT median APE 6.4-7.9%, README), so a larger batch's gain past it is
+# one the model cannot tell from its own error, while every latency grows with the batch; the 80% band of the maximum
+# (678-1268 tok/s/GPU there) would take a batch far down the curve. The engine's default running-batch cap bounds "fits"
+# already (Engine.max_batch: vLLM's max_num_seqs 1024/256, SGLang's request pool 2048-4096, ATOM's 512, TensorRT-LLM's 4096)
+KNEE_FRACTION = 0.03
+
+
+def offline_knee(r, grid) -> tuple[int, dict]:
+    """(batch, what it leaves): the smallest batch of `grid` whose tok/s/GPU is within KNEE_FRACTION of the largest of
+    those that fit (`r`, evaluate's over the grid), with the maximum's batch, its gain over the knee and its TPOT over
+    the knee's; `kv_full` whether the maximum's batch is the largest that fits (the KV cache's or the engine's limit)."""
+    tok = np.where(r.fits, r.output_tok_s_per_gpu, -1.0).reshape(-1)
+    top = int(np.argmax(tok))
+    knee = int(np.flatnonzero(tok >= (1.0 - KNEE_FRACTION) * tok[top])[0])
+    tpot = np.asarray(r.tpot_s, float).reshape(-1)
+    fits = np.flatnonzero(np.asarray(r.fits).reshape(-1))
+    return int(grid[knee]), {"batch": int(grid[knee]), "max_batch": int(grid[top]), "gain": float(tok[top] / tok[knee] - 1.0),
+                             "tpot_ratio": float(tpot[top] / tpot[knee]), "fraction": KNEE_FRACTION,
+                             "kv_full": bool(fits.size and top == fits[-1])}
+
+
+# the share of TTFT from which an engine's fitted per-request cost is said on the answer (a reading choice, no measured
+# quantity: a tenth of TTFT is past every between-group term but the load's at 80%, intervals.toml [between])
+MATERIAL_SHARE = 0.10
+
+
+def request_cost_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float, moe: bool) -> str | None:
+    """Where an engine's fitted per-request cost (Engine.request_cost_fitted_on: SGLang's 24.9 ms) is MATERIAL_SHARE of
+    TTFT or more (its breakdown row, first/front_end), a line naming the cost, what it was fitted on and that its
+    mechanism is open (newc6 #1: a dense 8B on one H100 priced with the cost fitted on large-MoE runs); else None."""
+    fitted_on = dep.engine.request_cost_fitted_on
+    front = sum(o.time_s for o in rows if o.name == "first/front_end")
+    if not fitted_on or ttft_s <= 0 or front < MATERIAL_SHARE * ttft_s:
+        return None
+    per = cal.ttft_overhead(dep.engine.name)
+    outside = ("" if ("moe" if moe else "dense") in fitted_on else
+               f"; this {'MoE' if moe else 'dense'} model lies outside them, its intervals widened for it")
+    return (f"{front * 1e3:.0f} ms of TTFT ({front / ttft_s:.0%}) is {dep.engine.title}'s fitted per-request cost "
+            f"(ttft_overhead_s, {per * 1e3:.1f} ms a request, (q + 1) / 2 of it for q arriving together), fitted on "
+            f"{' and '.join({'moe': 'MoE', 'dense': 'dense'}[c] for c in fitted_on)} runs only ({dep.engine.request_cost_runs}); its mechanism is open (docs/modelling-notes.md#sglang-request-cost)"
+            + outside)
 
 
 def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:

@@ -187,6 +187,11 @@ class Engine(ABC):
     # tokenising), which in a closed loop runs while the engine runs the steps a new request waits out anyway
     # (serve.aggregated.front_end_wait); only an engine whose module cites such a front end says so
     request_cost_overlaps_wait: ClassVar[bool] = False
+    # the model classes ("dense", "moe") of the runs its per-request cost (ttft_overhead_s) was fitted on, where it is
+    # fitted; () where it is held at default.toml's documented front end (measure.calibrate.DOCUMENTED): an answer
+    # outside them says so and is widened (serve.estimate.request_cost_note, measure.intervals.reasons; newc6 #1)
+    request_cost_fitted_on: ClassVar[tuple[str, ...]] = ()
+    request_cost_runs: ClassVar[str] = ""  # those runs in words
     # whether its scheduler may hold a context request under attention DP to balance the ranks (adp_wait_steps);
     # an engine that dispatches each request to a rank at once and never holds it says so in its module: its
     # adp_wait_steps is a structural zero, neither charged nor fitted

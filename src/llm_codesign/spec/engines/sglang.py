@@ -113,6 +113,12 @@ class SGLangEngine(Engine):
     # end tokenises: ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534), it does not grow with the prompt, and it is paid on top
     # of the wait in both campaigns (docs/modelling-notes.md#sglang-request-cost, #request-overhead-overlap): added as before
     request_cost_overlaps_wait = False
+    # that cost (fitted.toml [default.ttft_overhead_s] sglang, 24.9 ms) is fitted on MoE runs alone: every SGLang row of
+    # the shipped aggregated runs is one (counted 2026-12-07: clean sample DeepSeek-R1 144, DeepSeek-V3 31, GLM-5 38,
+    # Qwen3.5-397B 156; InferenceX DeepSeek-R1-0528 325 on Blackwell, 238 on MI355X), behind Dynamo's or InferenceX's
+    # front end; its mechanism is open (docs/modelling-notes.md#sglang-request-cost)
+    request_cost_fitted_on = ("moe",)
+    request_cost_runs = "DeepSeek-R1/V3, GLM-5 and Qwen3.5-397B on Blackwell and MI355X"
 
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
         """Padded graphs up to graph_max_bs (its memory and TP rule), speculative or not: the spec list

@@ -369,10 +369,21 @@ const tableTime = (ms, d = 1) => (ms < 10000 ? fix(ms, d) : dur("ttft_ms", ms).j
 // a prediction's time (render/intervals.py duration): ms to 0.1 (TPOT 0.01) below 10 s, then seconds and hours
 const durValue = (k, ms) => (ms < 10000 ? `${fix(ms, k === "tpot_ms" ? 2 : 1)} ms` : dur(k, ms).join(" "));
 // render/intervals.py interval_text: "80%: 95-160 ms, 95%: 80-210 ms", centred where the prediction lies outside its 80%
+// render/intervals.py _capped_range: a bound at the ideal step reads "(floor)" below, "(ceiling)" above
+const capSpan = (k, b, l) => { const lo = b["lo" + l], hi = b["hi" + l], c = b.capped, t = span(k, lo, hi);
+  if (c === undefined || c === null || (c !== lo && c !== hi)) return t;
+  if (c !== lo) return `${t} (ceiling)`;
+  return k === "ttft_ms" || k === "tpot_ms" ? `${dur(k, lo).join(" ")} (floor)-${dur(k, hi).join(" ")}` : `${bound(k, lo)} (floor)-${bound(k, hi)}`; };
+// render/intervals.py no_interval: past x20 the value alone, its 80% span and each reason without its factors
+const noInterval = (b, k) => { const x = b.lo80 > 0 ? b.hi80 / b.lo80 : Infinity;
+  const out = `no interval: the runs like it are too few or too spread (80% spans x${x < 10 ? x.toFixed(1) : x.toFixed(0)}: ${capSpan(k, b, "80")})`;
+  const why = [...new Set((b.widened || []).map((w) => String(w).replace(/ \(x[0-9.]+(\/x[0-9.]+)* at [0-9/]+%\)$/, "")))];
+  return why.length ? `${out}; beyond its runs: ${why.join("; ")}` : out; };
 function intervalText(b, k, v) {
+  if (b.lo95 > 0 && b.hi95 / b.lo95 > 20) return noInterval(b, k);
   const timed = k === "ttft_ms" || k === "tpot_ms";
   const centre = v !== undefined && !(b.lo80 <= v && v <= b.hi80) ? `, centred on ${timed ? dur(k, b.centre).join(" ") : bound(k, b.centre)}` : "";
-  return `80%: ${span(k, b.lo80, b.hi80)}, 95%: ${span(k, b.lo95, b.hi95)}${centre}` + uninformative(b);
+  return `80%: ${capSpan(k, b, "80")}, 95%: ${capSpan(k, b, "95")}${centre}`;
 }
 // TTFT, the arrival it turns on, TPOT and the rates, each with its intervals; n/a for TPOT and tok/s/user at one output token
 function metricRows(e) {
