@@ -8,8 +8,8 @@ from typer.testing import CliRunner
 
 from llm_codesign.cli import app
 from llm_codesign.cli.design import params_line
-from llm_codesign.explore.design_report import budget
 from llm_codesign.explore.design import CARRIED, baseline_fields, export_changes, hf_config
+from llm_codesign.explore.design_report import budget
 from llm_codesign.spec.model import from_hf_config
 
 # a 30B-class baseline of one's own: Qwen2.5-32B's widths, 60 layers, a 32768-token context stretched x4 by YaRN

@@ -10,7 +10,6 @@ import typer
 
 from llm_codesign.cli.common import (
     MAX_CONCURRENCY,
-    on_gpus,
     O_A,
     O_ACC,
     O_ADP,
@@ -39,6 +38,7 @@ from llm_codesign.cli.common import (
     _model,
     app,
     check_paths,
+    on_gpus,
     priced_with,
     tokens_option,
     vendor_engines,

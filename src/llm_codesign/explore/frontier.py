@@ -9,8 +9,8 @@ import numpy as np
 
 from llm_codesign.cost.ffns import AITER_SWIGLU_BOUND
 from llm_codesign.serve.metrics import interval_columns
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.plan import Deployment, Workload
 from llm_codesign.spec.precision import executable
 

@@ -1137,7 +1137,7 @@ def _helix(model, gpu, cal, prec, engine, *, k: int, mla: bool) -> list[Finding]
     if h is None or not priced:
         return []
     best = max(priced, key=lambda n: priced[n][0])
-    (xb, cb, tb), (xh, ch, th) = priced[best], h
+    (xb, _, _), (xh, ch, th) = priced[best], h
     what = "MLA's latent cache (whole on every TP rank)" if mla else f"{k} KV heads"
     others = "; ".join(f"{n} {x:.1f} tok/s/GPU at {c} requests" for n, (x, c, _) in priced.items())
     figures = {"isl": isl, "osl": osl, "best": best, "helix_requests": ch, "helix_tok_s_per_gpu": xh, "helix_tpot_ms": th * 1e3,
@@ -1181,15 +1181,15 @@ def _kv_heads(model, gpu, cal, prec, *, regime, engine, place) -> list[Finding]:
         return []
     shapes = [model] + [_with_kv(model, k) for k in counts]
     pts = place(shapes)
-    t = [_time(m, gpu, cal, prec, p.plan, regime=regime, engine=engine, point=p) if p.holds else math.inf for m, p in zip(shapes, pts)]
+    t = [_time(m, gpu, cal, prec, p.plan, regime=regime, engine=engine, point=p) if p.holds else math.inf for m, p in zip(shapes, pts, strict=True)]
     if not all(math.isfinite(x) for x in t):
         return []
     i = min(range(1, len(t)), key=lambda j: t[j])
     gain = 100.0 * (t[0] / t[i] - 1.0)
     k = counts[i - 1]
-    priced = "; ".join(f"{c} KV heads {x * 1e3:.3f} ms ({p.text(p.plan)})" for c, x, p in zip(counts, t[1:], pts[1:]))
+    priced = "; ".join(f"{c} KV heads {x * 1e3:.3f} ms ({p.text(p.plan)})" for c, x, p in zip(counts, t[1:], pts[1:], strict=True))
     figures = {"kv_heads": kv, "objective": _objective(regime), "time_ms": t[0] * 1e3, "point": pts[0].to_dict(),
-               **{f"time_ms_kv{c}": x * 1e3 for c, x in zip(counts, t[1:])}}
+               **{f"time_ms_kv{c}": x * 1e3 for c, x in zip(counts, t[1:], strict=True)}}
     msg = (f"{kv} KV heads: {_objective(regime)} {t[0] * 1e3:.3f} ms ({pts[0].text(pts[0].plan)}) against {priced}, each at "
            f"its own best deployment; quality: GQA-8 47.1, MQA 46.6 vs MHA 47.2 (T5-XXL uptrained, Ainslie et al. 2023)")
     if round(gain, 1) <= 0:
