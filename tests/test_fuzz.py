@@ -708,7 +708,7 @@ def judge(case: Case, res, before: set[Path], root: Path, caught: list) -> list[
                     if len(out) > 3:
                         break
         # (quoted values and the reason lines of unmodelled rows echo the user's own cells; AMD's Infinity Fabric is a link)
-        elif re.search(r"(?i)\b(nan|inf|infinity)\b(?!\s+fabric)", re.sub(r"(?m)'[^']*'|^ +\d+  .*$", "", stdout)) or re.search(r"(?<![\w.+])-\d[\d.]*(e[+-]?\d+)? ?(ms|GB)\b", stdout):
+        elif re.search(r"(?i)\b(nan|inf|infinity)\b(?!\s+fabric)", re.sub(r"(?m)'[^']*'|^ +\d+  .*$", "", stdout)) or re.search(r"(?<![\w.+)])-\d[\d.]*(e[+-]?\d+)? ?(ms|GB)\b", stdout):
             out.append("non-finite or negative figure in the table")
     return out
 
