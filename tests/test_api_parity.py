@@ -145,6 +145,24 @@ def test_a_disaggregated_point_exports_as_dynamos_file(tmp_path):
     assert code == 2 and f"path: '{agg}' is not valid; a pareto --disagg --json result (a disaggregated frontier)" in " ".join(err.split())
 
 
+def test_a_speculative_disaggregated_point_exports_at_its_own_acceptance(tmp_path):
+    """The final review: a disaggregated point drafting with EAGLE-3 at the user's --acceptance 2.5 was refused on
+    export-point ("acceptance: not given"): the point's record now carries its acceptance (as rates at its draft length),
+    and the file's predicted figures are the row's."""
+    front = tmp_path / "dis.json"
+    front.write_text(cli_ok("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", 2, "--disagg", "--osl", 128, "--spec", "eagle3",
+                            "--acceptance", "2.5", "--json"))
+    rows = [c for c in json.loads(front.read_text())["comparisons"] if c.get("mode") == "disaggregated"][0]["frontier"]
+    rec = rows[3]["deployment"]
+    assert rec["spec"] == "eagle3" and rec["acceptance_rates"]
+    out = tmp_path / "dynamo.yaml"
+    cli_ok("export-point", front, "--series", "disagg", "--index", 3, "-o", out)
+    head = json.loads(next(x for x in out.read_text().splitlines() if x.startswith("# llm-codesign export: "))[len("# llm-codesign export: "):])
+    assert head["spec"]["rates"] == pytest.approx(rec["acceptance_rates"])
+    for key in ("output_tok_s_per_gpu", "ttft_ms", "tpot_ms"):
+        assert head["predicted"][key] == pytest.approx(rows[3][key], rel=1e-9), key
+
+
 def test_exports_slo_refusal_names_the_disaggregated_way():
     code, _, err = cli("export", "llama-3.1-8b", "--gpu", "h200", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1",
                        "--min-tps-user", "30", "-o", "-")

@@ -33,10 +33,12 @@ def test_offline_knee_picks_the_first_grid_batch_past_the_fraction():
     class R:
         output_tok_s_per_gpu = np.array([50.0, 90.0, 97.5, 99.0, 100.0, 120.0])
         tpot_s = np.array([0.01, 0.012, 0.015, 0.018, 0.02, 0.03])
+        ttft_s = np.array([0.1, 0.2, 0.3, 0.4, 0.6, 0.9])
         fits = np.array([True, True, True, True, True, False])
 
     n, k = offline_knee(R, np.array([1, 2, 3, 4, 5, 6]))
     assert n == 3 and k["max_batch"] == 5 and k["kv_full"]
     assert k["gain"] == pytest.approx(100 / 97.5 - 1) and k["tpot_ratio"] == pytest.approx(0.02 / 0.015)
+    assert k["ttft_ratio"] == pytest.approx(0.6 / 0.3)  # said instead of the TPOT's at OSL 1 (no decode step)
     R.output_tok_s_per_gpu = np.array([50.0, 90.0, 96.9, 99.0, 100.0, 120.0])  # 96.9 < 97: the knee moves to 4
     assert offline_knee(R, np.array([1, 2, 3, 4, 5, 6]))[0] == 4

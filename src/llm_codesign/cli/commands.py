@@ -415,7 +415,9 @@ def _knee_text(r: dict) -> str:
     if k["max_batch"] == k["batch"]:
         return f"batch {k['batch']} (the most tok/s/GPU)"
     where = f"the largest batch that fits is {k['max_batch']}" if k["kv_full"] else f"the most tok/s/GPU at {k['max_batch']}"
-    return (f"batch {k['batch']} ({where}; {k['max_batch']} gives +{k['gain']:.0%} at {k['tpot_ratio']:.1f}x the TPOT; "
+    # at OSL 1 no decode step runs (TPOT n/a): the cost of the larger batch is its TTFT
+    ratio = f"{k['tpot_ratio']:.1f}x the TPOT" if r.get("tpot_ms") is not None else f"{k['ttft_ratio']:.1f}x the TTFT"
+    return (f"batch {k['batch']} ({where}; {k['max_batch']} gives +{k['gain']:.0%} at {ratio}; "
             f"the smallest batch within {k['fraction']:.0%} of the most tok/s/GPU)")
 
 
@@ -785,11 +787,6 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             said = {"-": "none", "best": "none (the model's best precision)", "n/a": f"n/a ({NO_ACCURACY})"}
             con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {said.get(rows[0][i], rows[0][i])}" for i in shared),
                       highlight=False)
-        sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": p.get("accuracy") or {} for p in fr}
-        for prec, acc in sources.items():
-            con.print(f"accuracy at {prec}: {accuracy_said(acc)}", highlight=False)
-        for note in dict.fromkeys(n for p in fr for n in p.get("precision_notes", ())):  # a format priced as another, as estimate says it
-            con.print(f"[yellow]precision as run: {note}[/yellow]", highlight=False)
         _print_frontier_footers(con, fr)
         if not fr:  # one comparison of several is empty (all of them empty is refused above)
             con.print("[yellow]no deployment meets the SLO filters[/yellow]" if r.get("fitting") else
@@ -798,7 +795,12 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
 
 
 def _print_frontier_footers(con, fr: list[dict]) -> None:
-    """A frontier's cost, energy and interval lines beneath its table, each where the search priced it."""
+    """A frontier's accuracy, precision, cost, energy and interval lines beneath its table, each where the search priced it."""
+    sources = {f"{p['deployment']['weight_dtype']}/{p['deployment']['kv_dtype']}": p.get("accuracy") or {} for p in fr}
+    for prec, acc in sources.items():
+        con.print(f"accuracy at {prec}: {accuracy_said(acc)}", highlight=False)
+    for note in dict.fromkeys(n for p in fr for n in p.get("precision_notes", ())):  # a format priced as another, as estimate says it
+        con.print(f"[yellow]precision as run: {note}[/yellow]", highlight=False)
     if fr and "cost" in fr[0]:
         usd = [p["cost"]["usd_per_m_output_tokens"] for p in fr]
         c = fr[0]["cost"]

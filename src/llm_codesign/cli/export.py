@@ -379,7 +379,8 @@ def _disagg_point(r: dict, p: dict, index: int, out: str, engine: str | None) ->
                       n_dec=int(rec["decode"]["instances"]), concurrency=conc, isl=r.get("isl"), osl=r.get("osl"), backend=worker,
                       weight_dtype=rec["weight_dtype"], activation_dtype=rec["activation_dtype"], kv_dtype=rec["kv_dtype"],
                       spec=rec.get("spec"), draft_len=rec.get("draft_len") or None, acceptance=rec.get("acceptance"),
-                      acceptance_rates=None, draft_model=rec.get("draft_model"), max_num_tokens=rec.get("max_num_tokens"),
+                      acceptance_rates=",".join(f"{x!r}" for x in rec["acceptance_rates"]) if rec.get("acceptance_rates") else None,
+                      draft_model=rec.get("draft_model"), max_num_tokens=rec.get("max_num_tokens"),
                       calibration=r.get("calibration"), export_dynamo=export_dynamo, arrival=r.get("arrival") or DEFAULT_ARRIVAL)
     write_text(out, text, executable=text.startswith("#!"))
     _console(stderr=out == "-").print(f"wrote dynamo configuration ({worker} workers) of disaggregated point {index} ({rec['plan']}, "

@@ -81,7 +81,10 @@ class DisaggPoint:
                 "replicas": self.replicas, "plan": f"P {pre['instances']}x {pre['plan']} + D {de['instances']}x {de['plan']}",
                 "prefill": pre, "decode": de, "concurrency_per_instance": self.concurrency,
                 "weight_dtype": p.weight.name, "activation_dtype": p.activation.name, "kv_dtype": p.kv.name,
-                "spec": s.method if s else None, "draft_len": s.k if s else 0}
+                "spec": s.method if s else None, "draft_len": s.k if s else 0,
+                # the acceptance it was priced at, as Deployment.to_dict records it, so export-point prices it again
+                "acceptance": s.mean_accepted if s else None, "acceptance_rates": list(s.rates) if s else [],
+                "draft_model": s.draft_model if s else None}
 
     def to_dict(self) -> dict:
         notes = list(executable(self.decode.precision, self.decode.gpu)[1])  # both pools run one precision, as FrontierPoint's

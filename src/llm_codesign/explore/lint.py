@@ -1129,7 +1129,9 @@ def _helix(model, gpu, cal, prec, engine, *, k: int, mla: bool) -> list[Finding]
     ep = 8 if moe and moe.experts % 8 == 0 else 1  # experts whole on one GPU where they split, as lint's plan
     moe_tp = 8 // ep if moe else 1
     ctx = 131072 if not model.max_context else min(131072, model.max_context - 256)
-    isl, osl = ctx - HELIX_OSL, HELIX_OSL
+    # a context not above twice HELIX_OSL (falcon-7b's 2,048) serves a sixteenth of it as output, 128k/8k's ratio
+    osl = HELIX_OSL if ctx > 2 * HELIX_OSL else max(1, ctx // 16)
+    isl = ctx - osl
     helix = Plan(tp=k, kvp=8 // k, ep=ep, moe_tp=moe_tp)
     rivals = {"TP8": Plan(tp=8, ep=ep, moe_tp=moe_tp), "attention DP8": Plan(tp=1, adp=8, ep=ep, moe_tp=moe_tp)}
     h = _served(model, gpu, cal, prec, engine, plan=helix, isl=isl, osl=osl)

@@ -16,10 +16,6 @@ CENTRE = ("the intervals are centred on the prediction times the median measured
 # band was widened for a reason (measure.intervals.reasons), the one cause the answer checks (review of uxa)
 UNINFORMATIVE = PREDICTABLE_SPAN
 UNINFORMATIVE_TEXT = " (not predictable here: 95% spans x{span:.0f})"
-UNLIKE_TEXT = " (not predictable here: 95% spans x{span:.0f}; no measured run like it)"
-# the same where the reasons it was widened for are listed beneath the rows (disagg's "beyond the runs" lines, under
-# "interval basis: drawn from ..."): "no measured run like it" there read against the runs the basis names
-UNLIKE_BELOW_TEXT = " (not predictable here: 95% spans x{span:.0f}; widened for what its runs lack: beyond the runs, below)"
 
 
 def _fmt(metric: str):

@@ -410,6 +410,7 @@ def offline_knee(r, grid) -> tuple[int, dict]:
     fits = np.flatnonzero(np.asarray(r.fits).reshape(-1))
     return int(grid[knee]), {"batch": int(grid[knee]), "max_batch": int(grid[top]), "gain": float(tok[top] / tok[knee] - 1.0),
                              "tpot_ratio": float(tpot[top] / tpot[knee]), "fraction": KNEE_FRACTION,
+                             "ttft_ratio": float(np.asarray(r.ttft_s, float).reshape(-1)[top] / np.asarray(r.ttft_s, float).reshape(-1)[knee]),
                              "kv_full": bool(fits.size and top == fits[-1])}
 
 

@@ -355,12 +355,6 @@ const span = (k, lo, hi) => {
   if (k !== "ttft_ms" && k !== "tpot_ms") return `${bound(k, lo)}-${bound(k, hi)}`;
   const [a, ua] = dur(k, lo), [c, uc] = dur(k, hi);
   return ua === uc ? `${a}-${c} ${uc}` : `${a} ${ua}-${c} ${uc}`; };
-// render/intervals.py UNINFORMATIVE: a 95% interval over 100x wide said so, as a fact; "no measured run like it" only
-// where the band was widened for a reason; `below`: the reasons are listed beneath (UNLIKE_BELOW_TEXT, the disaggregated view's)
-const uninformative = (b, below = false) => { const x = b.lo95 > 0 ? b.hi95 / b.lo95 : 0, s = `not predictable here: 95% spans x${x.toFixed(0)}`;
-  return x > 20 ? ((b.widened || []).length ? (below ? ` (${s}; widened for what its runs lack: beyond the runs, below)`
-                                 : ` (${s}; no measured run like it)`) : ` (${s})`) : ""; };
-
 // a time in a table whose header says ms (render/intervals.py table_time, disagg's table): the bare figure to `d` below 10 s,
 // else in s or h as durValue writes it
 const tableTime = (ms, d = 1) => (ms < 10000 ? fix(ms, d) : dur("ttft_ms", ms).join(" "));
@@ -375,12 +369,13 @@ const capSpan = (k, b, l) => { const lo = b["lo" + l], hi = b["hi" + l], c = b.c
   if (c !== lo) return `${t} (ceiling)`;
   return k === "ttft_ms" || k === "tpot_ms" ? `${dur(k, lo).join(" ")} (floor)-${dur(k, hi).join(" ")}` : `${bound(k, lo)} (floor)-${bound(k, hi)}`; };
 // render/intervals.py no_interval: past x20 the value alone, its 80% span and each reason without its factors
-const noInterval = (b, k) => { const x = b.lo80 > 0 ? b.hi80 / b.lo80 : Infinity;
+const noInterval = (b, k, below = false) => { const x = b.lo80 > 0 ? b.hi80 / b.lo80 : Infinity;
   const out = `no interval: the runs like it are too few or too spread (80% spans x${x < 10 ? x.toFixed(1) : x.toFixed(0)}: ${capSpan(k, b, "80")})`;
   const why = [...new Set((b.widened || []).map((w) => String(w).replace(/ \(x[0-9.]+(\/x[0-9.]+)* at [0-9/]+%\)$/, "")))];
-  return why.length ? `${out}; beyond its runs: ${why.join("; ")}` : out; };
-function intervalText(b, k, v) {
-  if (b.lo95 > 0 && b.hi95 / b.lo95 > 20) return noInterval(b, k);
+  return why.length ? `${out}; beyond its runs: ${why.join("; ")}` : out + (below ? "; its runs: the basis below" : ""); };
+// `below`: the runs the band is drawn from are listed beneath (disagg's view, reasons_below)
+function intervalText(b, k, v, below = false) {
+  if (b.lo95 > 0 && b.hi95 / b.lo95 > 20) return noInterval(b, k, below);
   const timed = k === "ttft_ms" || k === "tpot_ms";
   const centre = v !== undefined && !(b.lo80 <= v && v <= b.hi80) ? `, centred on ${timed ? dur(k, b.centre).join(" ") : bound(k, b.centre)}` : "";
   return `80%: ${capSpan(k, b, "80")}, 95%: ${capSpan(k, b, "95")}${centre}`;
@@ -640,8 +635,8 @@ function disaggIntervals(rows) {
   const off = (x, k) => x.intervals[k] && !(x.intervals[k].lo80 <= x[k] && x[k] <= x.intervals[k].hi80);
   const cell = (x, k) => { const b = x.intervals[k];
     if (!b) return "-";
-    return `${span(k, b.lo80, b.hi80)} / ${span(k, b.lo95, b.hi95)}` + (off(x, k) ? `, centred on ${dur(k, b.centre).join(" ")}` : "")
-      + uninformative(b, true); };
+    // as disagg's line (render/intervals.py interval_text, reasons_below): "80% / 95%", or past x20 no interval
+    return intervalText(b, k, x[k], true).replace("80%: ", "").replace(", 95%: ", " / "); };
   const bases = new Map(), reasons = new Set();
   for (const x of banded) {
     for (const b of Object.values(x.intervals)) {
