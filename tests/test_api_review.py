@@ -155,3 +155,22 @@ def test_a_frontier_priced_with_an_unwritten_profile_exports_once_it_is_written(
     assert f'"calibration": "{p}"' in text
     with pytest.raises(lc.InputError, match=r"^calibration: 'Profile' is not valid; left out or the profile the frontier was priced with"):
         lc.export_point(f, 0, calibration=Profile(text="", report=()).write(str(tmp_path / "other.toml")))
+
+
+def test_a_server_keeps_the_last_profiles_files_not_every_one(monkeypatch):
+    """The final review: every distinct profile text sent to /api/estimate wrote a file and a label kept until exit.
+    With 2 kept, a third text removes the least recently used one's file and label; a text used again is kept."""
+    import os
+
+    from llm_codesign.cost.calibration import LABELS
+    from llm_codesign.measure import calibrate
+
+    monkeypatch.setattr(calibrate, "TEMPORARY_KEPT", 2)
+    monkeypatch.setattr(calibrate, "_TEMPORARY", {})
+    a = calibrate._temporary("# kept a\n" + SLOW)
+    b = calibrate._temporary("# kept b\n" + SLOW)
+    assert calibrate._temporary("# kept a\n" + SLOW) == a  # a used again: b is now the least recent
+    c = calibrate._temporary("# kept c\n" + SLOW)
+    assert os.path.exists(a) and os.path.exists(c) and not os.path.exists(b)
+    assert LABELS.get(a) == LABELS.get(c) == "this Profile" and b not in LABELS
+    assert list(calibrate._TEMPORARY.values()) == [a, c]

@@ -857,7 +857,10 @@ class Profile:
         return replace(self, path=str(path))
 
 
-_TEMPORARY: dict[str, str] = {}  # a profile's text -> its private file, one per text for the process's life
+_TEMPORARY: dict[str, str] = {}  # a profile's text -> its private file, the TEMPORARY_KEPT most recently used
+# the web API takes a profile's text per request (up to 1 MiB): a long-running server keeps the last 64 texts' files and
+# labels, not every one it was ever sent (the final review: disk and memory grew without bound)
+TEMPORARY_KEPT = 64
 _TEMPORARY_LOCK = threading.Lock()
 
 
@@ -866,6 +869,7 @@ def _temporary(text: str) -> str:
     threads with two texts, two files), written whole under a temporary name and renamed into place under a lock, in
     one folder removed at exit; answers call it "this Profile" (cost.calibration.LABELS), never by its private name."""
     import atexit
+    import contextlib
     import hashlib
     import os
     import shutil
@@ -885,6 +889,13 @@ def _temporary(text: str) -> str:
             os.replace(part, path)
             LABELS[path] = "this Profile"
             _TEMPORARY[text] = path
+            while len(_TEMPORARY) > TEMPORARY_KEPT:  # the least recently used (dicts keep insertion order)
+                old = _TEMPORARY.pop(next(iter(_TEMPORARY)))
+                LABELS.pop(old, None)
+                with contextlib.suppress(OSError):
+                    os.remove(old)
+        else:
+            _TEMPORARY[text] = _TEMPORARY.pop(text)  # used again: the most recent
         return _TEMPORARY[text]
 
 
