@@ -173,3 +173,12 @@ def test_one_request_ttft_moves_by_the_piecewise_prompt_step():
     assert answer("b200", 1024)["ttft_ms"] == pytest.approx(18.8379 - 1.29193, abs=2e-3)
     assert answer("h100", 1024)["ttft_ms"] == pytest.approx(32.3282, abs=1e-3)
     assert answer("h100", 256)["tpot_ms"] == pytest.approx(7.07165, abs=1e-4)
+
+
+def test_piecewise_decode_with_no_capture_is_refused_in_the_users_flags():
+    # the final review: "piecewise_graphs: True is not valid" named a Deployment field the user never typed
+    code, out, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--prefill", "tp=1", "--decode", "tp=1", "--backend", "vllm",
+                         "--decode-cc", '{"cudagraph_mode": "PIECEWISE"}', "--decode-cuda-graph-max-bs", "0")
+    assert code == 2 and out == "" and err == ("error: decode-cuda-graph-max-bs: 0 is not valid; left out, or a capture above 0, "
+                                               "with PIECEWISE decode graphs (0 captures none: give cudagraph_mode NONE for no "
+                                               "graphs)\n")

@@ -202,4 +202,7 @@ def _decode_mode(cc: str | None, level: int | None, max_bs: int | None, *, engin
     mode = graph_mode(o)
     if mode == "NONE":  # vLLM then captures nothing, whatever the capture size (cudagraph_dispatcher.py:171-174@0.33.0)
         return 0, False
+    if mode == "PIECEWISE" and max_bs == 0:  # said in the flags the user gave, not Deployment's piecewise_graphs (final review)
+        raise InputError("decode-cuda-graph-max-bs", 0, "left out, or a capture above 0, with PIECEWISE decode graphs "
+                         "(0 captures none: give cudagraph_mode NONE for no graphs)")
     return max_bs, mode == "PIECEWISE"
