@@ -44,7 +44,9 @@ def test_a_frontier_prints_its_points_and_draws_only_when_asked(dep):
     f = Frontier(model="llama-3.1-8b", gpu=dep.gpu, num_gpus=8, workload=lc.Workload(isl=1024, osl=256), backend="trtllm",
                  points=(_point(dep),), evaluated=100, fitting=40, seconds=0.1, cloud={"x": [1.0]}, roofline_bound={"x": [2.0]})
     d = f.to_dict()
-    assert list(d) == ["model", "gpu", "num_gpus", "isl", "osl", "prefix_hit", "arrival", "backend", "evaluated", "fitting", "seconds", "frontier"]
+    # max_gpus beside num_gpus (the same here; a --gpus range adds min_gpus: uxsmall, newc6 #20)
+    assert list(d) == ["model", "gpu", "num_gpus", "max_gpus", "isl", "osl", "prefix_hit", "arrival", "backend", "evaluated", "fitting",
+                       "seconds", "frontier"]
     assert d["gpu"] == "h100" and d["frontier"][0]["ttft_ms"] == 250.0
     assert f.to_dict(plot=True)["cloud"] == {"x": [1.0]}
     df = f.to_pandas()

@@ -191,7 +191,8 @@ def test_the_pages_disagg_intervals_at_osl_1_keep_ttft_and_dash_tpot():
                          check=True).stdout
     shown = json.loads(out)
     assert shown[0]["id"] == "disagg-intervals" and [r[0] for r in shown[0]["rows"]] == [1, 8]
-    assert all(r[2] == "-" and r[1].count(" / ") == 1 for r in shown[0]["rows"]), shown[0]["rows"]
+    # TTFT's cell "80% / 95%", or past x20 at 95% "no interval: ..." as disagg prints it (bands); TPOT's a dash
+    assert all(r[2] == "-" and (r[1].count(" / ") == 1 or r[1].startswith("no interval: ")) for r in shown[0]["rows"]), shown[0]["rows"]
 
 
 def test_design_and_sweep_at_osl_1_are_refused():
