@@ -813,3 +813,15 @@ def test_a_name_read_through_an_alias_equals_its_name_and_pickles():
     assert json.dumps({"kv": d.name}) == '{"kv": "nvfp4"}'
     assert pickle.loads(pickle.dumps(d.name)).typed == "fp4"
     assert get_dtype("nvfp4").name.__class__ is str  # the canonical spelling carries nothing
+
+
+def test_a_cached_precision_carries_no_callers_spelling():
+    # the final review: executable is lru-cached and Spelled('nvfp4', typed 'fp4') equals 'nvfp4', so a caller who typed
+    # nvfp4 got back the first caller's 'fp4' spelling; the cache now holds canonical names only
+    from llm_codesign.errors import quoted
+    from llm_codesign.spec.precision import Precision, executable, get_dtype
+
+    g = llm_codesign.get_gpu("h200")
+    executable(Precision(get_dtype("fp8"), get_dtype("fp8"), get_dtype("fp4", "kv_dtype")), g)
+    run = executable(Precision(get_dtype("fp8"), get_dtype("fp8"), get_dtype("nvfp4")), g)[0]
+    assert quoted(run.kv.name) == "'nvfp4'" and quoted(get_dtype("fp4").name) == "'fp4' (read as nvfp4)"

@@ -28,10 +28,10 @@ class Spelled(str):
 def quoted(value: object) -> str:
     """`value` as an error quotes it: repr, and for a Spelled name read through an alias, what was typed and what it
     was read as."""
-    typed = getattr(value, "typed", None)
-    if isinstance(value, Spelled) and typed is not None and str(typed).strip().lower() != str(value):
-        return f"{str(typed)!r} (read as {str(value)})"
-    return repr(str(value)) if isinstance(value, Spelled) else repr(value)
+    if not isinstance(value, Spelled):
+        return repr(value)
+    same = str(value.typed).strip().lower() == str(value)
+    return repr(str(value)) if same else f"{str(value.typed)!r} (read as {str(value)})"
 
 
 class InputError(ValueError):

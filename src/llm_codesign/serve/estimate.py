@@ -406,12 +406,11 @@ def offline_knee(r, grid) -> tuple[int, dict]:
     tok = np.where(r.fits, r.output_tok_s_per_gpu, -1.0).reshape(-1)
     top = int(np.argmax(tok))
     knee = int(np.flatnonzero(tok >= (1.0 - KNEE_FRACTION) * tok[top])[0])
-    tpot = np.asarray(r.tpot_s, float).reshape(-1)
+    tpot, ttft = (np.asarray(x, float).reshape(-1) for x in (r.tpot_s, r.ttft_s))
     fits = np.flatnonzero(np.asarray(r.fits).reshape(-1))
     return int(grid[knee]), {"batch": int(grid[knee]), "max_batch": int(grid[top]), "gain": float(tok[top] / tok[knee] - 1.0),
-                             "tpot_ratio": float(tpot[top] / tpot[knee]), "fraction": KNEE_FRACTION,
-                             "ttft_ratio": float(np.asarray(r.ttft_s, float).reshape(-1)[top] / np.asarray(r.ttft_s, float).reshape(-1)[knee]),
-                             "kv_full": bool(fits.size and top == fits[-1])}
+                             "tpot_ratio": float(tpot[top] / tpot[knee]), "ttft_ratio": float(ttft[top] / ttft[knee]),
+                             "fraction": KNEE_FRACTION, "kv_full": bool(fits.size and top == fits[-1])}
 
 
 # the share of TTFT from which an engine's fitted per-request cost is said on the answer (a reading choice, no measured

@@ -122,8 +122,13 @@ def _executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
 
 def executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
     """The precision `gpu` really runs for `prec`, as engines map a format the GPU cannot execute,
-    and one note per mapping (empty when it runs as given). Cached: the cost path calls it per layer."""
-    return _executable_cached(prec, gpu)
+    and one note per mapping (empty when it runs as given). Cached: the cost path calls it per layer, on the canonical
+    names: a name read through an alias (errors.Spelled) equals and hashes as its canonical one, so a cached answer
+    would carry one caller's spelling into another's errors (the final review)."""
+    def plain(d):
+        return d if d is None or type(d.name) is str else replace(d, name=str(d.name))
+    return _executable_cached(replace(prec, weight=plain(prec.weight), activation=plain(prec.activation), kv=plain(prec.kv),
+                                      attn_weight=plain(prec.attn_weight)), gpu)
 
 
 @lru_cache(maxsize=256)
