@@ -31,6 +31,17 @@ def test_published_nvfp4_drop_of_deepseek_r1_is_the_cards_table():
     assert ref["relative_drop_pct"] == 0.0 and ref["scores"][0]["score"] == 90.8
 
 
+def test_per_tensor_fp8_of_a_block_fp8_checkpoint_is_unmeasured_not_zero():
+    """newc7 #3: same_as files fp8_block under FP8 for the format drops, which read DeepSeek-R1 at per-tensor fp8 as its
+    reference (0.00% +- 0.00%) and let compare rank that row by it. No pair is published either way: no drop, said why."""
+    a = am.accuracy_of(get_model("deepseek-r1"), "fp8")
+    assert (a["source"], a["relative_drop_pct"], a["drop_uncertainty_pct"], a["short"]) == ("none", None, None, "none")
+    assert "arXiv:2412.19437" in a["drop_unmeasured"] and a["drop_unmeasured"] in a["note"]
+    # the other direction of the class stays what it was: BF16 of a block-FP8 checkpoint is an exact upcast
+    b = am.accuracy_of(get_model("deepseek-r1"), "bf16")
+    assert b["source"] == "proxy" and b["relative_drop_pct"] == 0.0 and "drop_unmeasured" not in b
+
+
 def test_published_fp8_drop_and_the_format_table_come_from_the_rows():
     a = am.accuracy_of(get_model("llama-3.1-70b-fp8"), "fp8")  # the nvidia re-packaging shares llama-3.1-70b's rows
     llama = np.mean([100 * (84.40 - 84.29) / 84.40, 100 * (79.84 - 79.70) / 79.84])
@@ -82,6 +93,9 @@ def test_every_priced_format_has_an_accuracy_change_or_a_proxy_band():
     for name in ("llama-3.1-70b", "qwen3-235b-a22b", "gpt-oss-120b", "deepseek-r1"):
         for fmt in DTYPES:
             a = am.accuracy_of(get_model(name), fmt)
+            if (name, fmt) == ("deepseek-r1", "fp8"):  # a re-quantisation nothing measures: no number, its reason said
+                assert a["source"] == "none" and a["drop_unmeasured"]
+                continue
             assert a["source"] in ("published", "proxy") and a["relative_drop_pct"] is not None, (name, fmt)
             assert a["short"] != "none" and (a["source"] == "published" or a["drop_uncertainty_pct"] is not None)
     # post-training MXFP4 on BF16-trained weights: the band, said as one in the short text a table and a legend show

@@ -28,7 +28,7 @@ def client():
 def _cli_json(*args):
     r = CliRunner().invoke(cli, [*args, "--json"])
     assert r.exit_code == 0, r.output
-    return json.loads(r.output)
+    return json.loads(r.stdout)
 
 
 def _cli_error(*args) -> str:

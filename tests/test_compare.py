@@ -85,3 +85,19 @@ def test_several_models_say_accuracy_is_within_each_model():
     # two models: each table's accuracy is on its own measure, and the header says so (no cross-model score invented)
     assert "accuracy is compared within each model only, not across the 2 models" in out("llama-3.1-8b,qwen3-8b")
     assert "accuracy is compared within each model only" not in out("llama-3.1-8b")  # one model: nothing to say
+
+
+def test_a_requantised_precision_reads_unmeasured_with_its_reason():
+    # newc7 #3: DeepSeek-R1 at per-tensor fp8 (its checkpoint block FP8) has no score and no pair: the cell says
+    # "unmeasured" and the note under the table why, not the "0.00%" same_as would have lent it
+    from llm_codesign.cli.compare import _accuracy_cell, _accuracy_notes
+    from llm_codesign.explore.accuracy_model import accuracy_of
+    from llm_codesign.explore.compare import accuracy_compared
+    from llm_codesign.spec.registry import get_model
+
+    m = get_model("deepseek-r1")
+    rows = [{"model": "deepseek-r1", "accuracy": accuracy_of(m, f)} for f in ("fp8_block", "fp8")]
+    accuracy_compared(rows)
+    assert [_accuracy_cell(r["accuracy_compared"]) for r in rows] == ["ref", "unmeasured"]
+    note = _accuracy_notes(rows)["deepseek-r1"]
+    assert "fp8: unmeasured, a per-tensor re-quantisation of the fp8_block checkpoint" in note and "not 0" in note

@@ -30,7 +30,7 @@ def run(tmp_path_factory):
     assert table.exit_code == 0, table.output
     js = CliRunner().invoke(app, [*args[:-2], "--json"])
     assert js.exit_code == 0, js.output
-    return table.output, json.loads(js.output), json.loads((d / "best.json").read_text())
+    return table.output, json.loads(js.stdout), json.loads((d / "best.json").read_text())
 
 
 def test_the_export_keeps_the_baselines_context_and_rope(run):

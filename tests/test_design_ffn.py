@@ -20,7 +20,7 @@ B200T = ("design", "--params", "70e9", "--gpu", "b200", "--gpus", "8", "--regime
 def b200t():
     r = CliRunner().invoke(cli, list(B200T))
     assert r.exit_code == 0, r.output
-    return json.loads(r.output)
+    return json.loads(r.stdout)
 
 
 def test_the_ffn_ratio_bound_at_70b_by_hand():

@@ -84,7 +84,7 @@ def test_a_memory_bound_decode_draws_less_than_a_compute_bound_prefill():
 
 
 def test_estimate_reports_tokens_per_joule_and_no_mislabelled_bound():
-    r = json.loads(CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "16", "--json"]).output)
+    r = json.loads(CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "16", "--json"]).stdout)
     assert "tokens_per_joule_bound" not in r  # renamed: output / TDP is the least a GPU delivers, not the most
     p = r["power"]
     assert r["tokens_per_joule"] == pytest.approx(r["output_tok_s_per_gpu"] / p["gpu_w"])
@@ -122,7 +122,7 @@ def test_every_frontier_point_carries_its_energy():
 def test_compare_reports_tokens_per_joule_and_cost():
     r = CliRunner().invoke(app, ["compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--weight-dtype", "fp8",
                                  "--gpu-hour-price", "bundled", "--json"])
-    best = json.loads(r.output)["rows"][0]["best"]
+    best = json.loads(r.stdout)["rows"][0]["best"]
     assert best["energy"]["tokens_per_joule"] == pytest.approx(best["output_tok_s_per_gpu"] / best["energy"]["gpu_w"])
     assert best["cost"]["usd_per_m_output_tokens"] == pytest.approx(3.0 / 3600 / best["output_tok_s_per_gpu"] * 1e6)
     # where every GPU lacks a bundled price nothing asked can be priced: one line naming those with one, before any search
@@ -137,7 +137,7 @@ def test_compare_prices_the_gpus_the_bundled_prices_cite_and_dashes_the_rest():
     "-" with one footnote naming it, and null in the JSON (the comparison was refused whole before)."""
     args = ["compare", "llama-3.1-8b", "--gpu", "h100,mi355x", "--gpus", "1", "--weight-dtype", "fp8", "--gpu-hour-price", "bundled"]
     runner = CliRunner()
-    got = json.loads(runner.invoke(app, [*args, "--json"]).output)
+    got = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
     h100, mi355x = got["rows"]
     assert got["unpriced_gpus"] == ["mi355x"] and mi355x["gpu"] == "mi355x" and mi355x["best"]["cost"] is None
     assert h100["best"]["cost"]["usd_per_m_output_tokens"] == pytest.approx(3.0 / 3600 / h100["best"]["output_tok_s_per_gpu"] * 1e6)

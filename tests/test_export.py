@@ -240,8 +240,8 @@ def test_cli_export_then_import_prices_the_same(tmp_path):
         out = tmp_path / f"{engine}.cfg"
         r = runner.invoke(app, ["export", *args, "--engine", engine, "-o", str(out)])
         assert r.exit_code == 0, r.output
-        est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", engine, "--json"]).output)
-        back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).output)
+        est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", engine, "--json"]).stdout)
+        back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).stdout)
         for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "concurrency", "plan", "precision", "max_num_tokens"):
             assert back[k] == est[k], (engine, k)
     bad = runner.invoke(app, ["export", "deepseek-r1", "--gpu", "h200", "--tp", "8", "--ep", "4", "--engine", "vllm",
@@ -280,14 +280,14 @@ def test_export_point_of_a_frontier(tmp_path):
                             "--max-num-tokens-grid", "2048,8192", "--json"])
     assert r.exit_code == 0, r.output
     f.write_text(r.output)
-    points = json.loads(r.output)["frontier"]
+    points = json.loads(r.stdout)["frontier"]
     for i in (0, len(points) - 1):
         out = tmp_path / f"p{i}.yaml"
         assert runner.invoke(app, ["export-point", str(f), "--index", str(i), "-o", str(out)]).exit_code == 0
         o = yaml.safe_load(out.read_text())
         rec = points[i]["deployment"]
         assert o["max_num_tokens"] == rec["max_num_tokens"]
-        back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).output)
+        back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).stdout)
         assert back["tpot_ms"] == pytest.approx(points[i]["tpot_ms"], rel=1e-9)
         assert back["output_tok_s_per_gpu"] == pytest.approx(points[i]["output_tok_s_per_gpu"], rel=1e-9)
     assert runner.invoke(app, ["export-point", str(f), "--index", "999", "-o", str(tmp_path / "x")]).exit_code == 2
@@ -317,8 +317,8 @@ def test_a_quantized_point_launches_the_registrys_checkpoint_of_its_format(tmp_p
     assert "trtllm-serve nvidia/Llama-3.1-70B-Instruct-FP8 --backend pytorch" in text and "meta-llama/Llama-3.1-70B " not in text
     assert "# weights: fp8, read from nvidia/Llama-3.1-70B-Instruct-FP8 (the registry's fp8 checkpoint of this shape)" in text
     assert "point the model at such a checkpoint" not in text
-    est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", "trtllm", "--json"]).output)
-    back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).output)
+    est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", "trtllm", "--json"]).stdout)
+    back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).stdout)
     assert (back["precision"], back["tpot_ms"], back["ttft_ms"]) == (est["precision"], est["tpot_ms"], est["ttft_ms"])
     # vLLM and SGLang serve the same checkpoint (newc5 #4), not `quantization: fp8` (per-tensor dynamic FP8 of the BF16
     # base, another accuracy than the checkpoint quoted), say where the weights come from, and import prices the same
@@ -331,8 +331,8 @@ def test_a_quantized_point_launches_the_registrys_checkpoint_of_its_format(tmp_p
         text = (tmp_path / f).read_text()
         assert r.exit_code == 0, r.output
         assert "--quantization" not in text and (eng == "vllm" or "--model-path nvidia/Llama-3.1-70B-Instruct-FP8" in text)
-        est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", eng, "--json"]).output)
-        back = json.loads(runner.invoke(app, ["import", str(tmp_path / f), "--json"]).output)
+        est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", eng, "--json"]).stdout)
+        back = json.loads(runner.invoke(app, ["import", str(tmp_path / f), "--json"]).stdout)
         assert (back["precision"], back["tpot_ms"], back["ttft_ms"]) == (est["precision"], est["tpot_ms"], est["ttft_ms"])
     # no FP8 release of the 8B in the registry: vLLM quantizes as it loads, and serves the Instruct model the registry lists
     r = runner.invoke(app, ["export", "llama-3.1-8b", "--gpu", "h200", "--weight-dtype", "fp8", "--engine", "vllm", "-o", str(tmp_path / "8.yaml")])

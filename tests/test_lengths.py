@@ -93,7 +93,7 @@ def test_cli_mix():
     assert r.exit_code == 0, r.output
     import json
 
-    out = json.loads(r.output)
+    out = json.loads(r.stdout)
     assert out["distinct_lengths"] == 24 and out["ttft_ms"]["p99"] >= out["ttft_ms"]["p90"] >= out["ttft_ms"]["p50"] > 0
     bad = CliRunner().invoke(app, ["mix", "llama-3.1-8b", "--gpu", "h100", "--isl-dist", "fixed:10"])
     assert bad.exit_code == 2

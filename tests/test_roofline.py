@@ -83,3 +83,30 @@ def test_ideal_column_sums_to_the_printed_floor_llama_70b_fp8_tp8():
     assert t["ideal_time_s"] == pytest.approx(t["bytes"] / 3.35e12, rel=1e-3)
     for o in r["ops"]:  # a collective has no ideal time; the modelled time is never under the ideal
         assert (o["ideal_time_s"] == 0) if o["kind"] == "comm" else (0 < o["ideal_time_s"] <= o["time_s"] * (1 + 1e-9))
+
+
+def test_priced_with_the_engine_the_step_adds_up_to_estimates_and_small_gemms_read_latency():
+    """newc7 #5: roofline priced the kernel tables' kernels and NCCL with no engine (10.8 ms for a step estimate prices at
+    5.12 ms) and called a 1-row FP8 GEMM "compute*" at 0.2% of peak. Priced with the engine's kernels as estimate is, the
+    operators' sum is estimate's kernels (forward_ops with that engine, to 1e-12), and an operator over LATENCY_SHARE x its
+    longer roof reads "latency": qkv at batch 1 runs 539.9 us against its 269.1 us compute side (x2.01), gate_up 1435 us
+    against 1207 us of bytes (x1.19) stays "memory"."""
+    import numpy as np
+
+    from llm_codesign.cost.ops import Batch, forward_ops
+    from llm_codesign.cost.roofline import LATENCY_SHARE
+    from llm_codesign.spec.engines import engine_for
+    from llm_codesign.spec.plan import Plan
+
+    g, m = get_gpu("h200"), get_model("llama-3.1-70b")
+    cal, eng, prec = calibration_for(g), engine_for(g, "trtllm"), Precision.of("fp8", kv="fp8")
+    r = roofline(m, g, cal, prec, "decode", batch=1, context=1024, tp=8, engine=eng)
+    ops = forward_ops(m, g, cal, prec, Plan(tp=8), b=Batch(dec_seqs=1, dec_ctx=1024), engine=eng)
+    want = sum(float(np.ravel(o.time)[0]) * float(np.ravel(o.count)[0]) for o in ops)
+    assert r["totals"]["time_s"] == pytest.approx(want, rel=1e-12) and r["totals"]["time_s"] == pytest.approx(5.19e-3, rel=0.02)
+    bound = {o["name"]: o["bound"] for o in r["ops"]}
+    assert (bound["layer/attn/qkv"], bound["layer/ffn/gate_up"], bound["layer/attn/all_reduce"]) == ("latency", "memory", "comm")
+    assert LATENCY_SHARE == 2.0
+    # without an engine (the kernel tables and NCCL) the same step is twice as long: why the CLI now names its engine
+    bare = roofline(m, g, cal, prec, "decode", batch=1, context=1024, tp=8)
+    assert bare["totals"]["time_s"] > 2 * r["totals"]["time_s"] * 0.95

@@ -134,3 +134,6 @@ def test_pareto_says_the_default_and_its_tokens_per_draft_length():
     note = acceptance_note(spec_decoding("mtp", model="deepseek-r1"), None)
     assert note.startswith("speculation: acceptance not given, so the published one: per position 0.920, 0.717, 0.364")
     assert note.endswith("tokens a step k=1 1.92, k=2 2.58, k=3 2.82, k=4 2.99, k=5 3.01")
+    # newc7 #8: the conditional rates are not a smooth curve (0.364 then 0.708, each depth its own run); the shares of
+    # steps accepting at least i tokens are: the increments of the means, 0.92, 2.58 - 1.92 = 0.66, 0.24, 0.17, 0.02
+    assert "each depth its own run, so not a smooth curve; steps accepting at least 1-5 draft tokens 0.92, 0.66, 0.24, 0.17, 0.02" in note

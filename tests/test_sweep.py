@@ -117,7 +117,7 @@ def test_cli_sweep(tmp_path):
     r = CliRunner().invoke(app, ["sweep", "--models", "llama-3.1-8b", "--gpu", "h100,b200", "--gpus", "2", "--backend", "vllm",
                                  "--isl", "1024,8192", "--osl", "512", "--out", str(out), "--json"])
     assert r.exit_code == 0, r.output
-    totals = json.loads(r.output[r.output.index("{"):])
+    totals = json.loads(r.stdout[r.stdout.index("{"):])
     df = pd.read_parquet(out)
     assert totals["rows"] == len(df) and set(df["gpu"]) == {"h100", "b200"} and set(df["isl"]) == {1024, 8192}
     assert set(df["osl"]) == {512}

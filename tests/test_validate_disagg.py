@@ -110,7 +110,7 @@ def test_rows_that_cannot_be_priced_are_listed_with_their_reason(tmp_path):
 def test_cli_validate_reads_a_disaggregated_file():
     res = CliRunner().invoke(app, ["validate", "--serving", str(DISAGG), "--json"])
     assert res.exit_code == 0, res.output
-    rep = json.loads(res.output)
+    rep = json.loads(res.stdout)
     assert rep["modeled"] == 175 and rep["overall"]["tpot_ms"]["median_ape"] <= 13.5
 
 

@@ -156,10 +156,12 @@ def roofline(
     weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
     activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     calibration: Optional[str] = typer.Option(None, help="Calibration profile .toml."),
+    backend: Optional[str] = O_BACKEND,
     as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """Per-operator roofline of one forward step, and its floor: the weights and KV cache it reads over HBM bandwidth or
-    its FLOPs at peak, whichever is longer (activations left out; the table's bytes count them)."""
+    its FLOPs at peak, whichever is longer (activations left out; the table's bytes count them). Modelled times are the
+    engine's kernels and collectives, as estimate prices them (no step overheads)."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.roofline import roofline as run
     from llm_codesign.spec.plan import Plan, reason_text, validity
@@ -170,21 +172,24 @@ def roofline(
     code = int(validity(m, g, Plan(tp=tp, moe_tp=tp if m.is_moe else 1), tp)[()])
     if code >= 0:
         raise InputError("tp", tp, reason_text(m, g, code))
+    eng = engine_for(g, backend)
     r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype, g), phase, batch=batch, context=context,
-            tp=tp)
+            tp=tp, engine=eng) | {"engine": eng.name}
     if as_json:
         return _dump(r)
     ridges = sorted({round(o["ridge_point"]) for o in r["ops"]}, reverse=True)
-    t = _table(f"{m.name} on {g.name}: {phase}, batch {batch}, context {context}, TP{tp}, {r['precision']}",
+    t = _table(f"{m.name} on {g.name}: {phase}, batch {batch}, context {context}, TP{tp}, {r['precision']}, {eng.name}",
                "operator:t n:n FLOPs:n bytes:n FLOP/B:n bound:n ideal_us:n modelled_us:n %pk:n",
                f"n: layers running the operator. FLOP/B: arithmetic intensity, against the ridge point (peak FLOP/s "
                f"over bandwidth at the operator's precision: {', '.join(map(str, ridges))} FLOP/B here). "
                "ideal us: all n at their roofline, max(FLOPs/peak, bytes/bandwidth) (a collective: none; the floor below "
-               "leaves communication and activations out). modelled us: the kernel tables' time (tiles, waves, fitted "
-               "efficiencies; NCCL's collectives, no engine: no CUDA graphs, fused or custom all-reduce, nor step overheads), "
-               "not estimate's, which prices one engine's kernels (`estimate --breakdown`). %pk: share of peak FLOP/s."
+               f"leaves communication and activations out). modelled us: {eng.name}'s kernels and collectives as estimate "
+               "prices them (tiles, waves, fitted efficiencies, fixed costs; no step overheads, host or scheduler terms: "
+               "`estimate --breakdown` has them). %pk: share of peak FLOP/s."
                + (" *: the kernel's own rates (tiles, waves, efficiency) bind the other side of the ridge "
-                  "(its ridge: kernel_ridge_point in --json)." if any(o.get("kernel_ridge_point") for o in r["ops"]) else ""))
+                  "(its ridge: kernel_ridge_point in --json)." if any(o.get("kernel_ridge_point") for o in r["ops"]) else "")
+               + (" latency: over half the modelled time is neither roof but the kernel's fixed cost (launch, prologue, "
+                  "tail), as at a small batch." if any(o["bound"] == "latency" for o in r["ops"]) else ""))
     for o in r["ops"]:
         t.add_row(o["name"], f"{o['layers']:.0f}", _fmt(o["flops"]), _fmt(o["bytes"], "B"), f"{o['intensity']:.1f}",
                   o["bound"], f"{o['ideal_time_s'] * 1e6:.1f}", f"{o['time_s'] * 1e6:.1f}", f"{o['pct_of_peak']:.1f}")

@@ -29,8 +29,8 @@ from llm_codesign.spec.plan import MAX_GPUS
 def _accuracy_cell(c: dict) -> str:
     if c["kind"] == "score":
         return f"{c['value']:g}"
-    if c["kind"] == "n/a":
-        return "n/a"
+    if c["kind"] == "n/a":  # no score and no pair: unmeasured, never a 0% borrowed from its format class
+        return "unmeasured"
     if c["source"] == "reference":
         return "ref" if c["precision"] == c["against"] else drop_pct(0.0)  # the reference, or a format of its class
     if c.get("band"):  # no published pair (post-training MXFP4's proxy): its 1-sigma range, no centre to read as measured (newc5 #6)
@@ -50,6 +50,11 @@ def _accuracy_notes(rows: list[dict]) -> dict[str, str]:
             out[r["model"]] = (f"accuracy: the change against {c['against']} (ref), from published pairs or the proxy's (± 1 "
                                "sigma); " + ("no one benchmark has a score published at every precision shown" if scored else
                                              f"no benchmark score is published for {r['model']} at any precision shown"))
+    for r in rows:  # a row with no accuracy source at all: why, once per model (accuracy_of's note)
+        c = r["accuracy_compared"]
+        if c["kind"] == "n/a" and r["accuracy"].get("drop_unmeasured"):
+            why = f"{c['precision']}: unmeasured, {r['accuracy']['drop_unmeasured']}"
+            out[r["model"]] = f"{out[r['model']]}; {why}" if r["model"] in out else f"accuracy: {why}"
     for model in out:  # a format with no published pair: its band is a proxy's, said under its table (accuracy_model.format_drops)
         banded = sorted({r["accuracy_compared"]["precision"] for r in rows if r["model"] == model and r["accuracy_compared"].get("band")})
         if banded:

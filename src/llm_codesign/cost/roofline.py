@@ -15,13 +15,20 @@ from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 
+# an operator whose modelled time is over twice its longer roof (FLOPs at the kernel's rate, bytes at its bandwidth) spends
+# most of it on neither: the kernel's fixed cost (launch, prologue, tail, a split-K reduction) binds, as at batch 1
+LATENCY_SHARE = 2.0
+
+
 def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phase: str = "decode", *,
-             batch: int = 1, context: int = 1024, tp: int = 1) -> dict:
+             batch: int = 1, context: int = 1024, tp: int = 1, engine=None) -> dict:
     """One step's operators ("ops": FLOPs, bytes, intensity, bound, time) and "totals": the operators' sums (their bytes
     count activations) and the floor, "bound_time_s" = floor_time of step_floor's count: weights and KV cache (and
     recurrent state) read, FLOPs, activations left out since fixroof (docs/modelling-notes.md#fixroof); "floor" holds
     that count and "fits", whether the busiest GPU's HBM holds its weights, KV cache and state at once. A `context`
-    past the model's is refused as estimate refuses isl + osl (ModelSpec.check_context)."""
+    past the model's is refused as estimate refuses isl + osl (ModelSpec.check_context). `engine` (spec.engines.Engine)
+    prices each operator with that engine's kernels and collectives, as estimate does (its fixed costs in); None: the
+    kernel tables' and NCCL's."""
     if phase not in ("decode", "prefill"):
         raise InputError("phase", phase, "decode or prefill")
     if batch < 1:
@@ -35,7 +42,7 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
     else:
         b = Batch(pf_tokens=batch * context, pf_seqs=batch, pf_ctx=0)
     # MoE experts shard like the rest of the layer (MoE-TP = TP) on the same GPUs
-    ops = forward_ops(model, gpu, cal, prec, Plan(tp=tp, moe_tp=tp if model.is_moe else 1), b=b)
+    ops = forward_ops(model, gpu, cal, prec, Plan(tp=tp, moe_tp=tp if model.is_moe else 1), b=b, engine=engine)
     bw = gpu.hbm_bandwidth_bytes_per_s
     prec = executable(prec, gpu)[0]  # the math the GPU really runs (the operators are priced so too)
     rows = []
@@ -60,7 +67,9 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
             tc, tm = float(np.sum(op.t_compute)) * n, float(np.sum(op.t_memory)) * n
             bound = "compute" if intensity >= peak / bw else "memory"
             modelled = "compute" if tc >= tm else "memory"
-            if modelled != bound and tc > 0 and tm > 0:
+            if t > LATENCY_SHARE * max(tc, tm):  # newc7 #5: neither roof; a 1-row GEMM's launch and tail is most of it
+                bound = "latency"
+            elif modelled != bound and tc > 0 and tm > 0:
                 kernel_ridge = (f / tc) / (by / tm)
                 bound = f"{modelled}*"  # the CLI caption explains the star
         ideal = 0.0 if op.kind == "comm" else max(f / peak, by / bw)  # newc5 #3: the roofline's (time_s: modelled)

@@ -533,7 +533,10 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     drop = sigma = None
     drop_source = None
     basis = ""
-    if _cls(fmt, pc) == _cls(ref, pc) and (fmt == ref or not here):
+    requant = _requantised(fmt, ref) and not here
+    if requant:  # no score, no pair, and same_as would claim 0.00% ± 0.00%: leave the drop unknown, said below
+        pass
+    elif _cls(fmt, pc) == _cls(ref, pc) and (fmt == ref or not here):
         drop, sigma, drop_source, basis = 0.0, 0.0, "reference", f"{fmt} is this model's reference precision"
     else:
         d = _pair_drops(here, [r for r in rows if r["precision"] == ref]) if here else []
@@ -571,7 +574,13 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     if ex:  # terms outside their studied ranges: the loss and its spread are extrapolations there
         out["extrapolated"] = ex
     out |= _outside_envelope(model, fmt, loss_s, pc=pc)
-    if source == "none":
+    if requant:
+        out["drop_unmeasured"] = (f"a per-tensor re-quantisation of the {ref} checkpoint (128x128 weight blocks); no per-tensor "
+                                  "FP8 score of a block-FP8-trained model is published, and DeepSeek-V3 trained with block scales "
+                                  "because one scale per tensor loses its outlier channels (arXiv:2412.19437 sec. 3.3.1): its drop "
+                                  "is unmeasured, not 0")
+        out["note"] = f"no accuracy source for {model.name} at {fmt}: {out['drop_unmeasured']}"
+    elif source == "none":
         out["note"] = (f"no accuracy source for {model.name} at {fmt}: no published score and no published precision "
                        f"delta from {ref} to {fmt}; the proxy loss covers the architecture only")
     elif source == "proxy" and not rows:
@@ -579,6 +588,13 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     if head:
         out |= _headline_fields(head, out, fmt=fmt, ref=ref)
     return out
+
+
+def _requantised(fmt: str, ref: str) -> bool:
+    """`fmt` is a coarser re-quantisation of a block-scaled checkpoint: per-tensor FP8 weights from DeepSeek's 128x128
+    block-FP8 ones. proxy.toml's same_as files both under FP8 for the format drops (a BF16 model's published FP8 pairs);
+    between the two no pair is published in either direction."""
+    return (fmt, ref) == ("fp8", "fp8_block")
 
 
 def _short(source: str, scores: list, drop, sigma, *, drop_source, basis: str) -> str:

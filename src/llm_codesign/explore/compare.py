@@ -211,4 +211,5 @@ def accuracy_compared(rows: list[dict]) -> None:
                                           "sigma": a["drop_uncertainty_pct"], "source": a["drop_source"],
                                           "band": a.get("drop_band", False)}
             else:
-                r["accuracy_compared"] = {"kind": "n/a", "source": "none"}
+                r["accuracy_compared"] = {"kind": "n/a", "source": "none", "precision": a["precision"],
+                                          "against": a["reference_precision"]}

@@ -586,7 +586,12 @@ def published_acceptance(method: str, model) -> tuple[tuple[float, ...], str] | 
         r1 = sum(MTP_PUBLISHED_RANGE) / 2
         return (r1, *rates[1:]), (f"position 1 {r1:.3f}, the midpoint of {MTP_PUBLISHED_SOURCE}; positions 2-{len(rates)} "
                                   f"{', '.join(f'{r:.3f}' for r in rates[1:])} from R1's {scan} (V3's own unpublished)")
-    return rates, f"per position {', '.join(f'{r:.3f}' for r in rates)} from {scan}"
+    # each depth is its own run, so the conditional rates that reproduce every depth's mean need not fall smoothly
+    # (0.364 then 0.708): say so, with the shares that do fall, the steps accepting at least i tokens (newc7 #8)
+    shares = np.cumprod(rates)
+    return rates, (f"per position {', '.join(f'{r:.3f}' for r in rates)} from {scan}: the rates given the position "
+                   f"before that reproduce each depth's mean, each depth its own run, so not a smooth curve; steps "
+                   f"accepting at least 1-{len(rates)} draft tokens {', '.join(f'{x:.2f}' for x in shares)}")
 
 
 def acceptance_hint(method: str) -> str:
