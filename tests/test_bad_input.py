@@ -383,7 +383,8 @@ def test_calibrate_fits_around_a_row_validate_rejects(tmp_path):
     s.write_text("\n".join([head, "a,llama-3.1-8b,h100,1,vllm,bf16,,1024,1024,16,1,70,1700",
                             "e,llama-3.1-8b,h100,1,vllm,bf16,,1024,1024,abc,1,70,1700"]) + "\n")
     code, stdout, err = cli("calibrate", "--serving", str(s), "-o", str(out))
-    assert code == 0 and err == "" and out.exists(), (code, err)
+    # nothing on stderr but a slow search's progress lines (one each 5 s, under a loaded machine's clock)
+    assert code == 0 and all(x.startswith("searching: ") for x in err.splitlines()) and out.exists(), (code, err)
     notes = [x for x in stdout.splitlines() if x.startswith("note: ")]
     assert notes == ["note: line 3 (e): llama-3.1-8b on 1 h100: not priced, line 3 concurrency: 'abc' is not valid; a whole number of at "
                      "least 1 or empty"]

@@ -190,7 +190,9 @@ def test_pareto_table_at_80_columns_keeps_the_columns_that_differ_whole():
     header = next(line for line in lines if "tok/s/user" in line)
     assert header.split()[-2:] == ["W/KV", "drop"] and "spec" not in header
     cells = [line.split()[-2:] for line in lines if "/fp8 " in line]
-    assert cells and all(c[0] in ("nvfp4/fp8", "fp8/fp8") and re.fullmatch(r"\d\.\d\d%|best", c[1]) for c in cells)
+    # per-tensor fp8 of this block-FP8 checkpoint: n/a, said unmeasured beneath (newc7 #3: same_as had lent it "best")
+    assert cells and all((c[0], c[1]) == ("fp8/fp8", "n/a") or (c[0] == "nvfp4/fp8" and re.fullmatch(r"\d\.\d\d%", c[1])) for c in cells)
+    assert "accuracy at fp8/fp8: n/a: unmeasured, a per-tensor re-quantisation of the fp8_block checkpoint" in " ".join(" ".join(lines).split())
     assert "every point: spec none" in lines
 
 
@@ -389,6 +391,6 @@ def test_roofline_takes_isl_and_concurrency_and_labels_its_columns():
     b = cli("roofline", "llama-3.1-8b", "--gpu", "h100", "--context", "2048", "--batch", "4", "--json")
     assert a[0] == 0 and a[1] == b[1] and json.loads(a[1])["context"] == 2048 and json.loads(a[1])["batch"] == 4
     code, out, _ = cli("roofline", "llama-3.1-8b", "--gpu", "h100")
-    assert code == 0 and "ideal us" in out and "modelled us" in out and "not estimate's" in out
+    assert code == 0 and "ideal us" in out and "modelled us" in out and "trtllm's kernels and collectives as estimate prices them" in " ".join(out.split())
     code, out, err = cli("roofline", "llama-3.1-8b", "--gpu", "h100", "--contxt", "8")
     assert code == 2 and "did you mean --context" in (out + err)

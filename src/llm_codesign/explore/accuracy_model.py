@@ -648,4 +648,5 @@ def _outside_envelope(model, fmt: str, terms_sigma: float, *, pc: dict) -> dict:
 def point_accuracy(acc: dict) -> dict:
     """The compact form a frontier point carries."""
     return {k: acc[k] for k in ("source", "relative_drop_pct", "drop_uncertainty_pct", "reference_precision", "short", "drop_band")} | (
-        {"benchmark": acc["scores"][0]["benchmark"], "score": acc["scores"][0]["score"]} if acc["scores"] else {})
+        {"benchmark": acc["scores"][0]["benchmark"], "score": acc["scores"][0]["score"]} if acc["scores"] else {}) | (
+        {"drop_unmeasured": acc["drop_unmeasured"]} if "drop_unmeasured" in acc else {})

@@ -35,8 +35,8 @@ def accuracy_said(acc: dict | None) -> str:
     source at all, not no drop) as n/a."""
     acc = acc or {}
     source, drop = acc.get("source", "none"), drop_text(acc)
-    if source == "none":
-        return f"n/a ({NO_ACCURACY})"
+    if source == "none":  # a re-quantisation nothing measures says which (explore.accuracy_model._requantised)
+        return f"n/a: unmeasured, {acc['drop_unmeasured']}" if acc.get("drop_unmeasured") else f"n/a ({NO_ACCURACY})"
     ref = acc.get("reference_precision")
     said = "best precision" if drop == "best" else f"drop {drop}" + (f" against {ref}" if ref else "")
     if acc.get("drop_band"):  # no published pair behind it (post-training MXFP4): said as the band it is
