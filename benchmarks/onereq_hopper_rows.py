@@ -13,9 +13,12 @@ own kernel; a GEMM row off the step's shape is moved to it by the model's own H1
 H200 = H100 row x the model's H200 / H100 price of that op where that ratio is under 0.95 (bandwidth-bound: 3.35 ->
 4.8 TB/s), else the H100 row (fixed-cost-bound; H200 has H100's SMs and clocks). Ops no table times (norms, RoPE,
 top-k of the gate, sampling, the host, the MTP worker) count at the model's price on both sides.
-Every isolated row is a CUDA graph of that op replayed back to back (aiconfigurator collector/trtllm/collect_mla_bmm.py,
-collect_gemm.py@302edbc4: 10 g.replay() between two events), so each carries one graph launch the step's single graph
-does not; the MLA module row (the whole attention block in one graph) against the sum of its parts' rows says how much.
+The rows are CUDA-graph replays timed between two events, and a graph launch the step's single graph does not pay
+rides in them unevenly: a mla_bmm row is one graph of the quantise + BMM per replay (ai-dynamo/aiconfigurator
+collector/trtllm/collect_mla_bmm.py@302edbc4, 10 g.replay()), a small GEMM row up to 5 distinct-weight GEMMs in one
+graph, the latency divided by that count (collect_gemm.py@00095909, outside_loop_count = min(5, ceil(L2 / weight bytes)),
+captured by collector/helper.py's benchmark_with_power). The MLA module row (the whole attention block in one graph)
+against the sum of its parts' rows says how much it is.
 """
 from __future__ import annotations
 
