@@ -71,10 +71,11 @@ def _gemm_price(dt: str, m: float, n: int, k: int) -> float:
     return float(predict("gemm", [row], calibration_for)[0][0]) * 1e3
 
 
-def gemm_row(t: dict, role: str, tokens: float) -> tuple[float, str]:
-    """H100 us of the GEMM `role` at `tokens` rows: the nearest-shape row at the nearest m, moved to the step's shape
-    by the model's ratio of the two shapes."""
+def gemm_row(t: dict, role: str, tokens: float, dtype: str = "") -> tuple[float, str]:
+    """H100 us of the GEMM `role` at `tokens` rows (its own dtype, or `dtype`): the nearest-shape row at the nearest m,
+    moved to the step's shape by the model's ratio of the two shapes."""
     n, k, dt = GEMMS[role]
+    dt = dtype or dt
     g = t["gemm"][t["gemm"].gemm_dtype == dt]
     d = np.abs(np.log(g.n / n)) + np.abs(np.log(g.k / k))
     r = _nearest(g[d <= d.min() + 1e-9], "m", tokens)
@@ -93,7 +94,7 @@ def table_h100(t: dict, role: str, tokens: float) -> tuple[float, str] | None:
     if role == "core_decode":
         g = t["mla"][(t["mla"].op_name == "mla_generation") & (t["mla"].kv_cache_dtype == "bfloat16") & (t["mla"].batch_size == 1)]
         r = _nearest(g, "step", 2047)
-        return float(r.latency_ms) * 1e3, f"generation MLA row, 16 heads, BF16 KV, 1 sequence, step {r.step:g}"
+        return float(r.latency_ms) * 1e3, f"generation MLA row, 16 heads, BF16 KV, 1 sequence, step {r.step:g} (holds RoPE + append)"
     if role in ("all_reduce", "eh_proj_all_reduce"):
         r = _nearest(t["ar"], "message_size", tokens * 7168)
         return float(r.latency_ms) * 1e3, f"custom all-reduce row, TP 8, {r.message_size:g} elements (norm not in it)"
@@ -157,20 +158,52 @@ def family(role: str) -> str:
     return next((f for f, rs in fam.items() if role in rs), "no table (norms, top-k, sampling, host, worker)")
 
 
-def module_check(t: dict, its: list[tuple]) -> None:
-    """The MLA module row (one graph: norms, the projections, BMMs, RoPE / cache append, FlashMLA, o) against the
-    sum of its parts' isolated rows and the model's module, H100, at 4 and 1 token(s)."""
-    parts = ("qkv_a", "latent_norms", "q_b", "mla_q_absorb", "mla_bmm_quant", "core_decode", "mla_v_up", "o")
-    mla = t["mla"]
-    for where, pre, b in (("verify", "layer0/attn/", 4), ("drafts 2-3", "mtp1/attn/", 1)):
-        ours = [x for x in its if x[0] == where and x[1].startswith(pre) and x[1].split("/")[-1] in parts]
-        ew = next(x for x in its if x[0] == where and x[1].endswith("elementwise"))  # RoPE + cache append: half of the two
-        priced = sum(x[5] for x in ours) + ew[5] / 2
-        table = sum(x[7] for x in ours) + ew[5] / 2
-        r = mla[(mla.op_name == "mla_generation_module") & (mla.gemm_type == "fp8_block") & (mla.kv_cache_dtype == "bfloat16")
-                & (mla.batch_size == b) & (mla.step == 2048)].iloc[0]
-        print(f"MLA module, H100, {b} sequence(s) x 1 token, 2k: module row {r.latency_ms * 1e3:.1f} us; its parts' rows "
-              f"{table:.1f} ({table - r.latency_ms * 1e3:+.1f}: ~{(table - r.latency_ms * 1e3) / 6:.1f} us a part row); model {priced:.1f}")
+MODULE = ("qkv_a", "latent_norms", "q_b", "mla_q_absorb", "mla_v_up", "mla_bmm_quant", "mla_rope", "core_decode", "o")
+
+
+def module_priced(gemm_type: str, seqs: float) -> tuple[float, dict]:
+    """The model's H100 MLA module of DeepSeek-R1 at 16 heads (TP 8), `seqs` sequences of one token at 2k, TensorRT-LLM,
+    as the step prices it (serve.aggregated.op_step_time; RoPE and the cache append: half the layer's two elementwise
+    launches): (us, each part's us)."""
+    from llm_codesign.cost.ops import Batch, forward_ops
+    from llm_codesign.serve.aggregated import op_step_time, pdl_per_launch
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.hardware import get_gpu
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+    m, gpu = get_model("deepseek-r1"), get_gpu("h100")
+    costs = get_engine("trtllm").costs(calibration_for(gpu))
+    ops = forward_ops(m, gpu, costs.cal, Precision.of(gemm_type, kv="bf16"), Plan.parse("tp=8", m, "decode"),
+                      b=Batch(dec_seqs=seqs, dec_ctx=2048.0), engine=costs.engine)
+    us = {o.name: float(op_step_time(o, pdl_per_launch(gpu, costs), one_layer=True)) * 1e6 for o in ops}
+    parts = {k.split("/")[-1]: v for k, v in us.items() if k.startswith("layer0/attn/") and k.split("/")[-1] in MODULE}
+    return sum(parts.values()) + us["layer1/elementwise"] / 2, parts | {"half_elementwise": us["layer1/elementwise"] / 2}
+
+
+def module_check(t: dict) -> float:
+    """The MLA module row (one graph: norms, projections, BMMs, RoPE / cache append, FlashMLA, o; one layer's weights
+    replayed with no L2 flush) against the sum of its parts' rows (the latent norms at the model's price) and
+    the model's module, H100, per GEMM dtype and batch. The parts' excess over the module is what the isolated rows carry
+    that the module's one graph does not (their own graph launches; for block FP8 also the module's weights, ~37 MB at
+    16 heads, fitting H100's 50 MB L2 where the BF16 ones, ~73 MB, do not). Returns the BF16 excess per row that holds a
+    whole graph launch (the two BMM rows and FlashMLA's; a GEMM row holds at most a fifth of one), us."""
+    mla, bf16 = t["mla"], []
+    print("\nMLA module, H100, 16 heads, 2k, BF16 KV: module row | its parts' rows (excess) | model (model / row)")
+    for gt, gdt, bdt in (("fp8_block", "fp8_block", "fp8"), ("bfloat16", "bfloat16", "bfloat16")):
+        for b in (1, 4):
+            priced, parts = module_priced("fp8_block" if gt == "fp8_block" else "bf16", float(b))
+            rows = sum(gemm_row(t, r, b, gdt)[0] for r in ("qkv_a", "q_b", "o"))
+            rows += sum(float(_nearest(mla[(mla.op_name == op) & (mla.bmm_dtype == bdt)], "num_tokens", b).latency_ms) * 1e3
+                        for op in BMM.values())
+            sel = mla[(mla.op_name == "mla_generation") & (mla.kv_cache_dtype == "bfloat16") & (mla.batch_size == b)]
+            rows += float(_nearest(sel, "step", 2047).latency_ms) * 1e3
+            rows += parts["latent_norms"] + parts["mla_rope"]  # RoPE / append: inside the generation MLA row (collect_mla.py)
+            mod = mla[(mla.op_name == "mla_generation_module") & (mla.gemm_type == gt) & (mla.kv_cache_dtype == "bfloat16")
+                      & (mla.batch_size == b) & (mla.step == 2048)].latency_ms.iloc[0] * 1e3
+            print(f"  {gt:9s} {b} sequence(s): {mod:5.1f} | {rows:5.1f} ({rows - mod:+5.1f}) | {priced:5.1f} ({priced / mod - 1:+.1%})")
+            bf16 += [(rows - mod) / 3.0] if gt == "bfloat16" else []
+    return float(np.mean(bf16))
 
 
 def main(kern: Path) -> None:
@@ -190,8 +223,16 @@ def main(kern: Path) -> None:
     print(f"  {'iteration':42s} {tot[0] / 1e3:8.3f} {tot[1] / 1e3:8.3f} {tot[2] / 1e3:8.3f} {tot[3] / 1e3:8.3f} {(tot[3] - tot[2]) / 1e3:+8.3f}")
     skew = sum(x[2] * x[6] for x in rows(t, "power_law_1.2"))
     print(f"  {'iteration, the MoE op at 4 tokens from its power_law_1.2 row':62s} {skew / 1e3:8.3f} (H200 row)")
+    launch = module_check(t)
+    # the generation MLA row times attn.forward (collect_mla.py@070f5afd): its RoPE / cache append too, which the step
+    # prices as half the layer's elementwise launches, so that half is counted twice on the table side
+    twice = sum(x[2] * x[6] / 2 for x in its if x[1].split("/")[-1] == "elementwise")
+    n = sum(x[2] for x in its if x[1].split("/")[-1] in (*BMM, "core_decode"))
+    off = n * launch + twice
+    print(f"each whole-graph row's launch (the BF16 module's excess / 3): {launch:.1f} us; the iteration's rows less it on its "
+          f"{n:.0f} BMM and FlashMLA rows and less the RoPE / append the FlashMLA rows hold ({twice / 1e3:.3f} ms): "
+          f"{(tot[3] - off) / 1e3:.3f} ms (power-law MoE {(skew - off) / 1e3:.3f})")
     print(f"published H200 (158.1 tok/s/user at an assumed 2.82 tokens a step): {2.82 / 158.1 * 1e3:.2f} ms an iteration")
-    module_check(t, its)
 
 
 if __name__ == "__main__":
