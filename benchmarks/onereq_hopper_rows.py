@@ -17,8 +17,9 @@ The rows are CUDA-graph replays timed between two events, and a graph launch the
 rides in them unevenly: a mla_bmm row is one graph of the quantise + BMM per replay (ai-dynamo/aiconfigurator
 collector/trtllm/collect_mla_bmm.py@302edbc4, 10 g.replay()), a small GEMM row up to 5 distinct-weight GEMMs in one
 graph, the latency divided by that count (collect_gemm.py@00095909, outside_loop_count = min(5, ceil(L2 / weight bytes)),
-captured by collector/helper.py's benchmark_with_power). The MLA module row (the whole attention block in one graph)
-against the sum of its parts' rows says how much it is.
+captured by collector/helper.py's benchmark_with_power), a generation MLA row one graph of attn.forward per replay (its
+RoPE / cache append with FlashMLA: collect_mla.py@070f5afd). The MLA module rows (the whole attention block in one graph)
+against the sum of their parts' rows say how much a launch is; the last line takes it, and the RoPE counted twice, out.
 """
 from __future__ import annotations
 
