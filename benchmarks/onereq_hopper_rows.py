@@ -188,7 +188,8 @@ def module_check(t: dict) -> float:
     the model's module, H100, per GEMM dtype and batch. The parts' excess over the module is what the isolated rows carry
     that the module's one graph does not (their own graph launches; for block FP8 also the module's weights, ~37 MB at
     16 heads, fitting H100's 50 MB L2 where the BF16 ones, ~73 MB, do not). Returns the BF16 excess per row that holds a
-    whole graph launch (the two BMM rows and FlashMLA's; a GEMM row holds at most a fifth of one), us."""
+    whole graph launch (the two BMM rows and FlashMLA's; a GEMM row holds at most a fifth of one), us: the launches, or
+    the overlap of the module's q x W_UK on a second stream beside RoPE (docs/accuracy.md#one-request-h200)."""
     mla, bf16 = t["mla"], []
     print("\nMLA module, H100, 16 heads, 2k, BF16 KV: module row | its parts' rows (excess) | model (model / row)")
     for gt, gdt, bdt in (("fp8_block", "fp8_block", "fp8"), ("bfloat16", "bfloat16", "bfloat16")):
@@ -230,8 +231,9 @@ def main(kern: Path) -> None:
     twice = sum(x[2] * x[6] / 2 for x in its if x[1].split("/")[-1] == "elementwise")
     n = sum(x[2] for x in its if x[1].split("/")[-1] in (*BMM, "core_decode"))
     off = n * launch + twice
-    print(f"each whole-graph row's launch (the BF16 module's excess / 3): {launch:.1f} us; the iteration's rows less it on its "
-          f"{n:.0f} BMM and FlashMLA rows and less the RoPE / append the FlashMLA rows hold ({twice / 1e3:.3f} ms): "
+    print(f"the BF16 module's excess over its parts (launches the rows hold, or q x W_UK's second stream beside RoPE), "
+          f"{launch:.1f} us on each of the {n:.0f} BMM and MLA rows, and the RoPE / append the MLA rows hold ({twice / 1e3:.3f} ms) "
+          f"taken out of the rows: "
           f"{(tot[3] - off) / 1e3:.3f} ms (power-law MoE {(skew - off) / 1e3:.3f})")
     print(f"published H200 (158.1 tok/s/user at an assumed 2.82 tokens a step): {2.82 / 158.1 * 1e3:.2f} ms an iteration")
 
