@@ -72,7 +72,8 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # the busiest EP rank sets the step: the experts it reads, its busiest expert's tokens and its
     # own (routed_load; cal.moe_routing_alpha is the routing skew, 0 uniform)
     alpha = at.cal.moe_routing_alpha
-    active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha)
+    # (a served step, an engine's: its router draws each token's experts; the kernel tables' rows, no engine: laid out evenly)
+    active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha, drawn=at.engine is not None)
     skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
     # the exchange the engine runs under attention DP with EP (Engine.moe_exchange); the kernel tables' alone: all-to-all
     exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
@@ -555,10 +556,32 @@ def distinct_experts(E, k, tokens):
     return E * (1.0 - np.power(x, tokens))
 
 
-def routed_load(E, k, tokens, ep, alpha):
+def busiest_rank_experts(E, k, tokens, ep):
+    """Expected experts read by the busiest of `ep` ranks (E / ep contiguous experts each) under uniform random routing,
+    every token drawing k distinct of E: the per-rank count D = sum of E / ep indicators, P(read) = p = 1 - x^T
+    (x = 1 - k / E), two experts both unread with (y)^T, y = (E - k)(E - k - 1) / (E (E - 1)), so exactly
+    Var D = n p (1 - p) + n (n - 1) (y^T - x^2T), n = E / ep; its largest of `ep` at Blom's expected maximum of normals,
+    capped at n and at T k. Every MoE layer waits at its all-reduce or combine for its slowest rank, so the step reads the
+    busiest rank's experts, not the mean's: at one request (DeepSeek-R1, 4 tokens, top-8 of 256) EP 2 reads 16.8 experts a
+    rank against a mean of 15.3, EP 4 9.9 against 7.6 (a Monte Carlo draw: 17.3, 10.4; tests/test_ffns.py). At a full
+    batch every rank reads nearly all of its experts and the spread vanishes."""
+    E, k, T, ep = (np.asarray(v, float) for v in (E, k, tokens, ep))
+    n = E / ep
+    x = 1.0 - k / E
+    y = (E - k) * (E - k - 1.0) / np.maximum(E * (E - 1.0), 1.0)
+    Tc = np.minimum(T, 60.0 / np.log2(1.0 / np.clip(x, 1e-12, 1.0 - 1e-12)))  # as distinct_experts: x^T below 2^-60 is 0
+    xT, p = np.power(x, Tc), 1.0 - np.power(x, Tc)
+    var = n * p * (1.0 - p) + n * (n - 1.0) * (np.power(y, Tc) - xT * xT)
+    return np.minimum(np.minimum(n * p + np.sqrt(np.maximum(var, 0.0)) * _blom(ep), n), np.maximum(T * k, 1.0))
+
+
+def routed_load(E, k, tokens, ep, alpha, drawn=False):
     """Routing as the busiest EP rank sees it: (experts it reads, tokens of its busiest expert,
     tokens routed to it). alpha = 0 is uniform random routing, every rank its mean share (the
-    experts read from `distinct_experts`). alpha > 0 draws per-expert loads from a power law x^-alpha,
+    experts read from `distinct_experts`) where the routing is laid out evenly, as the kernel tables' `balanced` rows
+    are (aiconfigurator collector/helper.py balanced_logits@095f58a5: token t's i-th expert t + i ceil(E / k) mod E, so
+    every rank the same count), or with `drawn` (a served step: each token's experts drawn by its router) the busiest
+    rank's experts (busiest_rank_experts). alpha > 0 draws per-expert loads from a power law x^-alpha,
     as NVIDIA's aiconfigurator draws them for its MoE kernel tables and assumes in its serving
     estimates (collector/helper.py `_generate_power_law_distribution`: E draws on [1, 0.8 T] when
     T k > E, else on [0.01, 2], scaled to T k tokens, an expert capped at T; the busiest rank is the
@@ -572,6 +595,8 @@ def routed_load(E, k, tokens, ep, alpha):
     if alpha <= 0.0:
         active = np.minimum(n_loc, np.maximum(distinct_experts(E, k, T) / ep, 1.0))
         m_e = np.minimum(S / ep / active, T)
+        if drawn:  # a served step's routing, drawn token by token: the busiest rank's experts, each at the mean's rows
+            active = np.maximum(busiest_rank_experts(E, k, T, ep), active)
         return active, m_e, m_e * active
     q = 1.0 - (alpha if abs(alpha - 1.0) > 1e-6 else 1.0 + 1e-6)
     dense = S > E
