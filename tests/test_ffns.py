@@ -95,20 +95,35 @@ def test_busiest_rank_experts_golden():
     assert float(busiest_rank_experts(256, 8, 4, 1)) == pytest.approx(float(distinct_experts(256, 8, 4)))
     assert float(busiest_rank_experts(256, 8, 1, 1)) == pytest.approx(8.0)
     assert float(busiest_rank_experts(256, 8, 100_000, 8)) == pytest.approx(32.0)
+    # DeepSeek's group limit (4 of 8 groups of 32) at EP 4: M = 128 experts in a token's groups, (M - k)(M - k - 1) /
+    # (M (M - 1)) = 120 * 119 / (128 * 127) = 0.878445; one group's pairs q_s = 0.5 + 0.5 * 0.878445 = 0.939222, 64 x 31 =
+    # 1,984 of them; two groups' q_d = 12/56 + (32/56) * 120/128 + (12/56) * 0.878445 = 0.938238, 4,032 - 1,984 = 2,048;
+    # Var = 6.72246 + 1,984 * (0.939222^4 - x^8 = 0.778169 - 0.775700) + 2,048 * (0.774912 - 0.775700) = 6.72246 + 4.89844
+    # - 1.61344 = 10.00746, sd 3.16346; 7.63275 + 3.16346 * 1.04913 = 10.95163 (the groups crowd a token's experts on fewer ranks)
+    assert float(busiest_rank_experts(256, 8, 4, 4, 8, 4)) == pytest.approx(10.95163, abs=1e-4)
+    # one group of all experts is no limit
+    assert float(busiest_rank_experts(256, 8, 4, 4, 1, 1)) == pytest.approx(10.01133, abs=1e-4)
 
 
+@pytest.mark.parametrize("grouped", [False, True])
 @pytest.mark.parametrize("T,ep", [(1, 2), (1, 4), (1, 8), (4, 2), (4, 4), (4, 8), (8, 4), (32, 8), (128, 8)])
-def test_busiest_rank_experts_against_drawn_routing(T, ep):
-    """Each token draws 8 distinct of 256 experts uniformly (E / ep contiguous a rank), the busiest rank's
-    experts read, averaged over 4,000 draws: the closed form within 10% (it runs up to 9% under at one token,
-    where the count is discrete and skewed: 2.32 against 2.55 at EP 8) and above the mean rank's."""
+def test_busiest_rank_experts_against_drawn_routing(T, ep, grouped):
+    """Each token's 8 of 256 experts drawn (E / ep contiguous a rank) by i.i.d. scores: their top 8, or DeepSeek-V3's
+    router (the top 4 of 8 groups by the sum of a group's two best scores, then the top 8 in them: modeling_deepseek.py
+    MoEGate, noaux_tc), the busiest rank's experts read averaged over 2,000 draws: the closed form within 10% (it runs up
+    to 9% under at one token, where the count is discrete and skewed: 2.32 against 2.55 at EP 8) and above the mean rank's."""
     rng = np.random.default_rng(0)
-    E, k, n = 256, 8, 4000
-    picks = np.argsort(rng.random((n, T, E)), axis=-1)[..., :k].reshape(n, -1)
+    E, k, n = 256, 8, 2000
+    s = rng.random((n, T, E))
+    if grouped:
+        g = np.sort(s.reshape(n, T, 8, 32), axis=-1)[..., -2:].sum(-1)
+        keep = np.zeros((n, T, 8), bool)
+        np.put_along_axis(keep, np.argsort(-g, axis=-1)[..., :4], True, axis=-1)
+        s = np.where(np.repeat(keep, 32, axis=-1), s, -1.0)
     hit = np.zeros((n, E), bool)
-    np.put_along_axis(hit, picks, True, axis=-1)
+    np.put_along_axis(hit, np.argsort(-s, axis=-1)[..., :k].reshape(n, -1), True, axis=-1)
     drawn = hit.reshape(n, ep, -1).sum(-1).max(1).mean()
-    got = float(busiest_rank_experts(E, k, T, ep))
+    got = float(busiest_rank_experts(E, k, T, ep, *((8, 4) if grouped else (1, 1))))
     assert got == pytest.approx(drawn, rel=0.10)
     assert got > float(distinct_experts(E, k, T)) / ep or T == 128
 
