@@ -100,9 +100,9 @@ def test_busiest_rank_experts_golden():
     # 1,984 of them; two groups' q_d = 12/56 + (32/56) * 120/128 + (12/56) * 0.878445 = 0.938238, 4,032 - 1,984 = 2,048;
     # Var = 6.72246 + 1,984 * (0.939222^4 - x^8 = 0.778169 - 0.775700) + 2,048 * (0.774912 - 0.775700) = 6.72246 + 4.89844
     # - 1.61344 = 10.00746, sd 3.16346; 7.63275 + 3.16346 * 1.04913 = 10.95163 (the groups crowd a token's experts on fewer ranks)
-    assert float(busiest_rank_experts(256, 8, 4, 4, 8, 4)) == pytest.approx(10.95163, abs=1e-4)
+    assert float(busiest_rank_experts(256, 8, 4, 4, groups=8, topk_groups=4)) == pytest.approx(10.95163, abs=1e-4)
     # one group of all experts is no limit
-    assert float(busiest_rank_experts(256, 8, 4, 4, 1, 1)) == pytest.approx(10.01133, abs=1e-4)
+    assert float(busiest_rank_experts(256, 8, 4, 4, groups=1, topk_groups=1)) == pytest.approx(10.01133, abs=1e-4)
 
 
 @pytest.mark.parametrize("grouped", [False, True])
@@ -123,7 +123,7 @@ def test_busiest_rank_experts_against_drawn_routing(T, ep, grouped):
     hit = np.zeros((n, E), bool)
     np.put_along_axis(hit, np.argsort(-s, axis=-1)[..., :k].reshape(n, -1), True, axis=-1)
     drawn = hit.reshape(n, ep, -1).sum(-1).max(1).mean()
-    got = float(busiest_rank_experts(E, k, T, ep, *((8, 4) if grouped else (1, 1))))
+    got = float(busiest_rank_experts(E, k, T, ep, groups=8 if grouped else 1, topk_groups=4 if grouped else 1))
     assert got == pytest.approx(drawn, rel=0.10)
     assert got > float(distinct_experts(E, k, T)) / ep or T == 128
 

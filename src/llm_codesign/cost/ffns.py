@@ -557,7 +557,7 @@ def distinct_experts(E, k, tokens):
     return E * (1.0 - np.power(x, tokens))
 
 
-def busiest_rank_experts(E, k, tokens, ep, groups=1, topk_groups=1):
+def busiest_rank_experts(E, k, tokens, ep, *, groups=1, topk_groups=1):
     """Expected experts read by the busiest of `ep` ranks under random routing, each token drawing k distinct of E.
     TensorRT-LLM places E / ep contiguous experts on each EP rank (fused_moe_trtllm_gen.py, fused_moe_cutlass.py,
     fused_moe_wide_ep.py: initial_global_assignments, slot_start = ep_rank x expert_size_per_partition; code index). The
@@ -590,7 +590,7 @@ def busiest_rank_experts(E, k, tokens, ep, groups=1, topk_groups=1):
     return np.minimum(np.minimum(n * (1.0 - xT) + np.sqrt(np.maximum(var, 0.0)) * _blom(ep), n), np.maximum(T * k, 1.0))
 
 
-def routed_load(E, k, tokens, ep, alpha, drawn=False, groups=1, topk_groups=1):
+def routed_load(E, k, tokens, ep, alpha, *, drawn=False, groups=1, topk_groups=1):
     """Routing as the busiest EP rank sees it: (experts it reads, tokens of its busiest expert,
     tokens routed to it). alpha = 0 is uniform random routing, every rank its mean share (the
     experts read from `distinct_experts`) where the routing is laid out evenly, as the kernel tables' `balanced` rows
@@ -611,7 +611,7 @@ def routed_load(E, k, tokens, ep, alpha, drawn=False, groups=1, topk_groups=1):
         active = np.minimum(n_loc, np.maximum(distinct_experts(E, k, T) / ep, 1.0))
         m_e = np.minimum(S / ep / active, T)
         if drawn:  # a served step's routing, drawn token by token: the busiest rank's experts, each at the mean's rows
-            active = np.maximum(busiest_rank_experts(E, k, T, ep, groups, topk_groups), active)
+            active = np.maximum(busiest_rank_experts(E, k, T, ep, groups=groups, topk_groups=topk_groups), active)
         return active, m_e, m_e * active
     q = 1.0 - (alpha if abs(alpha - 1.0) > 1e-6 else 1.0 + 1e-6)
     dense = S > E
