@@ -174,18 +174,15 @@ def test_mtp_depth_scan_at_one_request_held_out():
     y = [float(r[m]) for r in rows]
     p = [q[m] for q in preds]
     for yk, pk in zip(y[1:], p[1:], strict=True):
-        assert abs((pk / p[0]) / (yk / y[0]) - 1) <= 0.05
+        assert abs((pk / p[0]) / (yk / y[0]) - 1) <= 0.04
     assert int(np.argmax(p)) == int(np.argmax(y)) == 3
     # (+55-59% with the one-shot all-reduce's latency measured, 4.8 us on Blackwell in place of the fitted 5.67; +52.1-57.5%
     # -> +53.7-60.2% with TRTLLM-Gen's MoE on its own token-tile grid and B200's MoE three re-fitted,
     # docs/modelling-notes.md#moe-tile, the serving profile not re-fitted; +47.9-54.1% with the shared expert's NVFP4 quantise
     # and the MTP worker's 25 + 6k kernels, #onestep-inventory; +41.0-47.5% with the early-2025 gate's sigmoid and bias add
     # as kernels of their own, campaigns.toml routing_fusion false, #onereq-hopper; +38.2-44.5% with tok/s/user read as
-    # trtllm-bench's, the prefill in each request's latency, campaigns.toml per_user_with_ctx, #onereq3-per-user; +31.1-37.0%
-    # with the busiest of the 4 EP ranks' experts read under DeepSeek's group-limited routing, not the mean rank's,
-    # cost.ffns.busiest_rank_experts, #onereq4-busiest-rank, whose extra experts weigh more on the 2-6 token verify steps
-    # than on the 1-token step: speed-ups 1.73 / 2.16 / 2.20 / 2.20 / 2.09, depth 2 4.3% under, hence 5% above)
-    assert all(0.30 <= pk / yk - 1 <= 0.38 for yk, pk in zip(y, p, strict=True))
+    # trtllm-bench's, the prefill in each request's latency, campaigns.toml per_user_with_ctx, #onereq3-per-user)
+    assert all(0.37 <= pk / yk - 1 <= 0.46 for yk, pk in zip(y, p, strict=True))
 
 
 def test_max_num_tokens_column(tmp_path):

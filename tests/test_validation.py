@@ -107,21 +107,3 @@ def test_pdl_credit_beyond_a_launch_latency_is_refused():
     assert check_param("pdl_credit_s", "pdl_credit_s", 0.6e-6) == 0.6e-6
     with pytest.raises(InputError, match=r"pdl_credit_s's physical range"):
         check_param("pdl_credit_s", "pdl_credit_s", 5e-6)
-
-
-def test_group_limited_routing_is_read_and_checked():
-    """DeepSeek-R1's config.json routes each token within its best 4 of 8 expert groups (n_group, topk_group): read onto
-    the MoE (cost.ffns.busiest_rank_experts prices it); groups that do not split the 256 experts evenly, more groups
-    taken than there are, or too few experts in them for the 8 a token takes are refused, each naming its field."""
-    cfg = json.loads((DATA / "models" / "deepseek-ai--DeepSeek-R1_config.json").read_text())
-    moe = next(layer.ffn for layer, _ in from_hf_config(cfg, "r1").groups if hasattr(layer.ffn, "route_groups"))
-    assert (moe.route_groups, moe.route_topk_groups) == (8, 4)
-    bare = {k: v for k, v in cfg.items() if k not in ("n_group", "topk_group")}
-    moe = next(layer.ffn for layer, _ in from_hf_config(bare, "r1").groups if hasattr(layer.ffn, "route_groups"))
-    assert (moe.route_groups, moe.route_topk_groups) == (1, 1)
-    for bad, field, valid in (({"n_group": 6}, "config.n_group", "a divisor of the 256 routed experts"),
-                              ({"topk_group": 9}, "config.topk_group", "at most n_group (8)"),
-                              ({"n_group": 128, "topk_group": 2}, "config.topk_group", "enough groups of 2 experts for the 8")):
-        with pytest.raises(InputError) as e:
-            from_hf_config({**cfg, **bad}, "r1")
-        assert e.value.field == field and valid in str(e.value), str(e.value)

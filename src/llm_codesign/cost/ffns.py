@@ -72,9 +72,7 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     # the busiest EP rank sets the step: the experts it reads, its busiest expert's tokens and its
     # own (routed_load; cal.moe_routing_alpha is the routing skew, 0 uniform)
     alpha = at.cal.moe_routing_alpha
-    # (a served step, an engine's: its router draws each token's experts; the kernel tables' rows, no engine: laid out evenly)
-    active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha, drawn=at.engine is not None,
-                                       groups=f.route_groups, topk_groups=f.route_topk_groups)
+    active, top, on_rank = routed_load(f.experts, f.top_k, T_all, ep, alpha)
     skew = 1.0 if alpha <= 0.0 else on_rank / np.maximum(T_all * f.top_k / ep, 1e-30)  # busiest rank over the mean
     # the exchange the engine runs under attention DP with EP (Engine.moe_exchange); the kernel tables' alone: all-to-all
     exchange = "all_to_all" if at.engine is None else at.engine.moe_exchange(at.gpu, moe_tp=s.moe_tp)
@@ -557,46 +555,10 @@ def distinct_experts(E, k, tokens):
     return E * (1.0 - np.power(x, tokens))
 
 
-def busiest_rank_experts(E, k, tokens, ep, *, groups=1, topk_groups=1):
-    """Expected experts read by the busiest of `ep` ranks under random routing, each token drawing k distinct of E.
-    TensorRT-LLM places E / ep contiguous experts on each EP rank (fused_moe_trtllm_gen.py, fused_moe_cutlass.py,
-    fused_moe_wide_ep.py: initial_global_assignments, slot_start = ep_rank x expert_size_per_partition; code index). The
-    rank's count D sums n = E / ep indicators, each read with p = 1 - x^T (x = 1 - k / E), so E[D] = n p and
-    Var D = n p (1 - p) + sum over pairs (q^T - x^2T), q a token's chance to take neither of two experts. Uniform routing:
-    q = (E - k)(E - k - 1) / (E (E - 1)) for every pair. Group-limited routing (DeepSeek-V3's: `groups` n_group of E / groups
-    experts, a token's experts from its `topk_groups` best, config.json n_group 8, topk_group 4; DeepSeek-V3 report
-    arXiv:2412.19437 s2.1.2), with a token's k drawn evenly over its groups' M = topk_groups E / groups experts: two of one
-    group, q_s = 1 - g + g (M - k)(M - k - 1) / (M (M - 1)), g = topk_groups / groups; of two groups, neither group taken,
-    one or both (g2 = topk_groups (topk_groups - 1) / (groups (groups - 1)), g0 = (groups - topk_groups)(groups - topk_groups
-    - 1) / (groups (groups - 1))): q_d = g0 + (1 - g0 - g2)(M - k) / M + g2 (M - k)(M - k - 1) / (M (M - 1)); a rank's pairs of
-    one group n (min(n, E / groups) - 1). The largest of `ep` at Blom's expected maximum of normals, capped at n and at T k.
-    Every MoE layer waits at its all-reduce or combine for its slowest rank, so the step reads the busiest rank's experts,
-    not the mean's: DeepSeek-R1's MTP3 verify step at one request (4 tokens, top 8 of 256, 4 of 8 groups) reads 17.4 experts a
-    rank at EP 2 against a mean of 15.3, 11.0 at EP 4 against 7.6 (DeepSeek's router drawn: 17.9, 11.0; without the groups
-    16.8 and 10.0 against 17.3 and 10.4; tests/test_ffns.py). At a full batch every rank reads nearly all its experts."""
-    E, k, T, ep, G, TG = (np.asarray(v, float) for v in (E, k, tokens, ep, groups, topk_groups))
-    n = E / ep
-    x = 1.0 - k / E
-    Tc = np.minimum(T, 60.0 / np.log2(1.0 / np.clip(x, 1e-12, 1.0 - 1e-12)))  # as distinct_experts: x^T below 2^-60 is 0
-    xT = np.power(x, Tc)
-    M = TG * E / G  # the experts of a token's groups
-    inM = (M - k) * (M - k - 1.0) / np.maximum(M * (M - 1.0), 1.0)
-    pair = np.maximum(G * (G - 1.0), 1.0)
-    g0, g2 = (G - TG) * (G - TG - 1.0) / pair, TG * (TG - 1.0) / pair
-    q_s = np.where(G > 1, 1.0 - TG / G + TG / G * inM, inM)
-    q_d = np.where(G > 1, g0 + (1.0 - g0 - g2) * (M - k) / np.maximum(M, 1.0) + g2 * inM, inM)
-    same = n * (np.minimum(n, E / G) - 1.0)
-    var = n * (1.0 - xT) * xT + same * (np.power(q_s, Tc) - xT * xT) + (n * (n - 1.0) - same) * (np.power(q_d, Tc) - xT * xT)
-    return np.minimum(np.minimum(n * (1.0 - xT) + np.sqrt(np.maximum(var, 0.0)) * _blom(ep), n), np.maximum(T * k, 1.0))
-
-
-def routed_load(E, k, tokens, ep, alpha, *, drawn=False, groups=1, topk_groups=1):
+def routed_load(E, k, tokens, ep, alpha):
     """Routing as the busiest EP rank sees it: (experts it reads, tokens of its busiest expert,
     tokens routed to it). alpha = 0 is uniform random routing, every rank its mean share (the
-    experts read from `distinct_experts`) where the routing is laid out evenly, as the kernel tables' `balanced` rows
-    are (aiconfigurator collector/helper.py balanced_logits@095f58a5: token t's i-th expert t + i ceil(E / k) mod E, so
-    every rank the same count), or with `drawn` (a served step: each token's experts drawn by its router) the busiest
-    rank's experts (busiest_rank_experts; `groups` / `topk_groups` the router's group limit). alpha > 0 draws per-expert loads from a power law x^-alpha,
+    experts read from `distinct_experts`). alpha > 0 draws per-expert loads from a power law x^-alpha,
     as NVIDIA's aiconfigurator draws them for its MoE kernel tables and assumes in its serving
     estimates (collector/helper.py `_generate_power_law_distribution`: E draws on [1, 0.8 T] when
     T k > E, else on [0.01, 2], scaled to T k tokens, an expert capped at T; the busiest rank is the
@@ -610,8 +572,6 @@ def routed_load(E, k, tokens, ep, alpha, *, drawn=False, groups=1, topk_groups=1
     if alpha <= 0.0:
         active = np.minimum(n_loc, np.maximum(distinct_experts(E, k, T) / ep, 1.0))
         m_e = np.minimum(S / ep / active, T)
-        if drawn:  # a served step's routing, drawn token by token: the busiest rank's experts, each at the mean's rows
-            active = np.maximum(busiest_rank_experts(E, k, T, ep, groups=groups, topk_groups=topk_groups), active)
         return active, m_e, m_e * active
     q = 1.0 - (alpha if abs(alpha - 1.0) > 1e-6 else 1.0 + 1e-6)
     dense = S > E

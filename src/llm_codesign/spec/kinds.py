@@ -541,10 +541,7 @@ class MoE(Ffn):
     """A mixture of `experts` experts of width `expert_inter`, `top_k` per token, a router, and
     always-on shared experts of total width `shared_inter` (0: none). `activation`: the experts' gated
     activation, "silu" (SwiGLU) or "swiglu_clamped" (gpt-oss's clamped SwiGLU, config `swiglu_limit`), which
-    AITER's fused MoE runs on another path (cost.ffns.aiter_quantised_activation). `route_groups` / `route_topk_groups`:
-    group-limited routing (config n_group / topk_group: a token's experts from its best topk_group of n_group equal
-    groups, DeepSeek-V3's 4 of 8; 1 / 1 none), which spreads the experts a batch reads unevenly over the EP ranks
-    (cost.ffns.busiest_rank_experts)."""
+    AITER's fused MoE runs on another path (cost.ffns.aiter_quantised_activation)."""
 
     kind: ClassVar[str] = "moe"
     experts: int
@@ -553,8 +550,6 @@ class MoE(Ffn):
     shared_inter: int = 0
     gated: bool = True
     activation: str = "silu"
-    route_groups: int = 1
-    route_topk_groups: int = 1
 
     @property
     def mats(self) -> int:

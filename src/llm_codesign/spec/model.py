@@ -255,7 +255,7 @@ def _hybrid_pattern_layers(cfg: dict, pattern: str, L: int, origin: str, attn: G
     if "E" in pattern:
         E, k, w = (_req(cfg, key, origin) for key in ("n_routed_experts", "num_experts_per_tok", "moe_intermediate_size"))
         shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) or int(cfg.get("n_shared_experts") or 0) * w
-        moe = MoE(experts=E, top_k=k, expert_inter=w, shared_inter=shared, gated=gated, **_route_groups(cfg))
+        moe = MoE(experts=E, top_k=k, expert_inter=w, shared_inter=shared, gated=gated)
     mlp = DenseFfn(inter=_req(cfg, "intermediate_size", origin), gated=gated) if "-" in pattern else None
     attns = [mamba if c == "M" else attn if c == "*" else none_a for c in pattern]
     ffns = [mlp if c == "-" else moe if c == "E" else none_f for c in pattern]
@@ -597,16 +597,10 @@ def _moe_layers(cfg: dict, mtype: str, L: int, name: str, *, experts: tuple[int,
     # gpt-oss's clamped SwiGLU: its config's swiglu_limit (transformers GptOssConfig), the activation AITER's fused MoE
     # runs on its own path (cost.ffns.aiter_quantised_activation)
     act = "swiglu_clamped" if cfg.get("swiglu_limit") else "silu"
-    moe = MoE(experts=int(experts[0]), top_k=int(experts[1]), expert_inter=int(e_inter), shared_inter=int(shared), activation=act,
-              **_route_groups(cfg))
+    moe = MoE(experts=int(experts[0]), top_k=int(experts[1]), expert_inter=int(e_inter), shared_inter=int(shared), activation=act)
     if not dense_inter and not all(is_moe):
         raise InputError("config.intermediate_size", None, f"{name}: the width of its {is_moe.count(False)} dense layers is required")
     return [moe if m else DenseFfn(inter=int(dense_inter)) for m in is_moe]
-
-
-def _route_groups(cfg: dict) -> dict:
-    """Group-limited routing's fields (config n_group, topk_group; checked by spec.validation), 1 / 1 where absent."""
-    return {"route_groups": int(cfg.get("n_group") or 1), "route_topk_groups": int(cfg.get("topk_group") or 1)}
 
 
 def pasted_name(cfg) -> str:

@@ -73,7 +73,7 @@ CONFIG_FIELDS: dict[str, tuple] = {
     "shared_expert_intermediate_size": (_I, 0, WIDTH), "moe_shared_expert_intermediate_size": (_I, 0, WIDTH),
     "num_experts_per_tok": (_I, 1, EXPERTS), "top_k_experts": (_I, 1, EXPERTS), "moe_topk": (_I, 1, EXPERTS),
     "n_routed_experts": (_I, 0, EXPERTS), "num_local_experts": (_I, 0, EXPERTS), "num_experts": (_I, 0, EXPERTS),
-    "n_shared_experts": (_I, 0, EXPERTS), "num_shared_experts": (_I, 0, EXPERTS), "n_group": (_I, 1, EXPERTS), "topk_group": (_I, 1, EXPERTS),
+    "n_shared_experts": (_I, 0, EXPERTS), "num_shared_experts": (_I, 0, EXPERTS),
     "first_k_dense_replace": (_I, 0, LAYERS), "moe_layer_freq": (_I, 1, LAYERS), "decoder_sparse_step": (_I, 1, LAYERS),
     "interleave_moe_layer_step": (_I, 1, LAYERS), "sliding_window": (_I, 0, TOKENS),
     "kv_lora_rank": (_I, 0, WIDTH), "q_lora_rank": (_I, 0, WIDTH), "qk_rope_head_dim": (_I, 1, WIDTH),
@@ -131,19 +131,6 @@ def _field(name: str, v, spec: tuple) -> None:
     elif kind == "dict_list":
         if not isinstance(v, list) or not all(isinstance(x, dict) for x in v):
             raise InputError(f, v, "a list of JSON objects, one per layer")
-
-
-def _route_group_checks(cfg: dict, E: int) -> None:
-    """Group-limited routing (n_group / topk_group): equal groups of the routed experts, topk_group of them holding at
-    least the experts per token."""
-    G, TG = cfg.get("n_group"), cfg.get("topk_group")
-    if E and G and E % G:
-        raise InputError("config.n_group", G, f"a divisor of the {E} routed experts (equal expert groups)")
-    if G and TG and TG > G:
-        raise InputError("config.topk_group", TG, f"at most n_group ({G})")
-    k = cfg.get("num_experts_per_tok") or cfg.get("top_k_experts") or cfg.get("moe_topk")
-    if E and G and TG and k and TG * (E // G) < k:
-        raise InputError("config.topk_group", TG, f"enough groups of {E // G} experts for the {k} experts a token takes")
 
 
 def _blocks(blocks: list, heads: int) -> None:
@@ -224,7 +211,6 @@ def check_config(cfg: dict, outer: dict | None = None) -> None:
     for k in ("num_experts_per_tok", "top_k_experts", "moe_topk"):
         if E and cfg.get(k) and cfg[k] > E:
             raise InputError(f"config.{k}", cfg[k], f"at most the {E} routed experts")
-    _route_group_checks(cfg, E)
     L = cfg.get("num_hidden_layers")
     for i in cfg.get("mlp_only_layers") or []:
         if L and i >= L:
