@@ -123,14 +123,14 @@ def test_a_key_the_table_does_not_know_is_one_line():
               "campaigns.toml [aiconfigurator-core] flags.set: 'arnorm_fusion' is not valid; one of: max_num_tokens, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, per_user_with_ctx, "
-              "decode_cuda_graph_max_bs, decode_graphs_to_max_batch, act_quant_fusion, "
+              "decode_cuda_graph_max_bs, decode_graphs_to_max_batch, ep_is_tp, act_quant_fusion, "
               "attn_out_fusion, ar_norm_fusion, rope_decode_fusion, hop_b_fusion, pdl_fusion, fp8_bmm_fusion, routing_fusion, mla_meta_fusion, kv_dtype, spec_method, spec_draft_len, spec_acceptance"),
              ("set = { ar_norm_fusion = false }", 'set = { ar_norm_fusion = "no" }',
               "campaigns.toml [aiconfigurator-core] flags.set.ar_norm_fusion: 'no' is not valid; true or false"),
              ("rounds = 20", "round = 20", "campaigns.toml [aiconfigurator-core]: 'round' is not valid; one of: source, flags, arrival, "
               "max_prefill_tokens, max_running_requests, cuda_graph_max_bs, recv_interval, ignore_eos, mixed_chunk, chunked_prefill, "
               "kv_fraction, rounds, queued_steps, prefill_routing, offline, decode_recv_interval, decode_moe_a2a, sglang_build, per_user_with_ctx, "
-              "decode_cuda_graph_max_bs, decode_graphs_to_max_batch"),
+              "decode_cuda_graph_max_bs, decode_graphs_to_max_batch, ep_is_tp"),
              ("over_isl = {", "over_isls = {", "campaigns.toml [aiconfigurator-core] flags: 'over_isls' is not valid; one of: when, set, "
               "over_isl, over_isl_and_batch, round_up, over_batch"),
              ("over_isl_and_batch = { max_num_tokens", "over_isl_and_batch = { max_num_token",
@@ -564,3 +564,32 @@ def test_trtllm_bench_campaigns_read_tok_s_per_user_with_the_prefill():
     with pytest.raises(InputError) as e:
         campaigns.read_campaigns('[[campaign]]\nsource = "x"\nper_user_with_ctx = "yes"\n')
     assert str(e.value) == "campaigns.toml [x] per_user_with_ctx: 'yes' is not valid; true or false"
+
+
+def test_enable_ep_moe_runs_price_at_ep_equal_to_tp():
+    """InferenceX's SGLang NVFP4 B200 runs before d8fe8f73e (2025-11-10) passed --enable-ep-moe, which SGLang read as
+    ep_size = tp_size (server_args.py:408-412@0.5.2), with no ep in their config: recorded TP8, EP 1, MoE TP 8, they ran
+    EP 8 (campaigns.toml `ep_is_tp`). Such a row prices exactly as the same row written EP 8 / MoE TP 1, and not as written;
+    a run after the change (20012793071) keeps its own columns."""
+    import csv
+    from importlib import resources
+
+    import pytest
+
+    from llm_codesign.errors import InputError
+    from llm_codesign.measure.validate import predict_serving
+
+    path = resources.files("llm_codesign").joinpath("data/measurements/serving_inferencex_blackwell.csv")
+    rows = [r for r in csv.DictReader(path.open()) if r["backend"] == "sglang" and r["weight_dtype"] == "nvfp4"
+            and "/runs/19216506952/" in r["source"] and r["tp"] == "8"]
+    assert len(rows) == 1 and (rows[0]["ep"], rows[0]["moe_tp"]) == ("1", "8")
+    assert campaigns.settings(rows[0])["ep_is_tp"] is True
+    later = dict(rows[0], source=rows[0]["source"].replace("19216506952", "20012793071"))
+    assert "ep_is_tp" not in campaigns.settings(later)
+    as_run = dict(rows[0], ep="8", moe_tp="1")
+    (p_row, p_run, p_later, p_as_run_later), _ = predict_serving([rows[0], as_run, later, dict(as_run, source=later["source"])])
+    assert p_row["tpot_ms"] == p_run["tpot_ms"]  # the recorded columns overridden: EP 8, MoE TP 1
+    assert p_later["tpot_ms"] != p_as_run_later["tpot_ms"]  # a later run keeps EP 1 / MoE TP 8
+    bad = '[[campaign]]\nsource = "x"\n[[campaign.flags]]\nwhen = { min_run_id = 1 }\nset = { ep_is_tp = "yes" }\n'
+    with pytest.raises(InputError, match="ep_is_tp: 'yes' is not valid; true or false"):
+        campaigns.read_campaigns(bad)

@@ -32,9 +32,11 @@ FLAG_COLUMNS = ("arrival", *FLAG_NAMES)
 # token included (trtllm-bench's "Per User Output Throughput", labelled "[w/ ctx]" in its later versions: measure.validate.
 # per_user_with_ctx), rather than 1 / TPOT; the CUDA graphs a disaggregated decode pool's workers capture (padded, per
 # rank: evaluate_disagg's `decode_cuda_graph_max_bs`), as a number or, `decode_graphs_to_max_batch = true`, up to the
-# workers' own max batch size (the row's decode_max_batch; blank: every batch they run)
+# workers' own max batch size (the row's decode_max_batch; blank: every batch they run); whether its launch ran the experts
+# over EP = TP (MoE TP 1) whatever its ep and moe_tp columns say (`ep_is_tp = true`: a flag such as SGLang's --enable-ep-moe,
+# which set ep_size = tp_size, where the harness recorded no EP; measure.validate.predict_serving reads it)
 CAMPAIGN_KEYS = ("prefill_routing", "offline", "decode_recv_interval", "decode_moe_a2a", "sglang_build", "per_user_with_ctx",
-                 "decode_cuda_graph_max_bs", "decode_graphs_to_max_batch")
+                 "decode_cuda_graph_max_bs", "decode_graphs_to_max_batch", "ep_is_tp")
 _BOOL = ("ignore_eos", "mixed_chunk", "chunked_prefill")
 _TRUE, _FALSE = ("true", "1", "yes"), ("false", "0", "no")
 # an entry's `NAME_fusion = false`: the run's engine build does not make that fusion (Engine.without)
@@ -138,7 +140,7 @@ def _invalid(key: str, v) -> str | None:
         return None if v in MOE_A2A_BACKENDS else "one of " + ", ".join(repr(b) for b in MOE_A2A_BACKENDS)
     if key == "sglang_build":
         return None if isinstance(v, str) and _SGLANG_VERSION.fullmatch(v) else 'an SGLang version such as "0.5.5.post2"'
-    if key in _BOOL or key in ("offline", "per_user_with_ctx", "decode_graphs_to_max_batch") or key in FUSION_KEYS:
+    if key in _BOOL or key in ("offline", "per_user_with_ctx", "decode_graphs_to_max_batch", "ep_is_tp") or key in FUSION_KEYS:
         return None if isinstance(v, bool) else "true or false"
     if key == "kv_fraction":
         return None if memory_fraction(v) is not None else FRACTION

@@ -276,13 +276,8 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
     for objs, idx in groups:
         model, gpu, prec, engine, spec, cal = objs
         sub = [rows[i] for i in idx]
-        a = {k: np.array([_int(r, k) for r in sub]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "num_gpus")}
-        if not model.is_moe:
-            a["ep"][:] = 1
-            a["moe_tp"][:] = 1
-        else:  # a blank MoE TP is what EP and PP leave of the GPUs, as lc.deployment fills it (a TP2 row read MoE-TP 1: not priced)
-            blank = np.array([not (r.get("moe_tp") or "").strip() for r in sub])
-            a["moe_tp"] = np.where(blank, default_moe_tp(a["num_gpus"], a["ep"], a["pp"]), a["moe_tp"])
+        sets = [campaigns.settings(r) for r in sub]
+        a = _plan_arrays(model, sub, sets)
         plan = Plan(a["tp"], a["pp"], a["ep"], a["moe_tp"], a["attention_dp"], np.ones(len(idx), dtype=np.int64))
         code = validity(model, gpu, plan, a["num_gpus"])
         # multi-node TP is unusual but measured: price it over the network instead of rejecting it
@@ -291,7 +286,6 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         osl = np.array([_int(r, "osl") for r in sub], float)
         conc = np.array([float(r["concurrency"]) if (r.get("concurrency") or "").strip() else np.nan for r in sub])
         offline = np.isnan(conc)
-        sets = [campaigns.settings(r) for r in sub]
         mnt = np.array([s["max_num_tokens"] or engine.step_tokens(gpu) for s in sets], float)
         harness = {"arrival": sets[0]["arrival"], "flags": campaigns.group_flags(sets, engine), "offline": bool(sets[0].get("offline"))}
         # concurrency rows: one vectorised pass; offline rows: best fitting batch over the grid
@@ -325,6 +319,23 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
                 if bypassed[j]:  # listed apart with estimate's refusal and the shortfall (serving_report's memory_refused)
                     preds[i] |= _refusal(model, objs, plan.at(j), num_gpus=int(a["num_gpus"][j]), row=(isl[j], osl[j], mnt[j]), sets=sets[j], short=short[j])
     return preds, unmodeled
+
+
+def _plan_arrays(model, sub: list[dict], sets: list[dict]) -> dict:
+    """The rows' plan columns as arrays (tp, pp, ep, moe_tp, attention_dp, num_gpus): a dense model's EP and MoE TP 1; a
+    blank MoE TP what EP and PP leave of the GPUs, as lc.deployment fills it (a TP2 row read MoE-TP 1: not priced); where
+    the row's campaign says its launch ran EP = TP (`ep_is_tp`, campaigns.CAMPAIGN_KEYS), EP its TP and MoE TP 1, whatever
+    its columns recorded."""
+    a = {k: np.array([_int(r, k) for r in sub]) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp", "num_gpus")}
+    if not model.is_moe:
+        a["ep"][:] = 1
+        a["moe_tp"][:] = 1
+        return a
+    blank = np.array([not (r.get("moe_tp") or "").strip() for r in sub])
+    a["moe_tp"] = np.where(blank, default_moe_tp(a["num_gpus"], a["ep"], a["pp"]), a["moe_tp"])
+    ep_tp = np.array([bool(s.get("ep_is_tp")) for s in sets])
+    a["ep"], a["moe_tp"] = np.where(ep_tp, a["tp"], a["ep"]), np.where(ep_tp, 1, a["moe_tp"])
+    return a
 
 
 def per_user_with_ctx(ttft_ms, tpot_ms, osl):
