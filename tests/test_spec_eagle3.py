@@ -92,3 +92,12 @@ def test_import_of_the_8b_with_eagle3_takes_the_default_at_its_draft_length():
     assert r.exit_code == 0, r.output
     # k = 2: 1 + r + r^2 = 1 + 0.900187 + 0.810337 = 2.710524
     assert json.loads(r.stdout)["accepted_per_step"] == pytest.approx(1 + R8B + R8B ** 2, abs=1e-5)
+
+
+def test_pareto_says_the_default_and_its_tokens_per_draft_length():
+    # a search without --draft-len tries k = 1..5 at the flat 0.900187: 1.90, 1.90 + 0.81034 = 2.71, 3.44, 4.10, 4.69
+    from llm_codesign.cli.commands import acceptance_note
+
+    note = acceptance_note(spec_decoding("eagle3", model="llama-3.1-8b"), None)
+    assert note.startswith("speculation: acceptance not given, so the published one: acceptance from EAGLE-3's Table 1")
+    assert note.endswith("tokens a step k=1 1.90, k=2 2.71, k=3 3.44, k=4 4.10, k=5 4.69")
