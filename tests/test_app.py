@@ -528,7 +528,7 @@ def test_disagg_answers_the_lines_under_the_clis_table_and_the_front_end(client)
     ("/api/disagg", {"prefill": {"tp": 4}, "decode": {"tp": 4}, "decode_gpu": "/tmp/g.toml"}, "decode_gpu",
      "decode_gpu: '/tmp/g.toml' is not valid; a GPU id of the catalog"),
     ("/api/disagg", {"prefill": {"tp": True}, "decode": {"tp": 4}}, "prefill.tp", "prefill.tp: True is not valid; Input should be a number"),
-    ("/api/estimate", {"spec": "eagle3"}, "acceptance", "acceptance: not given; an EAGLE-3 head's acceptance"),
+    ("/api/estimate", {"model": "llama-3.1-70b", "spec": "eagle3"}, "acceptance", "acceptance: not given; an EAGLE-3 head's acceptance"),
     ("/api/estimate", {"spec": "medusa", "acceptance": 2}, "spec", "spec: 'medusa' is not valid; Input should be 'none', 'mtp', 'eagle3' or 'draft'"),
     ("/api/estimate", {"spec": "mtp", "draft_len": 2, "acceptance": 3.5}, "acceptance",
      "acceptance: 3.5 is not valid; a mean accepted length between 1 and k+1 = 3"),

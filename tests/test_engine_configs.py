@@ -198,7 +198,7 @@ def test_trtllm_serve_command_with_its_yaml(tmp_path):
     ("vllm serve /models/my-llama -tp 8", {}, "model: '/models/my-llama' is not valid; "),
     ("port: 8000\n", {}, "config: 'c' is not valid; a vLLM or SGLang command line"),
     ("vllm serve meta-llama/Llama-3.1-8B -q awq_4bit", {}, "quantization: 'awq_4bit' is not valid; a method llm-codesign models: "),
-    ("vllm serve meta-llama/Llama-3.1-8B --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 2}'", {},
+    ("vllm serve meta-llama/Llama-3.1-70B -tp 8 --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 2}'", {},
      "acceptance: not given; the configuration drafts tokens"),
     ("vllm serve meta-llama/Llama-3.1-8B", {"gpu": None}, "gpu: missing; an engine's configuration names no GPU"),
     # values the engines would refuse: the option named, never a traceback or a TP0 plan

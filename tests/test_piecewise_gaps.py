@@ -182,3 +182,55 @@ def test_piecewise_decode_with_no_capture_is_refused_in_the_users_flags():
     assert code == 2 and out == "" and err == ("error: decode-cuda-graph-max-bs: 0 is not valid; left out, or a capture above 0, "
                                                "with PIECEWISE decode graphs (0 captures none: give cudagraph_mode NONE for no "
                                                "graphs)\n")
+
+
+def _draft_model_stage(draft_len: float, *, piecewise: bool = False, engine: str = "vllm", b: float = 1.0):
+    from llm_codesign.serve import aggregated as agg
+
+    m = lc.get_model("qwen3-32b")
+    dep = replace(lc.deployment(m, gpu="b200", num_gpus=8, engine=engine, tp=8, spec="draft", draft_model="qwen3-0.6b",
+                                draft_len=int(draft_len), acceptance=2.0), piecewise_graphs=piecewise)
+    costs = dep.engine.costs(lc.api._calibration(dep.gpu, None))
+    parts, _, _ = agg._decode_stage(m, dep.gpu, dep.precision, dep.plan.broadcast(), costs=costs, b=np.asarray(b),
+                                    ctx=np.asarray(1536.0), k=np.asarray(draft_len), spec=dep.spec,
+                                    flags=agg.Serving.of(dep).flags(None), piecewise=piecewise)
+    return parts
+
+
+def test_the_drafters_pieces_show_in_the_default_mode_where_they_outlast_the_kernels():
+    """vLLM's default FULL_AND_PIECEWISE replays the target as one full graph but its drafter under PIECEWISE graphs
+    (llm_base_proposer.py:420-435), launched with no sync after the target (gpu_model_runner.py:4358-4375), so its k
+    passes' ops and pieces hide under the step's kernels unless they outlast them. A separate draft model is where they
+    do: Qwen3-0.6B (28 layers: 56 ops, 29 pieces and 56 TP collectives a pass) drafting for Qwen3-32B on 8 B200 at TP8,
+    1 request. k = 5: host = 280 x 35 us + sqrt(280 x 280) x 2 us x 1.4236 + 145 x 5 us = 9.8 + 0.79722 + 0.725
+    = 11.32222 ms over 3.93635 ms of target and 5.41315 ms of draft kernels (9.34950): +1.97271 ms a step. k = 3: 6.79333 ms
+    of host under 7.14565 ms of kernels: hidden, 0. EAGLE-3 at 8B TP8 k = 3 (6 ops, 6 pieces, 6 collectives): 0.210 +
+    0.01708 + 0.030 = 0.257 ms under 2.24 ms, as #pwgaps-piecewise-gaps argued."""
+    five = _draft_model_stage(5.0)
+    host5 = 280 * 35e-6 + np.sqrt(280 * 280) * 2e-6 * 1.4236 + 145 * 5e-6
+    assert host5 == pytest.approx(11.32222e-3, rel=1e-6)
+    assert float(five.draft_host) == pytest.approx(host5 - float(five.kernels + five.draft), rel=1e-4)
+    assert float(five.draft_host) == pytest.approx(1.97271e-3, rel=1e-3) and float(five.eager) == 0.0
+    assert float(five.stage) == pytest.approx(float(five.kernels + five.host_step + five.host_seq + five.draft) + 1.97271e-3, rel=1e-4)
+    three = _draft_model_stage(3.0)
+    host3 = 168 * 35e-6 + 168 * 2e-6 * 1.4236 + 87 * 5e-6
+    assert host3 < float(three.kernels + three.draft) and float(three.draft_host) == 0.0
+    assert float(_eagle_stage(False).draft_host) == 0.0  # EAGLE-3 at 8B TP8 k = 3 hides
+    # not where the step already prices the drafter: PIECEWISE (its pieces in the step's launches, _piecewise_stage), an
+    # engine whose drafter runs in the target's graph (SGLang), a batch the capture misses (every launch eager)
+    assert float(_draft_model_stage(5.0, piecewise=True).draft_host) == 0.0
+    assert float(_draft_model_stage(5.0, engine="sglang").draft_host) == 0.0
+    missed = _draft_model_stage(5.0, b=4096.0)
+    assert float(missed.draft_host) == 0.0 and float(missed.eager_n) > 0.0  # its launches, the drafter's too, counted eager
+
+
+def test_estimate_shows_the_drafters_pieces_as_a_host_row():
+    # the same deployment through estimate: the breakdown's host/draft_pieces row is the stage's 1.97271 ms, the step host-bound
+    code, out, err = cli("estimate", "qwen3-32b", "--gpu", "b200", "--gpus", "8", "--tp", "8", "--backend", "vllm", "--concurrency",
+                         "1", "--spec", "draft", "--draft-model", "qwen3-0.6b", "--draft-len", "5", "--acceptance", "3", "--breakdown",
+                         "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    row = next(o for o in d["breakdown"] if o["name"] == "host/draft_pieces")
+    assert row["time_ms"] == pytest.approx(1.97271, rel=1e-3) and row["kind"] == "host"
+    assert d["decode_bound"] == "host"

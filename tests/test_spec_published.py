@@ -1,7 +1,7 @@
 """--spec mtp without --acceptance: the published MTP acceptance as the default, with its source (newc5 #14, newc6 #2,
 #18, #23): DeepSeek-R1 per position from TensorRT-LLM blog 1's depth scan (published_mtp_depth.csv), V3 its report's
-position 1 and the scan's later ones; one rule in estimate, pareto, import and the web API; no default for EAGLE-3 or a
-draft model, said per method."""
+position 1 and the scan's later ones; one rule in estimate, pareto, import and the web API; no default for a draft
+model, nor for EAGLE-3 on a model its paper did not measure (tests/test_spec_eagle3.py), said per method."""
 import json
 
 import pytest
@@ -56,7 +56,8 @@ def test_given_acceptance_wins_and_has_no_source():
 
 @pytest.mark.parametrize("method, model, says", [
     ("mtp", "qwen3.5-397b", ("none is published for this model", "0.85-0.90", "arXiv:2412.19437v2", "--acceptance-rates 0.85")),
-    ("eagle3", "llama-3.1-70b", ("EAGLE-3", "arXiv:2503.01840, Table 1", "LLaMA-Instruct 3.1 8B and 3.3 70B", "not a chain")),
+    ("eagle3", "llama-3.1-70b", ("EAGLE-3's Table 1 (arXiv:2503.01840v3)", "LLaMA-Instruct 3.1 8B 6.13 (the default of llama-3.1-8b)",
+                                  "LLaMA-Instruct 3.3 70B 5.63 (the default of llama-3.3-70b)", "not a chain")),
     ("eagle3", "deepseek-r1", ("EAGLE-3", "arXiv:2503.01840")),  # MTP's published default is MTP's only
     ("draft", "llama-3.1-70b", ("a separate draft model has no default", "--acceptance")),
 ])
@@ -93,7 +94,8 @@ def test_import_defaults_mtp_as_estimate_does_and_says_so():
 
 
 def test_import_refuses_eagle3_without_acceptance_with_its_hint():
-    line = "vllm serve meta-llama/Llama-3.1-8B --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 2}'"
+    # Llama-3.1-70B: the EAGLE-3 paper measured 3.3 70B and 3.1 8B, not 3.1 70B (tests/test_spec_eagle3.py: 8B's default)
+    line = "vllm serve meta-llama/Llama-3.1-70B -tp 8 --speculative-config '{\"method\": \"eagle3\", \"num_speculative_tokens\": 2}'"
     r = CliRunner().invoke(app, ["import", line, "--gpu", "h200"])
     assert r.exit_code == 2 and "Traceback" not in r.output
     assert "acceptance: not given; the configuration drafts tokens" in r.output and "arXiv:2503.01840" in r.output

@@ -147,11 +147,14 @@ class StepParts(NamedTuple):
     # eager_n (and eager_host_all, eager_n_all) are then its attention ops' host launches and the pieces' replays
     # (piecewise_launches), not a whole eager step; at_launch moves the ops' launches, not the replays
     piecewise: object = False
+    # vLLM's default mode (FULL_AND_PIECEWISE): its drafter's PIECEWISE piece launches beyond the step's kernels, where a
+    # captured step's full graph leaves them exposed (_drafter_pieces_stage); 0 elsewhere
+    draft_host: object = 0.0
 
     @property
     def stage(self):
         # in this order: the sum decode_step and evaluate made before the parts were kept (the same values bit for bit)
-        return self.kernels + self.host_step + self.host_seq + self.draft + self.eager
+        return self.kernels + self.host_step + self.host_seq + self.draft + self.eager + self.draft_host
 
     def iteration(self, pp, running, *, together=False):
         """A decode iteration: the time between a sequence's successive steps through the pipeline of `pp` stages with
@@ -174,7 +177,7 @@ class StepParts(NamedTuple):
         return (m < pp) & (self._ring(pp) >= m * self.stage), np.where(m < pp, m, pp)
 
     def _ring(self, pp):
-        return self.kernels_all + self._eager_ring(pp) + pp * (self.host_step + self.host_seq + self.draft)
+        return self.kernels_all + self._eager_ring(pp) + pp * (self.host_step + self.host_seq + self.draft + self.draft_host)
 
     def _eager_ring(self, pp):
         # by default the eager launches once on the critical path: every PP rank runs its own executor loop and launches
@@ -189,12 +192,12 @@ class StepParts(NamedTuple):
         where it binds (every stage's kernels, the eager launches once, the rest pp times), else m or pp x the stage's.
         What an estimate's breakdown (serve.estimate.step_rows) and disagg's eager note read, so they agree."""
         pp = np.asarray(pp, float)
-        names = ("kernels", "host_step", "host_seq", "draft", "eager")
+        names = ("kernels", "host_step", "host_seq", "draft", "eager", "draft_host")
         own = {n: np.asarray(getattr(self, n), float) for n in names}
         if self.kernels_all is None:
             return {n: pp * v for n, v in own.items()}
         ring = {"kernels": np.asarray(self.kernels_all, float), "host_step": pp * own["host_step"], "host_seq": pp * own["host_seq"],
-                "draft": pp * own["draft"], "eager": self._eager_ring(pp)}
+                "draft": pp * own["draft"], "eager": self._eager_ring(pp), "draft_host": pp * own["draft_host"]}
         by_ring, times = self._binding(pp, running, together=together)
         return {n: np.where(by_ring, ring[n], times * own[n]) for n in names}
 
@@ -279,6 +282,9 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
         drafted = (0.0, 0.0) if spec is None else draft_pieces(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
         parts, host_all, n_all = _piecewise_stage(model, parts, ops, every, miss=miss, ranks=ranks, kernels=kernels,
                                                   host_all=host_all, n_all=n_all, drafted=drafted, pp=pp)
+    elif spec is not None and costs.engine.name in DRAFTER_PIECEWISE and not np.all(miss):
+        parts = _drafter_pieces_stage(model, gpu, prec, sh, parts, costs=costs, b=b, ctx=ctx, k=k, spec=spec, miss=miss,
+                                      ranks=ranks, kernels=kernels)
     if every is None:
         return parts, t_draft, ops
     eager_all = np.where(np.asarray(parts.eager) > 0, np.maximum(host_all - parts.kernels_all - t_draft, 0.0), 0.0)
@@ -346,6 +352,37 @@ def piecewise_launches(model: ModelSpec, ops):
     return n, layers + 1.0
 
 
+# Engines whose drafter replays PIECEWISE graphs of its own beside a full-graph target step (vLLM's default
+# FULL_AND_PIECEWISE: its mixed mode is PIECEWISE, so SpecDecodeBaseProposer.initialize_cudagraph_keys gives the drafter
+# PIECEWISE, vllm/v1/spec_decode/llm_base_proposer.py:420-435@0.33.0 wheel)
+DRAFTER_PIECEWISE = ("vllm",)
+
+
+def _drafter_pieces_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, parts: StepParts, *, costs: EngineCosts, b, ctx, k,
+                          spec: SpecDecoding, miss, ranks, kernels) -> StepParts:
+    """_decode_stage's parts in vLLM's default mode (FULL_AND_PIECEWISE) where the step is captured (not `miss`): the
+    target replays one full graph, its drafter PIECEWISE graphs of its own (draft_pieces). The draft passes take the GPU
+    sampled tokens with no sync after the target (EAGLE / draft model with the padded drafter batch, the default: "does not
+    need to wait for bookkeeping", gpu_model_runner.py:4358-4375@0.33.0 wheel; prepare_inputs_padded builds their metadata
+    from host-side lengths, llm_base_proposer.py:1098-1155, no sync), so the host launches the k passes' ops and pieces while the GPU runs the
+    target's graph: they add only what outlasts the step's kernels, max(host - kernels, 0) (`kernels`: the target's and
+    the stage's draft share), as a piecewise step's launches (_piecewise_stage). Each stage's share 1 / pp of the passes,
+    their ops at DECODE_LAUNCH_S with the ranks' jitter at the draft's collectives, each piece's replay at GRAPH_PIECE_S."""
+    dm, dops = _draft_ops(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, spec=spec)
+    n, pieces = piecewise_launches(dm, dops)
+    pp, k = np.asarray(sh.pp, float), np.asarray(k, float)
+    host = decode_launch_host(k * n / pp, k * launches(_collectives(dops)) / pp, ranks) + k * pieces / pp * GRAPH_PIECE_S
+    return parts._replace(draft_host=np.where(np.asarray(miss, bool), 0.0, np.maximum(host - kernels, 0.0)))
+
+
+def _draft_ops(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, spec: SpecDecoding):
+    """(the draft model, one draft pass's operators) at `b` sequences of context `ctx`: a separate draft model on one
+    pipeline stage, an MTP module or EAGLE-3 head on the target's plan."""
+    dm = draft_model(model, spec)
+    dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
+    return dm, forward_ops(dm, gpu, costs.cal, spec.draft_precision(prec), dsh, b=Batch(dec_seqs=b, dec_ctx=ctx), engine=costs.engine)
+
+
 def draft_pieces(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, k, spec: SpecDecoding):
     """(host ops, graph pieces) of a step's k draft passes as vLLM runs its drafter: PIECEWISE graphs of its own wherever
     the target's mixed mode has graphs (SpecDecodeBaseProposer.initialize_cudagraph_keys, "Only supports PIECEWISE
@@ -354,9 +391,7 @@ def draft_pieces(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     :1773-1815; the first pass :570-596, the rest :668-754), so each pass launches the draft model's splitting ops
     between its pieces as the target's step does (piecewise_launches of the draft model): k x (ops, pieces). The
     proposer's Python between the passes (metadata, argmax) is not counted: vLLM's spec_worker_kernels are 0."""
-    dm = draft_model(model, spec)
-    dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
-    dops = forward_ops(dm, gpu, costs.cal, spec.draft_precision(prec), dsh, b=Batch(dec_seqs=b, dec_ctx=ctx), engine=costs.engine)
+    dm, dops = _draft_ops(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, spec=spec)
     n, pieces = piecewise_launches(dm, dops)
     k = np.asarray(k, float)
     return k * n, k * pieces

@@ -441,7 +441,7 @@ def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
     they exceed each. An eager step's row is its launches beyond its kernels (serve.aggregated._eager_decode: the step
     takes the longer of the two), so where it is priced the host's launches outlast every kernel together: host."""
     host = [o.time_s for o in rows if o.phase == "decode" and o.kind == "host"]
-    if any(o.time_s > 0 for o in rows if o.name == "host/eager_launches"):
+    if any(o.time_s > 0 for o in rows if o.name in ("host/eager_launches", "host/draft_pieces")):
         return "host"
     tot = resource_times(ops, per) | {"host": sum(host)}
     return max(tot, key=tot.get)
@@ -525,6 +525,9 @@ def _host_rows(add, one, sp, costs, dep: Deployment, *, b: float, hidden: str, s
         scale=scale_of("eager"))
     add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage",
         scale=scale_of("draft"))
+    add("host/draft_pieces", "host", one(sp.draft_host),
+        "the drafter's PIECEWISE graphs in vLLM's default mode (FULL_AND_PIECEWISE): its passes' attention ops launched from the "
+        "host between their pieces, beyond the step's kernels (serve.aggregated._drafter_pieces_stage)", scale=scale_of("draft_host"))
 
 
 def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: int | tuple = 1) -> tuple[float, tuple[OperatorTime, ...]]:

@@ -546,10 +546,16 @@ MTP_DEPTH_SOURCE = "TensorRT-LLM blog 1's MTP depth scan of DeepSeek-R1 (8 x B20
 # alone, V3 its own report's position 1 and the scan's positions 2-5 (R1 is post-trained from V3-Base and ships the same
 # one-module MTP layer, num_nextn_predict_layers 1; V3's later positions are unpublished)
 MTP_DEFAULTS = {"deepseek-v3": "v3", "deepseek-r1": "scan", "deepseek-r1-nvfp4": "scan"}
-EAGLE3_HINT = ("an EAGLE-3 head's acceptance depends on the head and the data and none is bundled for it: the EAGLE-3 paper "
-               "(arXiv:2503.01840, Table 1) publishes mean accepted lengths (tau) for its heads on LLaMA-Instruct 3.1 8B and "
-               "3.3 70B over MT-bench, HumanEval, GSM8K, Alpaca and CNN/DM, measured with its dynamic draft tree, not a chain "
-               "of --draft-len tokens; give your head's measured --acceptance or --acceptance-rates")
+# EAGLE-3's published acceptance: its paper's Table 1 (Li et al., arXiv:2503.01840v3; data/speculative/SOURCES.md,
+# published_eagle3_tau.csv): the mean tokens a draft-verify cycle (tau) of its own heads, measured with its dynamic draft
+# tree (Appendix A: depth 8, 60 / 48 draft tokens for the 8B / 70B targets) in HF Transformers at batch 1. A bundled
+# model the paper measured defaults to its MT-bench, temperature-0 cell (the chat column its Figure 2 plots), read as the
+# mean of a chain of the tree's depth (a flat rate a position); a tree verifies more candidates than a chain of that
+# depth, so a chain engine accepts less (vLLM's chain of 7 with the same 8B head measured 3.53 on MT-bench at T=0:
+# vllm-project/vllm#26191, from #17504). Other models and heads: none, refused with the table quoted.
+EAGLE3_CSV = "published_eagle3_tau.csv"
+EAGLE3_CELL = ("MT-bench", "0")  # the default's column and temperature
+EAGLE3_SOURCE = "EAGLE-3's Table 1 (arXiv:2503.01840v3)"
 DRAFT_HINT = ("a separate draft model has no default (its acceptance depends on the draft, the target and the data): give "
               "its measured --acceptance (mean accepted tokens a step) or --acceptance-rates")
 
@@ -572,10 +578,38 @@ def mtp_depth_scan() -> tuple[float, ...]:
     return tuple(float(r["spec_acceptance"]) for r in sorted(rows, key=lambda r: int(r["spec_draft_len"])))
 
 
-def published_acceptance(method: str, model) -> tuple[tuple[float, ...], str] | None:
+@functools.lru_cache(maxsize=1)
+def eagle3_table() -> tuple[dict, ...]:
+    """The EAGLE-3 rows of the paper's Table 1, one a cell (published_eagle3_tau.csv)."""
+    import csv
+    from importlib import resources
+
+    with resources.files("llm_codesign").joinpath("data", "speculative", EAGLE3_CSV).open() as f:
+        return tuple(csv.DictReader(f))
+
+
+def eagle3_published(name: str, head: str | None = None) -> tuple[tuple[float, ...], str] | None:
+    """`name`'s EAGLE-3 default from the paper's Table 1 (EAGLE3_CELL), as the tree depth's flat per-position rates
+    (1 + r + ... + r^8 = tau: 6.13 -> r = 0.9000), or None where the paper measured no bundled model of that name, or
+    where the draft `head` named is not the paper's own (an imported configuration's; None: unnamed, taken as the paper's)."""
+    row = next((r for r in eagle3_table() if r["model"] == name and (r["dataset"], r["temperature"]) == EAGLE3_CELL), None)
+    if row is None or (head is not None and head != row["head"]):
+        return None
+    k, tau = int(row["tree_depth"]), float(row["tau"])
+    r = float(SpecDecoding("eagle3", k, tau)._rates()[0])
+    return (r,) * k, (f"acceptance from {EAGLE3_SOURCE}, {row['target']}, {EAGLE3_CELL[0]}, T={EAGLE3_CELL[1]}: tau {tau:g} "
+                      f"tokens a step with its draft tree of depth {k} ({row['tree_tokens']} draft tokens verified, HF "
+                      f"Transformers, one request), read as a chain of {k} at a flat {r:.3f} a position; a chain engine "
+                      "accepts less (vLLM's chain of 7 with the 8B head: 3.53 on MT-bench, vllm-project/vllm#26191)")
+
+
+def published_acceptance(method: str, model, head: str | None = None) -> tuple[tuple[float, ...], str] | None:
     """The per-position rates and source of a published acceptance for `model`'s `method` (MTP on DeepSeek-V3/R1,
-    MTP_DEFAULTS), or None where none is published."""
+    MTP_DEFAULTS; EAGLE-3 on the models its paper measured with its own `head`, eagle3_published), or None where none is
+    published."""
     name = getattr(model, "name", model)
+    if method == "eagle3":
+        return eagle3_published(name, head)
     kind = MTP_DEFAULTS.get(name) if method == "mtp" else None
     if kind is None:
         return None
@@ -597,7 +631,12 @@ def published_acceptance(method: str, model) -> tuple[tuple[float, ...], str] | 
 def acceptance_hint(method: str) -> str:
     """What to give where no acceptance is given and none is bundled, per method (the refusal's second half)."""
     if method == "eagle3":
-        return EAGLE3_HINT
+        cells = [r for r in eagle3_table() if (r["dataset"], r["temperature"]) == EAGLE3_CELL]
+        taus = ", ".join(f"{r['target']} {r['tau']}" + (f" (the default of {r['model']})" if r["model"] else "") for r in cells)
+        return (f"an EAGLE-3 head's acceptance depends on the head and the data, and none is published for this model and head: "
+                f"{EAGLE3_SOURCE} measured tau on MT-bench at T=0 {taus}, with its heads and a dynamic draft tree of depth "
+                f"{cells[0]['tree_depth']}, not a chain of --draft-len tokens; give your head's measured --acceptance or "
+                "--acceptance-rates")
     if method == "draft":
         return DRAFT_HINT
     return (f"none is published for this model: give --acceptance or --acceptance-rates; a model's own MTP module: "
@@ -610,8 +649,9 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
                   acceptance_rates: str | tuple | None = None, draft_model: str | None = None, model=None) -> SpecDecoding | None:
     """SpecDecoding from loose options (None when `method` is None or "none"); rates as "0.8,0.6" or a tuple. With no
     acceptance given, `model`'s published one (published_acceptance) where there is one, its source in `source`: every
-    published position kept (a search's other draft lengths read them: SpecDecoding.at), one draft token unless
-    `draft_len` says more (the one MTP module DeepSeek ships), positions past the published ones held at the last."""
+    published position kept (a search's other draft lengths read them: SpecDecoding.at), as many draft tokens as
+    `draft_len` says, else MTP's one (the one module DeepSeek ships) and EAGLE-3's its paper's tree depth, 8; positions
+    past the published ones held at the last."""
     if method is None or method == "none":
         if acceptance is not None or acceptance_rates:
             raise InputError("spec", method, "--spec mtp|eagle3|draft when --acceptance or --acceptance-rates is given")
@@ -620,9 +660,10 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
         return None
     rates = acceptance_rates_of(acceptance_rates, k=draft_len, draft=f"--draft-len {draft_len}")  # one per draft token
     source = ""
-    if acceptance is None and not rates and (pub := published_acceptance(method, model)) is not None:
+    if acceptance is None and not rates and (pub := published_acceptance(method, model, draft_model)) is not None:
         rates, source = pub
-        k = draft_len if draft_len is not None else 1
+        # no --draft-len: MTP one draft token (the one module DeepSeek ships), EAGLE-3 its paper's draft depth
+        k = draft_len if draft_len is not None else (1 if method == "mtp" else len(rates))
         if k > len(rates):
             source += f"; positions {len(rates) + 1}-{k} held at the last, {rates[-1]:.3f} (unpublished)"
         elif draft_len is not None:
