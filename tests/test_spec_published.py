@@ -56,8 +56,8 @@ def test_given_acceptance_wins_and_has_no_source():
 
 @pytest.mark.parametrize("method, model, says", [
     ("mtp", "qwen3.5-397b", ("none is published for this model", "0.85-0.90", "arXiv:2412.19437v2", "--acceptance-rates 0.85")),
-    ("eagle3", "llama-3.1-70b", ("EAGLE-3's Table 1 (arXiv:2503.01840v3)", "LLaMA-Instruct 3.1 8B 6.13 (the default of llama-3.1-8b)",
-                                  "LLaMA-Instruct 3.3 70B 5.63 (the default of llama-3.3-70b)", "not a chain")),
+    ("eagle3", "llama-3.1-70b", ("EAGLE-3's Table 1 (arXiv:2503.01840v3)", "LLaMA-Instruct 3.1 8B 6.13",
+                                  "LLaMA-Instruct 3.3 70B 5.63", "an upper bound for the chain an engine drafts")),
     ("eagle3", "deepseek-r1", ("EAGLE-3", "arXiv:2503.01840")),  # MTP's published default is MTP's only
     ("draft", "llama-3.1-70b", ("a separate draft model has no default", "--acceptance")),
 ])

@@ -546,16 +546,19 @@ MTP_DEPTH_SOURCE = "TensorRT-LLM blog 1's MTP depth scan of DeepSeek-R1 (8 x B20
 # alone, V3 its own report's position 1 and the scan's positions 2-5 (R1 is post-trained from V3-Base and ships the same
 # one-module MTP layer, num_nextn_predict_layers 1; V3's later positions are unpublished)
 MTP_DEFAULTS = {"deepseek-v3": "v3", "deepseek-r1": "scan", "deepseek-r1-nvfp4": "scan"}
-# EAGLE-3's published acceptance: its paper's Table 1 (Li et al., arXiv:2503.01840v3; data/speculative/SOURCES.md,
-# published_eagle3_tau.csv): the mean tokens a draft-verify cycle (tau) of its own heads, measured with its dynamic draft
-# tree (Appendix A: depth 8, 60 / 48 draft tokens for the 8B / 70B targets) in HF Transformers at batch 1. A bundled
-# model the paper measured defaults to its MT-bench, temperature-0 cell (the chat column its Figure 2 plots), read as the
-# mean of a chain of the tree's depth (a flat rate a position); a tree verifies more candidates than a chain of that
-# depth, so a chain engine accepts less (vLLM's chain of 7 with the same 8B head measured 3.53 on MT-bench at T=0:
-# vllm-project/vllm#26191, from #17504). Other models and heads: none, refused with the table quoted.
+# EAGLE-3's published acceptance. Its paper's Table 1 (Li et al., arXiv:2503.01840v3; data/speculative/SOURCES.md,
+# published_eagle3_tau.csv) gives the mean tokens a draft-verify cycle (tau) of its own heads, measured with a dynamic
+# draft tree (Appendix A: depth 8, 60 / 48 draft tokens for the 8B / 70B targets) in HF Transformers at batch 1: quoted,
+# never priced as the chain of --draft-len tokens the engines here run, which accepts less (the 8B head's tau 6.13 would
+# read as a flat 0.90 a position, 5.7 tokens at a chain of 7; vLLM's chain of 7 measured 3.53 on MT-bench,
+# vllm-project/vllm#26191). The one chain measurement bundled, Llama 4 Maverick's scan at 1-7 draft tokens on vLLM
+# (eagle3_chain_maverick.csv), is its default: the three datasets' mean at each length, read as mtp_depth_rates reads R1's.
 EAGLE3_CSV = "published_eagle3_tau.csv"
-EAGLE3_CELL = ("MT-bench", "0")  # the default's column and temperature
+EAGLE3_CHAIN_CSV = "eagle3_chain_maverick.csv"
+EAGLE3_CELL = ("MT-bench", "0")  # the hint's column and temperature
 EAGLE3_SOURCE = "EAGLE-3's Table 1 (arXiv:2503.01840v3)"
+EAGLE3_CHAIN_SOURCE = ("RedHatAI's EAGLE-3 chain scan of Llama 4 Maverick (its model card: nvidia/Llama-4-Maverick-17B-128E-"
+                       "Eagle3 on vLLM 0.11.0, 8 x B200, T=0.6; eagle3_chain_maverick.csv)")
 DRAFT_HINT = ("a separate draft model has no default (its acceptance depends on the draft, the target and the data): give "
               "its measured --acceptance (mean accepted tokens a step) or --acceptance-rates")
 
@@ -588,19 +591,36 @@ def eagle3_table() -> tuple[dict, ...]:
         return tuple(csv.DictReader(f))
 
 
+@functools.lru_cache(maxsize=1)
+def eagle3_chain() -> dict:
+    """The bundled EAGLE-3 chain scans, {model: (head, datasets, mean accepted lengths at k = 1..)}: each length the mean
+    of the scan's datasets at that draft length (eagle3_chain_maverick.csv)."""
+    import csv
+    from importlib import resources
+
+    with resources.files("llm_codesign").joinpath("data", "speculative", EAGLE3_CHAIN_CSV).open() as f:
+        rows = list(csv.DictReader(f))
+    out = {}
+    for m in dict.fromkeys(r["model"] for r in rows):
+        mine = [r for r in rows if r["model"] == m]
+        ks = sorted({int(r["draft_len"]) for r in mine})
+        sets = tuple(dict.fromkeys(r["dataset"] for r in mine))
+        lengths = tuple(float(np.mean([float(r["acceptance_length"]) for r in mine if int(r["draft_len"]) == k])) for k in ks)
+        out[m] = (mine[0]["head"], sets, lengths)
+    return out
+
+
 def eagle3_published(name: str, head: str | None = None) -> tuple[tuple[float, ...], str] | None:
-    """`name`'s EAGLE-3 default from the paper's Table 1 (EAGLE3_CELL), as the tree depth's flat per-position rates
-    (1 + r + ... + r^8 = tau: 6.13 -> r = 0.9000), or None where the paper measured no bundled model of that name, or
-    where the draft `head` named is not the paper's own (an imported configuration's; None: unnamed, taken as the paper's)."""
-    row = next((r for r in eagle3_table() if r["model"] == name and (r["dataset"], r["temperature"]) == EAGLE3_CELL), None)
-    if row is None or (head is not None and head != row["head"]):
+    """`name`'s EAGLE-3 default from a bundled chain scan (eagle3_chain: Llama 4 Maverick's) as per-position rates
+    (mtp_depth_rates), or None where none is bundled, or where the draft `head` named is not the scan's (None: unnamed,
+    taken as the scan's)."""
+    got = eagle3_chain().get(name)
+    if got is None or (head is not None and head != got[0]):
         return None
-    k, tau = int(row["tree_depth"]), float(row["tau"])
-    r = float(SpecDecoding("eagle3", k, tau)._rates()[0])
-    return (r,) * k, (f"acceptance from {EAGLE3_SOURCE}, {row['target']}, {EAGLE3_CELL[0]}, T={EAGLE3_CELL[1]}: tau {tau:g} "
-                      f"tokens a step with its draft tree of depth {k} ({row['tree_tokens']} draft tokens verified, HF "
-                      f"Transformers, one request), read as a chain of {k} at a flat {r:.3f} a position; a chain engine "
-                      "accepts less (vLLM's chain of 7 with the 8B head: 3.53 on MT-bench, vllm-project/vllm#26191)")
+    _, sets, lengths = got
+    rates = mtp_depth_rates(lengths)
+    return rates, (f"acceptance from {EAGLE3_CHAIN_SOURCE}: mean accepted {', '.join(f'{x:.2f}' for x in lengths)} at "
+                   f"k=1-{len(lengths)}, the mean of {', '.join(sets)}; per position {', '.join(f'{r:.3f}' for r in rates)}")
 
 
 def published_acceptance(method: str, model, head: str | None = None) -> tuple[tuple[float, ...], str] | None:
@@ -632,10 +652,11 @@ def acceptance_hint(method: str) -> str:
     """What to give where no acceptance is given and none is bundled, per method (the refusal's second half)."""
     if method == "eagle3":
         cells = [r for r in eagle3_table() if (r["dataset"], r["temperature"]) == EAGLE3_CELL]
-        taus = ", ".join(f"{r['target']} {r['tau']}" + (f" (the default of {r['model']})" if r["model"] else "") for r in cells)
-        return (f"an EAGLE-3 head's acceptance depends on the head and the data, and none is published for this model and head: "
-                f"{EAGLE3_SOURCE} measured tau on MT-bench at T=0 {taus}, with its heads and a dynamic draft tree of depth "
-                f"{cells[0]['tree_depth']}, not a chain of --draft-len tokens; give your head's measured --acceptance or "
+        taus = ", ".join(f"{r['target']} {r['tau']}" for r in cells)
+        return (f"an EAGLE-3 head's acceptance depends on the head and the data, and no chain of draft tokens is measured for "
+                f"this model and head: {EAGLE3_SOURCE} measured tau on MT-bench at T=0 {taus}, with its heads and a dynamic "
+                f"draft tree of depth {cells[0]['tree_depth']}, an upper bound for the chain an engine drafts (vLLM's chain of "
+                "7 with the 8B head: 3.53, vllm-project/vllm#26191); give your head's measured --acceptance or "
                 "--acceptance-rates")
     if method == "draft":
         return DRAFT_HINT
@@ -650,7 +671,7 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
     """SpecDecoding from loose options (None when `method` is None or "none"); rates as "0.8,0.6" or a tuple. With no
     acceptance given, `model`'s published one (published_acceptance) where there is one, its source in `source`: every
     published position kept (a search's other draft lengths read them: SpecDecoding.at), as many draft tokens as
-    `draft_len` says, else MTP's one (the one module DeepSeek ships) and EAGLE-3's its paper's tree depth, 8; positions
+    `draft_len` says, else MTP's one (the one module DeepSeek ships) and EAGLE-3's three; positions
     past the published ones held at the last."""
     if method is None or method == "none":
         if acceptance is not None or acceptance_rates:
@@ -662,8 +683,8 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
     source = ""
     if acceptance is None and not rates and (pub := published_acceptance(method, model, draft_model)) is not None:
         rates, source = pub
-        # no --draft-len: MTP one draft token (the one module DeepSeek ships), EAGLE-3 its paper's draft depth
-        k = draft_len if draft_len is not None else (1 if method == "mtp" else len(rates))
+        # no --draft-len: MTP one draft token (the one module DeepSeek ships), EAGLE-3 three (NVIDIA's Maverick record's)
+        k = draft_len if draft_len is not None else (1 if method == "mtp" else 3)
         if k > len(rates):
             source += f"; positions {len(rates) + 1}-{k} held at the last, {rates[-1]:.3f} (unpublished)"
         elif draft_len is not None:
