@@ -175,3 +175,11 @@ def test_the_advice_for_a_gpu_the_catalog_lacks_is_what_the_server_takes(client)
     for gpu in ("h100x", "my.toml"):  # neither names a path the server would refuse
         line = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": gpu}).json()["error"]
         assert "path to a GPU .toml" not in line and line.endswith("a GPU of one's own is a what-if GPU (`what_if`, the page's What-if GPU)")
+
+
+def test_the_clis_search_size_line_is_unchanged_by_the_move():
+    """pareto --gpus 8-4096: 4,089 instance sizes, refused by explore.search.check_search_size in the CLI's words."""
+    code, out, err = cli("pareto", "llama-3.1-8b", "--gpu", "h200", "--gpus", "8-4096")
+    assert code == 2 and err.strip() == ("error: gpus: '8-4096' is not valid; a search of at most 4,000,000 plan candidates (4,089 "
+                                         "instance sizes with 5 free parallel sizes exceed it): narrow the range (e.g. 8-72) or fix "
+                                         "--tp/--pp/--ep")

@@ -41,7 +41,7 @@ from dataclasses import replace
 from importlib import resources
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AliasChoices, AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AliasChoices, AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_serializer
 from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
@@ -313,7 +313,7 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
         "omitted: the engine's own capture, a batch above it decoding without graphs (the `CUDA graphs: ...` note)."))
     # disagg's --decode-compilation-config / --decode-O read as cli/disagg.py _decode_mode reads them: PIECEWISE is this flag
     # (NONE is decode_cuda_graph_max_bs 0, the FULL modes the default); lc.disagg's keyword, refused off vLLM in its name
-    decode_piecewise_graphs: StrictBool = Field(False, description=(
+    decode_piecewise_graphs: StrictBool = Field(default=False, description=(
         "The decode workers replay vLLM's piecewise CUDA graphs (cudagraph_mode PIECEWISE, or -O1: disagg "
         "--decode-compilation-config / --decode-O): each layer's attention ops launched from the host between the graph pieces. "
         "vLLM only; false: one full decode graph, vLLM's default."))
@@ -369,7 +369,7 @@ class DesignRequest(Precisions, WhatIf):
     max_candidates: Int = Field(20000, ge=1, le=20000, description="At most this many shapes priced, an even spread over the admitted "
                                 "ones (design's --max-candidates); the answer's screened.priced below screened.admitted says it thinned.")
     top: Int = Field(5, ge=1, le=20)
-    rank_all: StrictBool = Field(False, description="Rank by the objective alone (design --rank-all); false: rows whose quality "
+    rank_all: StrictBool = Field(default=False, description="Rank by the objective alone (design --rank-all); false: rows whose quality "
                                  "the proxy resolves (err ± <= |loss| + ±test) first, the answer's `resolved` counting them.")
 
 
@@ -425,6 +425,12 @@ _NO_DECODE = f"null at OSL 1 ({NO_DECODE_WHY}; its intervals left out too)."
 
 
 class Estimate(_Open):
+    # estimate --json leaves request_cost_note and offline_knee out where they do not apply: so does the answer (not null)
+    @model_serializer(mode="wrap")
+    def _absent(self, handler):
+        d = handler(self)
+        return {k: v for k, v in d.items() if v is not None or k not in ESTIMATE_ABSENT}
+
     model: str
     gpu: str
     plan: str
@@ -442,6 +448,9 @@ class Estimate(_Open):
     offline_knee: Optional[dict[str, Any]] = Field(None, description="Offline (no concurrency): the batch priced, the smallest "
                                                    "within `fraction` of the most tok/s/GPU, and the maximum's batch, gain and "
                                                    "TPOT (TTFT) ratio it leaves (estimate's concurrency row).")
+
+
+ESTIMATE_ABSENT = ("request_cost_note", "offline_knee")
 
 
 class Point(_Open):
