@@ -1287,3 +1287,23 @@ def test_design_ranks_all_rows_by_the_objective_and_says_the_marks_as_the_cli(pa
     assert notes[0].startswith("?: quality not resolved") and "ranked after" not in notes[0]
     assert notes[-1].startswith("quality resolved (err ± <= |loss| + ±test) for 19 of 89 priced shapes")
     assert _fragment(page)["d_rank"] == "all" and page.text_content("#error") == "" and not page.errors
+
+
+def test_the_disaggregated_form_takes_piecewise_decode_graphs(page, server):
+    """branch uxpage: the decode graph mode menu sends decode_piecewise_graphs (disagg --decode-O 1): llama-3.1-8b, a TP1
+    prefill and a TP8 vLLM decode instance on H100 at one request, TPOT 2.9017 ms (tests/test_piecewise_gaps.py) against
+    2.2826 with one full graph, and the "Piecewise CUDA graphs" note under the table."""
+    _pricing_form(page, server, "h100", "llama-3.1-8b")
+    page.select_option("#engine", "vllm")
+    page.select_option("#p_mode", "disaggregated")
+    for f, v in (("#pf_tp", "1"), ("#dc_tp", "8"), ("#p_concurrencies", "1")):
+        page.fill(f, v)
+    page.select_option("#p_decode_graphs", "piecewise")
+    sent = _bodies(page, "/api/disagg")
+    page.click("#run-price")
+    page.wait_for_selector("#disagg-table")
+    assert sent[-1]["decode_piecewise_graphs"] is True and sent[-1]["engine"] == "vllm"
+    assert _rows(page, "#disagg-table")[0][7] == "2.90"
+    notes = page.eval_on_selector_all(".disagg-note", "ns => ns.map(n => n.textContent)")
+    assert any(n.startswith("Piecewise CUDA graphs: ") for n in notes), notes
+    assert _fragment(page)["p_decode_graphs"] == "piecewise" and not page.errors

@@ -8,7 +8,7 @@ const WHAT_IF = ["hbm_tb_s", "memory_gb", "bf16_tflops", "fp8_tflops", "fp4_tflo
 const PLAN = ["tp", "pp", "ep", "attention_dp", "kvp"];
 const POOL = ["tp", "ep", "attention_dp", "instances"];
 const PRICE = ["p_gpu", "p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency", "p_cuda_graph_max_bs",
-               ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_decode_cuda_graph_max_bs", "p_spec", "p_draft_len", "p_acceptance",
+               ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_decode_cuda_graph_max_bs", "p_decode_graphs", "p_spec", "p_draft_len", "p_acceptance",
                "p_acceptance_rates", "p_draft_model"];
 const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "s_spec", "s_acceptance", "s_draft_len", "isl", "osl",
                 "min_tps_user", "max_ttft_ms", "arrival", "regime", "params", "d_moe", "active_params", "baseline", "baseline_from", "quality_sigmas", "max_candidates", "d_rank", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
@@ -606,7 +606,8 @@ async function runPrice() {
     if (disagg) {
       const conc = s.p_concurrencies.split(",").filter((x) => x.trim()).map(num);
       const r = await api("/api/disagg", {...common, prefill: sizes(s, "pf_", POOL), decode: sizes(s, "dc_", POOL), concurrency: conc,
-                                           decode_cuda_graph_max_bs: num(s.p_decode_cuda_graph_max_bs)});
+                                           decode_cuda_graph_max_bs: num(s.p_decode_cuda_graph_max_bs),
+                                           ...(s.p_decode_graphs === "piecewise" ? {decode_piecewise_graphs: true} : {})});
       showDisagg(r);
     } else {
       const e = await api("/api/estimate", {...common, num_gpus: num(s.p_num_gpus), ...sizes(s, "p_", PLAN), concurrency: num(s.p_concurrency),
