@@ -662,11 +662,13 @@ def test_a_clicked_point_fills_the_pricing_form_and_a_link_keeps_both(page, brow
     page.fill("#p_concurrency", "")  # offline: the batch of the most tok/s/GPU the plan holds
     page.click("#run-price")
     page.wait_for_selector("#priced-table")
-    assert dict(_rows(page, "#priced-table"))["requests in flight"].endswith(" (offline: the batch of the most tok/s/GPU)")
+    # offline: the knee estimate prices, in its words (cli/commands.py _knee_text)
+    knee = dict(_rows(page, "#priced-table"))["requests in flight"]
+    assert knee.startswith("batch ") and knee.endswith("the most tok/s/GPU)"), knee
     page.fill("#p_concurrency", est["concurrency"])
     page.click("#run-price")
     page.wait_for_function("document.querySelector('#priced-table') && "
-                           "!document.querySelector('#priced-table').textContent.includes('offline')")
+                           "!document.querySelector('#priced-table').textContent.includes('the most tok/s/GPU)')")
     got = dict(_rows(page, "#priced-table"))
     # the same plan at the same batch and precision: the same figures
     for k in ("TTFT", "TPOT", "tokens/s per user", "output tokens/s per GPU"):
@@ -1269,3 +1271,39 @@ def test_design_sends_the_pages_slo_moe_and_a_pasted_baseline(page, server):
     shapes = page.eval_on_selector_all("#design-table tbody tr", "rs => rs.map(r => r.cells[1].textContent)")
     assert shapes and all(" E" in s for s in shapes), shapes  # expert shapes
     assert page.text_content("#error") == "" and not page.errors
+
+
+def test_design_ranks_all_rows_by_the_objective_and_says_the_marks_as_the_cli(page, server):
+    """branch uxpage: the design form's rank menu sends rank_all (design --rank-all); an 8B design on 8 H200 over 300 shapes
+    resolves the quality of 19 of 89 priced ones (tests/test_api_cli_leftovers.py), so rows whose quality the proxy cannot
+    resolve rank among the others, their error cell marked "?", and the lines the CLI prints beneath its table follow."""
+    page.goto(server + "/")
+    _ready(page)
+    _choose_gpus(page, num_gpus="8")
+    _run_design(page, [("#params", "8e9"), ("#max_candidates", "300"), ("#d_rank", "all")])
+    marked = page.eval_on_selector_all("#design-table tbody tr", "rs => rs.map(r => r.cells[5].textContent.endsWith(' ?'))")
+    assert any(marked) and not all(marked)
+    notes = page.eval_on_selector_all("#design .design-note", "xs => xs.map(x => x.textContent)")
+    assert notes[0].startswith("?: quality not resolved") and "ranked after" not in notes[0]
+    assert notes[-1].startswith("quality resolved (err ± <= |loss| + ±test) for 19 of 89 priced shapes")
+    assert _fragment(page)["d_rank"] == "all" and page.text_content("#error") == "" and not page.errors
+
+
+def test_the_disaggregated_form_takes_piecewise_decode_graphs(page, server):
+    """branch uxpage: the decode graph mode menu sends decode_piecewise_graphs (disagg --decode-O 1): llama-3.1-8b, a TP1
+    prefill and a TP8 vLLM decode instance on H100 at one request, TPOT 2.9017 ms (tests/test_piecewise_gaps.py) against
+    2.2826 with one full graph, and the "Piecewise CUDA graphs" note under the table."""
+    _pricing_form(page, server, "h100", "llama-3.1-8b")
+    page.select_option("#engine", "vllm")
+    page.select_option("#p_mode", "disaggregated")
+    for f, v in (("#pf_tp", "1"), ("#dc_tp", "8"), ("#p_concurrencies", "1")):
+        page.fill(f, v)
+    page.select_option("#p_decode_graphs", "piecewise")
+    sent = _bodies(page, "/api/disagg")
+    page.click("#run-price")
+    page.wait_for_selector("#disagg-table")
+    assert sent[-1]["decode_piecewise_graphs"] is True and sent[-1]["engine"] == "vllm"
+    assert _rows(page, "#disagg-table")[0][7] == "2.90"
+    notes = page.eval_on_selector_all(".disagg-note", "ns => ns.map(n => n.textContent)")
+    assert any(n.startswith("Piecewise CUDA graphs: ") for n in notes), notes
+    assert _fragment(page)["p_decode_graphs"] == "piecewise" and not page.errors

@@ -544,14 +544,16 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
            min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.0,
            quality_sigmas: float = 1.0, outside_envelope: bool = False, max_candidates: int = 20000, top: int = 10,
            active_params: float | None = None, calibration: Calibration | Profile | str | None = None, progress=None,
-           backend: str | None = None) -> dict:
+           backend: str | None = None, rank_all: bool = False) -> dict:
     """Model shapes at a parameter budget, inside the published models' envelope (unless `outside_envelope`)
     and no worse in proxy loss than the baseline (without one, the nearest published model of the kind) beyond
     `quality_sigmas` of the difference's uncertainty (MoE: `active_params`, an active-parameter budget within `budget_tol`
     too), ranked by the frontier value they reach at the regime's
     SLO (the dict `llm-codesign design --json` prints): each row with its lint counts and its objective's 80% and
     95% intervals (`intervals`), and the top three beside the reference in `side_by_side` (explore.design_report).
-    `progress`, where given, is called as `progress(done, total)` with the shapes priced so far."""
+    `progress`, where given, is called as `progress(done, total)` with the shapes priced so far. Rows whose quality the proxy
+    resolves (err ± <= |loss| + ±test) rank first, the answer's `resolved` counting them; `rank_all` ranks by the objective
+    alone (the CLI's --rank-all)."""
     from llm_codesign.explore.design import Slo, check_options
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.design_report import complete
@@ -570,10 +572,17 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     prec = prec or (base.default_precision if base else _P.of("bf16"))  # what design prices: the baseline's, else BF16
     r = run(params, g, cal, num_gpus, slo, baseline=base, moe=moe, prec=prec, budget_tol=budget_tol, quality_tol=quality_tol,
             quality_sigmas=quality_sigmas, outside_envelope=outside_envelope, engine=eng, max_candidates=max_candidates, top=top,
-            progress=progress, active_params=active_params)
+            progress=progress, active_params=active_params, rank_all=_flag("rank_all", rank_all))
     # each row's lint and intervals, and the top designs beside the reference (explore.design_report), as `design --json`
     return complete(r, params=params, gpu=g, cal=cal, prec=prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=eng, baseline=base,
                     budget_tol=budget_tol, table=table_for(_ref(calibration), gpu=g))
+
+
+def _flag(name: str, value) -> bool:
+    """A True/False keyword, anything else refused in one line (numpy's ~ of an int in the ranking read 1 as a mask)."""
+    if not isinstance(value, bool):
+        raise InputError(name, value, "True or False")
+    return value
 
 
 def validate_serving(path: str, *, calibration: str | Profile | None = None, clean: bool = False, runs: bool = False) -> dict:

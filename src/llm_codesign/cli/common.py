@@ -639,37 +639,15 @@ def token_list(flag: str, value: str, hi: int = MAX_CONCURRENCY) -> list[int]:
     return out
 
 
-# The plan search visits every (TP, PP, attention DP, KV-parallel[, EP]) factorisation of each
-# instance size before pricing the valid ones: pareto --gpus 8-72 on a MoE model visits ~1.0e6 in
-# ~5 s; 8-4096 would visit ~7e9 (35 s and 1.5 GB before the bound existed).
-MAX_SEARCH_VISITS = 4_000_000
-
-
-def _n_divisors(n: int) -> int:
-    c, i = 0, 1
-    while i * i <= n:
-        if n % i == 0:
-            c += 1 if i * i == n else 2
-        i += 1
-    return c
-
-
 def check_search_size(value: str, inst, n_gpus: int, *, fixed: int, free_ep: bool) -> None:
     """Refuses, before it starts, a pareto search too large to finish in seconds, naming the flag
-    that narrows it. `inst`: the instance sizes of a --gpus range (None: the divisors of n_gpus);
-    `fixed`: how many of --tp/--pp/--attention-dp/--kvp the user fixed."""
+    that narrows it (explore.search.check_search_size, the page's /api/pareto's check too). `inst`: the instance sizes of
+    a --gpus range (None: the divisors of n_gpus); `fixed`: how many of --tp/--pp/--attention-dp/--kvp the user fixed."""
+    from llm_codesign.explore.search import check_search_size as check
+
     if not 1 <= n_gpus <= MAX_GPUS:
         raise InputError("gpus", value, f"a GPU count from 1 to {MAX_GPUS:,}")
-    sizes = list(inst) if inst else [d for d in range(1, int(n_gpus ** 0.5) + 1) if n_gpus % d == 0]
-    if not inst:
-        sizes += [n_gpus // d for d in sizes]
-    free = 4 - fixed + free_ep
-    visits = 0
-    for n in sizes:
-        visits += _n_divisors(n) ** free
-        if visits > MAX_SEARCH_VISITS:
-            raise InputError("gpus", value, f"a search of at most {MAX_SEARCH_VISITS:,} plan candidates ({len(sizes):,} instance sizes "
-                             f"with {free} free parallel sizes exceed it): narrow the range (e.g. 8-72) or fix --tp/--pp/--ep")
+    check(value, inst, n_gpus, fixed=fixed, free_ep=free_ep, field="gpus", narrow="fix --tp/--pp/--ep")
 
 
 def nothing_found(results: list[dict], gpus_value, slo: dict) -> InputError:

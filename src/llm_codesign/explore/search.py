@@ -407,6 +407,46 @@ def with_capture(dep: Deployment, concurrency: int, *, instances: int = 1) -> De
     return replace(dep, cuda_graph_max_bs=point_graphs(dep.engine, rank, gpu=dep.gpu, plan=dep.plan, k=float(dep.draft_len)))
 
 
+# The plan search visits every (TP, PP, attention DP, KV-parallel[, EP]) factorisation of each
+# instance size before pricing the valid ones: pareto --gpus 8-72 on a MoE model visits ~1.0e6 in
+# ~5 s; 8-4096 would visit ~7e9 (35 s and 1.5 GB before the bound existed).
+MAX_SEARCH_VISITS = 4_000_000
+
+
+def _n_divisors(n: int) -> int:
+    c, i = 0, 1
+    while i * i <= n:
+        if n % i == 0:
+            c += 1 if i * i == n else 2
+        i += 1
+    return c
+
+
+def search_visits(inst, n_gpus: int, free: int) -> tuple[int, int]:
+    """(plan candidates the search visits, instance sizes) for instance sizes `inst` (None: the divisors of n_gpus) with
+    `free` parallel sizes left to search, counted up to the first sum past MAX_SEARCH_VISITS."""
+    sizes = list(inst) if inst else [d for d in range(1, int(n_gpus ** 0.5) + 1) if n_gpus % d == 0]
+    if not inst:
+        sizes += [n_gpus // d for d in sizes]
+    visits = 0
+    for n in sizes:
+        visits += _n_divisors(n) ** free
+        if visits > MAX_SEARCH_VISITS:
+            break
+    return visits, len(sizes)
+
+
+def check_search_size(value, inst, n_gpus: int, *, fixed: int, free_ep: bool, field: str, narrow: str) -> None:
+    """Refuses, before it starts, a search of more than MAX_SEARCH_VISITS plan candidates, in one line naming `field` (the
+    CLI's gpus, the page's num_gpus) and what narrows it (`narrow`: the caller's words for fixing sizes). `fixed`: how many
+    of TP, PP, attention DP and KV-parallel are fixed; `free_ep`: whether EP is searched too."""
+    free = 4 - fixed + free_ep
+    visits, n_sizes = search_visits(inst, n_gpus, free)
+    if visits > MAX_SEARCH_VISITS:
+        raise InputError(field, value, f"a search of at most {MAX_SEARCH_VISITS:,} plan candidates ({n_sizes:,} instance sizes "
+                         f"with {free} free parallel sizes exceed it): narrow the range (e.g. 8-72) or {narrow}")
+
+
 AUTO_BUDGETS = (1024, 2048, 4096, 8192, 16384)  # the chunk sizes engines default to across GPUs (Engine.step_tokens)
 
 

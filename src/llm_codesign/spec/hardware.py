@@ -221,15 +221,16 @@ def _not_in_catalog() -> dict[str, dict]:
     return {_norm(a): g for g in doc["gpu"] for a in (g["name"], *g["aliases"])}
 
 
-def not_in_catalog(known: dict) -> str:
+def not_in_catalog(known: dict, advice: str | None = None) -> str:
     """What to say of a known GPU the catalog lacks: the data-sheet figures where it differs from its nearest catalog GPU
-    (H100 PCIe against h100, the SXM: bandwidth 2 vs 3.35 TB/s, TDP 350 vs 700 W, SMs 114 vs 132) and how to write its .toml."""
+    (H100 PCIe against h100, the SXM: bandwidth 2 vs 3.35 TB/s, TDP 350 vs 700 W, SMs 114 vs 132) and how to write its .toml,
+    or `advice` in its place (the web page's server, which reads no GPU .toml)."""
     near = catalog()[known["nearest"]]
     pairs = (("memory", known["hbm_gb"], near.hbm_bytes / 1e9, "GB"), ("bandwidth", known["bandwidth_tb_s"], near.hbm_bandwidth_bytes_per_s / 1e12, "TB/s"),
              ("TDP", known["tdp_w"], near.tdp_w, "W"), ("SMs" if near.vendor == "nvidia" else "CUs", known["sms"], near.sms, ""))
     differs = ", ".join(f"{what} {a:g} vs {b:g}{' ' + unit if unit else ''}" for what, a, b, unit in pairs if abs(a - b) > 1e-9 * max(a, b))
     return (f"a GPU in the catalog ({known['name']} is not in it: it differs from {near.id}, the {near.name}, in {differs or 'nothing listed'}; "
-            f"{known['source']}); write a GPU .toml from {near.id}'s with its figures and give its path ({HOWTO_NEW_GPU})")
+            f"{known['source']}); " + (advice or f"write a GPU .toml from {near.id}'s with its figures and give its path ({HOWTO_NEW_GPU})"))
 
 
 def get_gpu(name_or_path: str) -> Gpu:

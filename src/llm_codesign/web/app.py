@@ -41,7 +41,7 @@ from dataclasses import replace
 from importlib import resources
 from typing import Annotated, Any, Literal, Optional, Union
 
-from pydantic import AliasChoices, AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
+from pydantic import AliasChoices, AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_serializer
 from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
@@ -311,6 +311,12 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     decode_cuda_graph_max_bs: Optional[Int] = Field(None, ge=0, le=MAX_CONCURRENCY, description=(
         "The decode instances' CUDA graphs, padded up to this batch per rank (disagg --decode-cuda-graph-max-bs; 0: off); "
         "omitted: the engine's own capture, a batch above it decoding without graphs (the `CUDA graphs: ...` note)."))
+    # disagg's --decode-compilation-config / --decode-O read as cli/disagg.py _decode_mode reads them: PIECEWISE is this flag
+    # (NONE is decode_cuda_graph_max_bs 0, the FULL modes the default); lc.disagg's keyword, refused off vLLM in its name
+    decode_piecewise_graphs: StrictBool = Field(default=False, description=(
+        "The decode workers replay vLLM's piecewise CUDA graphs (cudagraph_mode PIECEWISE, or -O1: disagg "
+        "--decode-compilation-config / --decode-O): each layer's attention ops launched from the host between the graph pieces. "
+        "vLLM only; false: one full decode graph, vLLM's default."))
 
 
 class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
@@ -363,6 +369,8 @@ class DesignRequest(Precisions, WhatIf):
     max_candidates: Int = Field(20000, ge=1, le=20000, description="At most this many shapes priced, an even spread over the admitted "
                                 "ones (design's --max-candidates); the answer's screened.priced below screened.admitted says it thinned.")
     top: Int = Field(5, ge=1, le=20)
+    rank_all: StrictBool = Field(default=False, description="Rank by the objective alone (design --rank-all); false: rows whose quality "
+                                 "the proxy resolves (err ± <= |loss| + ±test) first, the answer's `resolved` counting them.")
 
 
 # ---- responses: the fields the page reads are typed; the rest of the CLI's record passes through
@@ -417,6 +425,12 @@ _NO_DECODE = f"null at OSL 1 ({NO_DECODE_WHY}; its intervals left out too)."
 
 
 class Estimate(_Open):
+    # estimate --json leaves request_cost_note and offline_knee out where they do not apply: so does the answer (not null)
+    @model_serializer(mode="wrap")
+    def _absent(self, handler):
+        d = handler(self)
+        return {k: v for k, v in d.items() if v is not None or k not in ESTIMATE_ABSENT}
+
     model: str
     gpu: str
     plan: str
@@ -428,6 +442,15 @@ class Estimate(_Open):
     point_breakdown: Optional[list[Operator]] = Field(None, description="The frontier point's per-operator times (with `deployment`) "
                                                       "and the rest of its decode step and TPOT; their `tpot_ms` sum to TPOT.")
     export: Optional[Export] = Field(None, description="The frontier point's engine launch configuration (with `deployment`).")
+    request_cost_note: Optional[str] = Field(None, description="Where an engine's fitted per-request cost (SGLang's) is a tenth of "
+                                             "TTFT or more: how much of TTFT it is and what it was fitted on (estimate's `fitted "
+                                             "request cost` row); absent elsewhere.")
+    offline_knee: Optional[dict[str, Any]] = Field(None, description="Offline (no concurrency): the batch priced, the smallest "
+                                                   "within `fraction` of the most tok/s/GPU, and the maximum's batch, gain and "
+                                                   "TPOT (TTFT) ratio it leaves (estimate's concurrency row).")
+
+
+ESTIMATE_ABSENT = ("request_cost_note", "offline_knee")
 
 
 class Point(_Open):
@@ -535,6 +558,9 @@ class DesignResponse(_Open):
     candidates: int
     evaluated: int
     designs: list[dict[str, Any]]
+    resolved: Optional[dict[str, Any]] = Field(None, description="How many priced shapes' quality the proxy resolves (`shapes` of "
+                                               "`of`), whether one of them beats the reference, and the best unresolved gain: the "
+                                               "line `design` prints beneath its table where some are not resolved.")
     side_by_side: Optional[dict[str, Any]] = Field(None, description="The reference and the top three designs side by side "
                                                    "(explore.design_report): frontiers, speed at the SLO, quality with its band, "
                                                    "envelope, lint findings.")
@@ -568,15 +594,48 @@ def _gpu(ref: str, field: str = "gpu", what_if: WhatIfGpu | None = None):
 
     if what_if is not None and ref.strip().lower() == what_if.id.strip().lower():
         return _what_if(what_if)
-    valid = "a GPU id of the catalog: " + ", ".join(catalog())
+    valid = "a GPU id of the catalog: " + ", ".join(catalog()) + NO_TOML
     if ref.strip().lower().endswith(".toml"):
         raise InputError(field, ref, valid)
     try:
         return lc.get_gpu(ref)
-    except InputError:
-        if field == "gpu":  # the CLI's own line
-            raise
+    except InputError as e:
+        if (known := _known_gpu(ref)) is not None:  # the CLI's line, with what the server takes for its .toml advice
+            raise InputError(field, ref, _not_served(known)) from None
+        if field == "gpu" and e.field == "gpu":  # the CLI's own line (its did-you-mean), less the path the server refuses
+            raise InputError(field, ref, e.valid.replace(" (or a path to a GPU .toml)", NO_TOML)) from None
         raise InputError(field, ref, valid) from None
+
+
+# what the server takes in place of the CLI's GPU .toml (issue 36: no request opens a file)
+NO_TOML = "; the server reads no GPU .toml: a GPU of one's own is a what-if GPU (`what_if`, the page's What-if GPU)"
+
+
+def _known_gpu(ref: str) -> dict | None:
+    """A GPU the catalog lacks but data/gpus_not_in_catalog.toml knows (H100 PCIe, RTX 6000 Ada ...), else None."""
+    from llm_codesign.spec.hardware import _norm, _not_in_catalog
+
+    return _not_in_catalog().get(_norm(ref))
+
+
+def _not_served(known: dict) -> str:
+    """The CLI's not-in-catalog line (spec.hardware.not_in_catalog) with the page's advice for its .toml one: the what-if GPU
+    from its nearest catalog GPU with the data-sheet figures a what-if takes (memory and bandwidth; it keeps the base's
+    SMs, TDP and TFLOP/s unless given), or the CLI with a GPU .toml. Its memory is given as the driver reports it, the
+    base's driver/headline ratio (the what-if keeps that ratio, _what_if)."""
+    from llm_codesign.spec.hardware import catalog, not_in_catalog
+
+    near = catalog()[known["nearest"]]
+    w = {"base": near.id, "id": known["aliases"][0]}
+    mem_gb, tb_s = known["hbm_gb"] * near.memory_bytes / near.hbm_bytes, known["bandwidth_tb_s"]
+    if abs(known["hbm_gb"] * 1e9 - near.hbm_bytes) > 1e-9 * near.hbm_bytes:
+        w["memory_gb"] = float(f"{mem_gb:.4g}")
+    if abs(tb_s * 1e12 - near.hbm_bandwidth_bytes_per_s) > 1e-9 * near.hbm_bandwidth_bytes_per_s:
+        w["hbm_tb_s"] = tb_s
+    return not_in_catalog(known, advice=(
+        f"the server reads no GPU .toml: send a what-if GPU from {near.id} with these figures, \"what_if\": {json.dumps(w)} and "
+        f"{w['id']!r} as the GPU (the page's What-if GPU; its {'SMs' if near.vendor == 'nvidia' else 'CUs'}, TDP and TFLOP/s stay {near.id}'s unless given), or price "
+        f"it with the CLI and a GPU .toml (docs/howto/compare-gpus.md#a-gpu-that-is-not-in-the-catalog)"))
 
 
 # what-if form field -> (GPU TOML field, the form's unit in the TOML's, the unit's name)
@@ -849,6 +908,7 @@ def _registry_model(name: str, field: str) -> None:
 def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
     """What `disagg --json` prints: one instance of each pool, built and priced as the CLI and lc.disagg do
     (explore.disagg_search.price_pools)."""
+    from llm_codesign.api import _named
     from llm_codesign.explore.disagg_search import price_pools
     from llm_codesign.spec.plan import precision_for
 
@@ -867,12 +927,14 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
             raise InputError(f"{name}_instances", top, f"the {name} object's instances ({pool.instances}), or either one alone")
         count[name] = pool.instances if top is None else top
     # no engine asked: price_pools picks the pools' (the same as _pools_engine's) and says where it is not the prefill GPU's own
-    r = price_pools(m, g, decode_gpu=dg, precision=prec, engine=engine if req.engine else None, spec=_speculation(req, m),
-                    max_num_tokens=req.max_num_tokens, decode_max_num_tokens=req.decode_max_num_tokens, prefill_instances=count["prefill"],
-                    decode_instances=count["decode"], concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
-                    decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing,
-                    decode_recv_interval=req.decode_recv_interval, decode_moe_a2a=req.decode_moe_a2a,
-                    decode_cuda_graph_max_bs=req.decode_cuda_graph_max_bs, arrival=check_arrival(req.arrival), **plans_)
+    with _named("piecewise_graphs", "decode_piecewise_graphs"):  # the decode pool's Deployment refuses it off vLLM (spec.plan)
+        r = price_pools(m, g, decode_gpu=dg, precision=prec, engine=engine if req.engine else None, spec=_speculation(req, m),
+                        max_num_tokens=req.max_num_tokens, decode_max_num_tokens=req.decode_max_num_tokens, prefill_instances=count["prefill"],
+                        decode_instances=count["decode"], concurrencies=list(req.concurrency), isl=req.isl, osl=req.osl,
+                        decode_max_batch=req.decode_max_batch, prefill_routing=req.prefill_routing,
+                        decode_recv_interval=req.decode_recv_interval, decode_moe_a2a=req.decode_moe_a2a,
+                        decode_cuda_graph_max_bs=req.decode_cuda_graph_max_bs, arrival=check_arrival(req.arrival),
+                        decode_piecewise_graphs=req.decode_piecewise_graphs, **plans_)
     return _plain(r.to_dict())
 
 
@@ -892,11 +954,16 @@ def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, pr
 
 def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict:
     import llm_codesign as lc
+    from llm_codesign.explore.search import check_search_size
 
     m = _model(req, hub_cache=hub_cache)
     spec = _speculation(req, m)
     lo, _, hi = str(req.num_gpus).partition("-")  # a range: instances of each size from lo to hi, as pareto --gpus 8-72
     n_gpus, inst = (int(hi), tuple(range(int(lo), int(hi) + 1))) if hi else (int(lo), None)
+    # the CLI's bound on the plans a search visits, refused in one line before it starts rather than at the time budget
+    # (within MAX_SERVE_GPUS at most 1.05 M of its 4 M: 1-72 with EP searched, sum of d(n)^5)
+    check_search_size(req.num_gpus, inst, n_gpus, fixed=sum(x is not None for x in (req.tp, req.pp, req.attention_dp, req.kvp)),
+                      free_ep=req.ep is None and req.moe_tp is None, field="num_gpus", narrow="fix tp, pp or ep")
     series = []
     for gpu in req.gpus:  # each GPU on its vendor's engine where none is named, as `pareto` runs them
         job.check()
@@ -947,7 +1014,7 @@ def _design(req: DesignRequest, job: "_Job", *, inputs, progress=None) -> dict:
                             weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                             engine=_engine(g, req.engine), min_tps_user=req.min_tps_user, quality_sigmas=req.quality_sigmas,
                             max_candidates=req.max_candidates, top=req.top, active_params=req.active_params,
-                            progress=step))
+                            progress=step, rank_all=req.rank_all))
 
 
 NDJSON = "application/x-ndjson"

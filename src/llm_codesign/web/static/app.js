@@ -8,10 +8,10 @@ const WHAT_IF = ["hbm_tb_s", "memory_gb", "bf16_tflops", "fp8_tflops", "fp4_tflo
 const PLAN = ["tp", "pp", "ep", "attention_dp", "kvp"];
 const POOL = ["tp", "ep", "attention_dp", "instances"];
 const PRICE = ["p_gpu", "p_mode", "p_weight_dtype", "p_kv_dtype", "p_num_gpus", ...PLAN.map((f) => "p_" + f), "p_concurrency", "p_cuda_graph_max_bs",
-               ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_decode_cuda_graph_max_bs", "p_spec", "p_draft_len", "p_acceptance",
+               ...POOL.map((f) => "pf_" + f), ...POOL.map((f) => "dc_" + f), "p_concurrencies", "p_decode_cuda_graph_max_bs", "p_decode_graphs", "p_spec", "p_draft_len", "p_acceptance",
                "p_acceptance_rates", "p_draft_model"];
 const FIELDS = ["model", "config", "num_gpus", "weight_dtype", "kv_dtype", "engine", "s_spec", "s_acceptance", "s_draft_len", "isl", "osl",
-                "min_tps_user", "max_ttft_ms", "arrival", "regime", "params", "d_moe", "active_params", "baseline", "baseline_from", "quality_sigmas", "max_candidates", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
+                "min_tps_user", "max_ttft_ms", "arrival", "regime", "params", "d_moe", "active_params", "baseline", "baseline_from", "quality_sigmas", "max_candidates", "d_rank", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f), ...PRICE];
 // what a result depends on: changing one of these clears every result shown (a frontier of another model stays no longer)
 const IDENTITY = ["model", "config", "num_gpus", "wi_on", "wi_base", "wi_id", ...WHAT_IF.map((f) => "wi_" + f)];
 const CUSTOM = "custom config (pasted)";
@@ -411,13 +411,50 @@ function eagerRows(e) {
   return e.eager_decode ? [["CUDA graphs", e.eager_decode.note]] : [];
 }
 
+// where an engine's fitted per-request cost (SGLang's) is a tenth of TTFT or more, the line estimate's "fitted request cost"
+// row prints (serve/estimate.py request_cost_note)
+function costRows(e) {
+  return e.request_cost_note ? [["fitted request cost", e.request_cost_note]] : [];
+}
+
+// the requests in flight, offline with the knee priced, in estimate's words (cli/commands.py _knee_text,
+// serve/estimate.py offline_knee): the smallest batch within 3% of the most tok/s/GPU, and what the maximum would give
+function kneeText(e) {
+  const k = e.offline_knee;
+  if (!k) return String(e.concurrency);
+  if (k.max_batch === k.batch) return `batch ${k.batch} (the most tok/s/GPU)`;
+  const where = k.kv_full ? `the largest batch that fits is ${k.max_batch}` : `the most tok/s/GPU at ${k.max_batch}`;
+  const ratio = e.tpot_ms !== null && e.tpot_ms !== undefined ? `${k.tpot_ratio.toFixed(1)}x the TPOT` : `${k.ttft_ratio.toFixed(1)}x the TTFT`;
+  return `batch ${k.batch} (${where}; ${k.max_batch} gives +${(100 * k.gain).toFixed(0)}% at ${ratio}; `
+    + `the smallest batch within ${(100 * k.fraction).toFixed(0)}% of the most tok/s/GPU)`;
+}
+
+// render/intervals.py unpredictable and unpredictable_footnote: a value whose 95% interval spans more than PREDICTABLE_SPAN
+// (its band's predictable false) marked "?", and the line beneath saying per metric at how many rows and over what spans
+const PREDICTABLE_SPAN = 20;
+const LABELS = {tok_s_per_user: "tok/s/user", output_tok_s_per_gpu: "tok/s/GPU", ttft_ms: "TTFT", tpot_ms: "TPOT"};
+const unpredictable = (b) => (b && b.predictable === false ? "?" : "");
+function unpredictableFootnote(bands, metrics, what = "points shown") {
+  const said = [];
+  for (const m of metrics) {
+    const spans = bands.filter((b) => b && unpredictable(b[m])).map((b) => b[m].span95);
+    if (!spans.length) continue;
+    const lo = Math.min(...spans), hi = Math.max(...spans);
+    said.push(`${LABELS[m]} at ${spans.length} of ${bands.length} ${what}, x${lo.toFixed(0)}` + (Math.round(hi) > Math.round(lo) ? `-x${hi.toFixed(0)}` : ""));
+  }
+  return said.length ? `?: not predictable here: its 95% interval spans more than x${PREDICTABLE_SPAN.toFixed(0)} (${said.join("; ")}); `
+    + "span95 and predictable of each in the JSON" : "";
+}
+// the lines given (an empty one left out) as hints
+const hints = (lines, cls = "hint") => lines.filter((x) => x).map((x) => el("div", x, cls));
+
 function frontierTable(series) {
   const rows = [], index = [];
   series.forEach((s, i) => s.frontier.forEach((p, j) => {
     const d = p.deployment;
     const g = p.intervals && p.intervals.output_tok_s_per_gpu;
     // render/intervals.py unpredictable: a value whose 95% interval spans more than x20 marked "?", the hint beneath says it
-    const q = (k, n) => fix(p[k], n) + (p.intervals && p.intervals[k] && p.intervals[k].predictable === false ? "?" : "");
+    const q = (k, n) => fix(p[k], n) + unpredictable(p.intervals && p.intervals[k]);
     rows.push([s.gpu, q("tok_s_per_user", 1), q("output_tok_s_per_gpu", 0), q("ttft_ms", 0), q("tpot_ms", 2), d.plan,
                d.replicas, d.concurrency_per_instance, `${d.weight_dtype}/${d.kv_dtype}`, d.spec ? `${d.spec} k=${d.draft_len}` : "-",
                (p.accuracy && p.accuracy.short) || "none", g ? `${fix(g.lo80, 0)}-${fix(g.hi80, 0)}${g.hi80 === g.capped || g.lo80 === g.capped ? "*" : ""}` : "-"]);
@@ -434,8 +471,7 @@ function frontierTable(series) {
           rows, (k) => selectPoint(...index[k])),
     // render/intervals.py capped_footnote: a printed bound stopped at the ideal step says so, as the CLI's tables do
     ...(rows.some((r) => r[11].endsWith("*")) ? [el("div", `bounds capped: tok/s/GPU 80% marked *: ${CAPPED_TEXT}.`, "hint")] : []),
-    ...(rows.some((r) => r.slice(1, 5).some((c) => String(c).endsWith("?")))
-      ? [el("div", "?: not predictable here: its 95% interval spans more than x20 (span95 and predictable of each point in the JSON)", "hint")] : []));
+    ...hints([unpredictableFootnote(series.flatMap((s) => s.frontier.map((p) => p.intervals)), Object.keys(LABELS))]));
   const trs = box.querySelectorAll("tbody tr");
   index.forEach(([i, j], k) => { trs[k].dataset.sel = `${i}:${j}`; });
 }
@@ -475,7 +511,7 @@ async function selectPoint(si, pi) {
     const summary = [["deployment", `${e.plan}, ${e.precision_as_run}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
       ["concurrency", e.concurrency], ...metricRows(e),
       ["memory per GPU", memoryText(m)],
-      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...basisRows(e.intervals, e)];
+      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...costRows(e), ...basisRows(e.intervals, e)];
     // the rows' shares of TPOT sum to it, in estimate --breakdown's order (serve/estimate.py decode_rows: the operators slowest
     // first, the host's step and per-sequence costs, the prompts' stalls per token); a row's share of TPOT is its share here
     const total = e.point_breakdown.reduce((a, o) => a + o.tpot_ms, 0);
@@ -570,7 +606,8 @@ async function runPrice() {
     if (disagg) {
       const conc = s.p_concurrencies.split(",").filter((x) => x.trim()).map(num);
       const r = await api("/api/disagg", {...common, prefill: sizes(s, "pf_", POOL), decode: sizes(s, "dc_", POOL), concurrency: conc,
-                                           decode_cuda_graph_max_bs: num(s.p_decode_cuda_graph_max_bs)});
+                                           decode_cuda_graph_max_bs: num(s.p_decode_cuda_graph_max_bs),
+                                           ...(s.p_decode_graphs === "piecewise" ? {decode_piecewise_graphs: true} : {})});
       showDisagg(r);
     } else {
       const e = await api("/api/estimate", {...common, num_gpus: num(s.p_num_gpus), ...sizes(s, "p_", PLAN), concurrency: num(s.p_concurrency),
@@ -589,11 +626,11 @@ async function runPrice() {
 function showPriced(e) {
   const m = e.memory || {}, sp = e.spec;
   const rows = [["deployment", `${e.plan} on ${e.num_gpus}x ${e.gpu}, ${e.precision_as_run}, ${e.backend}`],
-    ["requests in flight", `${e.concurrency}` + (e.mode === "offline-max-throughput" ? " (offline: the batch of the most tok/s/GPU)" : "")],
+    ["requests in flight", kneeText(e)],
     ...metricRows(e), ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
     ["largest batch that fits", e.fits ? e.max_batch : `${e.max_batch}: ${e.over_capacity}`],
     ["memory per GPU", memoryText(m)],
-    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...basisRows(e.intervals, e)];
+    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...costRows(e), ...basisRows(e.intervals, e)];
   if (sp) {
     rows.push(["speculation", `${sp.method} k=${sp.draft_len}, ${fix(e.accepted_per_step, 2)} tokens/step, speed-up ${fix(sp.speedup_at_concurrency, 2)}x `
                + `here, ${fix(sp.speedup_at_1, 2)}x at batch 1`],
@@ -697,37 +734,58 @@ async function runDesign() {
                ...(s.min_tps_user.trim() ? {min_tps_user: num(s.min_tps_user)} : {}),
                ...(s.d_moe ? {moe: true, ...(s.active_params.trim() ? {active_params: num(s.active_params)} : {})} : {}),
                regime: s.regime, engine: s.engine || undefined, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {}),
-               ...(baseline !== undefined ? {baseline} : {})};
+               ...(baseline !== undefined ? {baseline} : {}), ...(s.d_rank === "all" ? {rank_all: true} : {})};
   saveHash();
   $("design").replaceChildren();
   status("searching shapes (seconds to a minute)", true);
   try {
     const r = await designStream(req, (done, total) => status(`searching shapes: ${done} of ${total} priced`, true));
-    const rows = r.designs.map((d, i) => {
-      const sh = d.shape;
-      const shape = `h${sh.hidden} L${sh.layers} H${sh.heads}/${sh.kv_heads} ` +
-        (sh.experts ? `E${sh.experts} k${sh.top_k} w${sh.expert_inter}` : `ffn${sh.inter}`);
-      const q = d.quality, e = d.envelope;
-      return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4),
-              `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${fix(q.sigma_delta_pct, 2)}${q.flat.length ? " ~" : ""}`,
-              `±${fix(q.uncertainty_pct, 2)}${q.extrapolated.length ? " x" : ""}`, e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1),
-              `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}`];
-    });
-    // as the CLI says them: none beating the reference first, a thinned grid in the heading
-    const sc = r.screened || {}, thinned = sc.priced < sc.admitted ? `, thinned to ${sc.priced.toLocaleString()} of ${sc.admitted.toLocaleString()} admitted` : "";
-    const who = r.baseline || r.reference, gains = r.designs.map((d) => d.gain_pct).filter((g) => g !== null);
-    const none = r.designs.length && r.beats_reference === false
-      ? [el("div", `no design beats ${who.name} at equal quality proxy` + (gains.length ? `: the best is ${gains[0] >= 0 ? "+" : ""}${fix(Math.max(...gains), 1)}%` : ""), "warn")] : [];
-    $("design").replaceChildren(...none, el("h2", `Designs (${r.candidates.toLocaleString()} shapes${thinned}, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
-      el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; model error %: the model's error of the delta (flat axes and extrapolation included), the band to read as evidence; x beside it: a term extrapolated beyond its studied range or the model sizes it was measured at; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
-      table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss % ±test", "n"], ["model error %", "n"], ["envelope", "t"],
-                             [r.objective, "n"], ["deployment", "t"]], rows));
+    $("design").replaceChildren(...designView(r, Boolean(req.rank_all)));
     if (r.side_by_side) showSideBySide(r.side_by_side, r.reference);
     status("");
   } catch (e) {
     status("");
     showError(e.message);
   }
+}
+
+// design's table as the CLI prints it (cli/design.py): "?" beside a loss whose quality the proxy does not resolve and after an
+// objective not predictable here, each said beneath, and the count of resolved shapes where some are not
+function designView(r, rankAll) {
+  const rows = r.designs.map((d, i) => {
+    const sh = d.shape;
+    const shape = `h${sh.hidden} L${sh.layers} H${sh.heads}/${sh.kv_heads} ` +
+      (sh.experts ? `E${sh.experts} k${sh.top_k} w${sh.expert_inter}` : `ffn${sh.inter}`);
+    const q = d.quality, e = d.envelope;
+    return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4),
+            `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${fix(q.sigma_delta_pct, 2)}${q.flat.length ? " ~" : ""}`,
+            `±${fix(q.uncertainty_pct, 2)}${q.extrapolated.length ? " x" : ""}${q.resolved === false ? " ?" : ""}`,
+            e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1) + unpredictable((d.intervals || {})[r.objective]),
+            `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}`];
+  });
+  // as the CLI says them: none beating the reference first, a thinned grid in the heading
+  const sc = r.screened || {}, thinned = sc.priced < sc.admitted ? `, thinned to ${sc.priced.toLocaleString()} of ${sc.admitted.toLocaleString()} admitted` : "";
+  const who = r.baseline || r.reference, gains = r.designs.map((d) => d.gain_pct).filter((g) => g !== null);
+  const none = r.designs.length && r.beats_reference === false
+    ? [el("div", `no design beats ${who.name} at equal quality proxy` + (gains.length ? `: the best is ${gains[0] >= 0 ? "+" : ""}${fix(Math.max(...gains), 1)}%` : ""), "warn")] : [];
+  const unresolved = r.designs.some((d) => d.quality.resolved === false)
+    ? "?: quality not resolved (err ± wider than |loss| + ±test: the proxy cannot tell the row from the reference" + (rankAll ? ")" : "; ranked after the resolved rows)") : "";
+  return [...none, el("h2", `Designs (${r.candidates.toLocaleString()} shapes${thinned}, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
+    el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; model error %: the model's error of the delta (flat axes and extrapolation included), the band to read as evidence; x beside it: a term extrapolated beyond its studied range or the model sizes it was measured at; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
+    table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss % ±test", "n"], ["model error %", "n"], ["envelope", "t"],
+                           [r.objective, "n"], ["deployment", "t"]], rows),
+    ...hints([unresolved, unpredictableFootnote(r.designs.map((d) => d.intervals), [r.objective], "rows"), resolvedLine(r)], "hint design-note")];
+}
+
+// cli/design.py's line beneath its table where the proxy cannot resolve every priced shape's quality
+function resolvedLine(r) {
+  const rs = r.resolved, short = LABELS[r.objective] || r.objective, n = (x) => x.toLocaleString("en-US");
+  if (!rs || rs.shapes >= rs.of) return "";
+  const best = rs.best_unresolved_gain_pct;
+  return `quality resolved (err ± <= |loss| + ±test) for ${n(rs.shapes)} of ${n(rs.of)} priced shapes`
+    + (rs.shapes ? "" : ": no gain above is at a quality the proxy can tell from the reference's")
+    + (rs.beats_reference || !rs.shapes ? "" : ": none of them beats the reference")
+    + (best !== null && best !== undefined ? `; the best shape whose quality it cannot resolve: ${best >= 0 ? "+" : ""}${best.toFixed(1)}% ${short}` : "");
 }
 
 // The top designs beside the reference (explore.design_report.side_by_side), as `design --report` shows them: their
