@@ -217,7 +217,7 @@ class SGLangEngine(Engine):
 
 SGLANG = register_engine(SGLangEngine(
     name="sglang", title="SGLang",
-    about="CUDA and ROCm (AITER's kernels on Instinct GPUs)", versions="0.5.7-0.5.23",
+    about="CUDA and ROCm (AITER's kernels on Instinct GPUs)", release="0.5.7-0.5.23",
     # weights and KV cache share mem_fraction_static of the GPU, which it derives from the GPU and the plan
     # (static_fraction, kv_fraction; 0.88 is the fraction where no plan is given); pages are allocated as
     # tokens arrive, so a sequence holds ISL + OSL/2 on average in steady state
