@@ -242,6 +242,12 @@ class Engine(ABC):
         cuda_graphs_default says; an engine whose default depends on them overrides this (SGLang's, vLLM's)."""
         return self.cuda_graphs_default
 
+    def export_graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
+        """graphs_default at the release `llm-codesign export` writes options for (data/engines/NAME.toml), where it moved
+        from the runs' releases the price reads; the same elsewhere. Where the two differ an export writes the priced
+        capture (explore.export_engines.base.written_capture)."""
+        return self.graphs_default(gpu, tp_size, k=k, max_running=max_running)
+
     @abstractmethod
     def step_tokens(self, gpu) -> int:
         """Default token budget of one step (the chunk size of chunked prefill) on `gpu`."""
