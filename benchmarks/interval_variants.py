@@ -43,7 +43,7 @@ def precompute(sets: dict) -> None:
                     ("a80", a80),
                     ("b95", b95),
                     ("a95", a95),
-                    ("why", tuple(dict.fromkeys(w.kind for w in iv.reasons(found, t)))),
+                    ("why", tuple(dict.fromkeys(w.term for w in iv.reasons(found, t)))),
                 ):
                     cols[k].append(v)
         d = {k: np.array(v, float) for k, v in cols.items() if k not in ("metric", "why")}

@@ -281,3 +281,37 @@ def test_a_design_says_the_activation_its_gpu_runs(search):
     code, out, _ = cli("design", "--params", "8e9", "--gpu", "mi355x", "--weight-dtype", "mxfp4", "--search", search, "--trials", "8",
                        "--top", "1", "--json")
     assert code == 0 and json.loads(out)["precision"] == "W:mxfp4 A:mxfp4 KV:bf16"
+
+
+def test_what_binds_describes_design_1_where_it_is_not_the_fastest_row(monkeypatch):
+    # more experts always win (as above), but the proxy resolves the quality of shapes with fewer than 128 experts only:
+    # designq ranks those first, so design 1 (the best resolved row) is not the fastest row (256 experts, unresolved).
+    # The "binds" line labels design 1: the grid edge the fastest row sits on (experts max 256, a real limit) is not
+    # design 1's, which sits at most at 64 experts, inside the grid
+    from llm_codesign.explore import design as D
+
+    def fake(c, **kw):
+        n = len(c["hidden"])
+        return c["experts"] + 1e-6 * c["top_k"], np.zeros(n, dtype=np.int64), np.zeros(n, dtype=np.int64), n
+
+    real = D.judge
+
+    def judged(cand, ref, **kw):
+        out = real(cand, ref, **kw)
+        out["q_resolved"] = np.asarray(out["experts"]) < 128
+        return out
+
+    monkeypatch.setattr(D, "evaluate_shapes", fake)
+    monkeypatch.setattr(D, "judge", judged)
+    g = get_gpu("b200")
+    fast = D.design(235e9, g, calibration_for(g), 8, Slo("throughput"), moe=True, top=1, rank_all=True)
+    r = D.design(235e9, g, calibration_for(g), 8, Slo("throughput"), moe=True, top=3)
+    assert fast["designs"][0]["shape"]["experts"] == 256 and r["designs"][0]["shape"]["experts"] < 128
+    assert r["designs"][0]["quality"]["resolved"] and r["designs"][0]["objective"] < fast["designs"][0]["objective"]
+    edge = [b for b in fast["binds"] if b["kind"] == "grid edge" and b["axis"] == "experts"]
+    assert [(b["side"], b["value"]) for b in edge] == [("max", 256)]
+    # design 1 (64 experts, top-8, no shared expert): its own edges, top-k's largest and the shared expert's off; every
+    # neighbour one step along an axis admitted (priced in the search), so none named
+    assert r["designs"][0]["shape"]["experts"] == 64 and r["designs"][0]["objective"] == pytest.approx(64 + 8e-6)
+    assert [(b["kind"], b["axis"], b["side"], b["value"]) for b in r["binds"]] == [
+        ("grid edge", "top_k", "max", 8), ("grid edge", "shared", "min", 0)]

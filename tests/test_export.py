@@ -242,8 +242,10 @@ def test_cli_export_then_import_prices_the_same(tmp_path):
         assert r.exit_code == 0, r.output
         est = json.loads(runner.invoke(app, ["estimate", *args, "--backend", engine, "--json"]).stdout)
         back = json.loads(runner.invoke(app, ["import", str(out), "--json"]).stdout)
-        for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "concurrency", "plan", "precision", "max_num_tokens"):
+        for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu", "concurrency", "plan", "precision", "max_num_tokens", "engine_release"):
             assert back[k] == est[k], (engine, k)
+        # the release the figures price, the runs' (Engine.release), beside the newer one the file's options are read at
+        assert est["engine_release"] == {"vllm": "0.11-0.14", "sglang": "0.5.7-0.5.23", "trtllm": "1.3.0rc1-1.3.0rc27"}[engine]
     bad = runner.invoke(app, ["export", "deepseek-r1", "--gpu", "h200", "--tp", "8", "--ep", "4", "--engine", "vllm",
                               "-o", str(tmp_path / "x.yaml")])
     assert bad.exit_code == 2 and not (tmp_path / "x.yaml").exists()

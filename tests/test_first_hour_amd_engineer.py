@@ -17,7 +17,7 @@ def test_an_sglang_export_on_an_instinct_gpu_sets_the_aiter_switch_its_price_ass
     assert "\nSGLANG_USE_AITER=1 python -m sglang.launch_server \\\n  --model-path deepseek-ai/DeepSeek-R1 \\\n" in amd.read_text()
     assert "\npython -m sglang.launch_server \\\n" in nvidia.read_text() and "AITER" not in nvidia.read_text()
     code, out, _ = cli("import", str(amd))  # read back as the deployment it starts
-    assert code == 0 and out.startswith("deepseek-r1 on 8x MI355X, TP8 EP1/MoE-TP8, W:fp8_block A:fp8_block KV:bf16, sglang: 8 requests")
+    assert code == 0 and out.startswith("deepseek-r1 on 8x MI355X, TP8 EP1/MoE-TP8, W:fp8_block A:fp8_block KV:bf16, sglang (defaults as 0.5.7-0.5.23): 8 requests")
 
 
 def test_a_dynamo_manifest_asks_for_amd_gpus_by_amds_resource_name_with_the_aiter_switch(tmp_path):

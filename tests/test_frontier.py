@@ -45,8 +45,9 @@ def test_a_frontier_prints_its_points_and_draws_only_when_asked(dep):
                  points=(_point(dep),), evaluated=100, fitting=40, seconds=0.1, cloud={"x": [1.0]}, roofline_bound={"x": [2.0]})
     d = f.to_dict()
     # max_gpus beside num_gpus (the same here; a --gpus range adds min_gpus: uxsmall, newc6 #20)
-    assert list(d) == ["model", "gpu", "num_gpus", "max_gpus", "isl", "osl", "prefix_hit", "arrival", "backend", "evaluated", "fitting",
-                       "seconds", "frontier"]
+    assert list(d) == ["model", "gpu", "num_gpus", "max_gpus", "isl", "osl", "prefix_hit", "arrival", "backend", "engine_release", "evaluated",
+                       "fitting", "seconds", "frontier"]
+    assert d["engine_release"] == "1.3.0rc1-1.3.0rc27"  # the releases whose defaults it prices (Engine.release)
     assert d["gpu"] == "h100" and d["frontier"][0]["ttft_ms"] == 250.0
     assert f.to_dict(plot=True)["cloud"] == {"x": [1.0]}
     df = f.to_pandas()

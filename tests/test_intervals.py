@@ -239,9 +239,9 @@ def test_a_question_beyond_the_measured_load_or_lengths_widens_with_its_reason()
     assert iv.grouped(replace(far, concurrency=64.0), table=t).concurrency is None
     assert iv.grouped(far, table=t) == far
     # a question whose engine no run measures takes the engine's reason, not a range it has none of
-    # SGLang on a model class its fitted request cost was not measured on (every SGLang run is MoE) adds the model
-    # term (bands, newc6 #1)
-    assert [w.kind for w in iv.reasons(replace(far, engine="sglang"), t)] == ["engine", "model"]
+    # SGLang on a model class its fitted request cost was not measured on (every SGLang run is MoE) adds a reason of its
+    # own kind, widened by the model term (bands, newc6 #1)
+    assert [(w.kind, w.term) for w in iv.reasons(replace(far, engine="sglang"), t)] == [("engine", "engine"), ("request_cost", "model")]
 
 
 def test_a_profiles_own_runs_widen_the_ranges_they_measure():

@@ -139,7 +139,7 @@ def test_import_says_requests_per_instance_and_across_replicas(tmp_path):
     assert code == 0, err
     # the exported checkpoint is the registry's FP8 one (newfixE), which import names as that model
     # newc6 #21: the heading counts every GPU priced, 2 x 4 = 8, and what each copy is
-    assert text.startswith("llama-3.1-70b-fp8 on 8x H100 SXM: 2 replicas of TP4 (4 GPUs each), W:fp8 A:fp8 KV:fp8, vllm: 48 requests per instance "
+    assert text.startswith("llama-3.1-70b-fp8 on 8x H100 SXM: 2 replicas of TP4 (4 GPUs each), W:fp8 A:fp8 KV:fp8, vllm (defaults as 0.11-0.14): 48 requests per instance "
                            "(96 across 2 replicas; --concurrency), ")
 
 

@@ -65,3 +65,21 @@ def test_a_dense_model_on_sglang_is_widened_by_the_model_term_on_ttft_and_tok_s_
     assert iv.request_cost_outside(ctx) and iv.request_cost_outside(ctx.__class__(**{**ctx.__dict__, "model_class": "moe"})) is None
     plain = iv.band("ttft_ms", d["ttft_ms"], ctx)
     assert plain["lo95"] == pytest.approx(d["intervals"]["ttft_ms"]["lo95"]) and plain["hi95"] / plain["lo95"] > 100
+
+
+def test_the_request_cost_reason_is_a_kind_of_its_own_selected_by_kind(monkeypatch):
+    # the reason is kind "request_cost", widened by the held-out models' term (TERM_OF); TPOT's band drops it by that kind,
+    # so the same words under another kind (a model reason) are kept: selection by kind, not by text
+    ctx = iv.context(lc.get_model("llama-3.1-8b"), lc.get_gpu("h100"), lc.Precision.of("bf16"), engine="sglang", concurrency=8,
+                     isl=1024, osl=1024, arrival="waves")
+    table = iv.bundled()
+    fitted = [w for w in iv.reasons(ctx, table) if w.kind == "request_cost"]
+    assert len(fitted) == 1 and fitted[0].what == iv.request_cost_outside(ctx) and fitted[0].term == "model"
+    t = table["between"]["model"]
+    # its factors are the model term's: exp(0.1154) = 1.12, exp(0.5211) = 1.68 at 80/95% (as the test above)
+    ttft = iv.band("ttft_ms", 100.0, ctx)["widened"]
+    assert [w.factors for w in ttft if w.kind == "request_cost"] == [pytest.approx((math.exp(t["t80"]), math.exp(t["t95"])))]
+    assert not any(w.kind == "request_cost" for w in iv.band("tpot_ms", 10.0, ctx)["widened"])
+    as_model = [iv.Widening("model", w.what) if w.kind == "request_cost" else w for w in iv.reasons(ctx, table)]
+    monkeypatch.setattr(iv, "reasons", lambda c, tb: as_model)
+    assert any(w.what == fitted[0].what and w.kind == "model" for w in iv.band("tpot_ms", 10.0, ctx)["widened"])

@@ -615,7 +615,7 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
     got = dict(_rows(page, "#priced-table"))
     from llm_codesign.render.intervals import inline
 
-    assert got["deployment"] == f"TP4 on 4x h200, {e['precision_as_run']}, trtllm"
+    assert got["deployment"] == f"TP4 on 4x h200, {e['precision_as_run']}, trtllm (defaults as 1.3.0rc1-1.3.0rc27)"
     assert (got["TTFT"], got["TPOT"]) == (f"{e['ttft_ms']:.1f} ms" + inline(e, "ttft_ms"), f"{e['tpot_ms']:.2f} ms" + inline(e, "tpot_ms"))
     assert got["output tokens/s per GPU"] == f"{e['output_tok_s_per_gpu']:.1f}" + inline(e, "output_tok_s_per_gpu")
     assert got["speculation"].startswith(f"eagle3 k=3, {e['accepted_per_step']:.2f} tokens/step, speed-up {e['spec']['speedup_at_concurrency']:.2f}x")

@@ -56,7 +56,7 @@ from llm_codesign.cli.common import (
 )
 from llm_codesign.errors import InputError
 from llm_codesign.render.accuracy import NO_ACCURACY, accuracy_said, drop_text
-from llm_codesign.spec.engines import engine_choices, engine_for
+from llm_codesign.spec.engines import engine_choices, engine_for, get_engine
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
 O_PRICE_HELP = ("Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: adds $ per million output "
@@ -279,7 +279,7 @@ def estimate(
     from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, duration, inline, one_token
 
     # the formats the model prices (Estimate.to_dict's precision_as_run, the web page's too)
-    t = Table(title=f"{on_gpus(m.name, dep.num_gpus, dep.gpu.name, r['plan'], replicas)}, {r['precision_as_run']}, {dep.backend}",
+    t = Table(title=f"{on_gpus(m.name, dep.num_gpus, dep.gpu.name, r['plan'], replicas)}, {r['precision_as_run']}, {dep.engine.priced_as}",
               show_header=False)
     # identifiers (a checkpoint's id, a basis's source) wrap, never cut: piped at 80 columns the value column read
     # "RedHatAI/Meta-Llama-3.1-70B-Instruct-F…" (rich's default overflow, "ellipsis"; newcomer review 2026-12-06 item 12)
@@ -771,7 +771,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
                  9: "drop: accuracy against the model's best precision, published or the proxy's (± 1 sigma); n/a: neither."}
         # the search's size on a line of its own, as design's title (a fold broke a figure from its unit)
         gpus = f"{r['min_gpus']}-{r['num_gpus']}" if ranged else f"{r['num_gpus']}"
-        t = _table(f"Pareto frontier{mode}: {r['model']} on {gpus}x {names[r['gpu']]}, {r['backend']}, ISL/OSL {isl}/{osl}{hit}\n"
+        t = _table(f"Pareto frontier{mode}: {r['model']} on {gpus}x {names[r['gpu']]}, {get_engine(r['backend']).priced_as}, ISL/OSL {isl}/{osl}{hit}\n"
                    f"({r['evaluated']:,} deployments in {r['seconds']:.2f} s)", " ".join(columns[i] for i in keep))
         for row in rows:
             t.add_row(*(row[i] for i in keep))

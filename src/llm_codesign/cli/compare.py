@@ -23,6 +23,7 @@ from llm_codesign.cli.common import (
 from llm_codesign.errors import InputError
 from llm_codesign.explore.compare import MAX_COMBINATIONS, accuracy_compared  # noqa: F401 (compare's names, where they were)
 from llm_codesign.render.accuracy import drop_pct
+from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.plan import MAX_GPUS
 
 
@@ -179,7 +180,9 @@ def compare(
     heads = [max(len(x) for x in spec.rsplit(":", 1)[0].split("|")) for spec in columns.split()]
     widths = [max([h] + [len(line) for c in cells for line in c[i].split("\n")]) for i, h in enumerate(heads)]
     con = _console()
-    on = " / ".join(f"{gpus_}x {g}" + ("" if one_engine else f" ({e})") for g, e in engines) + (f", {rows[0]['engine']}" if one_engine else "")
+    # each engine with the releases its defaults are priced at (Engine.release; newcomer finding #14)
+    on = (" / ".join(f"{gpus_}x {g}" + ("" if one_engine else f" ({e}, defaults as {get_engine(e).release})") for g, e in engines)
+          + (f", {get_engine(rows[0]['engine']).priced_as}" if one_engine else ""))
     con.print(f"compare at ISL/OSL {isl}/{osl} on {on}, SLO {slo}", highlight=False)
     if not one_engine:  # a GPU's default engine differs: its TTFT and TPOT differ by the engine too, not the GPU alone (newc4 #1)
         con.print("* " + engines_footnote(engines, question.arrival), highlight=False)

@@ -518,9 +518,10 @@ def design(
         con.print(f"grid extended: {x['axis']} to {x['to']} (one of the 10 best sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
     for x in r.get("binds", []):
         if x["kind"] == "grid edge":
-            con.print(f"binds: {x['axis']} {x['side']} {x['value']} is a real limit, {x['why']}" + (f" ({', '.join(x['bounds'])})" if x.get("bounds") else ""))
+            con.print(f"binds design 1: {x['axis']} {x['side']} {x['value']} is a real limit, {x['why']}" + (f" ({', '.join(x['bounds'])})" if x.get("bounds") else ""))
         else:
-            con.print(f"binds: {x['kind']}: {x['axis']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}")
+            # design 1's neighbour (explore.design._binds): with resolved quality ranked first it may not be the fastest row
+            con.print(f"binds design 1: {x['kind']}: {x['axis']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}")
     for line in envelope_lines(r["designs"], env["scale"]):
         con.print(line, highlight=False)
     if r["designs"]:  # how far to trust the objective (every row's in --json)

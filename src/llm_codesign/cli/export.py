@@ -171,14 +171,14 @@ def export(
         worker = engine_for(g, TRTLLM.name if backend == "dynamo" else backend).name
         if worker not in dynamo_workers():
             raise InputError("backend", worker, f"{either} (Dynamo's worker engine)" if ours else f"an engine Dynamo runs: {none_here}")
-        engine = "dynamo"
+        engine, priced = "dynamo", worker
         text, summary = _dynamo(m, gpu, prefill=prefill, decode=decode, n_pre=prefill_instances, n_dec=decode_instances,
                                 concurrency=concurrency or 64, isl=isl, osl=osl, backend=worker, weight_dtype=weight_dtype,
                                 activation_dtype=activation_dtype, kv_dtype=kv_dtype, spec=spec, draft_len=draft_len, acceptance=acceptance,
                                 acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens,
                                 calibration=calibration, export_dynamo=export_dynamo, arrival=arrival)
     else:
-        engine = backend
+        engine = priced = backend
         dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                           activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=engine, spec=spec, draft_len=draft_len, acceptance=acceptance,
                           acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
@@ -229,7 +229,8 @@ def export(
         # ("vllm serve --config v.yaml" for -o /tmp/run/v.yaml ran from /tmp/run only; SGLang's `sh PATH` had the path)
         launch = shlex.join(out if w == _file_name(out) else w for w in words)
     if as_json:
-        return _dump({"engine": engine, "version": es["version"], "file": out, "launch": launch, **summary})
+        return _dump({"engine": engine, "version": es["version"], "engine_release": ENGINES[priced].release, "file": out, "launch": launch,
+                      **summary})
     from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, short
 
     p = summary["predicted"]
@@ -244,7 +245,7 @@ def export(
     weights = next((f"{line[2:]}\n" for line in text.splitlines() if line.startswith("# weights: ")), "")
     con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
               f"{weights}"
-              f"predicted: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, "
+              f"predicted{_priced_as(priced)}: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, "
               # one output token: no decode step, no TPOT nor tok/s/user (null in the file's header: serve.metrics.without_decode)
               + (f"TPOT {ONE_TOKEN}, " if p["tpot_ms"] is None else
                  f"TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, {p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, ")
@@ -265,6 +266,12 @@ def _slo_text(slo: dict) -> str:
     parts = [f">= {slo['min_tps_user']:g} tok/s/user" if slo.get("min_tps_user") is not None else "",
              f"TTFT <= {slo['max_ttft_ms']:g} ms" if slo.get("max_ttft_ms") is not None else ""]
     return " and ".join(x for x in parts if x)
+
+
+def _priced_as(engine: str) -> str:
+    """' (vllm, defaults as 0.11-0.14)': the releases whose defaults the predicted figures price (Engine.release), beside
+    the newer release the file's options are read at (_read_at): the file writes the priced values where they differ."""
+    return f" ({engine}, defaults as {ENGINES[engine].release})"
 
 
 def _read_at(engine: str, version: str) -> str:
@@ -444,7 +451,7 @@ def import_(
     con = _console()
     if imp.engine == "dynamo":
         con.print(f"{r['model']}: prefill {imp.prefill_instances}x {imp.prefill.plan.label()}, decode {imp.decode_instances}x "
-                  f"{imp.deployment.plan.label()} ({imp.deployment.backend}): TTFT {r['ttft_ms']:.0f} ms, TPOT "
+                  f"{imp.deployment.plan.label()} ({imp.deployment.engine.priced_as}): TTFT {r['ttft_ms']:.0f} ms, TPOT "
                   + ("n/a (one output token)" if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms"))
     else:
         from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, short
@@ -452,7 +459,7 @@ def import_(
         d = imp.deployment
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
         con.print(on_gpus(imp.model.name, d.num_gpus, d.gpu.name, d.plan.label(), imp.replicas)
-                  + f", {d.precision.label()}, {imp.engine}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
+                  + f", {d.precision.label()}, {ENGINES[imp.engine].priced_as}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
                   f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT "
                   + (f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, ")
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)

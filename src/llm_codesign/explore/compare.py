@@ -112,7 +112,7 @@ class Comparison:
 
         out = []
         for r in self.rows:
-            head = {k: r[k] for k in ("model", "gpu", "num_gpus", "engine", "precision", "weight_dtype", "activation_dtype", "kv_dtype")}
+            head = {k: r[k] for k in ("model", "gpu", "num_gpus", "engine", "engine_release", "precision", "weight_dtype", "activation_dtype", "kv_dtype")}
             acc = {f"accuracy_{k}": v for k, v in r["accuracy_compared"].items()}
             best = r["best"]
             metrics = ({k: v for k, v in point_row(best).items() if not k.startswith("accuracy")} if best else
@@ -156,7 +156,8 @@ def compare(a: Ask, *, calibration=None) -> Comparison:
                 precs = list(dict.fromkeys(replace(p, kv=kv) for p in precs))
             for p in precs:
                 p = p.on(g)  # the activation that runs on this GPU (MXFP4: W4A4 on CDNA4), as the row prices it
-                row = {"model": m.name, "gpu": g.id, "num_gpus": a.num_gpus, "engine": engine.name, "precision": p.label(),
+                row = {"model": m.name, "gpu": g.id, "num_gpus": a.num_gpus, "engine": engine.name,
+                       "engine_release": engine.release, "precision": p.label(),
                        "weight_dtype": p.weight.name, "activation_dtype": p.activation.name, "kv_dtype": p.kv.name,
                        "accuracy": accuracy_of(m, p), "best": None,
                        # a format the GPU cannot run, priced as engines map it (NVFP4 as MXFP4 on CDNA4), as estimate says it

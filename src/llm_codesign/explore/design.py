@@ -451,10 +451,11 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
                                                     active=active_params, judge_kw=jk, price_kw=pk)
     evaluated += more
     cand, obj, bplan, bbatch, grid, more = _extend_grid(cand, obj, bplan, bbatch, axes=axes, params=params, budget_tol=budget_tol, active=active_params,
-                                                        judge_kw=jk, price_kw=pk)
+                                                        judge_kw=jk, price_kw=pk, rank_all=rank_all)
     evaluated += more
-    binds, more = _binds(cand, obj, axes=axes, params=params, budget_tol=budget_tol, active=active_params, judge_kw=jk, price_kw=pk,
-                         limits=grid["limits"])
+    # what holds design 1 back, the row the report labels (ranked: resolved quality first, so not always the fastest)
+    binds, more = _binds(cand, obj, first=ranked(cand, obj, top=1, rank_all=rank_all)[0], axes=axes, params=params,
+                         budget_tol=budget_tol, active=active_params, judge_kw=jk, price_kw=pk, limits=grid["limits"])
     evaluated += more
     r = _result(cand, obj, best=(bplan, bbatch), evaluated=evaluated, baseline=baseline, ref=ref, moe=moe, params=params,
                 num_gpus=num_gpus, top=top, t0=t0, rank_all=rank_all, **on)
@@ -631,10 +632,11 @@ def _why_not(sl: dict) -> dict:
     return out
 
 
-def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw, price_kw, active=None):
+def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw, price_kw, active=None, rank_all=False):
     """Extends the grid past every edge the winner sits on, one step per round, pricing each new slice's
     admitted shapes, until the winner is interior or each edge it sits on is a real limit (no admitted shape
-    one step past it: the budget, the envelope or quality; or a fixed axis)."""
+    one step past it: the budget, the envelope or quality; or a fixed axis). The limits it returns: design 1's
+    (`ranked` with `rank_all`)."""
     moe, vocab = price_kw["moe"], price_kw["vocab"]
     extended, limits, evaluated = [], {}, 0
     for _ in range(EXTEND_ROUNDS):
@@ -671,7 +673,8 @@ def _extend_grid(cand, obj, bplan, bbatch, *, axes, params, budget_tol, judge_kw
             added += len(o)
         if not added:
             break
-    w = int(np.argmax(obj))
+    # the real limits design 1 sits on (ranked, as the report orders its rows: not always the fastest shape)
+    w = ranked(cand, obj, top=1, rank_all=rank_all)[0]
     edges = [limits[e] for e in _edges(cand, w, axes) if e in limits]
     return cand, obj, bplan, bbatch, {"extended": extended, "limits": edges, "axes": {k: [_num(x) for x in (v[0], v[-1])] for k, v in axes.items()}}, evaluated
 
@@ -689,14 +692,16 @@ def quality_why(delta: float, sigma: float, k: float) -> str:
     return f"proxy loss {delta:+.4f} against the reference's, {band}"
 
 
-def _binds(cand, obj, *, axes, params, budget_tol, judge_kw, price_kw, limits, active=None) -> tuple[list[dict], int]:
-    """Which constraints hold the winner back: its neighbours one grid step along each axis that lie in the
-    budget but were not admitted (outside the envelope, or below the reference's quality), priced; those that
-    would beat the winner name the bound. Grid edges that are real limits come first."""
+def _binds(cand, obj, *, first: int, axes, params, budget_tol, judge_kw, price_kw, limits, active=None) -> tuple[list[dict], int]:
+    """Which constraints hold design 1 (`first`, cand's index of the top-ranked row: `ranked`) back: its neighbours one
+    grid step along each axis that lie in the budget but were not admitted (outside the envelope, or below the
+    reference's quality), priced; those that would beat it name the bound. Grid edges that are real limits come first.
+    Design 1, not the fastest shape: with resolved quality ranked first the two differ, and the line read as design 1's
+    while naming the fastest row's neighbours."""
     from llm_codesign.explore.envelope import describe, envelope_at, position, shape_arrays
 
     moe, vocab = price_kw["moe"], price_kw["vocab"]
-    w = int(np.argmax(obj))
+    w = int(first)
     out = [{"kind": "grid edge", "axis": e["axis"], "side": e["side"], "value": e["value"], "why": e["why"],
             **({"bounds": e["bounds"]} if e.get("bounds") else {})} for e in limits]
     base = {a: cand[f"ax_{a}"][w] for a in axes}
@@ -824,6 +829,14 @@ def _versus(cand: dict, i: int, *, ref: Reference, prec: Precision, moe: bool, r
             "kv_change_pct": 100.0 * (kv / ref_kv - 1.0) if ref_kv else None}
 
 
+def ranked(cand, obj, *, top: int, rank_all: bool = False) -> list[int]:
+    """cand's indices of the `top` designs in the report's order: resolved rows first (accuracy_model.quality_delta), each
+    set by the objective: a row whose quality the proxy cannot tell from the reference's ranks after every row whose
+    quality it can (rank_all: by the objective alone); no row whose objective is not finite."""
+    res = np.asarray(cand.get("q_resolved", np.ones(len(obj), bool)), bool)
+    return [int(i) for i in np.lexsort((-obj, ~res | rank_all, ~np.isfinite(obj)))[:top] if np.isfinite(obj[i])]
+
+
 def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, baseline, ref, moe, params, num_gpus,
             engine, top, t0, rank_all=False) -> dict:
     """The ranked designs (`best`: each shape's best plan and batch), each with its quality against the
@@ -846,10 +859,8 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     bo = at["objective"] or None
     f = shape_arrays(cand)
     env = envelope_at(float(params), dense=not moe)  # one envelope for the search, as judge() admits by
-    # resolved rows first (accuracy_model.quality_delta), each set by the objective: a row whose quality the proxy
-    # cannot tell from the reference's ranks after every row whose quality it can (rank_all: by the objective alone)
     res = np.asarray(cand.get("q_resolved", np.ones(len(obj), bool)), bool)
-    rank = [i for i in np.lexsort((-obj, ~res | rank_all, ~np.isfinite(obj)))[:top] if np.isfinite(obj[i])]
+    rank = ranked(cand, obj, top=top, rank_all=rank_all)  # resolved rows first
     # why each row differs from the reference: the proxy's terms one by one (accuracy_model.delta_terms), with what
     # it costs in parameters and KV cache; the reference's terms at the search's weight format (Reference.terms)
     sub = {k: v[rank] for k, v in cand.items()}

@@ -720,7 +720,7 @@ def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, cali
     pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
     r = estimate_disagg(d["model"], pre, dd, calibration=calibration_for(dd.gpu, calibration), prefill_instances=p["instances"],
                         decode_instances=d["instances"], concurrencies=[conc], isl=isl, osl=osl)
-    out = {"engine": "dynamo", "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
+    out = {"engine": "dynamo", "engine_release": dd.engine.release, "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
            "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
     return ImportEstimate(path=str(path), engine="dynamo", model=d["model"], deployment=dd, replicas=1, concurrency=conc,
                           batch="--concurrency" if concurrency else "the export's", answer=out, prefill=p["deployment"], prefill_instances=p["instances"],

@@ -208,7 +208,10 @@ class Frontier:
             out |= {"mode": self.mode, **self.gpus(), "isl": w.isl, "osl": w.osl}
         else:
             out |= {**self.gpus(), "isl": w.isl, "osl": w.osl, "prefix_hit": w.prefix_hit, "arrival": w.arrival}
-        out |= {"backend": self.backend, "evaluated": self.evaluated, "fitting": self.fitting, "seconds": self.seconds,
+        from llm_codesign.spec.engines import get_engine
+
+        # the releases whose defaults the points price (Engine.release), as estimate's answer says them
+        out |= {"backend": self.backend, "engine_release": get_engine(self.backend).release, "evaluated": self.evaluated, "fitting": self.fitting, "seconds": self.seconds,
                 "frontier": [self._point_dict(p) for p in self.points]}
         if self.fitting and not self.points and self.reachable:  # the SLOs filtered every fitting deployment: how near they came
             out["reachable"] = self.reachable

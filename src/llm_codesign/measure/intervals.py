@@ -156,6 +156,11 @@ BETWEEN = ("campaign", *WIDEN)
 # DECODE_LAUNCH_S each, documented, not fitted) beyond its kernels; no campaign row decodes eagerly
 # (docs/modelling-notes.md#cg128-default-graphs, #ppeager-eager): widened by its own terms (eager_terms), not the table's
 UNRUN = ("eager",)
+# reasons of a kind of their own, widened by another kind's between-group term: "request_cost", an engine's fitted
+# per-request cost priced on a model of a class its fit never saw (request_cost_outside), by the held-out models' term (the
+# closest folds measure to an engine cost carried to models unlike its runs; newc6 #1). Its own kind so that the bands of
+# the metrics it cannot move (DECODE_ONLY) drop it by kind, not by matching its text
+TERM_OF = {"request_cost": "model"}
 # the eager term at each level: the launch cost's range's ends read as its 95% range, a normal's z ratio below it (as the
 # between-group terms are measured at each level: 80% is z 1.2816 against 1.96)
 EAGER_LEVEL = {80: 1.2816 / 1.9600, 95: 1.0}
@@ -629,7 +634,7 @@ def needed_tables(ctx: Context) -> list[str]:
 class Widening(str):
     """One way a question lies outside what its mode's runs cover (`reasons`), whose value is its text, rendered here
     only: JSON, the tables and every consumer read the string, and a frontier's reasons merge by these fields. `kind`:
-    one of WIDEN; `what`: the reason in words, after the question's own value where the reason is that value
+    one of WIDEN, UNRUN or TERM_OF's (`term`: the between-group term it is widened by); `what`: the reason in words, after the question's own value where the reason is that value
     (`quantity`: concurrency, ISL or OSL more than BEYOND past its engine's measured range, `span` the lowest and
     highest value: one question's, or a frontier's points' said once); `factors`: the reason's own between-group term,
     as a factor, at each of `levels` (%), as `band` states it (none before)."""
@@ -650,6 +655,11 @@ class Widening(str):
         if factors:
             text += " (x" + "/x".join(f"{f:.2f}" for f in factors) + " at " + "/".join(map(str, levels)) + "%)"
         return super().__new__(cls, text)
+
+    @property
+    def term(self) -> str:
+        """The between-group term (intervals.toml [between]) this reason is widened by: its kind's own, or TERM_OF's."""
+        return TERM_OF.get(self.kind, self.kind)
 
     def __getnewargs_ex__(self):  # pickled and copied by its fields (str's own would hand __new__ the text alone)
         return (self.kind, self.what), {"quantity": self.quantity, "span": self.span, "factors": self.factors, "levels": self.levels}
@@ -711,7 +721,7 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         i = next((i for i, w in enumerate(out) if w.kind == "moe"), None)
         out = out + [Widening("moe", lent)] if i is None else [*out[:i], Widening("moe", f"{out[i].what}; {lent}"), *out[i + 1:]]
     if (fitted := request_cost_outside(ctx)) is not None:
-        out.append(Widening("model", fitted))
+        out.append(Widening("request_cost", fitted))
     if ctx.spec:
         t = table.get("between", {}).get("spec", {})
         # one group (intervals.toml [between] spec: 7 published runs, groups = 1) measures no between-group term: said
@@ -896,8 +906,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
     # a fitted per-request cost outside its model classes moves TTFT and, through a wave's cycle, tok/s/GPU: not a step's
-    why = [w for w in reasons(found, t) if metric not in DECODE_ONLY or w.what != request_cost_outside(found)]
-    k_lo, k_hi = with_eager(between([w.kind for w in why if w.kind != "eager"], t, own=mine, levels=levels), found, metric)
+    why = [w for w in reasons(found, t) if metric not in DECODE_ONLY or w.kind != "request_cost"]
+    k_lo, k_hi = with_eager(between([w.term for w in why if w.kind != "eager"], t, own=mine, levels=levels), found, metric)
     v = np.asarray(value, float)
     out, lo, hi = {}, math.inf, -math.inf
     for lvl in sorted(levels):  # each interval holds the narrower ones (their terms may differ)
@@ -915,8 +925,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     # frontier, so that its points' reasons merge)
     terms = t.get("between", {})
     widened = [replace(w, factors=tuple(math.exp(term[lvl]) for lvl in levels), levels=tuple(levels))
-               for w in why for term in (between([w.kind], t, own=True, levels=levels)
-                                         if w.kind not in UNRUN and measured(terms.get(w.kind, {})) else
+               for w in why for term in (between([w.term], t, own=True, levels=levels)
+                                         if w.kind not in UNRUN and measured(terms.get(w.term, {})) else
                                          {lvl: max(eager_terms(found, metric, lvl)) for lvl in levels} if w.kind == "eager" else
                                          between([], t, levels=levels),)]
     # newc5 #17: a 95% interval wider than PREDICTABLE_SPAN (high / low) is no basis for a decision; its ratio in the JSON,
@@ -1154,7 +1164,7 @@ def scores(records: list[tuple[Context, dict[str, float]]], table: dict, *, leve
     interval), `width<level>` (its width over the prediction), `need<level>`: the between-group term that
     would just cover it, |d| - s for a residual d from the slice's median and the within-slice bound s on its
     side (0 inside the slice's own bounds: band adds T to s), `offset`: d, `span<level>`: the interval's width in
-    log units and `why`: the kinds of reason it lies outside the envelope (BETWEEN's; "campaign" where none)."""
+    log units and `why`: the between-group terms of the reasons it lies outside the envelope (Widening.term, BETWEEN's; "campaign" where none)."""
     cols: dict[str, dict[str, list]] = {}
     for ctx, res in records:
         for m, r in res.items():
@@ -1162,7 +1172,8 @@ def scores(records: list[tuple[Context, dict[str, float]]], table: dict, *, leve
             c, _, found, mine = lookup(m, ctx, table)
             d = cols.setdefault(m, {})
             d.setdefault("offset", []).append(r - c["q500"])
-            d.setdefault("why", []).append(",".join(dict.fromkeys(w.kind for w in reasons(found, table))) or "campaign")
+            # the terms the reasons take (Widening.term): what the folds measure each kind's term over
+            d.setdefault("why", []).append(",".join(dict.fromkeys(w.term for w in reasons(found, table))) or "campaign")
             for lvl in levels:
                 below, above = within(m, c, found, table, lvl, own=mine)
                 d.setdefault(f"inside{lvl}", []).append(math.log(b[f"lo{lvl}"]) <= r <= math.log(b[f"hi{lvl}"]))

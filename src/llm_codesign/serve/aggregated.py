@@ -968,13 +968,14 @@ def stage_ranks(sh: Plan):
     return np.asarray(sh.tp, float) * np.asarray(sh.adp, float) * np.asarray(sh.kvp, float)
 
 
-def default_capture(engine: Engine, gpu: Gpu, sh: Plan, *, k=0.0, flags: SchedulerFlags = DEFAULT_FLAGS):
+def default_capture(engine: Engine, gpu: Gpu, sh: Plan, *, k=0.0, flags: SchedulerFlags = DEFAULT_FLAGS, exported: bool = False):
     """The decode CUDA graphs `engine` captures where the run sets none (Engine.graphs_default: TensorRT-LLM's 1-32, 64
     and 128 unpadded; SGLang's by GPU memory and its tp_size, the stage's attention TP x attention-DP ranks; vLLM's
     max_cudagraph_capture_size from max_num_seqs, the run's max_running_requests where it sets one): (largest batch per
-    rank, padded)."""
+    rank, padded); `exported`: the export's release's (Engine.export_graphs_default)."""
     tp_size = np.asarray(sh.tp, float) * np.asarray(sh.adp, float)
-    return engine.graphs_default(gpu, tp_size, k=k, max_running=flags.max_running_requests)
+    rule = engine.export_graphs_default if exported else engine.graphs_default
+    return rule(gpu, tp_size, k=k, max_running=flags.max_running_requests)
 
 
 def graph_misses(batch, fl: SchedulerFlags, default):

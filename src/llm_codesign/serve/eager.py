@@ -64,14 +64,16 @@ GRAPH_OPTION = {"trtllm": "`cuda_graph_config: {{enable_padding: true, max_batch
                 "vllm": "`--max-cudagraph-capture-size {n}` (x (1 + k) with a draft of k), without --enforce-eager"}
 
 
-def decode_capture(dep: Deployment, flags: SchedulerFlags | None = None) -> tuple[float, bool]:
+def decode_capture(dep: Deployment, flags: SchedulerFlags | None = None, *, exported: bool = False) -> tuple[float, bool]:
     """(largest batch per rank, padded) of the engine's default decode capture for `dep` under the run's `flags` (None: the
     engine's defaults), as the pricing reads it: serve.aggregated.default_capture at the draft length and with the flags
     evaluate prices the step with (draft_lengths, Serving.flags: its max_running_requests is vLLM's max_num_seqs, so
     vLLM's min(2 x max_num_seqs x (1 + k), 512 or 1,024 on Blackwell) tokens, docs/modelling-notes.md#sgcap-default-caps).
     The one reading of it for the eager note (captured_text, eager_note) and an export's capture (written_capture), so
-    that neither says a cap the pricing does not use."""
-    top, padded = default_capture(dep.engine, dep.gpu, dep.plan, k=draft_lengths(dep.spec)[0], flags=Serving.of(dep).flags(flags))
+    that neither says a cap the pricing does not use. `exported`: the default of the release an export writes for instead
+    (Engine.export_graphs_default), which written_capture holds against the priced one."""
+    top, padded = default_capture(dep.engine, dep.gpu, dep.plan, k=draft_lengths(dep.spec)[0], flags=Serving.of(dep).flags(flags),
+                                  exported=exported)
     return float(np.asarray(top, float).reshape(-1)[0]), bool(padded)
 
 

@@ -146,7 +146,9 @@ class Estimate:
         dep, w = self.deployment, self.workload
         out = {
             "model": self.model, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(),
-            "precision": dep.precision.label(self.moe_activation), "backend": dep.backend, "mode": self.mode,
+            "precision": dep.precision.label(self.moe_activation), "backend": dep.backend,
+            # the releases whose defaults the answer prices (Engine.release), not necessarily the one an export writes for
+            "engine_release": dep.engine.release, "mode": self.mode,
             "isl": w.isl, "osl": w.osl, "concurrency": self.concurrency, "max_num_tokens": dep.step_tokens,
             # a rank's share where the engine splits the server's figure over its attention-DP ranks (Deployment.rank_step_tokens)
             "rank_step_tokens": dep.rank_step_tokens,

@@ -267,15 +267,22 @@ def written_capture(dep: Deployment, rank_batch: int) -> int | None:
     rank's batch (a search's points state their grid's largest, explore.search.point_graphs, as TensorRT-LLM's export
     caps it at its max_batch_size), and none where that holds the whole batch and the engine's own default capture on
     the launch's GPU, plan and batch limit (serve.aggregated.default_capture: SGLang's by memory and TP, vLLM's from
-    max_num_seqs) holds it too: the launch is priced the same left at the engine's default."""
+    max_num_seqs) holds it too: the launch is priced the same left at the engine's default. Where the deployment states
+    none, the priced default is written where the release the export writes for captures another batch there
+    (Engine.export_graphs_default: SGLang 0.5.23's 48 / 160 below 35 GiB against the runs' 24 / 80), so the launch
+    captures what the price reads."""
     from llm_codesign.serve.eager import decode_capture
     from llm_codesign.spec.harness import SchedulerFlags
 
-    if not dep.cuda_graph_max_bs:  # None (the default) or 0 (off)
-        return dep.cuda_graph_max_bs
-    n = min(int(dep.cuda_graph_max_bs), rank_batch)
     # the launch's batch limit is the rank's batch (the exporters write it: vLLM's max-num-seqs, SGLang's max-running-requests)
-    top, padded = decode_capture(replace(dep, cuda_graph_max_bs=None), SchedulerFlags(max_running_requests=float(rank_batch)))
+    flags = SchedulerFlags(max_running_requests=float(rank_batch))
+    if dep.cuda_graph_max_bs is None:  # the engine's default, priced at its runs' releases: written where the export's moved
+        top = min(decode_capture(dep, flags)[0], rank_batch)
+        return None if min(decode_capture(dep, flags, exported=True)[0], rank_batch) == top else int(top)
+    if dep.cuda_graph_max_bs == 0:  # graphs off
+        return 0
+    n = min(int(dep.cuda_graph_max_bs), rank_batch)
+    top, padded = decode_capture(replace(dep, cuda_graph_max_bs=None), flags)
     covered = padded and top >= rank_batch
     return None if n >= rank_batch and covered else n
 

@@ -63,7 +63,7 @@ class AtomEngine(Engine):
 
 ATOM = register_engine(AtomEngine(
     name="atom", title="ATOM",
-    about="AMD's engine on AITER", versions="ROCm/ATOM@ffdf3bb5",
+    about="AMD's engine on AITER", release="ROCm/ATOM@ffdf3bb5",
     # ROCm only: built on AITER, AMD's kernels for Instinct GPUs (ROCm/ATOM@ffdf3bb5 README.md:12)
     vendors=("amd",),
     # weights, peak activations, graphs and KV cache share gpu_memory_utilization = 0.9 of the GPU (Config,

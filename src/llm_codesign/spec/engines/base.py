@@ -133,7 +133,11 @@ class Engine(ABC):
     eh_proj_tp: bool
     aliases: tuple[str, ...] = ()  # other spellings get_engine accepts (lower case)
     about: str = ""  # what it is, in a few words (`llm-codesign engines`)
-    versions: str = ""  # the releases (or commit) its documented defaults are read from, as its module cites them
+    # the releases (or commit) its priced defaults are read from, the measured runs' releases, as its module cites them:
+    # what every answer names beside the engine (`engine_release`; newcomer finding #14: an estimate priced at vLLM
+    # 0.11-0.14's defaults said nothing of it, beside an export written for 0.33.0)
+    release: str = ""
+    release_note: str = ""  # what departs from `release`: the few defaults read at other releases, export's options' release
     # the GPU vendors (VENDOR_NAMES) its software ships for: engine_for refuses it on another's GPU. vLLM and SGLang
     # build for CUDA and ROCm; an engine's module narrows it
     vendors: tuple[str, ...] = ("nvidia", "amd")
@@ -220,12 +224,29 @@ class Engine(ABC):
     # its own activation format)
     mxfp8_moe_families: ClassVar[tuple[str, ...]] = ()
 
+    @property
+    def versions(self) -> str:
+        """`release` with its note, as `llm-codesign engines` lists it."""
+        return f"{self.release} ({self.release_note})" if self.release_note else self.release
+
+    @property
+    def priced_as(self) -> str:
+        """'vllm (defaults as 0.11-0.14)': the engine as an answer's engine line names it, with the releases its price
+        reads (`release`), not the newer one an export writes options for."""
+        return f"{self.name} (defaults as {self.release})" if self.release else self.name
+
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
         """The decode CUDA graphs a launch that sets none captures on `gpu` with `tp_size` GPUs a stage (the engine's tensor
         parallel size: attention TP x attention-DP ranks), `k` draft tokens a request and `max_running` requests a rank
         (SchedulerFlags.max_running_requests; inf: the engine's own): (largest batch per rank, padded), as
         cuda_graphs_default says; an engine whose default depends on them overrides this (SGLang's, vLLM's)."""
         return self.cuda_graphs_default
+
+    def export_graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
+        """graphs_default at the release `llm-codesign export` writes options for (data/engines/NAME.toml), where it moved
+        from the runs' releases the price reads; the same elsewhere. Where the two differ an export writes the priced
+        capture (explore.export_engines.base.written_capture)."""
+        return self.graphs_default(gpu, tp_size, k=k, max_running=max_running)
 
     @abstractmethod
     def step_tokens(self, gpu) -> int:

@@ -38,6 +38,22 @@ def graph_max_bs(gpu, tp_size):
     return np.full_like(tp_size, 512.0)
 
 
+# the capture below 35 GiB (tp_size < 4, else) at 0.5.23, the release export writes options for (data/engines/sglang.toml):
+# 48 / 160, where the runs' releases capture 24 / 80 (arg_groups/memory_hook.py:83-170@0.5.23 wheel, as
+# docs/modelling-notes.md#fixcap-capture reads it; the rest of graph_max_bs's rule unchanged there)
+EXPORT_SMALL_GPU_BS = (48.0, 160.0)
+
+
+def export_graph_max_bs(gpu, tp_size):
+    """graph_max_bs at 0.5.23 (EXPORT_SMALL_GPU_BS below 35 GiB; the same rule above)."""
+    import numpy as np
+
+    mem, tp_size = gpu.memory_bytes / MIB, np.asarray(tp_size, float)
+    if 20 * 1024 <= mem < 35 * 1024:
+        return np.where(tp_size < 4, *EXPORT_SMALL_GPU_BS)
+    return graph_max_bs(gpu, tp_size)
+
+
 def static_fraction(gpu, tp, pp=1, adp=1, *, spec_method: str | None = None, chunk=None):
     """SGLang's default mem_fraction_static: (weights + KV pool) / GPU memory, what is left once it has
     reserved room for activations and CUDA graphs (ServerArgs._handle_gpu_memory_settings): reserved MiB
@@ -124,6 +140,10 @@ class SGLangEngine(Engine):
         """Padded graphs up to graph_max_bs (its memory and TP rule), speculative or not: the spec list
         (_generate_cuda_graph_batch_sizes, server_args.py:1079-1107@0.5.9) differs below the cap, which padding hides."""
         return graph_max_bs(gpu, tp_size), True
+
+    def export_graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
+        """graphs_default at 0.5.23, the release export writes for (export_graph_max_bs)."""
+        return export_graph_max_bs(gpu, tp_size), True
 
     def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
@@ -217,7 +237,7 @@ class SGLangEngine(Engine):
 
 SGLANG = register_engine(SGLangEngine(
     name="sglang", title="SGLang",
-    about="CUDA and ROCm (AITER's kernels on Instinct GPUs)", versions="0.5.7-0.5.23",
+    about="CUDA and ROCm (AITER's kernels on Instinct GPUs)", release="0.5.7-0.5.23",
     # weights and KV cache share mem_fraction_static of the GPU, which it derives from the GPU and the plan
     # (static_fraction, kv_fraction; 0.88 is the fraction where no plan is given); pages are allocated as
     # tokens arrive, so a sequence holds ISL + OSL/2 on average in steady state

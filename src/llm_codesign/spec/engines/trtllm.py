@@ -207,7 +207,7 @@ class TensorRTLLMEngine(Engine):
 
 TRTLLM = register_engine(TensorRTLLMEngine(
     name="trtllm", title="TensorRT-LLM", aliases=("tensorrt-llm", "tensorrt_llm", "trt-llm"),
-    about="NVIDIA's engine, PyTorch backend (the kernel tables' own)", versions="1.3.0rc1-1.3.0rc27 (export's options at 1.4.0rc4)",
+    about="NVIDIA's engine, PyTorch backend (the kernel tables' own)", release="1.3.0rc1-1.3.0rc27", release_note="export's options at 1.4.0rc4",
     # CUDA only: "to perform inference efficiently on NVIDIA GPUs" (NVIDIA/TensorRT-LLM README.md)
     vendors=("nvidia",),
     # free_gpu_memory_fraction = 0.9 of the memory left after weights and activations (KvCacheConfig

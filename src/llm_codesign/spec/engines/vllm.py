@@ -220,7 +220,7 @@ class VLLMEngine(Engine):
 
 VLLM = register_engine(VLLMEngine(
     name="vllm", title="vLLM",
-    about="V1 engine, OpenAI server; CUDA and ROCm", versions="0.11-0.14 (a few defaults read up to 0.24; export's options at 0.33.0)",
+    about="V1 engine, OpenAI server; CUDA and ROCm", release="0.11-0.14", release_note="a few defaults read up to 0.24; export's options at 0.33.0",
     # weights, activations and KV cache together use gpu_memory_utilization = 0.92 of the GPU
     # (vllm.config.cache.CacheConfig); pages are allocated as tokens arrive, so a sequence holds
     # ISL + OSL/2 on average in steady state

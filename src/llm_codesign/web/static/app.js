@@ -625,7 +625,8 @@ async function runPrice() {
 
 function showPriced(e) {
   const m = e.memory || {}, sp = e.spec;
-  const rows = [["deployment", `${e.plan} on ${e.num_gpus}x ${e.gpu}, ${e.precision_as_run}, ${e.backend}`],
+  // the engine with the releases whose defaults it prices (engine_release), as the CLI's estimate title says it
+  const rows = [["deployment", `${e.plan} on ${e.num_gpus}x ${e.gpu}, ${e.precision_as_run}, ${e.backend} (defaults as ${e.engine_release})`],
     ["requests in flight", kneeText(e)],
     ...metricRows(e), ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
     ["largest batch that fits", e.fits ? e.max_batch : `${e.max_batch}: ${e.over_capacity}`],
