@@ -111,3 +111,26 @@ def test_the_bundled_campaigns_plans_all_run():
     for gpu, backend, weight, tp, pp, ep, moe_tp, adp in seen:
         w = {"int4_wo": "int4"}.get(weight, weight)
         Deployment(gpu=get_gpu(gpu), num_gpus=tp * adp * pp, plan=Plan(tp, pp, ep, moe_tp, adp, 1), precision=Precision.of(w), backend=backend)
+
+
+
+def test_validate_lists_a_row_its_engine_cannot_run_as_unmodeled():
+    """A user's run file: a TensorRT-LLM row at DP4xTP2 is listed with estimate's refusal, the same run at DP8xTP1 priced."""
+    import csv
+    from importlib import resources
+
+    from llm_codesign.measure.validate import predict_serving
+
+    path = resources.files("llm_codesign").joinpath("data/measurements/serving_inferencex_blackwell.csv")
+    row = next(r for r in csv.DictReader(path.open()) if r["backend"] == "trtllm" and r["attention_dp"] == "8" and not r["spec_method"])
+    bad = {**row, "tp": "2", "attention_dp": "4"}  # 2 x 4 = the same 8 GPUs, EP8
+    preds, unmodeled = predict_serving([row, bad])
+    assert preds[0]["tpot_ms"] > 0 and preds[1] == {}
+    assert [u["row"] for u in unmodeled] == [1] and "line 3 plan: 'DP4xTP2 EP8' is not valid" in unmodeled[0]["reason"]
+    # a disaggregated row's pool alike (an array Deployment of every row's pools would refuse the whole file)
+    from llm_codesign.measure.validate import _pool_unlaunched
+
+    pools = {"backend": "trtllm", "prefill_tp": "2", "prefill_attention_dp": "4", "prefill_ep": "8", "decode_tp": "1",
+             "decode_attention_dp": "8", "decode_ep": "8"}
+    assert _pool_unlaunched(pools, 5).startswith("line 5 prefill plan: 'DP4xTP2 EP8' is not valid")
+    assert _pool_unlaunched({**pools, "prefill_tp": "1"}, 5) is None

@@ -651,7 +651,8 @@ def check_runs(engine: Engine, gpu, plan=None, prec=None, *, moe: bool = True) -
     said = engine.plan_refusal(plan, moe=moe) if plan is not None else None
     if said:
         why, bad, near = said
-        others = [n for n in engines_on(gpu) if n != engine.name and ENGINES[n].plan_refusal(bad, moe=moe) is None]
+        on = engines_on(gpu) if gpu is not None else tuple(ENGINES)  # no GPU: every engine's
+        others = [n for n in on if n != engine.name and ENGINES[n].plan_refusal(bad, moe=moe) is None]
         also = f"; --backend {' or '.join(others)} runs {bad.label()}" if others else ""
         raise InputError("plan", bad.label(), f"a plan {engine.title} launches ({why}): the nearest is {near.label()}{also}")
 
