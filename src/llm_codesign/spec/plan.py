@@ -337,8 +337,8 @@ class Deployment:
                              f"cudagraph_mode PIECEWISE, with CUDA graphs on (this is {engine.name}, cuda_graph_max_bs {g})")
         # an activation format left to the GPU settled on this one (MXFP4 weights: W4A4 on CDNA4), so that its label says what runs
         object.__setattr__(self, "precision", self.precision.on(self.gpu))
-        # a plan the engine has no launch for (TensorRT-LLM's attention DP x TP), a format it has no kernel for on this GPU
-        # (TensorRT-LLM's NVFP4 before Blackwell): priced, and exported, as if it ran (newc7 #1, #2)
+        # refused: a plan the engine has no launch for (TensorRT-LLM's attention DP x TP) or a format it has no kernel for on
+        # this GPU (TensorRT-LLM's NVFP4 before Blackwell), which were priced and exported as if it ran them (newc7 #1, #2)
         check_runs(engine, self.gpu, self.plan, self.precision)
 
     @property

@@ -246,10 +246,10 @@ class Engine(ABC):
         refuses some says, in its module."""
         raise NotImplementedError(f"{self.name} refuses a plan (runs_plans) without saying why (refused_plan)")
 
-    def precision_refusal(self, prec, gpu) -> str | None:
-        """Why it has no kernel for precision `prec` on `gpu`, in words; None where it runs it, natively or as
-        spec.precision.executable maps a format the GPU has no math for (vLLM's Marlin weight-only kernels). An engine
-        without such a fallback says so in its module, with its source."""
+    def precision_refusal(self, prec, gpu) -> tuple[str, object, str] | None:
+        """Where it has no kernel for precision `prec` on `gpu`: the field, the format and why, in words (an InputError's
+        three parts); None where it runs it, natively or as spec.precision.executable maps a format the GPU has no math
+        for (vLLM's Marlin weight-only kernels). An engine without such a fallback says so in its module, with its source."""
         return None
 
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
@@ -641,10 +641,10 @@ def check_kv_format(engine: Engine | None, gpu, kv: str, model=None) -> None:
 
 
 def check_runs(engine: Engine, gpu, plan=None, prec=None, *, moe: bool = True) -> None:
-    """One line where `engine` has no kernel for precision `prec` on `gpu` (Engine.precision_refusal: field, value, why,
-    naming the engine that runs it) or no launch for one deployment's `plan` (Engine.plan_refusal: the nearest plan it runs, and the engines
-    on `gpu` that run the plan as given): the rule Deployment (so estimate, lc.deployment, export, import) applies; the
-    searches leave such plans out (Engine.runs_plans) and such precisions unsearched unless named."""
+    """One line where `engine` has no kernel for precision `prec` on `gpu` (Engine.precision_refusal, naming the engine
+    that runs it) or no launch for `plan` (Engine.plan_refusal: the nearest plan it runs, and the engines on `gpu`, every
+    one where it is None, that run the plan as given): the rule Deployment (so estimate, lc.deployment, export, import)
+    applies; the searches leave such plans out (Engine.runs_plans), and such formats unless named."""
     said = engine.precision_refusal(prec, gpu) if prec is not None else None
     if said:
         raise InputError(*said)

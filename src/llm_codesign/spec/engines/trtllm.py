@@ -109,7 +109,8 @@ class TensorRTLLMEngine(Engine):
 
     def refused_plan(self, one):
         """DP x TP as DP x TP ranks of attention TP 1, on the same GPUs and the same MoE split."""
-        return "its attention DP runs attention TP1 on every rank (enable_attention_dp), not DP x TP", replace(one, tp=1, adp=one.tp * one.adp)
+        why = "its attention DP runs attention TP1 on every rank (enable_attention_dp), not DP x TP"
+        return why, replace(one, tp=1, adp=one.tp * one.adp)
 
     # the formats its GEMMs need math for, by the GPUs that have it: NVFP4 (weights or activations: its QuantAlgo has no
     # weight-only NVFP4) on SM100/103/120 only, CutlassFp4GemmRunner::dispatchToArch throwing "Arch unsupported for CUTLASS
@@ -120,7 +121,7 @@ class TensorRTLLMEngine(Engine):
     # Marlin-style weight-only fallback for either, unlike vLLM's (spec.precision.executable)
     def precision_refusal(self, prec, gpu):
         for field, d in (("weight_dtype", prec.weight), ("activation_dtype", prec.activation), ("attn_weight_dtype", prec.attn_weight)):
-            if d is not None and d.math == "fp4" and d.name == "nvfp4" and not (gpu.supports("fp4") and "nvfp4" in gpu.fp4_formats):
+            if d is not None and d.name == "nvfp4" and not (gpu.supports("fp4") and "nvfp4" in gpu.fp4_formats):
                 return (field, d.name, f"a format TensorRT-LLM runs on {gpu.name}: it has no FP4 GEMM before Blackwell (its CUTLASS FP4 "
                         "GEMM runner throws \"Arch unsupported\" below SM100); --backend vllm runs it weight-only (Marlin)")
             if d is not None and d.math == "fp8" and not gpu.supports("fp8"):
