@@ -31,9 +31,11 @@ def test_each_engines_plan_rule():
 def test_a_plan_the_engine_cannot_launch_is_refused_naming_the_nearest():
     with pytest.raises(InputError) as e:
         deployment("deepseek-r1", gpu="h200", num_gpus=8, tp=2, attention_dp=4, ep=8)  # TensorRT-LLM: H200's vendor engine
+    # the nearest: the same 4 x 2 = 8 GPUs as 8 attention-DP ranks of TP 1, EP8 kept
     assert e.value.field == "plan" and e.value.value == "DP4xTP2 EP8"
     assert "nearest is DP8xTP1 EP8" in str(e.value) and "--backend vllm or sglang runs DP4xTP2 EP8" in str(e.value)
     assert deployment("deepseek-r1", gpu="h200", num_gpus=8, tp=2, attention_dp=4, ep=8, engine="sglang").plan.adp == 4
+    # vLLM at TP8 EP2 (MoE TP 8 / 2 = 4): its experts go EP over the whole stage, 8 x 1 x 1 = EP8
     with pytest.raises(InputError, match=r"not EP2 x MoE-TP4\): the nearest is TP8 EP8; --backend trtllm or sglang runs TP8 EP2/MoE-TP4"):
         deployment("deepseek-r1", gpu="h200", num_gpus=8, tp=8, ep=2, engine="vllm")
     # the CLI: one line, exit 2
