@@ -184,9 +184,10 @@ def test_one_output_token_has_no_tpot_to_show():
 
 
 def test_the_title_prints_the_activation_the_model_prices():
-    # H100 has no FP4 math: NVFP4 weights run W4A16 (spec.precision.executable), so A:bf16, not A:nvfp4
-    text = _text("estimate", "llama-3.1-8b", "--gpu", "h100", "--weight-dtype", "nvfp4")
-    assert "llama-3.1-8b on 1x H100 SXM, TP1, W:nvfp4 A:bf16 KV:bf16 as run, trtllm" in text
+    # H100 has no FP4 math: NVFP4 weights run W4A16 in vLLM (Marlin; spec.precision.executable), so A:bf16, not A:nvfp4
+    # (TensorRT-LLM has no such kernel and refuses it: tests/test_engine_runs.py)
+    text = _text("estimate", "llama-3.1-8b", "--gpu", "h100", "--weight-dtype", "nvfp4", "--backend", "vllm")
+    assert "llama-3.1-8b on 1x H100 SXM, TP1, W:nvfp4 A:bf16 KV:bf16 as run, vllm" in text
     assert "W:nvfp4 A:nvfp4" not in text
 
 

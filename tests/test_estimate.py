@@ -45,7 +45,8 @@ def test_a_plan_that_does_not_divide_is_refused():
 
 def test_a_format_the_gpu_cannot_run_says_how_it_runs():
     m = get_model("llama-3.1-70b")
-    dep = deployment(m, gpu="h100", tp=8, weight_dtype="nvfp4")
+    # vLLM runs NVFP4 weight-only on Hopper (Marlin); TensorRT-LLM has no such kernel (tests/test_engine_runs.py)
+    dep = deployment(m, gpu="h100", tp=8, weight_dtype="nvfp4", engine="vllm")
     r = estimate(m, dep, Workload(concurrency=8), calibration=calibration_for(dep.gpu))
     assert len(r.precision_notes) == 1 and "W4A16" in r.precision_notes[0]
     ok = deployment(m, gpu="b200", tp=8, weight_dtype="nvfp4")

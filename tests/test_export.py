@@ -104,26 +104,22 @@ def test_engine_options_state_the_plan():
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
-def test_every_searched_plan_round_trips_or_is_refused(engine):
-    """Each valid plan of the search space either exports and reads back unchanged, or is refused in one
-    line naming the engine (vLLM: EP x MoE-TP; TensorRT-LLM: attention DP x TP)."""
+def test_every_searched_plan_round_trips(engine):
+    """Each plan the search tries for an engine (search.plans: Engine.runs_plans) exports and reads back unchanged; the
+    plans it leaves out (vLLM: EP x MoE-TP; TensorRT-LLM: attention DP x TP) are refused in one line as a Deployment."""
     r1, b200 = get_model("deepseek-r1"), get_gpu("b200")
-    plan, inst = plans(r1, b200, SearchSpace(8))
-    ok = refused = 0
+    plan, inst = plans(r1, b200, SearchSpace(8), engine=get_engine(engine))
+    every, every_inst = plans(r1, b200, SearchSpace(8), engine=get_engine("sglang"))  # SGLang launches every one of them
     for i in range(len(inst)):
         p = Plan(*(int(x[i]) for x in (plan.tp, plan.pp, plan.ep, plan.moe_tp, plan.adp, plan.kvp)))
         dep = Deployment(gpu=b200, num_gpus=int(inst[i]), plan=p, precision=r1.default_precision, backend=engine)
-        try:
-            text = export_config(r1, dep, engine=engine, concurrency=40)
-        except InputError as e:
-            assert e.field == "engine" and engine in str(e)
-            refused += 1
-            continue
-        back = read_export(text)
+        back = read_export(export_config(r1, dep, engine=engine, concurrency=40))
         assert back.deployment.plan == dep.plan and back.concurrency >= 40
-        ok += 1
-    assert ok >= 10
-    assert refused == 0 if engine == "sglang" else refused > 0
+    assert len(inst) >= 10 and (len(inst) == len(every_inst)) == (engine == "sglang")
+    left = {every.at(i) for i in range(len(every_inst))} - {plan.at(i) for i in range(len(inst))}
+    for p in left:
+        with pytest.raises(InputError, match=f"plan: '{p.label()}' is not valid; a plan {get_engine(engine).title} launches"):
+            Deployment(gpu=b200, num_gpus=int(p.gpus), plan=p, precision=r1.default_precision, backend=engine)
 
 
 @pytest.mark.parametrize("backend", ["trtllm", "vllm", "sglang"])
@@ -174,9 +170,9 @@ def test_dynamo_manifest(backend):
 
 def test_refusals_are_one_line():
     r1, h200 = get_model("deepseek-r1"), get_gpu("h200")
-    dep = Deployment(gpu=h200, num_gpus=8, plan=Plan(8, 1, 4, 2, 1, 1), precision=r1.default_precision, backend="vllm")
-    with pytest.raises(InputError, match="vLLM runs the experts"):
-        export_config(r1, dep, engine="vllm", concurrency=8)
+    with pytest.raises(InputError, match="a plan vLLM launches \\(it runs the experts expert-parallel"):
+        Deployment(gpu=h200, num_gpus=8, plan=Plan(8, 1, 4, 2, 1, 1), precision=r1.default_precision, backend="vllm")
+    dep = Deployment(gpu=h200, num_gpus=8, plan=Plan(8, 1, 4, 2, 1, 1), precision=r1.default_precision, backend="trtllm")
     with pytest.raises(InputError, match="exported engine"):
         export_config(r1, dep, engine="sglang", concurrency=8)
     with pytest.raises(InputError, match="one of: trtllm, vllm, sglang, dynamo"):

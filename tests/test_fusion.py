@@ -183,11 +183,12 @@ def test_an_offline_run_on_a_build_without_pdl_keeps_trtllm_benchs_limits():
     """A perf-overview row of TensorRT-LLM v0.17 is priced without PDL (its build) and still at trtllm-bench's own
     batch and token limits (validate._offline_best read them only for the TRTLLM object itself, so a build from
     Engine.without lost them: 4650 -> 4582 tok/s/GPU on this A100 row, where PDL saves nothing). On Ampere, with no
-    PDL share, the two builds price the row alike."""
+    PDL share, the two builds price the row alike. In BF16, as the overview's A100 rows ran: TensorRT-LLM has no FP8 GEMM
+    on Ampere (validate lists such a row unmodeled, tests/test_engine_runs.py)."""
     from llm_codesign.measure.validate import predict_serving
 
     row = {"source": "trtllm_perf_overview_v0_17_total.csv:10 (NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md; v0.17 (x)",
-           "model": "llama-3.1-8b", "gpu": "a100", "num_gpus": "1", "backend": "trtllm", "weight_dtype": "fp8", "kv_dtype": "fp8",
+           "model": "llama-3.1-8b", "gpu": "a100", "num_gpus": "1", "backend": "trtllm", "weight_dtype": "bf16", "kv_dtype": "bf16",
            "isl": "128", "osl": "2048", "concurrency": "", "tp": "1", "pp": "1", "ep": "1", "moe_tp": "1", "attention_dp": "1",
            "output_tok_s_per_gpu": "1"}
     (old,), _ = predict_serving([row])

@@ -210,7 +210,8 @@ def _priced(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan:
     # with the CUDA graphs a deployment exported at its batch captures (explore.search.SEARCH_GRAPHS)
     r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=pa, engine=engine, cuda_graph_max_bs=SEARCH_GRAPHS), cal=cal, concurrency=conc,
                  isl=isl, osl=osl)
-    ok = (validity(model, gpu, pa, inst[None, :, None]) < 0) & r["fits"]
+    # the plans the engine launches (Engine.runs_plans: TensorRT-LLM's attention DP at TP 1 only), as pareto searches them
+    ok = (validity(model, gpu, pa, inst[None, :, None]) < 0) & engine.runs_plans(pa, moe=model.is_moe) & r["fits"]
     if cons == "min_tps_user":
         ok = ok & (r["tok_s_per_user"] >= slo.min_tps_user)
     else:

@@ -52,7 +52,7 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     per plan (and batch); the units combine them in closed form."""
     t0 = time.perf_counter()
     N = space.num_gpus
-    plan, inst = plans(model, gpu, space)
+    plan, inst = plans(model, gpu, space, engine=engine)
     costs = engine.costs(cal)
     precs, accs = searched_precisions(model, gpu, space, engine=engine)
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)

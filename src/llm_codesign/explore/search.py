@@ -28,7 +28,7 @@ from llm_codesign.serve.aggregated import (
     read_only,
 )
 from llm_codesign.serve.invariants import check_values, weight_floor_s
-from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format
+from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format, check_runs
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
@@ -97,8 +97,9 @@ class SearchSpace:
                    step_tokens=tuple(step_tokens))
 
 
-def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace) -> tuple[Plan, np.ndarray]:
-    """Every valid plan (as arrays) and its instance size."""
+def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engine: Engine = TRTLLM) -> tuple[Plan, np.ndarray]:
+    """Every valid plan (as arrays) that `engine` launches (Engine.runs_plans: not TensorRT-LLM's attention DP x TP) and its
+    instance size; where the space's fixed sizes leave only plans the engine does not launch, its one-line refusal."""
     N = space.num_gpus
     if N < 1:
         raise InputError("gpus", N, "a positive integer")
@@ -125,6 +126,10 @@ def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace) -> tuple[Plan, np.ndar
     a = np.asarray(rows, dtype=np.int64)
     plan = Plan(*(a[:, i] for i in range(6)))
     ok = validity(model, gpu, plan, a[:, 6]) < 0
+    runs = engine.runs_plans(plan, moe=model.is_moe)
+    if (ok & ~runs).any() and not (ok & runs).any():
+        check_runs(engine, gpu, plan.at(int(np.argmax(ok & ~runs))), moe=model.is_moe)
+    ok &= runs
     if not ok.any():
         raise InputError("deployment", f"{N}x{gpu.id}", "no valid plan: the fixed parallel sizes do not divide this model's heads/experts/layers")
     a = a[ok]
@@ -204,7 +209,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     model.check_context(isl, osl)
     workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit, arrival=arrival)  # the frontier's (arrival checked here, before any search)
     t0 = time.perf_counter()
-    plan, inst = plans(model, gpu, space)
+    plan, inst = plans(model, gpu, space, engine=engine)
     precs, accs = searched_precisions(model, gpu, space, engine=engine, max_accuracy_drop=max_accuracy_drop)
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     grid = _Grid(plan, inst, np.asarray(space.batches, dtype=np.int64), ks, precs, tuple(space.step_tokens) or (max_num_tokens,))
@@ -225,12 +230,20 @@ def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engin
     """The precisions searched (the space's, else the defaults), each settled on `gpu` (Precision.on: a space built
     from Precision.of("mxfp4") leaves its activation to the GPU), and the accuracy known of each, keeping only those
     within `max_accuracy_drop` percent where it is given. A KV-cache format `engine` does not hold on `gpu` is refused
-    (check_kv_format: the defaults' BF16 and FP8 every engine holds where they are offered)."""
+    (check_kv_format: the defaults' BF16 and FP8 every engine holds where they are offered), and a format it has no
+    kernel for there (Engine.precision_refusal) too where named, else left out."""
     from llm_codesign.explore.accuracy_model import accuracy_of
 
     precs = tuple(p.on(gpu) for p in space.precisions or default_precisions(model, gpu))
     for kv in dict.fromkeys(p.kv.name for p in precs):
         check_kv_format(engine, gpu, kv, model)
+    # a format the engine has no kernel for on this GPU (TensorRT-LLM's FP8 on Ampere, NVFP4 before Blackwell): refused where
+    # the space names it or leaves no other, else not searched (an NVFP4 checkpoint on an H100 is searched at the FP8 the GPU runs)
+    runs = [p for p in precs if engine.precision_refusal(p, gpu) is None]
+    if space.precisions or not runs:
+        for p in precs:
+            check_runs(engine, gpu, prec=p)
+    precs = tuple(runs)
     accs = [accuracy_of(model, p) for p in precs]
     if max_accuracy_drop is not None:
         keep = [i for i, a in enumerate(accs) if a["relative_drop_pct"] is not None and not a.get("drop_band")

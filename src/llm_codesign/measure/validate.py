@@ -20,7 +20,7 @@ from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats
 from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.serve.disagg import evaluate_disagg
 from llm_codesign.serve.metrics import BATCH_GRID
-from llm_codesign.spec.engines import TRTLLM, get_engine, trtllm_bench
+from llm_codesign.spec.engines import TRTLLM, check_runs, get_engine, trtllm_bench
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.harness import OFFLINE_ARRIVAL, SchedulerFlags
 from llm_codesign.spec.plan import (
@@ -304,8 +304,8 @@ def predict_serving(rows: list[dict], profile: str | None = None, cal_override=N
         fits = fits & ~bypassed
         out["output_tok_s_per_user"] = _per_user_as_measured(out, osl, sets)
         for j, i in enumerate(idx):
-            if code[j] >= 0:
-                why = _sizes_off(a, j, i + 2, model.is_moe) if REASONS[code[j]] == "gpus_mismatch" else reason_text(model, gpu, int(code[j]))
+            why = _unpriced(model, gpu, prec, engine, a=a, plan=plan, code=int(code[j]), j=j, line=i + 2)
+            if why:
                 unmodeled.append({"row": i, "source": rows[i].get("source", ""), "reason": why})
                 preds[i] = {}
             elif not holds[j] or not np.isfinite(out["output_tok_s_per_gpu"][j]):
@@ -392,6 +392,18 @@ def _bypass_memory(model, objs, res: dict, *, code, sets, plan, lengths, out: di
                    ("output_tok_s_per_user", res["tok_s_per_user"])):
         out[k] = np.where(now, np.broadcast_to(src, bypassed.shape), out[k])
     return now, short, holds | now
+
+
+def _unpriced(model, gpu, prec, engine, *, a: dict, plan: Plan, code: int, j: int, line: int) -> str | None:
+    """Why row `j` of a group is not priced: sizes that do not divide (validity's `code`), or a plan or format its engine
+    does not run (check_runs, as estimate refuses them: no bundled campaign's row, tests/test_engine_runs.py); None else."""
+    if code >= 0:
+        return _sizes_off(a, j, line, model.is_moe) if REASONS[code] == "gpus_mismatch" else reason_text(model, gpu, code)
+    try:
+        check_runs(engine, gpu, plan.at(j), prec, moe=model.is_moe)
+    except InputError as e:
+        return f"line {line} {e}"
+    return None
 
 
 def _cannot_run(model, gpu, prec, engine, spec, *, plan: Plan, num_gpus: int, isl: int, osl: int, max_num_tokens: int, kv_fraction,
@@ -603,8 +615,24 @@ def pool_deployment(gpu, plan: Plan, prec: Precision, *, engine, spec=None, max_
     return Deployment(gpu=gpu, num_gpus=plan.gpus, plan=plan, precision=prec, backend=engine.name, spec=spec, max_num_tokens=max_num_tokens)
 
 
+def _pool_unlaunched(r: dict, line: int) -> str | None:
+    """A pool plan the row's engine has no launch for (Engine.plan_refusal: TensorRT-LLM's attention DP x TP), as a row's
+    reason, where an array Deployment of every row's pools would refuse them all."""
+    try:
+        engine = get_engine(r.get("backend") or TRTLLM.name)
+    except InputError:
+        return None  # row_problem names it
+    for pool in POOLS:
+        tp, adp, ep = (_int(r, f"{pool}_{k}") for k in ("tp", "attention_dp", "ep"))
+        try:
+            check_runs(engine, None, Plan(tp, 1, ep, max(tp * adp // ep, 1), adp, 1))
+        except InputError as e:
+            return f"line {line} {pool} {e}"
+    return None
+
+
 def _disagg_problem(r: dict, line: int) -> str | None:
-    why = row_problem(r, line) or _pool_problem(r, line)
+    why = row_problem(r, line) or _pool_problem(r, line) or _pool_unlaunched(r, line)
     if not why and not (r.get("concurrency") or "").strip():
         why = f"line {line} concurrency: '' is not valid; disaggregated rows are priced at a stated concurrency"
     return why

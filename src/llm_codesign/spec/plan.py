@@ -12,7 +12,7 @@ from numbers import Real
 import numpy as np
 
 from llm_codesign.errors import InputError, MissingInput
-from llm_codesign.spec.engines import check_kv_format, engine_for, get_engine
+from llm_codesign.spec.engines import check_kv_format, check_runs, engine_for, get_engine
 from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL, check_arrival, memory_fraction
 from llm_codesign.spec.kinds import DenseFfn, MoE
@@ -337,6 +337,9 @@ class Deployment:
                              f"cudagraph_mode PIECEWISE, with CUDA graphs on (this is {engine.name}, cuda_graph_max_bs {g})")
         # an activation format left to the GPU settled on this one (MXFP4 weights: W4A4 on CDNA4), so that its label says what runs
         object.__setattr__(self, "precision", self.precision.on(self.gpu))
+        # refused: a plan the engine has no launch for (TensorRT-LLM's attention DP x TP) or a format it has no kernel for on
+        # this GPU (TensorRT-LLM's NVFP4 before Blackwell), which were priced and exported as if it ran them (newc7 #1, #2)
+        check_runs(engine, self.gpu, self.plan, self.precision)
 
     @property
     def step_tokens(self) -> int:

@@ -15,6 +15,7 @@ from llm_codesign.spec.engines.base import (
     Engine,
     EngineCosts,
     check_kv_format,
+    check_runs,
     engine_choices,
     engine_for,
     engine_for_pools,
@@ -34,5 +35,5 @@ from llm_codesign.spec.engines.atom import ATOM
 # isort: on
 
 __all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "EXPORTABLE", "FUSIONS", "MOE_A2A_BACKENDS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VENDOR_ENGINE", "VENDOR_NAMES", "VLLM",
-           "Engine", "EngineCosts", "check_kv_format", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on",
+           "Engine", "EngineCosts", "check_kv_format", "check_runs", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on",
            "get_engine", "listed", "register_engine"]

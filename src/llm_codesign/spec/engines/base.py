@@ -234,6 +234,37 @@ class Engine(ABC):
         """'vllm (defaults as 0.11-0.14)': the engine as an answer's engine line names it, with the releases its price
         reads (`release`), not the newer one an export writes options for."""
         return f"{self.name} (defaults as {self.release})" if self.release else self.name
+    def runs_plans(self, plan, *, moe: bool = True):
+        """Where it has a launch for `plan` (a Plan of ints or arrays; `moe`: the model has experts), a boolean array over
+        the plan's broadcast sizes: every plan unless its module names a mapping of ranks its launch cannot express, with
+        the engine source (plan_refusal says it in words). The one rule the search, estimate, the API and export share."""
+        import numpy as np
+
+        return np.ones(np.broadcast(*(np.asarray(x) for x in plan.sizes)).shape, dtype=bool)
+
+    def plan_refusal(self, plan, *, moe: bool = True) -> tuple[str, object, object] | None:
+        """Where `plan` (ints, or arrays: the first such) holds one it has no launch for (runs_plans): why, in words, that
+        plan, and the nearest plan it runs on the same GPUs (refused_plan); None where it runs every one."""
+        import numpy as np
+
+        shape = np.broadcast(*(np.asarray(x) for x in plan.sizes)).shape
+        bad = ~np.broadcast_to(self.runs_plans(plan, moe=moe), shape)
+        if not bad.any():
+            return None
+        one = plan.at(int(np.argmax(bad.ravel())))
+        why, near = self.refused_plan(one)
+        return why, one, near
+
+    def refused_plan(self, plan) -> tuple[str, object]:
+        """For one plan its runs_plans refuses: why, in words, and the nearest plan it runs; an engine whose runs_plans
+        refuses some says, in its module."""
+        raise NotImplementedError(f"{self.name} refuses a plan (runs_plans) without saying why (refused_plan)")
+
+    def precision_refusal(self, prec, gpu) -> tuple[str, object, str] | None:
+        """Where it has no kernel for precision `prec` on `gpu`: the field, the format and why, in words (an InputError's
+        three parts); None where it runs it, natively or as spec.precision.executable maps a format the GPU has no math
+        for (vLLM's Marlin weight-only kernels). An engine without such a fallback says so in its module, with its source."""
+        return None
 
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
         """The decode CUDA graphs a launch that sets none captures on `gpu` with `tp_size` GPUs a stage (the engine's tensor
@@ -627,6 +658,23 @@ def check_kv_format(engine: Engine | None, gpu, kv: str, model=None) -> None:
         if model is not None and engine is not None and kv in engine.kv_formats(gpu):
             who += f" for {model.name}'s attention"
         raise InputError("kv_dtype", kv, f"one of {', '.join(ok)}: the KV-cache formats {who}")
+
+
+def check_runs(engine: Engine, gpu, plan=None, prec=None, *, moe: bool = True) -> None:
+    """One line where `engine` has no kernel for precision `prec` on `gpu` (Engine.precision_refusal, naming the engine
+    that runs it) or no launch for `plan` (Engine.plan_refusal: the nearest plan it runs, and the engines on `gpu`, every
+    one where it is None, that run the plan as given): the rule Deployment (so estimate, lc.deployment, export, import)
+    applies; the searches leave such plans out (Engine.runs_plans), and such formats unless named."""
+    said = engine.precision_refusal(prec, gpu) if prec is not None else None
+    if said:
+        raise InputError(*said)
+    said = engine.plan_refusal(plan, moe=moe) if plan is not None else None
+    if said:
+        why, bad, near = said
+        on = engines_on(gpu) if gpu is not None else tuple(ENGINES)  # no GPU: every engine's
+        others = [n for n in on if n != engine.name and ENGINES[n].plan_refusal(bad, moe=moe) is None]
+        also = f"; --backend {' or '.join(others)} runs {bad.label()}" if others else ""
+        raise InputError("plan", bad.label(), f"a plan {engine.title} launches ({why}): the nearest is {near.label()}{also}")
 
 
 def engine_for_pools(gpu, decode_gpu, backend: str | None = None) -> Engine:

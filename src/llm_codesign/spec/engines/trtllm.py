@@ -3,6 +3,8 @@ attention kernels are the reference the other engines' are priced against, and i
 names none of (TRTLLM)."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from llm_codesign.spec.engines.base import PCIE_FAMILIES, Engine, register_engine
 from llm_codesign.spec.engines.trtllm_bench import BATCH_CAP, DEFAULT_MAX_TOKENS
 
@@ -94,6 +96,38 @@ class TensorRTLLMEngine(Engine):
     # BF16 too: their min-latency RESIDUAL_RMS_NORM_AND_QUANT_NVFP4 quantised for the routed experts (fc31_input_scale)
     # while `_compute_shared_output` called shared_experts(hidden_states)
     BF16_MOE_INPUT = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM")
+
+    def runs_plans(self, plan, *, moe: bool = True):
+        """Attention DP only at attention TP 1: under enable_attention_dp every rank runs its own attention, Attention.__init__
+        setting `dp_size = tp_size; tp_size = 1` (tensorrt_llm/_torch/modules/attention.py@00547a25, NVIDIA/TensorRT-LLM; the
+        KV cache manager alike, resource_manager.py `if mapping.enable_attention_dp: tp_size = 1`), so the LLM API's
+        tensor_parallel_size is the DP ranks and a plan of DP ranks of TP > 1 has no launch (the exporter's refusal,
+        explore/export_engines/trtllm.py). Every campaign row it ran under attention DP has TP 1 (data/measurements)."""
+        import numpy as np
+
+        return (np.asarray(plan.adp) <= 1) | (np.asarray(plan.tp) <= 1)
+
+    def refused_plan(self, one):
+        """DP x TP as DP x TP ranks of attention TP 1, on the same GPUs and the same MoE split."""
+        why = "its attention DP runs attention TP1 on every rank (enable_attention_dp), not DP x TP"
+        return why, replace(one, tp=1, adp=one.tp * one.adp)
+
+    # the formats its GEMMs need math for, by the GPUs that have it: NVFP4 (weights or activations: its QuantAlgo has no
+    # weight-only NVFP4) on SM100/103/120 only, CutlassFp4GemmRunner::dispatchToArch throwing "Arch unsupported for CUTLASS
+    # FP4 GEMM" on any other SM (cpp/tensorrt_llm/kernels/cutlass_kernels/fp4_gemm/fp4_gemm_template.h@02499765; the TensorRT
+    # plugin's Fp4GemmPlugin::init `TLLM_CHECK_WITH_INFO(getSMVersion() >= 100, "FP4 Gemm not supported before Blackwell")`,
+    # NVIDIA/TensorRT-LLM#5018); FP8, per-tensor or block-scaled, on SM89 and newer (docs/source/features/quantization.md:94-102
+    # @09d4c79b, its Hardware Support Matrix: NVFP4 on Blackwell only, FP8 per tensor from Ada, none of either on Ampere). No
+    # Marlin-style weight-only fallback for either, unlike vLLM's (spec.precision.executable)
+    def precision_refusal(self, prec, gpu):
+        for field, d in (("weight_dtype", prec.weight), ("activation_dtype", prec.activation), ("attn_weight_dtype", prec.attn_weight)):
+            if d is not None and d.name == "nvfp4" and not (gpu.supports("fp4") and "nvfp4" in gpu.fp4_formats):
+                return (field, d.name, f"a format TensorRT-LLM runs on {gpu.name}: it has no FP4 GEMM before Blackwell (its CUTLASS FP4 "
+                        "GEMM runner throws \"Arch unsupported\" below SM100); --backend vllm runs it weight-only (Marlin)")
+            if d is not None and d.math == "fp8" and not gpu.supports("fp8"):
+                return (field, d.name, f"a format TensorRT-LLM runs on {gpu.name}: it has no FP8 GEMM before Ada (SM89; its "
+                        "quantization guide's hardware matrix); --backend vllm runs it weight-only (Marlin)")
+        return None
 
     def moe_input_quant_fused(self, architecture: str) -> bool | None:
         return False if architecture in self.BF16_MOE_INPUT else None

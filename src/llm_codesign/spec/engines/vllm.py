@@ -2,6 +2,8 @@
 measurement campaigns' versions (0.11-0.14) unless a comment says otherwise."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from llm_codesign.spec.engines.base import CDNA_FAMILIES, GIB, PCIE_FAMILIES, Engine, register_engine
 
 # Custom all-reduce for world sizes 2, 4, 6 and 8 with every GPU peer-to-peer reachable (any two GPUs,
@@ -82,6 +84,22 @@ class VLLMEngine(Engine):
     # quantization/mxfp4.py@007d5005; its log line: "For faster performance on SM100, consider setting
     # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1"), which no campaign here records
     mxfp8_moe_families = ()
+
+    def runs_plans(self, plan, *, moe: bool = True):
+        """A MoE's experts expert-parallel over every GPU of a stage or tensor-parallel over them, never EP x MoE-TP:
+        FusedMoEParallelConfig.make flattens TP across the DP ranks and, with --enable-expert-parallel, sets ep_size to that
+        whole width and the experts' tp_size to 1, else ep_size 1 (vllm/model_executor/layers/fused_moe/config.py@00c1c6a2);
+        the exporter's refusal (explore/export_engines/vllm.py). Every campaign row it ran with EP has EP = TP x DP."""
+        import numpy as np
+
+        tp, _, ep, _, adp, kvp = (np.asarray(x) for x in plan.sizes)
+        return (not moe) | (ep <= 1) | (ep == tp * adp * kvp)
+
+    def refused_plan(self, one):
+        """The experts expert-parallel over the whole stage (--enable-expert-parallel), the attention side unchanged."""
+        stage = one.tp * one.adp * one.kvp
+        return (f"it runs the experts expert-parallel over all {stage} GPUs of a stage or tensor-parallel, not EP{one.ep} x "
+                f"MoE-TP{one.moe_tp}", replace(one, ep=stage, moe_tp=1))
 
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
         """Padded graphs up to max_cudagraph_capture_size / (1 + k) requests: where unset it is min(max_num_seqs x (1 + k)

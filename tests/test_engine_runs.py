@@ -1,0 +1,138 @@
+"""One validity rule per engine (Engine.runs_plans / precision_refusal, spec.engines.check_runs): a plan or a format the
+named engine cannot run is neither searched nor priced nor exported (newcomer review newc7 #1, #2)."""
+import numpy as np
+import pytest
+from conftest import cli
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.errors import InputError
+from llm_codesign.explore.export import export_config
+from llm_codesign.explore.search import SearchSpace, plans, search
+from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Deployment, Plan, deployment
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model
+
+
+def test_each_engines_plan_rule():
+    # TensorRT-LLM: attention DP only at attention TP 1 (Attention.__init__ tp_size = 1 under enable_attention_dp)
+    tp, adp = np.array([1, 2, 8, 1, 4]), np.array([8, 4, 1, 1, 2])
+    assert get_engine("trtllm").runs_plans(Plan(tp=tp, adp=adp)).tolist() == [True, False, True, True, False]
+    # vLLM: experts EP over the whole stage (TP x DP x KVP) or MoE-TP over it, never EP x MoE-TP
+    ep, moe_tp = np.array([8, 2, 1, 8, 4]), np.array([1, 4, 8, 1, 2])
+    plan = Plan(tp=np.array([8, 8, 8, 2, 8]), ep=ep, moe_tp=moe_tp, adp=np.array([1, 1, 1, 4, 1]))
+    assert get_engine("vllm").runs_plans(plan).tolist() == [True, False, True, True, False]
+    assert get_engine("vllm").runs_plans(plan, moe=False).all()  # a dense model has no experts to split
+    # SGLang runs both (--attn-dp-size under --tp-size, --ep-size dividing it)
+    assert get_engine("sglang").runs_plans(Plan(tp=tp, adp=adp)).all() and get_engine("sglang").runs_plans(plan).all()
+
+
+def test_a_plan_the_engine_cannot_launch_is_refused_naming_the_nearest():
+    with pytest.raises(InputError) as e:
+        deployment("deepseek-r1", gpu="h200", num_gpus=8, tp=2, attention_dp=4, ep=8)  # TensorRT-LLM: H200's vendor engine
+    # the nearest: the same 4 x 2 = 8 GPUs as 8 attention-DP ranks of TP 1, EP8 kept
+    assert e.value.field == "plan" and e.value.value == "DP4xTP2 EP8"
+    assert "nearest is DP8xTP1 EP8" in str(e.value) and "--backend vllm or sglang runs DP4xTP2 EP8" in str(e.value)
+    assert deployment("deepseek-r1", gpu="h200", num_gpus=8, tp=2, attention_dp=4, ep=8, engine="sglang").plan.adp == 4
+    # vLLM at TP8 EP2 (MoE TP 8 / 2 = 4): its experts go EP over the whole stage, 8 x 1 x 1 = EP8
+    with pytest.raises(InputError, match=r"not EP2 x MoE-TP4\): the nearest is TP8 EP8; --backend trtllm or sglang runs TP8 EP2/MoE-TP4"):
+        deployment("deepseek-r1", gpu="h200", num_gpus=8, tp=8, ep=2, engine="vllm")
+    # the CLI: one line, exit 2
+    code, out, err = cli("estimate", "deepseek-r1", "--gpu", "h200", "--gpus", "8", "--attention-dp", "4", "--tp", "2", "--ep", "8")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "plan: 'DP4xTP2 EP8' is not valid" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("gpu,weight,why", [("h100", "nvfp4", "no FP4 GEMM before Blackwell"), ("h200", "fp4", "no FP4 GEMM before Blackwell"),
+                                            ("a100", "fp8", "no FP8 GEMM before Ada"), ("a100", "fp8_block", "no FP8 GEMM before Ada")])
+def test_a_format_tensorrt_llm_has_no_kernel_for_is_refused(gpu, weight, why):
+    with pytest.raises(InputError) as e:
+        deployment("llama-3.1-8b", gpu=gpu, weight_dtype=weight)
+    assert e.value.field == "weight_dtype" and why in str(e.value) and str(e.value).endswith("--backend vllm runs it weight-only (Marlin)")
+    # vLLM runs it weight-only, as priced (spec.precision.executable's Marlin note)
+    assert deployment("llama-3.1-8b", gpu=gpu, weight_dtype=weight, engine="vllm").backend == "vllm"
+    code, _, err = cli("export", "llama-3.1-8b", "--gpu", gpu, "--gpus", "1", "--weight-dtype", weight, "--concurrency", "8", "-o", "x.yaml")
+    assert code == 2 and why in err and len(err.strip().splitlines()) == 1
+
+
+def test_formats_tensorrt_llm_runs_stay_priced():
+    for gpu, weight in (("b200", "nvfp4"), ("h100", "fp8"), ("l40s", "fp8"), ("h100", "mxfp4"), ("a100", "bf16"), ("rtx-pro-6000", "nvfp4")):
+        assert deployment("llama-3.1-8b", gpu=gpu, weight_dtype=weight).backend == "trtllm"
+
+
+def test_a_search_leaves_out_the_plans_and_formats_the_engine_does_not_run():
+    r1, h200 = get_model("deepseek-r1"), get_gpu("h200")
+    every, _ = plans(r1, h200, SearchSpace(8), engine=get_engine("sglang"))
+    trt, _ = plans(r1, h200, SearchSpace(8), engine=get_engine("trtllm"))
+    dxt = (np.asarray(every.adp) > 1) & (np.asarray(every.tp) > 1)
+    assert dxt.any() and len(trt.tp) == len(every.tp) - int(dxt.sum())  # exactly the DP x TP plans dropped
+    with pytest.raises(InputError, match="plan: 'DP4xTP2 EP8' is not valid"):  # fixed sizes leaving only such plans
+        plans(r1, h200, SearchSpace(8, tp=(2,), adp=(4,), ep=(8,)), engine=get_engine("trtllm"))
+    # a format named for the search is refused; left to the defaults, one the engine has none of is not searched
+    with pytest.raises(InputError, match="no FP4 GEMM before Blackwell"):
+        search(r1, h200, calibration_for(h200), SearchSpace(8, precisions=(Precision.of("nvfp4", kv="fp8"),)), isl=1024, osl=1024)
+    nv = get_model("deepseek-r1-nvfp4")
+    r = search(nv, h200, calibration_for(h200), SearchSpace(8, batches=(1, 8, 64)), isl=1024, osl=1024)
+    assert r.points and {p.deployment.precision.weight.name for p in r.points} == {"fp8"}
+
+
+@pytest.mark.parametrize("gpu,prec", [("h200", None), ("b200", Precision.of("fp8", kv="fp8"))])
+@pytest.mark.parametrize("floor", [None, 30.0])
+def test_every_tensorrt_llm_frontier_point_of_deepseek_r1_exports(gpu, prec, floor):
+    """newc7 #1: `export deepseek-r1 --gpu h200 --gpus 8 --min-tps-user 30` failed on the DP4xTP2 EP8 point the search
+    recommended; every point the search yields now exports, and none is DP x TP."""
+    r1, g = get_model("deepseek-r1"), get_gpu(gpu)
+    space = SearchSpace(8, precisions=(prec,) if prec else ())
+    r = search(r1, g, calibration_for(g), space, isl=1024, osl=1024, min_tps_user=floor)
+    assert len(r.points) >= 5
+    for p in r.points:
+        dep = p.deployment
+        assert not (dep.plan.adp > 1 and dep.plan.tp > 1), dep.plan.label()
+        assert "tensor_parallel_size" in export_config(r1, dep, engine="trtllm", concurrency=p.concurrency)
+        if floor:
+            assert p.tok_s_per_user >= floor
+
+
+def test_the_bundled_campaigns_plans_all_run():
+    """Every plan and format the measured campaigns ran builds (Deployment applies the rule): the rule refuses nothing
+    an engine was seen to run (TensorRT-LLM's attention-DP rows all have TP 1; vLLM's EP rows EP = TP x DP)."""
+    import csv
+    from importlib import resources
+
+    from llm_codesign.spec.hardware import catalog
+
+    base = resources.files("llm_codesign").joinpath("data/measurements")
+    seen = set()
+    for name in ("serving_inferencex_blackwell.csv", "serving_measured_blackwell.csv", "trtllm_perf_overview.csv", "published_runs.csv",
+                 "serving_inferencex_mi355x.csv"):
+        for row in csv.DictReader(base.joinpath(name).open()):
+            ints = [int(row[k] or 1) for k in ("tp", "pp", "ep", "moe_tp", "attention_dp")]
+            if row["gpu"] in catalog():  # the perf overview's GH200 rows are not priced (no catalog entry)
+                seen.add((row["gpu"], row["backend"], row["weight_dtype"], *ints))
+    assert len(seen) > 40
+    for gpu, backend, weight, tp, pp, ep, moe_tp, adp in seen:
+        w = {"int4_wo": "int4"}.get(weight, weight)
+        Deployment(gpu=get_gpu(gpu), num_gpus=tp * adp * pp, plan=Plan(tp, pp, ep, moe_tp, adp, 1), precision=Precision.of(w), backend=backend)
+
+
+
+def test_validate_lists_a_row_its_engine_cannot_run_as_unmodeled():
+    """A user's run file: a TensorRT-LLM row at DP4xTP2 is listed with estimate's refusal, the same run at DP8xTP1 priced."""
+    import csv
+    from importlib import resources
+
+    from llm_codesign.measure.validate import predict_serving
+
+    path = resources.files("llm_codesign").joinpath("data/measurements/serving_inferencex_blackwell.csv")
+    row = next(r for r in csv.DictReader(path.open()) if r["backend"] == "trtllm" and r["attention_dp"] == "8" and not r["spec_method"])
+    bad = {**row, "tp": "2", "attention_dp": "4"}  # 2 x 4 = the same 8 GPUs, EP8
+    preds, unmodeled = predict_serving([row, bad])
+    assert preds[0]["tpot_ms"] > 0 and preds[1] == {}
+    assert [u["row"] for u in unmodeled] == [1] and "line 3 plan: 'DP4xTP2 EP8' is not valid" in unmodeled[0]["reason"]
+    # a disaggregated row's pool alike (an array Deployment of every row's pools would refuse the whole file)
+    from llm_codesign.measure.validate import _pool_unlaunched
+
+    pools = {"backend": "trtllm", "prefill_tp": "2", "prefill_attention_dp": "4", "prefill_ep": "8", "decode_tp": "1",
+             "decode_attention_dp": "8", "decode_ep": "8"}
+    assert _pool_unlaunched(pools, 5).startswith("line 5 prefill plan: 'DP4xTP2 EP8' is not valid")
+    assert _pool_unlaunched({**pools, "prefill_tp": "1"}, 5) is None
