@@ -234,6 +234,7 @@ class Engine(ABC):
         """'vllm (defaults as 0.11-0.14)': the engine as an answer's engine line names it, with the releases its price
         reads (`release`), not the newer one an export writes options for."""
         return f"{self.name} (defaults as {self.release})" if self.release else self.name
+
     def runs_plans(self, plan, *, moe: bool = True):
         """Where it has a launch for `plan` (a Plan of ints or arrays; `moe`: the model has experts), a boolean array over
         the plan's broadcast sizes: every plan unless its module names a mapping of ranks its launch cannot express, with
