@@ -14,7 +14,6 @@ from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
-
 # an operator whose modelled time is over twice its longer roof (FLOPs at the kernel's rate, bytes at its bandwidth) spends
 # most of it on neither: the kernel's fixed cost (launch, prologue, tail, a split-K reduction) binds, as at batch 1
 LATENCY_SHARE = 2.0
