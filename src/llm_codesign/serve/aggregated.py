@@ -505,10 +505,10 @@ def prefill_step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     `chunk` over the earlier ones) and `dec_seqs` decoding sequences at `dec_ctx`, each verifying its `k`
     drafts under `spec` and drafting the next k (decode_step's passes, their share of the stage as there): kernels, the
     engine's host cost per step and per running sequence (scheduling, sampling, detokenising and
-    streaming each request's token), and the host's eager dispatch beyond the kernels: n launches at the pace of the
-    stage's slowest rank (EngineCosts.eager_per_launch) where they outlast the kernels, which run as they are launched
-    (max(kernels, n x per launch), as a decode step outside the graphs), as steps that carry prefill run eagerly (SGLang and
-    TensorRT-LLM capture CUDA graphs for decode-only batches; vLLM's piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
+    streaming each request's token), and a host cost per kernel launch at the pace of the stage's slowest
+    rank (EngineCosts.eager_per_launch), as steps that carry prefill run eagerly (SGLang and TensorRT-LLM
+    capture CUDA graphs for decode-only batches; vLLM's
+    piecewise graphs leave attention outside). `isl` counts the prompt tokens computed; `cached` those
     of its prefix found in the prefix cache, which the computed ones attend to but nothing recomputes.
     Kernels are priced with costs.cal, the engine's in-step calibration. `idle`: the step runs on an idle engine (a
     lone request, a disaggregated prefill server between requests), where no earlier step's execution hides the host's
@@ -579,12 +579,10 @@ def prefill_step_parts(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *,
     pieces = mixed_piecewise(costs.engine, gpu, sh, b, k=k, flags=flags)
     if np.any(pieces):  # the step's tokens within vLLM's capture: its splitting ops and pieces launched, not every kernel
         n, n_all = np.where(pieces, pw, n), (None if n_all is None else np.where(pieces, pw_all, n_all))
-    # launches are asynchronous: the hosts' dispatch (the slowest rank's, eager_per_launch) shows only beyond the kernels
-    # (docs/modelling-notes.md#skew-overlap)
     per_launch = costs.eager_per_launch(stage_ranks(sh))
-    eager = np.maximum(per_launch * n - t_kernels, 0.0)
+    eager = per_launch * n
     parts = PrefillParts(t_kernels, costs.step_overhead, costs.seq_overhead * (b.pf_seqs + dec_seqs), eager, kernels_all=t_all,
-                         eager_all=0.0 if n_all is None else np.maximum(per_launch * n_all - t_all, 0.0))
+                         eager_all=0.0 if n_all is None else per_launch * n_all)
     if idle and costs.idle_launch:  # launches are asynchronous: the GPU waits on the host's dispatch where that is the longer
         parts = parts._replace(idle=np.maximum(costs.idle_launch * n - (t_kernels + eager), 0.0))
     decoding = np.asarray(dec_seqs) > 0
