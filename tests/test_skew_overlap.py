@@ -30,8 +30,8 @@ def test_the_skew_share_is_the_eager_row_times_the_skews_part_of_a_launch():
     # TP8, launch 5 us, skew 20 us: 5 + 20 x sqrt(2 ln 8) = 5 + 40.79 = 45.79 us a launch; of a 10 ms eager row the skew's
     # part is 10 x 40.79 / 45.79 = 8.91 ms, 45% of a 20 ms TTFT
     note = rank_skew_note(_dep(8), _cal(5e-6, 20e-6), _rows(10e-3), ttft_s=20e-3)
-    assert note.startswith("9 ms of TTFT (45%) is TensorRT-LLM's fitted rank skew (eager_skew_s, 20.0 us x sqrt(2 ln 8)")
-    assert note.endswith("its mechanism is open (docs/modelling-notes.md#skew-overlap)")
+    assert note == ("9 ms of TTFT (45%) is TensorRT-LLM's fitted rank skew (eager_skew_s 20.0 us x sqrt(2 ln 8) a launch), "
+                    "its mechanism open (docs/modelling-notes.md#skew-overlap)")
     # TP2: 20 x sqrt(2 ln 2) = 23.55 us of 28.55: 10 x 23.55 / 28.55 = 8.25 ms
     assert rank_skew_note(_dep(2), _cal(5e-6, 20e-6), _rows(10e-3), ttft_s=20e-3).startswith("8 ms of TTFT (41%)")
     # under a tenth of TTFT (8.91 of 90 ms), one rank, no skew, no eager row: nothing said

@@ -454,9 +454,8 @@ def rank_skew_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float) ->
     skew = eager * (per - costs.eager_launch) / per
     if skew < MATERIAL_SHARE * ttft_s:
         return None
-    return (f"{skew * 1e3:.0f} ms of TTFT ({skew / ttft_s:.0%}) is {dep.engine.title}'s fitted rank skew (eager_skew_s, "
-            f"{costs.eager_skew * 1e6:.1f} us x sqrt(2 ln {ranks:.0f}) on each eager launch of its prefill steps, added to the "
-            f"kernels), a scale fitted on serving TTFT, not a measured spread; its mechanism is open (docs/modelling-notes.md#skew-overlap)")
+    return (f"{skew * 1e3:.0f} ms of TTFT ({skew / ttft_s:.0%}) is {dep.engine.title}'s fitted rank skew (eager_skew_s "
+            f"{costs.eager_skew * 1e6:.1f} us x sqrt(2 ln {ranks:.0f}) a launch), its mechanism open (docs/modelling-notes.md#skew-overlap)")
 
 
 def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
