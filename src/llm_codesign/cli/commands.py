@@ -324,6 +324,8 @@ def estimate(
         t.add_row("precision as run", f"[yellow]{note}[/yellow]")
     if "request_cost_note" in r:  # an engine's fitted per-request cost, a material share of TTFT (serve.estimate.request_cost_note)
         t.add_row("fitted request cost", f"[yellow]{r['request_cost_note']}[/yellow]")
+    if "rank_skew_note" in r:  # an engine's fitted rank skew, a material share of TTFT (serve.estimate.rank_skew_note)
+        t.add_row("fitted rank skew", f"[yellow]{r['rank_skew_note']}[/yellow]")
     for note in scale_block_notes(m, dep.precision):  # lint R4 on the format it runs: a width its scale blocks miss
         t.add_row("shape as run", f"[yellow]{note}[/yellow]")
     for k, v in basis_rows(r["intervals"], r):

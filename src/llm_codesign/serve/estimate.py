@@ -21,6 +21,7 @@ from llm_codesign.serve.aggregated import (
     op_step_time,
     pdl_per_launch,
     resource_times,
+    stage_ranks,
 )
 from llm_codesign.serve.eager import EagerDecode, captured_text, eager_note
 from llm_codesign.serve.energy import energy
@@ -135,6 +136,7 @@ class Estimate:
     moe_activation: str | None = None  # the format the MoE runs on at this load where AITER's switch takes it off A:'s
     eager_decode: EagerDecode | None = None  # where a decode step runs outside the CUDA graphs captured
     request_cost: str | None = None  # where a fitted per-request cost is a material share of TTFT (request_cost_note)
+    rank_skew: str | None = None  # where the fitted rank skew is a material share of TTFT (rank_skew_note)
     knee: dict | None = None  # offline: the batch chosen and the maximum it leaves (offline_knee)
 
     @property
@@ -172,6 +174,8 @@ class Estimate:
             out["offline_knee"] = self.knee
         if self.request_cost is not None:  # absent where no fitted per-request cost is a material share of TTFT
             out["request_cost_note"] = self.request_cost
+        if self.rank_skew is not None:  # absent where the fitted rank skew is no material share of TTFT
+            out["rank_skew_note"] = self.rank_skew
         if self.spec is not None:
             out["spec"] = asdict(self.spec)
         if self.breakdown is not None:
@@ -388,7 +392,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None),
         eager_decode=_eager_decode(dep, rows, priced["step_parts"], priced["time_parts"], batch=float(np.asarray(priced["time_parts"]["batch"], float).reshape(-1)[0]),
                                    tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)),
-        request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe), knee=knee)
+        request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe),
+        rank_skew=rank_skew_note(dep, cal, rows, ttft_s=s("ttft_s")), knee=knee)
     return check_estimate(model, est)
 
 
@@ -435,6 +440,24 @@ def request_cost_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float,
             f"(ttft_overhead_s, {per * 1e3:.1f} ms a request, (q + 1) / 2 of it for q arriving together), fitted on "
             f"{' and '.join({'moe': 'MoE', 'dense': 'dense'}[c] for c in fitted_on)} runs only ({dep.engine.request_cost_runs}); its mechanism is open (docs/modelling-notes.md#sglang-request-cost)"
             + outside)
+
+
+def rank_skew_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float) -> str | None:
+    """Where the engine's fitted spread of the eager launch cost over a stage's ranks (eager_skew_s, EngineCosts.
+    eager_per_launch) is MATERIAL_SHARE of TTFT or more, a line naming it and saying it is a fitted scale whose mechanism
+    is open (newc7 #4); else None. Its share: the first token's eager row (first/prefill_eager: the launches x the per-launch
+    cost, added to the kernels) x eager_skew_s sqrt(2 ln N) / that cost (docs/modelling-notes.md#skew-overlap)."""
+    costs = dep.engine.costs(cal)
+    ranks = float(np.asarray(stage_ranks(dep.plan.broadcast()), float).reshape(-1)[0])
+    per = float(costs.eager_per_launch(ranks))
+    eager = sum(o.time_s for o in rows if o.name == "first/prefill_eager")
+    if costs.eager_skew <= 0 or ranks <= 1 or eager <= 0 or ttft_s <= 0:
+        return None
+    skew = eager * (per - costs.eager_launch) / per
+    if skew < MATERIAL_SHARE * ttft_s:
+        return None
+    return (f"{skew * 1e3:.0f} ms of TTFT ({skew / ttft_s:.0%}) is {dep.engine.title}'s fitted rank skew (eager_skew_s "
+            f"{costs.eager_skew * 1e6:.1f} us x sqrt(2 ln {ranks:.0f}) a launch), its mechanism open (docs/modelling-notes.md#skew-overlap)")
 
 
 def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
