@@ -61,6 +61,26 @@ def test_compare_prices_its_rows_at_the_arrival_and_names_differing_engines():
     assert code == 0 and "rows run different engines" not in out
 
 
+def test_compare_across_engines_prices_each_rows_deployment_in_a_closed_loop_too():
+    """newc7 #14: under waves, SGLang's serialised front end made MI355X's TTFT* read as the GPU's; where the rows' engines
+    differ each row carries its own deployment's closed-loop TTFT, estimate's figure at --arrival closed_loop exactly."""
+    args = ["compare", "llama-3.1-8b", "--gpu", "mi355x,b200", "--gpus", "1", "--weight-dtype", "fp8"]
+    code, out, err = cli(*args, "--json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    for r in rows:
+        e = _estimate("llama-3.1-8b", r["gpu"], r["best"]["deployment"], "--arrival", "closed_loop")
+        assert r["best"]["ttft_closed_loop_ms"] == pytest.approx(e["ttft_ms"], rel=1e-6)
+    code, out, _ = cli(*args)
+    said = " ".join(out.split())
+    loop = "; ".join(f"{r['gpu']} fp8 {r['best']['ttft_closed_loop_ms']:,.0f} ms" for r in rows)
+    assert f"* TTFT in a closed loop (each row's deployment, arrivals staggered): {loop}" in said
+    # one engine on every GPU, or a closed loop asked: no second figure (the column is it)
+    for more in (["--backend", "sglang"], ["--arrival", "closed_loop"]):
+        code, out, _ = cli(*args, *more, "--json")
+        assert code == 0 and all("ttft_closed_loop_ms" not in r["best"] for r in json.loads(out)["rows"])
+
+
 @pytest.mark.parametrize("cmd", [PARETO, ["compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1"]])
 def test_a_bad_arrival_is_estimates_one_line(cmd):
     code, out, err = cli(*cmd, "--arrival", "poisson")

@@ -225,14 +225,21 @@ def test_a_question_beyond_the_measured_load_or_lengths_widens_with_its_reason()
     assert pairs(iv.reasons(replace(far, load="1-4", concurrency=2.0), t)) == [("low_load", "concurrency 2 below vLLM's smallest measured 8 (serving runs)")]
     assert iv.grouped(replace(far, load="1-4", concurrency=2.0), table=t).concurrency == 2.0
     short = iv.band("ttft_ms", 100.0, replace(far, concurrency=64.0, isl=1.0, osl=4096.0), table=t)
-    assert short["widened"] == ["ISL 1 below vLLM's smallest measured 1,024 (serving runs) (x1.65/x1.82 at 80/95%)",
-                                "OSL 4,096 above vLLM's largest measured 1,024 (serving runs) (x1.65/x1.82 at 80/95%)"]
+    # each says how far past the range it lies against the edge folds' 8x (EDGE_FOLD_RATIO): ISL 1 is 1,024 / 1 = 1,024x
+    # below (beyond what the folds measure), OSL 4,096 is 4,096 / 1,024 = 4.0x above (within it)
+    assert short["widened"] == ["ISL 1 below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far) (x1.65/x1.82 at 80/95%)",
+                                "OSL 4,096 above vLLM's largest measured 1,024 (serving runs; 4.0x past it, as far as the edge folds measure) (x1.65/x1.82 at 80/95%)"]
     # each reason carries what its text says as fields: a frontier merges them by these (cli._merged), not by its words
     isl = short["widened"][0]
     assert (isl.kind, isl.quantity, isl.span, isl.what, isl.levels) == (
-        "lengths", "ISL", (1.0, 1.0), "below vLLM's smallest measured 1,024 (serving runs)", (80, 95))
+        "lengths", "ISL", (1.0, 1.0), "below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far)", (80, 95))
     assert isl.factors == pytest.approx((math.exp(0.5), math.exp(0.6)))
-    assert replace(isl, span=(1.0, 300.0)) == "ISL 1-300 below vLLM's smallest measured 1,024 (serving runs) (x1.65/x1.82 at 80/95%)"
+    assert replace(isl, span=(1.0, 300.0)) == "ISL 1-300 below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far) (x1.65/x1.82 at 80/95%)"
+    # the boundary: 8,400 / 1,024 = 8.2x sits within the folds' 8x (5% slack: the campaigns' 8,192 / 1,024 is 8.0x exactly);
+    # 8,800 / 1,024 = 8.6x does not; concurrency says no distance (a frontier's points differ there)
+    assert iv._edge_distance("isl", 8400 / 1024) == "; 8.2x past it, as far as the edge folds measure"
+    assert iv._edge_distance("osl", 8800 / 1024) == "; 8.6x past it, the edge folds measure its term at 8x only, not this far"
+    assert iv._edge_distance("concurrency", 100.0) == ""
     assert pickle.loads(pickle.dumps(isl)).span == (1.0, 1.0) and json.dumps(short["widened"][:1]) == json.dumps([str(isl)])
     assert (short["lo80"], short["hi80"]) == pytest.approx((12.13, 296.8), rel=1e-3)  # the lengths term 0.5 added: 100 exp(-(1.6094 + 0.5))
     # a frontier's points share a pass where their concurrency moves no band, and keep it where it widens theirs

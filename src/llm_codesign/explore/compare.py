@@ -173,7 +173,7 @@ def compare(a: Ask, *, calibration=None) -> Comparison:
                     top = replace(r, points=(max(r.priced(price).points, key=lambda q: q.output_tok_s_per_gpu),)).banded(m, table=table)
                     best = top.points[0].to_dict()
                     row["best"] = {k: best[k] for k in ("output_tok_s_per_gpu", "tok_s_per_user", "ttft_ms", "tpot_ms", "energy", "cost",
-                                                        "deployment", "intervals") if k in best}
+                                                        "deployment", "intervals") if k in best} | _closed_loop(m, top.points[0], a, cal)
                     if g.id in a.unpriced:
                         row["best"]["cost"] = None
                     if no_decode(a.osl):  # one output token: no TPOT nor tok/s/user (null), as estimate says it
@@ -186,6 +186,21 @@ def compare(a: Ask, *, calibration=None) -> Comparison:
     accuracy_compared(rows)
     return Comparison(isl=a.isl, osl=a.osl, num_gpus=a.num_gpus, min_tps_user=a.min_tps_user, max_ttft_ms=a.max_ttft_ms,
                       gpu_hour_price=a.gpu_hour_price, unpriced_gpus=a.unpriced, rows=tuple(rows), arrival=a.arrival)
+
+
+def _closed_loop(m: ModelSpec, point, a: Ask, cal) -> dict:
+    """{"ttft_closed_loop_ms": the TTFT of `point`'s deployment at its requests in flight in a closed loop} where the
+    question's GPUs run different engines under another arrival; else {}. SGLang in waves serialises its front end over a
+    wave's requests (docs/modelling-notes.md#sglang-front-end): compare's TTFT* column then reads an engine's arrival
+    artefact as the GPU's (newc7 #14: MI355X 4,310 ms beside B200's 367 ms on Llama-3.1-70B); the closed loop, as
+    estimate's 'TTFT, closed loop' row prices it, sets the GPUs apart on that alone."""
+    from llm_codesign.serve.estimate import estimate
+    from llm_codesign.spec.plan import Workload
+
+    if a.arrival == "closed_loop" or len({e.name for _, e in a.gpus}) < 2:
+        return {}
+    w = Workload(isl=a.isl, osl=a.osl, concurrency=int(point.concurrency), arrival="closed_loop")
+    return {"ttft_closed_loop_ms": estimate(m, point.deployment, w, calibration=cal).ttft_s * 1e3}
 
 
 def accuracy_compared(rows: list[dict]) -> None:

@@ -613,6 +613,22 @@ QUANTITIES = {"concurrency": "concurrency", "isl": "ISL", "osl": "OSL"}
 BEYOND = 2.0
 
 
+# how far past their fold's training edge the held-out runs measuring the lengths term lie: the serving campaigns measure
+# ISL/OSL 1,024 and 8,192, so 2,754 of the 2,773 serving edge-fold runs (A, B, C) sit 8x (ln 8 = 2.08 e-folds) past it (the
+# offline folds 1-20x); one distance measures no growth per e-fold (docs/modelling-notes.md#islwide-edge-distance)
+EDGE_FOLD_RATIO = 8.0
+
+
+def _edge_distance(q: str, ratio: float) -> str:
+    """'; 8.0x past it, as far as the edge folds measure' for an ISL or OSL `ratio` past its engine's range (beyond it:
+    'not this far'); "" for concurrency (a frontier's points differ there, its text said once over their span)."""
+    if q not in ("isl", "osl"):
+        return ""
+    far = "as far as the edge folds measure" if ratio <= EDGE_FOLD_RATIO * 1.05 else \
+        f"the edge folds measure its term at {EDGE_FOLD_RATIO:.0f}x only, not this far"
+    return f"; {ratio:,.1f}x past it, {far}"
+
+
 def family_name(family: str) -> str:
     return FAMILY_NAMES.get(family, family.title())
 
@@ -694,7 +710,8 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         if v is not None and not lo / BEYOND <= v <= hi * BEYOND:
             side = f"above {engine_title(ctx.engine)}'s largest measured {hi:,.0f}" if v > hi else \
                 f"below {engine_title(ctx.engine)}'s smallest measured {lo:,.0f}"
-            out.append(Widening(RANGED[q][v < lo], f"{side} ({run}s)", quantity=QUANTITIES[q], span=(v, v)))
+            out.append(Widening(RANGED[q][v < lo], f"{side} ({run}s{_edge_distance(q, v / hi if v > hi else lo / v)})",
+                                quantity=QUANTITIES[q], span=(v, v)))
     new = [k for k in ctx.kinds if k not in every.get("kinds", ())]
     if new:
         out.append(Widening("shape", f"no measured run of a model with {', '.join(KIND_NAMES.get(k, k) for k in new)} layers"))
