@@ -56,21 +56,7 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
         math = str(np.ravel(op.math)[0]) if op.kind == "gemm" else "bf16"
         peak = gpu.peak(math)
         intensity = f / by if by else float("inf")
-        kernel_ridge = None
-        if op.kind == "comm":
-            bound = "comm"
-        else:
-            # the label follows the roofline columns (intensity against the ridge); where the kernel's
-            # own rates (tile and wave quantisation, fitted efficiencies) bind the other way, it says so
-            # with the kernel's ridge: its attainable FLOP/s over its attainable bandwidth
-            tc, tm = float(np.sum(op.t_compute)) * n, float(np.sum(op.t_memory)) * n
-            bound = "compute" if intensity >= peak / bw else "memory"
-            modelled = "compute" if tc >= tm else "memory"
-            if t > LATENCY_SHARE * max(tc, tm):  # newc7 #5: neither roof; a 1-row GEMM's launch and tail is most of it
-                bound = "latency"
-            elif modelled != bound and tc > 0 and tm > 0:
-                kernel_ridge = (f / tc) / (by / tm)
-                bound = f"{modelled}*"  # the CLI caption explains the star
+        bound, kernel_ridge = ("comm", None) if op.kind == "comm" else _bound(op, n, t, f=f, by=by, past_ridge=intensity >= peak / bw)
         ideal = 0.0 if op.kind == "comm" else max(f / peak, by / bw)  # newc5 #3: the roofline's (time_s: modelled)
         rows.append({"name": op.name, "kind": op.kind, "layers": n, "flops": f, "bytes": by,
                      "intensity": intensity, "ridge_point": peak / bw, "math": math, "kernel_ridge_point": kernel_ridge,
@@ -83,6 +69,21 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
             "precision": prec.label(), "ops": rows,
             "totals": {"flops": tf, "bytes": tb, "time_s": tt, "ideal_time_s": sum(r["ideal_time_s"] for r in rows), "intensity": tf / tb if tb else 0.0,
                        "bound_time_s": floor["time_s"], "floor": floor}}
+
+
+def _bound(op, n: float, t: float, *, f: float, by: float, past_ridge: bool) -> tuple[str, float | None]:
+    """An operator's label and, where starred, the kernel's ridge. The label follows the roofline columns (intensity
+    against the ridge); where the kernel's own rates (tile and wave quantisation, fitted efficiencies) bind the other way
+    it says so with the kernel's ridge, its attainable FLOP/s over its attainable bandwidth; over LATENCY_SHARE x its
+    longer side it is neither roof (newc7 #5: a 1-row GEMM's launch and tail is most of it)."""
+    tc, tm = float(np.sum(op.t_compute)) * n, float(np.sum(op.t_memory)) * n
+    bound = "compute" if past_ridge else "memory"
+    modelled = "compute" if tc >= tm else "memory"
+    if t > LATENCY_SHARE * max(tc, tm):
+        return "latency", None
+    if modelled != bound and tc > 0 and tm > 0:
+        return f"{modelled}*", (f / tc) / (by / tm)  # the CLI caption explains the star
+    return bound, None
 
 
 def _command_floor(model: ModelSpec, gpu: Gpu, prec: Precision, *, phase: str, batch: int, context: int, tp: int) -> dict:

@@ -530,33 +530,9 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     ref = reference_precision(model)
     rows = rows_of(model.name)
     here = [r for r in rows if r["precision"] == fmt]
-    drop = sigma = None
-    drop_source = None
-    basis = ""
     requant = _requantised(fmt, ref) and not here
-    if requant:  # no score, no pair, and same_as would claim 0.00% ± 0.00%: leave the drop unknown, said below
-        pass
-    elif _cls(fmt, pc) == _cls(ref, pc) and (fmt == ref or not here):
-        drop, sigma, drop_source, basis = 0.0, 0.0, "reference", f"{fmt} is this model's reference precision"
-    else:
-        d = _pair_drops(here, [r for r in rows if r["precision"] == ref]) if here else []
-        if d:
-            drop, sigma, drop_source = float(np.mean(d)), float(np.std(d)), "published"
-            basis = f"mean over {len(d)} published benchmark(s) against {ref}"
-        else:
-            fd = format_drops(pc_override)
-            a, b = fd.get(_cls(fmt, pc)), fd.get(_cls(ref, pc))
-            trained = b is not None and b.get("band")
-            if trained:  # the reference is the model's trained format (gpt-oss's MXFP4), never a PTQ
-                b = {"drop_pct": 0.0, "sigma_pct": 0.0}
-            if a is not None and b is not None:
-                drop = max(a["drop_pct"] - b["drop_pct"], 0.0)
-                sigma = math.hypot(a["sigma_pct"], b["sigma_pct"])
-                drop_source = "proxy"
-                basis = (f"published format drops: {fmt} {a['drop_pct']:.2f}% and " +
-                         (f"{ref} this model's trained format" if trained else f"{ref} {b['drop_pct']:.2f}% vs bf16"))
-                if a.get("band"):  # no published pair behind it: say so, and what it rests on
-                    basis = f"proxy band, {a['basis'][0]}; {ref} {b['drop_pct']:.2f}% vs bf16"
+    # no score, no pair, and same_as would claim 0.00% ± 0.00%: a re-quantisation leaves the drop unknown, said below
+    drop, sigma, drop_source, basis = (None, None, None, "") if requant else _drop(fmt, ref, rows, here, pc=pc, pc_override=pc_override)
     loss_v, loss_s = model_loss(model, fmt, pc=pc, known_tokens=True, with_sigma=True)
     source = "published" if here else ("proxy" if drop is not None else "none")
     scores = [{"benchmark": k, "score": v, "setting": r["setting"], "checkpoint": r["checkpoint"], "source": r["source"],
@@ -588,6 +564,29 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     if head:
         out |= _headline_fields(head, out, fmt=fmt, ref=ref)
     return out
+
+
+def _drop(fmt: str, ref: str, rows: list, here: list, *, pc: dict, pc_override: str | None) -> tuple:
+    """accuracy_of's drop of `fmt` against `ref`: (drop %, 1 sigma, its source, its basis in words); (None, None, None, "")
+    where nothing gives one. Its reference's class at no score of its own is the reference; then published pairs; then the
+    proxy's format drops (a proxy band where no pair is published behind the format)."""
+    if _cls(fmt, pc) == _cls(ref, pc) and (fmt == ref or not here):
+        return 0.0, 0.0, "reference", f"{fmt} is this model's reference precision"
+    d = _pair_drops(here, [r for r in rows if r["precision"] == ref]) if here else []
+    if d:
+        return float(np.mean(d)), float(np.std(d)), "published", f"mean over {len(d)} published benchmark(s) against {ref}"
+    fd = format_drops(pc_override)
+    a, b = fd.get(_cls(fmt, pc)), fd.get(_cls(ref, pc))
+    trained = b is not None and b.get("band")
+    if trained:  # the reference is the model's trained format (gpt-oss's MXFP4), never a PTQ
+        b = {"drop_pct": 0.0, "sigma_pct": 0.0}
+    if a is None or b is None:
+        return None, None, None, ""
+    basis = (f"published format drops: {fmt} {a['drop_pct']:.2f}% and " +
+             (f"{ref} this model's trained format" if trained else f"{ref} {b['drop_pct']:.2f}% vs bf16"))
+    if a.get("band"):  # no published pair behind it: say so, and what it rests on
+        basis = f"proxy band, {a['basis'][0]}; {ref} {b['drop_pct']:.2f}% vs bf16"
+    return max(a["drop_pct"] - b["drop_pct"], 0.0), math.hypot(a["sigma_pct"], b["sigma_pct"]), "proxy", basis
 
 
 def _requantised(fmt: str, ref: str) -> bool:
