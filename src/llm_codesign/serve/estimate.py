@@ -239,12 +239,33 @@ def check(model: ModelSpec, dep: Deployment) -> None:
         why, own = reason_text(model, dep.gpu, code), int(np.asarray(dep.plan.gpus).reshape(-1)[0])
         # `--gpus 8 --tp 4` (num_gpus=8, tp=4) read as two TP4 copies: one instance is priced; worded for the CLI, the API
         # and the page alike (each names the GPU count and the replicas its own way: --replicas, `replicas`)
-        if REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0:
+        moe_own = int(np.asarray(dep.plan.moe_gpus).reshape(-1)[0]) if model.is_moe else own
+        if REASONS[code] == "gpus_mismatch" and moe_own != own:
+            why += _sides_advice(model, dep)
+        elif REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0 and dep.num_gpus > own:
             k = dep.num_gpus // own
             why += (f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: ask for {own}, and {k} replicas of it "
                     "(estimate and export take replicas; pareto searches copies)")
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", why)
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
+
+
+def _sides_advice(model: ModelSpec, dep: Deployment) -> str:
+    """Where a MoE plan's two sides disagree (attention tp*attention_dp*kvp*pp GPUs, experts ep*moe_tp*pp: `--tp 2 --ep 4`),
+    both named and the two nearest plans that agree, where valid: the experts spread over the attention's GPUs (ep
+    changed), or the attention replicated over the experts' by attention DP (vLLM's --data-parallel-size with
+    --enable-expert-parallel, SGLang's --enable-dp-attention): newc7 #12."""
+    tp, pp, ep, moe_tp, adp, kvp = dep.plan.at(0).sizes
+    attn, moe = tp * adp * kvp * pp, ep * moe_tp * pp
+    out = f"; the attention side makes {attn} GPUs (tp*attention_dp*kvp*pp) and the MoE side {moe} (ep*moe_tp*pp)"
+    cands = []
+    if attn % (moe_tp * pp) == 0:  # the experts over the attention's GPUs
+        cands.append((Plan(tp, pp, attn // (moe_tp * pp), moe_tp, adp, kvp), attn, f"ep {attn // (moe_tp * pp)}"))
+    if moe % (tp * kvp * pp) == 0:  # the attention replicated over the experts' GPUs
+        cands.append((Plan(tp, pp, ep, moe_tp, moe // (tp * kvp * pp), kvp), moe, f"attention_dp {moe // (tp * kvp * pp)}"))
+    said = [f"{p.label()} on {n} GPU{'s' if n != 1 else ''} ({what})" for p, n, what in cands
+            if int(validity(model, dep.gpu, p, n).reshape(-1)[0]) < 0]
+    return out + (f"; plans that agree: {' or '.join(said)}" if said else "")
 
 
 # the largest instance the out-of-memory advice looks within (GPUs): eight 8-GPU nodes; past it the advice is a
