@@ -136,10 +136,21 @@ class Estimate:
     eager_decode: EagerDecode | None = None  # where a decode step runs outside the CUDA graphs captured
     request_cost: str | None = None  # where a fitted per-request cost is a material share of TTFT (request_cost_note)
     knee: dict | None = None  # offline: the batch chosen and the maximum it leaves (offline_knee)
+    kv_seqs: int | None = None  # the requests the KV cache holds whole (Metrics.kv_seqs); None: max_batch's
+    queue: dict | None = None  # where requests wait for a slot: TTFT's share of it (slot_queue), its cohorts and their cycle
 
     @property
     def fits(self) -> bool:
-        return self.concurrency <= self.max_batch
+        """The memory holds the load: the KV cache every request in flight, whole. Not that all of them run at once: a
+        launch cap (--max-batch, an imported --max-num-seqs) or the step budget queues the rest (`queued`), priced, not
+        refused (newc7 #7: `fits: false` read as "does not run")."""
+        return self.concurrency <= (self.max_batch if self.kv_seqs is None else self.kv_seqs)
+
+    @property
+    def queued(self) -> int:
+        """The requests beyond the most that run at once (max_batch): they wait for whole requests to finish, or, on an
+        engine admitting before the whole KV cache fits, share the decode slots (over_capacity says which)."""
+        return max(self.concurrency - self.max_batch, 0)
 
     def to_dict(self) -> dict:
         """What `llm-codesign estimate --json` prints (times in ms, memory in GB)."""
@@ -155,7 +166,8 @@ class Estimate:
             **_per_joule(self.energy), "tokens_per_joule_at_tdp": self.tokens_per_joule_at_tdp, "max_batch": self.max_batch,
             "memory": self.memory.to_dict(), "power": _power(self.energy),
             "decode_bound": self.decode_bound, "prefill_bound": self.prefill_bound, "accepted_per_step": self.accepted_per_step,
-            "fits": self.fits, "precision_notes": list(self.precision_notes),
+            # fits: the memory holds the load (fits_memory, the same); queued: those past what runs at once (Estimate.queued)
+            "fits": self.fits, "fits_memory": self.fits, "queued": self.queued, "precision_notes": list(self.precision_notes),
             # the formats the model prices (spec.precision.executable), as the CLI's title and the web page's say them:
             # "W:nvfp4 A:nvfp4" on an H100 read as FP4 math beside the note that it runs W4A16
             "precision_as_run": _as_run(dep, self.moe_activation),
@@ -164,6 +176,8 @@ class Estimate:
         }
         if self.over_capacity is not None:
             out["over_capacity"] = self.over_capacity
+        if self.queue is not None:  # absent where every request runs at once
+            out["queue"] = self.queue
         if self.eager_decode is not None:  # absent where every decode step replays a CUDA graph
             out["eager_decode"] = self.eager_decode.to_dict()
         if self.knee is not None:  # offline: the knee chosen, and the most tok/s/GPU's batch it leaves (offline_knee)
@@ -407,8 +421,19 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None),
         eager_decode=_eager_decode(dep, rows, priced["step_parts"], priced["time_parts"], batch=float(np.asarray(priced["time_parts"]["batch"], float).reshape(-1)[0]),
                                    tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)),
-        request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe), knee=knee)
+        request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe), knee=knee,
+        kv_seqs=int(r.kv_seqs.reshape(-1)[0]), queue=_queue(priced["time_parts"]))
     return check_estimate(model, est)
+
+
+def _queue(tp: dict) -> dict | None:
+    """TTFT's wait for a slot (serve.aggregated: whole cohorts of the admitted requests, each a slot cycle, before a
+    request beyond them starts), where there is one: its ms, the cohorts ahead and their cycle (64 requests on 16 slots:
+    3 cohorts ahead). None where every request runs at once."""
+    q, life = (float(np.asarray(tp[k], float).reshape(-1)[0]) for k in ("slot_queue", "life"))
+    if q <= 0.0:
+        return None
+    return {"ttft_ms": q * 1e3, "cohorts": q / life, "cycle_ms": life * 1e3}
 
 
 # offline's operating point: the smallest batch within KNEE_FRACTION of the most tok/s/GPU any batch that fits gives
