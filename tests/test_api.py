@@ -94,7 +94,7 @@ def test_estimate_to_dict_is_what_the_cli_prints():
     assert list(got) == list(want) and got == want
     assert got["ttft_ms"] == e.ttft_s * 1e3 and got["memory"]["weights_gb"] == e.memory.weights / 1e9
     assert got["spec"]["draft_len"] == e.spec.draft_len == 3 and len(got["breakdown"]) == len(e.breakdown) > 10
-    assert e.deployment is dep and e.fits == (e.concurrency <= e.max_batch) and e.to_pandas()["tpot_ms"].tolist() == [got["tpot_ms"]]
+    assert e.deployment is dep and e.fits == (e.concurrency <= e.kv_seqs) and e.queued == max(e.concurrency - e.max_batch, 0) and e.to_pandas()["tpot_ms"].tolist() == [got["tpot_ms"]]
 
 
 def test_frontier_points_hold_their_deployment_and_print_what_the_cli_prints():

@@ -629,7 +629,9 @@ def test_the_pages_estimate_reads_as_the_clis(client, body, args):
     if body.get("concurrency") == 33:
         assert "CUDA graphs" in keys and e["eager_decode"]["batch_per_rank"] == 33
     if body.get("concurrency") == 100000:
-        assert dict(rows)["TTFT"].startswith(f"{e['ttft_ms'] / 3.6e6:.1f} h; ")
+        # the slot wait said on the row, on the page as in the CLI (newc7 #7): 100,000 requests past the largest batch
+        assert dict(rows)["TTFT"].startswith(f"{e['ttft_ms'] / 3.6e6:.1f} h ({e['queue']['ttft_ms'] / 3.6e6:.1f} h of it queue: ")
+        assert e["queued"] == 100000 - e["max_batch"] and e["fits"] is False  # the KV cache holds no 100,000 (kv_seqs)
     if body == {"num_gpus": 1, "concurrency": 1}:
         assert "bounds capped" in keys
 

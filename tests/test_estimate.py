@@ -150,3 +150,57 @@ def test_an_unfit_sglang_ep_deployment_names_the_bf16_upcast():
     # the least count that holds one sequence is these 2 GPUs without EP: TP1 PP2 keeps the experts MXFP4 (priced)
     assert ("at least 2 GPUs hold it, e.g. TP1 PP2 (priced: one sequence fits), or lower the precision; SGLang holds these mxfp4 "
             "experts as bf16 under EP (converted at load): EP=1 or another engine keeps mxfp4") in " ".join(err.split())
+
+
+def test_a_launch_cap_queues_the_rest_and_the_memory_still_fits():
+    # newc7 #7: Llama-3.1-70B BF16 TP8 on H200 at 1k/1k, 64 requests on a launch cap of 16 (--max-batch; an imported
+    # --max-num-seqs). 16 run, 64 - 16 = 48 wait (queued); the KV cache holds all 64 (fits, fits_memory). A request past the
+    # 16 waits whole cohorts: 64 / 16 - 1 = 3 slot cycles, each the 16-batch's TTFT + (1024 - 1) x its TPOT
+    # (serve.aggregated._slot_cycle): 365.67 + 1023 x 9.3091 = 9888.9 ms, so TTFT = 365.67 + 3 x 9888.9 = 30,032 ms
+    import llm_codesign as lc
+
+    m = lc.get_model("llama-3.1-70b")
+    dep = lc.deployment(m, gpu="h200", num_gpus=8, tp=8)
+    capped = lc.estimate(m, replace(dep, max_batch=16), lc.Workload(isl=1024, osl=1024, concurrency=64))
+    free = lc.estimate(m, dep, lc.Workload(isl=1024, osl=1024, concurrency=16))
+    d = capped.to_dict()
+    assert (d["fits"], d["fits_memory"], d["queued"], d["max_batch"]) == (True, True, 48, 16) and capped.kv_seqs >= 64
+    assert d["over_capacity"].startswith("the launch caps the batch at 16 requests")
+    q = d["queue"]
+    assert q["cohorts"] == pytest.approx(3.0, rel=1e-12)
+    assert q["cycle_ms"] == pytest.approx((free.ttft_s + 1023 * free.tpot_s) * 1e3, rel=1e-9)
+    assert d["ttft_ms"] == pytest.approx(free.ttft_s * 1e3 + 3 * q["cycle_ms"], rel=1e-9) and 29_000 < q["ttft_ms"] < d["ttft_ms"]
+    # the intervals come from the runs at the batch that runs (16: the 5-32 band), not the 64 offered (33+)
+    assert d["intervals"]["ttft_ms"]["source"] == free.intervals["ttft_ms"]["source"] and "load band 5-32 requests" in d["intervals"]["ttft_ms"]["source"]
+    # uncapped, nothing waits: no queue, fits
+    assert "queue" not in free.to_dict() and free.queued == 0 and free.fits
+
+
+def test_the_ep_tp_mismatch_names_both_sides_and_the_plans_that_agree():
+    # newc7 #12: --tp 2 --ep 4 on Qwen3-30B-A3B: attention 2 x 1 x 1 x 1 = 2 GPUs, experts 4 x 1 x 1 = 4 (moe_tp: 2 // 4 -> 1).
+    # The two plans that agree: the experts over the attention's 2 GPUs (ep 2), or attention DP 4 / 2 = 2 over the experts' 4
+    m = get_model("qwen3-30b-a3b")
+    dep = Deployment(gpu=get_gpu("h100"), num_gpus=2, plan=Plan(tp=2, ep=4, moe_tp=1))
+    with pytest.raises(InputError) as e:
+        estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=8), calibration=calibration_for(get_gpu("h100")))
+    msg = str(e.value)
+    assert ("the attention side makes 2 GPUs (tp*attention_dp*kvp*pp) and the MoE side 4 (ep*moe_tp*pp); plans that agree: "
+            "TP2 EP2 on 2 GPUs (ep 2) or DP2xTP2 EP4 on 4 GPUs (attention_dp 2)") in msg and "replicas" not in msg
+
+
+def test_a_mistral_config_reads_as_the_llama_decoder_it_is(tmp_path):
+    # newc7 #11: a Mistral-Nemo-shaped config (model_type mistral, sliding_window null) says nothing of its type, and its
+    # counts are the Llama-typed twin's: 40 x (attention 5120 x (32 + 2 x 8 + 32) x 128 + MLP 3 x 5120 x 14336) + 2 x 131072
+    # x 5120 = 40 x (52.4M + 220.2M) + 1342.2M = 12.25B
+    import json
+
+    from llm_codesign.spec.model import load_config_file
+
+    cfg = {"architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 5120, "num_hidden_layers": 40,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 14336, "vocab_size": 131072,
+           "max_position_embeddings": 1024000, "tie_word_embeddings": False, "hidden_act": "silu", "sliding_window": None}
+    (tmp_path / "mistral.json").write_text(json.dumps(cfg))
+    (tmp_path / "llama.json").write_text(json.dumps(cfg | {"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
+    mis, lla = (load_config_file(str(tmp_path / f"{n}.json")) for n in ("mistral", "llama"))
+    assert mis.notes == () and mis.total_params == lla.total_params
+    assert mis.total_params == 40 * (5120 * (32 + 2 * 8 + 32) * 128 + 3 * 5120 * 14336) + 2 * 131072 * 5120

@@ -72,9 +72,9 @@ def test_a_toy_engine_is_priced_with_its_own_defaults(registered, tmp_path):
     cal = profile(tmp_path / "p.toml", "h100")
     dep = lc.deployment(m, gpu="h100", engine="toy")
     r = lc.estimate(m, dep, lc.Workload(isl=1024, osl=256, concurrency=64), calibration=cal).to_dict()
-    # its step budget and batch limit: 48 of the 64 requests run at once, the rest wait for whole requests
-    # (it reserves ISL + OSL: reserve 0.5 of the OSL is no less than the 0.5 a running sequence holds)
-    assert (r["backend"], r["max_num_tokens"], r["max_batch"], r["fits"]) == ("toy", 4096, 48, False)
+    # its step budget and batch limit: 48 of the 64 requests run at once, the other 16 wait for whole requests (queued)
+    # (it reserves ISL + OSL: reserve 0.5 of the OSL is no less than the 0.5 a running sequence holds); the memory holds all 64
+    assert (r["backend"], r["max_num_tokens"], r["max_batch"], r["fits"], r["queued"]) == ("toy", 4096, 48, True, 16)
     assert r["output_tok_s_per_gpu"] < 48 / (r["tpot_ms"] / 1e3)  # no more than 48 sequences' tokens, less the prefill
     vllm = lc.estimate(m, lc.deployment(m, gpu="h100", engine="vllm"), lc.Workload(isl=1024, osl=256, concurrency=64), calibration=cal).to_dict()
     assert (vllm["max_num_tokens"], vllm["fits"]) == (8192, True) and vllm["max_batch"] > 64 and r["ttft_ms"] > vllm["ttft_ms"]

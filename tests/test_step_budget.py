@@ -55,7 +55,8 @@ def test_64_requests_under_a_32_token_budget_decode_15_at_a_time_the_rest_wait(l
 def test_estimate_says_the_budget_binds(tmp_path):
     r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "32", "--concurrency", "64", "--json"])
     d = json.loads(r.stdout)
-    assert (d["max_batch"], d["fits"]) == (15, False)  # 32 decode tokens less the prompts arriving: 15 (budget_fill)
+    # 32 decode tokens less the prompts arriving: 15 (budget_fill); the memory holds all 64 (fits), 64 - 15 = 49 wait (queued)
+    assert (d["max_batch"], d["fits"], d["fits_memory"], d["queued"]) == (15, True, True, 49)
     assert d["over_capacity"] == ("a step of trtllm schedules at most 32 tokens (1 per decoding request and the prompts arriving), "
                                   "so 15 requests decode and the rest wait for whole requests to finish (longer TTFT)")
     # a launch configuration exported for the same deployment says so too, and per micro-batch under pipeline parallelism

@@ -155,3 +155,29 @@ def test_design_on_a_local_cluster_gives_the_serial_designs():
     assert n >= 20 and np.isfinite(serial[0]).sum() >= 20  # shapes that fit on two H100s and meet 20 tok/s/user
     for a, b in zip(serial, local, strict=True):
         np.testing.assert_array_equal(a, b)
+
+
+def test_a_sweeps_rows_carry_the_frontiers_intervals(tmp_path):
+    # newc7 #10: each row's 80%/95% bounds, predictable flags and widening reasons are the ones pareto's points carry for the
+    # same search (Frontier.banded, Frontier.to_records' names), and the Parquet file keeps them
+    import llm_codesign as lc
+    from llm_codesign.measure.intervals import PREDICTABLE_SPAN
+
+    t = plan_tasks(["llama-3.1-8b"], ["mi300x"], num_gpus=1, precisions=["bf16"], backends=["sglang"], workloads=[(1024, 1024)])
+    rows = run_task(t[0])["rows"]
+    ref = lc.pareto("llama-3.1-8b", "mi300x", num_gpus=1, instance_gpus=(1,), engine="sglang", weight_dtype="bf16",
+                    kv_dtype="bf16", workload=lc.Workload(isl=1024, osl=1024)).to_records()
+    cols = [f"{m}_{e}" for m in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu") for e in ("lo80", "hi80", "lo95", "hi95")]
+    assert len(rows) == len(ref) > 3
+    by_batch = {r["concurrency_per_instance"]: r for r in ref}
+    for row in rows:
+        want = by_batch[row["concurrency_per_instance"]]
+        assert [row[c] for c in cols] == pytest.approx([want[c] for c in cols], rel=1e-12)
+        assert row["interval_widened"] == want["interval_widened"] and "CDNA3" in row["interval_widened"]
+        assert row["ttft_ms_lo95"] <= row["ttft_ms_lo80"] <= row["ttft_ms_hi80"] <= row["ttft_ms_hi95"]
+        assert row["ttft_ms_predictable"] == (row["ttft_ms_hi95"] / row["ttft_ms_lo95"] <= PREDICTABLE_SPAN)
+    out = tmp_path / "s.parquet"
+    write_parquet([{"task": 0, "rows": rows, "evaluated": 1, "seconds": 0.0}], str(out))
+    df = pd.read_parquet(out)
+    assert set(cols) | {"ttft_ms_predictable", "tpot_ms_predictable", "interval_widened"} <= set(df.columns)
+    assert df["ttft_ms_predictable"].dtype == bool and df["ttft_ms_hi95"].tolist() == [r["ttft_ms_hi95"] for r in rows]

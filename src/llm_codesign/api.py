@@ -148,7 +148,10 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
 
     m, w, dep = get_model(model), _checked(deployment, workload), deployment
     r = run(m, dep, w, calibration=_calibration(dep.gpu, calibration), breakdown=breakdown)
-    ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=w.concurrency, isl=w.isl, osl=w.osl,
+    # the load band of the batch that runs, not of the requests offered: 64 requests on 16 slots run as 16 (newc7 #7; the
+    # queue's cohorts ahead are priced, Estimate.queue)
+    running = None if w.concurrency is None else min(w.concurrency, r.max_batch)
+    ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=running, isl=w.isl, osl=w.osl,
                             spec=dep.spec is not None, arrival=w.arrival,
                             # no decode step at one output token (serve.metrics.no_decode): nothing eager to widen by
                             **({} if r.eager_decode is None or w.osl <= 1 else
@@ -160,7 +163,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     # no rate's bound above what the GPUs allow at the batch that runs, no TPOT's below its ideal step, no TTFT's below
     # one prefill's (intervals.ideal),
     # here so that to_dict, --json, the web page and the table carry one band
-    batch = min(w.concurrency or r.max_batch, r.max_batch)
+    batch = running or r.max_batch
     bands = intervals.capped(bands, values, intervals.ideal(m, dep, batch, isl=w.isl, osl=w.osl, accepted=r.accepted_per_step))
     # the third dimension: published where known, else the proxy
     return replace(r, accuracy=accuracy_of(m, dep.precision), intervals=bands)

@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 from llm_codesign.errors import InputError
 from llm_codesign.outputs import write_all
 
+# the metrics a row carries, each with its intervals (the frontier's, explore.frontier._metrics)
+METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
 # the columns of a sweep's rows, in order (Parquet schema: see _schema)
 COLUMNS = (
     ("task", "int64"), ("model", "string"), ("gpu", "string"), ("num_gpus", "int64"), ("backend", "string"), ("isl", "int64"),
@@ -28,6 +30,10 @@ COLUMNS = (
     ("spec", "string"), ("draft_len", "int64"), ("tok_s_per_user", "float64"), ("output_tok_s_per_gpu", "float64"),
     ("ttft_ms", "float64"), ("tpot_ms", "float64"), ("accuracy_source", "string"), ("accuracy_drop_pct", "float64"),
     ("usd_per_m_output_tokens", "float64"), ("usd_per_m_tokens", "float64"),
+    # each metric's 80% and 95% bounds and whether its 95% is narrow enough to be a prediction (measure.intervals.band,
+    # as pareto's points carry them), and why the bands widen beyond the runs: Frontier.to_records' names (newc7 #10)
+    *((f"{m}_{e}", "float64") for m in METRICS for e in ("lo80", "hi80", "lo95", "hi95")),
+    *((f"{m}_predictable", "bool") for m in METRICS), ("interval_widened", "string"),
 )
 
 
@@ -93,6 +99,8 @@ def run_task(task: Task) -> dict:
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.pricing import cost_of
     from llm_codesign.explore.search import SearchSpace, search
+    from llm_codesign.measure.intervals import table_for
+    from llm_codesign.serve.metrics import interval_columns
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.plan import precision_for
@@ -109,6 +117,7 @@ def run_task(task: Task) -> dict:
         if e.field in ("gpus", "deployment"):  # no plan of this size: an empty chunk, not an error
             return {"task": task.index, "rows": [], "evaluated": 0, "fitting": 0, "seconds": time.perf_counter() - t0}
         raise
+    r = r.banded(m, table=table_for(task.calibration, gpu=g))  # each point's intervals, as pareto's (api.pareto)
     rows = []
     for p in (q.to_dict() for q in r.points):  # the rows hold what --json prints
         d, a = p["deployment"], p.get("accuracy") or {}
@@ -121,7 +130,8 @@ def run_task(task: Task) -> dict:
         c = cost_of(g, task.gpu_hour_price, p["output_tok_s_per_gpu"], task.isl, task.osl) if task.gpu_hour_price else None
         row["usd_per_m_output_tokens"] = c["usd_per_m_output_tokens"] if c else None
         row["usd_per_m_tokens"] = c["usd_per_m_tokens"] if c else None
-        rows.append(row)
+        iv = p.get("intervals") or {}
+        rows.append(row | interval_columns(iv) | {f"{k}_predictable": iv[k].get("predictable") for k in METRICS if k in iv})
     return {"task": task.index, "rows": rows, "evaluated": r.evaluated, "fitting": r.fitting,
             "seconds": time.perf_counter() - t0}
 
@@ -184,7 +194,7 @@ def execute(tasks: list[Task], *, scheduler: str | None = None, workers: int | N
 def _schema():
     import pyarrow as pa
 
-    kinds = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string()}
+    kinds = {"int64": pa.int64(), "float64": pa.float64(), "string": pa.string(), "bool": pa.bool_()}
     return pa.schema([(name, kinds[kind]) for name, kind in COLUMNS])
 
 

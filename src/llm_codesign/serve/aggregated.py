@@ -788,7 +788,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "tokens_per_joule_at_tdp": out_per_gpu / gpu.tdp_w, "accepted_per_step": acc + 0.0 * tpot,
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         **_memory_metrics(mem, running), **_budget_batch(engine, mnt, fill=fill, cap=cap, k=k, pp=pp, adp=adp),
-        "max_concurrency": cap * adp,  # what runs at once: the KV cache or the engine's batch limit, the smaller
+        "max_concurrency": cap * adp, "kv_seqs": mem["max_seqs_per_rank"] * adp,  # what runs at once; what the KV cache alone holds
         # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills: refused for one deployment
         # (spec.plan.check_step_budget), a search's plan that does so does not fit
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1),

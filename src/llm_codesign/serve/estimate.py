@@ -138,10 +138,21 @@ class Estimate:
     request_cost: str | None = None  # where a fitted per-request cost is a material share of TTFT (request_cost_note)
     rank_skew: str | None = None  # where the fitted rank skew is a material share of TTFT (rank_skew_note)
     knee: dict | None = None  # offline: the batch chosen and the maximum it leaves (offline_knee)
+    kv_seqs: int | None = None  # the requests the KV cache holds whole (Metrics.kv_seqs); None: max_batch's
+    queue: dict | None = None  # where requests wait for a slot: TTFT's share of it (slot_queue), its cohorts and their cycle
 
     @property
     def fits(self) -> bool:
-        return self.concurrency <= self.max_batch
+        """The memory holds the load: the KV cache every request in flight, whole. Not that all of them run at once: a
+        launch cap (--max-batch, an imported --max-num-seqs) or the step budget queues the rest (`queued`), priced, not
+        refused (newc7 #7: `fits: false` read as "does not run")."""
+        return self.concurrency <= (self.max_batch if self.kv_seqs is None else self.kv_seqs)
+
+    @property
+    def queued(self) -> int:
+        """The requests beyond the most that run at once (max_batch): they wait for whole requests to finish, or, on an
+        engine admitting before the whole KV cache fits, share the decode slots (over_capacity says which)."""
+        return max(self.concurrency - self.max_batch, 0)
 
     def to_dict(self) -> dict:
         """What `llm-codesign estimate --json` prints (times in ms, memory in GB)."""
@@ -159,7 +170,8 @@ class Estimate:
             **_per_joule(self.energy), "tokens_per_joule_at_tdp": self.tokens_per_joule_at_tdp, "max_batch": self.max_batch,
             "memory": self.memory.to_dict(), "power": _power(self.energy),
             "decode_bound": self.decode_bound, "prefill_bound": self.prefill_bound, "accepted_per_step": self.accepted_per_step,
-            "fits": self.fits, "precision_notes": list(self.precision_notes),
+            # fits: the memory holds the load (fits_memory, the same); queued: those past what runs at once (Estimate.queued)
+            "fits": self.fits, "fits_memory": self.fits, "queued": self.queued, "precision_notes": list(self.precision_notes),
             # the formats the model prices (spec.precision.executable), as the CLI's title and the web page's say them:
             # "W:nvfp4 A:nvfp4" on an H100 read as FP4 math beside the note that it runs W4A16
             "precision_as_run": _as_run(dep, self.moe_activation),
@@ -168,6 +180,8 @@ class Estimate:
         }
         if self.over_capacity is not None:
             out["over_capacity"] = self.over_capacity
+        if self.queue is not None:  # absent where every request runs at once
+            out["queue"] = self.queue
         if self.eager_decode is not None:  # absent where every decode step replays a CUDA graph
             out["eager_decode"] = self.eager_decode.to_dict()
         if self.knee is not None:  # offline: the knee chosen, and the most tok/s/GPU's batch it leaves (offline_knee)
@@ -245,12 +259,33 @@ def check(model: ModelSpec, dep: Deployment) -> None:
         why, own = reason_text(model, dep.gpu, code), int(np.asarray(dep.plan.gpus).reshape(-1)[0])
         # `--gpus 8 --tp 4` (num_gpus=8, tp=4) read as two TP4 copies: one instance is priced; worded for the CLI, the API
         # and the page alike (each names the GPU count and the replicas its own way: --replicas, `replicas`)
-        if REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0:
+        moe_own = int(np.asarray(dep.plan.moe_gpus).reshape(-1)[0]) if model.is_moe else own
+        if REASONS[code] == "gpus_mismatch" and moe_own != own:
+            why += _sides_advice(model, dep)
+        elif REASONS[code] == "gpus_mismatch" and dep.num_gpus % own == 0 and dep.num_gpus > own:
             k = dep.num_gpus // own
             why += (f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: ask for {own}, and {k} replicas of it "
                     "(estimate and export take replicas; pareto searches copies)")
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", why)
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
+
+
+def _sides_advice(model: ModelSpec, dep: Deployment) -> str:
+    """Where a MoE plan's two sides disagree (attention tp*attention_dp*kvp*pp GPUs, experts ep*moe_tp*pp: `--tp 2 --ep 4`),
+    both named and the two nearest plans that agree, where valid: the experts spread over the attention's GPUs (ep
+    changed), or the attention replicated over the experts' by attention DP (vLLM's --data-parallel-size with
+    --enable-expert-parallel, SGLang's --enable-dp-attention): newc7 #12."""
+    tp, pp, ep, moe_tp, adp, kvp = dep.plan.at(0).sizes
+    attn, moe = tp * adp * kvp * pp, ep * moe_tp * pp
+    out = f"; the attention side makes {attn} GPUs (tp*attention_dp*kvp*pp) and the MoE side {moe} (ep*moe_tp*pp)"
+    cands = []
+    if attn % (moe_tp * pp) == 0:  # the experts over the attention's GPUs
+        cands.append((Plan(tp, pp, attn // (moe_tp * pp), moe_tp, adp, kvp), attn, f"ep {attn // (moe_tp * pp)}"))
+    if moe % (tp * kvp * pp) == 0:  # the attention replicated over the experts' GPUs
+        cands.append((Plan(tp, pp, ep, moe_tp, moe // (tp * kvp * pp), kvp), moe, f"attention_dp {moe // (tp * kvp * pp)}"))
+    said = [f"{p.label()} on {n} GPU{'s' if n != 1 else ''} ({what})" for p, n, what in cands
+            if int(validity(model, dep.gpu, p, n).reshape(-1)[0]) < 0]
+    return out + (f"; plans that agree: {' or '.join(said)}" if said else "")
 
 
 # the largest instance the out-of-memory advice looks within (GPUs): eight 8-GPU nodes; past it the advice is a
@@ -393,8 +428,19 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         eager_decode=_eager_decode(dep, rows, priced["step_parts"], priced["time_parts"], batch=float(np.asarray(priced["time_parts"]["batch"], float).reshape(-1)[0]),
                                    tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)),
         request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe),
-        rank_skew=rank_skew_note(dep, cal, rows, ttft_s=s("ttft_s")), knee=knee)
+        rank_skew=rank_skew_note(dep, cal, rows, ttft_s=s("ttft_s")), knee=knee,
+        kv_seqs=int(r.kv_seqs.reshape(-1)[0]), queue=_queue(priced["time_parts"]))
     return check_estimate(model, est)
+
+
+def _queue(tp: dict) -> dict | None:
+    """TTFT's wait for a slot (serve.aggregated: whole cohorts of the admitted requests, each a slot cycle, before a
+    request beyond them starts), where there is one: its ms, the cohorts ahead and their cycle (64 requests on 16 slots:
+    3 cohorts ahead). None where every request runs at once."""
+    q, life = (float(np.asarray(tp[k], float).reshape(-1)[0]) for k in ("slot_queue", "life"))
+    if q <= 0.0:
+        return None
+    return {"ttft_ms": q * 1e3, "cohorts": q / life, "cycle_ms": life * 1e3}
 
 
 # offline's operating point: the smallest batch within KNEE_FRACTION of the most tok/s/GPU any batch that fits gives

@@ -46,7 +46,10 @@ class Metrics:
     # prompts arriving (max_concurrency is the former: lint and the search read it as capacity)
     max_batch: np.ndarray
     budget_binds: np.ndarray  # the step token budget, not the KV cache or the batch limit, sets max_batch
-    fits: np.ndarray  # the load fits the KV cache
+    # the load runs at once: the KV cache and the batch limits (launch cap, step budget) hold it (a search's and offline's
+    # "fits"; estimate's Estimate.fits is the memory's alone, kv_seqs)
+    fits: np.ndarray
+    kv_seqs: np.ndarray  # the requests the KV cache holds whole (ISL+OSL each) over the deployment, whatever the batch limits
 
     def to_dict(self) -> dict:
         """Plain Python: a float/int/bool per field for one load, lists for several."""

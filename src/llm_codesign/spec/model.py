@@ -352,10 +352,17 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
 MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
 
 
+# model_types whose decoder is Llama's, read field for field, though no bundled config carries them: transformers'
+# MistralConfig is LlamaConfig's fields plus sliding_window (models/mistral/configuration_mistral.py@v4.46; the window read
+# by _uniform_attention, a null one none: Mistral-Nemo), MistralForCausalLM its decoder (Mistral-7B, Nemo, Small, Codestral)
+LLAMA_LAYOUT_TYPES = ("mistral",)
+
+
 @functools.cache
 def known_model_types() -> frozenset[str]:
-    """The model_types the loader has a bundled config of (data/models/*_config.json, outer and text_config)."""
-    out = set()
+    """The model_types the loader has a bundled config of (data/models/*_config.json, outer and text_config) and those
+    whose decoder is Llama's (LLAMA_LAYOUT_TYPES)."""
+    out = set(LLAMA_LAYOUT_TYPES)
     for f in (Path(__file__).resolve().parent.parent / "data" / "models").glob("*_config.json"):
         c = json.loads(f.read_text(encoding="utf-8"))
         out |= {str(d.get("model_type")) for d in (c, c.get("text_config")) if isinstance(d, dict) and d.get("model_type")}

@@ -384,7 +384,10 @@ function intervalText(b, k, v, below = false) {
 function metricRows(e) {
   const iv = (k) => (e.intervals && e.intervals[k] ? `; ${intervalText(e.intervals[k], k, e[k])}` : "");
   const one = e.osl <= 1, na = "n/a (one output token)";
-  return [["TTFT", durValue("ttft_ms", e.ttft_ms) + iv("ttft_ms")], ...(e.arrival_text ? [["arrival", e.arrival_text]] : []),
+  // the slot wait's share of TTFT where requests queue (the CLI's _queue_text, serve/estimate.py _queue)
+  const q = e.queue ? ` (${durValue("ttft_ms", e.queue.ttft_ms)} of it queue: ${+e.queue.cohorts.toPrecision(3)} cohort`
+    + `${e.queue.cohorts === 1 ? "" : "s"} of ${durValue("ttft_ms", e.queue.cycle_ms)})` : "";
+  return [["TTFT", durValue("ttft_ms", e.ttft_ms) + q + iv("ttft_ms")], ...(e.arrival_text ? [["arrival", e.arrival_text]] : []),
     ["TPOT", one ? na : durValue("tpot_ms", e.tpot_ms) + iv("tpot_ms")],
     ["tokens/s per user", one ? na : fix(e.tok_s_per_user, 1) + iv("tok_s_per_user")],
     ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1) + iv("output_tok_s_per_gpu")]];
@@ -629,7 +632,8 @@ function showPriced(e) {
   const rows = [["deployment", `${e.plan} on ${e.num_gpus}x ${e.gpu}, ${e.precision_as_run}, ${e.backend} (defaults as ${e.engine_release})`],
     ["requests in flight", kneeText(e)],
     ...metricRows(e), ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
-    ["largest batch that fits", e.fits ? e.max_batch : `${e.max_batch}: ${e.over_capacity}`],
+    // over_capacity where requests wait or share slots (`fits` is the memory's alone: serve/estimate.py Estimate.fits)
+    ["largest batch that fits", e.over_capacity ? `${e.max_batch}: ${e.over_capacity}` : e.max_batch],
     ["memory per GPU", memoryText(m)],
     ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...costRows(e), ...basisRows(e.intervals, e)];
   if (sp) {
