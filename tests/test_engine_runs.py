@@ -136,3 +136,25 @@ def test_validate_lists_a_row_its_engine_cannot_run_as_unmodeled():
              "decode_attention_dp": "8", "decode_ep": "8"}
     assert _pool_unlaunched(pools, 5).startswith("line 5 prefill plan: 'DP4xTP2 EP8' is not valid")
     assert _pool_unlaunched({**pools, "prefill_tp": "1"}, 5) is None
+
+
+def test_a_plan_whose_sides_disagree_gets_estimates_refusal_with_plans_the_engine_runs():
+    # review r8 #1, #2: the engine's plan rule ran before the GPU count's: vLLM TP2 EP8 on 8 GPUs read "--backend trtllm or
+    # sglang runs TP2 EP8" beside TP2 EP2 (2 GPUs); and the sides' advice offered TensorRT-LLM DP4xTP2 EP8, which it refuses
+    from conftest import cli
+
+    code, _, err = cli("estimate", "deepseek-r1", "--gpu", "h200", "--gpus", "8", "--tp", "2", "--ep", "8", "--backend", "vllm",
+                       "--concurrency", "8")
+    assert code == 2 and err.startswith("error: deployment: 'TP2 EP8 on 8 GPUs' is not valid")
+    # attention 2 GPUs, experts 8: EP 2 over the attention's, or attention DP 4 (vLLM runs DP x TP)
+    assert err.rstrip().endswith("plans that agree: TP2 EP2 on 2 GPUs (ep 2) or DP4xTP2 EP8 on 8 GPUs (attention_dp 4)")
+    code, _, err = cli("estimate", "deepseek-r1", "--gpu", "h200", "--gpus", "8", "--tp", "2", "--ep", "8", "--concurrency", "8")
+    assert code == 2 and err.rstrip().endswith("plans that agree: TP2 EP2 on 2 GPUs (ep 2)")  # TensorRT-LLM: no DP x TP
+
+
+def test_roofline_refuses_a_format_its_engine_has_no_kernel_for():
+    from conftest import cli
+
+    code, _, err = cli("roofline", "llama-3.1-8b", "--gpu", "a100", "--weight-dtype", "fp8")
+    assert code == 2 and err.startswith("error: weight_dtype: 'fp8' is not valid; a format TensorRT-LLM runs on A100")
+    assert cli("roofline", "llama-3.1-8b", "--gpu", "a100", "--weight-dtype", "fp8", "--backend", "vllm")[0] == 0

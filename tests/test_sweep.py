@@ -181,3 +181,21 @@ def test_a_sweeps_rows_carry_the_frontiers_intervals(tmp_path):
     df = pd.read_parquet(out)
     assert set(cols) | {"ttft_ms_predictable", "tpot_ms_predictable", "interval_widened"} <= set(df.columns)
     assert df["ttft_ms_predictable"].dtype == bool and df["ttft_ms_hi95"].tolist() == [r["ttft_ms_hi95"] for r in rows]
+
+
+def test_a_format_the_engine_refuses_on_one_gpu_empties_that_cell_only(tmp_path):
+    # review r8 #6: FP8 under TensorRT-LLM on an A100 (no FP8 GEMM before SM89) is refused; the sweep kept the H100 cell's
+    # rows and says which cell has none, where it had aborted whole and written nothing
+    import json
+
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    out = tmp_path / "s.parquet"
+    r = CliRunner().invoke(app, ["sweep", "--models", "llama-3.1-8b", "--gpu", "h100,a100", "--gpus", "1", "--precisions", "fp8",
+                                 "--out", str(out), "--json"])
+    assert r.exit_code == 0, r.output
+    t = json.loads(r.stdout)
+    assert t["rows"] > 0 and out.exists() and len(t["refused"]) == 1
+    assert t["refused"][0].startswith("a100 trtllm fp8: weight_dtype: 'fp8' is not valid; a format TensorRT-LLM runs on A100")

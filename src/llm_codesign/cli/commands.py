@@ -56,7 +56,7 @@ from llm_codesign.cli.common import (
 )
 from llm_codesign.errors import InputError
 from llm_codesign.render.accuracy import NO_ACCURACY, accuracy_said, drop_text
-from llm_codesign.spec.engines import engine_choices, engine_for, get_engine
+from llm_codesign.spec.engines import check_runs, engine_choices, engine_for, get_engine
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
 O_PRICE_HELP = ("Dollars per GPU-hour, `bundled` (the cited data/prices.toml) or a price file: adds $ per million output "
@@ -173,7 +173,9 @@ def roofline(
     if code >= 0:
         raise InputError("tp", tp, reason_text(m, g, code))
     eng = engine_for(g, backend)
-    r = run(m, g, calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype, g), phase, batch=batch, context=context,
+    prec = _precision(m, weight_dtype, activation_dtype, kv_dtype, g)
+    check_runs(eng, g, prec=prec)  # a format the engine has no kernel for here, refused as estimate refuses it
+    r = run(m, g, calibration_for(g, calibration), prec, phase, batch=batch, context=context,
             tp=tp, engine=eng) | {"engine": eng.name}
     if as_json:
         return _dump(r)

@@ -55,7 +55,8 @@ def _accuracy_notes(rows: list[dict]) -> dict[str, str]:
         c = r["accuracy_compared"]
         if c["kind"] == "n/a" and r["accuracy"].get("drop_unmeasured"):
             why = f"{c['precision']}: unmeasured, {r['accuracy']['drop_unmeasured']}"
-            out[r["model"]] = f"{out[r['model']]}; {why}" if r["model"] in out else f"accuracy: {why}"
+            if why not in out.get(r["model"], ""):  # once per model, however many GPUs' rows share the format
+                out[r["model"]] = f"{out[r['model']]}; {why}" if r["model"] in out else f"accuracy: {why}"
     for model in out:  # a format with no published pair: its band is a proxy's, said under its table (accuracy_model.format_drops)
         banded = sorted({r["accuracy_compared"]["precision"] for r in rows if r["model"] == model and r["accuracy_compared"].get("band")})
         if banded:

@@ -91,3 +91,5 @@ def sweep(
         return _dump(totals)
     _console().print(f"wrote {out}: {totals['rows']:,} frontier rows of {totals['tasks']} tasks ({totals['evaluated']:,} deployments "
                      f"evaluated, {totals['seconds']:.1f} s of task time)")
+    for why in totals.get("refused", ()):  # a cell the engine has no kernel for: empty, said (the others' rows kept)
+        _console().print(f"note: no rows for {why}", highlight=False)

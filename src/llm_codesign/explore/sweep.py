@@ -116,6 +116,10 @@ def run_task(task: Task) -> dict:
     except InputError as e:
         if e.field in ("gpus", "deployment"):  # no plan of this size: an empty chunk, not an error
             return {"task": task.index, "rows": [], "evaluated": 0, "fitting": 0, "seconds": time.perf_counter() - t0}
+        if e.field in ("weight_dtype", "activation_dtype", "attn_weight_dtype"):  # a format this engine has no kernel for on
+            # this GPU (Engine.precision_refusal): that cell is empty and said in the totals, the others' rows kept
+            return {"task": task.index, "rows": [], "evaluated": 0, "fitting": 0, "seconds": time.perf_counter() - t0,
+                    "refused": f"{task.gpu} {task.backend} {task.weight_dtype}: {e}"}
         raise
     r = r.banded(m, table=table_for(task.calibration, gpu=g))  # each point's intervals, as pareto's (api.pareto)
     rows = []
@@ -222,6 +226,8 @@ def write_parquet(results: Iterable[dict], path: str, *, progress: Callable[[dic
                 totals["evaluated"] += r["evaluated"]
                 totals["fitting"] += r.get("fitting", len(r["rows"]))
                 totals["seconds"] += r["seconds"]
+                if r.get("refused") and r["refused"] not in totals.setdefault("refused", []):
+                    totals["refused"].append(r["refused"])
                 if progress:
                     progress(totals)
         if on_empty is not None and not totals["rows"]:

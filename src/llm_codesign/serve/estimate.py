@@ -283,8 +283,9 @@ def _sides_advice(model: ModelSpec, dep: Deployment) -> str:
         cands.append((Plan(tp, pp, attn // (moe_tp * pp), moe_tp, adp, kvp), attn, f"ep {attn // (moe_tp * pp)}"))
     if moe % (tp * kvp * pp) == 0:  # the attention replicated over the experts' GPUs
         cands.append((Plan(tp, pp, ep, moe_tp, moe // (tp * kvp * pp), kvp), moe, f"attention_dp {moe // (tp * kvp * pp)}"))
+    # only plans this engine launches too (Engine.runs_plans: TensorRT-LLM's attention DP is TP 1)
     said = [f"{p.label()} on {n} GPU{'s' if n != 1 else ''} ({what})" for p, n, what in cands
-            if int(validity(model, dep.gpu, p, n).reshape(-1)[0]) < 0]
+            if int(validity(model, dep.gpu, p, n).reshape(-1)[0]) < 0 and bool(np.all(dep.engine.runs_plans(p, moe=model.is_moe)))]
     return out + (f"; plans that agree: {' or '.join(said)}" if said else "")
 
 

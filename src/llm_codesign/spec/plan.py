@@ -339,7 +339,12 @@ class Deployment:
         object.__setattr__(self, "precision", self.precision.on(self.gpu))
         # refused: a plan the engine has no launch for (TensorRT-LLM's attention DP x TP) or a format it has no kernel for on
         # this GPU (TensorRT-LLM's NVFP4 before Blackwell), which were priced and exported as if it ran them (newc7 #1, #2)
-        check_runs(engine, self.gpu, self.plan, self.precision)
+        # the plan half only on a plan whose sizes make an instance of these GPUs: a plan whose sides disagree, or that
+        # divides no GPU count, is estimate's refusal to make (its advice checked against this rule), not this one's
+        p = self.plan
+        agree = (np.asarray(p.gpus) == np.asarray(p.moe_gpus)) | ((np.asarray(p.ep) == 1) & (np.asarray(p.moe_tp) == 1))
+        whole = bool(np.all(agree & (self.num_gpus % np.asarray(p.gpus) == 0)))
+        check_runs(engine, self.gpu, p if whole else None, self.precision)
 
     @property
     def step_tokens(self) -> int:
@@ -628,8 +633,8 @@ def eagle3_published(name: str, head: str | None = None) -> tuple[tuple[float, .
 
 def published_acceptance(method: str, model, head: str | None = None) -> tuple[tuple[float, ...], str] | None:
     """The per-position rates and source of a published acceptance for `model`'s `method` (MTP on DeepSeek-V3/R1,
-    MTP_DEFAULTS; EAGLE-3 on the models its paper measured with its own `head`, eagle3_published), or None where none is
-    published."""
+    MTP_DEFAULTS; EAGLE-3 where a measured chain scan is bundled, with its own `head`: Llama 4 Maverick's,
+    eagle3_published), or None where none is (the EAGLE-3 paper's tree taus are quoted by acceptance_hint, never priced)."""
     name = getattr(model, "name", model)
     if method == "eagle3":
         return eagle3_published(name, head)
