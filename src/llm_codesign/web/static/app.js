@@ -416,8 +416,10 @@ function eagerRows(e) {
 
 // where an engine's fitted per-request cost (SGLang's) is a tenth of TTFT or more, the line estimate's "fitted request cost"
 // row prints (serve/estimate.py request_cost_note)
+// and TensorRT-LLM's fitted rank skew where it is (serve/estimate.py rank_skew_note; the CLI's "fitted rank skew" row)
 function costRows(e) {
-  return e.request_cost_note ? [["fitted request cost", e.request_cost_note]] : [];
+  return [...(e.request_cost_note ? [["fitted request cost", e.request_cost_note]] : []),
+    ...(e.rank_skew_note ? [["fitted rank skew", e.rank_skew_note]] : [])];
 }
 
 // the requests in flight, offline with the knee priced, in estimate's words (cli/commands.py _knee_text,
