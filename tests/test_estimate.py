@@ -179,13 +179,17 @@ def test_a_launch_cap_queues_the_rest_and_the_memory_still_fits():
 def test_the_ep_tp_mismatch_names_both_sides_and_the_plans_that_agree():
     # newc7 #12: --tp 2 --ep 4 on Qwen3-30B-A3B: attention 2 x 1 x 1 x 1 = 2 GPUs, experts 4 x 1 x 1 = 4 (moe_tp: 2 // 4 -> 1).
     # The two plans that agree: the experts over the attention's 2 GPUs (ep 2), or attention DP 4 / 2 = 2 over the experts' 4
+    # (on vLLM: TensorRT-LLM, the H100's default, runs attention DP at TP 1 only, so its advice offers the first alone)
     m = get_model("qwen3-30b-a3b")
-    dep = Deployment(gpu=get_gpu("h100"), num_gpus=2, plan=Plan(tp=2, ep=4, moe_tp=1))
-    with pytest.raises(InputError) as e:
-        estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=8), calibration=calibration_for(get_gpu("h100")))
-    msg = str(e.value)
+    said = {}
+    for backend in ("vllm", "trtllm"):
+        dep = Deployment(gpu=get_gpu("h100"), num_gpus=2, plan=Plan(tp=2, ep=4, moe_tp=1), backend=backend)
+        with pytest.raises(InputError) as e:
+            estimate(m, dep, Workload(isl=1024, osl=1024, concurrency=8), calibration=calibration_for(get_gpu("h100")))
+        said[backend] = str(e.value)
     assert ("the attention side makes 2 GPUs (tp*attention_dp*kvp*pp) and the MoE side 4 (ep*moe_tp*pp); plans that agree: "
-            "TP2 EP2 on 2 GPUs (ep 2) or DP2xTP2 EP4 on 4 GPUs (attention_dp 2)") in msg and "replicas" not in msg
+            "TP2 EP2 on 2 GPUs (ep 2) or DP2xTP2 EP4 on 4 GPUs (attention_dp 2)") in said["vllm"] and "replicas" not in said["vllm"]
+    assert said["trtllm"].endswith("plans that agree: TP2 EP2 on 2 GPUs (ep 2)")
 
 
 def test_a_mistral_config_reads_as_the_llama_decoder_it_is(tmp_path):
