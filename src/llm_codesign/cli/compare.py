@@ -222,7 +222,7 @@ def compare(
             beyond.setdefault(why, []).append(r["gpu"] if one_gpu or len({x["model"] for x in rows}) == 1 else f"{r['model']} on {r['gpu']}")
     ran = {}
     for r in rows:
-        for note in r["precision_notes"]:
+        for note in (r["precision_notes"] if r["best"] else ()):  # a row refused has no price to say how it ran
             ran.setdefault(note, []).append(r["gpu"] if len({x["model"] for x in rows}) == 1 else f"{r['model']} on {r['gpu']}")
     for note, at in ran.items():
         con.print(f"[yellow]precision as run: {', '.join(dict.fromkeys(at))}: {note}[/yellow]", highlight=False)
