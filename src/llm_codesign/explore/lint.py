@@ -14,7 +14,7 @@ from llm_codesign.cost.ffns import EXPERT_GEMMS, distinct_experts, expert_scale,
 from llm_codesign.cost.ops import Batch, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
-from llm_codesign.spec.engines import Engine, check_kv_format, engine_for
+from llm_codesign.spec.engines import Engine, check_kv_format, check_runs, engine_for
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
@@ -328,6 +328,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec, engine = prec or model.default_precision, engine or engine_for(gpu)
     check_kv_format(engine, gpu, prec.kv.name, model)  # a KV-cache format the engine holds on this GPU, as estimate's
+    check_runs(engine, gpu, prec=prec)  # and weights the engine has a kernel for here (TensorRT-LLM: no FP4 before SM100)
     # the larger plans R6 and R7 price stay within the budget the point was chosen on (the key names it): no TP8 PP4 on 8
     most = OPERATING_GPUS if gpus is None else gpus
     point = point or operating_point(model, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo)
