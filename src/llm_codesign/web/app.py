@@ -425,7 +425,7 @@ _NO_DECODE = f"null at OSL 1 ({NO_DECODE_WHY}; its intervals left out too)."
 
 
 class Estimate(_Open):
-    # estimate --json leaves request_cost_note and offline_knee out where they do not apply: so does the answer (not null)
+    # estimate --json leaves its notes, knee and queue out where they do not apply: so does the answer (not null)
     @model_serializer(mode="wrap")
     def _absent(self, handler):
         d = handler(self)
@@ -448,9 +448,16 @@ class Estimate(_Open):
     offline_knee: Optional[dict[str, Any]] = Field(None, description="Offline (no concurrency): the batch priced, the smallest "
                                                    "within `fraction` of the most tok/s/GPU, and the maximum's batch, gain and "
                                                    "TPOT (TTFT) ratio it leaves (estimate's concurrency row).")
+    rank_skew_note: Optional[str] = Field(None, description="Where TensorRT-LLM's fitted rank skew is a tenth of TTFT or more: how "
+                                          "much of TTFT it is (estimate's `fitted rank skew` row); absent elsewhere.")
+    queued: Optional[int] = Field(None, description="The requests beyond the most that run at once (max_batch): they wait for a "
+                                  "slot; `fits` says whether the memory holds the load.")
+    queue: Optional[dict[str, Any]] = Field(None, description="Where requests wait for a slot: TTFT's share of it (`ttft_ms`), "
+                                            "the cohorts ahead and their cycle (`cycle_ms`); absent where every request runs at once.")
+    engine_release: Optional[str] = Field(None, description="The engine releases whose defaults the answer prices.")
 
 
-ESTIMATE_ABSENT = ("request_cost_note", "offline_knee")
+ESTIMATE_ABSENT = ("request_cost_note", "offline_knee", "rank_skew_note", "queued", "queue", "engine_release")
 
 
 class Point(_Open):
