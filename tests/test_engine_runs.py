@@ -158,3 +158,45 @@ def test_roofline_refuses_a_format_its_engine_has_no_kernel_for():
     code, _, err = cli("roofline", "llama-3.1-8b", "--gpu", "a100", "--weight-dtype", "fp8")
     assert code == 2 and err.startswith("error: weight_dtype: 'fp8' is not valid; a format TensorRT-LLM runs on A100")
     assert cli("roofline", "llama-3.1-8b", "--gpu", "a100", "--weight-dtype", "fp8", "--backend", "vllm")[0] == 0
+
+
+def test_atoms_plan_rule():
+    """ROCm/ATOM@ffdf3bb5: --enable-dp-attention launches TP x DP ranks of tensor_parallel_size 1 and asserts pp_size 1
+    (engine_core_mgr.py:152-162); its experts go EP over the whole flattened width with MoE-TP 1 (moe.py:217-305)."""
+    atom = get_engine("atom")
+    # DP8xTP1 EP8 | DP4xTP2 EP8 | TP8 EP8 | TP8 (MoE-TP8) | DP4xTP1 PP2 EP4 | TP4 PP2 EP4 | TP8 EP2/MoE-TP4
+    plan = Plan(tp=np.array([1, 2, 8, 8, 1, 4, 8]), pp=np.array([1, 1, 1, 1, 2, 2, 1]), ep=np.array([8, 8, 8, 1, 4, 4, 2]),
+                moe_tp=np.array([1, 1, 1, 8, 1, 1, 4]), adp=np.array([8, 4, 1, 1, 4, 1, 1]))
+    assert atom.runs_plans(plan).tolist() == [True, False, True, True, False, True, False]
+    # the nearest on the same GPUs: 4 x 2 = 8 ranks of TP 1; the 4 DP ranks of a 2-stage pipeline as TP4 x PP2, EP4 kept
+    assert atom.plan_refusal(Plan(tp=2, adp=4, ep=8))[2].label() == "DP8xTP1 EP8"
+    assert atom.plan_refusal(Plan(tp=1, pp=2, adp=4, ep=4))[2].label() == Plan(tp=4, pp=2, ep=4).label()
+    # both faults at once: DP4xTP2 with EP2 x MoE-TP4 -> DP8xTP1 with EP over the 1 x 8 x 1 = 8 GPUs of the stage
+    why, _, near = atom.plan_refusal(Plan(tp=2, adp=4, ep=2, moe_tp=4))
+    assert near.label() == "DP8xTP1 EP8" and "not DP x TP" in why and "not EP2 x MoE-TP4" in why
+    with pytest.raises(InputError, match=r"a plan ATOM launches .*: the nearest is DP8xTP1 EP8; --backend vllm or sglang runs DP4xTP2 EP8"):
+        deployment("deepseek-r1", gpu="mi355x", num_gpus=8, tp=2, attention_dp=4, ep=8, engine="atom")
+    assert deployment("deepseek-r1", gpu="mi355x", num_gpus=8, tp=1, attention_dp=8, ep=8, engine="atom").plan.adp == 8
+
+
+def test_tensorrt_llm_has_no_block_fp8_moe_on_ada():
+    """Its block-FP8 MoE GEMM dispatches SM90 and SM120 only (thop/fp8BlockScalingGemm.cpp@1e9d2162); its dense block-FP8
+    GEMM has an Ada kernel (case 89): a MoE in fp8_block on an L40S is refused, a dense model priced, SM120 and Hopper run both."""
+    with pytest.raises(InputError) as e:
+        deployment("qwen3-30b-a3b", gpu="l40s", num_gpus=2, tp=2, weight_dtype="fp8_block")
+    assert e.value.field == "weight_dtype" and "no block-FP8 grouped GEMM on Ada" in str(e.value)
+    assert str(e.value).endswith("--backend vllm runs it (its Triton block-FP8 MoE)")
+    assert deployment("qwen3-30b-a3b", gpu="l40s", num_gpus=2, tp=2, weight_dtype="fp8_block", engine="vllm").backend == "vllm"
+    for model, gpu in (("llama-3.1-8b", "l40s"), ("qwen3-30b-a3b", "rtx-pro-6000"), ("qwen3-30b-a3b", "h100")):
+        assert deployment(model, gpu=gpu, num_gpus=2, tp=2, weight_dtype="fp8_block").backend == "trtllm"
+    # per-tensor FP8 experts run on Ada (its CUTLASS FP8 MoE), as before
+    assert deployment("qwen3-30b-a3b", gpu="l40s", num_gpus=2, tp=2, weight_dtype="fp8").backend == "trtllm"
+    # the rule sees the model only where it is known: a Deployment alone is not refused, lc.deployment and the CLI are
+    fp8b = Precision.of("fp8_block")
+    assert Deployment(gpu=get_gpu("l40s"), num_gpus=2, plan=Plan(tp=2, ep=2, moe_tp=1), precision=fp8b).engine.name == "trtllm"
+    code, _, err = cli("estimate", "qwen3-30b-a3b", "--gpu", "l40s", "--gpus", "2", "--tp", "2", "--weight-dtype", "fp8_block")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "for a MoE: it has no block-FP8 grouped GEMM on Ada" in err
+    # a search left to its defaults on an L40S searches the formats it runs; one named is refused
+    m, g = get_model("qwen3-30b-a3b"), get_gpu("l40s")
+    with pytest.raises(InputError, match="no block-FP8 grouped GEMM on Ada"):
+        search(m, g, calibration_for(g), SearchSpace(2, precisions=(fp8b,)), isl=1024, osl=1024)

@@ -174,7 +174,7 @@ def roofline(
         raise InputError("tp", tp, reason_text(m, g, code))
     eng = engine_for(g, backend)
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype, g)
-    check_runs(eng, g, prec=prec)  # a format the engine has no kernel for here, refused as estimate refuses it
+    check_runs(eng, g, prec=prec, moe=m.is_moe)  # a format the engine has no kernel for here, refused as estimate refuses it
     r = run(m, g, calibration_for(g, calibration), prec, phase, batch=batch, context=context,
             tp=tp, engine=eng) | {"engine": eng.name}
     if as_json:

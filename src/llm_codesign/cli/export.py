@@ -335,6 +335,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     from llm_codesign.explore.disagg_search import price_pools
     from llm_codesign.explore.search import with_capture
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+    from llm_codesign.spec.engines import check_runs
     from llm_codesign.spec.plan import Deployment, Plan
 
     if not prefill or not decode:
@@ -346,6 +347,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
+    check_runs(pre.engine, g, prec=prec, moe=m.is_moe)  # a format whose MoE kernel the engine lacks here, as lc.deployment's
     # the decode workers' CUDA graphs padded up to their batch per rank where the engine's default misses it (as a search's
     # points state theirs): the export writes it, and disagg's one code path (price_pools) prices it, so that this
     # prediction is disagg's with --decode-cuda-graph-max-bs N (it rebuilt the pools and gave 66.2 ms TPOT where disagg

@@ -428,7 +428,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
                                        proxy_file=proxy_file, active=active_params)
     prec = prec.on(gpu)  # an activation left to the GPU settled on it (MXFP4: W4A4 on CDNA4), so that the answer says what runs
     check_kv_format(engine, gpu, prec.kv.name)  # a KV-cache format the engine holds on this GPU, as estimate's
-    check_runs(engine, gpu, prec=prec)  # and weights the engine has a kernel for here, as a Deployment refuses them
+    check_runs(engine, gpu, prec=prec, moe=moe)  # and weights the engine has a kernel for here, as a Deployment refuses them
     axes = grid_axes(moe=moe)
     grid = grid_rows(axes, moe=moe)
     allc = judge(in_budget(grid, params, budget_tol, vocab, active_params), **jk)
@@ -947,7 +947,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
                                        proxy_file=proxy_file, active=active_params)
     prec = prec.on(gpu)  # as design's
     check_kv_format(engine, gpu, prec.kv.name)
-    check_runs(engine, gpu, prec=prec)
+    check_runs(engine, gpu, prec=prec, moe=moe)
     plan, inst = plans_for(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
     check_size(trials, len(inst), num_gpus, field="trials", flag="--trials")
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on

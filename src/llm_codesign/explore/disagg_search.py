@@ -25,7 +25,7 @@ from llm_codesign.explore.search import (
 )
 from llm_codesign.serve.aggregated import cost_overlaps, decode_step, pdl_per_launch
 from llm_codesign.serve.disagg import decode_pool, first_token, kv_hand_off, prefill_pool
-from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts
+from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts, check_runs
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
@@ -201,6 +201,8 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
     pools = (Deployment(gpu=gpu, num_gpus=int(plans_[0].gpus), plan=plans_[0], max_num_tokens=max_num_tokens, **one),
              Deployment(gpu=dg, num_gpus=int(plans_[1].gpus), plan=plans_[1], max_num_tokens=decode_max_num_tokens or max_num_tokens,
                         cuda_graph_max_bs=decode_cuda_graph_max_bs, piecewise_graphs=decode_piecewise_graphs, **one))
+    for d in pools:  # a format whose MoE kernel the engine lacks on either pool's GPU, as lc.deployment's
+        check_runs(d.engine, d.gpu, prec=d.precision, moe=model.is_moe)
 
     def cal(g):
         return calibration if isinstance(calibration, Calibration) else calibration_for(g, calibration)

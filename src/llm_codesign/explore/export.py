@@ -34,7 +34,7 @@ from llm_codesign.explore.export_engines.base import (
     weight_option,
     whole,
 )
-from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.engines import check_runs, get_engine
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, acceptance_rates_of
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -298,6 +298,7 @@ def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp:
                      backend=engine, spec=spec, max_num_tokens=whole("max_num_tokens", mnt, None, hi=1 << 24) if mnt else None, cpp=cpp,
                      chunked_prefill=x.chunked_prefill(o), kv_fraction=x.kv_fraction(o), cuda_graph_max_bs=x.cuda_graph_max_bs(o),
                      piecewise_graphs=x.piecewise_graphs(o), max_batch=cap)
+    check_runs(dep.engine, gpu, prec=prec, moe=model.is_moe)  # a format whose MoE kernel the engine lacks here, as lc.deployment's
     if not real and dep.kv_fraction == x.own_kv_fraction(dep):  # what export writes for a deployment that states none
         dep = replace(dep, kv_fraction=None)
     return dep, conc

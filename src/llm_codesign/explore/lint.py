@@ -328,7 +328,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
     prec, engine = prec or model.default_precision, engine or engine_for(gpu)
     check_kv_format(engine, gpu, prec.kv.name, model)  # a KV-cache format the engine holds on this GPU, as estimate's
-    check_runs(engine, gpu, prec=prec)  # and weights the engine has a kernel for here (TensorRT-LLM: no FP4 before SM100)
+    check_runs(engine, gpu, prec=prec, moe=model.is_moe)  # and weights the engine has a kernel for here (TensorRT-LLM: no FP4 before SM100)
     # the larger plans R6 and R7 price stay within the budget the point was chosen on (the key names it): no TP8 PP4 on 8
     most = OPERATING_GPUS if gpus is None else gpus
     point = point or operating_point(model, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo)

@@ -239,10 +239,10 @@ def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engin
         check_kv_format(engine, gpu, kv, model)
     # a format the engine has no kernel for on this GPU (TensorRT-LLM's FP8 on Ampere, NVFP4 before Blackwell): refused where
     # the space names it or leaves no other, else not searched (an NVFP4 checkpoint on an H100 is searched at the FP8 the GPU runs)
-    runs = [p for p in precs if engine.precision_refusal(p, gpu) is None]
+    runs = [p for p in precs if engine.precision_refusal(p, gpu, moe=model.is_moe) is None]
     if space.precisions or not runs:
         for p in precs:
-            check_runs(engine, gpu, prec=p)
+            check_runs(engine, gpu, prec=p, moe=model.is_moe)
     precs = tuple(runs)
     accs = [accuracy_of(model, p) for p in precs]
     if max_accuracy_drop is not None:

@@ -344,7 +344,7 @@ class Deployment:
         p = self.plan
         agree = (np.asarray(p.gpus) == np.asarray(p.moe_gpus)) | ((np.asarray(p.ep) == 1) & (np.asarray(p.moe_tp) == 1))
         whole = bool(np.all(agree & (self.num_gpus % np.asarray(p.gpus) == 0)))
-        check_runs(engine, self.gpu, p if whole else None, self.precision)
+        check_runs(engine, self.gpu, p if whole else None, self.precision, moe=None)  # no model here: lc.deployment adds its
 
     @property
     def step_tokens(self) -> int:
@@ -779,6 +779,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     dep = Deployment(gpu=gpu, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
                      precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu), backend=engine_arg(engine, backend),
                      spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch)
+    check_runs(dep.engine, dep.gpu, prec=dep.precision, moe=model.is_moe)  # a format whose MoE kernel the engine lacks here
     check_step_budget(dep)
     return dep
 

@@ -5,6 +5,8 @@ prefill-first scheduling, CUDA (HIP) graphs for decode batches. No export builde
 exported."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from llm_codesign.spec.engines.base import CDNA_FAMILIES, Engine, register_engine
 from llm_codesign.spec.engines.vllm import custom_allreduce
 
@@ -27,6 +29,37 @@ class AtomEngine(Engine):
     # atom/utils/envs.py:325; atom/model_ops/moe.py:1038, 1567-1572; no Triton MoE on gfx950 without ATOM_USE_TRITON_GEMM,
     # :1046-1051): AITER runs them MXFP4 x MXFP4 from 256 tokens (aiter/fused_moe.py:789-790@e4048607)
     aiter_swiglu_high = "mxfp4"
+
+    def runs_plans(self, plan, *, moe: bool = True):
+        """Attention DP at attention TP 1 and one pipeline stage: under --enable-dp-attention the CoreManager launches TP x DP
+        engine ranks and sets tensor_parallel_size = 1 (atom/model_engine/engine_core_mgr.py:152-162), asserting "Pipeline
+        parallel + DP-attention is not supported yet" (:153; LLMEngine raises the same, llm_engine.py:64-67). A MoE's experts
+        EP over the whole stage or tensor-parallel, never EP x MoE-TP: FusedMoEParallelConfig.make flattens TP across the DP
+        ranks and, with --enable-expert-parallel, sets ep_size to that width and the experts' tp_size to 1
+        (atom/model_ops/moe.py:217-305), as vLLM's. Every campaign row it ran is TP4 or TP8, no DP, no EP."""
+        import numpy as np
+
+        tp, pp, ep, _, adp, kvp = (np.asarray(x) for x in plan.sizes)
+        attention = ((adp <= 1) | (tp <= 1)) & ((adp <= 1) | (pp <= 1))
+        return attention & ((not moe) | (ep <= 1) | (ep == tp * adp * kvp))
+
+    def refused_plan(self, one):
+        """Attention DP with PP as TP over the stage's GPUs, DP x TP as DP x TP ranks of attention TP 1, then EP x MoE-TP as
+        EP over the whole stage: the same GPUs, each reason said."""
+        why, near = [], one
+        if one.adp > 1 and one.pp > 1:
+            why.append("its attention DP runs one pipeline stage (--enable-dp-attention asserts pp_size 1)")
+            near = replace(near, tp=one.tp * one.adp, adp=1)
+        elif one.adp > 1 and one.tp > 1:
+            why.append("its attention DP runs attention TP1 on every rank (--enable-dp-attention sets tensor_parallel_size 1), "
+                       "not DP x TP")
+            near = replace(near, tp=1, adp=one.tp * one.adp)
+        stage = near.tp * near.adp * near.kvp
+        if near.ep > 1 and near.ep != stage:
+            why.append(f"it runs the experts expert-parallel over all {stage} GPUs of a stage or tensor-parallel, not "
+                       f"EP{one.ep} x MoE-TP{one.moe_tp}")
+            near = replace(near, ep=stage, moe_tp=1)
+        return "; ".join(why), near
 
     def step_tokens(self, gpu) -> int:
         """max_num_batched_tokens = 16384 (Config, atom/config.py:1428) on every GPU."""

@@ -261,10 +261,11 @@ class Engine(ABC):
         refuses some says, in its module."""
         raise NotImplementedError(f"{self.name} refuses a plan (runs_plans) without saying why (refused_plan)")
 
-    def precision_refusal(self, prec, gpu) -> tuple[str, object, str] | None:
-        """Where it has no kernel for precision `prec` on `gpu`: the field, the format and why, in words (an InputError's
-        three parts); None where it runs it, natively or as spec.precision.executable maps a format the GPU has no math
-        for (vLLM's Marlin weight-only kernels). An engine without such a fallback says so in its module, with its source."""
+    def precision_refusal(self, prec, gpu, *, moe: bool | None = True) -> tuple[str, object, str] | None:
+        """Where it has no kernel for precision `prec` on `gpu` (`moe`: the model has experts, whose grouped GEMMs an engine
+        may have for fewer GPUs than its dense ones; None: not known, so none of those refused): the field, the format and why, in words (an InputError's three parts);
+        None where it runs it, natively or as spec.precision.executable maps a format the GPU has no math for (vLLM's Marlin
+        weight-only kernels). An engine without such a fallback says so in its module, with its source."""
         return None
 
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
@@ -661,14 +662,17 @@ def check_kv_format(engine: Engine | None, gpu, kv: str, model=None) -> None:
         raise InputError("kv_dtype", kv, f"one of {', '.join(ok)}: the KV-cache formats {who}")
 
 
-def check_runs(engine: Engine, gpu, plan=None, prec=None, *, moe: bool = True) -> None:
+def check_runs(engine: Engine, gpu, plan=None, prec=None, *, moe: bool | None = True) -> None:
     """One line where `engine` has no kernel for precision `prec` on `gpu` (Engine.precision_refusal, naming the engine
     that runs it) or no launch for `plan` (Engine.plan_refusal: the nearest plan it runs, and the engines on `gpu`, every
     one where it is None, that run the plan as given): the rule Deployment (so estimate, lc.deployment, export, import)
-    applies; the searches leave such plans out (Engine.runs_plans), and such formats unless named."""
-    said = engine.precision_refusal(prec, gpu) if prec is not None else None
+    applies; the searches leave such plans out (Engine.runs_plans), and such formats unless named. `moe`: the model has
+    experts; None where the model is not known (a Deployment alone): its plan judged as a MoE's, and only the formats an
+    engine refuses whatever the model (lc.deployment, the searches and validate pass the model's)."""
+    said = engine.precision_refusal(prec, gpu, moe=moe) if prec is not None else None
     if said:
         raise InputError(*said)
+    moe = moe is not False
     said = engine.plan_refusal(plan, moe=moe) if plan is not None else None
     if said:
         why, bad, near = said

@@ -118,9 +118,23 @@ class TensorRTLLMEngine(Engine):
     # plugin's Fp4GemmPlugin::init `TLLM_CHECK_WITH_INFO(getSMVersion() >= 100, "FP4 Gemm not supported before Blackwell")`,
     # NVIDIA/TensorRT-LLM#5018); FP8, per-tensor or block-scaled, on SM89 and newer (docs/source/features/quantization.md:94-102
     # @09d4c79b, its Hardware Support Matrix: NVFP4 on Blackwell only, FP8 per tensor from Ada, none of either on Ampere). No
-    # Marlin-style weight-only fallback for either, unlike vLLM's (spec.precision.executable)
-    def precision_refusal(self, prec, gpu):
+    # Marlin-style weight-only fallback for either, unlike vLLM's (spec.precision.executable).
+    # Block FP8 (DeepSeek's 128x128) experts: no grouped GEMM on Ada. Its MoE (CUTLASS, what MoeConfig.backend AUTO resolves
+    # a DeepSeek-style model to) runs block-scaled experts through CutlassFp8BlockScaleGemmRunner::moeGemm, DeepGEMM's SM90
+    # kernels ("fp8 blockscale gemm only support Hopper", fp8_blockscale_gemm.cu@0b349035; NVIDIA/TensorRT-LLM#5064 hit it
+    # on B200), and the op fp8_block_scaling_moe_gemm dispatches SM90 and SM120 only, "Unsupported SM version" otherwise
+    # (cpp/tensorrt_llm/thop/fp8BlockScalingGemm.cpp@1e9d2162; SM90 only @c23205d4; SM120 added by NVIDIA/TensorRT-LLM#11502,
+    # Feb 2026). Its dense block-FP8 GEMM has an Ada kernel (fp8_block_scaling_gemm_ada, case 89, both versions), so a dense
+    # model runs; SM120 runs both (the same file @1e9d2162; its quantization guide's matrix still marks SM120 and Ada ".").
+    # vLLM runs such experts on Ada: TritonExperts takes block FP8 wherever supports_fp8 (SM89+; fused_moe/experts/triton_moe.py
+    # :128-160@0.33.0), TRITON in its FP8 MoE backends (oracle/fp8.py:88-104)
+    BLOCK_FP8_MOE_FAMILIES_MISSING = ("ada",)
+
+    def precision_refusal(self, prec, gpu, *, moe: bool | None = True):
         for field, d in (("weight_dtype", prec.weight), ("activation_dtype", prec.activation), ("attn_weight_dtype", prec.attn_weight)):
+            if d is not None and d.name == "fp8_block" and moe is True and field != "attn_weight_dtype" and gpu.family in self.BLOCK_FP8_MOE_FAMILIES_MISSING:
+                return (field, d.name, f"a format TensorRT-LLM runs on {gpu.name} for a MoE: it has no block-FP8 grouped GEMM on Ada "
+                        "(its block-scaled MoE GEMM runs on SM90 and SM120 only); --backend vllm runs it (its Triton block-FP8 MoE)")
             if d is not None and d.name == "nvfp4" and not (gpu.supports("fp4") and "nvfp4" in gpu.fp4_formats):
                 return (field, d.name, f"a format TensorRT-LLM runs on {gpu.name}: it has no FP4 GEMM before Blackwell (its CUTLASS FP4 "
                         "GEMM runner throws \"Arch unsupported\" below SM100); --backend vllm runs it weight-only (Marlin)")
