@@ -1,5 +1,5 @@
 """AMD's 8-GPU xGMI boards as the full mesh they are (Gpu.scale_up_topology), a GPU with no scale-up link at all, and
-GQA's K/V projection replicated where TP exceeds the KV heads (docs/modelling-notes.md#xgmi-mesh-no-link-gqa-weights)."""
+GQA's K/V projection replicated where TP exceeds the KV heads (docs/modelling-notes.md#creva-xgmi-mesh)."""
 from __future__ import annotations
 
 from dataclasses import replace
