@@ -42,6 +42,17 @@ NIC_SOURCE = {
     "mi355x": "AMD Pensando Pollara 400 AI NIC, up to 400 Gb/s Ethernet (amd.com/en/products/network-interface-cards/pensando.html); the NICs of InferenceX's MI355X disaggregated runs (SemiAnalysisAI/InferenceX@843c6254 benchmarks/multi_node/amd_utils/helpers/rdma_check.sh:19-22, ionic devices); one per GPU assumed (the count is not in the source)",
 }
 NIC_SOURCE["h200"] = NIC_SOURCE["h100"]
+# AMD's 8-GPU boards are a full xGMI mesh, one link to each of the 7 peers (Gpu.scale_up_topology), not a switch
+_XGMI_MESH = ("AMD Instinct {gpu} platform: 8 GPUs fully connected by 7 AMD Infinity Fabric (xGMI) links each, {bidi} GB/s "
+              "bidirectional ({uni} GB/s each way) a link, {agg} GB/s each way a GPU (AMD Instinct {gpu} data sheet, "
+              "amd.com/en/products/accelerators/instinct; {doc}). RCCL models each peer's xGMI as its own link (ROCm/rccl@0cbce2a src/graph/topo.cc:590-593, "
+              "ncclTopoAddXGMI: count x per-link speed to that one GPU) and builds its rings over the 8-GPU all-to-all "
+              "connMatrix (src/graph/rome_models.cc:549-559, rome_model_79, nLinks = 7)")
+_MI300_DOC = "ROCm docs 'AMD Instinct MI300 Series microarchitecture', node-level topology"
+MESH_SOURCE = {"mi300x": _XGMI_MESH.format(gpu="MI300X", bidi=128, uni=64, agg=448, doc=_MI300_DOC),
+               "mi325x": _XGMI_MESH.format(gpu="MI325X", bidi=128, uni=64, agg=448, doc=_MI300_DOC),
+               "mi355x": _XGMI_MESH.format(gpu="MI355X", bidi=153.6, uni=76.8, agg=537.6,
+                                           doc="AMD CDNA 4 architecture white paper, 8-GPU platform")}
 _NIC_ASSUMED = "assumption: one {} Gb/s NIC per GPU (ConnectX-7 400G on HGX H100/H200/B200 and GB200, ConnectX-8 800G on B300/GB300; 200G on PCIe/Ampere systems)"
 
 # Memory the driver reports (nvidia-smi "Total", rocm-smi "VRAM Total Memory"): engines size their KV
@@ -150,6 +161,7 @@ def main(ref_path: Path) -> int:
             f"scale_up_bandwidth_bytes_per_s = {float(uni) * 1e9:.6g}  # one direction, per GPU",
             f"scale_up_domain = {g['scale_up_domain'] if link else PCIE_SERVER_GPUS}",
             *([] if link else [f"scale_up_source = {q(PCIE_SOURCE)}"]),
+            *([f'scale_up_topology = "mesh"', f"scale_up_source = {q(MESH_SOURCE[gid])}"] if gid in MESH_SOURCE else []),
             f"scale_out_bandwidth_bytes_per_s = {nic_gbps * 1e9 / 8:.6g}  # {'NIC per GPU' if gid in NIC_SOURCE else 'assumed NIC'}, see nic_source",
             f"nic_source = {q(NIC_SOURCE.get(gid, _NIC_ASSUMED.format(nic_gbps)))}",
             f"tdp_w = {g['tdp_w']}",

@@ -637,7 +637,7 @@ def deepep_time(mode: str, phase: str, tokens, gpu, cal, *, hidden, top_k, exper
     if mode not in DEEPEP_MODES or phase not in ("dispatch", "combine"):  # a caller's slip, not a user's input
         raise ValueError(f"DeepEP mode {mode!r} phase {phase!r}: one of {DEEPEP_MODES}, dispatch or combine")
     T, h = np.asarray(tokens, float), np.asarray(hidden, float)
-    link = gpu.scale_up_bandwidth_bytes_per_s
+    link = gpu.scale_up_link_bytes_per_s(np.maximum(np.asarray(ep, float) - 1.0, 1.0))  # a mesh's links to the other ep - 1 ranks
     if mode == "low_latency":
         # every copy, the rank's own experts' too, at a share of the link; a launch's fixed cost and one signal and poll
         # per expert's receive counter (the 1-token rows: 9.2 us at 8 experts to 16.6 us at 512, H100)

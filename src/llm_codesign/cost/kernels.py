@@ -383,11 +383,14 @@ _LATENCY = {"all_reduce": "comm_latency", "p2p": "comm_latency", "all_gather": "
             "reduce_scatter": "comm_gather_latency", "all_to_all": "comm_a2a_latency"}
 
 
-def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: Engine | None = None, norm_fused=False):
+def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: Engine | None = None, norm_fused=False,
+                    peers=1.0):
     """Time of one collective on `nbytes` per GPU over `n` GPUs (0 when n == 1), in `engine`'s step
     (None: NCCL's, as the kernel tables measured). An all-reduce that runs inside the engine's all-reduce +
     RMSNorm kernel where `norm_fused` (Engine.ar_norm_fused; a bool or one per element) is a Lamport one-shot:
-    the engine's own kernel's flag barriers (Engine.own_ar_barriers) are not paid there.
+    the engine's own kernel's flag barriers (Engine.own_ar_barriers) are not paid there. A p2p send's `n` places
+    it (inside the scale-up domain or beyond); `peers` is how many GPUs each one sends to or receives from at once,
+    whose links alone carry it on a mesh (Gpu.scale_up_link_bytes_per_s; a collective's are the rest of its group).
 
     Fixed cost: a base plus a cost per extra participant, per collective family (NCCL's small-message
     latency grows with the ring for all-reduce, barely for all-to-all on NVSwitch); bandwidth: the
@@ -408,7 +411,8 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
         # DP, an all-reduce without it): priced at the live elements only, the same values
         out = np.zeros(live.shape)
         out[live] = collective_time(op, np.broadcast_to(nbytes, live.shape)[live], np.broadcast_to(n, live.shape)[live], gpu, cal,
-                                    engine=engine, norm_fused=np.broadcast_to(norm_fused, live.shape)[live])
+                                    engine=engine, norm_fused=np.broadcast_to(norm_fused, live.shape)[live],
+                                    peers=np.broadcast_to(peers, live.shape)[live])
         return out
     inside = n <= float(gpu.scale_up_domain)
     # an engine's own all-reduce inside one scale-up domain, NCCL elsewhere: where it runs at every
@@ -426,7 +430,7 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
     if own is not None and own.all():
         t = custom()
     else:
-        t = _nccl_time(op, nbytes, n, gpu, cal, inside=inside)
+        t = _nccl_time(op, nbytes, n, gpu, cal, inside=inside, peers=peers)
         if own is not None and own.any():
             t = np.where(own, custom(), t)
         symm = engine.symm_allreduce(nbytes, n, gpu.family) & inside & ~fused if own is not None else None
@@ -439,9 +443,11 @@ def collective_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, engine: E
     return t if np.shape(t) == live.shape else np.broadcast_to(t, live.shape)
 
 
-def _nccl_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, inside):
+def _nccl_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, inside, peers=1.0):
     """NCCL's time for collective_time at its live elements: inside the scale-up domain where `inside`,
-    hierarchically beyond it."""
+    hierarchically beyond it. The level inside is priced where the domain holds peers (none in a domain of one GPU,
+    whose every exchange crosses the NIC), over the links to them (Gpu.scale_up_link_bytes_per_s: a p2p's `peers`,
+    a collective's m_in - 1 others)."""
     d = float(gpu.scale_up_domain)
     fam = _LATENCY[op]
 
@@ -460,7 +466,9 @@ def _nccl_time(op: str, nbytes, n, gpu: Gpu, cal: Calibration, *, inside):
 
     m_in = np.minimum(n, d)
     lat_in = getattr(cal, f"{fam}_s") + getattr(cal, f"{fam}_slope_s") * np.maximum(m_in - 2.0, 0.0)
-    t = one_level(m_in, nbytes, gpu.scale_up_bandwidth_bytes_per_s, lat_in)
+    link = gpu.scale_up_link_bytes_per_s(np.asarray(peers, float) if op == "p2p" else m_in - 1.0)
+    ok = (m_in > 1) & (link > 0)
+    t = np.where(ok, one_level(m_in, nbytes, np.where(ok, link, 1.0), lat_in), 0.0)
     if inside.all():  # one scale-up domain: the scale-out level is never priced
         return t
     domains = np.maximum(n / d, 1.0)
@@ -504,7 +512,7 @@ def _custom_all_reduce(nbytes, n, gpu: Gpu, cal: Calibration, *, oneshot=0.0, na
     a larger message cost less wherever these two formulas cross elsewhere. Where the engine keeps the one-shot whatever the two-shot costs (`oneshot`: bytes, Engine.oneshot_limit; 0: none), it pays the
     one-shot below that size and, from it, the two-shot where its launcher names the kernel by size alone (`named`) or
     else the faster of the two, never less than the one-shot at the limit."""
-    bw = gpu.scale_up_bandwidth_bytes_per_s * cal.custom_ar_bw_eff
+    bw = gpu.scale_up_link_bytes_per_s(n - 1.0) * cal.custom_ar_bw_eff  # a mesh's links to the other n - 1 peers
     spread = np.maximum(n - 1.0, 0.0) / np.maximum(bw, 1e-9)
     # beyond the 8 GPUs the tables time (MNNVL's multicast kernels in an NVL72 domain, spec/engines/trtllm.py) at 8 GPUs' cost
     peers = cal.custom_ar_peer_s * np.clip(n - 2.0, 0.0, 6.0)

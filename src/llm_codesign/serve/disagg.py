@@ -205,11 +205,12 @@ def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, i
     rank, so it arrives once per TP GPU), each on its own link. NVLink inside the scale-up domain,
     the NICs beyond it. Without a decode plan, one copy arrives at as many GPUs as send it. Pools of
     two GPU types sit in different servers: the cache leaves on the prefill GPUs' NICs and arrives on
-    the decode GPUs' NICs, each end priced on its own GPU."""
+    the decode GPUs' NICs, each end priced on its own GPU. On a mesh each end's links to its counterparts alone carry
+    it (collective_time's `peers`)."""
     one = Plan()
     isl = np.asarray(isl, float)
     kv = memory.kv_bytes_per_token(model, prec, one, isl) * isl + memory.state_bytes_per_seq(model, one)
-    senders = np.asarray(prefill_gpus, float)
+    senders = receivers = np.asarray(prefill_gpus, float)
     if decode_plan is None:
         send, recv = kv / senders, kv / senders
     else:
@@ -217,11 +218,15 @@ def kv_hand_off(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, i
         tp, pp, _, _, _, kvp = (np.asarray(x, float) for x in decode_plan.arrays())
         recv = memory.kv_bytes_per_token(model, prec, sh, isl) * isl + memory.state_bytes_per_seq(model, sh)
         send = recv * tp * pp * kvp / senders
+        receivers = tp * pp * kvp
     if decode_gpu is not None and decode_gpu.id != gpu.id:  # beyond either scale-up domain: NIC to NIC
         return np.maximum(collective_time("p2p", send, gpu.scale_up_domain + 1.0, gpu, cal),
                           collective_time("p2p", recv, decode_gpu.scale_up_domain + 1.0, decode_gpu, decode_cal or cal))
     n = np.maximum(total_gpus, 2.0)
-    return np.maximum(collective_time("p2p", send, n, gpu, cal), collective_time("p2p", recv, n, gpu, cal))
+    # the shards map rank to rank (heads by TP, layers by PP on either side), so a sender reaches ceil(R / S) receivers
+    # and a receiver hears from ceil(S / R) senders: on a mesh (Gpu.scale_up_topology) those links alone carry them
+    return np.maximum(collective_time("p2p", send, n, gpu, cal, peers=np.ceil(receivers / senders)),
+                      collective_time("p2p", recv, n, gpu, cal, peers=np.ceil(senders / receivers)))
 
 
 def step_residual(rate, n_p, t_step, per_instance, queue_s=None):

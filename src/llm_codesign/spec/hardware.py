@@ -8,6 +8,8 @@ from functools import lru_cache
 from importlib import resources
 from pathlib import Path, PurePath
 
+import numpy as np
+
 from llm_codesign.errors import InputError, MissingInput, close_matches, did_you_mean, parse_nested
 from llm_codesign.spec.validation import check_gpu
 
@@ -42,7 +44,7 @@ class Gpu:
     hbm_bytes: float  # the vendor's headline capacity, decimal bytes
     hbm_bandwidth_bytes_per_s: float
     l2_bytes: float
-    scale_up_bandwidth_bytes_per_s: float  # per GPU, one direction
+    scale_up_bandwidth_bytes_per_s: float  # per GPU, one direction, all its scale-up links together
     scale_up_domain: int
     scale_out_bandwidth_bytes_per_s: float  # per GPU, one direction (assumed NIC)
     tdp_w: float
@@ -60,6 +62,10 @@ class Gpu:
     # size their KV caches from, and what every fit in this package uses. 0 reads as hbm_bytes.
     memory_bytes: float = 0.0
     sources: tuple[tuple[str, str], ...] = ()
+    # how the scale-up domain's GPUs reach each other (spec.validation.SCALE_UP_TOPOLOGIES): "switch", any peer at the
+    # whole scale_up_bandwidth (NVSwitch, a PCIe switch); "mesh", one point-to-point link to each of the domain's other
+    # GPUs, each scale_up_bandwidth / (domain - 1) (AMD's 8-GPU xGMI boards; scale_up_link_bytes_per_s)
+    scale_up_topology: str = "switch"
 
     def __post_init__(self):
         if not self.memory_bytes > 0:
@@ -86,6 +92,18 @@ class Gpu:
                              "kernel stated per SM clock: one of " + ", ".join(sorted(BF16_FLOP_PER_CLK_SM)))
         return self.peak("bf16") / per_clk
 
+    def scale_up_link_bytes_per_s(self, peers):
+        """Bytes/s one GPU sends (one direction) to `peers` GPUs of its scale-up domain at once (arrays broadcast):
+        on a switch its whole scale-up bandwidth whatever the count; on a full mesh the links to those peers alone,
+        min(peers, domain - 1) of the domain - 1, 0 for none (RCCL models a GPU's xGMI to each peer as its own link,
+        ROCm/rccl src/graph/topo.cc:590-593@0cbce2a; a 2-GPU collective on an 8-GPU MI300X board has 1 link of 7)."""
+        peers = np.asarray(peers, float)
+        bw = self.scale_up_bandwidth_bytes_per_s
+        if self.scale_up_topology != "mesh":
+            return bw + 0.0 * peers
+        links = max(self.scale_up_domain - 1, 1)
+        return bw * np.clip(peers, 0.0, links) / links
+
     @property
     def ridge_point(self) -> float:
         """FLOP/byte where BF16 compute equals HBM time."""
@@ -100,7 +118,7 @@ class Gpu:
             "peak_tflops": {k: v / 1e12 for k, v in self.peak_flops},
             "fp4_formats": list(self.fp4_formats),
             "scale_up_gb_s": self.scale_up_bandwidth_bytes_per_s / 1e9,
-            "scale_up_domain": self.scale_up_domain,
+            "scale_up_domain": self.scale_up_domain, "scale_up_topology": self.scale_up_topology,
             "scale_out_gb_s": self.scale_out_bandwidth_bytes_per_s / 1e9,
             "tdp_w": self.tdp_w, "aliases": list(self.aliases), "sources": dict(self.sources),
         }
@@ -111,7 +129,7 @@ _REQUIRED = ("id", "family", "sms", "hbm_bytes", "hbm_bandwidth_bytes_per_s", "p
 # documentation-only keys the bundled files carry (the *_source citations, confidence), read by people, not the model.
 # Any other key is refused: a misspelt optional one ("hbm_bandwith_tbs") was ignored in silence, its default priced.
 _KEYS = {"": (*_REQUIRED, "name", "vendor", "arch", "aliases", "memory_bytes", "l2_bytes", "scale_up_bandwidth_bytes_per_s",
-              "scale_up_domain", "scale_out_bandwidth_bytes_per_s", "fp4_formats", "tiles", "sources",
+              "scale_up_domain", "scale_up_topology", "scale_out_bandwidth_bytes_per_s", "fp4_formats", "tiles", "sources",
               "memory_source", "nic_source", "scale_up_source", "confidence"),
          "peak_flops": MATH_PRECISIONS,
          "tiles": ("shapes", "smem_bytes_per_bf16_flop", "block_scale_rate", "source", "smem_source", "block_scale_source")}
@@ -173,7 +191,7 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
         hbm_bytes=float(d["hbm_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
         l2_bytes=float(d.get("l2_bytes", 0.0)),
         scale_up_bandwidth_bytes_per_s=float(d.get("scale_up_bandwidth_bytes_per_s", 0.0)),
-        scale_up_domain=int(d.get("scale_up_domain", 1)),
+        scale_up_domain=int(d.get("scale_up_domain", 1)), scale_up_topology=str(d.get("scale_up_topology", "switch")),
         scale_out_bandwidth_bytes_per_s=float(d.get("scale_out_bandwidth_bytes_per_s", 50e9)),
         tdp_w=float(d["tdp_w"]), peak_flops=tuple(sorted(peaks.items())),
         fp4_formats=tuple(d.get("fp4_formats", ["nvfp4", "mxfp4"] if "fp4" in peaks else [])),

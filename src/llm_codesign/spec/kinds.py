@@ -148,6 +148,17 @@ class GQA(Attention):
     def kv_values_per_gpu(self, tp):
         return np.ceil(self.kv_heads / tp) * self.kv_width  # KV heads replicate when TP exceeds them
 
+    def weight_bytes_per_gpu(self, hidden: int, w_bytes: float, tp, kvp):
+        """Q (with its gate) and O split by TP; K and V by whole heads, ceil(kv_heads / tp) a rank, so where TP exceeds
+        the KV heads each rank holds a replica of one head's K and V rows, as it holds that head's cache (vLLM
+        QKVParallelLinear.__init__: num_kv_heads = 1, num_kv_head_replicas = tp / total_num_kv_heads where tp >= the KV
+        heads, vllm/model_executor/layers/linear.py@0036d38; SGLang's QKVParallelLinear, python/sglang/srt/layers/
+        linear.py, the same rule; TensorRT-LLM's Attention.__init__, num_key_value_heads = (kv + tp - 1) // tp,
+        tensorrt_llm/_torch/modules/attention.py). Equal to params / tp wherever TP divides the KV heads."""
+        h = hidden
+        split = h * self.heads * self.head_dim * (2 if self.out_gate else 1) + self.heads * self.v_head_dim * h
+        return (split / tp + h * self.kv_values_per_gpu(tp)) * w_bytes
+
     def state_bytes_per_seq(self) -> float:
         return 0.0
 

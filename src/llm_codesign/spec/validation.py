@@ -267,12 +267,7 @@ def check_gpu(d: dict, origin: str) -> None:
         if k in d:
             as_float(f"gpu.{k}", d[k], lo=lo, hi=hi, lo_open=lo_open,
                      what=f"a {'positive' if lo > 0 else 'non-negative'} number from {lo:g} to {hi:g}")
-    if 0 < d.get("scale_up_bandwidth_bytes_per_s", 0) < GPU_NUMBERS["hbm_bandwidth_bytes_per_s"][0]:
-        raise InputError("gpu.scale_up_bandwidth_bytes_per_s", d["scale_up_bandwidth_bytes_per_s"],
-                         "0 (no scale-up link) or a number from 1e9 to 1e14 (bytes/s per GPU, one direction)")
-    if dom > 1 and not d.get("scale_up_bandwidth_bytes_per_s", 0) > 0:  # missing is 0 in hardware.py: TP over no link
-        raise InputError("gpu.scale_up_bandwidth_bytes_per_s", d.get("scale_up_bandwidth_bytes_per_s"),
-                         f"a positive figure: {origin} has a scale-up domain of {dom} GPUs")
+    _check_scale_up(d, dom, origin)
     pf = d.get("peak_flops")
     if not isinstance(pf, dict):
         raise InputError("gpu.peak_flops", pf, "a table of math precision = dense FLOP/s")
@@ -297,6 +292,24 @@ def check_gpu(d: dict, origin: str) -> None:
     rate = tiles.get("block_scale_rate", 1.0)
     if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 < float(rate) <= 1.0:
         raise InputError("gpu.tiles.block_scale_rate", rate, "a share above 0 and at most 1 (1: block scales cost the main loop nothing)")
+
+
+SCALE_UP_TOPOLOGIES = ("switch", "mesh")  # spec.hardware.Gpu.scale_up_topology
+
+
+def _check_scale_up(d: dict, dom: int, origin: str) -> None:
+    """A GPU file's scale-up figures: a link wherever the domain holds more than one GPU, and a topology
+    (SCALE_UP_TOPOLOGIES) whose mesh has peers to link (a domain of at least 2)."""
+    if 0 < d.get("scale_up_bandwidth_bytes_per_s", 0) < GPU_NUMBERS["hbm_bandwidth_bytes_per_s"][0]:
+        raise InputError("gpu.scale_up_bandwidth_bytes_per_s", d["scale_up_bandwidth_bytes_per_s"],
+                         "0 (no scale-up link) or a number from 1e9 to 1e14 (bytes/s per GPU, one direction)")
+    if dom > 1 and not d.get("scale_up_bandwidth_bytes_per_s", 0) > 0:  # missing is 0 in hardware.py: TP over no link
+        raise InputError("gpu.scale_up_bandwidth_bytes_per_s", d.get("scale_up_bandwidth_bytes_per_s"),
+                         f"a positive figure: {origin} has a scale-up domain of {dom} GPUs")
+    topo = as_str("gpu.scale_up_topology", d.get("scale_up_topology", "switch"), choices=SCALE_UP_TOPOLOGIES)
+    if topo == "mesh" and dom < 2:
+        raise InputError("gpu.scale_up_topology", topo, f"switch (a mesh links the GPUs of a scale-up domain of 2 or "
+                         f"more; {origin} has {dom})")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -687,7 +687,7 @@ def _what_if(w: WhatIfGpu):
          "hbm_bandwidth_bytes_per_s": base.hbm_bandwidth_bytes_per_s, "l2_bytes": base.l2_bytes,
          "scale_up_bandwidth_bytes_per_s": base.scale_up_bandwidth_bytes_per_s, "scale_up_domain": base.scale_up_domain,
          "scale_out_bandwidth_bytes_per_s": base.scale_out_bandwidth_bytes_per_s, "tdp_w": base.tdp_w,
-         "peak_flops": dict(base.peak_flops)}
+         "peak_flops": dict(base.peak_flops), "scale_up_topology": base.scale_up_topology}
     given = {f: getattr(w, f) for f in WHAT_IF_FIELDS if getattr(w, f) is not None}
     for f, v in given.items():
         toml, scale, _ = WHAT_IF_FIELDS[f]
@@ -695,6 +695,8 @@ def _what_if(w: WhatIfGpu):
             d["peak_flops"][toml.split(".", 1)[1]] = v * scale
         else:
             d[toml] = v * scale if f != "scale_up_domain" else v
+    if d["scale_up_domain"] < 2:  # a domain of one GPU links to no peer, whatever its base's topology
+        d["scale_up_topology"] = "switch"
     if "memory_gb" in given and base.memory_bytes > 0:  # the headline capacity keeps its ratio to the driver's
         d["hbm_bytes"] = base.hbm_bytes * d["memory_bytes"] / base.memory_bytes
     try:
@@ -715,7 +717,7 @@ def _what_if(w: WhatIfGpu):
     return replace(base, id=name, name=f"what-if GPU from {base.name}", aliases=(), hbm_bytes=float(d["hbm_bytes"]),
                    memory_bytes=float(d["memory_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
                    scale_up_bandwidth_bytes_per_s=float(d["scale_up_bandwidth_bytes_per_s"]),
-                   scale_up_domain=int(d["scale_up_domain"]), peak_flops=tuple(sorted(peaks.items())),
+                   scale_up_domain=int(d["scale_up_domain"]), scale_up_topology=d["scale_up_topology"], peak_flops=tuple(sorted(peaks.items())),
                    fp4_formats=fp4 if "fp4" in peaks else (), sources=(("what_if", f"{base.id} with {changed} (the page's form)"),))
 
 
