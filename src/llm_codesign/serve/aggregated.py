@@ -36,7 +36,7 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS, SchedulerFlags
 from llm_codesign.spec.kinds import DSA, GQA, Attention, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, cached_tokens
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, accepted_within, cached_tokens
 from llm_codesign.spec.precision import Precision
 
 
@@ -87,12 +87,14 @@ def kv_fraction_of(fl: SchedulerFlags, own):
     return own if np.all(np.isnan(fl.kv_fraction)) else np.where(np.isnan(fl.kv_fraction), own, fl.kv_fraction)
 
 
-def draft_lengths(spec: SpecDecoding | None, spec_k=None):
-    """Draft length k and tokens accepted per step; k = 0 (speculation off in a sweep) accepts 1."""
+def draft_lengths(spec: SpecDecoding | None, spec_k=None, osl=None):
+    """Draft length k and tokens accepted per step; k = 0 (speculation off in a sweep) accepts 1. With `osl`, the
+    tokens a step credits a request, no more than it has left to decode (spec.plan.accepted_within)."""
     if spec is None:
         return np.zeros(1), np.ones(1)
     k = np.asarray(spec.k if spec_k is None else spec_k, float)
-    return k, spec.accepted(k.astype(np.int64))
+    acc = spec.accepted(k.astype(np.int64))
+    return k, acc if osl is None else accepted_within(acc, osl)
 
 
 # The fields of a profile a step's kernels read: all but the per-engine ones (BACKEND_KEYED), which only
@@ -751,7 +753,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
     cached = cached_tokens(isl, prefix_hit)
     new = isl - cached  # prompt tokens each request prefills
-    k, acc = draft_lengths(spec, at.spec_k)
+    k, acc = draft_lengths(spec, at.spec_k, osl)  # a step credits no more than a request has left (accepted_within)
     mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k)
     mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl,

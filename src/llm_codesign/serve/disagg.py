@@ -163,7 +163,7 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     parts (`iteration_parts`): what serve.energy.disagg_energy and disagg's eager note read."""
     sh = plan.broadcast()
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
-    k, acc = draft_lengths(spec, spec_k)
+    k, acc = draft_lengths(spec, spec_k, osl)  # no more than a request has left (spec.plan.accepted_within)
     mnt, (budget, own, occupancy) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec,
                                                        draft_len=k)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
