@@ -793,7 +793,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "max_concurrency": cap * adp, "kv_seqs": mem["max_seqs_per_rank"] * adp,  # what runs at once; what the KV cache alone holds
         # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills: refused for one deployment
         # (spec.plan.check_step_budget), a search's plan that does so does not fit
-        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1),
+        # and an engine scheduling prompts whole refuses one over its budget (spec.plan.check_whole_prompt): a search drops it
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1) & _prompt_schedules(engine, fl, isl / kvp, mnt),
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
@@ -942,13 +943,21 @@ def _work_cycle(t_req_pf, *, admitted, osl, t_iter, acc):
     return np.asarray(admitted, float) * t_req_pf + np.maximum(np.asarray(osl, float) - 1.0, 0.0) / acc * t_iter
 
 
+def _prompt_schedules(engine: Engine, flags: SchedulerFlags, prompt, mnt):
+    """Whether a `prompt`-token prompt (per KV-parallel rank) is scheduled under a step budget of `mnt`: always where the
+    engine chunks prompts (prompt_budget's rule), else only within the budget (spec.plan.check_whole_prompt)."""
+    chunks = engine.chunks_prefill if flags.chunked_prefill is None else np.asarray(flags.chunked_prefill, bool)
+    return chunks | (np.asarray(prompt, float) <= np.asarray(mnt, float))
+
+
 def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS, decode_tokens=0.0):
     """The prompt tokens one step takes under a step budget of `mnt` (per attention-DP rank) for prompts of `new` tokens,
     beside decodes taking `decode_tokens` of it: the budget they leave, never below zero, where the engine splits prompts
     into chunks (Engine.chunks_prefill, or the run's chunked_prefill flag), else the whole prompts that fit it,
     floor(left / new) x new: TensorRT-LLM without chunked prefill schedules a context request whole or stops, so a
     2,524-token budget takes two 1,024-token prompts, not 2.46, and a 9,692-token one a single 8,192-token prompt. A
-    prompt longer than what is left runs only chunked (TensorRT-LLM refuses it otherwise), so it is priced so.
+    prompt longer than what the decodes leave is priced over that (it waits for a step they leave room in); one longer
+    than the whole budget TensorRT-LLM refuses: estimate refuses it (spec.plan.check_whole_prompt), a search drops it (`fits`)
 
     The decodes come first: vLLM's Scheduler.schedule takes its RUNNING requests, 1 + draft tokens each, off
     token_budget before any waiting request's prompt, which gets what is left (v1/core/sched/scheduler.py:383-517, 567,

@@ -818,6 +818,27 @@ def check_step_budget(dep: Deployment, field: str = "max_num_tokens") -> None:
                                                  "attention-DP ranks")
 
 
+def chunks_prompts(dep: Deployment) -> bool:
+    """Whether `dep`'s engine splits a prompt over steps: its launch option (Deployment.chunked_prefill), else the
+    engine's default (Engine.chunks_prefill: TensorRT-LLM's enable_chunked_prefill is off)."""
+    return bool(dep.engine.chunks_prefill if dep.chunked_prefill is None else dep.chunked_prefill)
+
+
+def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
+    """Refuse a prompt longer than the step budget where the engine schedules it whole (chunks_prompts False): TensorRT-LLM's
+    LLM API rejects such a request, `if self.args.backend == "pytorch" and not self.args.enable_chunked_prefill and not
+    is_gen_only: ... if max_num_tokens and prompt_len / cp_size + query_len > max_num_tokens: raise ValueError("The sum of
+    prompt length (...) ... should not exceed max_num_tokens")` (NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm.py
+    BaseLLM._check_arguments@4c05a748; the whole prompt, prefix hits included; cp_size: our kvp). review crev #5."""
+    if chunks_prompts(dep):
+        return
+    per = int(isl) / int(np.max(dep.plan.kvp))
+    if per > dep.step_tokens:
+        raise InputError(field, int(isl), f"at most max_num_tokens ({dep.step_tokens:,}): {dep.engine.title} without chunked prefill "
+                                          f"schedules a prompt whole and refuses a longer one; raise max_num_tokens to "
+                                          f"{math.ceil(per):,} or more, or enable chunked prefill")
+
+
 def check_budget_holds(max_num_tokens: int | None, engine, draft_len: int, field: str = "max_num_tokens") -> None:
     """check_step_budget's rule for a budget and draft length given apart (a search's fixed draft length)."""
     need = 1 + draft_len
