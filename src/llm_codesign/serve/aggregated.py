@@ -956,7 +956,7 @@ def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_F
     into chunks (Engine.chunks_prefill, or the run's chunked_prefill flag), else the whole prompts that fit it,
     floor(left / new) x new: TensorRT-LLM without chunked prefill schedules a context request whole or stops, so a
     2,524-token budget takes two 1,024-token prompts, not 2.46, and a 9,692-token one a single 8,192-token prompt. A
-    prompt longer than what the decodes leave is priced over that (it waits for a step they leave room in); one longer
+    prompt longer than what the decodes leave is priced chunked into what they leave (so it was before); one longer
     than the whole budget TensorRT-LLM refuses: estimate refuses it (spec.plan.check_whole_prompt), a search drops it (`fits`)
 
     The decodes come first: vLLM's Scheduler.schedule takes its RUNNING requests, 1 + draft tokens each, off

@@ -60,10 +60,22 @@ class Gpu:
     # size their KV caches from, and what every fit in this package uses. 0 reads as hbm_bytes.
     memory_bytes: float = 0.0
     sources: tuple[tuple[str, str], ...] = ()
+    # the catalog GPU this one is derived from (the page's what-if GPU: web.app._what_if), "" for none: its TDP and board
+    # are the base's, so the bundled power figures carry (serve.energy.board_power), and its price where no figure differs
+    # (explore.pricing.gpu_hour_price, same_figures)
+    base_id: str = ""
 
     def __post_init__(self):
         if not self.memory_bytes > 0:
             object.__setattr__(self, "memory_bytes", self.hbm_bytes)
+
+    def figures(self) -> tuple:
+        """What the cost model reads of the hardware (every figure but names and sources), its FLOP/s rates as the
+        nonzero ones in order: two GPUs alike here price alike."""
+        return (self.vendor, self.arch, self.family, self.sms, self.hbm_bytes, self.memory_bytes, self.hbm_bandwidth_bytes_per_s,
+                self.l2_bytes, self.scale_up_bandwidth_bytes_per_s, self.scale_up_domain, self.scale_out_bandwidth_bytes_per_s,
+                self.tdp_w, tuple(sorted((k, v) for k, v in self.peak_flops if v > 0)), self.tiles, self.smem_bytes_per_bf16_flop,
+                self.block_scale_rate)
 
     def peak(self, math: str) -> float:
         """Dense FLOP/s of a math precision; 0.0 when the tensor cores lack it."""

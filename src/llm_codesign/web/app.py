@@ -716,7 +716,8 @@ def _what_if(w: WhatIfGpu):
                    memory_bytes=float(d["memory_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
                    scale_up_bandwidth_bytes_per_s=float(d["scale_up_bandwidth_bytes_per_s"]),
                    scale_up_domain=int(d["scale_up_domain"]), peak_flops=tuple(sorted(peaks.items())),
-                   fp4_formats=fp4 if "fp4" in peaks else (), sources=(("what_if", f"{base.id} with {changed} (the page's form)"),))
+                   fp4_formats=fp4 if "fp4" in peaks else (), sources=(("what_if", f"{base.id} with {changed} (the page's form)"),),
+                   base_id=base.id)
 
 
 def _registry_valid() -> str:
