@@ -794,7 +794,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills: refused for one deployment
         # (spec.plan.check_step_budget), a search's plan that does so does not fit
         # and an engine scheduling prompts whole refuses one over its budget (spec.plan.check_whole_prompt): a search drops it
-        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1) & _prompt_schedules(engine, fl, isl / kvp, mnt),
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1)
+                & _prompt_schedules(engine, fl, isl / kvp, mnt, stated=at.max_num_tokens is not None),
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
@@ -943,10 +944,14 @@ def _work_cycle(t_req_pf, *, admitted, osl, t_iter, acc):
     return np.asarray(admitted, float) * t_req_pf + np.maximum(np.asarray(osl, float) - 1.0, 0.0) / acc * t_iter
 
 
-def _prompt_schedules(engine: Engine, flags: SchedulerFlags, prompt, mnt):
+def _prompt_schedules(engine: Engine, flags: SchedulerFlags, prompt, mnt, *, stated: bool):
     """Whether a `prompt`-token prompt (per KV-parallel rank) is scheduled under a step budget of `mnt`: always where the
-    engine chunks prompts (prompt_budget's rule), else only within the budget (spec.plan.check_whole_prompt)."""
-    chunks = engine.chunks_prefill if flags.chunked_prefill is None else np.asarray(flags.chunked_prefill, bool)
+    prompts are chunked (prompt_budget's rule), or where neither the flag nor the budget is `stated` (read as a launch with
+    chunked prefill on: spec.plan.states_whole_prompts), else only within the budget (spec.plan.check_whole_prompt)."""
+    if flags.chunked_prefill is None:
+        chunks = engine.chunks_prefill or not stated
+    else:
+        chunks = np.asarray(flags.chunked_prefill, bool)
     return chunks | (np.asarray(prompt, float) <= np.asarray(mnt, float))
 
 

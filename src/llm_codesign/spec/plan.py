@@ -824,13 +824,21 @@ def chunks_prompts(dep: Deployment) -> bool:
     return bool(dep.engine.chunks_prefill if dep.chunked_prefill is None else dep.chunked_prefill)
 
 
+def states_whole_prompts(dep: Deployment) -> bool:
+    """Whether `dep`'s launch schedules prompts whole as it states them: chunked prefill turned off, or left at an engine's
+    default of off with a step budget of its own (max_num_tokens). Left both at TensorRT-LLM's defaults, a prompt over the
+    default budget is read as a launch with chunked prefill on (what TensorRT-LLM's long-context guides set) and priced
+    chunked, as before: the page's and the docs' long-context answers (Helix at 131,072 tokens) name neither option."""
+    return dep.chunked_prefill is False or (dep.chunked_prefill is None and dep.max_num_tokens is not None and not chunks_prompts(dep))
+
+
 def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
-    """Refuse a prompt longer than the step budget where the engine schedules it whole (chunks_prompts False): TensorRT-LLM's
+    """Refuse a prompt longer than the step budget where the launch schedules it whole (states_whole_prompts): TensorRT-LLM's
     LLM API rejects such a request, `if self.args.backend == "pytorch" and not self.args.enable_chunked_prefill and not
     is_gen_only: ... if max_num_tokens and prompt_len / cp_size + query_len > max_num_tokens: raise ValueError("The sum of
     prompt length (...) ... should not exceed max_num_tokens")` (NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm.py
     BaseLLM._check_arguments@4c05a748; the whole prompt, prefix hits included; cp_size: our kvp). review crev #5."""
-    if chunks_prompts(dep):
+    if not states_whole_prompts(dep):
         return
     per = int(isl) / int(np.max(dep.plan.kvp))
     if per > dep.step_tokens:
