@@ -1175,8 +1175,9 @@ class _Job:
     explore.design call `progress` after each chunk of deployments or shapes): `gone` is set when its
     client leaves, and it may run `budget_s` seconds."""
 
-    def __init__(self, budget_s: float, field: str):
+    def __init__(self, budget_s: float, field: str, advice: str | None = None):
         self.budget_s, self.field = budget_s, field
+        self.advice = advice or f"a smaller {field} (or serve --time-budget)"
         self.deadline = time.monotonic() + budget_s
         self.gone = threading.Event()
 
@@ -1184,8 +1185,24 @@ class _Job:
         if self.gone.is_set():
             raise _Stopped(None, "the client went away: the search was stopped")
         if time.monotonic() > self.deadline:
-            raise _Stopped(self.field, f"{self.field}: a search this large ran past this server's time budget of "
-                           f"{self.budget_s:g} s and was stopped; a smaller {self.field} (or serve --time-budget)")
+            what = "a search this large" if self.advice.startswith("a smaller") else "this pricing"
+            raise _Stopped(self.field, f"{self.field}: {what} ran past this server's time budget of "
+                           f"{self.budget_s:g} s and was stopped; {self.advice}")
+
+
+# estimate and disagg price one plan (disagg at most 32 concurrency rows): no progress calls inside to stop them at, so
+# their budget is checked as they start (a client gone while queued) and as they end (an answer past the budget is a
+# 503, as a search's). Measured on this repo's 2-core machine: 1.3 s for the first estimate (its tables load), 0.07-0.3 s
+# after, disagg's 32 rows 0.11 s: only a budget under about a second stops one (review crev #8)
+PRICED_ADVICE = "serve --time-budget (an estimate's first call loads its tables: about a second)"
+
+
+def _within_budget(job: _Job, work):
+    """`work()`'s answer, `job` checked before and after it (PRICED_ADVICE)."""
+    job.check()
+    out = work()
+    job.check()
+    return out
 
 
 class _Slots:
@@ -1282,7 +1299,8 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
     for loopback, so another site's page cannot reach the API through DNS rebinding; `*` answers
     any); None answers any. `hub_cache`: models the registry lacks are read from the local Hugging
     Face cache (never downloaded). At most `max_busy` searches (pareto, design, estimate, disagg) run at
-    once, a further one a 429; each is stopped past `time_budget_s` seconds, or when its client leaves."""
+    once, a further one a 429; each is stopped past `time_budget_s` seconds, or when its client leaves (a search at
+    its next progress call, estimate and disagg as they start and end: _within_budget), a 503."""
     from fastapi import FastAPI, Header, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
@@ -1310,12 +1328,12 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
                                       f"retry in {RETRY_AFTER_S} s", "field": None},
                             status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)})
 
-    async def guarded(request: Request, field: str, work):
+    async def guarded(request: Request, field: str, work, advice: str | None = None):
         """`work(job)` on a worker thread, counted against max_busy, stopped (at its next progress
-        call) when its client leaves or past the time budget."""
+        call) when its client leaves or past the time budget (`advice`: what the 503 suggests)."""
         if not slots.take():
             return busy()
-        job = _Job(time_budget_s, field)
+        job = _Job(time_budget_s, field, advice)
 
         async def watch():  # the request's channel carries http.disconnect once the client is gone
             while (await request.receive())["type"] != "http.disconnect":
@@ -1400,11 +1418,13 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
     # search does not block the page's other calls
     @app.post("/api/estimate", response_model=Estimate, responses=searched)
     async def estimate(req: EstimateRequest, request: Request):
-        return await guarded(request, "body", lambda job: _estimate(req, hub_cache=hub_cache))
+        return await guarded(request, "body", lambda job: _within_budget(job, lambda: _estimate(req, hub_cache=hub_cache)),
+                             advice=PRICED_ADVICE)
 
     @app.post("/api/disagg", response_model=DisaggResponse, responses=searched)
     async def disagg(req: DisaggRequest, request: Request):
-        return await guarded(request, "body", lambda job: _disagg(req, hub_cache=hub_cache))
+        return await guarded(request, "body", lambda job: _within_budget(job, lambda: _disagg(req, hub_cache=hub_cache)),
+                             advice=PRICED_ADVICE)
 
     @app.post("/api/pareto", response_model=ParetoResponse, responses=searched)
     async def pareto(req: ParetoRequest, request: Request):
