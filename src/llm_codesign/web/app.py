@@ -134,9 +134,9 @@ class Precisions(_Req):
     kv_dtype: Optional[str] = Field(None, max_length=40)
 
 
-class PointDeployment(BaseModel):
-    """A frontier point's `deployment` record, as /api/pareto returns it (fields it does not name pass through)."""
-    model_config = ConfigDict(extra="allow")
+class PointDeployment(_Req):
+    """A frontier point's `deployment` record, as /api/pareto returns it (explore.frontier.FrontierPoint.record: every key
+    Deployment.to_dict writes, the launch options included); any other key is refused, a typo a 422 naming it (review crev #10)."""
     gpu: Optional[str] = Field(None, max_length=100, description="Replaced by the request's `gpu`.")
     num_gpus: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS,
                                     description="GPUs of one instance (else `instance_gpus`, else the plan's).")
@@ -163,6 +163,12 @@ class PointDeployment(BaseModel):
     replicas: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
     concurrency_per_instance: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY,
                                                     description="The point's batch (else the request's `concurrency`).")
+    # the launch options a record carries where its deployment states them (Deployment.to_dict; absent: the engine's own)
+    chunked_prefill: Optional[StrictBool] = Field(None, description="Prompts split over steps (absent: the engine's default).")
+    kv_fraction: Optional[Float] = Field(None, gt=0, le=1, description="The share of memory the KV budget takes (absent: the engine's).")
+    cuda_graph_max_bs: Optional[Int] = Field(None, ge=0, le=MAX_CONCURRENCY, description="The largest captured decode batch; 0: eager.")
+    piecewise_graphs: StrictBool = Field(False, description="vLLM's piecewise decode graphs.")
+    max_batch: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="The engine's batch cap per attention-DP rank.")
 
 
 class WhatIfGpu(_Req):
