@@ -791,11 +791,9 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         **_memory_metrics(mem, running), **_budget_batch(engine, mnt, fill=fill, cap=cap, k=k, pp=pp, adp=adp),
         "max_concurrency": cap * adp, "kv_seqs": mem["max_seqs_per_rank"] * adp,  # what runs at once; what the KV cache alone holds
-        # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills: refused for one deployment
-        # (spec.plan.check_step_budget), a search's plan that does so does not fit
-        # and an engine scheduling prompts whole refuses one over its budget (spec.plan.check_whole_prompt): a search drops it
-        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1)
-                & _prompt_schedules(engine, fl, isl / kvp, mnt, stated=at.max_num_tokens is not None),
+        # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills, nor one whose engine schedules
+        # prompts whole a prompt over it: refused for one deployment (spec.plan.check_step_budget, check_whole_prompt), unfit here
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1) & _prompt_schedules(engine, fl, isl / kvp, mnt, stated=at.max_num_tokens is not None),
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
