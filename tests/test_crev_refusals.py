@@ -17,7 +17,8 @@ from llm_codesign.spec.registry import get_model
 
 L8 = ["llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--osl", "256", "--concurrency", "8"]
 TRT_LINE = ("isl: 4096 is not valid; at most max_num_tokens (1,024): TensorRT-LLM without chunked prefill schedules a prompt "
-            "whole and refuses a longer one; raise max_num_tokens to 4,096 or more, or enable chunked prefill")
+            "whole and refuses a longer one; raise max_num_tokens to 4,096 or more, or turn chunked prefill on "
+            "(enable_chunked_prefill: true; estimate --chunked-prefill)")
 
 
 def _run(*args):
@@ -29,6 +30,10 @@ def test_tensorrt_llm_refuses_an_unchunked_prompt_over_its_stated_budget():
     assert r.exit_code == 2 and r.output.strip() == "error: " + TRT_LINE
     # the engine's check is prompt_len > max_num_tokens: 1,024 tokens under 1,024 are scheduled, and priced
     assert _run("estimate", *L8, "--isl", "1024", "--max-num-tokens", "1024", "--backend", "trtllm", "--json").exit_code == 0
+    # with chunked prefill on, priced as it was before with the flag left out: the prompt over 4 steps of 1,024 tokens
+    on = _run("estimate", *L8, "--isl", "4096", "--max-num-tokens", "1024", "--backend", "trtllm", "--chunked-prefill", "--json")
+    assert on.exit_code == 0, on.output
+    assert json.loads(on.stdout)["max_num_tokens"] == 1024
 
 
 def test_the_rule_reads_the_launch_options():
@@ -38,6 +43,9 @@ def test_the_rule_reads_the_launch_options():
         check_whole_prompt(off, 4096)
     assert (e.value.field, e.value.value) == ("isl", 4096)
     check_whole_prompt(replace(off, chunked_prefill=True), 4096)
+    assert deployment(m, gpu="h100", num_gpus=1, backend="trtllm", chunked_prefill=True).chunked_prefill is True
+    with pytest.raises(InputError, match="chunked_prefill: 'yes' is not valid; True, False or None"):
+        deployment(m, gpu="h100", num_gpus=1, chunked_prefill="yes")
     # both left at TensorRT-LLM's defaults (8,192 tokens, chunked prefill off): read as a long-context launch, chunked as before
     check_whole_prompt(deployment(m, gpu="h100", num_gpus=1, backend="trtllm"), 16384)
     # Helix: the engine divides the prompt by cp_size (our kvp) before comparing: 4,096 / 4 = 1,024 <= 1,024

@@ -760,17 +760,21 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, spec: str | SpecDecoding | None = None, draft_len: int | None = None,
                acceptance: float | None = None, acceptance_rates: str | tuple | None = None, draft_model: str | None = None,
-               max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None, max_batch: int | None = None) -> Deployment:
+               max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None, max_batch: int | None = None,
+               chunked_prefill: bool | None = None) -> Deployment:
     """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
     leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own; the engine to the GPU
     vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for; `backend=` names it as well).
-    `max_batch`: the engine's batch cap per attention-DP rank (Deployment.max_batch; None: the engine's own). `model` is a ModelSpec
+    `max_batch`: the engine's batch cap per attention-DP rank (Deployment.max_batch; None: the engine's own); `chunked_prefill`:
+    the launch's enable_chunked_prefill (Deployment.chunked_prefill; None: the engine's default). `model` is a ModelSpec
     or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
     if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
         model = get_model(model)
     # each named as this call names it (num_gpus, not the CLI's --gpus: cli.common._deployment says it as the CLI does)
     check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, num_gpus=num_gpus)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
+    if chunked_prefill is not None and not isinstance(chunked_prefill, bool):
+        raise InputError("chunked_prefill", chunked_prefill, "True, False or None (the engine's default)")
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
     n = num_gpus or tp_ * pp_ * adp_ * kvp_
     if n > MAX_GPUS:  # each size bounded, their product too (--attention-dp 65536 --kvp 8 priced 524,288 GPUs)
@@ -786,7 +790,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     check_spec_model(model, sd)
     dep = Deployment(gpu=gpu, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
                      precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu), backend=engine_arg(engine, backend),
-                     spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch)
+                     spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch, chunked_prefill=chunked_prefill)
     check_step_budget(dep)
     return dep
 
@@ -844,7 +848,8 @@ def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
     if per > dep.step_tokens:
         raise InputError(field, int(isl), f"at most max_num_tokens ({dep.step_tokens:,}): {dep.engine.title} without chunked prefill "
                                           f"schedules a prompt whole and refuses a longer one; raise max_num_tokens to "
-                                          f"{math.ceil(per):,} or more, or enable chunked prefill")
+                                          f"{math.ceil(per):,} or more, or turn chunked prefill on (enable_chunked_prefill: "
+                                          "true; estimate --chunked-prefill)")
 
 
 def check_budget_holds(max_num_tokens: int | None, engine, draft_len: int, field: str = "max_num_tokens") -> None:

@@ -167,7 +167,7 @@ class PointDeployment(_Req):
     chunked_prefill: Optional[StrictBool] = Field(None, description="Prompts split over steps (absent: the engine's default).")
     kv_fraction: Optional[Float] = Field(None, gt=0, le=1, description="The share of memory the KV budget takes (absent: the engine's).")
     cuda_graph_max_bs: Optional[Int] = Field(None, ge=0, le=MAX_CONCURRENCY, description="The largest captured decode batch; 0: eager.")
-    piecewise_graphs: StrictBool = Field(False, description="vLLM's piecewise decode graphs.")
+    piecewise_graphs: StrictBool = Field(default=False, description="vLLM's piecewise decode graphs.")
     max_batch: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="The engine's batch cap per attention-DP rank.")
 
 
@@ -235,6 +235,9 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS, description="The engine's token budget per step (--max-num-tokens).")
     cpp: StrictBool = Field(default=False, description="Chunked pipeline parallelism for prefill (--cpp).")
     max_batch: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="The engine's batch cap per attention-DP rank (--max-batch).")
+    chunked_prefill: Optional[StrictBool] = Field(None, description=(
+        "Whether the engine splits a prompt over steps (--chunked-prefill); omitted: the engine's default (TensorRT-LLM off: "
+        "a prompt over a max_num_tokens given is refused, as the engine refuses it)."))
     prefix_hit: Float = Field(0.0, ge=0, lt=1, description="Share of each prompt already in the prefix cache, 0 to <1 (--prefix-hit).")
     gpu_hour_price: Annotated[Optional[Union[Annotated[Float, Field(gt=0)], Literal["bundled"]]], BeforeValidator(_price_form)] = Field(
         None, description="Dollars per GPU-hour, or `bundled` (the cited data/prices.toml): adds $ per million tokens (`cost`). "
@@ -783,7 +786,7 @@ def _hub_model(ref: str, field: str):
 
 
 # the EstimateRequest fields a frontier point's `deployment` record carries itself (PointDeployment): refused beside it
-POINT_OWN = ("replicas", "max_num_tokens", "cpp", "max_batch")
+POINT_OWN = ("replicas", "max_num_tokens", "cpp", "max_batch", "chunked_prefill")
 
 
 def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
@@ -798,7 +801,7 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
     dep = lc.deployment(m, gpu=g, num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
                         activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=_engine(g, req.engine), spec=_speculation(req, m),
-                        max_num_tokens=req.max_num_tokens, cpp=req.cpp, max_batch=req.max_batch)
+                        max_num_tokens=req.max_num_tokens, cpp=req.cpp, max_batch=req.max_batch, chunked_prefill=req.chunked_prefill)
     if req.cuda_graph_max_bs is not None:
         dep = replace(dep, cuda_graph_max_bs=req.cuda_graph_max_bs)
     r = _priced(m, dep, wl, req, profile, breakdown=req.breakdown, replicas=req.replicas)
