@@ -233,7 +233,7 @@ def test_cli_import_of_a_vllm_command_prices_as_estimate(tmp_path):
         assert got[k] == est[k], k
     r = runner.invoke(app, ["import", str(f), "--gpu", "h200"], env={"COLUMNS": "2000"})
     assert r.exit_code == 0 and r.stdout.splitlines()[-1] == (
-        "ignored (not modelled): enable-prefix-caching, host, max-model-len, port, served-model-name")
+        "ignored (not modelled): enable-prefix-caching, host, port, served-model-name")  # max-model-len read: crev #5
     r = runner.invoke(app, ["import", str(f)])
     assert r.exit_code == 2 and r.stderr.strip() == ("error: gpu: missing; serve.sh names no GPU (an engine's configuration "
                                                      "does not): give --gpu, the one it runs on (e.g. --gpu h200)")
@@ -271,8 +271,8 @@ def _trtllm_yaml(chunked: str) -> str:
     ("", 1500, 259.178, 34.5309, 225.935),
     ("enable_chunked_prefill: false\n", 1500, 259.178, 34.5309, 225.935),
     ("enable_chunked_prefill: true\n", 1500, 263.637, 32.0295, 242.909),
-    # a 4,000-token prompt runs chunked or not at all (TensorRT-LLM refuses a prompt past max_num_tokens unchunked): chunked either way
-    ("", 4000, 526.613, 69.0018, 113.011),  # 526.196, 68.9552, 113.088 before the re-fit c7c8c06; 528.333, 69.2077, 112.674 before the re-fit 0db78f4; 502.266, 69.1118, 112.988 before the 2026-12-06 wait split 0d4c090 + re-fit 8ddcbce (TTFT 525.532 at 0d4c090); 487.950, 69.3756, 112.659 before the re-fit 14086fe; 507.999, 69.8297, 111.824 before the re-fit ba3a87f; 508.351, 69.8297, 111.821 before the request cost overlapped the wait; 549.479, 72.4677, 107.627 before the serving re-fit 43e853e; 634.030, 69.8939, 110.961 before b5dd5a5; 534.298, 70.5420, 110.568 before mtf's re-fit 117a840
+    # a 4,000-token prompt runs chunked or not at all: TensorRT-LLM refuses it past max_num_tokens unchunked, and so does
+    # import with the option left out (test_an_unchunked_prompt_over_the_configs_budget_is_refused); chunked, as it was priced  # 526.196, 68.9552, 113.088 before the re-fit c7c8c06; 528.333, 69.2077, 112.674 before the re-fit 0db78f4; 502.266, 69.1118, 112.988 before the 2026-12-06 wait split 0d4c090 + re-fit 8ddcbce (TTFT 525.532 at 0d4c090); 487.950, 69.3756, 112.659 before the re-fit 14086fe; 507.999, 69.8297, 111.824 before the re-fit ba3a87f; 508.351, 69.8297, 111.821 before the request cost overlapped the wait; 549.479, 72.4677, 107.627 before the serving re-fit 43e853e; 634.030, 69.8939, 110.961 before b5dd5a5; 534.298, 70.5420, 110.568 before mtf's re-fit 117a840
     ("enable_chunked_prefill: true\n", 4000, 526.613, 69.0018, 113.011),
 ])
 def test_trtllm_chunked_prefill_reaches_the_estimate(tmp_path, chunked, isl, ttft_ms, tpot_ms, tok_s_gpu):
@@ -284,6 +284,14 @@ def test_trtllm_chunked_prefill_reaches_the_estimate(tmp_path, chunked, isl, ttf
     got = json.loads(r.stdout)
     assert got["ignored"] == [] and got["deployment"].get("chunked_prefill") == {"": None, "enable_chunked_prefill: false\n": False}.get(chunked, True)
     assert (got["ttft_ms"], got["tpot_ms"], got["output_tok_s_per_gpu"]) == pytest.approx((ttft_ms, tpot_ms, tok_s_gpu), rel=1e-5)
+
+
+def test_an_unchunked_prompt_over_the_configs_budget_is_refused(tmp_path):
+    # crev #5: the YAML states max_num_tokens 2,048 and leaves enable_chunked_prefill at TensorRT-LLM's default, off
+    f = tmp_path / "extra_llm_api_options.yaml"
+    f.write_text(_trtllm_yaml(""))
+    r = CliRunner().invoke(app, ["import", str(f), "--gpu", "h200", "--model", "llama-3.1-70b", "--isl", "4000", "--osl", "256"])
+    assert r.exit_code == 2 and r.output.strip().startswith("error: isl: 4000 is not valid; at most max_num_tokens (2,048): ")
 
 
 def test_trtllm_chunked_prefill_is_the_run_flag_and_round_trips():
@@ -689,14 +697,14 @@ def test_vllm_reads_its_human_readable_integers_through_the_cli(flags, field, va
 
 def test_a_vllm_yaml_configs_values_are_read_as_its_parser_reads_their_text(tmp_path, monkeypatch):
     # load_config_file hands each scalar to the parser as str(value) (argparse_utils.py:653-671@0.33.0): 16k is 16,000,
-    # 128k for the unmodelled --max-model-len read (and listed ignored), not refused
+    # 128k for --max-model-len 128,000, read (the 2,048-token requests within it: no longer listed ignored, crev #5)
     monkeypatch.chdir(tmp_path)
     (tmp_path / "c.yaml").write_text("model: meta-llama/Llama-3.1-8B-Instruct\nmax_num_batched_tokens: 16k\n"
                                      "max_model_len: 128k\n")
     r = CliRunner().invoke(app, ["import", "c.yaml", "--gpu", "h100", "--json"])
     assert r.exit_code == 0, r.output
     out = json.loads(r.stdout)
-    assert out["deployment"]["max_num_tokens"] == 16_000 and out["ignored"] == ["max-model-len"]
+    assert out["deployment"]["max_num_tokens"] == 16_000 and out["ignored"] == []
 
 
 @pytest.mark.parametrize("flags, line", [

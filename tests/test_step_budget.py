@@ -53,18 +53,21 @@ def test_64_requests_under_a_32_token_budget_decode_15_at_a_time_the_rest_wait(l
 
 
 def test_estimate_says_the_budget_binds(tmp_path):
-    r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "32", "--concurrency", "64", "--json"])
+    # TensorRT-LLM takes a 1,024-token prompt under a 32-token budget only chunked (it refuses it otherwise: crev #5)
+    r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "32", "--concurrency", "64",
+                                 "--chunked-prefill", "--json"])
     d = json.loads(r.stdout)
     # 32 decode tokens less the prompts arriving: 15 (budget_fill); the memory holds all 64 (fits), 64 - 15 = 49 wait (queued)
     assert (d["max_batch"], d["fits"], d["fits_memory"], d["queued"]) == (15, True, True, 49)
     assert d["over_capacity"] == ("a step of trtllm schedules at most 32 tokens (1 per decoding request and the prompts arriving), "
                                   "so 15 requests decode and the rest wait for whole requests to finish (longer TTFT)")
-    # a launch configuration exported for the same deployment says so too, and per micro-batch under pipeline parallelism
+    # a launch configuration exported for the same deployment says so too (vLLM's, which chunks its prompts: the same
+    # 15 of 64), and per micro-batch under pipeline parallelism
     r = CliRunner().invoke(app, ["export", "llama-3.1-8b", "--gpu", "h100", "--max-num-tokens", "32", "--concurrency", "64",
-                                 "--out", str(tmp_path / "x.yaml"), "--json"])
-    assert json.loads(r.stdout)["over_capacity"] == d["over_capacity"]
+                                 "--backend", "vllm", "--out", str(tmp_path / "x.yaml"), "--json"])
+    assert json.loads(r.stdout)["over_capacity"] == d["over_capacity"].replace("trtllm", "vllm")
     r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--pp", "2", "--max-num-tokens", "32",
-                                 "--concurrency", "128", "--json"])
+                                 "--concurrency", "128", "--chunked-prefill", "--json"])
     assert json.loads(r.stdout)["over_capacity"] == (
         "a step of trtllm schedules at most 32 tokens per pipeline micro-batch (1 per decoding request and the prompts arriving), "
         "so 30 requests decode and the rest wait for whole requests to finish (longer TTFT)")
@@ -145,7 +148,8 @@ def test_evaluate_exposes_the_batch_the_budget_decodes_and_estimate_reads_it():
     assert (small.max_concurrency.item(), small.max_batch.item(), bool(small.budget_binds.item())) == (32, 15, True)
     own = lc.evaluate(m, lc.deployment(m, gpu="h100"), w)
     assert (own.max_concurrency.item(), own.max_batch.item(), bool(own.budget_binds.item())) == (225, 225, False)
-    assert lc.estimate(m, lc.deployment(m, gpu="h100", max_num_tokens=32), w).max_batch == 15
+    # estimate refuses TensorRT-LLM's unchunked 1,024-token prompt over 32 tokens (crev #5): chunked prefill on, the same 15
+    assert lc.estimate(m, lc.deployment(m, gpu="h100", max_num_tokens=32, chunked_prefill=True), w).max_batch == 15
 
 
 def test_at_osl_1_the_budget_message_names_the_prompts_not_a_decode():

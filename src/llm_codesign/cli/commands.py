@@ -260,6 +260,11 @@ def estimate(
         help="The engine's batch cap, requests each attention-DP rank runs at once (TensorRT-LLM max_batch_size, vLLM "
              "--max-num-seqs, SGLang --max-running-requests over its attention-DP ranks; import reads it): requests past it "
              "wait for a slot (longer TTFT). Default: the engine's own limit and the KV cache's."),
+    chunked_prefill: Optional[bool] = typer.Option(
+        None, "--chunked-prefill/--no-chunked-prefill",
+        help="Whether the engine splits a prompt over steps (TensorRT-LLM enable_chunked_prefill; import reads it). Without it, "
+             "TensorRT-LLM refuses a prompt over --max-num-tokens, and so does this. Default: the engine's (TensorRT-LLM off; "
+             "left with its default budget too, a longer prompt is priced chunked)."),
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run
@@ -271,10 +276,10 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
-    if cuda_graph_max_bs is not None or max_batch is not None:
+    if cuda_graph_max_bs is not None or max_batch is not None or chunked_prefill is not None:
         from dataclasses import replace
 
-        dep = replace(dep, cuda_graph_max_bs=cuda_graph_max_bs, max_batch=max_batch)
+        dep = replace(dep, cuda_graph_max_bs=cuda_graph_max_bs, max_batch=max_batch, chunked_prefill=chunked_prefill)
     wl = Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit, arrival=arrival)
     est = run(m, dep, wl, calibration=calibration, breakdown=breakdown)
     if gpu_hour_price is not None:  # explore/pricing.py: the GPU time of serving charged to the tokens

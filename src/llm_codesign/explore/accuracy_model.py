@@ -366,13 +366,6 @@ def model_loss(model, weight_dtype: str | None = None, *, c: dict | None = None,
     return (float(r[0]), float(r[1])) if with_sigma else float(r)
 
 
-def shape_loss(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | None = None):
-    """Proxy loss of explore.design candidate arrays (GQA attention, gated FFN or experts)."""
-    pc = pc or proxy_constants()
-    return loss(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], weight_dtype, c=c, pc=pc,
-                **_shape_arch(cand, pc))
-
-
 def extrapolated(terms: dict, i: int | None = None) -> list[str]:
     """The loss_terms outside their studied ranges (of row `i` for arrays)."""
     pick = (lambda v: float(np.asarray(v).reshape(-1)[i if i is not None else 0]))  # noqa: E731

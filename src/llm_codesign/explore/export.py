@@ -654,6 +654,7 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
     if meta:
         _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
     engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
+    imp = _within_context_limit(imp, isl, osl)
     conc = concurrency or imp.concurrency
     est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration)
     r = est.to_dict()
@@ -663,6 +664,29 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
     return ImportEstimate(path=given, engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
+
+
+# each engine's launch option capping a request's prompt + output tokens, as `import` reads it, and the most isl + osl it
+# serves under a limit n: vLLM n (OpenAIServing._validate_input answers 400 "This model's maximum context length is n tokens.
+# However, you requested ..." past it: vllm/entrypoints/openai/serving_engine.py@7ded96b3), SGLang n - 1 (TokenizerManager.
+# _validate_one_request raises "Requested token count exceeds the model's maximum context length" where max_new_tokens +
+# input >= context_len: python/sglang/srt/managers/tokenizer_manager.py). vLLM's -1 (auto) is the model's own (check_context)
+CONTEXT_LIMIT_OPTIONS = {"vllm": ("max-model-len", 0), "sglang": ("context-length", 1)}
+
+
+def _within_context_limit(imp: Imported, isl: int, osl: int) -> Imported:
+    """`imp` with its context limit read (CONTEXT_LIMIT_OPTIONS: no longer `ignored`), refused in one line where the workload's
+    isl + osl passes it: the engine rejects such a request (HTTP 400), it does not serve it. review crev #5."""
+    opt, margin = CONTEXT_LIMIT_OPTIONS.get(imp.engine, (None, 0))
+    limit = imp.options.get(opt) if opt is not None and hasattr(imp.options, "get") else None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        return imp
+    if int(isl) + int(osl) > limit - margin:
+        typed = getattr(imp.options, "typed", {}).get(opt, opt)
+        raise InputError("isl+osl", int(isl) + int(osl), f"at most {limit - margin:,} under the configuration's {typed} {limit:,}: "
+                                                         f"{imp.engine} rejects a longer request; raise {typed} or price shorter "
+                                                         "requests (--isl, --osl)")
+    return replace(imp, ignored=tuple(k for k in imp.ignored if k != opt))
 
 
 def _refuse_stated(field_: str, shown, given: str, own: str, name: str) -> NoReturn:

@@ -40,6 +40,18 @@ def load_prices(path: str | None = None) -> dict:
             "sources": {k.lower(): v for k, v in sources.items()}}
 
 
+def _same_base(gpu) -> str:
+    """The catalog id a derived GPU (Gpu.base_id: the page's what-if) is priced as, where it is that GPU in every figure
+    (Gpu.figures); "" where it has none or changes one: a price is the product's, not a figure's (review crev #6)."""
+    from llm_codesign.spec.hardware import get_gpu
+
+    base_id = getattr(gpu, "base_id", "")
+    try:
+        return base_id.lower() if base_id and gpu.figures() == get_gpu(base_id).figures() else ""
+    except InputError:  # a base outside the catalog (a TOML's): no bundled price to carry
+        return ""
+
+
 def gpu_hour_price(gpu, price: str | float | None) -> tuple[float, str] | None:
     """(dollars per GPU-hour, where the figure comes from) for `gpu`: `price` is a number, `bundled`
     (data/prices.toml) or a price file's path; None when no price was asked for."""
@@ -57,9 +69,13 @@ def gpu_hour_price(gpu, price: str | float | None) -> tuple[float, str] | None:
     bundled = str(price) == "bundled"
     prices = load_prices(None if bundled else str(price))
     table = prices["usd_per_gpu_hour"]
-    for key in (gpu.id.lower(), *(a.lower() for a in getattr(gpu, "aliases", ()))):
+    base = _same_base(gpu)
+    for key in (gpu.id.lower(), *(a.lower() for a in getattr(gpu, "aliases", ())), *((base,) if base else ())):
         if key in table:
             return table[key], prices["sources"].get(key, prices["source"])
+    if getattr(gpu, "base_id", "") and not base and gpu.base_id.lower() in table:
+        raise InputError("gpu_hour_price", price, f"a number of dollars per GPU-hour: {gpu.id} changes {gpu.base_id}'s figures, and "
+                                                  f"{gpu.base_id}'s price is not its own")
     listed = "the bundled prices cite" if bundled else f"the price file {price} lists"
     raise InputError("gpu_hour_price", gpu.id, f"a GPU {listed} ({', '.join(sorted(table))}), a number of dollars per GPU-hour"
                      + (", or a price file" if bundled else ""))

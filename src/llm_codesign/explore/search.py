@@ -216,7 +216,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, engine=engine, prefix_hit=prefix_hit, arrival=workload.arrival,
                               progress=progress)
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
-    points = tuple(_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine) for j in front)
+    points = tuple(_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine, isl=isl) for j in front)
     points = with_energy(model, cal, points, workload)
     return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=workload, min_gpus=min(space.instance_gpus or (0,)) or None,
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
@@ -363,9 +363,12 @@ def _pool(workers: int):
         yield ex
 
 
-def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, engine: Engine) -> FrontierPoint:
+def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, engine: Engine,
+           isl: int = 0) -> FrontierPoint:
     """Frontier point `j` of the columns `c`: its deployment (its step token budget resolved, as a
-    record rebuilds it), its metrics (checked against the serving invariants) and its precision's accuracy."""
+    record rebuilds it), its metrics (checked against the serving invariants) and its precision's accuracy. An `isl`-token
+    prompt over the engine's default budget where it schedules prompts whole by default (TensorRT-LLM) was priced chunked
+    (spec.plan.states_whole_prompts): the record states chunked prefill on, so that it rebuilds, and launches, as priced."""
     from llm_codesign.explore.accuracy_model import point_accuracy
 
     B, K, plan = len(grid.batches), len(grid.ks), grid.plan
@@ -381,7 +384,8 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
     graphs = point_graphs(engine, np.max(grid.batches), gpu=gpu, plan=sub, k=k)
     one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=engine.name, spec=spec,
                      max_num_tokens=engine.step_tokens(gpu) if budget is None else budget,
-                     cuda_graph_max_bs=None if graphs is None else int(grid.batches[ib]))
+                     cuda_graph_max_bs=None if graphs is None else int(grid.batches[ib]),
+                     chunked_prefill=True if budget is None and not engine.chunks_prefill and isl / sub.kvp > engine.step_tokens(gpu) else None)
     vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")}
     # the frontier is what leaves the search: guarded here, not the whole space (issue 20)
     check_values(f"pareto {model.name} {sub.label()} on {n_inst}x{gpu.id}", vals, floor_s=weight_floor_s(model, one),

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 from llm_codesign.errors import InputError
 from llm_codesign.outputs import write_all
@@ -263,7 +263,3 @@ def stderr_progress(total_tasks: int) -> Callable[[dict], None]:
                   f"{now - t0:.1f} s", file=sys.stderr, flush=True)
 
     return show
-
-
-def as_dicts(tasks: list[Task]) -> list[dict]:
-    return [asdict(t) for t in tasks]

@@ -67,6 +67,7 @@ import numpy as np
 
 from llm_codesign.measure.stats import BAND_NAMES, CONCURRENCY_BANDS
 from llm_codesign.serve.aggregated import DECODE_LAUNCH_RANGE_S, launch_range
+from llm_codesign.spec.plan import accepted_within
 
 METRICS = ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")
 # the column a serving CSV measures each metric in (validate's names)
@@ -1030,7 +1031,8 @@ def ideal(model, dep, batch, *, isl, osl=0.0, accepted=1.0, gpus: int | None = N
     from llm_codesign.cost.roofline import ideal_prefill, ideal_step
     from llm_codesign.spec.precision import executable
 
-    b, acc = max(1.0, float(batch)), float(accepted)
+    # a step credits no more tokens than a request has left (spec.plan.accepted_within): with osl 0 (unknown), as given
+    b, acc = max(1.0, float(batch)), float(accepted) if not osl else float(accepted_within(accepted, osl))
     # each request's KV cache read at the batch's mean context, isl + osl / 2 (as serve.aggregated prices decode: fixroof)
     # one plan's floor (a plan of one-element size arrays gives a one-element array)
     step = float(np.ravel(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc,

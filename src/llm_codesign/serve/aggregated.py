@@ -36,7 +36,7 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS, SchedulerFlags
 from llm_codesign.spec.kinds import DSA, GQA, Attention, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, cached_tokens
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, accepted_within, cached_tokens
 from llm_codesign.spec.precision import Precision
 
 
@@ -87,12 +87,14 @@ def kv_fraction_of(fl: SchedulerFlags, own):
     return own if np.all(np.isnan(fl.kv_fraction)) else np.where(np.isnan(fl.kv_fraction), own, fl.kv_fraction)
 
 
-def draft_lengths(spec: SpecDecoding | None, spec_k=None):
-    """Draft length k and tokens accepted per step; k = 0 (speculation off in a sweep) accepts 1."""
+def draft_lengths(spec: SpecDecoding | None, spec_k=None, osl=None):
+    """Draft length k and tokens accepted per step; k = 0 (speculation off in a sweep) accepts 1. With `osl`, the
+    tokens a step credits a request, no more than it has left to decode (spec.plan.accepted_within)."""
     if spec is None:
         return np.zeros(1), np.ones(1)
     k = np.asarray(spec.k if spec_k is None else spec_k, float)
-    return k, spec.accepted(k.astype(np.int64))
+    acc = spec.accepted(k.astype(np.int64))
+    return k, acc if osl is None else accepted_within(acc, osl)
 
 
 # The fields of a profile a step's kernels read: all but the per-engine ones (BACKEND_KEYED), which only
@@ -751,7 +753,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     C, isl, osl = (np.asarray(x, float) for x in (concurrency, isl, osl))
     cached = cached_tokens(isl, prefix_hit)
     new = isl - cached  # prompt tokens each request prefills
-    k, acc = draft_lengths(spec, at.spec_k)
+    k, acc = draft_lengths(spec, at.spec_k, osl)  # a step credits no more than a request has left (accepted_within)
     mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k)
     mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl,
@@ -789,9 +791,9 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         **_memory_metrics(mem, running), **_budget_batch(engine, mnt, fill=fill, cap=cap, k=k, pp=pp, adp=adp),
         "max_concurrency": cap * adp, "kv_seqs": mem["max_seqs_per_rank"] * adp,  # what runs at once; what the KV cache alone holds
-        # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills: refused for one deployment
-        # (spec.plan.check_step_budget), a search's plan that does so does not fit
-        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1),
+        # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills, nor one whose engine schedules
+        # prompts whole a prompt over it: refused for one deployment (spec.plan.check_step_budget, check_whole_prompt), unfit here
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1) & _prompt_schedules(engine, fl, isl / kvp, mnt, stated=at.max_num_tokens is not None),
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
@@ -940,13 +942,25 @@ def _work_cycle(t_req_pf, *, admitted, osl, t_iter, acc):
     return np.asarray(admitted, float) * t_req_pf + np.maximum(np.asarray(osl, float) - 1.0, 0.0) / acc * t_iter
 
 
+def _prompt_schedules(engine: Engine, flags: SchedulerFlags, prompt, mnt, *, stated: bool):
+    """Whether a `prompt`-token prompt (per KV-parallel rank) is scheduled under a step budget of `mnt`: always where the
+    prompts are chunked (prompt_budget's rule), or where neither the flag nor the budget is `stated` (read as a launch with
+    chunked prefill on: spec.plan.states_whole_prompts), else only within the budget (spec.plan.check_whole_prompt)."""
+    if flags.chunked_prefill is None:
+        chunks = engine.chunks_prefill or not stated
+    else:
+        chunks = np.asarray(flags.chunked_prefill, bool)
+    return chunks | (np.asarray(prompt, float) <= np.asarray(mnt, float))
+
+
 def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS, decode_tokens=0.0):
     """The prompt tokens one step takes under a step budget of `mnt` (per attention-DP rank) for prompts of `new` tokens,
     beside decodes taking `decode_tokens` of it: the budget they leave, never below zero, where the engine splits prompts
     into chunks (Engine.chunks_prefill, or the run's chunked_prefill flag), else the whole prompts that fit it,
     floor(left / new) x new: TensorRT-LLM without chunked prefill schedules a context request whole or stops, so a
     2,524-token budget takes two 1,024-token prompts, not 2.46, and a 9,692-token one a single 8,192-token prompt. A
-    prompt longer than what is left runs only chunked (TensorRT-LLM refuses it otherwise), so it is priced so.
+    prompt longer than what the decodes leave is priced chunked into what they leave (so it was before); one longer
+    than the whole budget TensorRT-LLM refuses: estimate refuses it (spec.plan.check_whole_prompt), a search drops it (`fits`)
 
     The decodes come first: vLLM's Scheduler.schedule takes its RUNNING requests, 1 + draft tokens each, off
     token_budget before any waiting request's prompt, which gets what is left (v1/core/sched/scheduler.py:383-517, 567,

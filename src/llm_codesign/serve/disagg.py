@@ -54,7 +54,7 @@ from llm_codesign.spec.engines import EngineCosts, check_kv_format
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, check_whole_prompt
 from llm_codesign.spec.precision import Precision
 
 # how a prefill instance under attention DP hands requests to its ranks: "balanced" (the instance queues as one:
@@ -163,7 +163,7 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     parts (`iteration_parts`): what serve.energy.disagg_energy and disagg's eager note read."""
     sh = plan.broadcast()
     isl, osl = np.asarray(isl, float), np.asarray(osl, float)
-    k, acc = draft_lengths(spec, spec_k)
+    k, acc = draft_lengths(spec, spec_k, osl)  # no more than a request has left (spec.plan.accepted_within)
     mnt, (budget, own, occupancy) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan, spec=spec,
                                                        draft_len=k)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
@@ -626,6 +626,9 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         raise InputError("concurrency", concurrencies, "positive integers")
     _check_pools(model, prefill, decode, decode_recv_interval, decode_moe_a2a)
     model.check_context(isl, osl)
+    # the prefill pool's engine refuses a prompt over its budget unchunked; the decode pool's requests are generation-only,
+    # which TensorRT-LLM does not check (spec.plan.check_whole_prompt)
+    check_whole_prompt(prefill, isl)
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrency=C, isl=isl, osl=osl,

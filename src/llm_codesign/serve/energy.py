@@ -37,7 +37,9 @@ def _table() -> dict:
 
 
 def _entry(section: dict, gpu: Gpu) -> dict | None:
-    for key in (gpu.id.lower(), *(a.lower() for a in gpu.aliases)):
+    # then the catalog GPU it derives from (Gpu.base_id): the page's what-if keeps the base's TDP (the form has no TDP
+    # field) and board, which is all the idle reading and the node's share per GPU depend on here (review crev #6)
+    for key in (gpu.id.lower(), *(a.lower() for a in gpu.aliases), *((gpu.base_id.lower(),) if gpu.base_id else ())):
         if key in section:
             return section[key]
     return None

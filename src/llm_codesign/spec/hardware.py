@@ -66,10 +66,22 @@ class Gpu:
     # whole scale_up_bandwidth (NVSwitch, a PCIe switch); "mesh", one point-to-point link to each of the domain's other
     # GPUs, each scale_up_bandwidth / (domain - 1) (AMD's 8-GPU xGMI boards; scale_up_link_bytes_per_s)
     scale_up_topology: str = "switch"
+    # the catalog GPU this one is derived from (the page's what-if GPU: web.app._what_if), "" for none: its TDP and board
+    # are the base's, so the bundled power figures carry (serve.energy.board_power), and its price where no figure differs
+    # (explore.pricing.gpu_hour_price, same_figures)
+    base_id: str = ""
 
     def __post_init__(self):
         if not self.memory_bytes > 0:
             object.__setattr__(self, "memory_bytes", self.hbm_bytes)
+
+    def figures(self) -> tuple:
+        """What the cost model reads of the hardware (every figure but names and sources), its FLOP/s rates as the
+        nonzero ones in order: two GPUs alike here price alike."""
+        return (self.vendor, self.arch, self.family, self.sms, self.hbm_bytes, self.memory_bytes, self.hbm_bandwidth_bytes_per_s,
+                self.l2_bytes, self.scale_up_bandwidth_bytes_per_s, self.scale_up_domain, self.scale_out_bandwidth_bytes_per_s,
+                self.tdp_w, tuple(sorted((k, v) for k, v in self.peak_flops if v > 0)), self.tiles, self.smem_bytes_per_bf16_flop,
+                self.block_scale_rate)
 
     def peak(self, math: str) -> float:
         """Dense FLOP/s of a math precision; 0.0 when the tensor cores lack it."""

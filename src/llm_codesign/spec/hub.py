@@ -15,6 +15,8 @@ import json
 import logging
 import os
 import re
+import threading
+from collections import OrderedDict
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,8 +30,16 @@ COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # logging each (file_download.py, utils/_http.py in 2.4): 24 s a look-up with no network. A config.json's
 # HEAD needs well under a second wherever the Hub can be reached at all.
 TIMEOUT_S = 5.0
-# what each look-up answered, a model or the InputError, by (ref, cache, offline, endpoint)
-_LOOKED_UP: dict[tuple, ModelSpec | InputError] = {}
+# what each look-up answered, a model or the InputError, by (ref, cache, offline, endpoint, local_only), the most recent
+# LOOKED_UP_MAX kept (an LRU, as measure.calibrate's temporary profiles): a server asked for many ids stays bounded.
+# A local_only answer (the page's `serve --hub-cache`) is kept with the cache's file it read (_cache_stamp) and only while
+# that file is the one the cache resolves to; a miss is never kept: the operator may download it (review crev #7)
+LOOKED_UP_MAX = 256
+_LOOKED_UP: OrderedDict[tuple, tuple] = OrderedDict()
+_LOOKED_UP_LOCK = threading.Lock()
+# _quiet's callers in flight and the logger level the first of them found (restored by the last: review crev #11)
+_QUIET_LOCK = threading.Lock()
+_QUIET: list = [0, logging.NOTSET]
 
 
 def looks_like_repo(ref: str) -> bool:
@@ -76,14 +86,23 @@ def _request_errors() -> tuple[type[BaseException], ...]:
 @contextmanager
 def _quiet():
     """huggingface_hub's log lines (retries, fallbacks) kept off stderr while we call it: the outcome
-    reaches the user as our one line."""
+    reaches the user as our one line. Counted under a lock, so that look-ups on several threads (the page's
+    requests) silence it from the first's start to the last's end and restore the level the first found; a level
+    saved and restored by each was left silenced for good when two interleaved. A logger's level, not a filter:
+    its child loggers (huggingface_hub.file_download) log through the parent's level, not its filters."""
     log = logging.getLogger("huggingface_hub")
-    level = log.level
-    log.setLevel(logging.ERROR + 1)
+    with _QUIET_LOCK:
+        if _QUIET[0] == 0:
+            _QUIET[1] = log.level
+            log.setLevel(logging.ERROR + 1)
+        _QUIET[0] += 1
     try:
         yield
     finally:
-        log.setLevel(level)
+        with _QUIET_LOCK:
+            _QUIET[0] -= 1
+            if _QUIET[0] == 0:
+                log.setLevel(_QUIET[1])
 
 
 def _fill_hint(repo: str, filename: str) -> str:
@@ -176,8 +195,8 @@ def _read(ref: str, local_only: bool) -> ModelSpec:
 
 def get_hub_model(ref: str, *, local_only: bool = False) -> ModelSpec:
     """A model from its Hugging Face repository's config.json, at a pinned revision. What a look-up
-    answers (the model, or the InputError) is kept for the process, so a run prices one revision and
-    asks an unreachable Hub once. `local_only`: from the local cache's files alone, through no Hub
+    answers (the model, or the InputError) is kept (the LOOKED_UP_MAX most recent), so a run prices one revision and
+    asks an unreachable Hub once; with `local_only`, while the cache resolves to the file it read, and a miss not at all. `local_only`: from the local cache's files alone, through no Hub
     client call (the web page's `serve --hub-cache`): huggingface_hub 1.x+ fetches an agent registry
     from the Hub to build its headers, even for hf_hub_download(local_files_only=True)."""
     try:
@@ -186,13 +205,41 @@ def get_hub_model(ref: str, *, local_only: bool = False) -> ModelSpec:
         raise InputError("model", ref, "a bundled model, a config.json path, or a Hugging Face id with the hub extra installed "
                          "(pip install 'llm-codesign[hub]')") from None
     key = (str(ref), _cache_dir(), _offline(), _endpoint(), local_only)
-    if key not in _LOOKED_UP:
+    stamp = _cache_stamp(ref) if local_only else None
+    with _LOOKED_UP_LOCK:
+        kept = _LOOKED_UP.get(key)
+        if kept is not None and kept[0] == stamp:
+            _LOOKED_UP.move_to_end(key)
+    if kept is None or kept[0] != stamp:
         try:
             with _quiet():
-                _LOOKED_UP[key] = _read(ref, local_only)
+                got = _read(ref, local_only)
         except InputError as e:
-            _LOOKED_UP[key] = e
-    got = _LOOKED_UP[key]
+            got = e
+        if not (local_only and stamp is None):  # a cache miss is asked again: the operator may download it
+            with _LOOKED_UP_LOCK:
+                _LOOKED_UP[key] = (stamp, got)
+                _LOOKED_UP.move_to_end(key)
+                while len(_LOOKED_UP) > LOOKED_UP_MAX:
+                    _LOOKED_UP.popitem(last=False)
+    else:
+        got = kept[1]
     if isinstance(got, InputError):
         raise type(got)(got.field, got.value, got.valid)  # a fresh one (UnsupportedModelError stays one)
     return got
+
+
+def _cache_stamp(ref: str) -> tuple | None:
+    """The config.json the local cache resolves `ref` to (refs/<revision> to a snapshot), with its size and time, or
+    None where it has none: a look-up of a few file stats, which moves when the operator downloads or `main` moves."""
+    from huggingface_hub import try_to_load_from_cache
+
+    repo, _, revision = str(ref).partition("@")
+    found = try_to_load_from_cache(repo, "config.json", cache_dir=_cache_dir(), revision=revision or None)
+    if not isinstance(found, str):
+        return None
+    try:
+        st = Path(found).stat()
+    except OSError:
+        return None
+    return found, st.st_size, st.st_mtime_ns

@@ -268,6 +268,14 @@ class SpecDecoding:
         return cum[np.clip(k, 0, len(cum) - 1)]
 
 
+def accepted_within(accepted, osl):
+    """Tokens a step credits each request: the mean `accepted` (SpecDecoding.accepted), but no more than the OSL - 1 a
+    request decodes after its first token (at least 1): its last step emits only what it has left, and it needs one step
+    at least. At OSL 2 an acceptance of 4 credits 1 token a step, not 4 (review crev #4: TPOT 1.92 ms under a 4.53 ms
+    weight read). A bound: the exact r / E[steps for r tokens] is lower still where a step's acceptance varies."""
+    return np.minimum(np.asarray(accepted, float), np.maximum(np.asarray(osl, float) - 1.0, 1.0))
+
+
 @dataclass(frozen=True)
 class Deployment:
     """One deployment, validated at the edge: it reaches the cost model unchanged."""
@@ -752,17 +760,21 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
                engine: str | None = None, spec: str | SpecDecoding | None = None, draft_len: int | None = None,
                acceptance: float | None = None, acceptance_rates: str | tuple | None = None, draft_model: str | None = None,
-               max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None, max_batch: int | None = None) -> Deployment:
+               max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None, max_batch: int | None = None,
+               chunked_prefill: bool | None = None) -> Deployment:
     """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
     leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own; the engine to the GPU
     vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for; `backend=` names it as well).
-    `max_batch`: the engine's batch cap per attention-DP rank (Deployment.max_batch; None: the engine's own). `model` is a ModelSpec
+    `max_batch`: the engine's batch cap per attention-DP rank (Deployment.max_batch; None: the engine's own); `chunked_prefill`:
+    the launch's enable_chunked_prefill (Deployment.chunked_prefill; None: the engine's default). `model` is a ModelSpec
     or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
     if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
         model = get_model(model)
     # each named as this call names it (num_gpus, not the CLI's --gpus: cli.common._deployment says it as the CLI does)
     check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, num_gpus=num_gpus)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
+    if chunked_prefill is not None and not isinstance(chunked_prefill, bool):
+        raise InputError("chunked_prefill", chunked_prefill, "True, False or None (the engine's default)")
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
     n = num_gpus or tp_ * pp_ * adp_ * kvp_
     if n > MAX_GPUS:  # each size bounded, their product too (--attention-dp 65536 --kvp 8 priced 524,288 GPUs)
@@ -778,7 +790,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     check_spec_model(model, sd)
     dep = Deployment(gpu=gpu, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
                      precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu), backend=engine_arg(engine, backend),
-                     spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch)
+                     spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch, chunked_prefill=chunked_prefill)
     check_runs(dep.engine, dep.gpu, prec=dep.precision, moe=model.is_moe)  # a format whose MoE kernel the engine lacks here
     check_step_budget(dep)
     return dep
@@ -809,6 +821,36 @@ def check_step_budget(dep: Deployment, field: str = "max_num_tokens") -> None:
     if np.min(dep.rank_step_tokens) < 1:
         raise InputError(field, dep.step_tokens, f"at least {adp}: {dep.engine.title} splits a prefill step's budget over its {adp} "
                                                  "attention-DP ranks")
+
+
+def chunks_prompts(dep: Deployment) -> bool:
+    """Whether `dep`'s engine splits a prompt over steps: its launch option (Deployment.chunked_prefill), else the
+    engine's default (Engine.chunks_prefill: TensorRT-LLM's enable_chunked_prefill is off)."""
+    return bool(dep.engine.chunks_prefill if dep.chunked_prefill is None else dep.chunked_prefill)
+
+
+def states_whole_prompts(dep: Deployment) -> bool:
+    """Whether `dep`'s launch schedules prompts whole as it states them: chunked prefill turned off, or left at an engine's
+    default of off with a step budget of its own (max_num_tokens). Left both at TensorRT-LLM's defaults, a prompt over the
+    default budget is read as a launch with chunked prefill on (what TensorRT-LLM's long-context guides set) and priced
+    chunked, as before: the page's and the docs' long-context answers (Helix at 131,072 tokens) name neither option."""
+    return dep.chunked_prefill is False or (dep.chunked_prefill is None and dep.max_num_tokens is not None and not chunks_prompts(dep))
+
+
+def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
+    """Refuse a prompt longer than the step budget where the launch schedules it whole (states_whole_prompts): TensorRT-LLM's
+    LLM API rejects such a request, `if self.args.backend == "pytorch" and not self.args.enable_chunked_prefill and not
+    is_gen_only: ... if max_num_tokens and prompt_len / cp_size + query_len > max_num_tokens: raise ValueError("The sum of
+    prompt length (...) ... should not exceed max_num_tokens")` (NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm.py
+    BaseLLM._check_arguments@4c05a748; the whole prompt, prefix hits included; cp_size: our kvp). review crev #5."""
+    if not states_whole_prompts(dep):
+        return
+    per = int(isl) / int(np.max(dep.plan.kvp))
+    if per > dep.step_tokens:
+        raise InputError(field, int(isl), f"at most max_num_tokens ({dep.step_tokens:,}): {dep.engine.title} without chunked prefill "
+                                          f"schedules a prompt whole and refuses a longer one; raise max_num_tokens to "
+                                          f"{math.ceil(per):,} or more, or turn chunked prefill on (enable_chunked_prefill: "
+                                          "true; estimate --chunked-prefill)")
 
 
 def check_budget_holds(max_num_tokens: int | None, engine, draft_len: int, field: str = "max_num_tokens") -> None:

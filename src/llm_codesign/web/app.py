@@ -134,9 +134,9 @@ class Precisions(_Req):
     kv_dtype: Optional[str] = Field(None, max_length=40)
 
 
-class PointDeployment(BaseModel):
-    """A frontier point's `deployment` record, as /api/pareto returns it (fields it does not name pass through)."""
-    model_config = ConfigDict(extra="allow")
+class PointDeployment(_Req):
+    """A frontier point's `deployment` record, as /api/pareto returns it (explore.frontier.FrontierPoint.record: every key
+    Deployment.to_dict writes, the launch options included); any other key is refused, a typo a 422 naming it (review crev #10)."""
     gpu: Optional[str] = Field(None, max_length=100, description="Replaced by the request's `gpu`.")
     num_gpus: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS,
                                     description="GPUs of one instance (else `instance_gpus`, else the plan's).")
@@ -163,6 +163,12 @@ class PointDeployment(BaseModel):
     replicas: Int = Field(1, ge=1, le=MAX_SERVE_GPUS)
     concurrency_per_instance: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY,
                                                     description="The point's batch (else the request's `concurrency`).")
+    # the launch options a record carries where its deployment states them (Deployment.to_dict; absent: the engine's own)
+    chunked_prefill: Optional[StrictBool] = Field(None, description="Prompts split over steps (absent: the engine's default).")
+    kv_fraction: Optional[Float] = Field(None, gt=0, le=1, description="The share of memory the KV budget takes (absent: the engine's).")
+    cuda_graph_max_bs: Optional[Int] = Field(None, ge=0, le=MAX_CONCURRENCY, description="The largest captured decode batch; 0: eager.")
+    piecewise_graphs: StrictBool = Field(default=False, description="vLLM's piecewise decode graphs.")
+    max_batch: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="The engine's batch cap per attention-DP rank.")
 
 
 class WhatIfGpu(_Req):
@@ -229,6 +235,9 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS, description="The engine's token budget per step (--max-num-tokens).")
     cpp: StrictBool = Field(default=False, description="Chunked pipeline parallelism for prefill (--cpp).")
     max_batch: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="The engine's batch cap per attention-DP rank (--max-batch).")
+    chunked_prefill: Optional[StrictBool] = Field(None, description=(
+        "Whether the engine splits a prompt over steps (--chunked-prefill); omitted: the engine's default (TensorRT-LLM off: "
+        "a prompt over a max_num_tokens given is refused, as the engine refuses it)."))
     prefix_hit: Float = Field(0.0, ge=0, lt=1, description="Share of each prompt already in the prefix cache, 0 to <1 (--prefix-hit).")
     gpu_hour_price: Annotated[Optional[Union[Annotated[Float, Field(gt=0)], Literal["bundled"]]], BeforeValidator(_price_form)] = Field(
         None, description="Dollars per GPU-hour, or `bundled` (the cited data/prices.toml): adds $ per million tokens (`cost`). "
@@ -718,7 +727,8 @@ def _what_if(w: WhatIfGpu):
                    memory_bytes=float(d["memory_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
                    scale_up_bandwidth_bytes_per_s=float(d["scale_up_bandwidth_bytes_per_s"]),
                    scale_up_domain=int(d["scale_up_domain"]), scale_up_topology=d["scale_up_topology"], peak_flops=tuple(sorted(peaks.items())),
-                   fp4_formats=fp4 if "fp4" in peaks else (), sources=(("what_if", f"{base.id} with {changed} (the page's form)"),))
+                   fp4_formats=fp4 if "fp4" in peaks else (), sources=(("what_if", f"{base.id} with {changed} (the page's form)"),),
+                   base_id=base.id)
 
 
 def _registry_valid() -> str:
@@ -778,7 +788,7 @@ def _hub_model(ref: str, field: str):
 
 
 # the EstimateRequest fields a frontier point's `deployment` record carries itself (PointDeployment): refused beside it
-POINT_OWN = ("replicas", "max_num_tokens", "cpp", "max_batch")
+POINT_OWN = ("replicas", "max_num_tokens", "cpp", "max_batch", "chunked_prefill")
 
 
 def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
@@ -793,7 +803,7 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
     dep = lc.deployment(m, gpu=g, num_gpus=req.num_gpus, tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp,
                         attention_dp=req.attention_dp, kvp=req.kvp, weight_dtype=req.weight_dtype,
                         activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype, engine=_engine(g, req.engine), spec=_speculation(req, m),
-                        max_num_tokens=req.max_num_tokens, cpp=req.cpp, max_batch=req.max_batch)
+                        max_num_tokens=req.max_num_tokens, cpp=req.cpp, max_batch=req.max_batch, chunked_prefill=req.chunked_prefill)
     if req.cuda_graph_max_bs is not None:
         dep = replace(dep, cuda_graph_max_bs=req.cuda_graph_max_bs)
     r = _priced(m, dep, wl, req, profile, breakdown=req.breakdown, replicas=req.replicas)
@@ -1176,8 +1186,9 @@ class _Job:
     explore.design call `progress` after each chunk of deployments or shapes): `gone` is set when its
     client leaves, and it may run `budget_s` seconds."""
 
-    def __init__(self, budget_s: float, field: str):
+    def __init__(self, budget_s: float, field: str, advice: str | None = None):
         self.budget_s, self.field = budget_s, field
+        self.advice = advice or f"a smaller {field} (or serve --time-budget)"
         self.deadline = time.monotonic() + budget_s
         self.gone = threading.Event()
 
@@ -1185,8 +1196,24 @@ class _Job:
         if self.gone.is_set():
             raise _Stopped(None, "the client went away: the search was stopped")
         if time.monotonic() > self.deadline:
-            raise _Stopped(self.field, f"{self.field}: a search this large ran past this server's time budget of "
-                           f"{self.budget_s:g} s and was stopped; a smaller {self.field} (or serve --time-budget)")
+            what = "a search this large" if self.advice.startswith("a smaller") else "this pricing"
+            raise _Stopped(self.field, f"{self.field}: {what} ran past this server's time budget of "
+                           f"{self.budget_s:g} s and was stopped; {self.advice}")
+
+
+# estimate and disagg price one plan (disagg at most 32 concurrency rows): no progress calls inside to stop them at, so
+# their budget is checked as they start (a client gone while queued) and as they end (an answer past the budget is a
+# 503, as a search's). Measured on this repo's 2-core machine: 1.3 s for the first estimate (its tables load), 0.07-0.3 s
+# after, disagg's 32 rows 0.11 s: only a budget under about a second stops one (review crev #8)
+PRICED_ADVICE = "serve --time-budget (an estimate's first call loads its tables: about a second)"
+
+
+def _within_budget(job: _Job, work):
+    """`work()`'s answer, `job` checked before and after it (PRICED_ADVICE)."""
+    job.check()
+    out = work()
+    job.check()
+    return out
 
 
 class _Slots:
@@ -1283,7 +1310,8 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
     for loopback, so another site's page cannot reach the API through DNS rebinding; `*` answers
     any); None answers any. `hub_cache`: models the registry lacks are read from the local Hugging
     Face cache (never downloaded). At most `max_busy` searches (pareto, design, estimate, disagg) run at
-    once, a further one a 429; each is stopped past `time_budget_s` seconds, or when its client leaves."""
+    once, a further one a 429; each is stopped past `time_budget_s` seconds, or when its client leaves (a search at
+    its next progress call, estimate and disagg as they start and end: _within_budget), a 503."""
     from fastapi import FastAPI, Header, Request
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import HTMLResponse, JSONResponse, StreamingResponse
@@ -1311,12 +1339,12 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
                                       f"retry in {RETRY_AFTER_S} s", "field": None},
                             status_code=429, headers={"Retry-After": str(RETRY_AFTER_S)})
 
-    async def guarded(request: Request, field: str, work):
+    async def guarded(request: Request, field: str, work, advice: str | None = None):
         """`work(job)` on a worker thread, counted against max_busy, stopped (at its next progress
-        call) when its client leaves or past the time budget."""
+        call) when its client leaves or past the time budget (`advice`: what the 503 suggests)."""
         if not slots.take():
             return busy()
-        job = _Job(time_budget_s, field)
+        job = _Job(time_budget_s, field, advice)
 
         async def watch():  # the request's channel carries http.disconnect once the client is gone
             while (await request.receive())["type"] != "http.disconnect":
@@ -1401,11 +1429,13 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
     # search does not block the page's other calls
     @app.post("/api/estimate", response_model=Estimate, responses=searched)
     async def estimate(req: EstimateRequest, request: Request):
-        return await guarded(request, "body", lambda job: _estimate(req, hub_cache=hub_cache))
+        return await guarded(request, "body", lambda job: _within_budget(job, lambda: _estimate(req, hub_cache=hub_cache)),
+                             advice=PRICED_ADVICE)
 
     @app.post("/api/disagg", response_model=DisaggResponse, responses=searched)
     async def disagg(req: DisaggRequest, request: Request):
-        return await guarded(request, "body", lambda job: _disagg(req, hub_cache=hub_cache))
+        return await guarded(request, "body", lambda job: _within_budget(job, lambda: _disagg(req, hub_cache=hub_cache)),
+                             advice=PRICED_ADVICE)
 
     @app.post("/api/pareto", response_model=ParetoResponse, responses=searched)
     async def pareto(req: ParetoRequest, request: Request):

@@ -1,0 +1,94 @@
+"""Review crev #5: a request the engine refuses is refused here too, in one line, not priced as if served. TensorRT-LLM
+without chunked prefill rejects a prompt over max_num_tokens (tensorrt_llm/llmapi/llm.py BaseLLM._check_arguments
+@4c05a748); vLLM rejects isl + osl over --max-model-len, SGLang at or over --context-length (explore.export
+CONTEXT_LIMIT_OPTIONS)."""
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from llm_codesign.cli import app
+from llm_codesign.errors import InputError
+from llm_codesign.serve.metrics import evaluate
+from llm_codesign.spec.plan import Workload, check_whole_prompt, deployment
+from llm_codesign.spec.registry import get_model
+
+L8 = ["llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--osl", "256", "--concurrency", "8"]
+TRT_LINE = ("isl: 4096 is not valid; at most max_num_tokens (1,024): TensorRT-LLM without chunked prefill schedules a prompt "
+            "whole and refuses a longer one; raise max_num_tokens to 4,096 or more, or turn chunked prefill on "
+            "(enable_chunked_prefill: true; estimate --chunked-prefill)")
+
+
+def _run(*args):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_tensorrt_llm_refuses_an_unchunked_prompt_over_its_stated_budget():
+    r = _run("estimate", *L8, "--isl", "4096", "--max-num-tokens", "1024", "--backend", "trtllm")
+    assert r.exit_code == 2 and r.output.strip() == "error: " + TRT_LINE
+    # the engine's check is prompt_len > max_num_tokens: 1,024 tokens under 1,024 are scheduled, and priced
+    assert _run("estimate", *L8, "--isl", "1024", "--max-num-tokens", "1024", "--backend", "trtllm", "--json").exit_code == 0
+    # with chunked prefill on, priced as it was before with the flag left out: the prompt over 4 steps of 1,024 tokens
+    on = _run("estimate", *L8, "--isl", "4096", "--max-num-tokens", "1024", "--backend", "trtllm", "--chunked-prefill", "--json")
+    assert on.exit_code == 0, on.output
+    assert json.loads(on.stdout)["max_num_tokens"] == 1024
+
+
+def test_the_rule_reads_the_launch_options():
+    m = get_model("llama-3.1-8b")
+    off = deployment(m, gpu="h100", num_gpus=1, backend="trtllm", max_num_tokens=1024)
+    with pytest.raises(InputError) as e:
+        check_whole_prompt(off, 4096)
+    assert (e.value.field, e.value.value) == ("isl", 4096)
+    check_whole_prompt(replace(off, chunked_prefill=True), 4096)
+    assert deployment(m, gpu="h100", num_gpus=1, backend="trtllm", chunked_prefill=True).chunked_prefill is True
+    with pytest.raises(InputError, match="chunked_prefill: 'yes' is not valid; True, False or None"):
+        deployment(m, gpu="h100", num_gpus=1, chunked_prefill="yes")
+    # both left at TensorRT-LLM's defaults (8,192 tokens, chunked prefill off): read as a long-context launch, chunked as before
+    check_whole_prompt(deployment(m, gpu="h100", num_gpus=1, backend="trtllm"), 16384)
+    # Helix: the engine divides the prompt by cp_size (our kvp) before comparing: 4,096 / 4 = 1,024 <= 1,024
+    helix = deployment(get_model("deepseek-r1"), gpu="gb200", num_gpus=16, tp=4, kvp=4, ep=16, backend="trtllm", max_num_tokens=1024)
+    check_whole_prompt(helix, 4096)
+    with pytest.raises(InputError, match="raise max_num_tokens to 1,025 or more"):
+        check_whole_prompt(helix, 4100)  # 4,100 / 4 = 1,025
+    # vLLM chunks its prompts by default: no refusal at any length under its budget
+    check_whole_prompt(deployment(m, gpu="h100", num_gpus=1, backend="vllm", max_num_tokens=1024), 4096)
+
+
+def test_a_search_drops_the_cells_the_engine_refuses():
+    m = get_model("llama-3.1-8b")
+    stated = deployment(m, gpu="h100", num_gpus=1, backend="trtllm", max_num_tokens=1024)
+    chunked = replace(stated, chunked_prefill=True)
+    assert not bool(np.all(evaluate(m, stated, Workload(4096, 256, 8)).fits))
+    assert bool(np.all(evaluate(m, stated, Workload(1024, 256, 8)).fits))
+    assert bool(np.all(evaluate(m, chunked, Workload(4096, 256, 8)).fits))
+
+
+def test_import_refuses_a_config_that_turns_chunked_prefill_off(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tr.yaml").write_text("max_num_tokens: 1024\nenable_chunked_prefill: false\n")
+    r = _run("import", "trtllm-serve meta-llama/Llama-3.1-8B-Instruct --max_num_tokens 1024 --extra_llm_api_options tr.yaml",
+             "--gpu", "h100", "--isl", "4096", "--osl", "256", "--concurrency", "8")
+    assert r.exit_code == 2 and r.output.strip() == "error: " + TRT_LINE
+
+
+@pytest.mark.parametrize("line, limit, most", [
+    # vLLM: isl + osl up to max_model_len; SGLang: below context_length (max_new_tokens + input >= context_len refused)
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len {n}", "max-model-len", 0),
+    ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --context-length {n}", "context-length", 1),
+])
+def test_import_refuses_requests_over_the_context_limit(line, limit, most):
+    args = ("--gpu", "h100", "--isl", "4096", "--osl", "256", "--concurrency", "8", "--json")
+    r = _run("import", line.format(n=512), *args[:-1])
+    assert r.exit_code == 2
+    assert r.output.strip() == (f"error: isl+osl: 4352 is not valid; at most {512 - most} under the configuration's {limit} 512: "
+                                f"{line.split()[0] if most == 0 else 'sglang'} rejects a longer request; raise {limit} or price "
+                                "shorter requests (--isl, --osl)")
+    # 4,096 + 256 = 4,352 tokens: vLLM serves them under 4,352, SGLang needs 4,353; read, so no longer `ignored`
+    ok = _run("import", line.format(n=4352 + most), *args)
+    assert ok.exit_code == 0, ok.output
+    assert limit not in json.loads(ok.stdout)["ignored"]
+    if most:
+        assert _run("import", line.format(n=4352), *args).exit_code == 2
