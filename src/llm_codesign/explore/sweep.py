@@ -17,10 +17,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 
 from llm_codesign.errors import InputError
+from llm_codesign.measure.intervals import METRICS  # the metrics a row carries bounds of: the frontier's, one definition
 from llm_codesign.outputs import write_all
 
-# the metrics a row carries, each with its intervals (the frontier's, explore.frontier._metrics)
-METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
 # the columns of a sweep's rows, in order (Parquet schema: see _schema)
 COLUMNS = (
     ("task", "int64"), ("model", "string"), ("gpu", "string"), ("num_gpus", "int64"), ("backend", "string"), ("isl", "int64"),
