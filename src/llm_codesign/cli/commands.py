@@ -809,6 +809,8 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {said.get(rows[0][i], rows[0][i])}" for i in shared),
                       highlight=False)
         _print_frontier_footers(con, fr)
+        for line in r.get("not_searched", ()):  # a default format left out: its accuracy is unmeasured (search.not_searched)
+            con.print(f"note: {line}", highlight=False)
         if not fr:  # one comparison of several is empty (all of them empty is refused above)
             con.print("[yellow]no deployment meets the SLO filters[/yellow]" if r.get("fitting") else
                       f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "

@@ -476,7 +476,9 @@ function frontierTable(series) {
           rows, (k) => selectPoint(...index[k])),
     // render/intervals.py capped_footnote: a printed bound stopped at the ideal step says so, as the CLI's tables do
     ...(rows.some((r) => r[11].endsWith("*")) ? [el("div", `bounds capped: tok/s/GPU 80% marked *: ${CAPPED_TEXT}.`, "hint")] : []),
-    ...hints([unpredictableFootnote(series.flatMap((s) => s.frontier.map((p) => p.intervals)), Object.keys(LABELS))]));
+    ...hints([unpredictableFootnote(series.flatMap((s) => s.frontier.map((p) => p.intervals)), Object.keys(LABELS))]),
+    // a default format left out (its accuracy unmeasured: explore/search.py not_searched), as the CLI's "note:" line says it
+    ...hints([...new Set(series.flatMap((s) => s.not_searched || []))].map((x) => `note: ${x}`)));
   const trs = box.querySelectorAll("tbody tr");
   index.forEach(([i, j], k) => { trs[k].dataset.sel = `${i}:${j}`; });
 }
