@@ -211,15 +211,16 @@ def roofline(
 
 
 def _queue_text(r: dict) -> str:
-    """' (28.8 s of it queue: 3 cohorts of 9.6 s)' where requests wait for a slot (Estimate.queue), so that the wait the
-    batch cap sets reads apart from the run-to-run spread of the intervals after it (newc7 #7)."""
+    """' (28.8 s of it queue: 3 cohorts of 9.6 s, which the bands include)' where requests wait for a slot (Estimate.queue),
+    so that the wait the batch cap sets reads apart (newc7 #7); the intervals after it cover the TTFT as quoted, the queue
+    at TPOT's spread (measure.intervals.with_queue)."""
     from llm_codesign.render.intervals import duration
 
     q = r.get("queue")
     if not q:
         return ""
     n = q["cohorts"]
-    return f" ({duration(q['ttft_ms'])} of it queue: {n:.3g} cohort{'s' if n != 1 else ''} of {duration(q['cycle_ms'])})"
+    return f" ({duration(q['ttft_ms'])} of it queue: {n:.3g} cohort{'s' if n != 1 else ''} of {duration(q['cycle_ms'])}, which the bands include)"
 
 
 def _rank_share(r: dict) -> str:

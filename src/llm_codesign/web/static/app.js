@@ -386,7 +386,7 @@ function metricRows(e) {
   const one = e.osl <= 1, na = "n/a (one output token)";
   // the slot wait's share of TTFT where requests queue (the CLI's _queue_text, serve/estimate.py _queue)
   const q = e.queue ? ` (${durValue("ttft_ms", e.queue.ttft_ms)} of it queue: ${+e.queue.cohorts.toPrecision(3)} cohort`
-    + `${e.queue.cohorts === 1 ? "" : "s"} of ${durValue("ttft_ms", e.queue.cycle_ms)})` : "";
+    + `${e.queue.cohorts === 1 ? "" : "s"} of ${durValue("ttft_ms", e.queue.cycle_ms)}, which the bands include)` : "";
   return [["TTFT", durValue("ttft_ms", e.ttft_ms) + q + iv("ttft_ms")], ...(e.arrival_text ? [["arrival", e.arrival_text]] : []),
     ["TPOT", one ? na : durValue("tpot_ms", e.tpot_ms) + iv("tpot_ms")],
     ["tokens/s per user", one ? na : fix(e.tok_s_per_user, 1) + iv("tok_s_per_user")],
