@@ -816,6 +816,17 @@ class _ServingFit:
         return out
 
 
+def _serving_report(fit: _ServingFit, best: float, start_loss: float, start_bias: dict, *, converged: bool, gain: float) -> dict:
+    """fit_serving's report (as fit_kind's, for `doubtful`): "rows" are those fitted on (fit.rows; a row validate rejects
+    is skipped), not the file's; the values on a limit of their range and what they mean (limit_notes)."""
+    out = {"kind": "serving", "family": "default", "rows": len(fit.rows), "loss": best, "start_loss": start_loss,
+           "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
+           "at_bounds": fit.at_bounds(best), "converged": converged, "gain": gain, "fitted": list(fit.state), "held": list(fit.held),
+           "scope": fit.scope(), "start_bias": start_bias, "on_limits": fit.on_limits(), "values": {k: v[0] for k, v in fit.state.items()},
+           "band_bias": fit.band_bias()}
+    return out | {"limits": limit_notes(out)}
+
+
 def serving_trials(rows: list[dict], rounds: int = 8, *, warm: bool = False) -> int:
     """The most steps fit_serving tries on `rows` (its cycles all run: the polish may stop sooner);
     `warm`: from a given start, the median cycles only."""
@@ -878,13 +889,8 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                 break
         progress(total, total) if progress else None  # the polish cycles it did not need
         fit.keep_documented()
-        if report is not None:  # "rows": those fitted on (fit.rows; a row validate rejects is skipped), not the file's
-            report.update({"kind": "serving", "family": "default", "rows": len(fit.rows), "loss": best, "start_loss": start_loss,
-                           "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
-                           "at_bounds": fit.at_bounds(best), "converged": converged, "gain": prev - best if POLISH_CYCLES else 0.0,
-                           "fitted": list(fit.state), "held": list(fit.held), "scope": fit.scope(), "start_bias": start_bias,
-                           "on_limits": fit.on_limits(), "values": {k: v[0] for k, v in fit.state.items()}, "band_bias": fit.band_bias()})
-            report["limits"] = limit_notes(report)
+        if report is not None:
+            report.update(_serving_report(fit, best, start_loss, start_bias, converged=converged, gain=prev - best if POLISH_CYCLES else 0.0))
     return {fam: fit.apply(c) for fam, c in fams.items()}, {**fit.fitted(), "loss": best}
 
 
