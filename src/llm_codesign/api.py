@@ -184,7 +184,9 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs, as
     `llm-codesign pareto` searches it (the same SearchSpace.build): fixed sizes (`tp=8`, ...) narrow the
     plans, `instance_gpus` the instance sizes (the CLI's `--gpus 8-72` is `num_gpus=72, instance_gpus=tuple(range(8, 73))`),
-    precisions default to the checkpoint's own plus the formats the GPU runs natively, with `spec` draft lengths 1..5 (or `draft_len`; `draft_model`: the draft of `spec="draft"`) beside none, `step_tokens`
+    precisions default to the checkpoint's own plus the formats the GPU runs natively, less a format whose accuracy on
+    the checkpoint nothing measures (DeepSeek-R1's per-tensor FP8: `weight_dtype` names it; the Frontier's
+    `not_searched` says it was left out), with `spec` draft lengths 1..5 (or `draft_len`; `draft_model`: the draft of `spec="draft"`) beside none, `step_tokens`
     searches step budgets too (the CLI's `--max-num-tokens-grid`);
     `workload` gives the lengths, the prefix cache's hit share and how requests arrive (`arrival`; no concurrency: every load is searched), `min_tps_user`/`max_ttft_ms` filter
     by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
