@@ -720,3 +720,21 @@ def test_the_pages_frontier_marks_values_not_predictable_here():
     # render.intervals.unpredictable_footnote's line: TTFT at 1 of the 2 points, its 95% spanning x30
     assert got["hints"] == ["?: not predictable here: its 95% interval spans more than x20 (TTFT at 1 of 2 points shown, x30); "
                             "span95 and predictable of each in the JSON"]
+
+
+def test_pareto_says_alike_everywhere_which_default_format_it_left_out(client):
+    # uxleft2: DeepSeek-R1's per-tensor fp8 (unmeasured on its block-FP8 checkpoint, lead 2026-12-07 #3) is not searched
+    # by default; the page's API, lc.pareto and pareto --json carry the one line that says so, and name it to search it
+    body = {"model": "deepseek-r1", "gpus": ["h200"], "num_gpus": 8, "isl": 1024, "osl": 1024}
+    s = client.post("/api/pareto", json=body).json()["series"][0]
+    f = lc.pareto("deepseek-r1", "h200", num_gpus=8, workload=lc.Workload(isl=1024, osl=1024))
+    want = _cli_json("pareto", "deepseek-r1", "--gpu", "h200", "--gpus", "8")
+    assert s["not_searched"] == list(f.not_searched) == want["not_searched"] and len(s["not_searched"]) == 1
+    assert s["not_searched"][0].startswith("W fp8 not searched: a per-tensor re-quantisation of the fp8_block checkpoint")
+    # its points: the checkpoint's block FP8 weights, with the FP8 KV cache the default offered beside per-tensor FP8
+    assert {(p["deployment"]["weight_dtype"], p["deployment"]["kv_dtype"]) for p in s["frontier"]} <= {("fp8_block", "fp8"), ("fp8_block", "bf16")}
+    named = client.post("/api/pareto", json=body | {"weight_dtype": "fp8", "kv_dtype": "fp8"}).json()["series"][0]
+    assert "not_searched" not in named and {p["deployment"]["weight_dtype"] for p in named["frontier"]} == {"fp8"}
+    # the page prints the line beneath its frontier table, as the CLI's "note:"
+    js = resources.files("llm_codesign").joinpath("web/static/app.js").read_text()
+    assert "s.not_searched || []" in js and "`note: ${x}`" in js

@@ -315,3 +315,32 @@ def test_what_binds_describes_design_1_where_it_is_not_the_fastest_row(monkeypat
     assert r["designs"][0]["shape"]["experts"] == 64 and r["designs"][0]["objective"] == pytest.approx(64 + 8e-6)
     assert [(b["kind"], b["axis"], b["side"], b["value"]) for b in r["binds"]] == [
         ("grid edge", "top_k", "max", 8), ("grid edge", "shared", "min", 0)]
+
+
+def test_binds_step_from_design_1s_own_values(tmp_path):
+    """newc7 #13: a Mistral-Nemo-12B baseline (head_dim 128 set, hidden/heads 5120/32 = 160) read "binds: quality:
+    head_dim -> 128" beside rows that all had head_dim 128. Each neighbour now says the value it steps from, design 1's own,
+    and is said only where the step changes design 1's shape; each grid edge said is one design 1 sits on."""
+    from conftest import cli
+
+    cfg = {"architectures": ["MistralForCausalLM"], "model_type": "mistral", "hidden_size": 5120, "num_hidden_layers": 40,
+           "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 14336, "vocab_size": 131072,
+           "max_position_embeddings": 1024000, "tie_word_embeddings": False, "torch_dtype": "bfloat16", "hidden_act": "silu"}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    code, out, _ = cli("design", "--params", "12e9", "--baseline", str(tmp_path / "config.json"), "--gpu", "h100", "--gpus", "8",
+                       "--top", "3", "--json")
+    assert code == 0
+    r = json.loads(out)
+    s = r["designs"][0]["shape"]
+    # design 1's value on each axis: head_dim its own (hidden / heads), the FFN ratio its width over its hidden
+    own = {"hidden": s["hidden"], "layers": s["layers"], "kv_heads": s["kv_heads"], "head_dim": s["head_dim"], "ffn_ratio": s["inter"] / s["hidden"]}
+    assert s["head_dim"] == s["hidden"] // s["heads"]
+    steps = [b for b in r["binds"] if b["kind"] != "grid edge"]
+    assert steps and all(b["from"] == pytest.approx(own[b["axis"]]) and b["to"] != b["from"] for b in steps)
+    assert all(b["value"] == pytest.approx(own[b["axis"]]) for b in r["binds"] if b["kind"] == "grid edge")
+    from llm_codesign.render.design_lines import bind_text
+
+    assert bind_text({"kind": "quality", "axis": "head_dim", "from": 128, "to": 64, "gain_pct": 36.6, "why": "proxy loss +0.0110"}) == (
+        "quality: head_dim 128 -> 64 would gain +36.6% but proxy loss +0.0110")
+    assert bind_text({"kind": "grid edge", "axis": "ffn_ratio", "side": "max", "value": 7.5, "why": "no shape in the budget"}) == (
+        "ffn_ratio max 7.5 is a real limit, no shape in the budget")

@@ -200,3 +200,27 @@ def test_tensorrt_llm_has_no_block_fp8_moe_on_ada():
     m, g = get_model("qwen3-30b-a3b"), get_gpu("l40s")
     with pytest.raises(InputError, match="no block-FP8 grouped GEMM on Ada"):
         search(m, g, calibration_for(g), SearchSpace(2, precisions=(fp8b,)), isl=1024, osl=1024)
+
+
+def test_export_refuses_a_plan_with_estimates_and_the_engines_rule_not_its_own():
+    """uxleft2: the exporters' own plan refusals (field "engine", "export this plan for another engine") duplicated
+    Engine.runs_plans; they are gone and export applies estimate's check, under which Deployment holds the engine's rule."""
+    from llm_codesign.explore.export_engines import base
+
+    r1, h200 = get_model("deepseek-r1"), get_gpu("h200")
+    assert not hasattr(base, "refuse")
+    # vLLM TP2 EP8 on 8 GPUs: attention 2 x 1 x 1 = 2 GPUs, experts 8 x 1 = 8; Deployment leaves sides that disagree to
+    # estimate, so it builds, and export refuses it as estimate does, with the plans that agree (EP 2 over the 2, or DP 8 / 2 = 4)
+    dep = Deployment(gpu=h200, num_gpus=8, plan=Plan(2, 1, 8, 1, 1, 1), precision=Precision.of("fp8"), backend="vllm")
+    with pytest.raises(InputError) as e:
+        export_config(r1, dep, engine="vllm", concurrency=8)
+    assert e.value.field == "deployment" and e.value.value == "TP2 EP8 on 8 GPUs"
+    assert str(e.value).endswith("plans that agree: TP2 EP2 on 2 GPUs (ep 2) or DP4xTP2 EP8 on 8 GPUs (attention_dp 4)")
+    # TensorRT-LLM DP4xTP2 EP4: attention 2 x 4 = 8 GPUs, experts 4; both plans that agree (EP 8 / 1 = 8 over the 8: DP4xTP2
+    # EP8; attention DP 4 / 2 = 2 over the 4: DP2xTP2 EP4) are DP x TP, which TensorRT-LLM does not launch: none is offered
+    dep = Deployment(gpu=h200, num_gpus=8, plan=Plan(2, 1, 4, 1, 4, 1), precision=Precision.of("fp8"), backend="trtllm")
+    with pytest.raises(InputError, match=r"the MoE side 4 \(ep\*moe_tp\*pp\)$"):
+        export_config(r1, dep, engine="trtllm", concurrency=8)
+    # a whole plan the engine does not launch never reaches an exporter: Deployment refuses it with the engine's words
+    with pytest.raises(InputError, match=r"plan: 'DP4xTP2 EP8' is not valid; a plan TensorRT-LLM launches .* nearest is DP8xTP1 EP8"):
+        Deployment(gpu=h200, num_gpus=8, plan=Plan(2, 1, 8, 1, 4, 1), precision=Precision.of("fp8"), backend="trtllm")

@@ -199,3 +199,17 @@ def test_a_format_the_engine_refuses_on_one_gpu_empties_that_cell_only(tmp_path)
     t = json.loads(r.stdout)
     assert t["rows"] > 0 and out.exists() and len(t["refused"]) == 1
     assert t["refused"][0].startswith("a100 trtllm fp8: weight_dtype: 'fp8' is not valid; a format TensorRT-LLM runs on A100")
+
+
+def test_a_sweeps_metrics_are_the_intervals_ones():
+    # uxleft2: one definition of the metrics that carry bounds; the Parquet's band columns follow measure.intervals.METRICS
+    # in its order (ttft, tpot, tok/s/user, tok/s/GPU), 4 bounds each = 16 float columns then 4 predictable flags
+    from llm_codesign.explore import sweep
+    from llm_codesign.measure import intervals
+
+    assert sweep.METRICS is intervals.METRICS
+    names = [c for c, _ in sweep.COLUMNS]
+    start = names.index("ttft_ms_lo80")
+    assert names[start:start + 20] == [f"{m}_{e}" for m in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")
+                                       for e in ("lo80", "hi80", "lo95", "hi95")] + [
+        "ttft_ms_predictable", "tpot_ms_predictable", "tok_s_per_user_predictable", "output_tok_s_per_gpu_predictable"]

@@ -157,7 +157,9 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
                             **({} if r.eager_decode is None or w.osl <= 1 else
                                {"eager": r.eager_decode.moves, "eager_ttft": r.eager_decode.ttft_moves,
                                 "eager_piecewise": r.eager_decode.piecewise}))
-    values = {"ttft_ms": r.ttft_s * 1e3, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
+    # TTFT's band about the TTFT once a request runs (what the runs measured), its queue added after (intervals.with_queue)
+    queue_ms = r.queue["ttft_ms"] if r.queue else 0.0
+    values = {"ttft_ms": r.ttft_s * 1e3 - queue_ms, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
               "output_tok_s_per_gpu": r.output_tok_s_per_gpu}
     bands = intervals.bands(values, ctx, table=intervals.table_for(_ref(calibration), gpu=dep.gpu))
     # no rate's bound above what the GPUs allow at the batch that runs, no TPOT's below its ideal step, no TTFT's below
@@ -165,6 +167,8 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     # here so that to_dict, --json, the web page and the table carry one band
     batch = running or r.max_batch
     bands = intervals.capped(bands, values, intervals.ideal(m, dep, batch, isl=w.isl, osl=w.osl, accepted=r.accepted_per_step))
+    if queue_ms and "ttft_ms" in bands:  # the band covers the TTFT as quoted, queue included (newc7 #7)
+        bands["ttft_ms"] = intervals.with_queue(bands["ttft_ms"], values["ttft_ms"], queue_ms, bands.get("tpot_ms"), values["tpot_ms"])
     # the third dimension: published where known, else the proxy
     return replace(r, accuracy=accuracy_of(m, dep.precision), intervals=bands)
 
@@ -180,7 +184,9 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     """The frontier over every valid plan x batch x precision (x draft length) on `num_gpus` GPUs, as
     `llm-codesign pareto` searches it (the same SearchSpace.build): fixed sizes (`tp=8`, ...) narrow the
     plans, `instance_gpus` the instance sizes (the CLI's `--gpus 8-72` is `num_gpus=72, instance_gpus=tuple(range(8, 73))`),
-    precisions default to the checkpoint's own plus the formats the GPU runs natively, with `spec` draft lengths 1..5 (or `draft_len`; `draft_model`: the draft of `spec="draft"`) beside none, `step_tokens`
+    precisions default to the checkpoint's own plus the formats the GPU runs natively, less a format whose accuracy on
+    the checkpoint nothing measures (DeepSeek-R1's per-tensor FP8: `weight_dtype` names it; the Frontier's
+    `not_searched` says it was left out), with `spec` draft lengths 1..5 (or `draft_len`; `draft_model`: the draft of `spec="draft"`) beside none, `step_tokens`
     searches step budgets too (the CLI's `--max-num-tokens-grid`);
     `workload` gives the lengths, the prefix cache's hit share and how requests arrive (`arrival`; no concurrency: every load is searched), `min_tps_user`/`max_ttft_ms` filter
     by SLO and `max_accuracy_drop` (%) keeps the precisions known to lose at most that much. `engine` defaults
@@ -435,8 +441,9 @@ def calibrate(*, kernels: str | list[str] | None = None, serving: str | None = N
     fit_profile, one code path): `kernels` kernel CSVs (or bundled tables' names, e.g. "hopper/comm"), `serving` a
     serving CSV in the canonical columns (or a bundled one's name; `clean`: its clean form, `hold_out`: models left out
     of the fit), fitted from `calibration` (a profile; default the bundled fit). A fit whose error is not a finite
-    figure is refused, and one worse than its start, on a bound of its range or unconverged unless `force`, as the
-    CLI refuses them. Returns the `Profile` (its TOML `text`, each fit's `report`; the serving report's `scope` names
+    figure is refused, and one worse than its start, on a bound of its range, unconverged or with every host cost of an
+    engine at its floor (the error lies in what the serving fit cannot move) unless `force`, as the CLI refuses them; the
+    serving report's `limits` say each fitted value on a limit of its range and what it means. Returns the `Profile` (its TOML `text`, each fit's `report`; the serving report's `scope` names
     the GPU families each fitted value is written for, those its runs were on, and no other family's answers move),
     written to `output` only where given; pass it as `calibration=` to any function here. `progress(done, total)` is called as the fits go."""
     from llm_codesign.measure.calibrate import fit_profile

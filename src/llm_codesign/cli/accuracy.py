@@ -191,7 +191,7 @@ def calibrate(
     calibration: Optional[str] = O_CAL,
 ):
     """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
-    from llm_codesign.measure.calibrate import SERVING_BOUNDS, fit_profile, scope_words, serving_words
+    from llm_codesign.measure.calibrate import FLOORED, SERVING_BOUNDS, fit_profile, scope_words, serving_words
     from llm_codesign.outputs import check_writable, write_text
 
     if not kernels and not serving:
@@ -233,6 +233,8 @@ def calibrate(
         # where each fitted value applies: the GPU families its runs were on only (measure.calibrate.to_toml)
         for x in scope_words(rep.get("scope", {}), srv):
             con.print(f"written for {x}", highlight=False)
+        for x in rep.get("limits", []):  # fitted values on a limit of their range, and what that means (measure.calibrate.limit_notes)
+            con.print(f"{'warning' if x.startswith(FLOORED) else 'note'}: {x}", highlight=False)
         if rep.get("scope"):
             con.print("every other engine and GPU family keeps " + ("the profile given" if calibration else "the bundled fit")
                       + "'s serving values", highlight=False)

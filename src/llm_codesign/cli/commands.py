@@ -211,15 +211,16 @@ def roofline(
 
 
 def _queue_text(r: dict) -> str:
-    """' (28.8 s of it queue: 3 cohorts of 9.6 s)' where requests wait for a slot (Estimate.queue), so that the wait the
-    batch cap sets reads apart from the run-to-run spread of the intervals after it (newc7 #7)."""
+    """' (28.8 s of it queue: 3 cohorts of 9.6 s, which the bands include)' where requests wait for a slot (Estimate.queue),
+    so that the wait the batch cap sets reads apart (newc7 #7); the intervals after it cover the TTFT as quoted, the queue
+    at TPOT's spread (measure.intervals.with_queue)."""
     from llm_codesign.render.intervals import duration
 
     q = r.get("queue")
     if not q:
         return ""
     n = q["cohorts"]
-    return f" ({duration(q['ttft_ms'])} of it queue: {n:.3g} cohort{'s' if n != 1 else ''} of {duration(q['cycle_ms'])})"
+    return f" ({duration(q['ttft_ms'])} of it queue: {n:.3g} cohort{'s' if n != 1 else ''} of {duration(q['cycle_ms'])}, which the bands include)"
 
 
 def _rank_share(r: dict) -> str:
@@ -814,6 +815,8 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             con.print("every point: " + ", ".join(f"{columns[i].split(':')[0]} {said.get(rows[0][i], rows[0][i])}" for i in shared),
                       highlight=False)
         _print_frontier_footers(con, fr)
+        for line in r.get("not_searched", ()):  # a default format left out: its accuracy is unmeasured (search.not_searched)
+            con.print(f"note: {line}", highlight=False)
         if not fr:  # one comparison of several is empty (all of them empty is refused above)
             con.print("[yellow]no deployment meets the SLO filters[/yellow]" if r.get("fitting") else
                       f"[yellow]no deployment of {r['model']} fits on {r['num_gpus']}x {r['gpu']}: weights and KV cache exceed the "

@@ -27,7 +27,7 @@ from llm_codesign.cli.common import (
 )
 from llm_codesign.errors import InputError
 from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP
-from llm_codesign.render.design_lines import _params, ffn_pass_line, params_line  # noqa: F401 (shared with design --report)
+from llm_codesign.render.design_lines import _params, bind_text, ffn_pass_line, params_line  # noqa: F401 (shared with design --report)
 from llm_codesign.spec.engines import engine_for
 
 O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants .toml (overrides data/accuracy/proxy.toml).")
@@ -516,12 +516,9 @@ def design(
         con.print(line)
     for x in r.get("grid", {}).get("extended", []):
         con.print(f"grid extended: {x['axis']} to {x['to']} (one of the 10 best sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
+    # design 1's edges and neighbours (explore.design._binds): with resolved quality ranked first it may not be the fastest row
     for x in r.get("binds", []):
-        if x["kind"] == "grid edge":
-            con.print(f"binds design 1: {x['axis']} {x['side']} {x['value']} is a real limit, {x['why']}" + (f" ({', '.join(x['bounds'])})" if x.get("bounds") else ""))
-        else:
-            # design 1's neighbour (explore.design._binds): with resolved quality ranked first it may not be the fastest row
-            con.print(f"binds design 1: {x['kind']}: {x['axis']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}")
+        con.print(f"binds design 1: {bind_text(x)}")
     for line in envelope_lines(r["designs"], env["scale"]):
         con.print(line, highlight=False)
     if r["designs"]:  # how far to trust the objective (every row's in --json)

@@ -237,10 +237,10 @@ def export(
     b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
     con = _console(stderr=out == "-")
     if chosen:
-        from llm_codesign.explore.search import default_precisions
+        from llm_codesign.explore.search import searched_defaults
 
         con.print(_chosen_line(chosen, precision=dep.precision, checkpoints=weight_dtype is None and kv_dtype is None,
-                               others=default_precisions(m, dep.gpu)), highlight=False)
+                               others=searched_defaults(m, dep.gpu, dep.engine)), highlight=False)
     # the checkpoint the weights are read from, where it is not the model's own (explore.export.launched): every engine's
     weights = next((f"{line[2:]}\n" for line in text.splitlines() if line.startswith("# weights: ")), "")
     con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"

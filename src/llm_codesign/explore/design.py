@@ -721,11 +721,13 @@ def _binds(cand, obj, *, first: int, axes, params, budget_tol, judge_kw, price_k
         return out, 0
     c = {k: np.concatenate([s[k] for _, s in keep]) for k in keep[0][1]}
     o, _, _, ev = evaluate_shapes(c, **price_kw)
+    cols = [k for k in SHAPE_COLUMNS if k in c and k in cand]
     for i, (axis, _) in enumerate(keep):
-        if not (np.isfinite(o[i]) and o[i] > obj[w]):
+        # said only where the step changes design 1's shape (newc7 #13: "head_dim -> 128" beside rows that all had 128)
+        if not (np.isfinite(o[i]) and o[i] > obj[w]) or all(c[k][i] == cand[k][w] for k in cols):
             continue
         gain = 100.0 * (o[i] / obj[w] - 1.0)
-        what = {"axis": axis, "to": _num(c[f"ax_{axis}"][i]), "gain_pct": float(gain)}
+        what = {"axis": axis, "from": _num(base[axis]), "to": _num(c[f"ax_{axis}"][i]), "gain_pct": float(gain)}
         if not c["inside"][i]:
             pos = position(envelope_at(float(params), dense=not moe), shape_arrays(c), i)  # the search's envelope (judge)
             out.append({"kind": "envelope", **what, "bounds": [v["bound"] for v in pos["outside"]],

@@ -14,6 +14,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import DisaggPoint, Frontier
 from llm_codesign.explore.search import (
     SEARCH_GRAPHS,
+    not_searched,
     op_rows,
     plans,
     point_graphs,
@@ -78,7 +79,8 @@ def search_disagg(model: ModelSpec, gpu: Gpu, cal: Calibration, space, *, isl: i
     return Frontier(model=model.name, gpu=gpu, num_gpus=N, workload=Workload(isl=isl, osl=osl), backend=engine.name, points=points,
                     evaluated=int(len(c["fits"])), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, N, context=isl + osl / 2.0), mode="disaggregated",
-                    reachable=reachable(c, min_tps_user, max_ttft_ms, precs) if not len(sel) else {})
+                    reachable=reachable(c, min_tps_user, max_ttft_ms, precs) if not len(sel) else {},
+                    not_searched=not_searched(model, gpu, space, engine))
 
 
 def _units(g: np.ndarray, N: int, max_instances: int) -> _Units:

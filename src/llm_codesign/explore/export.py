@@ -136,6 +136,16 @@ def instruct_first(model: ModelSpec) -> ModelSpec:
     return replace(model, hf_ids=(hit, *(h for h in ids if h != hit))) if hit else model
 
 
+def engine_runs(model: ModelSpec, dep: Deployment) -> None:
+    """Before an exporter writes `dep`: estimate's refusal (serve.estimate.check) of a plan whose sides disagree or that
+    makes no instance of its GPUs, which Deployment leaves to it (a hand-built vLLM TP2 EP8 on 8 GPUs, whose launch would
+    take the experts EP2 over its TP2); any plan it passes, Deployment has held to the engine's one rule (spec.engines.
+    check_runs: Engine.runs_plans, precision_refusal). The exporters refuse no plan of their own."""
+    from llm_codesign.serve.estimate import check
+
+    check(model, dep)
+
+
 def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency: int, replicas: int = 1,
                   file_name: str = "config.yaml", extra: dict | None = None) -> str:
     """The launch configuration of one instance of `dep` in `engine` (text of the file to write)."""
@@ -153,6 +163,7 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
             f"# {spec['engine']} {spec['version']} options ({spec['source']})"]
     model, said = launched(model, dep, engine)
     head += said
+    engine_runs(model, dep)
     opts = x.options(model, dep, concurrency)
     if engine == "trtllm" and (extra or {}).get("isl", 0) > dep.step_tokens:  # such a prompt runs only chunked (prompt_budget)
         opts["enable_chunked_prefill"] = True
@@ -464,6 +475,8 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     if backend not in dynamo_workers():
         raise InputError("backend", backend, ", ".join(dynamo_workers()))
     x = EXPORTERS[backend]
+    for pool in (prefill, decode):
+        engine_runs(model, pool)
     model, said = launched(model, decode, backend)  # both pools run one checkpoint: the decode pool's weights (as the meta)
     image = f"my-registry/{x.dynamo_image}-runtime:my-tag"
     dec_conc = per_rank(concurrency, 1, instances=decode_instances)  # an instance's requests (its exporter splits them over its ranks)

@@ -198,6 +198,8 @@ class Frontier:
     # the fewest GPUs a point may take where a range was searched (`--gpus 8-16`: 8; num_gpus the most); None: every
     # point takes num_gpus
     min_gpus: int | None = None
+    # the default formats left out of the search, one line each (explore.search.not_searched: an unmeasured accuracy)
+    not_searched: tuple = ()
 
     def to_dict(self, *, plot: bool = False) -> dict:
         """What `pareto --json` prints; with `plot`, the cloud and the ideal bound as well (what the
@@ -215,6 +217,8 @@ class Frontier:
                 "frontier": [self._point_dict(p) for p in self.points]}
         if self.fitting and not self.points and self.reachable:  # the SLOs filtered every fitting deployment: how near they came
             out["reachable"] = self.reachable
+        if self.not_searched:
+            out["not_searched"] = list(self.not_searched)
         out |= self.profile()  # last, where `pareto --json` put it before the Frontier kept it
         return (out | {"cloud": self.cloud, "roofline_bound": self.roofline_bound}) if plot else out
 

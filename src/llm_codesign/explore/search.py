@@ -76,6 +76,8 @@ class SearchSpace:
     batches: tuple[int, ...] = field(default_factory=lambda: tuple(int(b) for b in BATCHES))
     # step token budgets (max_num_tokens, the chunked-prefill size) searched; empty: the one search() is given
     step_tokens: tuple[int, ...] = ()
+    # the weight formats are the defaults' (searched_defaults), as `precisions` empty: a KV format alone named (build)
+    default_weights: bool = field(default=False, compare=False)
 
     @classmethod
     def build(cls, model: ModelSpec, gpu: Gpu, *, num_gpus: int, instance_gpus: tuple[int, ...] | None = None, tp: int | None = None,
@@ -94,7 +96,7 @@ class SearchSpace:
         ks = (0,) if spec is None else (0, draft_len) if draft_len else (0, *DRAFT_LENGTHS)
         return cls(num_gpus, one(tp), one(pp), one(ep), one(moe_tp), one(attention_dp), one(kvp), instance_gpus=instance_gpus,
                    precisions=parse_precisions(weight_dtype, activation_dtype, kv_dtype, model, gpu), spec=spec, spec_ks=ks,
-                   step_tokens=tuple(step_tokens))
+                   step_tokens=tuple(step_tokens), default_weights=weight_dtype is None)
 
 
 def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engine: Engine = TRTLLM) -> tuple[Plan, np.ndarray]:
@@ -156,6 +158,47 @@ def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
         if p not in uniq:
             uniq.append(p)
     return tuple(uniq)
+
+
+def unmeasured_defaults(model: ModelSpec, gpu: Gpu) -> list[tuple[Precision, str]]:
+    """The formats of default_precisions whose accuracy on this checkpoint nothing measures (explore.accuracy_model's
+    drop_unmeasured: per-tensor FP8 of a block-FP8 checkpoint such as DeepSeek-R1's, lead 2026-12-07 #3), each with
+    one line saying so and how to search it anyway (naming its weight format)."""
+    from llm_codesign.explore.accuracy_model import accuracy_of
+
+    out = []
+    for p in default_precisions(model, gpu):
+        why = accuracy_of(model, p).get("drop_unmeasured")
+        if why:
+            w = p.weight.name
+            out.append((p, f"W {w} not searched: {why.split(';')[0]}, whose accuracy is unmeasured (not 0); --weight-dtype {w} "
+                           f"(weight_dtype \"{w}\" in lc.pareto and the page) searches it"))
+    return out
+
+
+def searched_defaults(model: ModelSpec, gpu: Gpu, engine: Engine | None = None) -> tuple[Precision, ...]:
+    """The precisions a search takes where no weight format is named: default_precisions (those `engine`, where given,
+    has a kernel for on `gpu`: Engine.precision_refusal) less those whose accuracy nothing measures (unmeasured_defaults):
+    a frontier of them would recommend, without a measured score behind it, a format a user of the checkpoint does not run
+    (DeepSeek-R1's every H200 point at per-tensor FP8, +63% tok/s/GPU over its own block FP8, newc7 #3). In its place the
+    checkpoint's own weights with its KV-cache format (FP8 KV: the cache format is a precision of its own, accuracy_model's
+    KV term) where it runs them, so the search keeps the cache it offered. Every default where that leaves none (an NVFP4
+    checkpoint on an H200 under TensorRT-LLM runs only the per-tensor FP8)."""
+    def runs(p):
+        return engine is None or engine.precision_refusal(p, gpu) is None
+
+    defaults = [p for p in default_precisions(model, gpu) if runs(p)]
+    left = {p: replace(model.default_precision, kv=p.kv) for p, _ in unmeasured_defaults(model, gpu)}
+    kept = [left[p] if p in left else p for p in defaults if p not in left or runs(left[p])]
+    return tuple(dict.fromkeys(kept or defaults)) or default_precisions(model, gpu)
+
+
+def not_searched(model: ModelSpec, gpu: Gpu, space: SearchSpace, engine: Engine | None = None) -> tuple[str, ...]:
+    """The lines a frontier says of the defaults searched_defaults left out (none where a weight format was named)."""
+    if space.precisions and not space.default_weights:
+        return ()
+    kept = {p.weight.name for p in searched_defaults(model, gpu, engine)}
+    return tuple(line for p, line in unmeasured_defaults(model, gpu) if p.weight.name not in kept)
 
 
 def pareto_mask(x, y) -> np.ndarray:
@@ -222,7 +265,8 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
                         [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0), context=isl + osl / 2.0),
-                    reachable=reachable(c, min_tps_user, max_ttft_ms, precs) if not len(sel) else {})
+                    reachable=reachable(c, min_tps_user, max_ttft_ms, precs) if not len(sel) else {},
+                    not_searched=not_searched(model, gpu, space, engine))
 
 
 def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engine: Engine,
@@ -234,7 +278,7 @@ def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engin
     kernel for there (Engine.precision_refusal) too where named, else left out."""
     from llm_codesign.explore.accuracy_model import accuracy_of
 
-    precs = tuple(p.on(gpu) for p in space.precisions or default_precisions(model, gpu))
+    precs = tuple(p.on(gpu) for p in space.precisions or searched_defaults(model, gpu, engine))
     for kv in dict.fromkeys(p.kv.name for p in precs):
         check_kv_format(engine, gpu, kv, model)
     # a format the engine has no kernel for on this GPU (TensorRT-LLM's FP8 on Ampere, NVFP4 before Blackwell): refused where
@@ -604,8 +648,8 @@ def roofline_bound(model: ModelSpec, gpu: Gpu, precs, num_gpus: int, accepted: f
 def parse_precisions(weight: str | None, activation: str | None, kv: str | None, model: ModelSpec, gpu: Gpu):
     if weight is None and activation is None and kv is None:
         return ()
-    if weight is None:
-        ws = sorted({p.weight.name for p in default_precisions(model, gpu)})
+    if weight is None:  # the defaults' formats, less those nothing measures the accuracy of (searched_defaults)
+        ws = sorted({p.weight.name for p in searched_defaults(model, gpu)})
     else:
         ws = [get_dtype(weight, "weight_dtype").name]
     kvs = [kv] if kv else ["bf16", "fp8"] if gpu.supports("fp8") else ["bf16"]

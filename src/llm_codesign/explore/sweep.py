@@ -17,10 +17,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from llm_codesign.errors import InputError
+from llm_codesign.measure.intervals import METRICS  # the metrics a row carries bounds of: the frontier's, one definition
 from llm_codesign.outputs import write_all
 
-# the metrics a row carries, each with its intervals (the frontier's, explore.frontier._metrics)
-METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
 # the columns of a sweep's rows, in order (Parquet schema: see _schema)
 COLUMNS = (
     ("task", "int64"), ("model", "string"), ("gpu", "string"), ("num_gpus", "int64"), ("backend", "string"), ("isl", "int64"),
@@ -65,7 +64,7 @@ def plan_tasks(models: Iterable[str], gpus: Iterable[str], *, num_gpus: int, pre
                calibration: str | None = None, gpu_hour_price: str | None = None, prefix_hit: float = 0.0) -> list[Task]:
     """Every task of a sweep, checked before any runs (names resolve, lengths are positive, the prefix-cache
     hit rate is a share in [0, 1))."""
-    from llm_codesign.explore.search import default_precisions, divisors, parse_precisions, refuse_without_decode
+    from llm_codesign.explore.search import divisors, parse_precisions, refuse_without_decode, searched_defaults
     from llm_codesign.spec.engines import get_engine
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.plan import Workload
@@ -86,7 +85,7 @@ def plan_tasks(models: Iterable[str], gpus: Iterable[str], *, num_gpus: int, pre
         if precisions:
             precs = [p for w in precisions for p in parse_precisions(w, None, None, m, g)]
         else:
-            precs = list(default_precisions(m, g))
+            precs = list(searched_defaults(m, g))  # pareto's: less the formats whose accuracy nothing measures
         for prec, backend, (isl, osl), n in itertools.product(precs, backends, workloads, divisors(num_gpus)):
             tasks.append(Task(len(tasks), mref, g.id, num_gpus, n, prec.weight.name, prec.activation.name, prec.kv.name, backend,
                               isl, osl, tuple(step_tokens), max_ttft_ms, min_tps_user, calibration, gpu_hour_price, prefix_hit))

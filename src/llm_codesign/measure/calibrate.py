@@ -30,7 +30,7 @@ from llm_codesign.measure.kernel_tables import (
     own_ar_mode,
     row_problem,
 )
-from llm_codesign.measure.stats import error_stats, polish_bands
+from llm_codesign.measure.stats import BAND_NAMES, concurrency_band, error_stats, polish_bands
 from llm_codesign.spec.engines import ENGINES
 from llm_codesign.spec.hardware import get_gpu
 
@@ -281,6 +281,7 @@ def doubtful(report: list[dict]) -> list[str]:
             out.append(f"{r['family']} {r['kind']}: median error {med:.1f}% against the starting profile's {start:.1f}% on the same rows")
         if r.get("at_bounds"):
             out.append(f"{r['family']} {r['kind']}: {', '.join(r['at_bounds'])} on the bound of its range (median error {med:.1f}%)")
+        out += [f"{r['family']} {r['kind']}: {x}" for x in r.get("limits", []) if x.startswith(FLOORED)]
         if r.get("converged") is False:
             out.append(f"{r['family']} {r['kind']}: the search had not converged after {POLISH_CYCLES} polish cycles (the last gained "
                        f"{r['gain']:.2g} in loss, more than {POLISH_GAIN:g})")
@@ -527,6 +528,45 @@ def bias_cause(bias: dict[str, tuple[float, int, int]], fitted: list[str]) -> st
 
 
 CAUSE = "the starting profile's median error on these runs: "  # bias_cause's opening: refuse puts it first
+FLOORED = "every host cost fitted for "  # limit_notes' opening where a fit zeroed an engine's host costs: doubtful refuses it
+
+
+def _limit_words(key: str, side: str, value: float) -> str:
+    """'eager launch vllm 0.0 us (its floor)': a serving parameter on a limit of its range, in its unit."""
+    name, _, b = key.partition(":")
+    return f"{serving_words(name, {b: value} if b else value)} (its {'floor' if side == 'lo' else 'ceiling'})"
+
+
+def limit_notes(report: dict) -> list[str]:
+    """What a serving fit's parameters on a limit of their range (report's on_limits: one they may rest at; at_bounds'
+    others are refused) mean, one line per engine (newc7 #6: six H100 vLLM runs took vLLM's step overhead to the search's
+    10 us, its eager launch and its host cost per sequence to none, and calibrate reported TPOT 20.7 -> 9.1% as a success).
+    Where every parameter fitted for an engine ends at its floor, the runs are faster than the kernels priced and the fit
+    removed the host costs to absorb it: the error left is in what a serving fit cannot move (FLOORED; doubtful refuses
+    it). With the signed error left per load band (band_bias), so that a residual growing with the batch shows."""
+    vals, out = report.get("values", {}), []
+    for eng in dict.fromkeys(k.partition(":")[2] for k, _ in report.get("on_limits") or []):
+        keys = [(k, side) for k, side in report["on_limits"] if k.partition(":")[2] == eng]
+        said = "; ".join(_limit_words(k, side, vals[k]) for k, side in keys)
+        if eng and {k for k, side in keys if side == "lo"} == {k for k in report.get("fitted", []) if k.partition(":")[2] == eng}:
+            said = ", ".join(serving_words(k.partition(":")[0], {eng: vals[k]}) for k, _ in keys)
+            out.append(f"{FLOORED}{eng} ended at the floor of its range ({said}): its runs are faster than the kernels priced and the fit "
+                       "removed the host costs to absorb that, so the error left is not host cost but in what a serving fit cannot move "
+                       f"(the kernels' and attention's efficiencies){_left(report)}: fit those (`calibrate --kernels` with tables measured "
+                       "on the runs' GPU), or read this profile's answers as corrected for a bias, not as measured host costs")
+        else:
+            out.append(f"on a limit of its range, where the quantity may rest: {said}; the runs would take it further if they could, "
+                       f"so what they ask beyond it lies in something the fit does not move{_left(report)}")
+    return out
+
+
+def _left(report: dict) -> str:
+    """'; after the fit TPOT is +3% at 1-4 requests (2 runs), +11% at 33+ (2)': the fitted profile's signed error per load
+    band of TTFT and TPOT (band_bias), where the runs span more than one band."""
+    parts = [f"{_METRIC_WORDS[m]} " + ", ".join(f"{b:+.0f}% at {n}{' requests' if i == 0 and n != 'offline' else ''} ({k}{' runs' if i == 0 else ''})"
+                                                 for i, (n, (b, k)) in enumerate(bb.items()))
+             for m, bb in (report.get("band_bias") or {}).items() if m in ("ttft_ms", "tpot_ms") and len(bb) > 1]
+    return f"; after the fit, the signed error by load: {'; '.join(parts)}" if parts else ""
 
 
 def unfittable(rows: list[dict], preds: list[dict], unmodeled: list[dict]) -> str | None:
@@ -750,6 +790,42 @@ class _ServingFit:
                 out.append(serving_words(name, {b: cur} if b else cur))
         return out
 
+    def on_limits(self) -> list[tuple[str, str]]:
+        """The searched parameters (the rows respond to each somewhere in its range: hold_unexercised) that ended on a
+        limit of their range they may rest at (SERVING_NATURAL_LIMITS; at_bounds names the others): (key, "lo" or "hi")."""
+        out = []
+        for key, (cur, lo, hi) in self.state.items():
+            side = "lo" if cur <= lo + 1e-6 * abs(lo) else "hi" if cur >= hi - 1e-6 * abs(hi) else None
+            if side is not None:
+                out.append((key, side))
+        return out
+
+    def band_bias(self) -> dict[str, dict[str, tuple[float, int]]]:
+        """Per metric the fit reads, the signed median error (validate's signed %) of the fitted predictions in each load
+        band of the runs (stats.concurrency_band): a residual that grows with the batch is a cost the fit cannot move."""
+        bands = np.array([concurrency_band(r) for r in self.rows])
+        out = {}
+        for m, pm in zip(_SERVING_METRICS, self.accepted, strict=True):
+            y = self.ys[m]
+            with np.errstate(invalid="ignore"):
+                ok = np.isfinite(pm) & np.isfinite(y) & (y > 0) & (pm > 0)
+            got = {b: (float(np.median(100.0 * (pm[on] / y[on] - 1.0))), int(on.sum()))
+                   for b in (*BAND_NAMES, "offline") for on in [ok & (bands == b)] if on.any()}
+            if got:
+                out[m] = got
+        return out
+
+
+def _serving_report(fit: _ServingFit, best: float, start_loss: float, start_bias: dict, *, converged: bool, gain: float) -> dict:
+    """fit_serving's report (as fit_kind's, for `doubtful`): "rows" are those fitted on (fit.rows; a row validate rejects
+    is skipped), not the file's; the values on a limit of their range and what they mean (limit_notes)."""
+    out = {"kind": "serving", "family": "default", "rows": len(fit.rows), "loss": best, "start_loss": start_loss,
+           "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
+           "at_bounds": fit.at_bounds(best), "converged": converged, "gain": gain, "fitted": list(fit.state), "held": list(fit.held),
+           "scope": fit.scope(), "start_bias": start_bias, "on_limits": fit.on_limits(), "values": {k: v[0] for k, v in fit.state.items()},
+           "band_bias": fit.band_bias()}
+    return out | {"limits": limit_notes(out)}
+
 
 def serving_trials(rows: list[dict], rounds: int = 8, *, warm: bool = False) -> int:
     """The most steps fit_serving tries on `rows` (its cycles all run: the polish may stop sooner);
@@ -813,11 +889,8 @@ def fit_serving(rows: list[dict], fams: dict[str, Calibration], rounds: int = 8,
                 break
         progress(total, total) if progress else None  # the polish cycles it did not need
         fit.keep_documented()
-        if report is not None:  # "rows": those fitted on (fit.rows; a row validate rejects is skipped), not the file's
-            report.update({"kind": "serving", "family": "default", "rows": len(fit.rows), "loss": best, "start_loss": start_loss,
-                           "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
-                           "at_bounds": fit.at_bounds(best), "converged": converged, "gain": prev - best if POLISH_CYCLES else 0.0,
-                           "fitted": list(fit.state), "held": list(fit.held), "scope": fit.scope(), "start_bias": start_bias})
+        if report is not None:
+            report.update(_serving_report(fit, best, start_loss, start_bias, converged=converged, gain=prev - best if POLISH_CYCLES else 0.0))
     return {fam: fit.apply(c) for fam, c in fams.items()}, {**fit.fitted(), "loss": best}
 
 
@@ -1012,6 +1085,7 @@ def _header(kernels: list[str], serving: str | None, *, clean: bool, hold_out: l
         header += (f"\nserving parameters fitted: {', '.join(fitted['fitted']) or 'none'}\nkept at "
                    f"{'the profile given' if given else 'the bundled fit'}'s values (no run responds to them): {', '.join(fitted['held']) or 'none'}")
         header += "".join(f"\nwritten for {x}" for x in scope_words(fitted.get("scope", {}), values or {}))
+        header += "".join(f"\n{'warning' if x.startswith(FLOORED) else 'note'}: {x}" for x in fitted.get("limits", []))
     return header
 
 

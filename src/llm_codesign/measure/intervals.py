@@ -1073,6 +1073,23 @@ def capped(bands: dict, values: dict, bounds: dict) -> dict:
     return out
 
 
+def with_queue(own: dict, own_value: float, queue_ms: float, per: dict | None = None, per_value: float | None = None) -> dict:
+    """TTFT's band where requests wait for a slot (serve.estimate's Estimate.queue: `queue_ms` of whole cohorts of the
+    running batch ahead of a request). The runs' band (`own`, about `own_value`: the TTFT once a request runs, what every
+    run measured, none queued behind a batch cap) plus the queue scaled by the spread of what a cohort's time is made of:
+    `per`, TPOT's band about `per_value` (a cohort is a prefill and osl decode steps), else `own`'s ratios (one output
+    token: prefill only). Each bound added as if the two errors moved together, so the band covers the TTFT as quoted,
+    queue included, at no less than its level; it scaled the whole TTFT by the TTFT runs' spread, which none of them queued
+    (70B TP8 H200, 64 requests on 16 slots: TTFT 30.0 s, 29.7 s of it queue, 80% 16.9-64.3 s), newc7 #7."""
+    ref, at = (per, per_value) if per is not None and per_value else (own, own_value)
+    out = {k: own[k] + queue_ms * ref[k] / at for k in own if k[:2] in ("lo", "hi") or k == "centre"}
+    widened = list(dict.fromkeys([*own.get("widened", ()), *(ref.get("widened", ()) if ref is not own else ())]))
+    how = "TPOT's spread (its basis)" if ref is not own else "the same spread"
+    return {**{k: v for k, v in own.items() if k != "capped"}, **out, "widened": widened, "queue_ms": float(queue_ms),
+            "source": f"{own['source']}, for the TTFT once a request runs; its {queue_ms / 1e3:.3g} s queue at {how}",
+            **predictability(out["lo95"], out["hi95"])}
+
+
 def bands(values: dict, ctx: Context, *, table: dict | None = None) -> dict[str, dict]:
     """`band` of each metric in `values` ({metric: value}, METRICS' names)."""
     return {m: band(m, v, ctx, table=table) for m, v in values.items() if m in METRICS}

@@ -33,3 +33,11 @@ def params_line(r: dict, short: str) -> str | None:
         out += (f"; design 1 at equal params {short} {eq:+.1f}% (its {short} x {_params(ds[0]['total_params'])} / "
                 f"{_params(who['total_params'])}, as if weights set the speed)")
     return out
+
+
+def bind_text(x: dict) -> str:
+    """One constraint that holds design 1 back (explore.design._binds), as design's line and the report say it: a grid
+    edge it sits on, or its neighbour one step along an axis, from design 1's value ("head_dim 128 -> 64")."""
+    if x["kind"] == "grid edge":
+        return f"{x['axis']} {x['side']} {x['value']} is a real limit, {x['why']}" + (f" ({', '.join(x['bounds'])})" if x.get("bounds") else "")
+    return f"{x['kind']}: {x['axis']} {x['from']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}"

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from llm_codesign.explore.lint import COST_KEY, COST_MEASURE, OBJECTIVE_KEY
-from llm_codesign.render.design_lines import ffn_pass_line, params_line
+from llm_codesign.render.design_lines import bind_text, ffn_pass_line, params_line
 from llm_codesign.render.intervals import UNINFORMATIVE_TEXT
 from llm_codesign.render.plot import data_limits, gpus_text
 from llm_codesign.render.report import _PLOT_JS, BAND_TEXT
@@ -188,11 +188,7 @@ def _binds_html(sbs: dict) -> str:
     items = []
     for x in sbs["extended"]:
         items.append(f"grid extended: {x['axis']} to {x['to']} (one of the 10 best sat on its {x['side']} edge; {x['admitted']} shapes admitted)")
-    for x in sbs["binds"]:
-        if x["kind"] == "grid edge":
-            items.append(f"{x['axis']} {x['side']} {x['value']} is a real limit: {x['why']}")
-        else:
-            items.append(f"{x['kind']}: {x['axis']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}")
+    items += [bind_text(x) for x in sbs["binds"]]
     body = "".join(f"<li>{html.escape(t)}</li>" for t in items) or "<li>nothing: the winner is interior to the grid and every neighbour was priced</li>"
     return f'<h2>What binds design 1</h2><ul id="binds">{body}</ul>'
 

@@ -462,7 +462,8 @@ class Estimate(_Open):
     queued: Optional[int] = Field(None, description="The requests beyond the most that run at once (max_batch): they wait for a "
                                   "slot; `fits` says whether the memory holds the load.")
     queue: Optional[dict[str, Any]] = Field(None, description="Where requests wait for a slot: TTFT's share of it (`ttft_ms`), "
-                                            "the cohorts ahead and their cycle (`cycle_ms`); absent where every request runs at once.")
+                                            "the cohorts ahead and their cycle (`cycle_ms`); absent where every request runs at once. TTFT's "
+                                            "intervals then cover the TTFT as quoted, queue included (their `queue_ms`).")
     engine_release: Optional[str] = Field(None, description="The engine releases whose defaults the answer prices.")
 
 
@@ -478,12 +479,21 @@ class Point(_Open):
 
 
 class Series(_Open):
+    # pareto --json leaves not_searched out where no default format was left out: so does the answer (not null)
+    @model_serializer(mode="wrap")
+    def _absent(self, handler):
+        d = handler(self)
+        return {k: v for k, v in d.items() if v is not None or k != "not_searched"}
+
     model: str
     gpu: str
     num_gpus: int
     evaluated: int
     seconds: float
     frontier: list[Point]
+    not_searched: Optional[list[str]] = Field(None, description="The default formats left out of the search, one line each: a "
+                                              "format whose accuracy on this checkpoint nothing measures (per-tensor FP8 of "
+                                              "DeepSeek-R1's block FP8); naming its weight_dtype searches it. Absent where none.")
 
 
 class Curve(BaseModel):

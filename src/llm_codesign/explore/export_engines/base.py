@@ -46,7 +46,7 @@ class Exporter(ABC):
 
     @abstractmethod
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
-        """The engine's options for one instance of `dep` (a plan it cannot express: refuse())."""
+        """The engine's options for one instance of `dep`, a plan it launches (explore.export.engine_runs)."""
 
     @abstractmethod
     def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str, env: dict[str, str]) -> str:
@@ -224,10 +224,6 @@ def quantized_checkpoint(model: ModelSpec, weight) -> str | None:
             if hit := next((h for h in m.hf_ids if re.fullmatch(re.escape(stem) + r"(-.*)?", h.split("/")[-1].lower())), None):
                 return hit
     return None
-
-
-def refuse(engine: str, plan: Plan, why: str):
-    raise InputError("engine", engine, f"{why} (plan {plan.label()}); export this plan for another engine")
 
 
 def weight_option(model: ModelSpec, prec: Precision, engine: str) -> str | None:

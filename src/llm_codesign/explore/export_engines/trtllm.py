@@ -25,7 +25,6 @@ from llm_codesign.explore.export_engines.base import (
     plan_ints,
     read_flags,
     read_spec,
-    refuse,
     register_exporter,
     served_name,
     switch,
@@ -39,10 +38,9 @@ from llm_codesign.spec.plan import Deployment, Plan
 
 def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     """TorchLlmArgs fields (the extra_llm_api_options YAML) for one instance. TensorRT-LLM's attention DP
-    gives every rank its own attention (TP1), its Helix is context parallelism of type HELIX."""
+    gives every rank its own attention (TP1: a DP x TP plan is the engine's refusal, TRTLLM.runs_plans, applied by
+    explore.export.engine_runs), its Helix is context parallelism of type HELIX."""
     tp, pp, ep, moe_tp, adp, kvp = plan_ints(dep.plan)
-    if adp > 1 and tp > 1:
-        refuse("trtllm", dep.plan, "TensorRT-LLM's attention DP runs attention TP1 on every rank, not DP x TP")
     o = {"tensor_parallel_size": tp * adp, "pipeline_parallel_size": pp}
     if model.is_moe:
         o["moe_expert_parallel_size"] = ep

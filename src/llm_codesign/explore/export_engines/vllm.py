@@ -25,7 +25,6 @@ from llm_codesign.explore.export_engines.base import (
     plan_ints,
     read_flags,
     read_spec,
-    refuse,
     register_exporter,
     resolve_option,
     weight_option,
@@ -38,11 +37,9 @@ from llm_codesign.spec.plan import Deployment, Plan
 
 
 def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
-    """`vllm serve --config` keys for one instance (vLLM runs experts all-EP or all-TP, attention DP as DP ranks)."""
-    tp, pp, ep, moe_tp, adp, kvp = plan_ints(dep.plan)
-    stage = tp * adp * kvp
-    if model.is_moe and ep > 1 and ep != stage:
-        refuse("vllm", dep.plan, f"vLLM runs the experts expert-parallel over all {stage} GPUs of a stage or tensor-parallel, not EP{ep} x MoE-TP{moe_tp}")
+    """`vllm serve --config` keys for one instance (vLLM runs experts all-EP or all-TP, attention DP as DP ranks: an EP x
+    MoE-TP plan is the engine's refusal, VLLM.runs_plans, applied by explore.export.engine_runs)."""
+    tp, pp, ep, _, adp, kvp = plan_ints(dep.plan)
     o = {"model": hf_id(model), "tensor-parallel-size": tp * kvp, "pipeline-parallel-size": pp}
     if adp > 1:
         o["data-parallel-size"] = adp

@@ -386,7 +386,7 @@ function metricRows(e) {
   const one = e.osl <= 1, na = "n/a (one output token)";
   // the slot wait's share of TTFT where requests queue (the CLI's _queue_text, serve/estimate.py _queue)
   const q = e.queue ? ` (${durValue("ttft_ms", e.queue.ttft_ms)} of it queue: ${+e.queue.cohorts.toPrecision(3)} cohort`
-    + `${e.queue.cohorts === 1 ? "" : "s"} of ${durValue("ttft_ms", e.queue.cycle_ms)})` : "";
+    + `${e.queue.cohorts === 1 ? "" : "s"} of ${durValue("ttft_ms", e.queue.cycle_ms)}, which the bands include)` : "";
   return [["TTFT", durValue("ttft_ms", e.ttft_ms) + q + iv("ttft_ms")], ...(e.arrival_text ? [["arrival", e.arrival_text]] : []),
     ["TPOT", one ? na : durValue("tpot_ms", e.tpot_ms) + iv("tpot_ms")],
     ["tokens/s per user", one ? na : fix(e.tok_s_per_user, 1) + iv("tok_s_per_user")],
@@ -476,7 +476,9 @@ function frontierTable(series) {
           rows, (k) => selectPoint(...index[k])),
     // render/intervals.py capped_footnote: a printed bound stopped at the ideal step says so, as the CLI's tables do
     ...(rows.some((r) => r[11].endsWith("*")) ? [el("div", `bounds capped: tok/s/GPU 80% marked *: ${CAPPED_TEXT}.`, "hint")] : []),
-    ...hints([unpredictableFootnote(series.flatMap((s) => s.frontier.map((p) => p.intervals)), Object.keys(LABELS))]));
+    ...hints([unpredictableFootnote(series.flatMap((s) => s.frontier.map((p) => p.intervals)), Object.keys(LABELS))]),
+    // a default format left out (its accuracy unmeasured: explore/search.py not_searched), as the CLI's "note:" line says it
+    ...hints([...new Set(series.flatMap((s) => s.not_searched || []))].map((x) => `note: ${x}`)));
   const trs = box.querySelectorAll("tbody tr");
   index.forEach(([i, j], k) => { trs[k].dataset.sel = `${i}:${j}`; });
 }
