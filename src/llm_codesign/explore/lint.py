@@ -1057,6 +1057,27 @@ def _pipeline_regularity(model, gpu, cal, prec, point, *, b, regime, gpus, engin
     return out
 
 
+def _gqa(model) -> list:
+    """The model's GQA attention blocks, one per kind of layer."""
+    return [layer.attn for layer, _ in model.groups if isinstance(layer.attn, GQA)]
+
+
+def _kv_repair(kv: int, heads: int, tps) -> int:
+    """R7's KV-head count for `kv` heads no TP of `tps` shards: of the counts that divide the `heads` query heads and that
+    every TP divides or is divided by (TP takes whole KV heads, or copies of one), the nearest at or above `kv` (more
+    KV heads keep the attention's quality; fewer is a GQA cut, which R9 prices where it pays), else the nearest below.
+    5 KV heads, 40 query heads, TP 2-8: 8 (5 query heads each), not 2 or 4 (newc8 #12); 1 always qualifies."""
+    ok = [n for n in range(1, heads + 1) if not heads % n and all(not n % tp or not tp % n for tp in tps)]
+    above = [n for n in ok if n >= kv]
+    return min(above) if above else max(ok)
+
+
+def _with_kv_count(model: ModelSpec, kv: int, to: int) -> ModelSpec:
+    """`model` with its GQA layers of `kv` KV heads given `to` (R7's fix)."""
+    return replace(model, groups=tuple((Layer(replace(lay.attn, kv_heads=to), lay.ffn) if isinstance(lay.attn, GQA)
+                                        and lay.attn.kv_heads == kv else lay, n) for lay, n in model.groups))
+
+
 def _kv_splits(model, point, *, gpus) -> list[Finding]:
     """R7's heads and KV heads against TP 2, 4, 8 within `gpus`: an error where they do not split; where TP exceeds the
     KV heads, their copies priced at the reported point (`point`: nothing where it runs attention at another TP, which
@@ -1065,16 +1086,23 @@ def _kv_splits(model, point, *, gpus) -> list[Finding]:
     at_tp = int(np.ravel(point.plan.tp)[0])  # the point's attention TP (under attention DP, each rank's)
     kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     heads = sorted({layer.attn.heads for layer, _ in model.groups if isinstance(layer.attn, (GQA, MLA))})
-    for tp in (p for p in (2, 4, 8) if p <= gpus):
+    tps = [p for p in (2, 4, 8) if p <= gpus]
+    for tp in tps:
         for h in heads:
             if h % tp:
                 out.append(Finding("R7", "error", f"heads@TP{tp}", f"{h} attention heads do not split over TP{tp}", 0.0,
                                    f"use a multiple of {tp} heads"))
+    for k in kvh:  # one finding for every TP the KV heads do not split over, with one count every TP takes (_kv_repair)
+        if bad := [tp for tp in tps if k % tp and tp % k]:
+            h = max(a.heads for a in _gqa(model) if a.kv_heads == k)
+            to = _kv_repair(k, h, tps)
+            tps_said = ", ".join(f"TP{tp}" for tp in bad)
+            out.append(Finding("R7", "error", "kv_heads@" + ",".join(f"TP{tp}" for tp in bad), f"{k} KV heads neither divide nor "
+                               f"are divided by {tps_said}", 0.0, f"{k} -> {to} KV heads ({h // to} query heads each): TP 1-{max(tps)} "
+                               "all shard it", {"kv_heads": k, "heads": h, "tps": bad, "proposed": to}, shape=_with_kv_count(model, k, to)))
+    for tp in tps:
         for k in kvh:
-            if k % tp and tp % k:
-                out.append(Finding("R7", "error", f"kv_heads@TP{tp}", f"{k} KV heads neither divide nor are divided by TP{tp}",
-                                   0.0, f"use {tp} or a divisor of {tp} KV heads"))
-            elif k < tp:
+            if k < tp and not tp % k:
                 # the copies' cost is the KV cache a GPU holds beyond its share, paid only where attention runs at this TP
                 copies, here = 100.0 * (tp / k - 1), tp == at_tp
                 where = (f": at the reported point ({point.plan.label()}) too" if here else
