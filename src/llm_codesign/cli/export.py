@@ -216,6 +216,8 @@ def export(
             summary["chosen_by"] = chosen
         if not chosen and r.get("over_capacity"):  # what estimate says of requests the deployment cannot run at once
             summary["over_capacity"] = r["over_capacity"]
+        if not chosen and r.get("queue"):  # and of TTFT's wait for a slot (render.intervals.queue_text)
+            summary["queue"] = r["queue"]
         text = export_config(m, dep, engine=engine, concurrency=conc, replicas=n_rep, file_name=_file_name(out),
                              extra={"isl": isl, "osl": osl, **said, "predicted": predicted, **priced_with(calibration)})
     from llm_codesign.outputs import write_text
@@ -231,7 +233,7 @@ def export(
     if as_json:
         return _dump({"engine": engine, "version": es["version"], "engine_release": ENGINES[priced].release, "file": out, "launch": launch,
                       **summary})
-    from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, short
+    from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, queue_text, short
 
     p = summary["predicted"]
     b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
@@ -245,7 +247,7 @@ def export(
     weights = next((f"{line[2:]}\n" for line in text.splitlines() if line.startswith("# weights: ")), "")
     con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
               f"{weights}"
-              f"predicted{_priced_as(priced)}: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, "
+              f"predicted{_priced_as(priced)}: TTFT {p['ttft_ms']:.0f} ms{queue_text(summary)}{short(b, 'ttft_ms')}, "
               # one output token: no decode step, no TPOT nor tok/s/user (null in the file's header: serve.metrics.without_decode)
               + (f"TPOT {ONE_TOKEN}, " if p["tpot_ms"] is None else
                  f"TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, {p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, ")
@@ -454,15 +456,17 @@ def import_(
                   f"{imp.deployment.plan.label()} ({imp.deployment.engine.priced_as}): TTFT {r['ttft_ms']:.0f} ms, TPOT "
                   + ("n/a (one output token)" if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms"))
     else:
-        from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, short
+        from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, queue_text, short
 
         d = imp.deployment
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
         con.print(on_gpus(imp.model.name, d.num_gpus, d.gpu.name, d.plan.label(), imp.replicas)
                   + f", {d.precision.label()}, {ENGINES[imp.engine].priced_as}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
-                  f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT "
+                  f"TTFT {r['ttft_ms']:.0f} ms{queue_text(r)}{short(r, 'ttft_ms')}, TPOT "
                   + (f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, ")
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
+        if r.get("over_capacity"):  # what estimate and export say of the requests the deployment cannot run at once
+            con.print(f"[yellow]at {r['concurrency']} requests: {r['over_capacity']}[/yellow]", highlight=False)
         if d.spec is not None and d.spec.source:  # the configuration states no acceptance: the published one, as estimate says it
             con.print(f"speculation: acceptance not given, so the published one: {d.spec.source}", highlight=False)
         if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):

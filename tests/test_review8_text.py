@@ -1,0 +1,60 @@
+"""The eighth newcomer review's text findings (newc8 #7, #8, #14): import states a queued TTFT's queue as estimate does
+and counts the full-length sequences its KV cache holds; an attention head size no fused kernel takes is said on
+estimate and export as lint says it; export says which release the figures are priced at and which the file's options
+are read at."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llm_codesign.cli import app
+
+VLLM_055 = "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4 --gpu-memory-utilization 0.55 --kv-cache-dtype fp8"
+
+
+def cli(*args: str):
+    r = CliRunner().invoke(app, list(args), env={"COLUMNS": "2000"})
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
+    return r.exit_code, r.stdout, r.stderr
+
+
+def test_import_states_the_queue_and_counts_full_length_sequences():
+    # newc8 #7: Llama-3.1-70B on 4x H100, vLLM at --gpu-memory-utilization 0.55, FP8 KV, 256 requests of 2048+512.
+    # KV per token per GPU: 80 layers x 8 KV heads x 128 x 2 (K and V) x 1 B (FP8) / TP4 = 40,960 B. The cache's share:
+    # 0.55 x 85.52 GB (the H100's reported 79.6 GiB) - 35.28 GB weights - 3.11 GB activations = 8.646 GB, 211,089 tokens:
+    # 211,089 / 2,304 (vLLM sizes its batch at ISL + OSL/2) = 91.6 -> 91 run at once; / 2,560 (ISL+OSL) = 82.5 -> 82
+    # whole. It read "the KV cache holds 91 sequences of 2048+512 tokens", and the line said nothing of the 40.8 s queue
+    code, out, err = cli("import", VLLM_055, "--gpu", "h100", "--concurrency", "256", "--isl", "2048", "--osl", "512", "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    m = r["memory"]
+    assert (m["kv_gb"] + m["free_gb"]) * 1e9 == pytest.approx(0.55 * m["capacity_gb"] * 1e9 - m["weights_gb"] * 1e9
+                                                                             - m["activations_gb"] * 1e9, rel=1e-9)
+    tokens = (m["kv_gb"] + m["free_gb"]) * 1e9 / (80 * 8 * 128 * 2 * 1 / 4)
+    assert 211_089 <= tokens < 211_090 and int(tokens // 2304) == r["max_batch"] == 91 and int(tokens // 2560) == 82
+    assert r["over_capacity"].startswith("the KV cache holds 91 sequences at their mean context (2048+256 tokens), 82 of the full 2048+512; ")
+    code, out, err = cli("import", VLLM_055, "--gpu", "h100", "--concurrency", "256", "--isl", "2048", "--osl", "512")
+    q = r["queue"]  # 40.8 s of the TTFT: (256 / 103 admitted - 1) = 1.49 cohorts of the 27.5 s slot cycle
+    assert abs(q["cohorts"] * q["cycle_ms"] - q["ttft_ms"]) < 1e-6 * q["ttft_ms"]
+    assert f"TTFT {r['ttft_ms']:.0f} ms (40.8 s of it queue: 1.49 cohorts of 27.5 s)" in out, out
+    assert "at 256 requests: the KV cache holds 91 sequences at their mean context (2048+256 tokens), 82 of the full 2048+512" in out
+    # the same clause as estimate's table row (render.intervals.queue_text, one function): estimate at the same plan
+    code, est, _ = cli("estimate", "llama-3.1-70b", "--gpu", "h100", "--tp", "4", "--backend", "vllm", "--kv-dtype", "fp8",
+                       "--concurrency", "256", "--isl", "2048", "--osl", "512", "--max-batch", "91")
+    assert code == 0 and " of it queue: 1.81 cohorts of 24.4 s)" in est
+
+
+def test_trtllm_counts_whole_sequences_as_its_batch():
+    # TensorRT-LLM reserves ISL+OSL (GUARANTEED_NO_EVICT, kv_budget occupancy 1.0): its count is of whole sequences as
+    # written, no mean context to tell apart
+    from llm_codesign.serve.estimate import _over_capacity
+    from llm_codesign.spec.plan import Deployment, Plan, Workload
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.hardware import get_gpu
+
+    dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, plan=Plan(), precision=Precision.of("bf16"), backend="trtllm")
+    text = _over_capacity(dep, Workload(isl=2048, osl=512, concurrency=64), max_batch=40, budget_binds=False, whole=40)
+    assert text.startswith("the KV cache holds 40 sequences of 2048+512 tokens; trtllm reserves ISL+OSL per request")
