@@ -58,3 +58,22 @@ def test_trtllm_counts_whole_sequences_as_its_batch():
     dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, plan=Plan(), precision=Precision.of("bf16"), backend="trtllm")
     text = _over_capacity(dep, Workload(isl=2048, osl=512, concurrency=64), max_batch=40, budget_binds=False, whole=40)
     assert text.startswith("the KV cache holds 40 sequences of 2048+512 tokens; trtllm reserves ISL+OSL per request")
+
+
+def test_export_says_the_release_priced_and_the_release_its_options_are_read_at(tmp_path):
+    # newc8 #14: TensorRT-LLM priced at 1.3.0rc1-1.3.0rc27, options read at 1.4.0rc4 (outside the range: no release runs
+    # both); SGLang priced at 0.5.7-0.5.23, options read at 0.5.23 (inside: that is the release to run)
+    from llm_codesign.cli.export import _within
+
+    assert _within("0.5.23", "0.5.7-0.5.23") and not _within("1.4.0rc4", "1.3.0rc1-1.3.0rc27") and not _within("0.33.0", "0.11-0.14")
+    # a release candidate comes before its release, a bound of two parts holds its patches, a commit is no version
+    assert _within("1.3.0rc27", "1.3.0rc1-1.3.0rc27") and not _within("1.3.0", "1.3.0rc1-1.3.0rc27") and _within("0.14.1", "0.11-0.14")
+    assert not _within("0.10.2", "0.11-0.14") and not _within("0.5.6", "0.5.7-0.5.23") and not _within("0.5.23", "ROCm/ATOM@ffdf3bb5")
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--backend", "sglang", "--concurrency", "8", "-o", str(tmp_path / "s.sh"))
+    assert code == 0 and out.splitlines()[0] == (f"wrote sglang configuration (priced at sglang 0.5.7-0.5.23's defaults; options as "
+                                                 f"sglang 0.5.23 reads them: run sglang 0.5.23 to compare with the prediction): {tmp_path / 's.sh'}")
+    code, out, err = cli("export", "deepseek-r1", "--gpu", "b200", "--backend", "dynamo", "--prefill", "tp=8,ep=8", "--decode", "tp=8,ep=8",
+                         "--concurrency", "64", "-o", str(tmp_path / "d.yaml"))
+    # Dynamo's workers priced as TensorRT-LLM's releases, the file's options as ai-dynamo 1.6.1 reads them
+    assert code == 0 and out.splitlines()[0].startswith("wrote dynamo configuration (priced at trtllm 1.3.0rc1-1.3.0rc27's defaults; "
+                                                        "options as dynamo 1.6.1 reads them: "), out

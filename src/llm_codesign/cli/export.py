@@ -245,7 +245,7 @@ def export(
                                others=default_precisions(m, dep.gpu)), highlight=False)
     # the checkpoint the weights are read from, where it is not the model's own (explore.export.launched): every engine's
     weights = next((f"{line[2:]}\n" for line in text.splitlines() if line.startswith("# weights: ")), "")
-    con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
+    con.print(f"wrote {engine} configuration{_read_at(engine, es['version'], priced)}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
               f"{weights}"
               f"predicted{_priced_as(priced)}: TTFT {p['ttft_ms']:.0f} ms{queue_text(summary)}{short(b, 'ttft_ms')}, "
               # one output token: no decode step, no TPOT nor tok/s/user (null in the file's header: serve.metrics.without_decode)
@@ -276,10 +276,42 @@ def _priced_as(engine: str) -> str:
     return f" ({engine}, defaults as {ENGINES[engine].release})"
 
 
-def _read_at(engine: str, version: str) -> str:
-    """The release whose options the file was written from (data/engines/NAME.toml), said as such: the engine's own
-    defaults the cost model prices may be an older release's (`llm-codesign engines`)."""
-    return f" (options read at {engine} {version}; newer releases may differ)"
+def _read_at(engine: str, version: str, priced: str | None = None) -> str:
+    """' (priced at trtllm 1.3.0rc1-1.3.0rc27's defaults; options as trtllm 1.4.0rc4 reads them: ...)': the releases whose
+    defaults the predicted figures price (Engine.release; `priced`: the engine priced, Dynamo's workers') and the release
+    whose options the file is written from (data/engines/NAME.toml), both said plainly, and which to run to compare with
+    the prediction where the file's release is one the prediction prices (SGLang 0.5.23). It read "options read at trtllm
+    1.4.0rc4; newer releases may differ" above "defaults as 1.3.0rc1-1.3.0rc27", and no release to install (newc8 #14):
+    the file sets the values priced for what it writes (batch, step budget, KV share, capture), not a default it leaves
+    unset, which the newer release may change."""
+    priced = priced or engine
+    release = ENGINES[priced].release
+    tail = (f"run {engine} {version} to compare with the prediction" if priced == engine and _within(version, release) else
+            f"what the file leaves unset takes {version}'s defaults, which may not be those priced")
+    return f" (priced at {priced} {release}'s defaults; options as {engine} {version} reads them: {tail})"
+
+
+def _version_key(v: str) -> tuple | None:
+    """'1.3.0rc27' -> ((1, 3, 0), 27), '0.5.23' -> ((0, 5, 23), inf): a release candidate before its release; None where
+    `v` is no dotted version (ATOM's commit)."""
+    import re
+
+    m = re.fullmatch(r"(\d+(?:\.\d+)*)(?:rc(\d+))?", v.strip())
+    if not m:
+        return None
+    return tuple(int(x) for x in m.group(1).split(".")), int(m.group(2)) if m.group(2) else float("inf")
+
+
+def _within(version: str, release: str) -> bool:
+    """Whether `version` lies in Engine.release's range 'LO-HI' (or is the one release named); a bound of fewer parts
+    holds its patch releases (0.14 holds 0.14.1)."""
+    lo, _, hi = release.partition("-")
+    v, a, b = _version_key(version), _version_key(lo), _version_key(hi or lo)
+    if v is None or a is None or b is None:
+        return False
+    n = len(b[0])
+    cut = (v[0][:n], v[1] if len(v[0]) == n else float("-inf"))  # 0.14.1 against 0.14: (0, 14) at its earliest
+    return a <= v and cut <= b
 
 
 def _precision_words(precision, checkpoints: bool, others=()) -> str:
