@@ -77,3 +77,42 @@ def test_export_says_the_release_priced_and_the_release_its_options_are_read_at(
     # Dynamo's workers priced as TensorRT-LLM's releases, the file's options as ai-dynamo 1.6.1 reads them
     assert code == 0 and out.splitlines()[0].startswith("wrote dynamo configuration (priced at trtllm 1.3.0rc1-1.3.0rc27's defaults; "
                                                         "options as dynamo 1.6.1 reads them: "), out
+
+
+def test_one_head_dim_rule_for_lint_estimate_and_export(tmp_path):
+    # newc8 #8: lint said head_dim 125 "blocks a plan ... not priced" while estimate and export priced it without a word.
+    # One rule (spec.engines.head_dims): the sizes each engine's kernels take, and what runs instead
+    from llm_codesign.spec.engines.head_dims import TRTLLM_MMHA, head_dim_note, head_dim_support
+    from llm_codesign.spec.hardware import get_gpu
+
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    # vLLM: FlashAttention takes multiples of 8 up to 256; TRITON_ATTN 32 and up, padded to the next power of 2 (125 -> 128,
+    # 300 -> 512); below 32 nothing
+    assert head_dim_support("vllm", h100, 120) is None and head_dim_support("vllm", h100, 125)[0] == "slower"
+    assert "padded to 512" in head_dim_support("vllm", h100, 300)[2] and head_dim_support("vllm", h100, 20)[0] == "none"
+    # TensorRT-LLM: MMHA's 13 sizes; 512 on datacenter Blackwell only (trtllm-gen), so Gemma 4's global layers on an H100
+    # do not run (NVIDIA/TensorRT-LLM#17772); 120 (a multiple of 8, in no list) does not either
+    assert len(TRTLLM_MMHA) == 13 and head_dim_support("trtllm", b200, 512) is None and head_dim_support("trtllm", h100, 512)[0] == "none"
+    assert head_dim_support("trtllm", h100, 120)[0] == "none" and head_dim_support("trtllm", h100, 80) is None
+    assert head_dim_support("atom", get_gpu("mi300x"), 125) is None  # no rule read for AITER's kernels: nothing said
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 5000, "intermediate_size": 13001,
+        "num_attention_heads": 40, "num_key_value_heads": 5, "num_hidden_layers": 30, "vocab_size": 50257,
+        "max_position_embeddings": 8192, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}))
+    cfg = str(bad / "config.json")
+    code, out, err = cli("estimate", cfg, "--gpu", "h100", "--tp", "1", "--concurrency", "8", "--json")
+    note = json.loads(out)["attention_note"]
+    assert code == 0 and note.startswith("head_dim 125: TensorRT-LLM's decode kernels are built for head sizes 32, 48, 64, 80, 96, 104, ")
+    assert note.endswith("the model does not run; priced as if it ran (lint R4)")
+    code, out, err = cli("lint", cfg, "--gpu", "h100", "--json")
+    r4 = [f for f in json.loads(out)["findings"] if f["rule"] == "R4" and f["where"] == "head_dim"]
+    assert [f["severity"] for f in r4] == ["error"] and r4[0]["message"].startswith(note.split("; priced")[0])
+    code, out, err = cli("export", cfg, "--gpu", "h100", "--tp", "1", "--gpus", "1", "--concurrency", "8", "--backend", "vllm",
+                         "-o", str(tmp_path / "v.yaml"))
+    assert code == 0 and ("head_dim 125: vLLM's FlashAttention backend takes multiples of 8 up to 256: it runs its Triton attention "
+                          "(TRITON_ATTN, the head padded to 128) instead, slower; priced as the fast kernel (lint R4)") in out
+    from llm_codesign.spec.registry import get_model
+
+    assert head_dim_note(get_model("llama-3.1-8b"), "trtllm", h100) is None  # 128 everywhere: nothing said

@@ -330,6 +330,8 @@ def estimate(
         t.add_row("fitted rank skew", f"[yellow]{r['rank_skew_note']}[/yellow]")
     for note in scale_block_notes(m, dep.precision):  # lint R4 on the format it runs: a width its scale blocks miss
         t.add_row("shape as run", f"[yellow]{note}[/yellow]")
+    if "attention_note" in r:  # lint R4's head size on the engine's attention kernels (spec.engines.head_dims)
+        t.add_row("shape as run", f"[yellow]{r['attention_note']}[/yellow]")
     for k, v in basis_rows(r["intervals"], r):
         t.add_row(k, v)
     _console().print(t)

@@ -45,6 +45,7 @@ from llm_codesign.cli.common import (
 )
 from llm_codesign.errors import InputError, parse_nested, read_text
 from llm_codesign.spec.engines import ENGINES, EXPORTABLE, TRTLLM, VENDOR_NAMES, engine_for, engines_on
+from llm_codesign.spec.engines.head_dims import head_dim_note
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -262,6 +263,8 @@ def export(
         con.print(summary["capture"], highlight=False)
     if "over_capacity" in summary:
         con.print(f"[yellow]at {summary['concurrency']} requests: {summary['over_capacity']}[/yellow]", highlight=False)
+    if note := head_dim_note(m, priced, _gpu(gpu)):  # lint R4's head size on the engine's attention kernels, as estimate says it
+        con.print(f"[yellow]{note}[/yellow]", highlight=False)
 
 
 def _slo_text(slo: dict) -> str:
@@ -499,6 +502,8 @@ def import_(
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
         if r.get("over_capacity"):  # what estimate and export say of the requests the deployment cannot run at once
             con.print(f"[yellow]at {r['concurrency']} requests: {r['over_capacity']}[/yellow]", highlight=False)
+        if r.get("attention_note"):  # lint R4's head size on the engine's attention kernels, as estimate says it
+            con.print(f"[yellow]{r['attention_note']}[/yellow]", highlight=False)
         if d.spec is not None and d.spec.source:  # the configuration states no acceptance: the published one, as estimate says it
             con.print(f"speculation: acceptance not given, so the published one: {d.spec.source}", highlight=False)
         if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):

@@ -29,6 +29,7 @@ from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate, interval_columns, no_decode, without_decode
 from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.engines.base import GIB
+from llm_codesign.spec.engines.head_dims import head_dim_note
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import (
     REASONS,
@@ -140,6 +141,8 @@ class Estimate:
     knee: dict | None = None  # offline: the batch chosen and the maximum it leaves (offline_knee)
     kv_seqs: int | None = None  # the requests the KV cache holds whole (Metrics.kv_seqs); None: max_batch's
     queue: dict | None = None  # where requests wait for a slot: TTFT's share of it (slot_queue), its cohorts and their cycle
+    # where no fast attention kernel of the engine takes the model's head size (spec.engines.head_dims, lint R4's rule)
+    attention_note: str | None = None
 
     @property
     def fits(self) -> bool:
@@ -190,6 +193,8 @@ class Estimate:
             out["request_cost_note"] = self.request_cost
         if self.rank_skew is not None:  # absent where the fitted rank skew is no material share of TTFT
             out["rank_skew_note"] = self.rank_skew
+        if self.attention_note is not None:  # absent where the engine's fast attention kernels take the head size
+            out["attention_note"] = self.attention_note
         if self.spec is not None:
             out["spec"] = asdict(self.spec)
         if self.breakdown is not None:
@@ -431,7 +436,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
                                    tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)),
         request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe),
         rank_skew=rank_skew_note(dep, cal, rows, ttft_s=s("ttft_s")), knee=knee,
-        kv_seqs=int(r.kv_seqs.reshape(-1)[0]), queue=_queue(priced["time_parts"]))
+        kv_seqs=int(r.kv_seqs.reshape(-1)[0]), queue=_queue(priced["time_parts"]),
+        attention_note=head_dim_note(model, dep.engine.name, dep.gpu))
     return check_estimate(model, est)
 
 
