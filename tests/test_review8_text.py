@@ -70,13 +70,13 @@ def test_export_says_the_release_priced_and_the_release_its_options_are_read_at(
     assert _within("1.3.0rc27", "1.3.0rc1-1.3.0rc27") and not _within("1.3.0", "1.3.0rc1-1.3.0rc27") and _within("0.14.1", "0.11-0.14")
     assert not _within("0.10.2", "0.11-0.14") and not _within("0.5.6", "0.5.7-0.5.23") and not _within("0.5.23", "ROCm/ATOM@ffdf3bb5")
     code, out, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--backend", "sglang", "--concurrency", "8", "-o", str(tmp_path / "s.sh"))
-    assert code == 0 and out.splitlines()[0] == (f"wrote sglang configuration (priced at sglang 0.5.7-0.5.23's defaults; options as "
-                                                 f"sglang 0.5.23 reads them: run sglang 0.5.23 to compare with the prediction): {tmp_path / 's.sh'}")
+    assert code == 0 and out.splitlines()[0] == (f"wrote sglang configuration (options as sglang 0.5.23 reads them, priced at "
+                                                 f"0.5.7-0.5.23: run 0.5.23 to compare): {tmp_path / 's.sh'}")
     code, out, err = cli("export", "deepseek-r1", "--gpu", "b200", "--backend", "dynamo", "--prefill", "tp=8,ep=8", "--decode", "tp=8,ep=8",
                          "--concurrency", "64", "-o", str(tmp_path / "d.yaml"))
     # Dynamo's workers priced as TensorRT-LLM's releases, the file's options as ai-dynamo 1.6.1 reads them
-    assert code == 0 and out.splitlines()[0].startswith("wrote dynamo configuration (priced at trtllm 1.3.0rc1-1.3.0rc27's defaults; "
-                                                        "options as dynamo 1.6.1 reads them: "), out
+    assert code == 0 and out.splitlines()[0] == (f"wrote dynamo configuration (options as dynamo 1.6.1 reads them; priced at trtllm "
+                                                 f"1.3.0rc1-1.3.0rc27): {tmp_path / 'd.yaml'}"), out
 
 
 def test_one_head_dim_rule_for_lint_estimate_and_export(tmp_path):

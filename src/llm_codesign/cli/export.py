@@ -280,18 +280,19 @@ def _priced_as(engine: str) -> str:
 
 
 def _read_at(engine: str, version: str, priced: str | None = None) -> str:
-    """' (priced at trtllm 1.3.0rc1-1.3.0rc27's defaults; options as trtllm 1.4.0rc4 reads them: ...)': the releases whose
+    """' (options as trtllm 1.4.0rc4 reads them; priced at 1.3.0rc1-1.3.0rc27)': the releases whose
     defaults the predicted figures price (Engine.release; `priced`: the engine priced, Dynamo's workers') and the release
     whose options the file is written from (data/engines/NAME.toml), both said plainly, and which to run to compare with
     the prediction where the file's release is one the prediction prices (SGLang 0.5.23). It read "options read at trtllm
     1.4.0rc4; newer releases may differ" above "defaults as 1.3.0rc1-1.3.0rc27", and no release to install (newc8 #14):
     the file sets the values priced for what it writes (batch, step budget, KV share, capture), not a default it leaves
-    unset, which the newer release may change."""
+    unset, which the file's release may change. One line at 100 columns for vLLM (the README's)."""
     priced = priced or engine
     release = ENGINES[priced].release
-    tail = (f"run {engine} {version} to compare with the prediction" if priced == engine and _within(version, release) else
-            f"what the file leaves unset takes {version}'s defaults, which may not be those priced")
-    return f" (priced at {priced} {release}'s defaults; options as {engine} {version} reads them: {tail})"
+    at = release if priced == engine else f"{priced} {release}"  # the predicted line names them defaults: "defaults as ..."
+    if priced == engine and _within(version, release):
+        return f" (options as {engine} {version} reads them, priced at {at}: run {version} to compare)"
+    return f" (options as {engine} {version} reads them; priced at {at})"
 
 
 def _version_key(v: str) -> tuple | None:
