@@ -129,8 +129,8 @@ def test_the_design_reports_lint_costs_say_their_measure(tmp_path):
 
 
 @pytest.mark.parametrize("args, said", [
-    (["--params", "1e6"], "1000000.0 is not valid; a budget the dense shape grid reaches: its shapes hold 0.347B to 1,536B"),
-    (["--params", "2e8", "--moe"], "200000000.0 is not valid; a budget the MoE shape grid reaches: its shapes hold 0.691B to 37,470B")])
+    (["--params", "1e6"], "0.001B is not valid; a budget the dense shape grid reaches: its shapes hold 0.347B to 1,536B"),
+    (["--params", "2e8", "--moe"], "0.2B is not valid; a budget the MoE shape grid reaches: its shapes hold 0.691B to 37,470B")])
 def test_a_budget_no_shape_reaches_says_the_grids_range_not_a_tolerance(args, said):
     # it read "(0 in the budget, 0 inside the published envelope, 0 as good as qwen3-0.6b ...): raise --budget-tol or
     # --quality-sigmas, or add --outside-envelope": neither of the last two admits a shape the budget holds none of

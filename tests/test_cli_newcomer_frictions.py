@@ -42,7 +42,10 @@ def test_engines_names_the_release_export_reads(name):
 def test_export_says_its_options_release_and_may_differ(tmp_path):
     code, out, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--concurrency", "8", "-o", str(tmp_path / "t.yaml"))
     assert code == 0, err
-    assert out.splitlines()[0] == f"wrote trtllm configuration (options read at trtllm 1.4.0rc4; newer releases may differ): {tmp_path / 't.yaml'}"
+    # newc8 #14: both releases said plainly, the options' and the priced (it read "options read at trtllm 1.4.0rc4; newer releases
+    # may differ" above "defaults as 1.3.0rc1-1.3.0rc27", and no release to install): 1.4.0rc4 is none of the priced ones
+    assert out.splitlines()[0] == (f"wrote trtllm configuration (options as trtllm 1.4.0rc4 reads them; priced at 1.3.0rc1-1.3.0rc27): "
+                                   f"{tmp_path / 't.yaml'}")
 
 
 def test_import_takes_a_command_line_as_its_argument(tmp_path):

@@ -177,9 +177,19 @@ def test_design_that_admits_no_shape_says_what_each_constraint_kept():
     # falcon; 18 with layers 21-80 and q/kv <= 12 when qwen3-32b was the fourth; 29 when MoE models set the trunk's bounds)
     # all carry more query heads per KV head than the reference, Qwen3-0.6B's recipe scaled to the budget (2 per KV head),
     # beyond the band of that term (issue 38)
-    line = one_line(["design", "--params", "1e9", "--gpus", "1", "--gpu", "h100"], "error: params: 1000000000.0 is not valid; ")
-    assert line.endswith("a budget and tolerances that admit at least one shape (493 in the budget, 46 inside the published envelope, "
-                         "148 as good as qwen3-0.6b scaled to 0.9858B): raise --budget-tol or --quality-sigmas, or add --outside-envelope")
+    # newc8 #11: the two counts are of different shapes (admit = inside & as good), not a funnel: none is both, and each
+    # side's nearest is named; the budget reads 1B, not 1000000000.0
+    line = one_line(["design", "--params", "1e9", "--gpus", "1", "--gpu", "h100"], "error: params: 1B is not valid; ")
+    assert line.endswith("a budget and tolerances that admit at least one shape (493 in the budget; 46 inside the published envelope "
+                         "and 148 as good as qwen3-0.6b scaled to 0.9858B, none both; the best inside shape's loss is +0.69% over the "
+                         "reference's (it passes at --quality-sigmas 1.8); the nearest as good lies outside the envelope by "
+                         "aspect_ratio.min x1.14, layers.max x1.07): raise --budget-tol or --quality-sigmas, or add --outside-envelope")
+    # the --quality-sigmas it names admits a shape (the search runs), 0.1 less still refuses: the k is rounded up to 0.1
+    assert "is not valid" in one_line(["design", "--params", "1e9", "--gpus", "1", "--gpu", "h100", "--quality-sigmas", "1.7"],
+                                      "error: params: 1B is not valid; ")
+    code, out, err = cli("design", "--params", "1e9", "--gpus", "1", "--gpu", "h100", "--quality-sigmas", "1.8", "--max-candidates", "16",
+                         "--top", "1", "--json")
+    assert code == 0 and json.loads(out)["screened"]["admitted"] >= 1, err
 
 
 # ---- design's size: refused before the search, with the count that fits

@@ -106,7 +106,7 @@ def test_export_picks_the_interactive_point_and_says_why(tmp_path):
                                       "checkpoint's; pareto searches precisions too: --weight-dtype fp8 --kv-dtype fp8 exports another): "
                                       "the frontier point with the most tok/s/GPU that meets >= 20 tok/s/user and TTFT <= 2000 ms, the "
                                       "interactive default (--min-tps-user/--max-ttft-ms set another, --concurrency a batch)")
-    assert stdout.splitlines()[1] == f"wrote vllm configuration (options read at vllm 0.33.0; newer releases may differ): {out}"
+    assert stdout.splitlines()[1] == f"wrote vllm configuration (options as vllm 0.33.0 reads them; priced at 0.11-0.14): {out}"
 
 
 def test_export_slo_options(tmp_path):

@@ -40,7 +40,8 @@ def test_export_says_the_priced_release_on_its_predicted_line(tmp_path):
     code, text, err = cli("export", *E8, "--backend", "vllm", "-o", str(out))
     said = " ".join((text + err).split())
     # the file's options at 0.33.0, the figures at 0.11-0.14's defaults
-    assert code == 0 and f"options read at vllm {engine_spec('vllm')['version']}" in said and engine_spec("vllm")["version"] == "0.33.0"
+    assert code == 0 and f"options as vllm {engine_spec('vllm')['version']} reads them" in said and engine_spec("vllm")["version"] == "0.33.0"
+    assert "priced at 0.11-0.14" in said
     assert "predicted (vllm, defaults as 0.11-0.14): TTFT" in said
     d = _json("export", *E8, "--backend", "vllm", "-o", str(out))
     assert (d["version"], d["engine_release"]) == ("0.33.0", "0.11-0.14")

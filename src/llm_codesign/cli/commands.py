@@ -210,19 +210,6 @@ def roofline(
                          f"a GPU against its {_fmt(g.hbm_bytes, 'B')} of HBM; lower --batch or --context[/yellow]")
 
 
-def _queue_text(r: dict) -> str:
-    """' (28.8 s of it queue: 3 cohorts of 9.6 s, which the bands include)' where requests wait for a slot (Estimate.queue),
-    so that the wait the batch cap sets reads apart (newc7 #7); the intervals after it cover the TTFT as quoted, the queue
-    at TPOT's spread (measure.intervals.with_queue)."""
-    from llm_codesign.render.intervals import duration
-
-    q = r.get("queue")
-    if not q:
-        return ""
-    n = q["cohorts"]
-    return f" ({duration(q['ttft_ms'])} of it queue: {n:.3g} cohort{'s' if n != 1 else ''} of {duration(q['cycle_ms'])}, which the bands include)"
-
-
 def _rank_share(r: dict) -> str:
     """'; 2048 a rank' where the engine splits the server's budget over its attention-DP ranks (SGLang)."""
     k = r["rank_step_tokens"]
@@ -296,7 +283,7 @@ def estimate(
         return _dump(r)
     from rich.table import Table
 
-    from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, duration, inline, one_token
+    from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, duration, inline, one_token, queue_text
 
     # the formats the model prices (Estimate.to_dict's precision_as_run, the web page's too)
     t = Table(title=f"{on_gpus(m.name, dep.num_gpus, dep.gpu.name, r['plan'], replicas)}, {r['precision_as_run']}, {dep.engine.priced_as}",
@@ -312,7 +299,7 @@ def estimate(
     for k, v in (("parameters", f"{m.total_params / 1e9:.1f}B total, {m.active_params / 1e9:.1f}B active"), ("mode", r["mode"]), ("concurrency", _knee_text(r) if r.get("offline_knee") else _concurrency_text(r)), ("ISL / OSL", f"{isl} / {osl}"),
                  # each metric with its 80% and 95% intervals (measure.intervals)
                  *((("replicas", _replicas_text(r["replicas"])),) if "replicas" in r else ()),
-                 ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", duration(r["ttft_ms"]) + _queue_text(r) + inline(r, "ttft_ms")),
+                 ("step token budget", f"{r['max_num_tokens']} ({r['backend']})" + _rank_share(r)), ("TTFT", duration(r["ttft_ms"]) + queue_text(r) + inline(r, "ttft_ms")),
                  # the arrival the TTFT turns on, said where it is read (the basis row's trailing "in waves" hid it)
                  *((("arrival", r["arrival_text"]),) if r["arrival_text"] else ()), *beside["ttft"],
                  # one output token: no second token, so no TPOT nor decode rate (--json keeps the model's numbers)
@@ -348,6 +335,8 @@ def estimate(
         t.add_row("fitted rank skew", f"[yellow]{r['rank_skew_note']}[/yellow]")
     for note in scale_block_notes(m, dep.precision):  # lint R4 on the format it runs: a width its scale blocks miss
         t.add_row("shape as run", f"[yellow]{note}[/yellow]")
+    if "attention_note" in r:  # lint R4's head size on the engine's attention kernels (spec.engines.head_dims)
+        t.add_row("shape as run", f"[yellow]{r['attention_note']}[/yellow]")
     for k, v in basis_rows(r["intervals"], r):
         t.add_row(k, v)
     _console().print(t)

@@ -45,6 +45,7 @@ from llm_codesign.cli.common import (
 )
 from llm_codesign.errors import InputError, parse_nested, read_text
 from llm_codesign.spec.engines import ENGINES, EXPORTABLE, TRTLLM, VENDOR_NAMES, engine_for, engines_on
+from llm_codesign.spec.engines.head_dims import head_dim_note
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -216,6 +217,8 @@ def export(
             summary["chosen_by"] = chosen
         if not chosen and r.get("over_capacity"):  # what estimate says of requests the deployment cannot run at once
             summary["over_capacity"] = r["over_capacity"]
+        if not chosen and r.get("queue"):  # and of TTFT's wait for a slot (render.intervals.queue_text)
+            summary["queue"] = r["queue"]
         text = export_config(m, dep, engine=engine, concurrency=conc, replicas=n_rep, file_name=_file_name(out),
                              extra={"isl": isl, "osl": osl, **said, "predicted": predicted, **priced_with(calibration)})
     from llm_codesign.outputs import write_text
@@ -231,7 +234,7 @@ def export(
     if as_json:
         return _dump({"engine": engine, "version": es["version"], "engine_release": ENGINES[priced].release, "file": out, "launch": launch,
                       **summary})
-    from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, short
+    from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, queue_text, short
 
     p = summary["predicted"]
     b = {**p, "intervals": summary.get("intervals")}  # each figure with its 80% interval, where it has one
@@ -243,9 +246,9 @@ def export(
                                others=searched_defaults(m, dep.gpu, dep.engine)), highlight=False)
     # the checkpoint the weights are read from, where it is not the model's own (explore.export.launched): every engine's
     weights = next((f"{line[2:]}\n" for line in text.splitlines() if line.startswith("# weights: ")), "")
-    con.print(f"wrote {engine} configuration{_read_at(engine, es['version'])}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
+    con.print(f"wrote {engine} configuration{_read_at(engine, es['version'], priced)}: {'standard output' if out == '-' else out}\nlaunch: {launch}\n"
               f"{weights}"
-              f"predicted{_priced_as(priced)}: TTFT {p['ttft_ms']:.0f} ms{short(b, 'ttft_ms')}, "
+              f"predicted{_priced_as(priced)}: TTFT {p['ttft_ms']:.0f} ms{queue_text(summary)}{short(b, 'ttft_ms')}, "
               # one output token: no decode step, no TPOT nor tok/s/user (null in the file's header: serve.metrics.without_decode)
               + (f"TPOT {ONE_TOKEN}, " if p["tpot_ms"] is None else
                  f"TPOT {p['tpot_ms']:.2f} ms{short(b, 'tpot_ms')}, {p['tok_s_per_user']:.1f} tok/s/user{short(b, 'tok_s_per_user')}, ")
@@ -260,6 +263,8 @@ def export(
         con.print(summary["capture"], highlight=False)
     if "over_capacity" in summary:
         con.print(f"[yellow]at {summary['concurrency']} requests: {summary['over_capacity']}[/yellow]", highlight=False)
+    if note := head_dim_note(m, priced, _gpu(gpu)):  # lint R4's head size on the engine's attention kernels, as estimate says it
+        con.print(f"[yellow]{note}[/yellow]", highlight=False)
 
 
 def _slo_text(slo: dict) -> str:
@@ -274,10 +279,43 @@ def _priced_as(engine: str) -> str:
     return f" ({engine}, defaults as {ENGINES[engine].release})"
 
 
-def _read_at(engine: str, version: str) -> str:
-    """The release whose options the file was written from (data/engines/NAME.toml), said as such: the engine's own
-    defaults the cost model prices may be an older release's (`llm-codesign engines`)."""
-    return f" (options read at {engine} {version}; newer releases may differ)"
+def _read_at(engine: str, version: str, priced: str | None = None) -> str:
+    """' (options as trtllm 1.4.0rc4 reads them; priced at 1.3.0rc1-1.3.0rc27)': the releases whose
+    defaults the predicted figures price (Engine.release; `priced`: the engine priced, Dynamo's workers') and the release
+    whose options the file is written from (data/engines/NAME.toml), both said plainly, and which to run to compare with
+    the prediction where the file's release is one the prediction prices (SGLang 0.5.23). It read "options read at trtllm
+    1.4.0rc4; newer releases may differ" above "defaults as 1.3.0rc1-1.3.0rc27", and no release to install (newc8 #14):
+    the file sets the values priced for what it writes (batch, step budget, KV share, capture), not a default it leaves
+    unset, which the file's release may change. One line at 100 columns for vLLM (the README's)."""
+    priced = priced or engine
+    release = ENGINES[priced].release
+    at = release if priced == engine else f"{priced} {release}"  # the predicted line names them defaults: "defaults as ..."
+    if priced == engine and _within(version, release):
+        return f" (options as {engine} {version} reads them, priced at {at}: run {version} to compare)"
+    return f" (options as {engine} {version} reads them; priced at {at})"
+
+
+def _version_key(v: str) -> tuple | None:
+    """'1.3.0rc27' -> ((1, 3, 0), 27), '0.5.23' -> ((0, 5, 23), inf): a release candidate before its release; None where
+    `v` is no dotted version (ATOM's commit)."""
+    import re
+
+    m = re.fullmatch(r"(\d+(?:\.\d+)*)(?:rc(\d+))?", v.strip())
+    if not m:
+        return None
+    return tuple(int(x) for x in m.group(1).split(".")), int(m.group(2)) if m.group(2) else float("inf")
+
+
+def _within(version: str, release: str) -> bool:
+    """Whether `version` lies in Engine.release's range 'LO-HI' (or is the one release named); a bound of fewer parts
+    holds its patch releases (0.14 holds 0.14.1)."""
+    lo, _, hi = release.partition("-")
+    v, a, b = _version_key(version), _version_key(lo), _version_key(hi or lo)
+    if v is None or a is None or b is None:
+        return False
+    n = len(b[0])
+    cut = (v[0][:n], v[1] if len(v[0]) == n else float("-inf"))  # 0.14.1 against 0.14: (0, 14) at its earliest
+    return a <= v and cut <= b
 
 
 def _precision_words(precision, checkpoints: bool, others=()) -> str:
@@ -456,15 +494,19 @@ def import_(
                   f"{imp.deployment.plan.label()} ({imp.deployment.engine.priced_as}): TTFT {r['ttft_ms']:.0f} ms, TPOT "
                   + ("n/a (one output token)" if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms"))
     else:
-        from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, short
+        from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, queue_text, short
 
         d = imp.deployment
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
         con.print(on_gpus(imp.model.name, d.num_gpus, d.gpu.name, d.plan.label(), imp.replicas)
                   + f", {d.precision.label()}, {ENGINES[imp.engine].priced_as}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
-                  f"TTFT {r['ttft_ms']:.0f} ms{short(r, 'ttft_ms')}, TPOT "
+                  f"TTFT {r['ttft_ms']:.0f} ms{queue_text(r)}{short(r, 'ttft_ms')}, TPOT "
                   + (f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, ")
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
+        if r.get("over_capacity"):  # what estimate and export say of the requests the deployment cannot run at once
+            con.print(f"[yellow]at {r['concurrency']} requests: {r['over_capacity']}[/yellow]", highlight=False)
+        if r.get("attention_note"):  # lint R4's head size on the engine's attention kernels, as estimate says it
+            con.print(f"[yellow]{r['attention_note']}[/yellow]", highlight=False)
         if d.spec is not None and d.spec.source:  # the configuration states no acceptance: the published one, as estimate says it
             con.print(f"speculation: acceptance not given, so the published one: {d.spec.source}", highlight=False)
         if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):

@@ -180,6 +180,20 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
             + draft.vocab * h * 2.0 / (tp * kvp))
 
 
+def seq_bytes(model: ModelSpec, prec: Precision, sh: Plan, seq_len, *, spec: SpecDecoding | None = None,
+              draft: ModelSpec | None = None, k=0.0) -> tuple:
+    """What one sequence of `seq_len` tokens holds per GPU (fit's per-sequence figures): (KV bytes per token, its KV
+    cache and recurrent state, the state alone). `prec`: the executable precision; with `spec` and its `draft`, where
+    `k` > 0, the draft's layers' KV cache with each token's, all on one stage (MTP on the last; a separate draft
+    unpipelined)."""
+    per_token = kv_bytes_per_token(model, prec, sh, seq_len)
+    if spec is not None:
+        per_token = per_token + np.where(np.asarray(k) > 0, kv_bytes_per_token(draft, prec, replace(sh, pp=np.ones_like(np.asarray(sh.pp, float))),
+                                                                               seq_len), 0.0)
+    state = state_bytes_per_seq(model, sh)
+    return per_token, per_token * seq_len + state, state
+
+
 def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_tokens=8192,
         usable_fraction=USABLE_FRACTION, osl_occupancy: float = 1.0, budget: str = "total",
         spec: SpecDecoding | None = None, draft: ModelSpec | None = None, max_seqs=1024.0, draft_len=None,
@@ -218,11 +232,7 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_t
     # "static" (SGLang): the fraction is of weights and KV alone, activations are reserved outside it
     free = usable - w - (0.0 if budget == "static" else act)
     seq_len = np.asarray(isl, float) + osl_occupancy * np.asarray(osl, float)
-    per_token = kv_bytes_per_token(model, prec, sh, seq_len)
-    if spec is not None:  # the draft's layers, all on one stage (MTP on the last; a separate draft unpipelined)
-        per_token = per_token + np.where(k > 0, kv_bytes_per_token(draft, prec, replace(sh, pp=np.ones_like(np.asarray(sh.pp, float))), seq_len), 0.0)
-    state = state_bytes_per_seq(model, sh)
-    per_seq = per_token * seq_len + state
+    per_token, per_seq, state = seq_bytes(model, prec, sh, seq_len, spec=spec, draft=draft, k=k)
     fits = np.where(free > 0, np.floor(np.maximum(free, 0) / np.maximum(per_seq, 1e-9)), 0.0)
     return {"weights": w, "draft_weights": w_draft + 0.0 * w, "activations": act, "usable": usable + 0.0 * w, "free_for_kv": free,
             "kv_per_token": per_token, "kv_per_seq": per_seq, "state_per_seq": state + 0.0 * per_seq, "max_seqs_per_rank": fits}

@@ -440,9 +440,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     if not screened["in_budget"]:
         raise _none_in_budget(grid, params, budget_tol, vocab, moe=moe, active_params=active_params)
     if not len(cand["hidden"]):
-        raise InputError("params", params, f"a budget and tolerances that admit at least one shape ({screened['in_budget']:,} in the "
-                         f"budget, {screened['inside_envelope']:,} inside the published envelope, {screened['pass_quality']:,} as good as "
-                         f"{ref.name}): raise --budget-tol or --quality-sigmas, or add --outside-envelope")
+        raise _none_admitted(allc, screened, params, ref, outside_envelope=outside_envelope)
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on
     pk = dict(on, vocab=vocab, moe=moe, chunk=chunk, num_gpus=num_gpus, scheduler=scheduler, workers=workers)
     obj, bplan, bbatch, evaluated = evaluate_shapes(cand, progress=progress, **pk)
@@ -468,6 +466,48 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     return r
 
 
+class ParamsValue(float):
+    """A parameter budget as a refusal quotes it (errors.quoted: repr): 12e9 reads "12B", not "12000000000.0" (newc8
+    #11); still the float, so a JSON error's value is the number given."""
+
+    def __repr__(self) -> str:
+        return f"{float(self) / 1e9:g}B"
+
+
+def params_text(params: float) -> ParamsValue:
+    """`params` as a refusal's value (ParamsValue)."""
+    return ParamsValue(params)
+
+
+def _none_admitted(allc: dict, screened: dict, params: float, ref, *, outside_envelope: bool) -> InputError:
+    """Why no shape of the budget is admitted, the two tests apart: the envelope's count and the quality test's are of
+    different shapes, not a funnel (judge: admit = q_passes & inside), so the refusal says that none passes both, and how
+    far the nearest of each side lies from the other test: the best inside shape's loss against the reference's and the
+    --quality-sigmas it needs (quality_delta: delta <= k x sigma_test + tol x the reference's loss), the bounds the best
+    shape as good as the reference lies beyond (envelope.violations: log-distances)."""
+    inside, passes = np.asarray(allc["inside"], bool), np.asarray(allc["q_passes"], bool)
+    loss = float(ref.terms["loss"])
+    need = (allc["q_delta"] - ref.tol * loss) / np.maximum(allc["q_sigma_test"], 1e-30)  # the k each shape passes at
+    pool = np.ones_like(inside) if outside_envelope else inside
+    said = [f"{screened['in_budget']:,} in the budget"]
+    if not outside_envelope:
+        said.append(f"{int(inside.sum()):,} inside the published envelope and {int(passes.sum()):,} as good as {ref.name}, none both")
+    else:
+        said.append(f"none as good as {ref.name} (the envelope open)")
+    if pool.any():
+        i = int(np.flatnonzero(pool)[np.argmin(need[pool])])
+        said.append(f"the best{' inside' if not outside_envelope else ''} shape's loss is {100.0 * allc['q_delta'][i] / loss:+.2f}% over "
+                    f"the reference's (it passes at --quality-sigmas {np.ceil(need[i] * 10.0) / 10.0:g})")
+    if not outside_envelope and passes.any():
+        keys = [k[4:] for k in allc if k.startswith("env_")]
+        far = np.stack([np.asarray(allc[f"env_{k}"], float) for k in keys])
+        j = int(np.flatnonzero(passes)[np.argmin(far[:, passes].sum(axis=0))])
+        beyond = ", ".join(f"{k} x{np.exp(far[n, j]):.2f}" for n, k in enumerate(keys) if far[n, j] > 0)
+        said.append(f"the nearest as good lies outside the envelope by {beyond}")
+    return InputError("params", params_text(params), f"a budget and tolerances that admit at least one shape ({'; '.join(said)}): "
+                      "raise --budget-tol or --quality-sigmas, or add --outside-envelope")
+
+
 def _none_in_budget(grid, params, budget_tol, vocab, *, moe, active_params) -> InputError:
     """Why no shape of the grid is in the budget: the active budget where shapes hold the total, else the total the grid
     reaches (neither --quality-sigmas nor the envelope admits one)."""
@@ -476,7 +516,7 @@ def _none_in_budget(grid, params, budget_tol, vocab, *, moe, active_params) -> I
                           f"{a.min() / 1e9:.3g}B to {a.max() / 1e9:.3g}B active (within --budget-tol {budget_tol:g} of them)")
     c = shapes(grid[0], vocab)
     n = c["total_params"][_well_formed(c)]
-    return InputError("params", params, f"a budget the {'MoE' if moe else 'dense'} shape grid reaches: its shapes hold "
+    return InputError("params", params_text(params), f"a budget the {'MoE' if moe else 'dense'} shape grid reaches: its shapes hold "
                       f"{n.min() / 1e9:.3g}B to {n.max() / 1e9:,.0f}B parameters (within --budget-tol {budget_tol:g} of them)")
 
 

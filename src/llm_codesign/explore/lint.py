@@ -15,6 +15,7 @@ from llm_codesign.cost.ops import Batch, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
 from llm_codesign.spec.engines import Engine, check_kv_format, check_runs, engine_for
+from llm_codesign.spec.engines.head_dims import FAST_HEAD_DIMS, head_dim_support
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
@@ -61,21 +62,8 @@ OBJECTIVE_KEY = ("Beneath R2's and R6's %: the same cost as tok/s/GPU (throughpu
 SEVERITY_ORDER = {"info": 0, "warning": 1, "error": 2}
 # regime: (decode sequences, decode context, prefill tokens) per attention rank; TP 8 where valid
 REGIMES = {"latency": (1, 4096, 0), "throughput": (256, 2048, 8192), "long-context": (1, 131072, 0)}
-FAST_HEAD_DIMS = (64, 128, 256)  # FlashAttention-3 / TensorRT-LLM FMHA/XQA fast paths; MLA uses 576/512 latent kernels
-# R4's head dims the engines' fused attention kernels take, per engine: (the rule, the fallback). vLLM:
-# FlashAttentionBackend.supports_head_size, `head_size % 8 == 0 and head_size <= 256`
-# (vllm/v1/attention/backends/flash_attn.py, vLLM main as stored; 0.33.0 not read), else the selector takes the next
-# backend that accepts it. SGLang's FlashAttention-3 and FlashInfer and TensorRT-LLM's FMHA/XQA are compiled for lists
-# of head sizes, every one a multiple of 8 (so a head_dim off 8 is in none); their exact lists at the versions the tool
-# reads were not checked (modelling-notes, lintfix)
-HEAD_DIM_KERNELS = {
-    "vllm": ("its FlashAttention backend takes multiples of 8 up to 256", "vLLM falls back to a slower backend (FlexAttention)"),
-    "sglang": ("FlashAttention-3 and FlashInfer are built for multiples of 8 up to 256",
-               "SGLang needs another --attention-backend (triton), slower"),
-    "trtllm": ("its FMHA and XQA kernels are built for multiples of 8", "the model may not load"),
-}
-
-
+# R4's head dims: the engines' fused attention kernels and what runs instead, one rule with estimate and export
+# (spec.engines.head_dims, each engine's kernel lists cited there)
 @dataclass(frozen=True)
 class Finding:
     rule: str
@@ -872,30 +860,31 @@ def _quantization_readiness(model, shards: dict, gpu: Gpu, engine: Engine | None
                                    100.0 * (pad / d - 1), f"{name} -> {to} (the nearest multiple of {step}: every scale block "
                                    f"and R2's tile grid{on}; or keep this tensor in a wider format)", shape=_with_dim(model, name, to)))
                 break
-    return out + _head_dims(model, engine)
+    return out + _head_dims(model, engine, gpu)
 
 
-def _head_dims(model: ModelSpec, engine: Engine | None) -> list[Finding]:
-    """R4's head dims: an error where no fused attention kernel of the engine takes it (HEAD_DIM_KERNELS: a multiple of
-    8 up to 256), naming the engine and its fallback; a warning where it is outside the fast sizes. Neither is priced:
-    the padding to the next fast size is a width, not a time, so the cost is 0 and the width is in the message and
-    figures (newcomer review 6, item 11: head_dim 125 read as costing 2.4%)."""
+def _head_dims(model: ModelSpec, engine: Engine | None, gpu) -> list[Finding]:
+    """R4's head dims: an error where no fused attention kernel of the engine on `gpu` takes it (spec.engines.head_dims,
+    the rule estimate and export say it by), naming the engine and what runs instead; a warning where it is outside the
+    fast sizes. Neither is priced: the padding to the next fast size is a width, not a time, so the cost is 0 and the
+    width is in the message and figures (newcomer review 6, item 11: head_dim 125 read as costing 2.4%)."""
     out = []
     name = engine.name if engine else "vllm"
-    rule, fallback = HEAD_DIM_KERNELS.get(name, HEAD_DIM_KERNELS["vllm"])
     for hd in sorted({layer.attn.head_dim for layer, _ in model.groups if isinstance(layer.attn, GQA)}):
         if hd in FAST_HEAD_DIMS:
             continue
         up = min([x for x in FAST_HEAD_DIMS if x >= hd] or [hd])
         figures = {"head_dim": hd, "padded_to": up, "padding_pct": 100.0 * (up / hd - 1), "engine": name}
-        if hd % 8 or hd > 256:
-            out.append(Finding("R4", "error", "head_dim", f"head_dim {hd} has no fused attention kernel on {name} ({rule}): "
-                               f"{fallback}; not priced", 0.0, f"head_dim {hd} -> {up}", figures,
-                               shape=_with_dim(model, "head_dim", up)))
+        said = head_dim_support(name, gpu, hd)
+        fix = f"head_dim {hd} -> {up}" if up != hd else f"head_dim {hd} -> 256 (the largest size every engine's kernels take)"
+        to = up if up != hd else 256
+        if said:  # an error where the engine as launched does not run it; where it picks a slower kernel itself, a warning
+            out.append(Finding("R4", "warning" if said[0] == "slower" else "error", "head_dim", f"head_dim {hd}: {said[1]}: {said[2]}; not priced", 0.0, fix,
+                               figures | {"kind": said[0]}, shape=_with_dim(model, "head_dim", to)))
         else:
             out.append(Finding("R4", "warning", "head_dim", f"head_dim {hd} is outside the fast attention kernels' sizes "
                                f"{FAST_HEAD_DIMS} (padding to {up} is {figures['padding_pct']:.1f}% wider; not priced)", 0.0,
-                               f"head_dim {hd} -> {up}", figures, shape=_with_dim(model, "head_dim", up)))
+                               fix, figures, shape=_with_dim(model, "head_dim", to)))
     return out
 
 
@@ -1057,6 +1046,27 @@ def _pipeline_regularity(model, gpu, cal, prec, point, *, b, regime, gpus, engin
     return out
 
 
+def _gqa(model) -> list:
+    """The model's GQA attention blocks, one per kind of layer."""
+    return [layer.attn for layer, _ in model.groups if isinstance(layer.attn, GQA)]
+
+
+def _kv_repair(kv: int, heads: int, tps) -> int:
+    """R7's KV-head count for `kv` heads no TP of `tps` shards: of the counts that divide the `heads` query heads and that
+    every TP divides or is divided by (TP takes whole KV heads, or copies of one), the nearest at or above `kv` (more
+    KV heads keep the attention's quality; fewer is a GQA cut, which R9 prices where it pays), else the nearest below.
+    5 KV heads, 40 query heads, TP 2-8: 8 (5 query heads each), not 2 or 4 (newc8 #12); 1 always qualifies."""
+    ok = [n for n in range(1, heads + 1) if not heads % n and all(not n % tp or not tp % n for tp in tps)]
+    above = [n for n in ok if n >= kv]
+    return min(above) if above else max(ok)
+
+
+def _with_kv_count(model: ModelSpec, kv: int, to: int) -> ModelSpec:
+    """`model` with its GQA layers of `kv` KV heads given `to` (R7's fix)."""
+    return replace(model, groups=tuple((Layer(replace(lay.attn, kv_heads=to), lay.ffn) if isinstance(lay.attn, GQA)
+                                        and lay.attn.kv_heads == kv else lay, n) for lay, n in model.groups))
+
+
 def _kv_splits(model, point, *, gpus) -> list[Finding]:
     """R7's heads and KV heads against TP 2, 4, 8 within `gpus`: an error where they do not split; where TP exceeds the
     KV heads, their copies priced at the reported point (`point`: nothing where it runs attention at another TP, which
@@ -1065,16 +1075,23 @@ def _kv_splits(model, point, *, gpus) -> list[Finding]:
     at_tp = int(np.ravel(point.plan.tp)[0])  # the point's attention TP (under attention DP, each rank's)
     kvh = sorted({layer.attn.kv_heads for layer, _ in model.groups if isinstance(layer.attn, GQA)})
     heads = sorted({layer.attn.heads for layer, _ in model.groups if isinstance(layer.attn, (GQA, MLA))})
-    for tp in (p for p in (2, 4, 8) if p <= gpus):
+    tps = [p for p in (2, 4, 8) if p <= gpus]
+    for tp in tps:
         for h in heads:
             if h % tp:
                 out.append(Finding("R7", "error", f"heads@TP{tp}", f"{h} attention heads do not split over TP{tp}", 0.0,
                                    f"use a multiple of {tp} heads"))
+    for k in kvh:  # one finding for every TP the KV heads do not split over, with one count every TP takes (_kv_repair)
+        if bad := [tp for tp in tps if k % tp and tp % k]:
+            h = max(a.heads for a in _gqa(model) if a.kv_heads == k)
+            to = _kv_repair(k, h, tps)
+            tps_said = ", ".join(f"TP{tp}" for tp in bad)
+            out.append(Finding("R7", "error", "kv_heads@" + ",".join(f"TP{tp}" for tp in bad), f"{k} KV heads neither divide nor "
+                               f"are divided by {tps_said}", 0.0, f"{k} -> {to} KV heads ({h // to} query heads each): TP 1-{max(tps)} "
+                               "all shard it", {"kv_heads": k, "heads": h, "tps": bad, "proposed": to}, shape=_with_kv_count(model, k, to)))
+    for tp in tps:
         for k in kvh:
-            if k % tp and tp % k:
-                out.append(Finding("R7", "error", f"kv_heads@TP{tp}", f"{k} KV heads neither divide nor are divided by TP{tp}",
-                                   0.0, f"use {tp} or a divisor of {tp} KV heads"))
-            elif k < tp:
+            if k < tp and not tp % k:
                 # the copies' cost is the KV cache a GPU holds beyond its share, paid only where attention runs at this TP
                 copies, here = 100.0 * (tp / k - 1), tp == at_tp
                 where = (f": at the reported point ({point.plan.label()}) too" if here else

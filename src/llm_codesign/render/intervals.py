@@ -45,6 +45,19 @@ def duration(ms: float, metric: str = "ttft_ms") -> str:
     return " ".join(_duration(ms, metric, value=True))
 
 
+def queue_text(r: dict) -> str:
+    """' (28.8 s of it queue: 3 cohorts of 9.6 s, which the bands include)' after a TTFT where requests wait for a slot (Estimate.queue), so that
+    the wait the batch cap sets reads apart from the run-to-run spread of the intervals after it (newc7 #7): estimate's
+    table, and import's and export's one-line summaries (newc8 #7: import printed a 41.8 s TTFT, 40.8 s of it queue,
+    without a word); the intervals after it cover the TTFT as quoted, the queue at TPOT's spread
+    (measure.intervals.with_queue)."""
+    q = r.get("queue")
+    if not q:
+        return ""
+    n = q["cohorts"]
+    return f" ({duration(q['ttft_ms'])} of it queue: {n:.3g} cohort{'s' if n != 1 else ''} of {duration(q['cycle_ms'])}, which the bands include)"
+
+
 def _range(metric: str, lo: float, hi: float) -> str:
     """'95-160 ms', or each bound with its own unit where they differ ('739 s-59.8 h'); tok/s bare."""
     if metric not in ("ttft_ms", "tpot_ms"):

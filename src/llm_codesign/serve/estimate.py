@@ -29,6 +29,7 @@ from llm_codesign.serve.invariants import check_estimate
 from llm_codesign.serve.metrics import BATCH_GRID, FRACTION_OPTION, GB, evaluate, interval_columns, no_decode, without_decode
 from llm_codesign.spec.engines import check_kv_format
 from llm_codesign.spec.engines.base import GIB
+from llm_codesign.spec.engines.head_dims import head_dim_note
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import (
     REASONS,
@@ -141,6 +142,8 @@ class Estimate:
     knee: dict | None = None  # offline: the batch chosen and the maximum it leaves (offline_knee)
     kv_seqs: int | None = None  # the requests the KV cache holds whole (Metrics.kv_seqs); None: max_batch's
     queue: dict | None = None  # where requests wait for a slot: TTFT's share of it (slot_queue), its cohorts and their cycle
+    # where no fast attention kernel of the engine takes the model's head size (spec.engines.head_dims, lint R4's rule)
+    attention_note: str | None = None
 
     @property
     def fits(self) -> bool:
@@ -191,6 +194,8 @@ class Estimate:
             out["request_cost_note"] = self.request_cost
         if self.rank_skew is not None:  # absent where the fitted rank skew is no material share of TTFT
             out["rank_skew_note"] = self.rank_skew
+        if self.attention_note is not None:  # absent where the engine's fast attention kernels take the head size
+            out["attention_note"] = self.attention_note
         if self.spec is not None:
             out["spec"] = asdict(self.spec)
         if self.breakdown is not None:
@@ -423,7 +428,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         decode_bound=_decode_bound(dec_ops, per, rows), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=tuple(executable(dep.precision, dep.gpu)[1]) + quark_note(model, dep.precision) + _expert_notes(model, dep),
-        over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]))
+        over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
+                                     whole=_whole_seqs(model, dep, workload, s("kv_bytes") + s("free_bytes")))
         if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
         breakdown=rows if breakdown else None,
@@ -432,7 +438,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
                                    tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)),
         request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe),
         rank_skew=rank_skew_note(dep, cal, rows, ttft_s=s("ttft_s")), knee=knee,
-        kv_seqs=int(r.kv_seqs.reshape(-1)[0]), queue=_queue(priced["time_parts"]))
+        kv_seqs=int(r.kv_seqs.reshape(-1)[0]), queue=_queue(priced["time_parts"]),
+        attention_note=head_dim_note(model, dep.engine.name, dep.gpu))
     return check_estimate(model, est)
 
 
@@ -693,9 +700,23 @@ def _ep_upcast(model: ModelSpec, dep: Deployment) -> str:
             f"EP=1 or another engine keeps {prec.weight.name}")
 
 
-def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool) -> str:
+def _whole_seqs(model: ModelSpec, dep: Deployment, workload: Workload, kv_space: float) -> int:
+    """The sequences of ISL+OSL tokens each that `kv_space` bytes per GPU (the KV cache's share: memory.fit's free_for_kv)
+    hold over the deployment: the count at the full length, where the engine sizes its batch at a mean context
+    (Engine.kv_budget's occupancy: vLLM, SGLang and ATOM hold ISL + OSL/2, newc8 #7's 91 read as "91 of 2048+512")."""
+    from llm_codesign.cost import memory
+    from llm_codesign.serve.aggregated import draft_model
+
+    spec = dep.spec
+    _, per_seq, _ = memory.seq_bytes(model, executable(dep.precision, dep.gpu)[0], dep.plan.broadcast(), float(workload.isl + workload.osl),
+                                     spec=spec, draft=draft_model(model, spec) if spec is not None else None, k=spec.k if spec is not None else 0.0)
+    return int(np.floor(max(kv_space, 0.0) / max(float(np.ravel(per_seq)[0]), 1e-9))) * int(np.asarray(dep.plan.adp))
+
+
+def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool, whole: int | None = None) -> str:
     """Priced, not refused: what the engine does with requests its KV cache cannot hold (Engine.admission), or
-    its step token budget does not schedule beside the prompts arriving (Metrics.budget_binds)."""
+    its step token budget does not schedule beside the prompts arriving (Metrics.budget_binds). `whole`: the sequences
+    of ISL+OSL the cache holds (_whole_seqs), said beside `max_batch` where the engine counts at a mean context."""
     isl, osl = workload.isl, workload.osl
     if budget_binds:
         rank = (" per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else "") + \
@@ -715,7 +736,12 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
         return (f"the launch caps the batch at {dep.max_batch} requests{rank} (max_batch: TensorRT-LLM max_batch_size, vLLM "
                 f"--max-num-seqs, SGLang --max-running-requests), so {max_batch} run at once and the rest wait for whole requests "
                 "to finish (longer TTFT)")
-    held = f"the KV cache holds {max_batch} sequences of {isl}+{osl} tokens"
+    share = dep.engine.kv_budget[2]  # the share of the OSL a sequence holds as the engine sizes its batch (memory.fit's occupancy)
+    if share < 1.0:
+        held = (f"the KV cache holds {max_batch} sequences at their mean context ({isl}+{share * osl:.10g} tokens)"
+                + (f", {whole} of the full {isl}+{osl}" if whole is not None else ""))
+    else:
+        held = f"the KV cache holds {max_batch} sequences of {isl}+{osl} tokens"
     if dep.engine.admission is not None:
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
                 "blocks run out, so the admitted requests share the decode slots (longer TPOT)")

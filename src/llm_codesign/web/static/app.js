@@ -384,7 +384,7 @@ function intervalText(b, k, v, below = false) {
 function metricRows(e) {
   const iv = (k) => (e.intervals && e.intervals[k] ? `; ${intervalText(e.intervals[k], k, e[k])}` : "");
   const one = e.osl <= 1, na = "n/a (one output token)";
-  // the slot wait's share of TTFT where requests queue (the CLI's _queue_text, serve/estimate.py _queue)
+  // the slot wait's share of TTFT where requests queue (the CLI's render/intervals.py queue_text, serve/estimate.py _queue)
   const q = e.queue ? ` (${durValue("ttft_ms", e.queue.ttft_ms)} of it queue: ${+e.queue.cohorts.toPrecision(3)} cohort`
     + `${e.queue.cohorts === 1 ? "" : "s"} of ${durValue("ttft_ms", e.queue.cycle_ms)}, which the bands include)` : "";
   return [["TTFT", durValue("ttft_ms", e.ttft_ms) + q + iv("ttft_ms")], ...(e.arrival_text ? [["arrival", e.arrival_text]] : []),

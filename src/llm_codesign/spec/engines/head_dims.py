@@ -1,0 +1,77 @@
+"""Which attention head sizes each engine's fused attention kernels take, per GPU: the one rule lint's R4, estimate,
+export and import apply (newc8 #8: lint said head_dim 125 "blocks a plan ... not priced" while estimate and export
+priced it without a word). The cost model prices attention as the engine's fused kernel at any head size; where no
+fused kernel of the engine takes the model's head size, the answer says what runs instead, or that it does not run.
+
+Sources, each a kernel's own check or instantiation list:
+- vLLM's FlashAttention backend: `head_size % 8 == 0 and head_size <= 256` (FlashAttentionBackend.supports_head_size,
+  vllm/v1/attention/backends/flash_attn.py@5704f34f); else its selector takes TRITON_ATTN, `head_size >= 32`
+  (TritonAttentionBackend.supports_head_size, vllm/v1/attention/backends/triton_attn.py@63013883), a Triton kernel
+  whose head is padded to the next power of 2 (next_power_of_2(headdim), the same file).
+- SGLang's default CUDA backends: FlashAttention-3, `head_size % 8 == 0` (16 for FP8) up to 256
+  (Dao-AILab/flash-attention hopper/flash_api.cpp@0e79d711 mha_fwd), FlashInfer, built for 64, 128 and 256
+  (include/flashinfer/utils.cuh DISPATCH_HEAD_DIM@0d618712; its JIT builds "must be divisible by 16 and in range [16,
+  256]", flashinfer-ai/flashinfer#4546); another head size runs on `--attention-backend triton`.
+- TensorRT-LLM's decode kernels: MMHA instantiated for 32, 48, 64, 80, 96, 104, 112, 128, 144, 160, 192, 224 and 256
+  (cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/instantiation/decoderMaskedMultiheadAttention{N}_*.cu,
+  NVIDIA/TensorRT-LLM as stored), XQA a subset; 512 on datacenter Blackwell only, through trtllm-gen's cubins
+  (NVIDIA/TensorRT-LLM#17772: "Gemma 4's full-attention layers use head_dim=512, which no SM90 paged attention kernel
+  serves ... trtllm-gen has the cubins, but ships them for datacenter Blackwell only").
+- ATOM (AITER): not read; no rule, so nothing is said.
+"""
+from __future__ import annotations
+
+# the head sizes every engine's fastest kernels are tuned for (FlashAttention-3's and TensorRT-LLM's FMHA/XQA fast paths):
+# lint's warning outside them; MLA runs its own 576/512 latent kernels
+FAST_HEAD_DIMS = (64, 128, 256)
+TRTLLM_MMHA = (32, 48, 64, 80, 96, 104, 112, 128, 144, 160, 192, 224, 256)
+
+
+def _vllm(hd: int, gpu) -> tuple[str, str, str] | None:
+    if hd % 8 == 0 and hd <= 256:
+        return None
+    if hd >= 32:
+        pad = 1 << (hd - 1).bit_length()
+        return ("slower", "vLLM's FlashAttention backend takes multiples of 8 up to 256",
+                f"it runs its Triton attention (TRITON_ATTN, the head padded to {pad}) instead, slower")
+    return ("none", "vLLM's FlashAttention backend takes multiples of 8 up to 256, its Triton one 32 and up", "the model does not run")
+
+
+def _sglang(hd: int, gpu) -> tuple[str, str, str] | None:
+    if hd % 8 == 0 and hd <= 256:
+        return None
+    return ("flag", "SGLang's FlashAttention-3 takes multiples of 8 up to 256, FlashInfer 64, 128 and 256",
+            "it needs --attention-backend triton, slower")
+
+
+def _trtllm(hd: int, gpu) -> tuple[str, str, str] | None:
+    if hd in TRTLLM_MMHA or (hd == 512 and gpu is not None and gpu.family == "blackwell"):
+        return None
+    return ("none", f"TensorRT-LLM's decode kernels are built for head sizes {', '.join(map(str, TRTLLM_MMHA))} (and 512 on "
+                    "datacenter Blackwell)", "the model does not run")
+
+
+RULES = {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm}
+
+
+def head_dim_support(engine: str, gpu, head_dim: int) -> tuple[str, str, str] | None:
+    """None where a fast attention kernel of `engine` on `gpu` takes `head_dim` (or no rule is sourced: ATOM); else
+    (kind, the kernels' rule, what happens instead): kind "slower" where the engine picks a slower kernel itself (vLLM's
+    Triton attention), "flag" where it runs one only with a launch option the export does not write (SGLang's
+    --attention-backend triton), "none" where nothing runs it (TensorRT-LLM)."""
+    rule = RULES.get(engine)
+    return rule(int(head_dim), gpu) if rule else None
+
+
+def head_dim_note(model, engine: str, gpu) -> str | None:
+    """One line where the model's attention head size is one no fused kernel of `engine` on `gpu` takes
+    (head_dim_support), as estimate, export and import say it beside lint's R4 error; None otherwise."""
+    from llm_codesign.spec.kinds import GQA
+
+    for hd in sorted({layer.attn.head_dim for layer, _ in model.groups if isinstance(layer.attn, GQA)}):
+        said = head_dim_support(engine, gpu, hd)
+        if said:
+            kind, rule, then = said
+            priced = "priced as if it ran" if kind == "none" else "priced as the fast kernel"
+            return f"head_dim {hd}: {rule}: {then}; {priced} (lint R4)"
+    return None
