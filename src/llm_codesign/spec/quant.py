@@ -47,11 +47,14 @@ def _modelopt(q: dict) -> tuple[Precision | None, str]:
 def _ct_format(w: dict, a: dict | None) -> str | None:
     """A compressed-tensors group's weight format, as vLLM's CompressedTensorsConfig picks its scheme
     (compressed_tensors.py _is_fp8_w8a8 / _is_fp8_w8a16 / _is_fp4a4_nvfp4 / _is_fp4a16_nvfp4 / _is_wNa16_group_channel
-    @be696453): float 8 bits is FP8 (block strategy: 128 x 128 blocks), float 4 bits in groups of 16 NVFP4, of 32
-    MXFP4, int 4 bits weight-only INT4; anything else (INT8, 2-3 bits) none here."""
+    @be696453), on the presets llm-compressor writes (compressed-tensors quant_scheme.py PRESET_SCHEMES@0bb1251a):
+    float 8 bits per tensor or channel is FP8 (FP8, FP8_DYNAMIC), per 128 x 128 block FP8 blocks (FP8_BLOCK), float 4
+    bits in groups of 16 NVFP4, of 32 MXFP4, int 4 bits weight-only INT4 (W4A16); anything else (INT8, MXFP8's groups
+    of 32, W4A8) none here."""
     kind, bits, group = str(w.get("type") or "int"), w.get("num_bits"), w.get("group_size")
+    strategy = str(w.get("strategy") or "tensor")
     if kind == "float" and bits == 8:
-        return "fp8_block" if str(w.get("strategy")) == "block" else "fp8"
+        return {"tensor": "fp8", "channel": "fp8", "block": "fp8_block"}.get(strategy)
     if kind == "float" and bits == 4:
         return {16: "nvfp4", 32: "mxfp4"}.get(group)
     if kind == "int" and bits == 4 and a is None:
