@@ -83,7 +83,7 @@ def test_summaries_withhold_the_band_estimate_withholds():
     assert short({"intervals": {"ttft_ms": b}}, "ttft_ms") == " (no interval: x3.7)"
     ok = {**b, "lo95": 120.0, "hi95": 900.0, "predictable": True}  # x7.5: a band, printed
     assert short({"intervals": {"ttft_ms": ok}}, "ttft_ms") == " (80%: 177-657)" and short_range(ok, "ttft_ms") == "177-657"
-    # the flag and the bounds agree where a band carries no flag (one rule: measure.intervals.predictability)
+    # the rule is the one that sets the band's flag (measure.intervals.predictability): a band without it reads alike
     assert short({"intervals": {"ttft_ms": {k: v for k, v in b.items() if k != "predictable"}}}, "ttft_ms") == " (no interval: x3.7)"
 
 

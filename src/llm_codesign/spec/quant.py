@@ -147,6 +147,5 @@ def read_quant(cfg: dict, quant: dict | None) -> tuple[Precision, str | None]:
         p, why = reader(qc) if reader else (None, f"quant_method {method}")
     if p is not None:
         return p, None
-    return Precision.of("bf16"), (f"the checkpoint's quantization ({why}) is not a format the tool prices (it reads "
-                                  f"{', '.join(READ_METHODS)} checkpoints in fp8, fp8 blocks, nvfp4, mxfp4 and int4): priced "
-                                  "as BF16 weights; give --weight-dtype for its bytes")
+    return Precision.of("bf16"), (f"the checkpoint's quantization ({why}) is not a format the tool prices (quant_method "
+                                  f"{', '.join(READ_METHODS)} are read): priced as BF16 weights; give --weight-dtype for its bytes")
