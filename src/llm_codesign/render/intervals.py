@@ -58,7 +58,7 @@ def uninformative(b: dict) -> bool:
     """Whether a band's 95% interval spans more than UNINFORMATIVE times (high / low): the rule that sets its
     `predictable` (measure.intervals.predictability), so that every line that prints a band, estimate's table and
     export's and import's summaries alike, says "no interval" for the same bands (newc8 #6)."""
-    return not predictability(b["lo95"], b["hi95"])["predictable"]
+    return "lo95" in b and not predictability(b["lo95"], b["hi95"])["predictable"]
 
 
 def off_centre(b: dict, value: float) -> bool:
