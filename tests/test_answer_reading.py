@@ -9,7 +9,7 @@ import pytest
 from conftest import cli
 
 from llm_codesign.measure import intervals as iv
-from llm_codesign.render.intervals import ARRIVAL_TEXT, arrival_footer, basis_rows, duration, interval_text, short
+from llm_codesign.render.intervals import ARRIVAL_TEXT, arrival_footer, basis_rows, duration, interval_text, short, short_range
 
 
 def _text(*args: str) -> str:
@@ -113,7 +113,9 @@ def test_times_of_ten_seconds_or_more_read_in_seconds_and_hours():
     # 6e7 / 6e6 = 10, under x20: both intervals (6e6 ms = 1.7 h, 6e7 ms = 16.7 h)
     assert interval_text(b | {"lo95": 6e6, "hi95": 6e7}, "ttft_ms") == "80%: 1.8-7.4 h, 95%: 1.7-16.7 h"
 
-    assert short({"intervals": {"ttft_ms": b | {"lo95": 1e6}}}, "ttft_ms") == " (80%: 1.8-7.4 h)"
+    # a one-line summary withholds the band where estimate does (newc8 #6): 2.15e8 / 1e6 = x215 past x20; 6e7 / 6e6 = x10 not
+    assert short({"intervals": {"ttft_ms": b | {"lo95": 1e6}}}, "ttft_ms") == " (no interval: x4.1)"
+    assert short({"intervals": {"ttft_ms": b | {"lo95": 6e6, "hi95": 6e7}}}, "ttft_ms") == " (80%: 1.8-7.4 h)"
     assert short({"intervals": {"ttft_ms": {"lo80": 95.0, "hi80": 160.0}}}, "ttft_ms") == " (80%: 95.0-160)"  # ms unsaid, as before
 
 
@@ -202,7 +204,8 @@ def test_mix_shows_its_80_percent_intervals_and_their_basis():
     b = d["intervals"]
     assert set(b) == set(iv.METRICS) and b["tpot_ms"]["lo80"] < d["tpot_ms"] < b["tpot_ms"]["hi80"]
     text = _text(*args)
-    row = [short(d, m).removeprefix(" (80%: ").removesuffix(")") for m in iv.METRICS]
+    # each band's 80% interval, or "no interval: x3.7" where estimate withholds it (render.intervals.short_range, newc8 #6)
+    row = [short_range(b[m], m) for m in iv.METRICS]
     assert f"{row[0]} {row[1]} {row[2]} {row[3]}" in text  # beneath TTFT mean, TPOT, tok/s/user, tok/s/GPU
     for k, v in basis_rows(b):
         assert " ".join(f"{k}: {v}".split()).replace("[yellow]", "").replace("[/yellow]", "") in text

@@ -71,7 +71,7 @@ def mix(
                "Times in ms. Each length priced as if the batch held it alone, then mixed by request share "
                "(explore/lengths.py); TPOT is per output token. Beneath: the 80% interval of the mean TTFT, TPOT and rates.")
     from llm_codesign.measure.intervals import METRICS
-    from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, one_token, short
+    from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, one_token, short_range
 
     tt, b = r["ttft_ms"], r["intervals"]
     # every request one output token: no TPOT nor decode rate to show (null in --json), as estimate's
@@ -79,7 +79,7 @@ def mix(
     t.add_row(f"{tt['mean']:.0f}", f"{tt['p50']:.0f}", f"{tt['p90']:.0f}", f"{tt['p99']:.0f}", ONE_TOKEN if one else f"{r['tpot_ms']:.2f}",
               ONE_TOKEN if one else f"{r['tok_s_per_user']:.1f}", f"{r['output_tok_s_per_gpu']:.0f}",
               "yes" if r["fits"] else f"{(1 - r['share_not_fitting']) * 100:.0f}%")
-    lo_hi = [short({"intervals": b}, k).removeprefix(" (80%: ").removesuffix(")") for k in METRICS]
+    lo_hi = [short_range(b[k], k) if (b or {}).get(k) else "" for k in METRICS]  # or "no interval: x3.7", as estimate's
     if one:
         lo_hi[1] = lo_hi[2] = ""
     t.add_row(lo_hi[0], "", "", "", *lo_hi[1:], "")

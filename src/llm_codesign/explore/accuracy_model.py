@@ -52,9 +52,12 @@ def proxy_constants(override: str | None = None) -> dict:
 
 
 def base_name(name: str) -> str:
-    """The model whose published rows a registry entry shares (its re-packagings map to the original)."""
+    """The model whose published rows a registry entry shares (its re-packagings map to the original): published.toml's
+    [aliases], else the entry's release in the registry (spec.registry.release_of: qwen3-32b-fp8 is qwen3-32b's)."""
+    from llm_codesign.spec.registry import release_of
+
     key = str(name).lower()
-    return published()["aliases"].get(key, key)
+    return published()["aliases"].get(key) or release_of(key)
 
 
 # ---------------------------------------------------------------------------------------------

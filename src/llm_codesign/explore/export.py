@@ -266,10 +266,10 @@ UNPRICED_KV = {
 
 def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: dict) -> Precision:
     base = model.default_precision
-    if not EXPORTERS[engine].quantization_option:  # the weight format is the checkpoint's (stated in the header)
+    # no quantization option: the weight format is the checkpoint's, which the header states (a checkpoint of the header's
+    # release read back as the header's model, _exported_model, keeps the format it was exported at)
+    if not EXPORTERS[engine].quantization_option or quant is None:
         w = get_dtype(meta["weight_dtype"], "weight_dtype") if meta.get("weight_dtype") else base.weight
-    elif quant is None:
-        w = base.weight
     else:
         rev: dict[str, str] = {}
         for ours, theirs in engine_spec(engine)["quantization"].items():
@@ -338,13 +338,17 @@ def read_export(text: str, origin: str = "export", *, model: ModelSpec | None = 
 
 def _exported_model(model_ref: str, meta: dict, origin: str) -> ModelSpec:
     """The model an export launches: the one its model option names, or, where that is the placeholder of a config that
-    named no checkpoint (export_engines.base.hf_id), one line asking for the config it was exported from."""
-    from llm_codesign.spec.registry import get_model
+    named no checkpoint (export_engines.base.hf_id), one line asking for the config it was exported from. A checkpoint of
+    the header's own release (launched: llama-3.1-70b at fp8 reads nvidia/Llama-3.1-70B-Instruct-FP8, the registry's
+    llama-3.1-70b-fp8) comes back as the header's model: the round trip's entry, priced at the header's formats (newc8 #6)."""
+    from llm_codesign.spec.registry import bundled, get_model, release_of
 
     if model_ref == CHECKPOINT_PLACEHOLDER:
         raise MissingInput("model", f"{origin} names no checkpoint ({CHECKPOINT_PLACEHOLDER}): give --model, the config.json "
                                     f"{meta.get('model')} was exported from, or put its checkpoint folder in the file")
-    return get_model(model_ref)
+    m = get_model(model_ref)
+    own = bundled(str(meta.get("model") or ""))
+    return own if own is not None and own.name != m.name and release_of(own.name) == release_of(m.name) else m
 
 
 def config_engine(text: str, origin: str = "config") -> str:

@@ -695,6 +695,23 @@ def covered(ctx: Context, table: dict) -> bool:
     return f"{ctx.mode}|{key}" in table.get("covered", ()) and (classes is None or ctx.model_class in classes)
 
 
+def measured_model(name: str, models) -> bool:
+    """Whether runs of the model `name` are among `models` (an envelope's): its own, or those of another entry of its
+    release (spec.registry.release_of: llama-3.1-70b-fp8 quantizes llama-3.1-70b's weights, one shape, one routing),
+    the shift the "model" widening stands for being the shape's and its engine paths', not the checkpoint's name: the
+    same deployment read back as either entry got bands x1.12/x1.68 apart (newc8 #6). The format is its own reason."""
+    from llm_codesign.spec.registry import release_of
+
+    return name in models or (bool(name) and release_of(name) in _releases(tuple(models)))
+
+
+@lru_cache(maxsize=8)
+def _releases(models: tuple[str, ...]) -> frozenset[str]:
+    from llm_codesign.spec.registry import release_of
+
+    return frozenset(release_of(m) for m in models)
+
+
 def reasons(ctx: Context, table: dict) -> list[Widening]:
     """Each way the question lies outside what its mode's runs cover (Widening, without its factors): the bundled
     runs', or with a profile's own runs too where they cover its engine and GPU family (`covered`)."""
@@ -718,7 +735,7 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         out.append(Widening("shape", f"no measured run of a model with {', '.join(KIND_NAMES.get(k, k) for k in new)} layers"))
     # a model's own shift (its GEMM shapes, expert count and routing, the engine's paths for it): held out, a
     # release's models new to the runs scatter 2-3x its measured ones (docs/modelling-notes.md#interval-moe)
-    if ctx.model not in every.get("models", ()):
+    if not measured_model(ctx.model, every.get("models", ())):
         out.append(Widening("model", f"no measured run of {ctx.model or 'this designed shape'}"))
     if f"{ctx.family}|{ctx.fmt}|{ctx.model_class}" not in every.get("formats", ()):
         have = set(table.get("kernel_tables", {}).get(ctx.family, ()))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import re
 
-from llm_codesign.measure.intervals import PREDICTABLE_SPAN
+from llm_codesign.measure.intervals import PREDICTABLE_SPAN, predictability
 
 UNITS = {"ttft_ms": " ms", "tpot_ms": " ms", "tok_s_per_user": "", "output_tok_s_per_gpu": ""}
 # why a centre is shown: the bounds sit about the runs' median shift, not the prediction ("signed where biased")
@@ -68,8 +68,10 @@ def _range(metric: str, lo: float, hi: float) -> str:
 
 
 def uninformative(b: dict) -> bool:
-    """Whether a band's 95% interval spans more than UNINFORMATIVE times (high / low)."""
-    return b["lo95"] > 0 and b["hi95"] / b["lo95"] > UNINFORMATIVE
+    """Whether a band's 95% interval spans more than UNINFORMATIVE times (high / low): the rule that sets its
+    `predictable` (measure.intervals.predictability), so that every line that prints a band, estimate's table and
+    export's and import's summaries alike, says "no interval" for the same bands (newc8 #6)."""
+    return "lo95" in b and not predictability(b["lo95"], b["hi95"])["predictable"]
 
 
 def off_centre(b: dict, value: float) -> bool:
@@ -112,12 +114,17 @@ def no_interval(b: dict, metric: str, *, reasons_below: bool = False) -> str:
     """'no interval: the runs like it are too few or too spread (80% spans x22: 153 ms (floor)-3309 ms); beyond its
     runs: ...': an answer whose 95% interval spans more than UNINFORMATIVE, with each reason it was widened for (without
     their factors), or where none, the runs it is drawn from (named beneath, `reasons_below`, or in the basis rows)."""
-    x = b["hi80"] / b["lo80"] if b["lo80"] > 0 else float("inf")
-    out = NO_INTERVAL_TEXT.format(span=f"{x:.1f}" if x < 10 else f"{x:.0f}", range=_capped_range(b, metric, "80"))
+    out = NO_INTERVAL_TEXT.format(span=_span80(b), range=_capped_range(b, metric, "80"))
     why = [_plain(w) for w in b.get("widened") or []]
     if why:
         return f"{out}; beyond its runs: {'; '.join(dict.fromkeys(why))}"
     return out + ("; its runs: the basis below" if reasons_below else "")
+
+
+def _span80(b: dict) -> str:
+    """'3.7', '22': how many times its low end a band's 80% interval's high end is (no_interval's 'x3.7')."""
+    x = b["hi80"] / b["lo80"] if b["lo80"] > 0 else float("inf")
+    return f"{x:.1f}" if x < 10 else f"{x:.0f}"
 
 
 def _plain(w) -> str:
@@ -126,11 +133,22 @@ def _plain(w) -> str:
     return re.sub(r" \(x[0-9.]+(/x[0-9.]+)* at [0-9/]+%\)$", "", str(w))
 
 
+def short_range(b: dict, metric: str) -> str:
+    """'95-160', a band's 80% interval after its value (after "120 ms" the ms goes unsaid; a bound in s or h says its
+    unit), or 'no interval: x3.7' where estimate says "no interval" (uninformative: newc8 #6, export's and import's
+    summaries printed an 80% band estimate withholds)."""
+    if uninformative(b):
+        return f"no interval: x{_span80(b)}"
+    return _range(metric, b["lo80"], b["hi80"]).removesuffix(" ms")
+
+
 def short(result: dict, metric: str) -> str:
-    """' (80%: 95-160)' after a metric's value in a one-line summary, where the result carries its intervals."""
+    """' (80%: 95-160)' or ' (no interval: x3.7)' after a metric's value in a one-line summary (short_range), where the
+    result carries its intervals."""
     b = (result.get("intervals") or {}).get(metric)
-    # after "120 ms" the ms goes unsaid; a bound in s or h says its unit
-    return f" (80%: {_range(metric, b['lo80'], b['hi80']).removesuffix(' ms')})" if b else ""
+    if not b:
+        return ""
+    return f" ({short_range(b, metric)})" if uninformative(b) else f" (80%: {short_range(b, metric)})"
 
 
 def inline(result: dict, metric: str) -> str:

@@ -31,6 +31,7 @@ from llm_codesign.spec.kinds import (
     NoMixer,
 )
 from llm_codesign.spec.precision import Precision, get_dtype
+from llm_codesign.spec.quant import read_quant
 from llm_codesign.spec.validation import check_config, check_hf_quant
 
 SUPPORTED_LAYERS = ("full attention (MHA/GQA/MQA, optionally output-gated)", "sliding-window attention", "MLA",
@@ -263,30 +264,8 @@ def _hybrid_pattern_layers(cfg: dict, pattern: str, L: int, origin: str, attn: G
 
 
 def precision_from_quant(cfg: dict, quant: dict | None) -> Precision:
-    """Default precision of a checkpoint from hf_quant_config.json (modelopt) or quantization_config."""
-    if quant and "quantization" in quant:
-        q = quant["quantization"]
-        algo = str(q.get("quant_algo", "")).upper()
-        kv = str(q.get("kv_cache_quant_algo") or "").upper()
-        w = {"NVFP4": "nvfp4", "FP8": "fp8", "W4A8_AWQ": "int4", "MXFP4": "mxfp4"}.get(algo, "bf16")
-        excluded = " ".join(q.get("exclude_modules", []) or [])
-        p = Precision.of(w, kv="fp8" if kv == "FP8" else None)
-        if "self_attn" in excluded:
-            p = replace(p, attn_weight=get_dtype("bf16"))
-        return p
-    qc = cfg.get("quantization_config") or {}
-    method = str(qc.get("quant_method", "")).lower()
-    if method == "fp8":
-        return Precision.of("fp8_block" if qc.get("weight_block_size") else "fp8")
-    if method == "mxfp4":
-        # gpt-oss: MXFP4 experts, attention in BF16 (modules_to_not_convert)
-        return replace(Precision.of("mxfp4", activation="bf16"), attn_weight=get_dtype("bf16"))
-    if method == "compressed-tensors":
-        for g in (qc.get("config_groups") or {}).values():
-            w = g.get("weights") or {}
-            if w.get("num_bits") == 4:
-                return replace(Precision.of("int4", activation="bf16"), attn_weight=get_dtype("bf16"))
-    return Precision.of("bf16")
+    """Default precision of a checkpoint from hf_quant_config.json (modelopt) or quantization_config (spec.quant)."""
+    return read_quant(cfg, quant)[0]
 
 
 def max_context_from_config(cfg: dict) -> int:
@@ -336,12 +315,15 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     if len(attns) != L or len(ffns) != L:
         raise InputError("config.num_hidden_layers", L, f"match the per-layer lists ({len(attns)}, {len(ffns)})")
     tie = bool(outer.get("tie_word_embeddings", cfg.get("tie_word_embeddings", mtype in TIED_BY_DEFAULT)))
-    prec = precision_from_quant(cfg, quant)
+    prec, quant_note = read_quant(cfg, quant)
     layers = [Layer(a, f) for a, f in zip(attns, ffns, strict=True)]
     groups = _group(layers)
     index = {layer: i for i, (layer, _) in enumerate(groups)}
+    facts = loader_facts(cfg, outer, mtype)
+    if quant_note:  # a quantization the tool cannot price, said where the loader's notes are (stderr, the answer's notes)
+        facts["notes"] += (Note(quant_note, kind="loader"),)
     return ModelSpec(name=name, hidden=h, vocab=vocab, groups=groups,
-                     tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, **loader_facts(cfg, outer, mtype),
+                     tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, **facts,
                      max_context=max_context_from_config(cfg), layout=tuple(index[layer] for layer in layers),
                      architecture=_architecture(outer))
 

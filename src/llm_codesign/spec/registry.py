@@ -38,12 +38,22 @@ def _index() -> dict[str, dict]:
 def _load_entry(name: str) -> ModelSpec:
     e = _index()[name]
     cfg = json.loads(_data().joinpath(e["config"]).read_text())
+    if e.get("quantization_config"):  # a quantized release of a bundled shape: its own config.json's entry (registry.toml)
+        cfg = {**cfg, "quantization_config": e["quantization_config"]}
     quant = json.loads(_data().joinpath(e["quant"]).read_text()) if e.get("quant") else None
     spec = from_hf_config(cfg, e["name"], quant, tuple(e.get("hf_ids", [])))
     if e.get("precision"):
         w, kv = e["precision"]
         spec = spec.with_precision(Precision.of(w, kv=kv))
     return spec
+
+
+def release_of(name: str) -> str:
+    """The registry entry whose weights the entry `name` quantizes (its `release`: llama-3.1-70b for llama-3.1-70b-fp8),
+    else `name` itself (lower case): one release's entries share its measured runs and published scores."""
+    key = str(name).strip().lower()
+    e = _index().get(key)
+    return str(e.get("release", e["name"])).lower() if e is not None else key
 
 
 def bundled(ref: str) -> ModelSpec | None:

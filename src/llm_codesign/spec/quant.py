@@ -1,0 +1,151 @@
+"""A checkpoint's own number formats, read from its quantization config as the engines' loaders read it.
+
+Each `quant_method` of a config.json's `quantization_config` (and NVIDIA ModelOpt's hf_quant_config.json) maps to the
+tool's weight / activation / KV formats (spec.precision) the way vLLM's loader for it builds the layers
+(vllm/model_executor/layers/quantization/*). A method, or a variant of one, that no format here prices is said in
+one note (`read_quant`'s second value), never read as BF16 without a word (newc8 #2).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from llm_codesign.spec.precision import Precision, get_dtype
+
+# the quant_method values read here, as the note on any other one lists them
+READ_METHODS = ("fp8", "fbgemm_fp8", "mxfp4", "compressed-tensors", "awq", "gptq", "quark", "modelopt")
+
+
+def _d(v) -> dict:
+    return v if isinstance(v, dict) else {}
+
+
+def _names(v) -> list[str]:
+    return [str(x) for x in v] if isinstance(v, list) else []
+
+
+def _attn_kept(names: list[str], p: Precision) -> Precision:
+    """`p` with BF16 attention projections where the checkpoint leaves them unquantized: a module list naming self_attn
+    (modelopt exclude_modules, compressed-tensors ignore, fbgemm/mxfp4 modules_to_not_convert, Quark exclude), as each
+    loader skips the layers it names (vLLM is_layer_skipped / should_ignore_layer)."""
+    return replace(p, attn_weight=get_dtype("bf16")) if any("self_attn" in n for n in names) else p
+
+
+def _modelopt(q: dict) -> tuple[Precision | None, str]:
+    """ModelOpt (hf_quant_config.json's `quantization`, or a config.json's quantization_config with quant_method
+    "modelopt", flat): quant_algo FP8 is per-tensor W8A8, NVFP4 W4A4 with one FP8 scale per 16 values, W4A8_AWQ INT4
+    weights, MXFP4; kv_cache_quant_algo FP8 an FP8 cache (vLLM modelopt.py ModelOptFp8Config / ModelOptNvFp4Config
+    .from_config read quant_algo, kv_cache_quant_algo and exclude_modules from either form@04843c7c; TensorRT-LLM's
+    reader: tensorrt_llm/_torch/model_config.py ModelConfig.load_modelopt_quant_config)."""
+    algo = str(q.get("quant_algo") or "").upper()
+    w = {"NVFP4": "nvfp4", "FP8": "fp8", "W4A8_AWQ": "int4", "MXFP4": "mxfp4"}.get(algo)
+    if w is None:
+        return None, f"modelopt quant_algo {algo or 'missing'}"
+    kv = "fp8" if str(q.get("kv_cache_quant_algo") or "").upper() == "FP8" else None
+    return _attn_kept(_names(q.get("exclude_modules")), Precision.of(w, kv=kv)), ""
+
+
+def _ct_format(w: dict, a: dict | None) -> str | None:
+    """A compressed-tensors group's weight format, as vLLM's CompressedTensorsConfig picks its scheme
+    (compressed_tensors.py _is_fp8_w8a8 / _is_fp8_w8a16 / _is_fp4a4_nvfp4 / _is_fp4a16_nvfp4 / _is_wNa16_group_channel
+    @be696453), on the presets llm-compressor writes (compressed-tensors quant_scheme.py PRESET_SCHEMES@0bb1251a):
+    float 8 bits per tensor or channel is FP8 (FP8, FP8_DYNAMIC), per 128 x 128 block FP8 blocks (FP8_BLOCK), float 4
+    bits in groups of 16 NVFP4, of 32 MXFP4, int 4 bits weight-only INT4 (W4A16); anything else (INT8, MXFP8's groups
+    of 32, W4A8) none here."""
+    kind, bits, group = str(w.get("type") or "int"), w.get("num_bits"), w.get("group_size")
+    strategy = str(w.get("strategy") or "tensor")
+    if kind == "float" and bits == 8:
+        return {"tensor": "fp8", "channel": "fp8", "block": "fp8_block"}.get(strategy)
+    if kind == "float" and bits == 4:
+        return {16: "nvfp4", 32: "mxfp4"}.get(group)
+    if kind == "int" and bits == 4 and a is None:
+        return "int4"
+    return None
+
+
+def _compressed_tensors(qc: dict) -> tuple[Precision | None, str]:
+    """compressed-tensors (llm-compressor: RedHatAI / neuralmagic FP8 and NVFP4, Kimi-K2.5's INT4): the Linear
+    group's weights and input activations (none: weight-only, BF16 activations), its kv_cache_scheme (float 8 bits:
+    an FP8 cache, vLLM compressed_tensors.py get_cache_scale / CompressedTensorsKVCacheMethod) and ignore list."""
+    groups = [_d(g) for g in _d(qc.get("config_groups")).values()]
+    g = next((g for g in groups if "Linear" in _names(g.get("targets"))), groups[0] if groups else {})
+    w, a = _d(g.get("weights")), g.get("input_activations")
+    a = _d(a) if isinstance(a, dict) else None
+    fmt = _ct_format(w, a)
+    if fmt is None:
+        return None, (f"compressed-tensors weights {w.get('type', 'int')} {w.get('num_bits')} bits"
+                      + (f" (group {w['group_size']})" if w.get("group_size") else ""))
+    act = None if fmt == "int4" or a is None else fmt
+    kv = "fp8" if _d(qc.get("kv_cache_scheme")).get("num_bits") == 8 else None
+    p = Precision.of(fmt, activation=act or "bf16", kv=kv)
+    return _attn_kept(_names(qc.get("ignore")), p), ""
+
+
+def _weight_only_int(qc: dict, method: str) -> tuple[Precision | None, str]:
+    """AWQ and GPTQ: weight-only INT (`bits`, `w_bit` in older AWQ configs), activations BF16/FP16, every linear layer
+    quantized unless modules_to_not_convert names it: 4 bits is W4A16 (vLLM awq.py AWQConfig / gptq.py GPTQConfig
+    .from_config, their Marlin forms awq_marlin.py / gptq_marlin.py, W4A16 GEMMs@04843c7c); 2, 3 and 8 bits no format
+    here."""
+    bits = qc.get("bits", qc.get("w_bit"))
+    if bits != 4:
+        return None, f"{method} {bits} bits"
+    return _attn_kept(_names(qc.get("modules_to_not_convert")), Precision.of("int4", activation="bf16")), ""
+
+
+def _quark(qc: dict) -> tuple[Precision | None, str]:
+    """AMD Quark (amd/*-FP8-KV, the MXFP4 previews): global_quant_config's weight and input_tensors dtypes, fp8_e4m3
+    FP8 (per tensor), fp4 MXFP4 (OCP MX, 32 values a scale), int4/uint4 weight-only INT4; export.kv_cache_group
+    naming the K and V projections an FP8 cache (vLLM quark.py QuarkConfig.from_config reads kv_cache_group and
+    layer_quant_config's output_tensors for it; _is_fp8_w8a8 / _is_ocp_mx pick the schemes)."""
+    gq = _d(qc.get("global_quant_config"))
+    wd, ad = str(_d(gq.get("weight")).get("dtype") or ""), str(_d(gq.get("input_tensors")).get("dtype") or "")
+    fmt = {"fp8_e4m3": "fp8", "fp4": "mxfp4", "int4": "int4", "uint4": "int4"}.get(wd)
+    if fmt is None:
+        return None, f"quark weight dtype {wd or 'missing'}"
+    # the activations run in the weights' format where input_tensors names it (W8A8, W4A4), else BF16 (weight-only)
+    act = fmt if (fmt, ad) in (("fp8", "fp8_e4m3"), ("mxfp4", "fp4")) else "bf16"
+    kv = "fp8" if _names(_d(qc.get("export")).get("kv_cache_group")) else None
+    return _attn_kept(_names(qc.get("exclude")), Precision.of(fmt, activation=act, kv=kv)), ""
+
+
+def _fp8(qc: dict) -> tuple[Precision | None, str]:
+    """quant_method fp8 (DeepSeek-V3/R1, Qwen3-*-FP8, MiniMax): 128 x 128 weight blocks where weight_block_size says
+    so, else per-tensor; W8A8 (vLLM fp8.py Fp8Config.from_config: weight_block_size, activation_scheme)."""
+    p = Precision.of("fp8_block" if qc.get("weight_block_size") else "fp8")
+    return _attn_kept(_names(qc.get("modules_to_not_convert")), p), ""
+
+
+def _fbgemm_fp8(qc: dict) -> tuple[Precision | None, str]:
+    """fbgemm_fp8 (Meta's Llama-3.1-405B / Llama-4-Maverick FP8): per-channel FP8 weights, activations quantized per
+    token as they run (W8A8), the modules_to_not_convert in BF16 (vLLM fbgemm_fp8.py FBGEMMFp8Config.from_config,
+    FBGEMMFp8LinearMethod's Fp8LinearOp(use_per_token_if_dynamic=True)@04843c7c)."""
+    return _attn_kept(_names(qc.get("modules_to_not_convert")), Precision.of("fp8")), ""
+
+
+def _mxfp4(qc: dict) -> tuple[Precision | None, str]:
+    """gpt-oss: MXFP4 experts on BF16 activations, attention in BF16 (modules_to_not_convert)."""
+    return replace(Precision.of("mxfp4", activation="bf16"), attn_weight=get_dtype("bf16")), ""
+
+
+READERS = {"fp8": _fp8, "fbgemm_fp8": _fbgemm_fp8, "mxfp4": _mxfp4, "compressed-tensors": _compressed_tensors,
+           "awq": lambda qc: _weight_only_int(qc, "awq"), "gptq": lambda qc: _weight_only_int(qc, "gptq"), "quark": _quark,
+           "modelopt": lambda qc: _modelopt(_d(qc.get("quantization")) or qc)}
+assert tuple(READERS) == READ_METHODS
+
+
+def read_quant(cfg: dict, quant: dict | None) -> tuple[Precision, str | None]:
+    """(the checkpoint's default precision, a note or None): from hf_quant_config.json (ModelOpt) where given, else
+    the config.json's quantization_config. A method or variant no format here prices is read as BF16 and said in the
+    note, with the formats that are read."""
+    if quant and isinstance(quant.get("quantization"), dict):
+        p, why = _modelopt(quant["quantization"])
+    else:
+        qc = _d(cfg.get("quantization_config"))
+        method = str(qc.get("quant_method") or "").strip().lower()
+        if not method:
+            return Precision.of("bf16"), None
+        reader = READERS.get(method)
+        p, why = reader(qc) if reader else (None, f"quant_method {method}")
+    if p is not None:
+        return p, None
+    return Precision.of("bf16"), (f"the checkpoint's quantization ({why}) is not a format the tool prices (quant_method "
+                                  f"{', '.join(READ_METHODS)} are read): priced as BF16 weights; give --weight-dtype for its bytes")

@@ -1,0 +1,98 @@
+"""A quantized checkpoint's id is priced, exported and read back at its own format, and a deployment gets one set of
+bands whatever the name it is reached by (newc8 #1 and #6)."""
+import re
+
+import pytest
+
+import llm_codesign as lc
+from llm_codesign.explore.export import export_config, read_export
+from tests.conftest import cli
+from llm_codesign.measure.intervals import reasons
+from llm_codesign.render.intervals import short, short_range
+from llm_codesign.spec.registry import entries, release_of
+
+# Hub ids and the format each checkpoint is published in (registry.toml cites each model card / config)
+FP8_IDS = {"Qwen/Qwen3-32B-FP8": "fp8_block", "Qwen/Qwen3-30B-A3B-FP8": "fp8_block", "Qwen/Qwen3-235B-A22B-FP8": "fp8_block",
+           "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8": "fp8", "zai-org/GLM-5-FP8": "fp8_block"}
+
+
+@pytest.mark.parametrize("hf_id,fmt", sorted(FP8_IDS.items()))
+def test_each_fp8_checkpoint_id_is_priced_at_its_own_format(hf_id, fmt):
+    m = lc.get_model(hf_id)
+    assert m.default_precision.weight.name == fmt and m.hf_ids[0] == hf_id
+    # its own entry, of the BF16 release's shape: the same parameters, the weights' bytes about halved
+    base = lc.get_model(release_of(m.name))
+    assert base.name != m.name and base.default_precision.weight.name == "bf16" and base.total_params == m.total_params
+
+
+def test_every_quantized_looking_hub_id_resolves_to_a_quantized_format():
+    # an id naming a quantized format (FP8, FP4, NVFP4, INT4, AWQ, GPTQ) never lands on a BF16 entry
+    quantized = re.compile(r"(fp8|fp4|nvfp4|int4|awq|gptq)", re.I)
+    ids = [h for e in entries() for h in e.get("hf_ids", []) if quantized.search(h.split("/")[-1])]
+    assert len(ids) >= 15
+    for h in ids:
+        assert lc.get_model(h).default_precision.weight.name != "bf16", h
+
+
+def test_maverick_fp8_fits_the_8xh100_host_it_was_built_for():
+    # 400.7B parameters at one byte, 50.1 GB a GPU over 8; its BF16 attention (48 layers x (5120 x 7168 + 5120 x 5120) =
+    # 3.0B) and BF16 embedding and head (2 x 202048 x 5120 = 2.07B) add 2 bytes - 1 each: +0.63 GB a GPU -> 50.7 GB
+    # (47.2 GiB) of 79.6 GiB; as BF16 it was refused: "needs 95.1 GiB per GPU ... at least 16 GPUs" (newc8 #1)
+    m = "meta-llama/Llama-4-Maverick-17B-128E-Instruct-FP8"
+    d = lc.estimate(m, lc.deployment(m, gpu="h100", num_gpus=8, tp=8), lc.Workload(concurrency=8)).to_dict()
+    assert d["fits"] and d["memory"]["weights_gb"] == pytest.approx(50.7, abs=0.2)
+
+
+def test_export_keeps_the_checkpoint_id_the_user_gave():
+    m = lc.get_model("Qwen/Qwen3-32B-FP8")
+    dep = lc.deployment(m, gpu="h100", num_gpus=2, tp=2, backend="vllm")
+    out = export_config(m, dep, engine="vllm", concurrency=16)
+    assert "model: Qwen/Qwen3-32B-FP8" in out and "Qwen/Qwen3-32B\n" not in out
+    assert read_export(out).model.name == "qwen3-32b-fp8"
+
+
+def test_export_import_round_trip_comes_back_to_the_entry_and_its_bands(tmp_path):
+    # the README's plan: llama-3.1-70b at FP8 on 8 x H200; the launch reads nvidia/Llama-3.1-70B-Instruct-FP8 (the
+    # registry's llama-3.1-70b-fp8), which import resolved to that entry, "unmeasured", every band x1.12/x1.68 wider
+    dep = lc.deployment("llama-3.1-70b", gpu="h200", num_gpus=8, tp=8, weight_dtype="fp8", kv_dtype="fp8")
+    est = lc.estimate("llama-3.1-70b", dep, lc.Workload(concurrency=64))
+    text = export_config(lc.get_model("llama-3.1-70b"), dep, engine="trtllm", concurrency=64,
+                         extra={"isl": 1024, "osl": 1024, "predicted": {}})
+    assert "nvidia/Llama-3.1-70B-Instruct-FP8" in text
+    (tmp_path / "t70.yaml").write_text(text)
+    back = lc.import_config(tmp_path / "t70.yaml", concurrency=64)
+    assert back.model.name == "llama-3.1-70b"
+    for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu"):
+        a, b = est.to_dict()["intervals"][k], back.to_dict()["intervals"][k]
+        assert (a["lo80"], a["hi80"], a["lo95"], a["hi95"]) == pytest.approx((b["lo80"], b["hi80"], b["lo95"], b["hi95"]))
+
+
+def test_a_release_shares_its_measured_runs_whatever_entry_names_it():
+    # llama-3.1-70b-fp8 quantizes llama-3.1-70b's weights: no "no measured run of llama-3.1-70b-fp8" widening
+    for name in ("llama-3.1-70b-fp8", "llama-3.1-70b"):
+        dep = lc.deployment(name, gpu="h200", num_gpus=8, tp=8, weight_dtype="fp8", kv_dtype="fp8")
+        e = lc.estimate(name, dep, lc.Workload(concurrency=64))
+        assert not any("no measured run of llama" in str(w) for b in e.to_dict()["intervals"].values() for w in b["widened"])
+    assert release_of("llama-3.1-70b-fp8") == release_of("llama-3.1-70b") == "llama-3.1-70b"
+    assert release_of("my-own-shape") == "my-own-shape" and callable(reasons)
+
+
+def test_summaries_withhold_the_band_estimate_withholds():
+    # TTFT 80% 177-657 ms (x3.71), 95% 90-1900 ms (x21.1 > 20: "no interval" in estimate's table)
+    b = {"lo80": 177.0, "hi80": 657.0, "lo95": 90.0, "hi95": 1900.0, "centre": 337.0, "predictable": False, "widened": []}
+    assert short({"intervals": {"ttft_ms": b}}, "ttft_ms") == " (no interval: x3.7)"
+    ok = {**b, "lo95": 120.0, "hi95": 900.0, "predictable": True}  # x7.5: a band, printed
+    assert short({"intervals": {"ttft_ms": ok}}, "ttft_ms") == " (80%: 177-657)" and short_range(ok, "ttft_ms") == "177-657"
+    # the rule is the one that sets the band's flag (measure.intervals.predictability): a band without it reads alike
+    assert short({"intervals": {"ttft_ms": {k: v for k, v in b.items() if k != "predictable"}}}, "ttft_ms") == " (no interval: x3.7)"
+
+
+def test_export_and_import_say_no_interval_where_estimate_does(tmp_path):
+    args = ["llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--concurrency", "64"]
+    _, out, _ = cli("estimate", *args)
+    assert "337.2 ms; no interval" in out  # the README's answer: TTFT's 95% spans over x20
+    path = tmp_path / "t70.yaml"
+    _, out, err = cli("export", *args, "-o", str(path))
+    assert "TTFT 337 ms (no interval: x3.7)" in out + err and "TPOT 9.90 ms (80%: 8.60-11.95)" in out + err
+    _, out, _ = cli("import", str(path), "--concurrency", "64")
+    assert out.startswith("llama-3.1-70b on 8x H200") and "TTFT 337 ms (no interval: x3.7)" in out

@@ -1,0 +1,116 @@
+"""spec.quant: each quantization_config method maps to the formats the engines' loaders build (newc8 #2).
+
+The samples are minimal real-shaped dicts: the keys each method's checkpoints carry, copied from the sources named
+beside them, with the layer lists cut to the entries the reader looks at."""
+import pytest
+
+import llm_codesign as lc
+from llm_codesign.spec.quant import READ_METHODS, read_quant
+
+# Qwen2.5-14B's shape (Qwen/Qwen2.5-14B config.json): the newcomer's q14, to which each quantization_config is added
+Q14 = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 5120, "num_hidden_layers": 48,
+       "num_attention_heads": 40, "num_key_value_heads": 8, "intermediate_size": 13824, "vocab_size": 152064,
+       "max_position_embeddings": 32768, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+
+# compressed-tensors presets as llm-compressor writes them (vllm-project/compressed-tensors
+# src/compressed_tensors/quantization/quant_scheme.py PRESET_SCHEMES@0bb1251a), one group targeting Linear
+FP8_DYNAMIC = {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"], "config_groups": {
+    "group_0": {"targets": ["Linear"],  # RedHatAI's *-FP8-dynamic: FP8 per channel, activations per token
+                "weights": {"num_bits": 8, "type": "float", "strategy": "channel", "symmetric": True, "dynamic": False},
+                "input_activations": {"num_bits": 8, "type": "float", "strategy": "token", "symmetric": True, "dynamic": True}}}}
+FP8_STATIC = {"quant_method": "compressed-tensors", "format": "naive-quantized", "ignore": ["lm_head"],
+              "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor", "dynamic": False, "symmetric": True},
+              "config_groups": {"group_0": {"targets": ["Linear"],  # preset FP8, with an FP8 KV scheme
+                                            "weights": {"num_bits": 8, "type": "float", "strategy": "tensor", "symmetric": True},
+                                            "input_activations": {"num_bits": 8, "type": "float", "strategy": "tensor"}}}}
+NVFP4 = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "ignore": ["lm_head"], "config_groups": {
+    "group_0": {"targets": ["Linear"],  # preset NVFP4: E2M1 in groups of 16 (FP8 scales), weights and activations
+                "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16, "symmetric": True},
+                "input_activations": {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16,
+                                      "dynamic": "local"}}}}
+NVFP4A16 = {**NVFP4, "config_groups": {"group_0": {**NVFP4["config_groups"]["group_0"], "input_activations": None}}}
+W4A16 = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"], "config_groups": {
+    "group_0": {"targets": ["Linear"], "input_activations": None,  # preset W4A16: INT4 in groups of 128
+                "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128, "symmetric": True}}}}
+INT8 = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"],  # preset W8A8 (INT8)
+        "weights": {"num_bits": 8, "type": "int", "strategy": "channel"},
+        "input_activations": {"num_bits": 8, "type": "int", "strategy": "token", "dynamic": True}}}}
+# AutoAWQ / AutoGPTQ as the Qwen2.5 *-AWQ / *-GPTQ-Int4 releases write them (their config.json's quantization_config)
+AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm", "modules_to_not_convert": None}
+GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False, "sym": True, "damp_percent": 0.01,
+        "true_sequential": True}
+GPTQ8 = {**GPTQ, "bits": 8}
+# fbgemm_fp8 as Meta's FP8 releases write it (activation_scale_ub, modules_to_not_convert: vLLM fbgemm_fp8.py
+# FBGEMMFp8Config.from_config reads both@04843c7c)
+FBGEMM = {"quant_method": "fbgemm_fp8", "activation_scale_ub": 1200.0,
+          "modules_to_not_convert": ["model.layers.0.self_attn", "lm_head"]}
+# AMD Quark: FP8 with the KV cache in FP8 (amd/*-FP8-KV: export.kv_cache_group names the K and V projections),
+# the keys vLLM's QuarkConfig.from_config reads (quark.py)
+_FP8_T = {"dtype": "fp8_e4m3", "qscheme": "per_tensor", "is_dynamic": False, "symmetric": True}
+QUARK_FP8_KV = {"quant_method": "quark", "exclude": ["lm_head"],
+                "export": {"kv_cache_group": ["*k_proj", "*v_proj"], "pack_method": "reorder", "weight_format": "real_quantized"},
+                "global_quant_config": {"weight": _FP8_T, "input_tensors": _FP8_T, "output_tensors": None, "bias": None},
+                "layer_quant_config": {"*k_proj": {"output_tensors": _FP8_T}, "*v_proj": {"output_tensors": _FP8_T}}}
+_MX = {"dtype": "fp4", "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0"}
+QUARK_MXFP4 = {"quant_method": "quark", "exclude": ["lm_head", "model.layers.0.self_attn"],  # amd/*-MXFP4: w_mxfp4_a_mxfp4
+               "export": {"kv_cache_group": [], "pack_method": "reorder"},
+               "global_quant_config": {"weight": {**_MX, "is_dynamic": False}, "input_tensors": {**_MX, "is_dynamic": True}}}
+QUARK_INT4 = {"quant_method": "quark", "export": {"pack_method": "reorder", "kv_cache_group": []},  # per_group 128
+              "global_quant_config": {"weight": {"dtype": "int4", "qscheme": "per_group", "group_size": 128, "symmetric": True}}}
+# ModelOpt in config.json (quant_method "modelopt", flat, as NVIDIA's newer exports write it; vLLM modelopt.py reads the
+# flat form and hf_quant_config.json's nested `quantization` alike)
+MODELOPT_FP8 = {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "exclude_modules": ["lm_head"]}
+MODELOPT_NVFP4 = {"quant_method": "modelopt", "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8",
+                                                                "group_size": 16, "exclude_modules": ["lm_head"]}}
+
+
+def _label(qc: dict) -> str:
+    return lc.get_model({**Q14, "quantization_config": qc}).default_precision.label()
+
+
+@pytest.mark.parametrize("qc,label", [
+    (FP8_DYNAMIC, "W:fp8 A:fp8 KV:bf16"),  # was W:bf16 (newc8 #2)
+    (FP8_STATIC, "W:fp8 A:fp8 KV:fp8"),  # kv_cache_scheme float 8 bits
+    (NVFP4, "W:nvfp4 A:nvfp4 KV:bf16"),  # was W:int4 attn-W:bf16 A:bf16: priced as W4A16 INT4
+    (NVFP4A16, "W:nvfp4 A:bf16 KV:bf16"),  # weight-only NVFP4
+    (W4A16, "W:int4 A:bf16 KV:bf16"),  # attention quantized too: nothing in ignore names self_attn
+    (AWQ, "W:int4 A:bf16 KV:bf16"), (GPTQ, "W:int4 A:bf16 KV:bf16"),
+    (FBGEMM, "W:fp8 attn-W:bf16 A:fp8 KV:bf16"),  # self_attn in modules_to_not_convert: BF16 attention
+    (QUARK_FP8_KV, "W:fp8 A:fp8 KV:fp8"), (QUARK_MXFP4, "W:mxfp4 attn-W:bf16 A:mxfp4 KV:bf16"),
+    (QUARK_INT4, "W:int4 A:bf16 KV:bf16"),
+    (MODELOPT_FP8, "W:fp8 A:fp8 KV:fp8"), (MODELOPT_NVFP4, "W:nvfp4 A:nvfp4 KV:fp8"),
+    ({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]},
+     "W:fp8_block A:fp8_block KV:bf16"),  # Qwen/Qwen3-*-FP8, DeepSeek-V3: unchanged
+])
+def test_each_method_reads_as_its_loader_builds_it(qc, label):
+    assert _label(qc) == label
+    assert lc.get_model({**Q14, "quantization_config": qc}).notes == ()  # read, so nothing to say
+
+
+@pytest.mark.parametrize("qc,what", [(INT8, "compressed-tensors weights int 8 bits"), (GPTQ8, "gptq 8 bits"),
+                                     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "quant_method bitsandbytes"),
+                                     ({"quant_method": "modelopt", "quant_algo": "W8A8_SQ_PER_CHANNEL"}, "modelopt quant_algo")])
+def test_a_format_the_tool_cannot_price_is_said_not_read_as_bf16_silently(qc, what):
+    m = lc.get_model({**Q14, "quantization_config": qc})
+    assert m.default_precision.label() == "W:bf16 A:bf16 KV:bf16"
+    (note,) = m.notes
+    assert note.kind == "loader" and what in note and "priced as BF16" in note and "--weight-dtype" in note
+
+
+def test_the_bytes_follow_the_format():
+    # Qwen2.5-14B: 14.77B parameters, 1.56B of them the untied embedding and head (152064 x 5120 x 2), kept BF16.
+    # FP8 (1 byte) vs BF16 (2 bytes): the non-embedding weights halve, 13.21B x (2 - 1) B = 13.2 GB less
+    from llm_codesign.cost.memory import weight_bytes_per_gpu
+    from llm_codesign.spec.plan import Plan
+
+    bf16, fp8 = (lc.get_model({**Q14, "quantization_config": qc}) for qc in ({}, FP8_DYNAMIC))
+    gb = lambda m: float(weight_bytes_per_gpu(m, m.default_precision, Plan(1))) / 1e9  # noqa: E731
+    assert gb(bf16) - gb(fp8) == pytest.approx(13.2, abs=0.1)
+
+
+def test_every_method_read_has_a_reader_and_bad_values_are_said_not_raised():
+    assert READ_METHODS == ("fp8", "fbgemm_fp8", "mxfp4", "compressed-tensors", "awq", "gptq", "quark", "modelopt")
+    for qc in ({"quant_method": "awq", "bits": "four"}, {"quant_method": "quark", "global_quant_config": []},
+               {"quant_method": "compressed-tensors", "config_groups": {}}):
+        p, note = read_quant({"quantization_config": qc}, None)
+        assert p.label() == "W:bf16 A:bf16 KV:bf16" and "not a format the tool prices" in note
