@@ -49,9 +49,11 @@ from llm_codesign.cli.common import (
     _table,
     app,
     check_paths,
+    check_replica_gpus,
     check_search_size,
     nothing_found,
     on_gpus,
+    plan_note_line,
     tokens_option,
 )
 from llm_codesign.errors import InputError
@@ -271,6 +273,8 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
+    check_replica_gpus(dep, gpus_, replicas)
+    plan_note_line(dep)
     if cuda_graph_max_bs is not None or max_batch is not None:
         from dataclasses import replace
 
