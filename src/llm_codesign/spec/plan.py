@@ -771,6 +771,28 @@ def attention_dp_note(plan: Plan, *, gpus_given: bool = False) -> str | None:
     return f"DP{adp}xTP{tp} is {n} GPUs ({by}); {sglang}"
 
 
+def fill_plan(model: ModelSpec, *, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None, ep: int | None = None,
+              moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None) -> tuple[Plan, int]:
+    """The plan loose sizes name, filled in as the engines do, and its GPU count (num_gpus, else the sizes' product): TP
+    takes the GPUs the other sizes leave, MoE TP what EP and PP leave of the attention side's GPUs. The one fill-in of
+    lc.deployment (every command's plan options) and roofline's."""
+    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, num_gpus=num_gpus)
+    tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
+    n = num_gpus or tp_ * pp_ * adp_ * kvp_
+    if n > MAX_GPUS:  # each size bounded, their product too (--attention-dp 65536 --kvp 8 priced 524,288 GPUs)
+        raise InputError("num_gpus", n, f"at most {MAX_GPUS:,} GPUs, which tp x pp x attention_dp x kvp multiply to")
+    if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
+        tp_ = n // (pp_ * adp_ * kvp_)
+    if model.is_moe:
+        # of the GPUs the attention side spans, which are n wherever the plan is valid: `--gpus 8 --tp 1 --replicas 8` inferred
+        # MoE-TP8 from the 8 and its refusal offered DP8 attention, another deployment (newc8 #15); now TP1 EP1 on 1 GPU, the
+        # refusal's advice one GPU and 8 replicas, as a dense model's
+        moe_tp_ = moe_tp if moe_tp is not None else int(default_moe_tp(tp_ * pp_ * adp_ * kvp_, ep_, pp_))
+    else:
+        moe_tp_ = moe_tp or 1
+    return Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_), n
+
+
 def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None,
                ep: int | None = None, moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None,
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
@@ -788,23 +810,10 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     # each named as this call names it (num_gpus, not the CLI's --gpus: cli.common._deployment says it as the CLI does)
     check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, num_gpus=num_gpus)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
-    tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
-    n = num_gpus or tp_ * pp_ * adp_ * kvp_
-    if n > MAX_GPUS:  # each size bounded, their product too (--attention-dp 65536 --kvp 8 priced 524,288 GPUs)
-        raise InputError("num_gpus", n, f"at most {MAX_GPUS:,} GPUs, which tp x pp x attention_dp x kvp multiply to")
-    if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
-        tp_ = n // (pp_ * adp_ * kvp_)
-    if model.is_moe:
-        # of the GPUs the attention side spans, which are n wherever the plan is valid: `--gpus 8 --tp 1 --replicas 8` inferred
-        # MoE-TP8 from the 8 and its refusal offered DP8 attention, another deployment (newc8 #15); now TP1 EP1 on 1 GPU, the
-        # refusal's advice one GPU and 8 replicas, as a dense model's
-        moe_tp_ = moe_tp if moe_tp is not None else int(default_moe_tp(tp_ * pp_ * adp_ * kvp_, ep_, pp_))
-    else:
-        moe_tp_ = moe_tp or 1
+    plan, n = fill_plan(model, num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp)
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model, model=model)
     check_spec_model(model, sd)
-    plan = Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_)
     dep = Deployment(gpu=gpu, num_gpus=n, plan=plan, precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu),
                      backend=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch,
                      plan_note=attention_dp_note(plan, gpus_given=bool(num_gpus)))
