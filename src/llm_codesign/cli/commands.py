@@ -180,7 +180,8 @@ def roofline(
         return _dump(r)
     ridges = sorted({round(o["ridge_point"]) for o in r["ops"]}, reverse=True)
     per_rank = f" ({r['batch_per_rank']} a rank)" if r["attention_dp"] > 1 else ""
-    t = _table(f"{m.name} on {r['num_gpus']}x {g.name}: {phase}, batch {batch}{per_rank}, context {context}, {r['plan']}, {r['precision']}, {eng.name}",
+    count = f"{r['num_gpus']}x " if r["num_gpus"] != r["tp"] else ""  # a TP plan's GPUs are its label's (the title as before)
+    t = _table(f"{m.name} on {count}{g.name}: {phase}, batch {batch}{per_rank}, context {context}, {r['plan']}, {r['precision']}, {eng.name}",
                "operator:t n:n FLOPs:n bytes:n FLOP/B:n bound:n ideal_us:n modelled_us:n %pk:n",
                f"n: layers running the operator. FLOP/B: arithmetic intensity, against the ridge point (peak FLOP/s "
                f"over bandwidth at the operator's precision: {', '.join(map(str, ridges))} FLOP/B here). "
