@@ -300,6 +300,10 @@ def _count_advice(model: ModelSpec, dep: Deployment, own: int) -> str:
     the other sizes leave, TP alone. `--gpus 2 --tp 2 --pp 2`: "--gpus 4 (TP2 PP2), or on 2 GPUs: TP1 PP2 or TP2" (newc8 #16)."""
     n = dep.num_gpus
     tp, pp, ep, moe_tp, adp, kvp = dep.plan.at(0).sizes
+
+    def runs(plan, gpus) -> bool:
+        return int(validity(model, dep.gpu, plan, gpus).reshape(-1)[0]) < 0 and bool(np.all(dep.engine.runs_plans(plan, moe=model.is_moe)))
+
     shapes = [(tp // adp, pp, adp, kvp)] if adp > 1 and tp % adp == 0 else []  # SGLang's --tp T --dp D: TP T/D per rank
     shapes += [(n // (pp * adp * kvp), pp, adp, kvp), (n, 1, 1, 1)]
     said = []
@@ -308,11 +312,12 @@ def _count_advice(model: ModelSpec, dep: Deployment, own: int) -> str:
             continue
         e = ep if n % (ep * p) == 0 else 1  # the experts as asked where the count holds them, else MoE TP alone
         plan = Plan(t, p, e, n // (e * p), a, k) if model.is_moe else Plan(t, p, 1, 1, a, k)
-        ok = int(validity(model, dep.gpu, plan, n).reshape(-1)[0]) < 0 and bool(np.all(dep.engine.runs_plans(plan, moe=model.is_moe)))
-        if ok and plan.label() not in said:
+        if runs(plan, n) and plan.label() not in said:
             said.append(plan.label())
-    return f"; these sizes make {own} GPUs: --gpus {own} ({dep.plan.label()})" + (f", or on {n} GPU{'s' if n != 1 else ''}: "
-                                                                                  f"{' or '.join(said)}" if said else "")
+    on_n = f"on {n} GPU{'s' if n != 1 else ''}: {' or '.join(said)}" if said else ""
+    if runs(dep.plan, own):  # the count they make, where the plan runs on it (TP3 of 64 heads does not)
+        return f"; these sizes make {own} GPUs: --gpus {own} ({dep.plan.label()})" + (f", or {on_n}" if on_n else "")
+    return f"; these sizes make {own} GPUs; plans {on_n}" if on_n else ""
 
 
 # the largest instance the out-of-memory advice looks within (GPUs): eight 8-GPU nodes; past it the advice is a
