@@ -179,7 +179,8 @@ def test_estimate_says_its_gpus_are_one_instance():
 
     cmds = typer.main.get_command(app).commands
     gpus = {name: next(p.help for p in cmds[name].params if p.name == "gpus_") for name in ("estimate", "mix", "export")}
-    assert gpus["estimate"] == gpus["mix"] and gpus["estimate"].startswith("GPUs of the one instance priced") and gpus["export"] == "Total GPUs."
+    assert gpus["estimate"] == gpus["mix"] and gpus["estimate"].startswith("GPUs of the one instance priced") and gpus["export"].startswith(
+        "With --concurrency: the GPUs of one instance")  # newc8 #15: "Total GPUs." read as the sum over --replicas
     code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "4")
     # and the refusal says what to do: TP4 makes 8 / 4 = 2 copies of a 4-GPU instance, not one
     assert (code, out, err) == (2, "", "error: deployment: 'TP4 on 8 GPUs' is not valid; the parallel sizes must multiply to the GPU count: "
@@ -193,7 +194,8 @@ def test_estimate_says_its_gpus_are_one_instance():
         lc.estimate(m, lc.deployment(m, gpu="h200", num_gpus=8, tp=4), lc.Workload(isl=1024, osl=1024, concurrency=8))
     assert str(e.value) == err.removeprefix("error: ").rstrip("\n")
     code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--gpus", "8", "--tp", "3")  # 3 does not divide 8: no copies
-    assert (code, out) == (2, "") and err.endswith("tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus\n")
+    # and TP3 splits no 64 heads: no --gpus 3 offered, only the TP the 8 GPUs make (newc8 #16: a fix on every count refusal)
+    assert (code, out) == (2, "") and err.endswith("tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus; these sizes make 3 GPUs; plans on 8 GPUs: TP8\n")
 
 
 def test_import_refuses_an_engine_configuration_on_a_gpu_it_does_not_run_on(tmp_path):

@@ -199,7 +199,7 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.plan import check_budget_holds
 
-    m, g = get_model(model), get_gpu(gpu)
+    m, g = get_model(_one(model, "model", "a model")), get_gpu(_one(gpu, "gpu", "a GPU id"))
     w = _workload(workload, "isl=..., osl=...")
     # what the search does not price is refused rather than dropped without a word (the frontier was the same)
     if w.concurrency is not None:
@@ -273,14 +273,28 @@ def _named(inner: str, outer: str):
 
 
 def _names(value, field: str, what: str) -> list:
-    """One name or object, or a list or tuple of them (a string is one name: a path may hold a comma)."""
+    """One name or object, or a list or tuple of them, or names in one string split at commas as the CLI splits them
+    (`gpu="mi300x,h200"`, newc8 #16), unless the string is a file's path (which may hold a comma)."""
     if isinstance(value, (list, tuple)):
         if not value:  # an empty list was the defaults, silently
             raise InputError(field, value, f"{what}, or a non-empty list of them")
         return list(value)
     if value is None or (isinstance(value, str) and not value.strip()):
         raise InputError(field, value, f"{what}, or a list of them")
+    if isinstance(value, str) and "," in value and not Path(value).exists():
+        parts = [p.strip() for p in value.split(",")]
+        if not all(parts):
+            raise InputError(field, value, f"{what}, or a list of them, or names between commas (none empty)")
+        return parts
     return [value]
+
+
+def _one(value, field: str, what: str):
+    """lc.pareto's one model or GPU: a comma string (the CLI's list, which it runs one search an item) refused, naming
+    the call that takes several."""
+    if isinstance(value, str) and "," in value and not Path(value).exists():
+        raise InputError(field, value, f"{what}, one a call (lc.compare takes several, as a list or a comma string)")
+    return value
 
 
 def compare(model, gpu="h200", *, num_gpus: int = 8, weight_dtype: str | list[str] | None = None, kv_dtype: str | None = None,

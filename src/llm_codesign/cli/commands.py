@@ -49,9 +49,11 @@ from llm_codesign.cli.common import (
     _table,
     app,
     check_paths,
+    check_replica_gpus,
     check_search_size,
     nothing_found,
     on_gpus,
+    plan_note_line,
     tokens_option,
 )
 from llm_codesign.errors import InputError
@@ -152,7 +154,9 @@ def roofline(
     batch: int = typer.Option(1, "--batch", "--concurrency", min=1, max=MAX_CONCURRENCY, help="Sequences in the step (--concurrency: the requests in flight)."),
     context: int = tokens_option(1024, "--context", "--isl", help="Context per sequence (decode: cached tokens; prefill: prompt); "
                                  "--isl: the prompt's length."),
-    tp: int = typer.Option(1, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Tensor parallel size."),
+    # estimate's plan options, filled in by the same rule (spec.plan.fill_plan), so that a MoE's roofline is EP's too (newc8 #10)
+    tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
+    attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
     activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     calibration: Optional[str] = typer.Option(None, help="Calibration profile .toml."),
@@ -161,26 +165,23 @@ def roofline(
 ):
     """Per-operator roofline of one forward step, and its floor: the weights and KV cache it reads over HBM bandwidth or
     its FLOPs at peak, whichever is longer (activations left out; the table's bytes count them). Modelled times are the
-    engine's kernels and collectives, as estimate prices them (no step overheads)."""
+    engine's kernels and collectives, as estimate prices them (no step overheads): the plan's too, --batch spread over
+    its attention-DP ranks, its experts and their all-to-all where EP places them."""
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.roofline import roofline as run
-    from llm_codesign.spec.plan import Plan, reason_text, validity
 
     m, g = _model(model), _gpu(gpu)
-    if tp < 1:
-        raise InputError("tp", tp, "a positive integer")
-    code = int(validity(m, g, Plan(tp=tp, moe_tp=tp if m.is_moe else 1), tp)[()])
-    if code >= 0:
-        raise InputError("tp", tp, reason_text(m, g, code))
     eng = engine_for(g, backend)
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype, g)
     check_runs(eng, g, prec=prec, moe=m.is_moe)  # a format the engine has no kernel for here, refused as estimate refuses it
-    r = run(m, g, calibration_for(g, calibration), prec, phase, batch=batch, context=context,
-            tp=tp, engine=eng) | {"engine": eng.name}
+    plan = _roofline_plan(m, g, eng, prec, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp)
+    r = run(m, g, calibration_for(g, calibration), prec, phase, batch=batch, context=context, plan=plan, engine=eng) | {"engine": eng.name}
     if as_json:
         return _dump(r)
     ridges = sorted({round(o["ridge_point"]) for o in r["ops"]}, reverse=True)
-    t = _table(f"{m.name} on {g.name}: {phase}, batch {batch}, context {context}, TP{tp}, {r['precision']}, {eng.name}",
+    per_rank = f" ({r['batch_per_rank']} a rank)" if r["attention_dp"] > 1 else ""
+    count = f"{r['num_gpus']}x " if r["num_gpus"] != r["tp"] else ""  # a TP plan's GPUs are its label's (the title as before)
+    t = _table(f"{m.name} on {count}{g.name}: {phase}, batch {batch}{per_rank}, context {context}, {r['plan']}, {r['precision']}, {eng.name}",
                "operator:t n:n FLOPs:n bytes:n FLOP/B:n bound:n ideal_us:n modelled_us:n %pk:n",
                f"n: layers running the operator. FLOP/B: arithmetic intensity, against the ridge point (peak FLOP/s "
                f"over bandwidth at the operator's precision: {', '.join(map(str, ridges))} FLOP/B here). "
@@ -208,6 +209,22 @@ def roofline(
     if not f["fits"]:
         _console().print(f"[yellow]the batch cannot be held: weights and KV cache {_fmt(f['weights'] + f['kv'] + f['state'], 'B')} "
                          f"a GPU against its {_fmt(g.hbm_bytes, 'B')} of HBM; lower --batch or --context[/yellow]")
+
+
+def _roofline_plan(m, g, eng, prec, **sizes):
+    """roofline's plan: its sizes filled in as estimate's (spec.plan.fill_plan) and checked as estimate checks them
+    (serve.estimate.check: divisibility, the scale-up domain, both sides' GPUs, with the plans that agree), the line on
+    tp x attention_dp GPUs said as estimate says it (spec.plan.attention_dp_note)."""
+    from llm_codesign.serve.estimate import check
+    from llm_codesign.spec.engines import check_kv_format
+    from llm_codesign.spec.plan import Deployment, attention_dp_note, fill_plan
+
+    plan, n = fill_plan(m, **sizes)
+    check_kv_format(None, g, prec.kv.name)  # the GPU's own formats first, as roofline's own check names them
+    dep = Deployment(gpu=g, num_gpus=n, plan=plan, precision=prec, backend=eng.name, plan_note=attention_dp_note(plan))
+    check(m, dep)
+    plan_note_line(dep)
+    return plan
 
 
 def _rank_share(r: dict) -> str:
@@ -264,6 +281,8 @@ def estimate(
     dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
+    check_replica_gpus(dep, gpus_, replicas)
+    plan_note_line(dep)
     if cuda_graph_max_bs is not None or max_batch is not None or chunked_prefill is not None:
         from dataclasses import replace
 

@@ -494,15 +494,23 @@ def _deployment(m, gpu, gpus_, *, tp, pp, ep, moe_tp, attention_dp, kvp, weight_
 # shared option declarations (vLLM / TensorRT-LLM vocabulary); the bounds (spec.plan's, which the API checks too) make a
 # bad value one line naming the option
 O_GPU = typer.Option(..., "--gpu", help="GPU id (see `gpus`) or a GPU .toml file.")
-O_GPUS = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="Total GPUs.")
+# export's --gpus: one instance's with --concurrency (its --replicas copy it, as estimate's), every GPU the search fills
+# without it (newc8 #15: "Total GPUs" read as the sum over --replicas, which it never was)
+O_GPUS = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="With --concurrency: the GPUs of one instance, the parallel sizes "
+                      "multiplying to it (--replicas copies it: 8 GPUs x --replicas 2 is 16 in all). Without: all the GPUs "
+                      "searched, replicas of smaller instances filling them.")
 # estimate and mix price one instance: `--gpus 8 --tp 4` is refused there, two TP4 replicas are export's and pareto's
-O_GPUS_ONE = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="GPUs of the one instance priced: the parallel sizes multiply to "
-                          "it, TP taking what the others leave (replicas of a smaller instance: pareto, compare, export).")
-O_TP = typer.Option(None, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Attention tensor-parallel size.")
+O_GPUS_ONE = typer.Option(None, "--gpus", min=1, max=MAX_GPUS, help="GPUs of the one instance priced, per replica with --replicas "
+                          "(8 GPUs x --replicas 2 is 16 in all): the parallel sizes multiply to it, TP taking what the others "
+                          "leave (replicas of a smaller instance: pareto, compare, export).")
+O_TP = typer.Option(None, "--tp", "--tensor-parallel-size", min=1, max=MAX_GPUS, help="Attention tensor-parallel size (of each "
+                    "attention-DP rank).")
 O_PP = typer.Option(None, "--pp", "--pipeline-parallel-size", min=1, max=MAX_GPUS, help="Pipeline stages (the layers split in order).")
 O_EP = typer.Option(None, "--ep", "--expert-parallel-size", min=1, max=MAX_GPUS, help="Expert-parallel ranks (MoE experts split over them).")
 O_MTP = typer.Option(None, "--moe-tp", min=1, max=MAX_GPUS, help="MoE tensor parallel (default: what EP and PP leave).")
-O_ADP = typer.Option(None, "--attention-dp", min=1, max=MAX_GPUS, help="Attention data-parallel ranks.")
+O_ADP = typer.Option(None, "--attention-dp", min=1, max=MAX_GPUS, help="Attention data-parallel ranks, each of --tp GPUs: the GPUs "
+                     "are tp x attention_dp (TensorRT-LLM's and vLLM's reading; without --gpus, a line says the count). SGLang's "
+                     "--tp counts every GPU: its --tp 8 --dp 8 --enable-dp-attention is --tp 1 --attention-dp 8 here.")
 O_KVP = typer.Option(None, "--kvp", min=1, max=MAX_GPUS, help="Helix KV-parallel ranks (sequence-sharded KV cache).")
 O_W = typer.Option(None, "--weight-dtype", help="Weight format: bf16, fp16, fp8, fp8_block, nvfp4, mxfp4 or int4 (default: the checkpoint's).")
 O_A = typer.Option(None, "--activation-dtype", help="Activation format (default: what the weight format runs with on this GPU).")
@@ -672,7 +680,7 @@ def on_gpus(model: str, instance_gpus: int, gpu_name: str, plan: str, replicas: 
     and what each copy is, "on 16x H200 SXM: 2 replicas of TP8 (8 GPUs each)" (estimate and import; "8x ... (x2 replicas)"
     read as 8 GPUs split in two, newc6 #21)."""
     if replicas > 1:
-        return f"{model} on {instance_gpus * replicas}x {gpu_name}: {replicas} replicas of {plan} ({instance_gpus} GPUs each)"
+        return f"{model} on {instance_gpus * replicas}x {gpu_name}: {replicas} replicas of {plan} ({plural(instance_gpus, 'GPU')} each)"
     return f"{model} on {instance_gpus}x {gpu_name}, {plan}"
 
 
@@ -681,3 +689,24 @@ def on_gpus(model: str, instance_gpus: int, gpu_name: str, plan: str, replicas: 
 # TPOT 29.8 against the point's 19.6 ms, newc6 #4)
 GRAPHS_NOTE = ("CUDA graphs: every point priced with graphs padded up to its batch, as export writes them; estimate prices the "
                "engine's default capture unless --cuda-graph-max-bs (pareto --json: each point's estimate_command)")
+
+
+def plural(n: int, noun: str) -> str:
+    """"1 GPU", "8 GPUs" (newc8 #15: "1 GPUs each")."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def check_replica_gpus(dep, gpus_: int | None, replicas: int | None) -> None:
+    """Refuses in one line a --gpus that counts every replica's GPUs where it is one replica's (estimate's, export's with
+    --concurrency): `--gpus 8 --tp 1 --replicas 8` names the fix, `--gpus 1 --replicas 8` (newc8 #15)."""
+    own = int(dep.plan.gpus)
+    if gpus_ and replicas and replicas > 1 and own != gpus_ and own * replicas == gpus_:
+        raise InputError("gpus", gpus_, f"the GPUs of one replica with --replicas {replicas}: --gpus {own} --replicas {replicas} "
+                                        f"runs {replicas} copies of {dep.plan.label()}, {gpus_} GPUs in all")
+
+
+def plan_note_line(dep) -> None:
+    """The line where the GPUs were read off tp x attention_dp with TP > 1 (Deployment.plan_note,
+    spec.plan.attention_dp_note), on standard error beside the answer, as the loader's notes (newc8 #9)."""
+    if dep.plan_note:
+        typer.echo(f"note: {dep.plan_note}", err=True)

@@ -38,7 +38,9 @@ from llm_codesign.cli.common import (
     _model,
     app,
     check_paths,
+    check_replica_gpus,
     on_gpus,
+    plan_note_line,
     priced_with,
     tokens_option,
     vendor_engines,
@@ -183,6 +185,9 @@ def export(
         dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                           activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=engine, spec=spec, draft_len=draft_len, acceptance=acceptance,
                           acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
+        check_replica_gpus(dep, gpus_ if concurrency is not None else None, replicas)  # --gpus is one instance's with --concurrency
+        plan_note_line(dep)
+        plan_note = dep.plan_note
         if concurrency is None:
             from llm_codesign.explore.search import refuse_without_decode
             from llm_codesign.serve.metrics import no_decode, without_decode
@@ -211,6 +216,8 @@ def export(
             predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
             intervals = r.get("intervals")
         summary = {"deployment": dep.to_dict(), "concurrency": conc, "replicas": n_rep, "predicted": predicted}
+        if plan_note:  # the GPUs read off tp x attention_dp (spec.plan.attention_dp_note), as estimate --json says it
+            summary["plan_note"] = plan_note
         if intervals:
             summary["intervals"] = intervals
         if chosen:
@@ -374,7 +381,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     from llm_codesign.explore.search import with_capture
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
     from llm_codesign.spec.engines import check_runs
-    from llm_codesign.spec.plan import Deployment, Plan
+    from llm_codesign.spec.plan import Deployment, Plan, attention_dp_note
 
     if not prefill or not decode:
         raise InputError("prefill/decode", f"{prefill or '(none)'} / {decode or '(none)'}", "both plans of a Dynamo disaggregated "
@@ -383,6 +390,9 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype, g)
     sd = _spec(spec, draft_len, acceptance, acceptance_rates, draft_model, model=m)
     pp_, dp_ = Plan.parse(prefill, m, "prefill"), Plan.parse(decode, m, "decode")
+    for pool, plan in (("prefill", pp_), ("decode", dp_)):  # a pool's GPUs read off tp x attention_dp, as disagg says it
+        if note := attention_dp_note(plan):
+            typer.echo(f"note: {pool}: {note}", err=True)
     pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
     check_runs(pre.engine, g, prec=prec, moe=m.is_moe)  # a format whose MoE kernel the engine lacks here, as lc.deployment's

@@ -33,6 +33,7 @@ from llm_codesign.cli.common import (
     _model,
     _table,
     app,
+    plan_note_line,
 )
 
 
@@ -60,12 +61,13 @@ def mix(
     dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=False)
+    plan_note_line(dep)
     # one code path with lc.mix (explore.lengths.mix)
     r = run(m, dep, lengths=lengths, isl_dist=isl_dist, osl_dist=osl_dist, concurrency=concurrency, calibration=calibration,
             arrival=arrival).to_dict()
     if as_json:
         return _dump(r)
-    t = _table(f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {dep.backend}: {r['lengths']} "
+    t = _table(f"{m.name} on {dep.num_gpus}x {dep.gpu.name}, {r['plan']}, {r['precision_as_run']}, {dep.backend}: {r['lengths']} "
                f"(mean ISL {r['mean_isl']:.0f}, OSL {r['mean_osl']:.0f}), {concurrency} requests",
                "TTFT_mean:n TTFT_p50:n TTFT_p90:n TTFT_p99:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
                "Times in ms. Each length priced as if the batch held it alone, then mixed by request share "

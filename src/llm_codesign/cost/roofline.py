@@ -20,14 +20,17 @@ LATENCY_SHARE = 2.0
 
 
 def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phase: str = "decode", *,
-             batch: int = 1, context: int = 1024, tp: int = 1, engine=None) -> dict:
+             batch: int = 1, context: int = 1024, tp: int = 1, engine=None, plan: Plan | None = None) -> dict:
     """One step's operators ("ops": FLOPs, bytes, intensity, bound, time) and "totals": the operators' sums (their bytes
     count activations) and the floor, "bound_time_s" = floor_time of step_floor's count: weights and KV cache (and
     recurrent state) read, FLOPs, activations left out since fixroof (docs/modelling-notes.md#fixroof); "floor" holds
     that count and "fits", whether the busiest GPU's HBM holds its weights, KV cache and state at once. A `context`
     past the model's is refused as estimate refuses isl + osl (ModelSpec.check_context). `engine` (spec.engines.Engine)
     prices each operator with that engine's kernels and collectives, as estimate does (its fixed costs in); None: the
-    kernel tables' and NCCL's."""
+    kernel tables' and NCCL's. `plan` (one plan, spec.plan.fill_plan's): its sizes as estimate prices them, the `batch`
+    spread over its attention-DP ranks (the busiest holds ceil(batch / attention_dp), as serve.aggregated._running), the
+    experts and their exchange (all-to-all or all-gather) as its EP and MoE TP place them (cost.ffns); None: TP `tp` with
+    MoE TP = TP."""
     if phase not in ("decode", "prefill"):
         raise InputError("phase", phase, "decode or prefill")
     if batch < 1:
@@ -36,12 +39,14 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
         raise InputError("context", context, "a positive integer")
     model.check_context(context, 0, field="context")  # estimate's refusal: 16.8M tokens of Llama-3.1-8B were priced
     check_kv_format(None, gpu, prec.kv.name)  # no engine here: a KV-cache format this GPU holds (NVFP4 on an MI355X was priced)
+    # without a plan, MoE experts shard like the rest of the layer (MoE-TP = TP) on the same GPUs
+    plan = plan if plan is not None else Plan(tp=tp, moe_tp=tp if model.is_moe else 1)
+    rank = -(-batch // int(plan.adp))  # the busiest attention-DP rank's sequences; the MoE sees every rank's (cost.ffns)
     if phase == "decode":
-        b = Batch(dec_seqs=batch, dec_ctx=context)
+        b = Batch(dec_seqs=rank, dec_ctx=context)
     else:
-        b = Batch(pf_tokens=batch * context, pf_seqs=batch, pf_ctx=0)
-    # MoE experts shard like the rest of the layer (MoE-TP = TP) on the same GPUs
-    ops = forward_ops(model, gpu, cal, prec, Plan(tp=tp, moe_tp=tp if model.is_moe else 1), b=b, engine=engine)
+        b = Batch(pf_tokens=rank * context, pf_seqs=rank, pf_ctx=0)
+    ops = forward_ops(model, gpu, cal, prec, plan, b=b, engine=engine)
     bw = gpu.hbm_bandwidth_bytes_per_s
     prec = executable(prec, gpu)[0]  # the math the GPU really runs (the operators are priced so too)
     rows = []
@@ -64,9 +69,10 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
                      "pct_of_bandwidth": 100.0 * by / t / bw if t and op.kind != "comm" else 0.0})
     tf, tb = sum(r["flops"] for r in rows), sum(r["bytes"] for r in rows if r["kind"] != "comm")
     tt = sum(r["time_s"] for r in rows)
-    floor = _command_floor(model, gpu, prec, phase=phase, batch=batch, context=context, tp=tp)
-    return {"model": model.name, "gpu": gpu.id, "phase": phase, "batch": batch, "context": context, "tp": tp,
-            "precision": prec.label(), "ops": rows,
+    floor = _command_floor(model, gpu, prec, phase=phase, batch=batch, context=context, plan=plan)
+    return {"model": model.name, "gpu": gpu.id, "phase": phase, "batch": batch, "context": context, **plan.to_dict(),
+            "plan": plan.label(), "num_gpus": int(plan.gpus),
+            "batch_per_rank": rank, "precision": prec.label(), "ops": rows,
             "totals": {"flops": tf, "bytes": tb, "time_s": tt, "ideal_time_s": sum(r["ideal_time_s"] for r in rows), "intensity": tf / tb if tb else 0.0,
                        "bound_time_s": floor["time_s"], "floor": floor}}
 
@@ -86,7 +92,7 @@ def _bound(op, n: float, t: float, *, f: float, by: float, past_ridge: bool) -> 
     return bound, None
 
 
-def _command_floor(model: ModelSpec, gpu: Gpu, prec: Precision, *, phase: str, batch: int, context: int, tp: int) -> dict:
+def _command_floor(model: ModelSpec, gpu: Gpu, prec: Precision, *, phase: str, batch: int, context: int, plan: Plan) -> dict:
     """The roofline command's floor: what the step must move and compute at least (step_floor, ideal_step's count), not
     the operators' bytes, which add activations (newc4 #3's my-30b: 11.324 ms from those against 11.096 from the weights
     and KV), its time, and "fits": the busiest GPU holds its weights, the batch's KV cache and state at once, else no
@@ -94,7 +100,7 @@ def _command_floor(model: ModelSpec, gpu: Gpu, prec: Precision, *, phase: str, b
     step's KV as read, prefill's as written, its window's at most: what the cache holds either way)."""
     fl = step_floor(model, prec, tokens=batch * (context if phase == "prefill" else 1), seqs=batch,
                     context=0 if phase == "prefill" else context, prefill=phase == "prefill",
-                    plan=Plan(tp=tp, moe_tp=tp if model.is_moe else 1), num_gpus=tp)
+                    plan=plan, num_gpus=int(plan.gpus))
     floor = {k: float(np.asarray(v).reshape(-1)[0]) for k, v in fl.items()}
     floor["time_s"] = float(np.asarray(floor_time(fl, gpu, prec)).reshape(-1)[0])
     floor["fits"] = floor["weights"] + floor["kv"] + floor["state"] <= gpu.hbm_bytes

@@ -81,7 +81,17 @@ def from_csv(path: str) -> Lengths:
     w = np.asarray(w, float)
     if w.sum() <= 0:
         raise InputError(wcol or "count", 0, f"a positive total ({p.name})")
-    return _grouped(np.asarray(isl, float), np.asarray(osl, float), w / w.sum(), f"{p.name}: {len(rows)} requests", (("lengths", path),))
+    return _grouped(np.asarray(isl, float), np.asarray(osl, float), w / w.sum(), f"{p.name}: {_rows_said(wcol, w)}", (("lengths", path),))
+
+
+def _rows_said(wcol: str | None, w: np.ndarray) -> str:
+    """What a CSV's rows are, as mix's title says them: requests (one a row, or `count` each) or, with `weight`, length
+    classes and their shares ("3 length classes (weights 0.5/0.3/0.2)": they read as "3 requests", newc8 #16)."""
+    if wcol == "weight":
+        shares = "/".join(f"{x:.2g}" for x in (w / w.sum())[:6]) + ("/..." if len(w) > 6 else "")
+        return f"{len(w)} length class{'es' if len(w) != 1 else ''} (weights {shares})"
+    n = len(w) if wcol is None else float(w.sum())
+    return f"{n:,.0f} request{'s' if n != 1 else ''}" + (f" in {len(w)} rows" if wcol == "count" else "")
 
 
 def _grouped(isl, osl, w, source, parts) -> Lengths:
@@ -275,7 +285,7 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     priced by price_mix at `concurrency` requests in flight under `arrival` (spec.harness.ARRIVALS; estimate's default).
     `calibration`: a profile's path, a Calibration or None."""
     from llm_codesign.cost.calibration import Calibration, calibration_for
-    from llm_codesign.serve.estimate import check
+    from llm_codesign.serve.estimate import as_run, check
     from llm_codesign.serve.metrics import no_decode, without_decode
     from llm_codesign.spec.harness import check_arrival
 
@@ -285,7 +295,9 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     check(model, dep)
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     r = price_mix(model, dep, mixture, concurrency, calibration=cal, arrival=arrival)
-    r |= {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend, "arrival": arrival}
+    # the formats priced, as estimate's title says them (Estimate.to_dict's precision_as_run, newc8 #16)
+    r |= {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend, "arrival": arrival,
+          "precision": dep.precision.label(), "precision_as_run": as_run(dep)}
     batch, accepted = r.pop("_batch"), r.pop("_accepted")
     r["intervals"] = _mix_bands(model, dep, r, concurrency, calibration, batch=batch, accepted=accepted, arrival=arrival)  # issue 40: every predicted metric with its intervals
     # a length of one output token decodes nothing: its TPOT and tok/s/user null, and the mix's where every length is so

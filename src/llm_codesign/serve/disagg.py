@@ -54,7 +54,7 @@ from llm_codesign.spec.engines import EngineCosts, check_kv_format
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, check_whole_prompt
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, attention_dp_note, check_whole_prompt
 from llm_codesign.spec.precision import Precision
 
 # how a prefill instance under attention DP hands requests to its ranks: "balanced" (the instance queues as one:
@@ -73,12 +73,16 @@ def routing_of(engine, routing: str | None) -> str:
     return routing
 
 
-def _notes(prefill_plan: Plan, prefill_routing: str | None) -> list[str]:
+def _notes(prefill_plan: Plan, prefill_routing: str | None, decode_plan: Plan | None = None) -> list[str]:
     """What was asked and changes nothing: a routing named for a prefill plan of one attention-DP rank, where every
-    request goes to that rank and balanced and random price alike (prefill_pool's queue_s)."""
+    request goes to that rank and balanced and random price alike (prefill_pool's queue_s); and a pool whose GPUs are
+    tp x attention_dp with TP > 1, SGLang's spelling of what a copied launch meant beside it (spec.plan.attention_dp_note:
+    a pool's GPUs are always read off its plan, newc8 #9)."""
+    out = []
     if prefill_routing is not None and int(prefill_plan.adp) == 1:
-        return [f"prefill_routing {prefill_routing}: no effect, the prefill plan {prefill_plan.label()} has no attention-DP ranks"]
-    return []
+        out.append(f"prefill_routing {prefill_routing}: no effect, the prefill plan {prefill_plan.label()} has no attention-DP ranks")
+    return out + [f"{pool} pool: {note}" for pool, plan in (("prefill", prefill_plan), ("decode", decode_plan))
+                  if plan is not None and (note := attention_dp_note(plan))]
 
 
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None,
@@ -656,7 +660,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                        **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {}),
                        **({"recv_interval": int(decode_recv_interval)} if decode_recv_interval != 1 else {}),
                        **({"moe_a2a": decode_moe_a2a} if decode_moe_a2a else {})},
-            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _slot_note(rows, r, **held) + _eager_note(rows) + _notes(prefill_plan, prefill_routing),
+            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _slot_note(rows, r, **held) + _eager_note(rows) + _notes(prefill_plan, prefill_routing, decode_plan),
             "rows": rows}
 
 

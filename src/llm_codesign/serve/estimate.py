@@ -178,10 +178,12 @@ class Estimate:
             "fits": self.fits, "fits_memory": self.fits, "queued": self.queued, "precision_notes": list(self.precision_notes),
             # the formats the model prices (spec.precision.executable), as the CLI's title and the web page's say them:
             # "W:nvfp4 A:nvfp4" on an H100 read as FP4 math beside the note that it runs W4A16
-            "precision_as_run": _as_run(dep, self.moe_activation),
+            "precision_as_run": as_run(dep, self.moe_activation),
             # the arrival the TTFT turns on, in words (spec.harness.ARRIVAL_TEXT); None offline (every request queued)
             "arrival_text": _arrival_text(w),
         }
+        if dep.plan_note is not None:  # GPUs read off tp x attention_dp, none given (spec.plan.attention_dp_note)
+            out["plan_note"] = dep.plan_note
         if self.over_capacity is not None:
             out["over_capacity"] = self.over_capacity
         if self.queue is not None:  # absent where every request runs at once
@@ -222,7 +224,7 @@ class Estimate:
                               **{f"memory_{k}": v for k, v in d["memory"].items()}, **interval_columns(d.get("intervals"))}])
 
 
-def _as_run(dep, moe_activation) -> str:
+def as_run(dep, moe_activation=None) -> str:
     """The precision's label where the GPU runs it as given, else the executable one's with " as run"."""
     from llm_codesign.spec.precision import executable
 
@@ -272,6 +274,8 @@ def check(model: ModelSpec, dep: Deployment) -> None:
             k = dep.num_gpus // own
             why += (f"; these sizes make an instance of {own} GPU{'s' if own != 1 else ''}: ask for {own}, and {k} replicas of it "
                     "(estimate and export take replicas; pareto searches copies)")
+        elif REASONS[code] == "gpus_mismatch":  # more GPUs than given, or a count they do not divide: a fix too (newc8 #16)
+            why += _count_advice(model, dep, own)
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", why)
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
@@ -293,6 +297,33 @@ def _sides_advice(model: ModelSpec, dep: Deployment) -> str:
     said = [f"{p.label()} on {n} GPU{'s' if n != 1 else ''} ({what})" for p, n, what in cands
             if int(validity(model, dep.gpu, p, n).reshape(-1)[0]) < 0 and bool(np.all(dep.engine.runs_plans(p, moe=model.is_moe)))]
     return out + (f"; plans that agree: {' or '.join(said)}" if said else "")
+
+
+def _count_advice(model: ModelSpec, dep: Deployment, own: int) -> str:
+    """Where a plan's sizes make `own` GPUs (both sides agreeing) that the GPU count given is not a whole number of: the
+    count they make, and the plans on the count given that keep the most of what was asked, where valid and this engine
+    launches them: SGLang's reading where attention DP splits a TP > 1 group (spec.plan.attention_dp_note), TP taking what
+    the other sizes leave, TP alone. `--gpus 2 --tp 2 --pp 2`: "--gpus 4 (TP2 PP2), or on 2 GPUs: TP1 PP2 or TP2" (newc8 #16)."""
+    n = dep.num_gpus
+    tp, pp, ep, moe_tp, adp, kvp = dep.plan.at(0).sizes
+
+    def runs(plan, gpus) -> bool:
+        return int(validity(model, dep.gpu, plan, gpus).reshape(-1)[0]) < 0 and bool(np.all(dep.engine.runs_plans(plan, moe=model.is_moe)))
+
+    shapes = [(tp // adp, pp, adp, kvp)] if adp > 1 and tp % adp == 0 else []  # SGLang's --tp T --dp D: TP T/D per rank
+    shapes += [(n // (pp * adp * kvp), pp, adp, kvp), (n, 1, 1, 1)]
+    said = []
+    for t, p, a, k in shapes:
+        if t < 1 or t * p * a * k != n:
+            continue
+        e = ep if n % (ep * p) == 0 else 1  # the experts as asked where the count holds them, else MoE TP alone
+        plan = Plan(t, p, e, n // (e * p), a, k) if model.is_moe else Plan(t, p, 1, 1, a, k)
+        if runs(plan, n) and plan.label() not in said:
+            said.append(plan.label())
+    on_n = f"on {n} GPU{'s' if n != 1 else ''}: {' or '.join(said)}" if said else ""
+    if runs(dep.plan, own):  # the count they make, where the plan runs on it (TP3 of 64 heads does not)
+        return f"; these sizes make {own} GPUs: --gpus {own} ({dep.plan.label()})" + (f", or {on_n}" if on_n else "")
+    return f"; these sizes make {own} GPUs; plans {on_n}" if on_n else ""
 
 
 # the largest instance the out-of-memory advice looks within (GPUs): eight 8-GPU nodes; past it the advice is a

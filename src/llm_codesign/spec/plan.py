@@ -309,6 +309,9 @@ class Deployment:
     # past it wait for a slot (first/slot_queue) as past the KV cache's limit (serve.aggregated: SchedulerFlags.max_running_requests).
     # Read by `import`, given by estimate --max-batch; None: the engine's own limit (Engine.max_batch)
     max_batch: int | None = None
+    # where the GPU count was read off tp x attention_dp with TP > 1 (no count given): the line saying so (attention_dp_note),
+    # which the answers print; not part of the record (to_dict): a count read back is a count given
+    plan_note: str | None = field(default=None, compare=False)
 
     def __post_init__(self):
         if not isinstance(self.gpu, Gpu):  # a catalog id or a TOML path, as lc.deployment takes it (else an AttributeError below)
@@ -338,6 +341,8 @@ class Deployment:
         if b is not None and (isinstance(b, bool) or not isinstance(b, (int, np.integer)) or not 1 <= b <= MAX_CONCURRENCY):
             raise InputError("max_batch", b, f"a whole number of requests per attention-DP rank from 1 to {MAX_CONCURRENCY:,}, or absent "
                                              "(the engine's own limit)")
+        if self.plan_note is not None and not isinstance(self.plan_note, str):
+            raise InputError("plan_note", self.plan_note, "a line of text or None (lc.deployment writes it)")
         if not isinstance(self.piecewise_graphs, (bool, np.bool_)):
             raise InputError("piecewise_graphs", self.piecewise_graphs, "true or false (vLLM's cudagraph_mode PIECEWISE)")
         if self.piecewise_graphs and (engine.name != "vllm" or g == 0):
@@ -755,6 +760,47 @@ def default_moe_tp(num_gpus, ep, pp):
     return np.maximum(np.asarray(num_gpus) // (np.asarray(ep) * np.asarray(pp)), 1)
 
 
+# SGLang's --tp-size counts every GPU of a stage, and --dp-size with --enable-dp-attention splits them into attention-DP
+# ranks of tp_size // dp_size GPUs (python/sglang/srt/layers/dp_attention.py compute_dp_attention_world_info, read through
+# the search index, unpinned; `import` reads it so, explore/export_engines/sglang.py plan_from). Here --tp is one rank's TP
+# and the GPUs are tp x attention_dp (TensorRT-LLM's tp_size with enable_attention_dp, vLLM's --data-parallel-size): an
+# SGLang launch copied flag for flag prices tp x dp GPUs, 64 for its 8 (newc8 #9). Said, never refused (the convention kept)
+def attention_dp_note(plan: Plan, *, gpus_given: bool = False) -> str | None:
+    """One line where a plan of attention DP over a TP > 1 group was sized from its parallel sizes alone (no GPU count
+    given), naming its GPUs and SGLang's spelling of the plan a copied SGLang launch meant: "DP8xTP8 is 64 GPUs; SGLang's
+    --tp 8 --dp 8 --enable-dp-attention is --tp 1 --attention-dp 8 here (8 GPUs)". None otherwise. The one rule of
+    estimate, export, disagg and lc.deployment (Deployment.plan_note)."""
+    tp, pp, _, _, adp, kvp = plan.at(0).sizes
+    if gpus_given or adp == 1 or tp == 1:
+        return None
+    n, by = tp * adp * kvp * pp, "tp x attention_dp" + (" x kvp" if kvp > 1 else "") + (" x pp" if pp > 1 else "")
+    sglang = (f"SGLang's --tp {tp} --dp {adp} --enable-dp-attention is --tp {tp // adp} --attention-dp {adp} here ({tp * kvp * pp} GPUs)"
+              if tp % adp == 0 else f"SGLang's --tp-size counts every GPU: this plan is its --tp {tp * adp} --dp {adp} --enable-dp-attention")
+    return f"DP{adp}xTP{tp} is {n} GPUs ({by}); {sglang}"
+
+
+def fill_plan(model: ModelSpec, *, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None, ep: int | None = None,
+              moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None) -> tuple[Plan, int]:
+    """The plan loose sizes name, filled in as the engines do, and its GPU count (num_gpus, else the sizes' product): TP
+    takes the GPUs the other sizes leave, MoE TP what EP and PP leave of the attention side's GPUs. The one fill-in of
+    lc.deployment (every command's plan options) and roofline's."""
+    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, num_gpus=num_gpus)
+    tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
+    n = num_gpus or tp_ * pp_ * adp_ * kvp_
+    if n > MAX_GPUS:  # each size bounded, their product too (--attention-dp 65536 --kvp 8 priced 524,288 GPUs)
+        raise InputError("num_gpus", n, f"at most {MAX_GPUS:,} GPUs, which tp x pp x attention_dp x kvp multiply to")
+    if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
+        tp_ = n // (pp_ * adp_ * kvp_)
+    if model.is_moe:
+        # of the GPUs the attention side spans, which are n wherever the plan is valid: `--gpus 8 --tp 1 --replicas 8` inferred
+        # MoE-TP8 from the 8 and its refusal offered DP8 attention, another deployment (newc8 #15); now TP1 EP1 on 1 GPU, the
+        # refusal's advice one GPU and 8 replicas, as a dense model's
+        moe_tp_ = moe_tp if moe_tp is not None else int(default_moe_tp(tp_ * pp_ * adp_ * kvp_, ep_, pp_))
+    else:
+        moe_tp_ = moe_tp or 1
+    return Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_), n
+
+
 def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int | None = None, tp: int | None = None, pp: int | None = None,
                ep: int | None = None, moe_tp: int | None = None, attention_dp: int | None = None, kvp: int | None = None,
                weight_dtype: str | None = None, activation_dtype: str | None = None, kv_dtype: str | None = None,
@@ -763,7 +809,8 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
                max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None, max_batch: int | None = None,
                chunked_prefill: bool | None = None) -> Deployment:
     """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
-    leave, MoE TP what EP and PP leave; precision defaults to the checkpoint's own; the engine to the GPU
+    leave, MoE TP what EP and PP leave of the attention side's GPUs; with attention DP over TP > 1 and no `num_gpus`, the
+    GPUs are tp x attention_dp, said in `plan_note` (attention_dp_note: SGLang's --tp counts every GPU); precision defaults to the checkpoint's own; the engine to the GPU
     vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for; `backend=` names it as well).
     `max_batch`: the engine's batch cap per attention-DP rank (Deployment.max_batch; None: the engine's own); `chunked_prefill`:
     the launch's enable_chunked_prefill (Deployment.chunked_prefill; None: the engine's default). `model` is a ModelSpec
@@ -775,22 +822,13 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     if chunked_prefill is not None and not isinstance(chunked_prefill, bool):
         raise InputError("chunked_prefill", chunked_prefill, "True, False or None (the engine's default)")
-    tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
-    n = num_gpus or tp_ * pp_ * adp_ * kvp_
-    if n > MAX_GPUS:  # each size bounded, their product too (--attention-dp 65536 --kvp 8 priced 524,288 GPUs)
-        raise InputError("num_gpus", n, f"at most {MAX_GPUS:,} GPUs, which tp x pp x attention_dp x kvp multiply to")
-    if tp is None and num_gpus and n % (pp_ * adp_ * kvp_) == 0:
-        tp_ = n // (pp_ * adp_ * kvp_)
-    if model.is_moe:
-        moe_tp_ = moe_tp if moe_tp is not None else int(default_moe_tp(n, ep_, pp_))
-    else:
-        moe_tp_ = moe_tp or 1
+    plan, n = fill_plan(model, num_gpus=num_gpus, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp)
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model, model=model)
     check_spec_model(model, sd)
-    dep = Deployment(gpu=gpu, num_gpus=n, plan=Plan(tp_, pp_, ep_, moe_tp_, adp_, kvp_),
-                     precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu), backend=engine_arg(engine, backend),
-                     spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch, chunked_prefill=chunked_prefill)
+    dep = Deployment(gpu=gpu, num_gpus=n, plan=plan, precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu),
+                     backend=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch,
+                     chunked_prefill=chunked_prefill, plan_note=attention_dp_note(plan, gpus_given=bool(num_gpus)))
     check_runs(dep.engine, dep.gpu, prec=dep.precision, moe=model.is_moe)  # a format whose MoE kernel the engine lacks here
     check_step_budget(dep)
     return dep
