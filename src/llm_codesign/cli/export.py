@@ -379,8 +379,8 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.explore.disagg_search import price_pools
     from llm_codesign.explore.search import with_capture
-    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
     from llm_codesign.spec.engines import check_runs
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
     from llm_codesign.spec.plan import Deployment, Plan, attention_dp_note
 
     if not prefill or not decode:

@@ -30,7 +30,7 @@ from llm_codesign.spec.kinds import (
     NoFfn,
     NoMixer,
 )
-from llm_codesign.spec.precision import Precision, get_dtype
+from llm_codesign.spec.precision import Precision
 from llm_codesign.spec.quant import read_quant
 from llm_codesign.spec.validation import check_config, check_hf_quant
 
