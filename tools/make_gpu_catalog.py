@@ -32,7 +32,7 @@ ENTRIES = [
     ("rtx-pro-6000", "RTX_PRO_6000_Blackwell_Server", "blackwell_sm120", ["rtx_pro_6000", "rtxpro6000", "rtx-pro-6000-blackwell", "rtx_pro_6000_blackwell_server"], 400, "ampere"),
     ("mi300x", "MI300X", "cdna3", ["mi300", "mi300x_oam", "AMD Instinct MI300X"], 400, "cdna3"),
     ("mi325x", "MI325X", "cdna3", ["mi325", "AMD Instinct MI325X"], 400, "cdna3"),
-    ("mi355x", "MI355X", "cdna4", ["mi355", "AMD Instinct MI355X"], 400, "cdna"),
+    ("mi355x", "MI355X", "cdna4", ["mi355", "AMD Instinct MI355X"], 400, "cdna4"),
 ]
 
 # the scale-out NIC per GPU where a vendor page or the runs' own scripts name it; elsewhere the Gb/s of ENTRIES is assumed
@@ -96,6 +96,9 @@ TILES = {
     "cdna3": [(16, 64, 1), (32, 64, 1), (64, 64, 1), (16, 128, 1), (32, 128, 1), (64, 128, 1), (128, 128, 1), (32, 256, 1),
               (64, 256, 1), (256, 256, 1)],
 }
+# gfx950 (MI355X): AITER's kernels tuned there pick the same CK block-scale tiles from 16 rows (16x64 at M = 1-32 in 158 of
+# its 207 rows, 64x64 / 128x128 from a few hundred tokens), so the same list (TILE_SOURCE's cdna4 names the rows)
+TILES["cdna4"] = TILES["cdna3"]
 # Shared-memory bytes the tensor cores can read per dense BF16 FLOP of an SM, where a measurement shows
 # it binds: 128 B/clk against tcgen05's 8,192 BF16 FLOP/clk/SM on B200 (SemiAnalysis, "Dissecting Nvidia
 # Blackwell", 2026-03-31: SS-mode UMMA with N < 128 is shared-memory bound at ~128 B/cycle). Other
@@ -119,6 +122,12 @@ TILE_SOURCE = {
               "a8w8_blockscale_tuned_gemm_ds_v3.csv (a8w8_blockscale_1x128x128_256x{M}x{N}x..: 16x64, 32x64, 64x64, 16x128, "
               "32x128, 64x128, 128x128) and a8w8_blockscale_tuned_fmoe_ds_v3.csv (fmoe_stage1_..._g1u1_{M}x{N}: 16x128, 16x256, "
               "32x256, 64x256); hipBLASLt macro tiles up to 256x256 (gemm_tile_facts.amd_cdna)"),
+    "cdna4": ("ROCm/aiter@e4048607 aiter/configs/model_configs: the tiles of the kernels tuned on gfx950 (256 CUs), "
+              "a8w8_blockscale_tuned_gemm_ds_v3.csv:39-7210 (7,172 gfx950 rows, a8w8_blockscale_1x128x128_256x{M}x{N}x..: 16x64 "
+              "at M 1-32 in 158 of 207 rows (:40), 32x64 (:39), 64x64 (:167), 16x128 (:53), 32x128 (:241), 64x128 (:311), 128x128 "
+              "(:380), 32x256 (:245), 64x256 (:313)) and a8w8_blockscale_tuned_fmoe_ds_v3.csv:352-381 (cu_num 256: "
+              "fmoe_bf16_blockscaleFp8_g1u1_..._16x128, 32x256, 64x256; moe_ck2stages 256x16x128, 256x32x128); hipBLASLt macro "
+              "tiles up to 256x256 (gemm_tile_facts.amd_cdna)"),
 }
 
 

@@ -3,7 +3,8 @@ MLP, a mixture of experts with the routing its busiest expert-parallel rank sees
 none."""
 from __future__ import annotations
 
-from functools import lru_cache
+from dataclasses import replace
+from functools import lru_cache, partial
 from statistics import NormalDist
 
 import numpy as np
@@ -184,24 +185,22 @@ def _gather_format(f: MoE, at: _At, prec: Precision, *, math: str, a_b) -> tuple
 
 
 def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load, tokens, tile_tokens, quant_tokens) -> tuple[list[Op], object, bool]:
-    """The busiest rank's expert GEMMs and the activation between them, in the MoE kernel family the
-    engine runs (Engine.moe_kernel; without an engine, `at.moe`, a kernel table row's), chosen per plan
-    where it switches with expert parallelism (vLLM's block-FP8 MoE on Hopper); and that family's time per
-    assignment to another rank's expert (Calibration.moe_kernel), per plan; and whether the up-projection
-    gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha; `tokens` the rank's
-    tokens before routing (AITER's own quantise reads them); `tile_tokens` the tokens TRTLLM-Gen's call receives
-    (token_tile's) and `quant_tokens` the tokens its one quantise pass reads. The tables' own
-    family runs some GEMM kernel families at another dense family's rates (MOE_RATES)."""
+    """The busiest rank's expert GEMMs and the activation between them, in the MoE kernel family the engine runs (Engine.moe_kernel;
+    without an engine, `at.moe`, a kernel table row's), chosen per plan where it switches with expert parallelism (vLLM's block-FP8
+    MoE on Hopper); and that family's time per assignment to another rank's expert (Calibration.moe_kernel), per plan; and whether
+    the up-projection gathers the routed rows (fc1_fused). `load` is routed_load's and the routing skew alpha; `tokens` the rank's
+    tokens before routing (AITER's own quantise reads them); `tile_tokens` the tokens TRTLLM-Gen's call receives (token_tile's) and
+    `quant_tokens` the tokens its one quantise pass reads. The tables' own family runs some GEMM kernel families at another dense
+    family's rates (MOE_RATES), AITER's at the faster of its few- and many-row blocks (_aiter_fastest)."""
     ff, ep, T_all, on_rank = s.ff, s.ep, s.T * s.adp, load[2]
     kernel = gemm.gemm_kernel(ff["math"], prec.weight.name, fp4_math=at.gpu.supports("fp4"))  # the tables', not the engine's dense kernel
     fams = [at.moe] if at.engine is None else [at.engine.moe_kernel(at.gpu.family, kernel, weight=prec.weight.name, ep=x, gated=f.gated)
                                                for x in (False, True)]
     run_as = held_as(at, f, prec, fams, kernel)
     gathered, act_fused = fc1_fused(at.gpu.family, fams, kernel)
-    # AITER's fused MoE (the CDNA tables' own) quantises its inputs itself, whatever the engine fuses before it: the
-    # tokens before its first stage (each once: its stage-1 call quantises the (token_num, model_dim) input with
-    # topk=1, aiter/ops/quant.py:697-699@3c5f0ba) and the activation's routed rows before its second, each a kernel of
-    # its own (fused_dynamic_mxfp4_quant_moe_sort for MXFP4, quant_func for FP8: aiter/fused_moe.py:1520,1637@3c5f0ba)
+    # AITER's fused MoE (the CDNA tables' own) quantises its inputs itself, whatever the engine fuses before it: the tokens before its first
+    # stage (each once: its stage-1 call quantises the (token_num, model_dim) input with topk=1, aiter/ops/quant.py:697-699@3c5f0ba) and the
+    # activation's routed rows before its second, each a kernel of its own (aiter/fused_moe.py:1520,1637@3c5f0ba: MXFP4's, FP8's quant_func)
     own_quant = all(x is None for x in fams) and at.gpu.family in CDNA_FAMILIES
     # TRTLLM-Gen's MoE (the Blackwell tables' own, TRTLLM_GEN): the tokens quantised once before routing, the down-projection's
     # input written quantised by the up-projection's epilogue, and its grouped GEMMs on their own tile grid (token_tile)
@@ -211,10 +210,12 @@ def _routed_experts(f: MoE, M: Site, *, at: _At, s: _Step, prec: Precision, load
         ff, kernel = _held_gemm(ff, kernel, run_as.get(fam), prec=prec, gpu=at.gpu)
         tile, even, tuned = _moe_tile([fam] if fam in run_as else fams, kernel, ff, gen=gen, tokens=tile_tokens, f=f, local=f.experts / ep)
         rates, kept = moe_rates(at.gpu.family, kernel, tables=all(x is None for x in fams))
-        return _expert_gemm(M / name, n_dim, k_dim, at, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel,
-                            own_quant=own_quant or gen_quant, local=f.experts / ep,
-                            quant_rows=(tokens if own_quant else quant_tokens if gen or gen_quant else None) if name == "experts_gate_up" else None,
-                            epilogue_quant=(gen or gen_quant) and name == "experts_down", tile=tile, even_grid=even, tuned=tuned, **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")})
+        run = partial(_expert_gemm, M / name, n_dim, k_dim, load=load, fam=fam, kernel=rates, kept=kept, quant_kernel=kernel,
+                      own_quant=own_quant or gen_quant, local=f.experts / ep, tile=tile, even_grid=even, tuned=tuned,
+                      quant_rows=(tokens if own_quant else quant_tokens if gen or gen_quant else None) if name == "experts_gate_up" else None,
+                      epilogue_quant=(gen or gen_quant) and name == "experts_down", **{k: ff[k] for k in ("math", "a_b", "w_b", "weight")},
+                      c_time_bytes=aiter_combine_bytes(at) if own_quant and name == "experts_down" else 2.0)  # (AITER_COMBINE_BPS)
+        return _aiter_fastest(run, at, rates) if own_quant else run(at)
 
     def gemms(ff, kernel):
         ops = []
@@ -326,6 +327,59 @@ MXFP8_CUTLASS = ("blackwell_sm120",)
 MOE_RATES = {"blackwell": {"fp8_block": ("fp8", 2.0 / 3.0)}}
 
 
+# AITER's fused MoE (the CDNA tables' own) on many rows per expert: its kernels with 64- and 128-row blocks (the CK two-stage
+# block_m 64 from 33 tokens for block-scaled FP8 and get_block_size_M's 32/64/128 by waves, ROCm/aiter aiter/fused_moe.py:1227-1240,
+# 2407-2412@e4048607; the tuned tables' block_m 64/128 and asm 64x256 kernels from ~1k tokens, a8w8_blockscale_tuned_fmoe_ds_v3.csv:
+# 378-381 on gfx950) run at this share of the dense kernel family's modelled rate (gemm_eff x peak), per (GPU family, GEMM kernel
+# family), against the few-row blocks' fitted moe_eff (0.14, fitted on decode steps of 1-16 rows per expert). Read off AITER's tuned
+# two-stage rows at 512-2k rows per expert, the first stage (K the model width, long): gfx942 BF16 0.40-0.63 (qwen3_235b_bf16_tuned_fmoe.csv:30-33,46-49,
+# 4096x192/384: 21-32% of the BF16 peak over gemm_eff_bf16 0.51); gfx950 BF16 0.41-0.50 (qwen3_235b_bf16, 4096x384: 26-31% over
+# 0.62), per-token FP8 0.52 (glm47_fp8_tuned_fmoe.csv:15-17, 5120x1536: 28.5-29% over gemm_eff_fp8 0.55). Range 0.4-0.63; a pair
+# not read here 0.5. Not taken (None) for the formats serving runs measure, DeepSeek-R1's block-FP8 and MXFP4 experts on gfx950,
+# whose tables read 0.26-0.27 (a8w8_blockscale_tuned_fmoe_qwen3_235b.csv, 4096x1536) and 0.56-0.73 (dsv3_fp4, 7168x2048) at
+# e4048607 but whose InferenceX runs (builds before it) put the 8k prefill's experts at the few-row rate (with 0.27 their 8k
+# first tokens come out 12% short: docs/modelling-notes.md#amdk-moe-blocks); nor on gfx942, which borrows gfx950's MoE values
+# (fitted.toml [cdna3]) though its table reads 0.69 (a8w8_blockscale_tuned_fmoe_ds_v3.csv:392-396, 7168x2048: 45-47% over
+# 0.68), so that a GPU is not priced faster for a kernel rate the other's runs did not reach. Below 0.57 a 64-row block
+# (64 / share row-times) costs more than a 16-row one (16 / 0.1433 = 112) at up to 16 rows per expert, where the fit lies
+AITER_LARGE_BLOCK_SHARE = {("cdna3", "bf16"): 0.5, ("cdna4", "bf16"): 0.45, ("cdna4", "fp8"): 0.52,
+                           **{(fam, k): None for fam in ("cdna3", "cdna4") for k in ("fp8_block", "fp4")}}
+# AITER's second stage (the down-projection) adds each routed row's top-k-weighted output into its token's [token, hidden] BF16
+# row atomically (CK DeviceMoeGemm with IsInputGemm false, aiter csrc/ck_gemm_moe_2stages_codegen/gemm_moe_ck2stages_common.cuh:
+# 282-298; the tuner's epilogue mode "atomic" by default, gemm_moe_tune.py:863; "Direct-output kids atomically accumulate into
+# [token, hidden]", csrc/opus_moe/README.md:59, all @e4048607): bytes/s those adds reach, read off AITER's tuned two-stage rows
+# whose second stage's K (the expert width) is short enough that its MMA is a small part: 2 B x routed rows x hidden over the
+# stage's time. gfx950: 1.7-2.1 TB/s (MXFP4, K 256, 32k-131k tokens: dsv3_fp4 2.1, minimax_m25_fp4 1.97, qwen3_5_397b_fp4 2.0,
+# dsv4_fp8fp4 1.67, kimik3_a4w4 1.72), ~25% of its 8 TB/s; gfx942: 0.8 TB/s (qwen3_235b_bf16, K 192, 16k-32k tokens: 0.80,
+# 0.81), 15% of its 5.3 TB/s, the one file with such rows there (range 0.56-0.81, its K 384 rows with their MMA in).
+# What makes narrow experts (DeepSeek's 256 a rank at TP8) slow at many rows: their outputs outweigh their MMA
+AITER_COMBINE_BPS = {"cdna3": 0.8e12, "cdna4": 1.9e12}
+
+
+def _aiter_fastest(run, at: _At, rates: str) -> Op:
+    """AITER's grouped expert GEMM (`run(at, swap_ab)` prices one at `at`): its tuned kernel per token count, the faster of its
+    few-row blocks (moe_eff, fitted on decode steps) and its 64-128-row blocks at AITER_LARGE_BLOCK_SHARE of the dense rate
+    (aiter_large_blocks), where that share is read for the GPU family and GEMM kernel family `rates`."""
+    small = run(at)
+    share = AITER_LARGE_BLOCK_SHARE.get((at.gpu.family, rates), 0.5)
+    if share is None or rates in ("w4a16", "fp8_deepgemm"):  # (those two run at their own rates, not moe_eff's: Calibration.moe_eff_of)
+        return small
+    large = run(at._replace(gpu=aiter_large_blocks(at.gpu), cal=replace(at.cal, moe_eff=share)), swap_ab=False)
+    return _either(np.asarray(large.time) < np.asarray(small.time), large, small)
+
+
+def aiter_combine_bytes(at: _At) -> float:
+    """Bytes at the streaming rate (HBM x bw_eff) that AITER's second stage costs per BF16 output value it adds atomically
+    into its token's row (AITER_COMBINE_BPS): 2 B at the atomic rate."""
+    return 2.0 * at.gpu.hbm_bandwidth_bytes_per_s * at.cal.bw_eff / AITER_COMBINE_BPS[at.gpu.family]
+
+
+@lru_cache(maxsize=16)
+def aiter_large_blocks(gpu):
+    """`gpu` with only the tiles of 64 rows and more (AITER's 64- and 128-row MoE blocks, AITER_LARGE_BLOCK_SHARE)."""
+    return replace(gpu, tiles=tuple(t for t in gpu.tiles if t[0] >= 64))
+
+
 # The token count from which AITER's fused MoE runs a SwiGLU MXFP4 MoE (gpt-oss's) on quantised activations on gfx950,
 # BF16 below it: M (the tokens the call takes, topk_ids.shape[0]) against AITER_BF16_FP8_MOE_BOUND and
 # GPTOSS_SWIGLU_MXFP4_BF16_BOUND, both 256 by default (ROCm/aiter aiter/fused_moe.py:76, 768, 789-795@e4048607)
@@ -420,7 +474,7 @@ def _either(sel, a: Op, b: Op) -> Op:
 
 
 def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, weight, fam, local, quant_kernel, kept=1.0, own_quant=False,
-                 quant_rows=None, epilogue_quant=False, tile=None, even_grid=False, tuned=False):
+                 quant_rows=None, epilogue_quant=False, tile=None, even_grid=False, tuned=False, swap_ab=True, c_time_bytes=2.0):
     """The busiest rank's grouped expert GEMM in MoE kernel family `fam` (Engine.moe_kernel; None: the
     kernel tables') at the rates of dense GEMM kernel family `kernel`, keeping `kept` of them (MOE_RATES), its
     activations quantised as the weights' own family `quant_kernel` has them (gemm.quantise_kernel); `load` is
@@ -447,10 +501,11 @@ def _expert_gemm(label: _Label, n, k, at: _At, *, load, math, a_b, w_b, kernel, 
     # at another family's rates (MOE_RATES) the activations are still quantised, or not, as the weights' own family's are;
     # by a kernel of its own where the MoE kernel quantises them itself (`own_quant`: AITER's)
     quant = not epilogue_quant and gemm.quantise_kernel(at.engine, a_b, kernel=quant_kernel, fused=False if own_quant else None)
-    kw = dict(eff_scale=eff, kernel=kernel, swap_ab=True, overhead_s=overhead, fused_quant="epilogue" if epilogue_quant else not quant,
+    kw = dict(eff_scale=eff, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead, c_bytes=c_time_bytes, fused_quant="epilogue" if epilogue_quant else not quant,
               token_tile=tile, even_grid=even_grid, tuned=tuned)
     if alpha <= 0.0:
-        return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows, **kw)
+        return _gemm(label, top, n, k, at, math=math, a_b=a_b, w_b=w_b, groups=active, distinct=active, weight=weight, quant_rows=quant_rows,
+                     c_time_bytes=kw.pop("c_bytes"), **kw)
     rest_groups = active - 1.0
     m_rest = np.where(rest_groups > 0, (on_rank - top) / np.maximum(rest_groups, 1e-30), 0.0)
 

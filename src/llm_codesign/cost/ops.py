@@ -140,9 +140,11 @@ _BF16 = {"math": "bf16", "a_b": 2.0, "w_b": 2.0, "weight": "bf16"}
 
 
 def _gemm(label: _Label, m, n, k, at: _At, *, math, a_b, w_b, groups=1.0, distinct=None, eff_scale=1.0, kernel=None, swap_ab=None,
-          overhead_s=None, weight=None, fused_quant=None, quant_rows=None, token_tile=None, even_grid=False, tuned=False):
+          overhead_s=None, weight=None, fused_quant=None, quant_rows=None, token_tile=None, even_grid=False, tuned=False, c_time_bytes=2.0):
+    """A GEMM operator (gemm.gemm_time); `c_time_bytes`: the HBM time its output costs per value, as bytes at the streaming
+    rate (2 for a BF16 store; more for an atomic accumulate, ffns.AITER_COMBINE_BPS), its work still 2 bytes a value."""
     def price():
-        return gemm.gemm_time(m, n, k, at.gpu, at.cal, math=math, a_bytes=a_b, w_bytes=w_b, groups=groups, distinct_groups=distinct,
+        return gemm.gemm_time(m, n, k, at.gpu, at.cal, math=math, a_bytes=a_b, w_bytes=w_b, c_bytes=c_time_bytes, groups=groups, distinct_groups=distinct,
                               eff_scale=eff_scale, kernel=kernel, swap_ab=swap_ab, overhead_s=overhead_s, fused_quant=fused_quant,
                               engine=at.engine, quant_rows=quant_rows, token_tile=token_tile, even_grid=even_grid, tuned=tuned)
 
