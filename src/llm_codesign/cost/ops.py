@@ -276,7 +276,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     ops = mixer.build(a, Site(f"{prefix}/attn" if prefix else "attn", mixer.part, group), at=at, s=s, b=b, prec=prec)
     ops += ffn.build(f, Site(f"{prefix}/{ffn.part}" if prefix else ffn.part, ffn.part, group), at=at, s=s, b=b, prec=prec)
     if emulated:
-        ops.append(_mxfp4_dequant(a, f, held, s, Site(prefix, "layer", group), at))
+        ops.append(_mxfp4_dequant(a, f, held, s, site=Site(prefix, "layer", group), at=at))
     if "ffn" not in parts:
         return ops
     # norms, residual adds, activation, RoPE: streamed once each
@@ -292,7 +292,7 @@ def _bf16_if_mxfp4(d):
     return DTYPES["bf16"] if d is not None and d.name == "mxfp4" else d
 
 
-def _mxfp4_dequant(a: Mixer, f: Ffn, held: Precision, s: _Step, site: Site, at: _At) -> Op:
+def _mxfp4_dequant(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site, at: _At) -> Op:
     """An emulated MXFP4 layer's dequantisation (Engine.mxfp4_emulation: vLLM's Quark on CDNA3): each forward, one kernel
     a linear (amd-quark's dq_mxfp4; two a half: QKV and output, gate/up and down) reads every MXFP4 weight this GPU holds,
     packed with its E8M0 scales (0.53125 bytes a weight), and writes it in BF16 (2 bytes), which the BF16 GEMM then reads
