@@ -68,6 +68,13 @@ def test_the_engines_rule_through_the_api():
         deployment("llama-3.1-8b", gpu="mi325x", weight_dtype="mxfp4", engine="atom")
     with pytest.raises(InputError, match="gpt-oss's mxfp4 refuses at load"):  # a MoE too, its own checkpoint
         deployment("openai/gpt-oss-120b", gpu="mi300x")
+    mi300x, mx = get_gpu("mi300x"), Precision.of("mxfp4")
+    said = get_engine("sglang").precision_refusal(mx, mi300x, moe=True)
+    assert said[:2] == ("weight_dtype", "mxfp4") and said[2].endswith(
+        "--backend atom or vllm runs a MoE's MXFP4 experts weight-only (Triton), or fp8 runs natively")
+    assert get_engine("atom").precision_refusal(mx, mi300x, moe=True) is None  # its Triton W4A16 MoE
+    assert get_engine("atom").precision_refusal(mx, mi300x, moe=None) is None  # a Deployment alone: the model not known
+    assert get_engine("vllm").precision_refusal(mx, mi300x, moe=False) is None  # emulated, not refused
     # what runs it: ATOM's and vLLM's MoE experts weight-only, vLLM's dense linears emulated; MI355X as before
     assert deployment("openai/gpt-oss-120b", gpu="mi300x", engine="atom").backend == "atom"
     assert deployment("openai/gpt-oss-120b", gpu="mi300x", engine="vllm").backend == "vllm"

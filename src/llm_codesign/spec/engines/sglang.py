@@ -194,8 +194,9 @@ class SGLangEngine(Engine):
         said = cdna3_mxfp4(prec, gpu)
         if said is None:
             return None
-        who = ("--backend atom or vllm runs its MXFP4 experts weight-only (Triton)" if moe
-               else "--backend vllm runs it emulated (dequantised to BF16 each forward)")
+        who = {True: "--backend atom or vllm runs a MoE's MXFP4 experts weight-only (Triton)",
+               False: "--backend vllm runs it emulated (dequantised to BF16 each forward)"}.get(
+            moe, "--backend atom or vllm runs a MoE's MXFP4 experts weight-only (Triton), vllm a dense model's emulated")
         return (*said, f"a format SGLang runs on {gpu.name}: it has no MXFP4 GEMM off gfx950 (its Quark MXFP4 linears call "
                        f"AITER's gemm_afp4wfp4, which asserts an FP4 GPU; gpt-oss's mxfp4 refuses at load); {who}, or fp8 runs natively")
 
