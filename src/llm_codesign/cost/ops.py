@@ -25,7 +25,7 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import Ffn, Mixer, NoFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan
-from llm_codesign.spec.precision import Precision, executable, gemm_math
+from llm_codesign.spec.precision import DTYPES, Precision, executable, gemm_math
 
 
 @dataclass(frozen=True)
@@ -262,6 +262,10 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     a = layer.attn if "attn" in parts else NoMixer()
     f = layer.ffn if "ffn" in parts else NoFfn()
     prec = executable(prec, gpu)[0]  # a format the GPU cannot run is priced as engines map it
+    held = prec  # what the weights are held in; an engine that emulates MXFP4 runs BF16 GEMMs on them dequantised
+    emulated = engine is not None and engine.mxfp4_emulation(prec, gpu, moe=model.is_moe) is not None
+    if emulated:
+        prec = replace(prec, weight=_bf16_if_mxfp4(prec.weight), attn_weight=_bf16_if_mxfp4(prec.attn_weight))
     s = _step(model, gpu, prec, sh, b, engine=engine)
     dense_tp = s.tp * s.kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
     fused = False
@@ -273,6 +277,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     mixer, ffn = builder(a), builder(f)
     ops = mixer.build(a, Site(f"{prefix}/attn" if prefix else "attn", mixer.part, group), at=at, s=s, b=b, prec=prec)
     ops += ffn.build(f, Site(f"{prefix}/{ffn.part}" if prefix else ffn.part, ffn.part, group), at=at, s=s, b=b, prec=prec)
+    if emulated:
+        ops.append(_mxfp4_dequant(a, f, held, s, site=Site(prefix, "layer", group), at=at))
     if "ffn" not in parts:
         return ops
     # norms, residual adds, activation, RoPE: streamed once each
@@ -282,6 +288,21 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         kernels = np.where(fused, np.maximum(kernels - AR_NORM_KERNELS, 0.0), kernels)  # the norms run in the all-reduces
     ops.append(_elementwise(Site(prefix, "layer", group) / "elementwise", ew_bytes, kernels, at))
     return ops
+
+
+def _bf16_if_mxfp4(d):
+    return DTYPES["bf16"] if d is not None and d.name == "mxfp4" else d
+
+
+def _mxfp4_dequant(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site, at: _At) -> Op:
+    """An emulated MXFP4 layer's dequantisation (Engine.mxfp4_emulation: vLLM's Quark on CDNA3): each forward, one kernel
+    a linear (amd-quark's dq_mxfp4; two a half: QKV and output, gate/up and down) reads every MXFP4 weight this GPU holds,
+    packed with its E8M0 scales (0.53125 bytes a weight), and writes it in BF16 (2 bytes), which the BF16 GEMM then reads
+    (priced there). The input's quantise-dequantise (qdq_mxfp4, T x K x 4 bytes a linear) is not priced."""
+    n_attn = a.weight_bytes_per_gpu(s.h, 1.0, s.tp, s.kvp) if held.attn.name == "mxfp4" else 0.0
+    n_ffn = f.weight_bytes_per_gpu(s.h, 1.0, tp=s.tp, kvp=s.kvp, ep=s.ep, moe_tp=s.moe_tp, expert_bytes=0.0) if held.weight.name == "mxfp4" else 0.0
+    halves = (held.attn.name == "mxfp4") * float(not isinstance(a, NoMixer)) + (held.weight.name == "mxfp4") * float(not isinstance(f, NoFfn))
+    return _elementwise(site / "mxfp4_dequant", (n_attn + n_ffn) * (DTYPES["mxfp4"].bytes_per_weight() + 2.0), 2.0 * halves, at)
 
 
 def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Plan, *, b: Batch,

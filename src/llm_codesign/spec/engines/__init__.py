@@ -14,6 +14,7 @@ from llm_codesign.spec.engines.base import (
     VENDOR_NAMES,
     Engine,
     EngineCosts,
+    cdna3_mxfp4,
     check_kv_format,
     check_runs,
     engine_choices,
@@ -35,5 +36,5 @@ from llm_codesign.spec.engines.atom import ATOM
 # isort: on
 
 __all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "EXPORTABLE", "FUSIONS", "MOE_A2A_BACKENDS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VENDOR_ENGINE", "VENDOR_NAMES", "VLLM",
-           "Engine", "EngineCosts", "check_kv_format", "check_runs", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on",
+           "Engine", "EngineCosts", "cdna3_mxfp4", "check_kv_format", "check_runs", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on",
            "get_engine", "listed", "register_engine"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llm_codesign.spec.engines.base import CDNA_FAMILIES, Engine, register_engine
+from llm_codesign.spec.engines.base import CDNA_FAMILIES, Engine, cdna3_mxfp4, register_engine
 from llm_codesign.spec.engines.vllm import custom_allreduce
 
 
@@ -81,6 +81,20 @@ class AtomEngine(Engine):
         """--kv_cache_dtype bf16 or fp8 (atom/model_engine/arg_utils.py:163-169@ffdf3bb5); FP8 is AITER's per GPU, E4M3FNUZ on
         gfx942 (MI300X, MI325X) and E4M3FN on gfx950 (MI355X) (aiter/utility/dtypes.py:11-13@e4048607), one byte either way."""
         return ("bf16", "fp8")
+
+    def precision_refusal(self, prec, gpu, *, moe: bool | None = True):
+        # MXFP4 linears on CDNA3 (gfx942): a per_1x32 (MXFP4) linear calls gemm_a4w4_quant, whose default path quantises the
+        # input and runs AITER's gemm_a4w4 (atom/model_ops/linear.py:220-251, 1084-1093@ffdf3bb5), which raises "A4W4 GEMM
+        # kernel is not supported on gfx942" (aiter/ops/gemm_op_a4w4.py:196-199@e4048607); its Triton paths (ATOM_USE_TRITON_GEMM,
+        # :136-218) call gemm_afp4wfp4*, which assert an FP4 GPU. Refused for a dense model only: a MoE's MXFP4 experts run its
+        # Triton MoE with BF16 activations on gfx94x (atom/model_ops/moe.py:1044-1051, 1368), priced weight-only, and gpt-oss's
+        # dense linears are BF16
+        said = cdna3_mxfp4(prec, gpu) if moe is False else None
+        if said is None:
+            return None
+        return (*said, f"a format ATOM runs on {gpu.name} for a dense model: its MXFP4 linears call AITER's gemm_a4w4, \"not "
+                       "supported on gfx942\" (only a MoE's MXFP4 experts run, on its Triton W4A16 MoE); --backend vllm runs it "
+                       "emulated (dequantised to BF16 each forward), or fp8 runs natively")
 
     def own_allreduce(self, nbytes, n, family: str):
         """AITER's custom all-reduce (aiter.dist.communication_op, atom/model_ops/communication_op.py:42-56),

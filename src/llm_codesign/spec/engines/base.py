@@ -268,6 +268,13 @@ class Engine(ABC):
         weight-only kernels). An engine without such a fallback says so in its module, with its source."""
         return None
 
+    def mxfp4_emulation(self, prec, gpu, *, moe: bool | None = True) -> str | None:
+        """Where it runs `prec`'s MXFP4 linears on `gpu` by emulation, dequantising the weights to BF16 each forward and
+        running a BF16 GEMM (cost.ops prices the dequantisation's bytes and the BF16 GEMM, slower than BF16): the one line
+        an answer says; None where it runs them as spec.precision.executable prices them (a real kernel) or refuses them
+        (precision_refusal). An engine that emulates says so in its module, with its source."""
+        return None
+
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
         """The decode CUDA graphs a launch that sets none captures on `gpu` with `tp_size` GPUs a stage (the engine's tensor
         parallel size: attention TP x attention-DP ranks), `k` draft tokens a request and `max_running` requests a rank
@@ -647,6 +654,18 @@ def engine_for(gpu, backend: str | None = None) -> Engine:
         raise InputError("backend", backend, f"an engine that runs on {gpu.name} ({e.title} runs on {only} GPUs only): "
                                              + ", ".join(engines_on(gpu)))
     return e
+
+
+def cdna3_mxfp4(prec, gpu) -> tuple[str, str] | None:
+    """Where `prec` holds MXFP4 weights (its linears', `weight_dtype`, or its attention's, `attn_weight_dtype`) on an AMD
+    GPU without FP4 math (CDNA3, gfx942: MI300X, MI325X; its matrix cores have no FP4 input, AMD CDNA3 ISA): the first
+    such field and its format, for the engines' MXFP4 rules (precision_refusal, mxfp4_emulation); None elsewhere."""
+    if prec is None or gpu is None or gpu.vendor != "amd" or gpu.supports("fp4"):
+        return None
+    for field, d in (("weight_dtype", prec.weight), ("attn_weight_dtype", prec.attn_weight)):
+        if d is not None and d.name == "mxfp4":
+            return field, d.name
+    return None
 
 
 def check_kv_format(engine: Engine | None, gpu, kv: str, model=None) -> None:

@@ -2,7 +2,7 @@
 released wheels of the measurement campaigns' versions (0.5.7+) unless a comment says otherwise."""
 from __future__ import annotations
 
-from llm_codesign.spec.engines.base import GIB, MIB, Engine, register_engine
+from llm_codesign.spec.engines.base import GIB, MIB, Engine, cdna3_mxfp4, register_engine
 from llm_codesign.spec.engines.vllm import custom_allreduce
 
 # It turns FlashInfer's all-reduce + RMSNorm fusion on for these architectures on Hopper/Blackwell, on one
@@ -183,6 +183,22 @@ class SGLangEngine(Engine):
         every slot it holds, on each read (mem_cache/memory_pool.py:2836-2850, 3677-3711): a pass over the cache's capacity
         per layer and step that the step model, which prices the tokens attended, has no term for."""
         return ("bf16", "fp16", "fp8") + (("nvfp4",) if gpu.vendor == "nvidia" and "nvfp4" in gpu.fp4_formats else ())
+
+    def precision_refusal(self, prec, gpu, *, moe: bool | None = True):
+        # MXFP4 on CDNA3 (gfx942), whatever the model: a Quark MXFP4 checkpoint's linears (QuarkW4A4MXFP4) quantise the
+        # input per 1x32 and call AITER's Triton gemm_afp4wfp4 on every GPU, no emulation branch (quantization/quark/schemes/
+        # quark_w4a4_mxfp4.py:116,130@0.5.9; apply_weights @02bd1130), which asserts is_fp4_avail, gfx950 or gfx1250 only
+        # (aiter/ops/triton/gemm/basic/gemm_afp4wfp4.py:142, utils/_triton/arch_info.py:19-20@e4048607); gpt-oss's mxfp4
+        # checkpoint is refused off gfx95x at load ("Current platform ... not support mxfp4 computation",
+        # layers/quantization/mxfp4.py:224-237@0.5.9, :324-333@0.5.23)
+        said = cdna3_mxfp4(prec, gpu)
+        if said is None:
+            return None
+        who = {True: "--backend atom or vllm runs a MoE's MXFP4 experts weight-only (Triton)",
+               False: "--backend vllm runs it emulated (dequantised to BF16 each forward)"}.get(
+            moe, "--backend atom or vllm runs a MoE's MXFP4 experts weight-only (Triton), vllm a dense model's emulated")
+        return (*said, f"a format SGLang runs on {gpu.name}: it has no MXFP4 GEMM off gfx950 (its Quark MXFP4 linears call "
+                       f"AITER's gemm_afp4wfp4, which asserts an FP4 GPU; gpt-oss's mxfp4 refuses at load); {who}, or fp8 runs natively")
 
     def own_allreduce(self, nbytes, n, family: str):
         """vLLM's custom all-reduce's sizes and limit, the limit itself included: should_custom_ar takes inp_size <=

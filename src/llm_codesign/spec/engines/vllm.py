@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llm_codesign.spec.engines.base import CDNA_FAMILIES, GIB, PCIE_FAMILIES, Engine, register_engine
+from llm_codesign.spec.engines.base import CDNA_FAMILIES, GIB, PCIE_FAMILIES, Engine, cdna3_mxfp4, register_engine
 
 # Custom all-reduce for world sizes 2, 4, 6 and 8 with every GPU peer-to-peer reachable (any two GPUs,
 # NVLink or PCIe, or a fully connected NVLink/xGMI set), inputs below max_size = 8 MiB
@@ -153,6 +153,20 @@ class VLLMEngine(Engine):
 
         mla = model is not None and any(isinstance(layer.attn, MLA) for layer, _ in model.groups)
         return super().kv_formats(gpu) + (("nvfp4",) if gpu.family == "blackwell" and not mla else ())
+
+    def mxfp4_emulation(self, prec, gpu, *, moe: bool | None = True):
+        # a dense model's MXFP4 linears on CDNA3 (gfx942): Quark's QuarkOCP_MX sets emulate where not supports_mx() (gfx95x
+        # only), keeps the packed weights, and each forward dequantises them with amd-quark's dq_mxfp4, quantise-dequantises
+        # the input (qdq_mxfp4) and runs F.linear in BF16 ("Simulated weight dequantization and activation QDQ ... with the
+        # linear layers computed in high precision": quantization/quark/schemes/quark_ocp_mx.py QuarkOCP_MX.__init__,
+        # apply_weights @039541c7; quark_w4a4_mxfp4.py@0320f490 the same; utils/mxfp4_utils.py _dequant_mxfp4 @01b817db).
+        # A MoE's experts are not this path (gpt-oss's run triton_kernels' matmul_ogs on ROCm, its weights laid out for it off
+        # gfx950 too: mxfp4_utils.py _swizzle_mxfp4 @01b817db): priced weight-only
+        said = cdna3_mxfp4(prec, gpu) if moe is False else None
+        if said is None:
+            return None
+        return (f"vLLM has no MXFP4 GEMM on {gpu.name} (gfx942): Quark emulates it, dequantising the 4-bit weights to BF16 "
+                "each forward before a BF16 GEMM (priced so: slower than BF16; fp8 runs natively)")
 
     def own_allreduce(self, nbytes, n, family: str):
         """Its custom all-reduce (custom_allreduce), below SYMM_CUSTOM_MAX_MIB where torch symmetric memory takes the rest."""

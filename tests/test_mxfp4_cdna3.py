@@ -1,0 +1,101 @@
+"""MXFP4 on CDNA3 (gfx942: MI300X, MI325X, no FP4 math), as each AMD engine runs it (newc8 #3): SGLang refuses it (its
+Quark linears call AITER's gemm_afp4wfp4, which asserts an FP4 GPU; gpt-oss's mxfp4 refuses at load), ATOM refuses a dense
+model's (AITER's gemm_a4w4 raises on gfx942) and runs a MoE's experts weight-only (Triton), vLLM emulates a dense model's
+linears (Quark's QuarkOCP_MX: dequantise to BF16 each forward, then a BF16 GEMM). MI355X (gfx950) is unchanged."""
+import json
+
+import numpy as np
+import pytest
+from conftest import cli
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.cost.ops import Batch, layer_ops
+from llm_codesign.errors import InputError
+from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.plan import Plan, deployment
+from llm_codesign.spec.precision import Precision
+from llm_codesign.spec.registry import get_model
+
+# Llama-3.1-8B, one layer: h 4096, 32 query heads and 8 KV heads of 128, FFN 14336 (SwiGLU)
+#   attention: Q 4096 x 4096 + K, V 2 x 4096 x 1024 + O 4096 x 4096 = 16,777,216 + 8,388,608 + 16,777,216 = 41,943,040
+#   FFN: gate, up, down 3 x 4096 x 14336 = 176,160,768;  together 218,103,808 weights a layer
+# the dequantisation reads each packed (4 bits + an 8-bit E8M0 scale per 32: 0.53125 bytes) and writes it in BF16 (2 bytes):
+#   218,103,808 x 2.53125 = 552,075,264 bytes a layer at TP 1, half at TP 2
+DEQUANT_BYTES_TP1 = 552_075_264
+
+
+def _layer(engine, weight, tp=1):
+    m, gpu = get_model("llama-3.1-8b"), get_gpu("mi300x")
+    ops = layer_ops(m, m.groups[0][0], 1.0, gpu, calibration_for(gpu), prec=Precision.of(weight), sh=Plan(tp=tp),
+                    b=Batch(dec_seqs=8, dec_ctx=1500), prefix="layer", engine=engine)
+    return {o.name: o for o in ops}
+
+
+@pytest.mark.parametrize("tp", [1, 2])
+def test_vllms_emulated_mxfp4_step_is_the_bf16_step_plus_the_dequantisation(tp):
+    vllm = get_engine("vllm")
+    emulated, bf16 = _layer(vllm, "mxfp4", tp), _layer(vllm, "bf16", tp)
+    dq = emulated.pop("layer/mxfp4_dequant")
+    assert float(dq.bytes) == DEQUANT_BYTES_TP1 / tp and float(dq.kernels) == 4.0  # QKV, O, gate/up, down
+    # every other operator is the BF16 step's: the GEMMs read BF16 weights, dequantised
+    assert emulated.keys() == bf16.keys()
+    for name, op in emulated.items():
+        assert float(op.bytes) == float(bf16[name].bytes) and float(op.time) == float(bf16[name].time), name
+    assert {o.weight for o in emulated.values() if o.kind == "gemm"} == {"bf16"}
+    # so slower than BF16, and slower still than the weight-only price it had (4-bit weights read by the GEMMs)
+    t = {k: sum(float(o.time) for o in v.values()) for k, v in (("emulated", {**emulated, "dq": dq}), ("bf16", bf16),
+                                                                  ("weight_only", _layer(None, "mxfp4", tp)))}
+    assert t["emulated"] > t["bf16"] > t["weight_only"]
+
+
+def test_mi355x_and_other_engines_price_no_emulation():
+    mi355x = get_gpu("mi355x")
+    for e in ("vllm", "sglang", "atom"):
+        assert get_engine(e).mxfp4_emulation(Precision.of("mxfp4"), mi355x, moe=False) is None
+        assert get_engine(e).precision_refusal(Precision.of("mxfp4"), mi355x, moe=False) is None
+    mi300x = get_gpu("mi300x")
+    assert get_engine("vllm").mxfp4_emulation(Precision.of("mxfp4"), mi300x, moe=True) is None  # gpt-oss: triton_kernels W4A16
+    assert get_engine("vllm").mxfp4_emulation(Precision.of("fp8"), mi300x, moe=False) is None
+    assert "layer/mxfp4_dequant" not in _layer(get_engine("atom"), "mxfp4")
+
+
+def test_the_engines_rule_through_the_api():
+    with pytest.raises(InputError) as e:
+        deployment("llama-3.1-8b", gpu="mi300x", weight_dtype="mxfp4")  # SGLang, AMD's default engine
+    assert e.value.field == "weight_dtype" and "SGLang runs on MI300X: it has no MXFP4 GEMM off gfx950" in str(e.value)
+    with pytest.raises(InputError, match="for a dense model: its MXFP4 linears call AITER's gemm_a4w4"):
+        deployment("llama-3.1-8b", gpu="mi325x", weight_dtype="mxfp4", engine="atom")
+    with pytest.raises(InputError, match="gpt-oss's mxfp4 refuses at load"):  # a MoE too, its own checkpoint
+        deployment("openai/gpt-oss-120b", gpu="mi300x")
+    mi300x, mx = get_gpu("mi300x"), Precision.of("mxfp4")
+    said = get_engine("sglang").precision_refusal(mx, mi300x, moe=True)
+    assert said[:2] == ("weight_dtype", "mxfp4") and said[2].endswith(
+        "--backend atom or vllm runs a MoE's MXFP4 experts weight-only (Triton), or fp8 runs natively")
+    assert get_engine("atom").precision_refusal(mx, mi300x, moe=True) is None  # its Triton W4A16 MoE
+    assert get_engine("atom").precision_refusal(mx, mi300x, moe=None) is None  # a Deployment alone: the model not known
+    assert get_engine("vllm").precision_refusal(mx, mi300x, moe=False) is None  # emulated, not refused
+    # what runs it: ATOM's and vLLM's MoE experts weight-only, vLLM's dense linears emulated; MI355X as before
+    assert deployment("openai/gpt-oss-120b", gpu="mi300x", engine="atom").backend == "atom"
+    assert deployment("openai/gpt-oss-120b", gpu="mi300x", engine="vllm").backend == "vllm"
+    assert deployment("llama-3.1-8b", gpu="mi300x", weight_dtype="mxfp4", engine="vllm").backend == "vllm"
+    assert deployment("llama-3.1-8b", gpu="mi355x", weight_dtype="mxfp4").backend == "sglang"
+
+
+def test_the_cli_refuses_in_one_line_and_says_the_emulation():
+    code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "mi300x", "--weight-dtype", "mxfp4", "--concurrency", "8")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("error: weight_dtype: 'mxfp4' is not valid; a format SGLang runs on MI300X") and "fp8 runs natively" in err
+    code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "mi300x", "--weight-dtype", "mxfp4", "--backend", "atom")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--backend vllm runs it emulated" in err
+    runs = {}
+    for w in ("mxfp4", "bf16"):
+        code, out, _ = cli("estimate", "llama-3.1-8b", "--gpu", "mi300x", "--weight-dtype", w, "--backend", "vllm",
+                           "--concurrency", "8", "--json")
+        assert code == 0
+        runs[w] = json.loads(out)
+    assert runs["mxfp4"]["precision_notes"] == [
+        "vLLM has no MXFP4 GEMM on MI300X (gfx942): Quark emulates it, dequantising the 4-bit weights to BF16 each forward "
+        "before a BF16 GEMM (priced so: slower than BF16; fp8 runs natively)"]
+    assert runs["mxfp4"]["tpot_ms"] > runs["bf16"]["tpot_ms"]
+    assert np.isfinite(runs["mxfp4"]["tpot_ms"])
