@@ -1100,7 +1100,8 @@ def with_queue(own: dict, own_value: float, queue_ms: float, per: dict | None = 
     (70B TP8 H200, 64 requests on 16 slots: TTFT 30.0 s, 29.7 s of it queue, 80% 16.9-64.3 s), newc7 #7."""
     ref, at = (per, per_value) if per is not None and per_value else (own, own_value)
     out = {k: own[k] + queue_ms * ref[k] / at for k in own if k[:2] in ("lo", "hi") or k == "centre"}
-    widened = list(dict.fromkeys([*own.get("widened", ()), *(ref.get("widened", ()) if ref is not own else ())]))
+    kinds = {getattr(w, "kind", w) for w in own.get("widened", ())}  # a reason once: own's, then TPOT's others
+    widened = [*own.get("widened", ()), *(w for w in (ref.get("widened", ()) if ref is not own else ()) if getattr(w, "kind", w) not in kinds)]
     how = "TPOT's spread (its basis)" if ref is not own else "the same spread"
     return {**{k: v for k, v in own.items() if k != "capped"}, **out, "widened": widened, "queue_ms": float(queue_ms),
             "source": f"{own['source']}, for the TTFT once a request runs; its {queue_ms / 1e3:.3g} s queue at {how}",
