@@ -137,9 +137,11 @@ def test_import_says_requests_per_instance_and_across_replicas(tmp_path):
     assert code == 0, err
     code, text, err = cli("import", str(out), "--isl", "2048", "--osl", "512", "--concurrency", "48")
     assert code == 0, err
-    # the exported checkpoint is the registry's FP8 one (newfixE), which import names as that model
+    # the exported checkpoint is the registry's FP8 one (newfixE), which import reads back as the model the export names
+    # (newc8 #6: it named llama-3.1-70b-fp8, another entry, with other bands)
     # newc6 #21: the heading counts every GPU priced, 2 x 4 = 8, and what each copy is
-    assert text.startswith("llama-3.1-70b-fp8 on 8x H100 SXM: 2 replicas of TP4 (4 GPUs each), W:fp8 A:fp8 KV:fp8, vllm (defaults as 0.11-0.14): 48 requests per instance "
+    assert "nvidia/Llama-3.1-70B-Instruct-FP8" in out.read_text()
+    assert text.startswith("llama-3.1-70b on 8x H100 SXM: 2 replicas of TP4 (4 GPUs each), W:fp8 A:fp8 KV:fp8, vllm (defaults as 0.11-0.14): 48 requests per instance "
                            "(96 across 2 replicas; --concurrency), ")
 
 
