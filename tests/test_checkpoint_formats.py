@@ -6,10 +6,10 @@ import pytest
 
 import llm_codesign as lc
 from llm_codesign.explore.export import export_config, read_export
-from tests.conftest import cli
 from llm_codesign.measure.intervals import reasons
 from llm_codesign.render.intervals import short, short_range
 from llm_codesign.spec.registry import entries, release_of
+from tests.conftest import cli
 
 # Hub ids and the format each checkpoint is published in (registry.toml cites each model card / config)
 FP8_IDS = {"Qwen/Qwen3-32B-FP8": "fp8_block", "Qwen/Qwen3-30B-A3B-FP8": "fp8_block", "Qwen/Qwen3-235B-A22B-FP8": "fp8_block",
