@@ -738,3 +738,24 @@ def test_pareto_says_alike_everywhere_which_default_format_it_left_out(client):
     # the page prints the line beneath its frontier table, as the CLI's "note:"
     js = resources.files("llm_codesign").joinpath("web/static/app.js").read_text()
     assert "s.not_searched || []" in js and "`note: ${x}`" in js
+
+
+def test_a_larger_domain_on_a_mesh_base_is_switched_and_never_slower(client):
+    # frev #1: MI300X's 448 GB/s is 7 xGMI links of 64 GB/s to 7 peers (crevA); a 16- or 64-GPU domain of that base is
+    # priced switched (the whole 448 GB/s to any peer), so the same TP8 group is no slower than on the catalog board,
+    # where the mesh gives TP8 7 links x 64 = 448 GB/s too: TPOT equal within the rounding; the base's own domain keeps
+    # its mesh; a domain of 1 is switched as before
+    from llm_codesign.web.app import WhatIfGpu, _what_if
+
+    body = {"model": "llama-3.1-70b", "gpu": "mi300x", "num_gpus": 8, "tp": 8, "isl": 1024, "osl": 1024,
+            "concurrency": 64}
+    cat = client.post("/api/estimate", json=body).json()
+    for dom in (16, 64):
+        wi = {"base": "mi300x", "id": "what-if", "scale_up_domain": dom}
+        r = client.post("/api/estimate", json=body | {"gpu": "what-if", "what_if": wi}).json()
+        assert r["tpot_ms"] <= cat["tpot_ms"] * 1.001 and r["ttft_ms"] <= cat["ttft_ms"] * 1.001
+        g = _what_if(WhatIfGpu(base="mi300x", id="what-if", scale_up_domain=dom))
+        assert g.scale_up_topology == "switch" and "priced switched, not its mesh" in g.sources[0][1]
+    same = _what_if(WhatIfGpu(base="mi300x", id="what-if", scale_up_domain=8))
+    assert same.scale_up_topology == "mesh" and "switched" not in same.sources[0][1]
+    assert _what_if(WhatIfGpu(base="h100", id="what-if", scale_up_domain=16)).scale_up_topology == "switch"

@@ -48,3 +48,14 @@ def test_the_note_names_the_first_head_size_no_kernel_takes():
     m = from_hf_config({"model_type": "llama", "hidden_size": 5000, "num_hidden_layers": 4, "num_attention_heads": 40,
                         "num_key_value_heads": 8, "intermediate_size": 13824, "vocab_size": 32000}, "hd125")
     assert head_dim_note(m, "sglang", H100).endswith("it needs --attention-backend triton, slower; priced as the fast kernel (lint R4)")
+
+
+def test_amd_gpus_get_no_cuda_kernel_rule():
+    # frev #3: FlashAttention-3/FlashInfer are CUDA-only; SGLang on ROCm runs aiter (the export writes
+    # --attention-backend aiter), vLLM ROCM_AITER_FA/TRITON_ATTN: no head-size rule is read for them, so none is said;
+    # the same head size on an H100 still gets the CUDA rule
+    for gpu in ("mi300x", "mi325x", "mi355x"):
+        assert all(head_dim_support(e, get_gpu(gpu), 512) is None for e in ("vllm", "sglang", "trtllm", "atom"))
+    assert head_dim_support("sglang", H100, 512)[0] == "flag"
+    gemma = get_model("gemma-4-26b-a4b")
+    assert head_dim_note(gemma, "sglang", get_gpu("mi300x")) is None and "512" in head_dim_note(gemma, "sglang", H100)

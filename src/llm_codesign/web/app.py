@@ -183,7 +183,7 @@ class WhatIfGpu(_Req):
     fp8_tflops: Optional[Float] = Field(None, description="Dense FP8 TFLOP/s (0: none).")
     fp4_tflops: Optional[Float] = Field(None, description="Dense FP4 TFLOP/s (0: none).")
     scale_up_gb_s: Optional[Float] = Field(None, description="Scale-up (NVLink, AMD's Infinity Fabric) bandwidth per GPU, one direction, GB/s.")
-    scale_up_domain: Optional[Int] = Field(None, description="GPUs in one scale-up domain.")
+    scale_up_domain: Optional[Int] = Field(None, description="GPUs in one scale-up domain (on a mesh base, MI300X, a domain other than its own is priced switched).")
 
 
 class WhatIf(_Req):
@@ -714,7 +714,10 @@ def _what_if(w: WhatIfGpu):
             d["peak_flops"][toml.split(".", 1)[1]] = v * scale
         else:
             d[toml] = v * scale if f != "scale_up_domain" else v
-    if d["scale_up_domain"] < 2:  # a domain of one GPU links to no peer, whatever its base's topology
+    # a mesh's per-GPU links are its base's own (MI300X: 7 xGMI links to 7 peers, crevA); a domain of another size is no
+    # board of those links (one GPU has no peer; larger AMD domains, UALink/Helios, are switched), so it is priced switched
+    switched = d["scale_up_domain"] != base.scale_up_domain and base.scale_up_topology != "switch"
+    if switched:
         d["scale_up_topology"] = "switch"
     if "memory_gb" in given and base.memory_bytes > 0:  # the headline capacity keeps its ratio to the driver's
         d["hbm_bytes"] = base.hbm_bytes * d["memory_bytes"] / base.memory_bytes
@@ -733,6 +736,8 @@ def _what_if(w: WhatIfGpu):
     peaks = {k: float(v) for k, v in d["peak_flops"].items() if v > 0}
     fp4 = base.fp4_formats or ("nvfp4", "mxfp4")  # gpu_from_toml's default where a TOML names none
     changed = ", ".join(f"{f} = {v:g}" for f, v in given.items()) or "nothing"
+    if switched:
+        changed += f" (a scale-up domain other than {base.id}'s {base.scale_up_domain} GPUs is priced switched, not its mesh)"
     return replace(base, id=name, name=f"what-if GPU from {base.name}", aliases=(), hbm_bytes=float(d["hbm_bytes"]),
                    memory_bytes=float(d["memory_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
                    scale_up_bandwidth_bytes_per_s=float(d["scale_up_bandwidth_bytes_per_s"]),

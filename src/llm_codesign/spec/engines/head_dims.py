@@ -18,6 +18,8 @@ Sources, each a kernel's own check or instantiation list:
   (NVIDIA/TensorRT-LLM#17772: "Gemma 4's full-attention layers use head_dim=512, which no SM90 paged attention kernel
   serves ... trtllm-gen has the cubins, but ships them for datacenter Blackwell only").
 - ATOM (AITER): not read; no rule, so nothing is said.
+- any engine on an AMD GPU: the kernels above are CUDA-only (SGLang on ROCm runs aiter/triton, vLLM ROCM_AITER_FA /
+  ROCM_ATTN / TRITON_ATTN); their head-size limits are not read, so no rule, as ATOM.
 """
 from __future__ import annotations
 
@@ -59,6 +61,8 @@ def head_dim_support(engine: str, gpu, head_dim: int) -> tuple[str, str, str] | 
     (kind, the kernels' rule, what happens instead): kind "slower" where the engine picks a slower kernel itself (vLLM's
     Triton attention), "flag" where it runs one only with a launch option the export does not write (SGLang's
     --attention-backend triton), "none" where nothing runs it (TensorRT-LLM)."""
+    if gpu is not None and gpu.vendor == "amd":
+        return None  # FlashAttention-3/FlashInfer are CUDA-only; ROCm's AITER/Triton head-size limits are not read yet
     rule = RULES.get(engine)
     return rule(int(head_dim), gpu) if rule else None
 
