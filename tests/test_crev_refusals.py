@@ -17,8 +17,8 @@ from llm_codesign.spec.registry import get_model
 
 L8 = ["llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--osl", "256", "--concurrency", "8"]
 TRT_LINE = ("isl: 4096 is not valid; at most max_num_tokens (1,024): TensorRT-LLM without chunked prefill schedules a prompt "
-            "whole and refuses a longer one; raise max_num_tokens to 4,096 or more, or turn chunked prefill on "
-            "(enable_chunked_prefill: true; estimate --chunked-prefill)")
+            "whole and its LLM API refuses a longer one (BaseLLM._check_arguments); raise max_num_tokens to 4,096 or more, or "
+            "turn chunked prefill on (enable_chunked_prefill: true; --chunked-prefill, the API's chunked_prefill: true)")
 
 
 def _run(*args):
@@ -92,3 +92,32 @@ def test_import_refuses_requests_over_the_context_limit(line, limit, most):
     assert limit not in json.loads(ok.stdout)["ignored"]
     if most:
         assert _run("import", line.format(n=4352), *args).exit_code == 2
+
+
+def test_each_engine_names_its_own_chunked_prefill_option_or_refuses_nothing():
+    # frev #8c: vLLM's launch check (SchedulerConfig: max_num_batched_tokens under max_model_len with chunked prefill off)
+    # in its own options; SGLang has no such refusal read, so its 20,000-token prompt over an 8,192 budget is priced
+    m = get_model("llama-3.1-8b")
+    v = deployment(m, gpu="h100", num_gpus=1, backend="vllm", max_num_tokens=8192, chunked_prefill=False)
+    with pytest.raises(InputError) as e:
+        check_whole_prompt(v, 20000)
+    assert str(e.value) == ("isl: 20000 is not valid; at most max_num_tokens (8,192): vLLM without chunked prefill serves no "
+                            "longer prompt: its SchedulerConfig refuses a launch whose max_num_batched_tokens is under "
+                            "max_model_len; raise max_num_tokens (--max-num-batched-tokens) to 20,000 or more, or turn chunked "
+                            "prefill on (--enable-chunked-prefill; --chunked-prefill, the API's chunked_prefill: true)")
+    check_whole_prompt(deployment(m, gpu="h100", num_gpus=1, backend="sglang", max_num_tokens=8192, chunked_prefill=False), 20000)
+    r = _run("estimate", *L8, "--isl", "20000", "--max-num-tokens", "8192", "--backend", "sglang", "--no-chunked-prefill", "--json")
+    assert r.exit_code == 0 and json.loads(r.stdout)["fits"] is True, r.output
+
+
+def test_mix_refuses_the_prompt_estimate_refuses(tmp_path):
+    # frev #2: 1,000 and 20,000-token prompts on TensorRT-LLM at max_num_tokens 8,192 (chunked prefill off by default):
+    # estimate refuses the 20,000 one, so mix refuses the mix, naming its longest prompt; --chunked-prefill prices both
+    csv = tmp_path / "len.csv"
+    csv.write_text("isl,osl\n1000,100\n20000,100\n")
+    mix = ["mix", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--lengths", str(csv), "--concurrency", "4", "--max-num-tokens", "8192"]
+    r = _run(*mix)
+    assert r.exit_code == 2 and r.output.startswith("error: isl (the mix's longest): 20000 is not valid; at most max_num_tokens (8,192)")
+    on = _run(*mix, "--chunked-prefill", "--json")
+    assert on.exit_code == 0, on.output
+    assert [x["isl"] for x in json.loads(on.stdout)["per_length"]] == [1000, 20000]

@@ -99,3 +99,24 @@ def test_the_cli_refuses_in_one_line_and_says_the_emulation():
         "before a BF16 GEMM (priced so: slower than BF16; fp8 runs natively)"]
     assert runs["mxfp4"]["tpot_ms"] > runs["bf16"]["tpot_ms"]
     assert np.isfinite(runs["mxfp4"]["tpot_ms"])
+
+
+def test_a_dense_models_refusal_is_its_own_in_every_entry_point():
+    # frev #7: Deployment's model-blind check (moe=None) no longer pre-empts lc.deployment's: estimate (CLI and web API)
+    # and lc.deployment give a dense model the advice roofline gives it (vLLM emulates, ATOM refuses a dense MXFP4), a MoE
+    # its own (ATOM or vLLM run its experts weight-only)
+    from fastapi.testclient import TestClient
+
+    from llm_codesign.web.app import create_app
+
+    dense = "--backend vllm runs it emulated (dequantised to BF16 each forward), or fp8 runs natively"
+    for cmd in (("estimate", "--concurrency", "16"), ("roofline", "--batch", "16")):
+        code, _, err = cli(cmd[0], "llama-3.1-8b", "--gpu", "mi300x", "--backend", "sglang", "--weight-dtype", "mxfp4", *cmd[1:])
+        assert code == 2 and err.strip().endswith(dense) and "atom" not in err
+    with pytest.raises(InputError, match="--backend vllm runs it emulated"):
+        deployment("llama-3.1-8b", gpu="mi300x", weight_dtype="mxfp4", engine="sglang")
+    with pytest.raises(InputError, match="--backend atom or vllm runs a MoE's MXFP4 experts weight-only"):
+        deployment("qwen3-30b-a3b", gpu="mi300x", weight_dtype="mxfp4", engine="sglang")
+    r = TestClient(create_app()).post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "mi300x", "num_gpus": 1, "concurrency": 16,
+                                                            "engine": "sglang", "weight_dtype": "mxfp4"})
+    assert r.status_code == 422 and dense in json.dumps(r.json())

@@ -20,6 +20,7 @@ from llm_codesign.cli.common import (
     O_ARRIVAL,
     O_BACKEND,
     O_CAL,
+    O_CHUNKED,
     O_DRAFT,
     O_EP,
     O_GPU,
@@ -265,11 +266,7 @@ def estimate(
         help="The engine's batch cap, requests each attention-DP rank runs at once (TensorRT-LLM max_batch_size, vLLM "
              "--max-num-seqs, SGLang --max-running-requests over its attention-DP ranks; import reads it): requests past it "
              "wait for a slot (longer TTFT). Default: the engine's own limit and the KV cache's."),
-    chunked_prefill: Optional[bool] = typer.Option(
-        None, "--chunked-prefill/--no-chunked-prefill",
-        help="Whether the engine splits a prompt over steps (TensorRT-LLM enable_chunked_prefill; import reads it). Without it, "
-             "TensorRT-LLM refuses a prompt over --max-num-tokens, and so does this. Default: the engine's (TensorRT-LLM off; "
-             "left with its default budget too, a longer prompt is priced chunked)."),
+    chunked_prefill: Optional[bool] = O_CHUNKED,
 ):
     """What one deployment delivers: TTFT, TPOT, tok/s/user, tok/s/GPU, memory, bottlenecks."""
     from llm_codesign.api import estimate as run

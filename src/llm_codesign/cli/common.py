@@ -580,6 +580,11 @@ O_MNT = typer.Option(None, "--max-num-tokens", min=1, max=MAX_STEP_TOKENS,
                      help="Token budget per step: the prefill chunk, and in TensorRT-LLM, vLLM and ATOM "
                      "each decoding request's 1 + draft tokens too, so it caps the decode batch; default: the engine's own on the GPU.")
 O_CAL = typer.Option(None, "--calibration", help="Calibration profile .toml.")
+O_CHUNKED = typer.Option(
+    None, "--chunked-prefill/--no-chunked-prefill",
+    help="Whether the engine splits a prompt over steps (TensorRT-LLM enable_chunked_prefill; import reads it). Without it, "
+         "TensorRT-LLM refuses a prompt over --max-num-tokens, and so does this. Default: the engine's (TensorRT-LLM off; "
+         "left with its default budget too, a longer prompt is priced chunked).")
 
 
 def priced_with(calibration: str | None) -> dict:

@@ -13,6 +13,7 @@ from llm_codesign.cli.common import (
     O_ARRIVAL,
     O_BACKEND,
     O_CAL,
+    O_CHUNKED,
     O_DRAFT,
     O_EP,
     O_GPU,
@@ -50,7 +51,8 @@ def mix(
     concurrency: int = typer.Option(64, "--concurrency", min=1, max=MAX_CONCURRENCY, help="Requests in flight."),
     backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
-    max_num_tokens: Optional[int] = O_MNT, calibration: Optional[str] = O_CAL, arrival: str = O_ARRIVAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
+    max_num_tokens: Optional[int] = O_MNT, chunked_prefill: Optional[bool] = O_CHUNKED,
+    calibration: Optional[str] = O_CAL, arrival: str = O_ARRIVAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """What one deployment delivers on a mix of request lengths: TTFT percentiles, TPOT, tok/s/GPU."""
     from llm_codesign.explore.lengths import check_lengths
@@ -62,6 +64,10 @@ def mix(
                       activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=backend, spec=spec, draft_len=draft_len, acceptance=acceptance,
                       acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=False)
     plan_note_line(dep)
+    if chunked_prefill is not None:  # as estimate's: the launch's enable_chunked_prefill (TensorRT-LLM refuses a longer prompt)
+        from dataclasses import replace
+
+        dep = replace(dep, chunked_prefill=chunked_prefill)
     # one code path with lc.mix (explore.lengths.mix)
     r = run(m, dep, lengths=lengths, isl_dist=isl_dist, osl_dist=osl_dist, concurrency=concurrency, calibration=calibration,
             arrival=arrival).to_dict()

@@ -177,7 +177,11 @@ def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration, ar
 
     if concurrency < 1:
         raise InputError("concurrency", concurrency, "a positive integer")
+    from llm_codesign.spec.plan import check_whole_prompt
+
     within_context(model, lengths)
+    # the longest prompt as estimate judges one (frev #2): TensorRT-LLM without chunked prefill refuses it, not serves it chunked
+    check_whole_prompt(dep, int(lengths.isl.max()), field="isl (the mix's longest)")
     r = evaluate(model, Serving.of(dep), cal=calibration, concurrency=concurrency, isl=lengths.isl, osl=lengths.osl, arrival=arrival)
     fits = np.broadcast_to(r["fits"], lengths.isl.shape)
     w = lengths.weight

@@ -950,7 +950,8 @@ def _prompt_schedules(engine: Engine, flags: SchedulerFlags, prompt, mnt, *, sta
         chunks = engine.chunks_prefill or not stated
     else:
         chunks = np.asarray(flags.chunked_prefill, bool)
-    return chunks | (np.asarray(prompt, float) <= np.asarray(mnt, float))
+    # an engine with no refusal read (Engine.whole_prompt_refusal None: SGLang, ATOM) is not said to refuse it
+    return chunks | (np.asarray(prompt, float) <= np.asarray(mnt, float)) | (engine.whole_prompt_refusal is None)
 
 
 def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS, decode_tokens=0.0):

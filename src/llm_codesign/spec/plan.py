@@ -826,10 +826,13 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     sd = spec if isinstance(spec, SpecDecoding) else spec_decoding(spec, draft_len=draft_len, acceptance=acceptance,
                                                                    acceptance_rates=acceptance_rates, draft_model=draft_model, model=model)
     check_spec_model(model, sd)
-    dep = Deployment(gpu=gpu, num_gpus=n, plan=plan, precision=precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu),
-                     backend=engine_arg(engine, backend), spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch,
+    gpu = gpu if isinstance(gpu, Gpu) else get_gpu(gpu)
+    prec, backend = precision_for(model, weight_dtype, activation_dtype, kv_dtype, gpu=gpu), engine_arg(engine, backend)
+    # the model's own refusal first (a dense model's MXFP4 advice differs from a MoE's): Deployment's own check, which
+    # knows no model, would pre-empt it (review frev #7)
+    check_runs(engine_for(gpu, backend), gpu, prec=prec.on(gpu), moe=model.is_moe)
+    dep = Deployment(gpu=gpu, num_gpus=n, plan=plan, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch,
                      chunked_prefill=chunked_prefill, plan_note=attention_dp_note(plan, gpus_given=bool(num_gpus)))
-    check_runs(dep.engine, dep.gpu, prec=dep.precision, moe=model.is_moe)  # a format whose MoE kernel the engine lacks here
     check_step_budget(dep)
     return dep
 
@@ -880,15 +883,18 @@ def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
     LLM API rejects such a request, `if self.args.backend == "pytorch" and not self.args.enable_chunked_prefill and not
     is_gen_only: ... if max_num_tokens and prompt_len / cp_size + query_len > max_num_tokens: raise ValueError("The sum of
     prompt length (...) ... should not exceed max_num_tokens")` (NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm.py
-    BaseLLM._check_arguments@4c05a748; the whole prompt, prefix hits included; cp_size: our kvp). review crev #5."""
-    if not states_whole_prompts(dep):
+    BaseLLM._check_arguments@4c05a748; the whole prompt, prefix hits included; cp_size: our kvp). review crev #5. Each
+    engine's own rule, options and source (Engine.whole_prompt_refusal: vLLM's launch check; none read for SGLang or ATOM,
+    so none made); the option here as both callers spell it (the CLI's --chunked-prefill, the API's chunked_prefill)."""
+    said = dep.engine.whole_prompt_refusal
+    if said is None or not states_whole_prompts(dep):
         return
+    why, budget, on = said
     per = int(isl) / int(np.max(dep.plan.kvp))
     if per > dep.step_tokens:
         raise InputError(field, int(isl), f"at most max_num_tokens ({dep.step_tokens:,}): {dep.engine.title} without chunked prefill "
-                                          f"schedules a prompt whole and refuses a longer one; raise max_num_tokens to "
-                                          f"{math.ceil(per):,} or more, or turn chunked prefill on (enable_chunked_prefill: "
-                                          "true; estimate --chunked-prefill)")
+                                          f"{why}; raise max_num_tokens{f' ({budget})' if budget else ''} to {math.ceil(per):,} or more, or turn "
+                                          f"chunked prefill on ({on}; --chunked-prefill, the API's chunked_prefill: true)")
 
 
 def check_budget_holds(max_num_tokens: int | None, engine, draft_len: int, field: str = "max_num_tokens") -> None:

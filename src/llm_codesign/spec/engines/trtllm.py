@@ -67,6 +67,9 @@ class TensorRTLLMEngine(Engine):
     # trtllm/extra_engine_args.*.yaml.j2: `enable_chunked_prefill: {{ enable_chunked_prefill | default(false) }}`), and
     # InferenceX's DeepSeek-R1 scripts do not set it (SemiAnalysisAI/InferenceX@843c6254 benchmarks/single_node/fixed_seq_len/)
     chunks_prefill = False
+    # its LLM API rejects the request (tensorrt_llm/llmapi/llm.py BaseLLM._check_arguments@4c05a748, spec.plan.check_whole_prompt)
+    whole_prompt_refusal = ("schedules a prompt whole and its LLM API refuses a longer one (BaseLLM._check_arguments)",
+                            "", "enable_chunked_prefill: true")
     # the LLM API's default CUDA graphs (trtllm-serve and the LLM class, where the options set no cuda_graph_config):
     # TorchLlmArgs.cuda_graph_config = CudaGraphConfig() (enable_padding False, max_batch_size 0 -> "max_batch_size or
     # 128"), whose generated sizes without padding are 1-32, 64 and 128 (list(range(1, 32)) + [32, 64, 128], powers of 2

@@ -74,6 +74,10 @@ class VLLMEngine(Engine):
     # in the API process (default.toml [default.ttft_overhead_s]; Dynamo's front end tokenises on its own task,
     # aiconfigurator@095f58a5 backend_templates/vllm/run.sh.j2:15)
     request_cost_overlaps_wait = True
+    # with chunked prefill off SchedulerConfig._verify_args refuses a launch whose max_num_batched_tokens is under
+    # max_model_len ("... makes vLLM reject longer sequences", vllm/config/scheduler.py): no prompt past the budget is served
+    whole_prompt_refusal = ("serves no longer prompt: its SchedulerConfig refuses a launch whose max_num_batched_tokens is "
+                            "under max_model_len", "--max-num-batched-tokens", "--enable-chunked-prefill")
     # its gather moves the activations quantised: the naive DP/EP prepare (allgather_reducescatter's) quantises the hidden
     # states to the experts' format, then dispatches them with their scales (model_executor/layers/fused_moe/prepare_finalize/
     # naive_dp_ep.py:16-52,124-131@0.19.0). Not modelled: the experts kernels that take BF16 and quantise themselves
