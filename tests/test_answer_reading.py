@@ -106,15 +106,15 @@ def test_times_of_ten_seconds_or_more_read_in_seconds_and_hours():
     assert duration(6.554, "tpot_ms") == "6.55 ms"
     b = {"lo80": 6.48e6, "hi80": 2.66e7, "lo95": 739220.0, "hi95": 215376490.0, "centre": 1.3e7}
     # 739220 ms = 739 s; 215376490 ms = 59.8 h; 6.48e6 ms = 1.8 h
-    # 215376490 / 739220 = x291 past x20: no interval, its 80% span 2.66e7 / 6.48e6 = 4.1 (newc6 #13)
-    assert interval_text(b, "ttft_ms") == "no interval: the runs like it are too few or too spread (80% spans x4.1: 1.8-7.4 h)"
+    # 215376490 / 739220 = x291.4 past x20: no interval, that 95% span quoted (frev #4) and the 80% range (newc6 #13)
+    assert interval_text(b, "ttft_ms") == "no interval: the runs like it are too few or too spread (95% spans x291; 80%: 1.8-7.4 h)"
     # the cause is said where the band was widened for a reason (measure.intervals.reasons), each by name
-    assert interval_text(b | {"widened": ["x", "y"]}, "ttft_ms").endswith("(80% spans x4.1: 1.8-7.4 h); beyond its runs: x; y")
+    assert interval_text(b | {"widened": ["x", "y"]}, "ttft_ms").endswith("(95% spans x291; 80%: 1.8-7.4 h); beyond its runs: x; y")
     # 6e7 / 6e6 = 10, under x20: both intervals (6e6 ms = 1.7 h, 6e7 ms = 16.7 h)
     assert interval_text(b | {"lo95": 6e6, "hi95": 6e7}, "ttft_ms") == "80%: 1.8-7.4 h, 95%: 1.7-16.7 h"
 
     # a one-line summary withholds the band where estimate does (newc8 #6): 2.15e8 / 1e6 = x215 past x20; 6e7 / 6e6 = x10 not
-    assert short({"intervals": {"ttft_ms": b | {"lo95": 1e6}}}, "ttft_ms") == " (no interval: x4.1)"
+    assert short({"intervals": {"ttft_ms": b | {"lo95": 1e6}}}, "ttft_ms") == " (no interval: 95% spans x215)"
     assert short({"intervals": {"ttft_ms": b | {"lo95": 6e6, "hi95": 6e7}}}, "ttft_ms") == " (80%: 1.8-7.4 h)"
     assert short({"intervals": {"ttft_ms": {"lo80": 95.0, "hi80": 160.0}}}, "ttft_ms") == " (80%: 95.0-160)"  # ms unsaid, as before
 
@@ -204,7 +204,7 @@ def test_mix_shows_its_80_percent_intervals_and_their_basis():
     b = d["intervals"]
     assert set(b) == set(iv.METRICS) and b["tpot_ms"]["lo80"] < d["tpot_ms"] < b["tpot_ms"]["hi80"]
     text = _text(*args)
-    # each band's 80% interval, or "no interval: x3.7" where estimate withholds it (render.intervals.short_range, newc8 #6)
+    # each band's 80% interval, or "no interval: 95% spans x35" where estimate withholds it (render.intervals.short_range, newc8 #6)
     row = [short_range(b[m], m) for m in iv.METRICS]
     assert f"{row[0]} {row[1]} {row[2]} {row[3]}" in text  # beneath TTFT mean, TPOT, tok/s/user, tok/s/GPU
     for k, v in basis_rows(b):
@@ -214,9 +214,9 @@ def test_mix_shows_its_80_percent_intervals_and_their_basis():
 
 def test_an_interval_wider_than_twentyfold_is_not_predictable_here():
     wide = {"lo80": 60.0, "hi80": 2000.0, "lo95": 24.0, "hi95": 25869.0, "centre": 300.0}  # disagg's, the review's
-    # 25869 / 24 = 1077.9 past x20: no interval, the 95% bounds left out (newc6 #13), the 80%'s 2000 / 60 = 33.3 -> x33;
+    # 25869 / 24 = 1077.9 past x20: no interval, the 95% bounds left out (newc6 #13), its span x1078 and the 80% range;
     # newc5 #17's 487 ms-32.7 s: 67.1, none either; 479 / 24 = 19.96, under x20: both intervals
-    assert interval_text(wide, "ttft_ms") == "no interval: the runs like it are too few or too spread (80% spans x33: 60.0-2000 ms)"
+    assert interval_text(wide, "ttft_ms") == "no interval: the runs like it are too few or too spread (95% spans x1078; 80%: 60.0-2000 ms)"
     assert interval_text(wide | {"lo95": 487.0, "hi95": 32700.0}, "ttft_ms").startswith("no interval")
     assert interval_text(wide | {"hi95": 479.0}, "ttft_ms") == "80%: 60.0-2000 ms, 95%: 24.0-479 ms"
     # a bound at the ideal step is the roofline's floor, not the runs' spread: said so (153 ms, disagg's 8 requests)

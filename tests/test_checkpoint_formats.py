@@ -78,21 +78,21 @@ def test_a_release_shares_its_measured_runs_whatever_entry_names_it():
 
 
 def test_summaries_withhold_the_band_estimate_withholds():
-    # TTFT 80% 177-657 ms (x3.71), 95% 90-1900 ms (x21.1 > 20: "no interval" in estimate's table)
+    # TTFT 80% 177-657 ms (x3.71), 95% 90-1900 ms (x21.1 > 20: "no interval" in estimate's table, that span quoted: frev #4)
     b = {"lo80": 177.0, "hi80": 657.0, "lo95": 90.0, "hi95": 1900.0, "centre": 337.0, "predictable": False, "widened": []}
-    assert short({"intervals": {"ttft_ms": b}}, "ttft_ms") == " (no interval: x3.7)"
+    assert short({"intervals": {"ttft_ms": b}}, "ttft_ms") == " (no interval: 95% spans x21)"
     ok = {**b, "lo95": 120.0, "hi95": 900.0, "predictable": True}  # x7.5: a band, printed
     assert short({"intervals": {"ttft_ms": ok}}, "ttft_ms") == " (80%: 177-657)" and short_range(ok, "ttft_ms") == "177-657"
     # the rule is the one that sets the band's flag (measure.intervals.predictability): a band without it reads alike
-    assert short({"intervals": {"ttft_ms": {k: v for k, v in b.items() if k != "predictable"}}}, "ttft_ms") == " (no interval: x3.7)"
+    assert short({"intervals": {"ttft_ms": {k: v for k, v in b.items() if k != "predictable"}}}, "ttft_ms") == " (no interval: 95% spans x21)"
 
 
 def test_export_and_import_say_no_interval_where_estimate_does(tmp_path):
     args = ["llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--concurrency", "64"]
     _, out, _ = cli("estimate", *args)
-    assert "337.2 ms; no interval" in out  # the README's answer: TTFT's 95% spans over x20
+    assert "337.2 ms; no interval" in out  # the README's answer: TTFT's 95% spans over x20 (1480 / 67.3 = x22.0)
     path = tmp_path / "t70.yaml"
     _, out, err = cli("export", *args, "-o", str(path))
-    assert "TTFT 337 ms (no interval: x3.7)" in out + err and "TPOT 9.90 ms (80%: 8.60-11.95)" in out + err
+    assert "TTFT 337 ms (no interval: 95% spans x22)" in out + err and "TPOT 9.90 ms (80%: 8.60-11.95)" in out + err
     _, out, _ = cli("import", str(path), "--concurrency", "64")
-    assert out.startswith("llama-3.1-70b on 8x H200") and "TTFT 337 ms (no interval: x3.7)" in out
+    assert out.startswith("llama-3.1-70b on 8x H200") and "TTFT 337 ms (no interval: 95% spans x22)" in out

@@ -97,7 +97,7 @@ def test_disaggs_table_shows_a_dash_and_says_why():
     assert "TPOT, tok/s/user: - at OSL 1 (the one output token comes from the prefill: no decode step runs)." in text
     # the TTFT band: an 80% band, or past x20 at 95% "no interval" with the 80% span said (bands, newc6 #4); no TPOT band
     assert "; TPOT 80%" not in text and "CUDA graphs" not in text
-    assert re.search(r"1 request: TTFT [\d.]+ ms(; 80%: |; no interval: the runs like it are too few or too spread \(80% spans x)", text)
+    assert re.search(r"1 request: TTFT [\d.]+ ms(; 80%: |; no interval: the runs like it are too few or too spread \(95% spans x)", text)
 
 
 def test_compare_at_osl_1():

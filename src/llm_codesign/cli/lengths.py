@@ -87,7 +87,7 @@ def mix(
     t.add_row(f"{tt['mean']:.0f}", f"{tt['p50']:.0f}", f"{tt['p90']:.0f}", f"{tt['p99']:.0f}", ONE_TOKEN if one else f"{r['tpot_ms']:.2f}",
               ONE_TOKEN if one else f"{r['tok_s_per_user']:.1f}", f"{r['output_tok_s_per_gpu']:.0f}",
               "yes" if r["fits"] else f"{(1 - r['share_not_fitting']) * 100:.0f}%")
-    lo_hi = [short_range(b[k], k) if (b or {}).get(k) else "" for k in METRICS]  # or "no interval: x3.7", as estimate's
+    lo_hi = [short_range(b[k], k) if (b or {}).get(k) else "" for k in METRICS]  # or "no interval: 95% spans x35", as estimate's
     if one:
         lo_hi[1] = lo_hi[2] = ""
     t.add_row(lo_hi[0], "", "", "", *lo_hi[1:], "")

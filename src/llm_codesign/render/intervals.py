@@ -93,7 +93,8 @@ def interval_text(b: dict, metric: str, value: float | None = None, *, reasons_b
 
 # newc6 #13 (branch bands): past PREDICTABLE_SPAN the 95% bounds ("153 ms-123 s", "22.8 s-10.4 h") are left out of the
 # text (--json keeps them, predictable false); the 80% span says how spread, the reasons what the answer lies beyond
-NO_INTERVAL_TEXT = "no interval: the runs like it are too few or too spread (80% spans x{span}: {range})"
+# the span quoted is the 95% one the rule tests (uninformative; frev #4: "x1.7", the 80% span, read as a narrow band withheld)
+NO_INTERVAL_TEXT = "no interval: the runs like it are too few or too spread (95% spans x{span}; 80%: {range})"
 
 
 def _capped_range(b: dict, metric: str, lvl: str) -> str:
@@ -111,19 +112,19 @@ def _capped_range(b: dict, metric: str, lvl: str) -> str:
 
 
 def no_interval(b: dict, metric: str, *, reasons_below: bool = False) -> str:
-    """'no interval: the runs like it are too few or too spread (80% spans x22: 153 ms (floor)-3309 ms); beyond its
+    """'no interval: the runs like it are too few or too spread (95% spans x35; 80%: 153 ms (floor)-3309 ms); beyond its
     runs: ...': an answer whose 95% interval spans more than UNINFORMATIVE, with each reason it was widened for (without
     their factors), or where none, the runs it is drawn from (named beneath, `reasons_below`, or in the basis rows)."""
-    out = NO_INTERVAL_TEXT.format(span=_span80(b), range=_capped_range(b, metric, "80"))
+    out = NO_INTERVAL_TEXT.format(span=_span(b, "95"), range=_capped_range(b, metric, "80"))
     why = [_plain(w) for w in b.get("widened") or []]
     if why:
         return f"{out}; beyond its runs: {'; '.join(dict.fromkeys(why))}"
     return out + ("; its runs: the basis below" if reasons_below else "")
 
 
-def _span80(b: dict) -> str:
-    """'3.7', '22': how many times its low end a band's 80% interval's high end is (no_interval's 'x3.7')."""
-    x = b["hi80"] / b["lo80"] if b["lo80"] > 0 else float("inf")
+def _span(b: dict, lvl: str) -> str:
+    """'3.7', '22': how many times its low end a band's `lvl`% interval's high end is (no_interval's 'x35')."""
+    x = b[f"hi{lvl}"] / b[f"lo{lvl}"] if b[f"lo{lvl}"] > 0 else float("inf")
     return f"{x:.1f}" if x < 10 else f"{x:.0f}"
 
 
@@ -135,15 +136,15 @@ def _plain(w) -> str:
 
 def short_range(b: dict, metric: str) -> str:
     """'95-160', a band's 80% interval after its value (after "120 ms" the ms goes unsaid; a bound in s or h says its
-    unit), or 'no interval: x3.7' where estimate says "no interval" (uninformative: newc8 #6, export's and import's
+    unit), or 'no interval: 95% spans x35' where estimate says "no interval" (uninformative: newc8 #6, export's and import's
     summaries printed an 80% band estimate withholds)."""
     if uninformative(b):
-        return f"no interval: x{_span80(b)}"
+        return f"no interval: 95% spans x{_span(b, '95')}"
     return _range(metric, b["lo80"], b["hi80"]).removesuffix(" ms")
 
 
 def short(result: dict, metric: str) -> str:
-    """' (80%: 95-160)' or ' (no interval: x3.7)' after a metric's value in a one-line summary (short_range), where the
+    """' (80%: 95-160)' or ' (no interval: 95% spans x35)' after a metric's value in a one-line summary (short_range), where the
     result carries its intervals."""
     b = (result.get("intervals") or {}).get(metric)
     if not b:
