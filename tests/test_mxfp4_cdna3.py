@@ -120,3 +120,27 @@ def test_a_dense_models_refusal_is_its_own_in_every_entry_point():
     r = TestClient(create_app()).post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "mi300x", "num_gpus": 1, "concurrency": 16,
                                                             "engine": "sglang", "weight_dtype": "mxfp4"})
     assert r.status_code == 422 and dense in json.dumps(r.json())
+
+
+def test_frontier_points_say_the_emulation_estimate_says():
+    # frev #6: every pareto point of a dense MXFP4 model under vLLM on an MI300X carries estimate's emulation note
+    # (spec.plan.precision_notes), in --json and beneath the table, and so does the web API's frontier
+    from fastapi.testclient import TestClient
+
+    from llm_codesign.web.app import create_app
+
+    note = ("vLLM has no MXFP4 GEMM on MI300X (gfx942): Quark emulates it, dequantising the 4-bit weights to BF16 each forward "
+            "before a BF16 GEMM (priced so: slower than BF16; fp8 runs natively)")
+    args = ("llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1", "--backend", "vllm", "--weight-dtype", "mxfp4")
+    code, out, _ = cli("pareto", *args, "--json")
+    pts = json.loads(out)["frontier"]
+    assert code == 0 and len(pts) > 1 and all(p["precision_notes"] == [note] for p in pts)
+    code, out, _ = cli("pareto", *args)
+    assert code == 0 and f"precision as run: {note}" in " ".join(out.split())
+    r = TestClient(create_app()).post("/api/pareto", json={"model": "llama-3.1-8b", "gpus": ["mi300x"], "num_gpus": 1,
+                                                          "engine": "vllm", "weight_dtype": "mxfp4"})
+    assert r.status_code == 200, r.text
+    assert note in json.dumps(r.json())
+    # bf16: no note, as estimate's
+    code, out, _ = cli("pareto", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1", "--backend", "vllm", "--json")
+    assert all("precision_notes" not in p for p in json.loads(out)["frontier"])

@@ -30,7 +30,7 @@ from llm_codesign.spec.engines import TRTLLM, Engine, EngineCosts, check_runs
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, Workload
+from llm_codesign.spec.plan import Deployment, Plan, Workload, precision_notes
 from llm_codesign.spec.precision import Precision
 
 
@@ -157,7 +157,8 @@ def _with_energy(model: ModelSpec, cal: Calibration, p: DisaggPoint, *, isl: int
 
     e = disagg_energy(model, p.prefill, p.decode, calibration=cal, prefill_instances=p.prefill_instances, decode_instances=p.decode_instances,
                       concurrency=p.concurrency, isl=isl, osl=osl, output_tok_s_per_gpu=p.output_tok_s_per_gpu)
-    return replace(p, energy={k: e[k] for k in ("tokens_per_joule", "tokens_per_joule_node", "tokens_per_joule_at_tdp", "gpu_w")})
+    return replace(p, energy={k: e[k] for k in ("tokens_per_joule", "tokens_per_joule_node", "tokens_per_joule_at_tdp", "gpu_w")},
+                   notes=precision_notes(model, p.decode))  # estimate's notes, the model's (frev #6)
 
 
 def decode_breakdown(model: ModelSpec, cal: Calibration, point: DisaggPoint, *, isl: int, osl: int) -> list[dict]:

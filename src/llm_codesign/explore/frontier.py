@@ -30,6 +30,9 @@ class FrontierPoint:
     cost: dict | None = None  # explore.pricing.cost_of, where a GPU-hour price was given
     energy: dict | None = None  # serve.energy: tokens per joule (GPU alone, with the node's share, at TDP) and the GPU's watts
     intervals: dict | None = None  # per metric of to_dict(), its 80% and 95% intervals (Frontier.banded)
+    # estimate's precision notes for it (spec.plan.precision_notes: the model's, so MXFP4's emulation), as the search
+    # wrote them; None: the GPU's alone (spec.precision.executable), for a point built without its model
+    notes: tuple[str, ...] | None = None
 
     def record(self) -> dict:
         """The deployment in plain types: everything `Deployment.from_dict` needs to rebuild it exactly
@@ -42,7 +45,7 @@ class FrontierPoint:
 
     def to_dict(self) -> dict:
         # a format the GPU cannot run, priced as engines map it (NVFP4 as MXFP4 on CDNA4), said as estimate's precision_notes
-        notes = list(executable(self.deployment.precision, self.deployment.gpu)[1])
+        notes = list(executable(self.deployment.precision, self.deployment.gpu)[1] if self.notes is None else self.notes)
         return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
                 **({"precision_notes": notes} if notes else {}),
                 **({"cost": self.cost} if self.cost is not None else {}), **({"energy": self.energy} if self.energy is not None else {}),
@@ -68,6 +71,7 @@ class DisaggPoint:
     energy: dict | None = None  # serve.energy.disagg_energy: the unit's GPUs on average
     intervals: dict | None = None  # as FrontierPoint's
     accuracy: dict | None = None  # as FrontierPoint's: both pools run one precision
+    notes: tuple[str, ...] | None = None  # as FrontierPoint's, the decode pool's
 
     def record(self) -> dict:
         """Both pools' plans and instances, the unit's GPUs, precision and draft length, in plain types."""
@@ -87,7 +91,7 @@ class DisaggPoint:
                 "draft_model": s.draft_model if s else None}
 
     def to_dict(self) -> dict:
-        notes = list(executable(self.decode.precision, self.decode.gpu)[1])  # both pools run one precision, as FrontierPoint's
+        notes = list(executable(self.decode.precision, self.decode.gpu)[1] if self.notes is None else self.notes)  # both pools run one precision, as FrontierPoint's
         return {**_metrics(self), "deployment": self.record(), "accuracy": self.accuracy,
                 **({"precision_notes": notes} if notes else {}),
                 **({"cost": self.cost} if self.cost is not None else {}), **({"energy": self.energy} if self.energy is not None else {}),

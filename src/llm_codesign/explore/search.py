@@ -42,6 +42,7 @@ from llm_codesign.spec.plan import (
     check_spec_model,
     divisors,
     precision_for,
+    precision_notes,
     quark_mxfp4,
     validity,
 )
@@ -435,7 +436,8 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
     check_values(f"pareto {model.name} {sub.label()} on {n_inst}x{gpu.id}", vals, floor_s=weight_floor_s(model, one),
                  accepted=spec.accepted() if spec else 1.0)
     return FrontierPoint(one, replicas=max(space.num_gpus // n_inst, 1) if space.num_gpus % n_inst == 0 else 1,
-                         concurrency=int(grid.batches[ib] * sub.adp), **vals, accuracy=point_accuracy(accs[int(c["prec"][j])]))
+                         concurrency=int(grid.batches[ib] * sub.adp), **vals, accuracy=point_accuracy(accs[int(c["prec"][j])]),
+                         notes=precision_notes(model, one))
 
 
 # a search prices each deployment with the CUDA graphs the export of its point writes, padded up to the point's batch per

@@ -39,7 +39,7 @@ from llm_codesign.spec.plan import (
     check_step_budget,
     check_whole_prompt,
     divisors,
-    quark_note,
+    precision_notes,
     reason_text,
     validity,
 )
@@ -458,8 +458,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         energy=energy(model, dep, workload, concurrency, calibration=cal).at(),
         decode_bound=_decode_bound(dec_ops, per, rows), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
-        precision_notes=tuple(executable(dep.precision, dep.gpu)[1]) + quark_note(model, dep.precision) + _expert_notes(model, dep)
-        + tuple(filter(None, [dep.engine.mxfp4_emulation(executable(dep.precision, dep.gpu)[0], dep.gpu, moe=model.is_moe)])),
+        precision_notes=precision_notes(model, dep) + _expert_notes(model, dep),
         over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
                                      whole=_whole_seqs(model, dep, workload, s("kv_bytes") + s("free_bytes")))
         if concurrency > max_batch else None,

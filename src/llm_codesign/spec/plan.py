@@ -17,7 +17,7 @@ from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL, check_arrival, memory_fraction
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.precision import Precision, get_dtype
+from llm_codesign.spec.precision import Precision, executable, get_dtype
 from llm_codesign.spec.registry import get_model
 from llm_codesign.spec.validation import as_int
 
@@ -528,6 +528,15 @@ def quark_note(model: ModelSpec, prec: Precision) -> tuple[str, ...]:
     if prec.weight.name == "mxfp4" and not own and prec.attn_weight is not None and prec.attn_weight.name == "bf16":
         return ("attention projections BF16 (AMD Quark MXFP4 checkpoint)",)
     return ()
+
+
+def precision_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
+    """What an answer says of the precision it priced (estimate's precision_notes and every frontier point's, frev #6): a
+    format the GPU cannot run as the engines map it (spec.precision.executable), a Quark MXFP4 checkpoint's BF16
+    attention, and an engine's MXFP4 emulation (Engine.mxfp4_emulation: vLLM's Quark on CDNA3)."""
+    run, said = executable(dep.precision, dep.gpu)
+    emulated = dep.engine.mxfp4_emulation(run, dep.gpu, moe=model.is_moe)
+    return tuple(said) + quark_note(model, dep.precision) + ((emulated,) if emulated else ())
 
 
 def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None, *,
