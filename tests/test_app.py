@@ -759,3 +759,34 @@ def test_a_larger_domain_on_a_mesh_base_is_switched_and_never_slower(client):
     same = _what_if(WhatIfGpu(base="mi300x", id="what-if", scale_up_domain=8))
     assert same.scale_up_topology == "mesh" and "switched" not in same.sources[0][1]
     assert _what_if(WhatIfGpu(base="h100", id="what-if", scale_up_domain=16)).scale_up_topology == "switch"
+
+
+@pytest.mark.parametrize("body, args", [
+    # SGLang's copied --tp 8 --dp 8: 64 GPUs, the CLI's stderr note (newc8 #9)
+    ({"model": "deepseek-r1", "gpu": "b200", "tp": 8, "attention_dp": 8, "engine": "sglang", "concurrency": 64},
+     ("deepseek-r1", "--gpu", "b200", "--tp", "8", "--attention-dp", "8", "--backend", "sglang", "--concurrency", "64")),
+    # vLLM's emulated MXFP4 on an MI300X: the "precision as run" row (mxamd)
+    ({"model": "llama-3.1-8b", "gpu": "mi300x", "num_gpus": 1, "engine": "vllm", "weight_dtype": "mxfp4", "concurrency": 16},
+     ("llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1", "--backend", "vllm", "--weight-dtype", "mxfp4", "--concurrency", "16")),
+    # Gemma 4's 512 head on SGLang on an H100: the "shape as run" row (newc8 #8)
+    ({"model": "gemma-4-26b-a4b", "gpu": "h100", "num_gpus": 1, "engine": "sglang", "concurrency": 8},
+     ("gemma-4-26b-a4b", "--gpu", "h100", "--gpus", "1", "--backend", "sglang", "--concurrency", "8")),
+])
+def test_the_priced_view_says_the_notes_the_cli_says(client, body, args):
+    # frev #5: app.js costRows on /api/estimate's answer gives each note the CLI prints, under the CLI's row name
+    from conftest import cli
+
+    e = client.post("/api/estimate", json=body).json()
+    rows = _app_js("const CENTRE = ", "function frontierTable(", f"const e = {json.dumps(e)};\nconsole.log(JSON.stringify(costRows(e)))")
+    code, out, err = cli("estimate", *args)
+    assert code == 0, err
+    text = " ".join(out.split())
+    said = [k for k, _ in rows]
+    assert said, e
+    for k, v in rows:
+        if k == "GPUs":  # the CLI says it on standard error, beside the table
+            assert v.startswith("DP8xTP8 is 64 GPUs") and f"note: {v}" in err
+        else:
+            assert f"│ {k} │ {' '.join(v.split())} │" in text, (k, v)
+    want = {"deepseek-r1": "GPUs", "llama-3.1-8b": "precision as run", "gemma-4-26b-a4b": "shape as run"}[body["model"]]
+    assert want in said

@@ -127,3 +127,28 @@ def test_roofline_takes_the_plan_and_prices_its_experts_as_estimate_does():
     # TP8 alone: MoE TP8 and its all-reduce, as before the plan options
     tp8 = {o["name"] for o in json.loads(cli("roofline", "deepseek-r1", "--gpu", "mi355x", "--tp", "8", "--batch", "64", "--json")[1])["ops"]}
     assert "layer1/moe/all_reduce" in tp8 and "layer1/moe/all_gather" not in tp8
+
+
+def test_roofline_json_carries_the_plan_note_estimate_carries():
+    # frev #8a: the same DP8xTP8 on roofline --json as estimate --json (8 x 8 = 64 GPUs), none where the plan says its count
+    code, out, err = cli("roofline", "deepseek-r1", "--gpu", "b200", "--tp", "8", "--attention-dp", "8", "--batch", "64",
+                         "--backend", "sglang", "--json")
+    assert code == 0 and json.loads(out)["plan_note"] == DP8TP8 and f"note: {DP8TP8}" in err
+    code, out, _ = cli("roofline", "llama-3.1-8b", "--gpu", "h100", "--batch", "8", "--json")
+    assert code == 0 and "plan_note" not in json.loads(out)
+
+
+def test_a_one_gpu_scale_up_domain_says_1_gpu():
+    # frev #8b: a what-if MI300X with a domain of 1 refuses TP8 in one line, "of 1 GPU" (was "1 GPUs"); 8 GPUs on the catalog's
+    from fastapi.testclient import TestClient
+
+    from llm_codesign.web.app import create_app
+
+    body = {"model": "llama-3.1-70b", "gpu": "what-if", "num_gpus": 8, "tp": 8, "concurrency": 64,
+            "what_if": {"base": "mi300x", "id": "what-if", "scale_up_domain": 1}}
+    r = TestClient(create_app()).post("/api/estimate", json=body)
+    assert r.status_code == 422 and r.json()["error"] == (
+        "deployment: 'TP8 on 8 GPUs' is not valid; a tensor-parallel group must fit in one scale-up domain (AMD's Infinity "
+        "Fabric) of 1 GPU")
+    code, _, err = cli("estimate", "llama-3.1-70b", "--gpu", "mi300x", "--tp", "16", "--gpus", "16")
+    assert code == 2 and err.rstrip().endswith("of 8 GPUs")

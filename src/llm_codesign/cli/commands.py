@@ -175,8 +175,9 @@ def roofline(
     eng = engine_for(g, backend)
     prec = _precision(m, weight_dtype, activation_dtype, kv_dtype, g)
     check_runs(eng, g, prec=prec, moe=m.is_moe)  # a format the engine has no kernel for here, refused as estimate refuses it
-    plan = _roofline_plan(m, g, eng, prec, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp)
+    plan, note = _roofline_plan(m, g, eng, prec, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp)
     r = run(m, g, calibration_for(g, calibration), prec, phase, batch=batch, context=context, plan=plan, engine=eng) | {"engine": eng.name}
+    r |= {"plan_note": note} if note else {}  # as estimate --json carries it (frev #8a)
     if as_json:
         return _dump(r)
     ridges = sorted({round(o["ridge_point"]) for o in r["ops"]}, reverse=True)
@@ -215,7 +216,7 @@ def roofline(
 def _roofline_plan(m, g, eng, prec, **sizes):
     """roofline's plan: its sizes filled in as estimate's (spec.plan.fill_plan) and checked as estimate checks them
     (serve.estimate.check: divisibility, the scale-up domain, both sides' GPUs, with the plans that agree), the line on
-    tp x attention_dp GPUs said as estimate says it (spec.plan.attention_dp_note)."""
+    tp x attention_dp GPUs said as estimate says it (spec.plan.attention_dp_note): (the plan, that line or None)."""
     from llm_codesign.serve.estimate import check
     from llm_codesign.spec.engines import check_kv_format
     from llm_codesign.spec.plan import Deployment, attention_dp_note, fill_plan
@@ -225,7 +226,7 @@ def _roofline_plan(m, g, eng, prec, **sizes):
     dep = Deployment(gpu=g, num_gpus=n, plan=plan, precision=prec, backend=eng.name, plan_note=attention_dp_note(plan))
     check(m, dep)
     plan_note_line(dep)
-    return plan
+    return plan, dep.plan_note
 
 
 def _rank_share(r: dict) -> str:

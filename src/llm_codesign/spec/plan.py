@@ -40,7 +40,7 @@ MESSAGES = {
     "experts": "experts must be divisible by ep (experts {experts}: ep {experts_ep})",
     "moe_width": "the expert FFN width must be divisible by moe_tp (width {moe_width})",
     "layers": "pp must not exceed the layer count (layers {layers})",
-    "scale_up": "a tensor-parallel group must fit in one scale-up domain ({link}) of {domain} GPUs",
+    "scale_up": "a tensor-parallel group must fit in one scale-up domain ({link}) of {domain}",
     "no_moe": "ep and moe_tp must be 1 for a dense model",
     "dense_width": "the dense FFN width must be divisible by tp*kvp (width {dense_width})",
 }
@@ -200,7 +200,8 @@ def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
     return MESSAGES[REASONS[code]].format(
         heads=head_counts, heads_tp=sizes(math.gcd(*head_counts) if head_counts else 1), experts_ep=sizes(moe.experts if moe else 1),
         kv_heads=sorted({int(np.max(k)) for k in kvh}), experts=moe.experts if moe else 0,
-        moe_width=moe.expert_inter if moe else 0, layers=model.num_layers, domain=gpu.scale_up_domain, link=SCALE_UP_LINKS.get(gpu.vendor, SCALE_UP_LINKS["nvidia"]),
+        moe_width=moe.expert_inter if moe else 0, layers=model.num_layers,
+        domain=f"{gpu.scale_up_domain} GPU{'' if gpu.scale_up_domain == 1 else 's'}", link=SCALE_UP_LINKS.get(gpu.vendor, SCALE_UP_LINKS["nvidia"]),
         dense_width=sorted(set(dense)))
 
 

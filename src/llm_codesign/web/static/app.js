@@ -416,10 +416,15 @@ function eagerRows(e) {
 
 // where an engine's fitted per-request cost (SGLang's) is a tenth of TTFT or more, the line estimate's "fitted request cost"
 // row prints (serve/estimate.py request_cost_note)
-// and TensorRT-LLM's fitted rank skew where it is (serve/estimate.py rank_skew_note; the CLI's "fitted rank skew" row)
+// and TensorRT-LLM's fitted rank skew where it is (serve/estimate.py rank_skew_note; the CLI's "fitted rank skew" row);
+// around them the CLI's other notes in its order (frev #5): the GPUs read off tp x attention_dp (plan_note, its stderr
+// "note:"), each "precision as run" (MXFP4 emulated, FP4 as W4A16) and the head size's "shape as run" (attention_note)
 function costRows(e) {
-  return [...(e.request_cost_note ? [["fitted request cost", e.request_cost_note]] : []),
-    ...(e.rank_skew_note ? [["fitted rank skew", e.rank_skew_note]] : [])];
+  return [...(e.plan_note ? [["GPUs", e.plan_note]] : []),
+    ...(e.precision_notes || []).map((n) => ["precision as run", n]),
+    ...(e.request_cost_note ? [["fitted request cost", e.request_cost_note]] : []),
+    ...(e.rank_skew_note ? [["fitted rank skew", e.rank_skew_note]] : []),
+    ...(e.attention_note ? [["shape as run", e.attention_note]] : [])];
 }
 
 // the requests in flight, offline with the knee priced, in estimate's words (cli/commands.py _knee_text,
