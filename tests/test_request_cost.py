@@ -51,20 +51,21 @@ def test_a_moe_model_inside_the_cost_fit_is_told_but_not_widened():
 def test_a_dense_model_on_sglang_is_widened_by_the_model_term_on_ttft_and_tok_s_per_gpu():
     d = _estimate("llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--backend", "sglang", "--concurrency", "8")
     t = iv.bundled()["between"]["model"]
-    # the held-out models' term: exp(0.1154) = 1.12, exp(0.5211) = 1.68 at 80/95%
+    # the held-out models' term: exp(0.0646) = 1.07, exp(0.201) = 1.22 at 80/95%
     why = ("SGLang's per-request cost (ttft_overhead_s) fitted on MoE runs alone, its mechanism open: priced here on a dense "
            f"model (x{math.exp(t['t80']):.2f}/x{math.exp(t['t95']):.2f} at 80/95%)")
-    assert why.endswith("(x1.12/x1.68 at 80/95%)")
+    assert why.endswith("(x1.07/x1.22 at 80/95%)")
     for m in ("ttft_ms", "output_tok_s_per_gpu"):
         assert why in d["intervals"][m]["widened"], m
     for m in iv.DECODE_ONLY:  # a cost before the prefill moves no decode step
         assert not any("per-request cost" in w for w in d["intervals"][m]["widened"]), m
-    # the model term (x1.68 at 95%) is past the Hopper family's (x1.29), so the TTFT band widens: 95% low end lower
+    # the band as iv.band prices it with the reason (the model term, x1.22 at 95% since the folds re-run of 2026-12-07,
+    # now under the Hopper family's x1.30, so the family's term sets the 95%: 90.2-6452.5 ms, x71.5)
     ctx = iv.context(lc.get_model("llama-3.1-8b"), lc.get_gpu("h100"), lc.Precision.of("bf16"), engine="sglang", concurrency=8,
                      isl=1024, osl=1024, arrival="waves")
     assert iv.request_cost_outside(ctx) and iv.request_cost_outside(ctx.__class__(**{**ctx.__dict__, "model_class": "moe"})) is None
     plain = iv.band("ttft_ms", d["ttft_ms"], ctx)
-    assert plain["lo95"] == pytest.approx(d["intervals"]["ttft_ms"]["lo95"]) and plain["hi95"] / plain["lo95"] > 100
+    assert plain["lo95"] == pytest.approx(d["intervals"]["ttft_ms"]["lo95"]) and plain["hi95"] / plain["lo95"] > 50
 
 
 def test_the_request_cost_reason_is_a_kind_of_its_own_selected_by_kind(monkeypatch):
