@@ -7,18 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
-
-from llm_codesign.cli import app
+from conftest import cli
 
 VLLM_055 = "vllm serve meta-llama/Llama-3.1-70B-Instruct -tp 4 --gpu-memory-utilization 0.55 --kv-cache-dtype fp8"
 
 
-def cli(*args: str):
-    r = CliRunner().invoke(app, list(args), env={"COLUMNS": "2000"})
-    if r.exception is not None and not isinstance(r.exception, SystemExit):
-        raise AssertionError(f"uncaught {type(r.exception).__name__}: {r.exception}") from r.exception
-    return r.exit_code, r.stdout, r.stderr
 
 
 def test_import_states_the_queue_and_counts_full_length_sequences():
@@ -51,9 +44,9 @@ def test_trtllm_counts_whole_sequences_as_its_batch():
     # TensorRT-LLM reserves ISL+OSL (GUARANTEED_NO_EVICT, kv_budget occupancy 1.0): its count is of whole sequences as
     # written, no mean context to tell apart
     from llm_codesign.serve.estimate import _over_capacity
+    from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.plan import Deployment, Plan, Workload
     from llm_codesign.spec.precision import Precision
-    from llm_codesign.spec.hardware import get_gpu
 
     dep = Deployment(gpu=get_gpu("h100"), num_gpus=1, plan=Plan(), precision=Precision.of("bf16"), backend="trtllm")
     text = _over_capacity(dep, Workload(isl=2048, osl=512, concurrency=64), max_batch=40, budget_binds=False, whole=40)
