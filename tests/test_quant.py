@@ -114,3 +114,17 @@ def test_every_method_read_has_a_reader_and_bad_values_are_said_not_raised():
                {"quant_method": "compressed-tensors", "config_groups": {}}):
         p, note = read_quant({"quantization_config": qc}, None)
         assert p.label() == "W:bf16 A:bf16 KV:bf16" and "not a format the tool prices" in note
+
+
+@pytest.mark.parametrize("qc, field", [
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"targets": ["Linear"], "weights": {
+        "type": "float", "num_bits": 4, "group_size": [16]}}}}, "config.quantization_config.config_groups.g.weights.group_size"),
+    ({"quant_method": "awq", "bits": "4"}, "config.quantization_config.bits"),
+])
+def test_a_quantization_field_of_the_wrong_type_is_one_line_not_a_traceback(qc, field):
+    # review: group_size [16] reached a dict look-up (TypeError: unhashable type) and an AWQ "bits": "4" was priced BF16
+    from llm_codesign.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        lc.get_model({**Q14, "quantization_config": qc})
+    assert e.value.field == field

@@ -779,7 +779,7 @@ class _ServingFit:
         out = []
         for key, v in self.state.items():
             cur, lo, hi = v
-            side = "lo" if cur <= lo + 1e-6 * abs(lo) else "hi" if cur >= hi - 1e-6 * abs(hi) else None
+            side = _limit_side(cur, lo, hi)
             if side is None or (key, side) in SERVING_NATURAL_LIMITS or (key.partition(":")[0], side) in SERVING_NATURAL_LIMITS:
                 continue
             v[0] = cur + 0.1 * (hi - lo) * (1 if side == "lo" else -1) if lo <= 0 else (lo * 1.1 if side == "lo" else hi / 1.1)
@@ -791,14 +791,10 @@ class _ServingFit:
         return out
 
     def on_limits(self) -> list[tuple[str, str]]:
-        """The searched parameters (the rows respond to each somewhere in its range: hold_unexercised) that ended on a
-        limit of their range they may rest at (SERVING_NATURAL_LIMITS; at_bounds names the others): (key, "lo" or "hi")."""
-        out = []
-        for key, (cur, lo, hi) in self.state.items():
-            side = "lo" if cur <= lo + 1e-6 * abs(lo) else "hi" if cur >= hi - 1e-6 * abs(hi) else None
-            if side is not None:
-                out.append((key, side))
-        return out
+        """Every searched parameter (the rows respond to each somewhere in its range: hold_unexercised) that ended on a
+        limit of its range, natural or the search's: (key, "lo" or "hi"); limit_notes reads an engine whose fitted values
+        all sit at their floor from them, at_bounds tests which of the search's limits the rows press on."""
+        return [(key, side) for key, (cur, lo, hi) in self.state.items() if (side := _limit_side(cur, lo, hi))]
 
     def band_bias(self) -> dict[str, dict[str, tuple[float, int]]]:
         """Per metric the fit reads, the signed median error (validate's signed %) of the fitted predictions in each load
@@ -809,11 +805,16 @@ class _ServingFit:
             y = self.ys[m]
             with np.errstate(invalid="ignore"):
                 ok = np.isfinite(pm) & np.isfinite(y) & (y > 0) & (pm > 0)
-            got = {b: (float(np.median(100.0 * (pm[on] / y[on] - 1.0))), int(on.sum()))
-                   for b in (*BAND_NAMES, "offline") for on in [ok & (bands == b)] if on.any()}
+            got = {b: (e["signed_median_pe"], e["n"]) for b in (*BAND_NAMES, "offline") for on in [ok & (bands == b)]
+                   if on.any() for e in [error_stats(pm[on], y[on])]}
             if got:
                 out[m] = got
         return out
+
+
+def _limit_side(cur: float, lo: float, hi: float) -> str | None:
+    """"lo" or "hi" where a fitted value sits on that limit of its range (to 1e-6 of it), else None."""
+    return "lo" if cur <= lo + 1e-6 * abs(lo) else "hi" if cur >= hi - 1e-6 * abs(hi) else None
 
 
 def _serving_report(fit: _ServingFit, best: float, start_loss: float, start_bias: dict, *, converged: bool, gain: float) -> dict:

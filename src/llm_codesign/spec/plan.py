@@ -794,6 +794,7 @@ def fill_plan(model: ModelSpec, *, num_gpus: int | None = None, tp: int | None =
     """The plan loose sizes name, filled in as the engines do, and its GPU count (num_gpus, else the sizes' product): TP
     takes the GPUs the other sizes leave, MoE TP what EP and PP leave of the attention side's GPUs. The one fill-in of
     lc.deployment (every command's plan options) and roofline's."""
+    # each named as this call names it (num_gpus, not the CLI's --gpus: cli.common._deployment says it as the CLI does)
     check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, num_gpus=num_gpus)
     tp_, pp_, ep_, adp_, kvp_ = tp or 1, pp or 1, ep or 1, attention_dp or 1, kvp or 1
     n = num_gpus or tp_ * pp_ * adp_ * kvp_
@@ -827,8 +828,6 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
     if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
         model = get_model(model)
-    # each named as this call names it (num_gpus, not the CLI's --gpus: cli.common._deployment says it as the CLI does)
-    check_sizes(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, num_gpus=num_gpus)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
     if chunked_prefill is not None and not isinstance(chunked_prefill, bool):
         raise InputError("chunked_prefill", chunked_prefill, "True, False or None (the engine's default)")

@@ -172,8 +172,15 @@ def _quant(qc: dict) -> None:
             w = g.get("weights")
             if w is not None and not isinstance(w, dict):
                 raise InputError(f"config.quantization_config.config_groups.{name}.weights", w, "a JSON object")
-            if w and w.get("num_bits") is not None:
-                as_int(f"config.quantization_config.config_groups.{name}.weights.num_bits", w["num_bits"], lo=1, hi=64)
+            # spec.quant reads both (a group of 16 or 32 4-bit floats: NVFP4, MXFP4)
+            for k, hi in (("num_bits", 64), ("group_size", 1 << 20)):
+                if w and w.get(k) is not None:
+                    as_int(f"config.quantization_config.config_groups.{name}.weights.{k}", w[k], lo=1, hi=hi)
+            if w and w.get("strategy") is not None:
+                as_str(f"config.quantization_config.config_groups.{name}.weights.strategy", w["strategy"])
+    for k in ("bits", "w_bit"):  # AWQ's and GPTQ's weight bits (spec.quant._weight_only_int)
+        if qc.get(k) is not None:
+            as_int(f"config.quantization_config.{k}", qc[k], lo=1, hi=64)
 
 
 def check_hf_quant(quant) -> None:
