@@ -474,11 +474,6 @@ class ParamsValue(float):
         return f"{float(self) / 1e9:g}B"
 
 
-def params_text(params: float) -> ParamsValue:
-    """`params` as a refusal's value (ParamsValue)."""
-    return ParamsValue(params)
-
-
 def _none_admitted(allc: dict, screened: dict, params: float, ref, *, outside_envelope: bool) -> InputError:
     """Why no shape of the budget is admitted, the two tests apart: the envelope's count and the quality test's are of
     different shapes, not a funnel (judge: admit = q_passes & inside), so the refusal says that none passes both, and how
@@ -504,7 +499,7 @@ def _none_admitted(allc: dict, screened: dict, params: float, ref, *, outside_en
         j = int(np.flatnonzero(passes)[np.argmin(far[:, passes].sum(axis=0))])
         beyond = ", ".join(f"{k} x{np.exp(far[n, j]):.2f}" for n, k in enumerate(keys) if far[n, j] > 0)
         said.append(f"the nearest as good lies outside the envelope by {beyond}")
-    return InputError("params", params_text(params), f"a budget and tolerances that admit at least one shape ({'; '.join(said)}): "
+    return InputError("params", ParamsValue(params), f"a budget and tolerances that admit at least one shape ({'; '.join(said)}): "
                       "raise --budget-tol or --quality-sigmas, or add --outside-envelope")
 
 
@@ -516,7 +511,7 @@ def _none_in_budget(grid, params, budget_tol, vocab, *, moe, active_params) -> I
                           f"{a.min() / 1e9:.3g}B to {a.max() / 1e9:.3g}B active (within --budget-tol {budget_tol:g} of them)")
     c = shapes(grid[0], vocab)
     n = c["total_params"][_well_formed(c)]
-    return InputError("params", params_text(params), f"a budget the {'MoE' if moe else 'dense'} shape grid reaches: its shapes hold "
+    return InputError("params", ParamsValue(params), f"a budget the {'MoE' if moe else 'dense'} shape grid reaches: its shapes hold "
                       f"{n.min() / 1e9:.3g}B to {n.max() / 1e9:,.0f}B parameters (within --budget-tol {budget_tol:g} of them)")
 
 

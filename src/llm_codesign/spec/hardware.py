@@ -81,7 +81,7 @@ class Gpu:
         return (self.vendor, self.arch, self.family, self.sms, self.hbm_bytes, self.memory_bytes, self.hbm_bandwidth_bytes_per_s,
                 self.l2_bytes, self.scale_up_bandwidth_bytes_per_s, self.scale_up_domain, self.scale_out_bandwidth_bytes_per_s,
                 self.tdp_w, tuple(sorted((k, v) for k, v in self.peak_flops if v > 0)), self.tiles, self.smem_bytes_per_bf16_flop,
-                self.block_scale_rate)
+                self.block_scale_rate, self.fp4_formats, self.scale_up_topology)
 
     def peak(self, math: str) -> float:
         """Dense FLOP/s of a math precision; 0.0 when the tensor cores lack it."""
