@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from llm_codesign.spec.engines.base import CDNA_FAMILIES, Engine, cdna3_mxfp4, register_engine
-from llm_codesign.spec.engines.vllm import custom_allreduce
+from llm_codesign.spec.engines.vllm import custom_allreduce, experts_over_stage, experts_over_stage_refusal
 
 
 class AtomEngine(Engine):
@@ -39,9 +39,9 @@ class AtomEngine(Engine):
         (atom/model_ops/moe.py:217-305), as vLLM's. Every campaign row it ran is TP4 or TP8, no DP, no EP."""
         import numpy as np
 
-        tp, pp, ep, _, adp, kvp = (np.asarray(x) for x in plan.sizes)
+        tp, pp, _, _, adp, _ = (np.asarray(x) for x in plan.sizes)
         attention = ((adp <= 1) | (tp <= 1)) & ((adp <= 1) | (pp <= 1))
-        return attention & ((not moe) | (ep <= 1) | (ep == tp * adp * kvp))
+        return attention & experts_over_stage(plan, moe=moe)
 
     def refused_plan(self, one):
         """Attention DP with PP as TP over the stage's GPUs, DP x TP as DP x TP ranks of attention TP 1, then EP x MoE-TP as
@@ -54,11 +54,9 @@ class AtomEngine(Engine):
             why.append("its attention DP runs attention TP1 on every rank (--enable-dp-attention sets tensor_parallel_size 1), "
                        "not DP x TP")
             near = replace(near, tp=1, adp=one.tp * one.adp)
-        stage = near.tp * near.adp * near.kvp
-        if near.ep > 1 and near.ep != stage:
-            why.append(f"it runs the experts expert-parallel over all {stage} GPUs of a stage or tensor-parallel, not "
-                       f"EP{one.ep} x MoE-TP{one.moe_tp}")
-            near = replace(near, ep=stage, moe_tp=1)
+        if near.ep > 1 and near.ep != near.tp * near.adp * near.kvp:
+            said, near = experts_over_stage_refusal(near)  # the DP step keeps one's EP and MoE-TP: the message names them
+            why.append(said)
         return "; ".join(why), near
 
     def step_tokens(self, gpu) -> int:

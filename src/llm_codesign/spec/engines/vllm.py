@@ -94,16 +94,11 @@ class VLLMEngine(Engine):
         FusedMoEParallelConfig.make flattens TP across the DP ranks and, with --enable-expert-parallel, sets ep_size to that
         whole width and the experts' tp_size to 1, else ep_size 1 (vllm/model_executor/layers/fused_moe/config.py@00c1c6a2);
         the exporter's refusal (explore/export_engines/vllm.py). Every campaign row it ran with EP has EP = TP x DP."""
-        import numpy as np
-
-        tp, _, ep, _, adp, kvp = (np.asarray(x) for x in plan.sizes)
-        return (not moe) | (ep <= 1) | (ep == tp * adp * kvp)
+        return experts_over_stage(plan, moe=moe)
 
     def refused_plan(self, one):
         """The experts expert-parallel over the whole stage (--enable-expert-parallel), the attention side unchanged."""
-        stage = one.tp * one.adp * one.kvp
-        return (f"it runs the experts expert-parallel over all {stage} GPUs of a stage or tensor-parallel, not EP{one.ep} x "
-                f"MoE-TP{one.moe_tp}", replace(one, ep=stage, moe_tp=1))
+        return experts_over_stage_refusal(one)
 
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
         """Padded graphs up to max_cudagraph_capture_size / (1 + k) requests: where unset it is min(max_num_seqs x (1 + k)
@@ -307,3 +302,19 @@ VLLM = register_engine(VLLMEngine(
     # models/deepseek_mtp.py: eh_proj an nn.Linear, whole on every GPU
     eh_proj_tp=False,
 ))
+
+
+def experts_over_stage(plan, *, moe: bool = True):
+    """vLLM's and ATOM's expert layout (FusedMoEParallelConfig.make): a MoE's experts expert-parallel over the whole
+    stage (EP = TP x DP x KVP) or tensor-parallel (EP 1), never EP x MoE-TP; per plan."""
+    import numpy as np
+
+    tp, _, ep, _, adp, kvp = (np.asarray(x) for x in plan.sizes)
+    return (not moe) | (ep <= 1) | (ep == tp * adp * kvp)
+
+
+def experts_over_stage_refusal(one) -> tuple[str, object]:
+    """Why `one` breaks experts_over_stage, and the plan on the same GPUs that keeps it: EP over the whole stage."""
+    stage = one.tp * one.adp * one.kvp
+    return (f"it runs the experts expert-parallel over all {stage} GPUs of a stage or tensor-parallel, not EP{one.ep} x "
+            f"MoE-TP{one.moe_tp}", replace(one, ep=stage, moe_tp=1))
