@@ -87,3 +87,20 @@ def test_quiet_restores_the_level_whatever_the_interleaving(monkeypatch):
     # A enters, B enters, A leaves, B leaves: ERROR + 1 = 41 while either runs, WARNING (30) after (41 for good before)
     assert seen["during"] == logging.ERROR + 1 == 41
     assert log.level == logging.WARNING
+
+
+@pytest.mark.parametrize("local_only", [True, False])
+def test_the_cache_is_asked_for_the_config_once_a_look_up(cache, monkeypatch, local_only):
+    # leftB: the cached config.json was looked up twice (the stamp, then _read; or _read, then _download)
+    import huggingface_hub
+
+    asked, real = [], huggingface_hub.try_to_load_from_cache
+
+    def counted(repo, filename, **kw):
+        asked.append(filename)
+        return real(repo, filename, **kw)
+
+    monkeypatch.setattr(huggingface_hub, "try_to_load_from_cache", counted)
+    _download(cache, "acme/tiny", A, CFG)
+    assert hub.get_hub_model(f"acme/tiny@{A}", local_only=local_only).hidden == 2048
+    assert asked.count("config.json") == 1

@@ -47,7 +47,8 @@ def test_the_note_names_the_first_head_size_no_kernel_takes():
                                                "fast kernel (lint R4)")
     m = from_hf_config({"model_type": "llama", "hidden_size": 5000, "num_hidden_layers": 4, "num_attention_heads": 40,
                         "num_key_value_heads": 8, "intermediate_size": 13824, "vocab_size": 32000}, "hd125")
-    assert head_dim_note(m, "sglang", H100).endswith("it needs --attention-backend triton, slower; priced as the fast kernel (lint R4)")
+    assert head_dim_note(m, "sglang", H100).endswith("it needs --attention-backend triton (the export writes it), slower; priced as "
+                                                     "the fast kernel (lint R4)")
 
 
 def test_amd_gpus_get_no_cuda_kernel_rule():
@@ -59,3 +60,45 @@ def test_amd_gpus_get_no_cuda_kernel_rule():
     assert head_dim_support("sglang", H100, 512)[0] == "flag"
     gemma = get_model("gemma-4-26b-a4b")
     assert head_dim_note(gemma, "sglang", get_gpu("mi300x")) is None and "512" in head_dim_note(gemma, "sglang", H100)
+
+
+def test_sglang_fa3_on_an_fp8_cache_takes_multiples_of_16():
+    # leftB: FA3's mha_fwd checks head_size % 16 where the query is FP8 (8 otherwise), and SGLang's fa3 backend, Hopper's
+    # default, casts the query to an FP8 cache's format: 104 and 120 (multiples of 8, not 16) need the Triton backend on
+    # an FP8 cache there; 96 and 128 (multiples of 16) do not; a BF16 cache, or Blackwell (not fa3), as before
+    for hd in (104, 120):
+        assert head_dim_support("sglang", H100, hd) is None and head_dim_support("sglang", H100, hd, "bf16") is None
+        kind, rule, then = head_dim_support("sglang", H100, hd, "fp8")
+        assert kind == "flag" and "FP8 KV cache takes multiples of 16" in rule and "--attention-backend triton" in then
+        assert head_dim_support("sglang", B200, hd, "fp8") is None
+    assert head_dim_support("sglang", H100, 96, "fp8") is None and head_dim_support("sglang", H100, 128, "fp8") is None
+    assert head_dim_support("sglang", H100, 125, "fp8")[1].startswith("SGLang's FlashAttention-3 takes multiples of 8")
+    assert head_dim_support("vllm", H100, 120, "fp8") is None  # vLLM's rule reads no KV format (not sourced here)
+
+
+def test_sglang_export_writes_the_backend_its_head_size_needs_and_reads_it_back():
+    # leftB: the export priced head_dim 125 (and 120 on an FP8 cache) without the --attention-backend triton SGLang needs
+    from llm_codesign.explore.export import export_config
+    from llm_codesign.spec.engines.head_dims import sglang_fallback
+    from llm_codesign.spec.plan import Deployment, Plan, precision_for
+
+    def shape(hidden, heads):
+        return from_hf_config({"model_type": "llama", "hidden_size": hidden, "num_hidden_layers": 4, "num_attention_heads": heads,
+                               "num_key_value_heads": 8, "intermediate_size": 13824, "vocab_size": 32000}, f"hd{hidden // heads}")
+
+    def written(m, kv):
+        dep = Deployment(gpu=H100, num_gpus=1, plan=Plan(1), precision=precision_for(m, kv=kv), backend="sglang")
+        return export_config(m, dep, engine="sglang", concurrency=8)
+
+    m125, m120, m128 = shape(5000, 40), shape(3840, 32), shape(4096, 32)
+    assert sglang_fallback(m125, H100) == "triton" and sglang_fallback(m128, H100, "fp8") is None
+    assert "--attention-backend triton" in written(m125, None)
+    assert "--attention-backend triton" in written(m120, "fp8") and "--attention-backend" not in written(m120, None)
+    assert "--attention-backend" not in written(m128, "fp8")
+    # read back (import / check): the flag its export writes is not listed as ignored; another backend is
+    from llm_codesign.explore.export_engines.base import exporter
+
+    ex, dep = exporter("sglang"), Deployment(gpu=H100, num_gpus=1, plan=Plan(1), precision=m125.default_precision, backend="sglang")
+    o, _ = ex.parse(written(m125, None))
+    assert o["attention-backend"] == "triton" and ex.unread(o, m125, dep) == []
+    assert ex.unread({**o, "attention-backend": "flashinfer"}, m125, dep) == ["attention-backend"]

@@ -724,7 +724,7 @@ def test_a_head_dim_no_fused_kernel_takes_is_an_error_naming_the_engine_and_unpr
     g = get_gpu("h100")
     m = from_hf_config({**BASE, "hidden_size": 5000, "num_attention_heads": 40, "intermediate_size": 13824}, "hd125")
     for e, sev, said in ((VLLM, "warning", "it runs its Triton attention (TRITON_ATTN, the head padded to 128) instead, slower"),
-                         (SGLANG, "error", "it needs --attention-backend triton, slower"), (TRTLLM, "error", "the model does not run")):
+                         (SGLANG, "error", "it needs --attention-backend triton (the export writes it), slower"), (TRTLLM, "error", "the model does not run")):
         hd = [f for f in lint(m, g, calibration_for(g), "latency", engine=e, gpus=1) if f.rule == "R4" and f.where == "head_dim"]
         assert len(hd) == 1 and hd[0].severity == sev and hd[0].cost_pct == 0.0, hd
         assert hd[0].message.startswith("head_dim 125: ") and hd[0].message.endswith(f": {said}; not priced"), hd[0].message

@@ -23,6 +23,10 @@ from llm_codesign.spec.registry import get_model
 # the dequantisation reads each packed (4 bits + an 8-bit E8M0 scale per 32: 0.53125 bytes) and writes it in BF16 (2 bytes):
 #   218,103,808 x 2.53125 = 552,075,264 bytes a layer at TP 1, half at TP 2
 DEQUANT_BYTES_TP1 = 552_075_264
+# each linear's input quantise-dequantised (amd-quark qdq_mxfp4: read and written in BF16, 4 bytes a value), 8 decode tokens:
+#   TP 1: QKV 4096 + O 32 x 128 + gate/up 4096 + down 14336 = 26,624 values a token x 4 x 8 = 851,968 bytes
+#   TP 2: 4096 + 2048 + 4096 + 7168 = 17,408 x 4 x 8 = 557,056 bytes
+QDQ_BYTES = {1: 851_968, 2: 557_056}
 
 
 def _layer(engine, weight, tp=1):
@@ -36,15 +40,16 @@ def _layer(engine, weight, tp=1):
 def test_vllms_emulated_mxfp4_step_is_the_bf16_step_plus_the_dequantisation(tp):
     vllm = get_engine("vllm")
     emulated, bf16 = _layer(vllm, "mxfp4", tp), _layer(vllm, "bf16", tp)
-    dq = emulated.pop("layer/mxfp4_dequant")
+    dq, qdq = emulated.pop("layer/mxfp4_dequant"), emulated.pop("layer/mxfp4_act_qdq")
     assert float(dq.bytes) == DEQUANT_BYTES_TP1 / tp and float(dq.kernels) == 4.0  # QKV, O, gate/up, down
+    assert float(qdq.bytes) == QDQ_BYTES[tp] and float(qdq.kernels) == 4.0 and float(qdq.time) > 0  # leftB: was unpriced
     # every other operator is the BF16 step's: the GEMMs read BF16 weights, dequantised
     assert emulated.keys() == bf16.keys()
     for name, op in emulated.items():
         assert float(op.bytes) == float(bf16[name].bytes) and float(op.time) == float(bf16[name].time), name
     assert {o.weight for o in emulated.values() if o.kind == "gemm"} == {"bf16"}
     # so slower than BF16, and slower still than the weight-only price it had (4-bit weights read by the GEMMs)
-    t = {k: sum(float(o.time) for o in v.values()) for k, v in (("emulated", {**emulated, "dq": dq}), ("bf16", bf16),
+    t = {k: sum(float(o.time) for o in v.values()) for k, v in (("emulated", {**emulated, "dq": dq, "qdq": qdq}), ("bf16", bf16),
                                                                   ("weight_only", _layer(None, "mxfp4", tp)))}
     assert t["emulated"] > t["bf16"] > t["weight_only"]
 
@@ -57,7 +62,7 @@ def test_mi355x_and_other_engines_price_no_emulation():
     mi300x = get_gpu("mi300x")
     assert get_engine("vllm").mxfp4_emulation(Precision.of("mxfp4"), mi300x, moe=True) is None  # gpt-oss: triton_kernels W4A16
     assert get_engine("vllm").mxfp4_emulation(Precision.of("fp8"), mi300x, moe=False) is None
-    assert "layer/mxfp4_dequant" not in _layer(get_engine("atom"), "mxfp4")
+    assert not {"layer/mxfp4_dequant", "layer/mxfp4_act_qdq"} & _layer(get_engine("atom"), "mxfp4").keys()
 
 
 def test_the_engines_rule_through_the_api():

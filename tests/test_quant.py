@@ -128,3 +128,47 @@ def test_a_quantization_field_of_the_wrong_type_is_one_line_not_a_traceback(qc, 
     with pytest.raises(InputError) as e:
         lc.get_model({**Q14, "quantization_config": qc})
     assert e.value.field == field
+
+
+@pytest.mark.parametrize("qc,bits", [
+    (AWQ, 4 + 16 / 128 + 4 / 128),  # 4.15625: a BF16 scale and a 4-bit zero point per 128 (AWQ's qzeros)
+    (GPTQ, 4 + 16 / 128),  # 4.125: sym, Marlin reads no zero point
+    ({**GPTQ, "sym": False}, 4 + 16 / 128 + 4 / 128),  # asymmetric: its qzeros are read
+    ({**AWQ, "group_size": 64}, 4 + 20 / 64),  # 4.3125
+    ({**GPTQ, "group_size": -1}, 4.0),  # one scale per output channel over the whole input: 16 / 5120 bits, read as none
+    ({**AWQ, "zero_point": False}, 4 + 16 / 128),
+    ({k: v for k, v in AWQ.items() if k != "group_size"} | {"q_group_size": 32}, 4 + 20 / 32),  # older AutoAWQ spelling
+    (W4A16, 4 + 16 / 128),  # compressed-tensors symmetric groups of 128
+])
+def test_int4_checkpoints_are_priced_from_their_groups_not_at_4_5_bits(qc, bits):
+    # leftB: every weight-only INT4 checkpoint was priced at 4 + 16/32 = 4.5 bits a weight (about 8% high for AWQ g128)
+    w = lc.get_model({**Q14, "quantization_config": qc}).default_precision.weight
+    assert w.name == "int4" and w.bytes_per_weight() * 8 == pytest.approx(bits, abs=1e-12)
+
+
+def test_an_awq_checkpoint_weighs_its_groups_and_keeps_them_through_a_record():
+    # Qwen2.5-14B's quantized weights: 48 layers x 5120 x (5120 + 1024 + 1024 + 5120 + 3 x 13824) = 13,212,057,600;
+    # at 4.5 bits they weighed 13,212,057,600 x (4.5 - 4.15625) / 8 = 567,705,600 bytes more than AWQ's 4.15625
+    from llm_codesign.cost.memory import weight_bytes_per_gpu
+    from llm_codesign.spec.plan import Deployment, Plan, precision_for
+    from llm_codesign.spec.precision import Precision
+
+    m = lc.get_model({**Q14, "quantization_config": AWQ})
+    nbytes = lambda p: float(weight_bytes_per_gpu(m, p, Plan(1)))  # noqa: E731
+    assert nbytes(Precision.of("int4", activation="bf16")) - nbytes(m.default_precision) == pytest.approx(567_705_600, abs=1)
+    # naming the checkpoint's own format keeps its groups; a record (to_dict / from_dict) rebuilds them
+    assert precision_for(m, "int4").weight == m.default_precision.weight
+    dep = Deployment(gpu=lc.get_gpu("h100"), num_gpus=1, plan=Plan(1), precision=m.default_precision, backend="vllm")
+    assert dep.to_dict()["weight_groups"] == {"group_size": 128, "scale_bits": 20}
+    assert Deployment.from_dict(dep.to_dict()).precision.weight == m.default_precision.weight
+    assert "weight_groups" not in Deployment(gpu=lc.get_gpu("h100"), num_gpus=1, plan=Plan(1),
+                                             precision=Precision.of("int4", activation="bf16"), backend="vllm").to_dict()
+
+
+@pytest.mark.parametrize("gs", [0, "128", -2, True])
+def test_an_awq_group_size_that_is_no_group_is_one_line(gs):
+    from llm_codesign.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        lc.get_model({**Q14, "quantization_config": {**AWQ, "group_size": gs}})
+    assert e.value.field == "config.quantization_config.group_size"

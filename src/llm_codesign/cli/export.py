@@ -270,7 +270,10 @@ def export(
         con.print(summary["capture"], highlight=False)
     if "over_capacity" in summary:
         con.print(f"[yellow]at {summary['concurrency']} requests: {summary['over_capacity']}[/yellow]", highlight=False)
-    if note := head_dim_note(m, priced, _gpu(gpu)):  # lint R4's head size on the engine's attention kernels, as estimate says it
+    from llm_codesign.spec.precision import get_dtype
+
+    kv = get_dtype(kv_dtype, "kv_dtype").name if disagg and kv_dtype else m.default_precision.kv.name if disagg else dep.precision.kv.name
+    if note := head_dim_note(m, priced, _gpu(gpu), kv):  # lint R4's head size on the engine's attention kernels, as estimate says it
         con.print(f"[yellow]{note}[/yellow]", highlight=False)
 
 

@@ -22,7 +22,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.pipeline import slowest_stage
 from llm_codesign.spec.engines import AR_NORM_KERNELS, Engine
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.kinds import Ffn, Mixer, NoFfn, NoMixer
+from llm_codesign.spec.kinds import GQA, DenseFfn, Ffn, Mixer, NoFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import DTYPES, Precision, executable, gemm_math
@@ -278,7 +278,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     ops = mixer.build(a, Site(f"{prefix}/attn" if prefix else "attn", mixer.part, group), at=at, s=s, b=b, prec=prec)
     ops += ffn.build(f, Site(f"{prefix}/{ffn.part}" if prefix else ffn.part, ffn.part, group), at=at, s=s, b=b, prec=prec)
     if emulated:
-        ops.append(_mxfp4_dequant(a, f, held, s, site=Site(prefix, "layer", group), at=at))
+        ops += [_mxfp4_dequant(a, f, held, s, site=Site(prefix, "layer", group), at=at),
+                _mxfp4_input_qdq(a, f, held, s, site=Site(prefix, "layer", group), at=at)]
     if "ffn" not in parts:
         return ops
     # norms, residual adds, activation, RoPE: streamed once each
@@ -298,11 +299,26 @@ def _mxfp4_dequant(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site, a
     """An emulated MXFP4 layer's dequantisation (Engine.mxfp4_emulation: vLLM's Quark on CDNA3): each forward, one kernel
     a linear (amd-quark's dq_mxfp4; two a half: QKV and output, gate/up and down) reads every MXFP4 weight this GPU holds,
     packed with its E8M0 scales (0.53125 bytes a weight), and writes it in BF16 (2 bytes), which the BF16 GEMM then reads
-    (priced there). The input's quantise-dequantise (qdq_mxfp4, T x K x 4 bytes a linear) is not priced."""
+    (priced there). The input's quantise-dequantise: _mxfp4_input_qdq."""
     n_attn = a.weight_bytes_per_gpu(s.h, 1.0, s.tp, s.kvp) if held.attn.name == "mxfp4" else 0.0
     n_ffn = f.weight_bytes_per_gpu(s.h, 1.0, tp=s.tp, kvp=s.kvp, ep=s.ep, moe_tp=s.moe_tp, expert_bytes=0.0) if held.weight.name == "mxfp4" else 0.0
     halves = (held.attn.name == "mxfp4") * float(not isinstance(a, NoMixer)) + (held.weight.name == "mxfp4") * float(not isinstance(f, NoFfn))
     return _elementwise(site / "mxfp4_dequant", (n_attn + n_ffn) * (DTYPES["mxfp4"].bytes_per_weight() + 2.0), 2.0 * halves, at)
+
+
+def _mxfp4_input_qdq(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site, at: _At) -> Op:
+    """An emulated MXFP4 layer's activation quantise-dequantise: QuarkOCP_MX.apply_weights runs `qdq_x =
+    self.quant_dequant_func(x)` before each F.linear (quark_ocp_mx.py@039541c7), amd-quark's mx.qdq_mxfp4, one kernel
+    returning a tensor of x's shape and dtype (mxfp4_utils.py _quant_dequant_mxfp4 and its fake, torch.empty_like(x)
+    @01b817db): each linear's input, T tokens x K values, read and written in BF16, 4 bytes a value, one launch a linear.
+    K a token: QKV's h and O's heads x v_head_dim / tp; gate/up's h and down's inter / (tp x kvp), as the weights shard
+    (a mixer other than GQA, none of which an emulated MXFP4 checkpoint has, read as two linears of h)."""
+    width, kernels = 0.0, 0.0
+    if held.attn.name == "mxfp4" and not isinstance(a, NoMixer):
+        width, kernels = s.h + (a.heads * a.v_head_dim / s.tp if isinstance(a, GQA) else s.h), 2.0
+    if held.weight.name == "mxfp4" and not isinstance(f, NoFfn):
+        width, kernels = width + s.h + (f.inter / (s.tp * s.kvp) if isinstance(f, DenseFfn) else s.h), kernels + 2.0
+    return _elementwise(site / "mxfp4_act_qdq", s.T * width * 4.0, kernels, at)
 
 
 def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Plan, *, b: Batch,

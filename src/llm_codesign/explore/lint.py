@@ -333,7 +333,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     out += _tile_alignment(model, gpu, cal, prec, point, regime=regime, engine=engine)
     out += _width_vs_depth(model, gpu, cal, prec, point, regime=regime, proxy_file=proxy_file, engine=engine, gpus=most, slo=slo,
                            place=lambda ms: operating_points(ms, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo))
-    out += _quantization_readiness(model, _shards(model, point.plan), gpu, engine)
+    out += _quantization_readiness(model, _shards(model, point.plan), gpu, engine, kv=prec.kv.name)
     out += _moe_shape(model, gpu, cal, prec, sh, other=other)
     out += _pipeline_regularity(model, gpu, cal, prec, point, b=b, regime=regime, gpus=most, engine=engine, sh=sh)
     out += _parallel_readiness(model, gpu, cal, prec, point, gpus=most, engine=engine)
@@ -840,7 +840,7 @@ def runs_format(gpu: Gpu, fmt: str) -> bool:
     return run.weight.name == fmt and gpu.supports("fp8" if fmt == "fp8_block" else "fp4")
 
 
-def _quantization_readiness(model, shards: dict, gpu: Gpu, engine: Engine | None = None):
+def _quantization_readiness(model, shards: dict, gpu: Gpu, engine: Engine | None = None, *, kv: str | None = None):
     """R4: widths the FP4 and FP8-block scale blocks do not divide, of the formats `gpu` runs (runs_format: NVFP4's
     blocks are no finding on H100, which has no FP4 math), each proposed at the nearest multiple of every block
     and of R2's grid on its GPUs (`shards`: a width R2 checks per GPU), so R2 and R4 propose one width; head dims
@@ -860,10 +860,10 @@ def _quantization_readiness(model, shards: dict, gpu: Gpu, engine: Engine | None
                                    100.0 * (pad / d - 1), f"{name} -> {to} (the nearest multiple of {step}: every scale block "
                                    f"and R2's tile grid{on}; or keep this tensor in a wider format)", shape=_with_dim(model, name, to)))
                 break
-    return out + _head_dims(model, engine, gpu)
+    return out + _head_dims(model, engine, gpu, kv)
 
 
-def _head_dims(model: ModelSpec, engine: Engine | None, gpu) -> list[Finding]:
+def _head_dims(model: ModelSpec, engine: Engine | None, gpu, kv: str | None = None) -> list[Finding]:
     """R4's head dims: an error where no fused attention kernel of the engine on `gpu` takes it (spec.engines.head_dims,
     the rule estimate and export say it by), naming the engine and what runs instead; a warning where it is outside the
     fast sizes. Neither is priced: the padding to the next fast size is a width, not a time, so the cost is 0 and the
@@ -875,7 +875,7 @@ def _head_dims(model: ModelSpec, engine: Engine | None, gpu) -> list[Finding]:
             continue
         up = min([x for x in FAST_HEAD_DIMS if x >= hd] or [hd])
         figures = {"head_dim": hd, "padded_to": up, "padding_pct": 100.0 * (up / hd - 1), "engine": name}
-        said = head_dim_support(name, gpu, hd)
+        said = head_dim_support(name, gpu, hd, kv)  # with the KV format priced: SGLang's FA3 takes 16s on FP8
         fix = f"head_dim {hd} -> {up}" if up != hd else f"head_dim {hd} -> 256 (the largest size every engine's kernels take)"
         to = up if up != hd else 256
         if said:  # an error where the engine as launched does not run it; where it picks a slower kernel itself, a warning

@@ -470,7 +470,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe),
         rank_skew=rank_skew_note(dep, cal, rows, ttft_s=s("ttft_s")), knee=knee,
         kv_seqs=int(r.kv_seqs.reshape(-1)[0]), queue=_queue(priced["time_parts"]),
-        attention_note=head_dim_note(model, dep.engine.name, dep.gpu))
+        attention_note=head_dim_note(model, dep.engine.name, dep.gpu, dep.precision.kv.name))
     return check_estimate(model, est)
 
 

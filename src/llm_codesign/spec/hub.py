@@ -110,11 +110,13 @@ def _fill_hint(repo: str, filename: str) -> str:
             "and set HF_HUB_OFFLINE=1 to read the cache only")
 
 
-def _download(repo: str, filename: str, revision: str | None, *, required: bool, local: bool = False) -> Path | None:
+def _download(repo: str, filename: str, revision: str | None, *, required: bool, local: bool = False, cached=...) -> Path | None:
+    """`filename` of `repo`: `cached`, the cache's copy where the caller has looked it up already (a path, or None)."""
     from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url, try_to_load_from_cache
     from huggingface_hub.errors import EntryNotFoundError, LocalEntryNotFoundError, RepositoryNotFoundError, RevisionNotFoundError
 
-    cached = try_to_load_from_cache(repo, filename, cache_dir=_cache_dir(), revision=revision)
+    if cached is ...:
+        cached = try_to_load_from_cache(repo, filename, cache_dir=_cache_dir(), revision=revision)
     # a commit found in the cache cannot have changed: no request
     local = local or _offline() or bool(revision and COMMIT.match(revision) and isinstance(cached, str))
     endpoint = _endpoint()
@@ -165,7 +167,9 @@ def _json(path: Path, ref: str) -> dict:
     return doc
 
 
-def _read(ref: str, local_only: bool) -> ModelSpec:
+def _read(ref: str, local_only: bool, found=...) -> ModelSpec:
+    """`found`: the cache's config.json where the caller has looked it up (get_hub_model's stamp: a path, or None), so that
+    the cache is asked for it once and the file read is the one the stamp names."""
     repo, _, revision = str(ref).partition("@")
     from huggingface_hub import try_to_load_from_cache
 
@@ -173,12 +177,13 @@ def _read(ref: str, local_only: bool) -> ModelSpec:
         found = try_to_load_from_cache(repo, filename, cache_dir=_cache_dir(), revision=revision or None)
         return Path(found) if isinstance(found, str) else None
 
-    found = in_cache("config.json")
+    found = in_cache("config.json") if found is ... else (Path(found) if found else None)
     cached = found is not None
     if local_only and not cached:
         raise InputError("model", repo, f"a model in the local Hugging Face cache ({_cache_dir()}): only the cache is read here, "
                          f"and it has no config.json for revision {revision or 'main'}")
-    path = found if local_only else _download(repo, "config.json", revision or None, required=True)
+    path = found if local_only else _download(repo, "config.json", revision or None, required=True,
+                                              cached=str(found) if found else None)
     cfg = _json(path, ref)
     # a config read from the cache takes its quantization file from the same snapshot, with no network call
     qpath = in_cache("hf_quant_config.json") if local_only else _download(repo, "hf_quant_config.json", revision or None,
@@ -213,7 +218,7 @@ def get_hub_model(ref: str, *, local_only: bool = False) -> ModelSpec:
     if kept is None or kept[0] != stamp:
         try:
             with _quiet():
-                got = _read(ref, local_only)
+                got = _read(ref, local_only, (stamp and stamp[0]) if local_only else ...)
         except InputError as e:
             got = e
         if not (local_only and stamp is None):  # a cache miss is asked again: the operator may download it

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from numbers import Real
 
 import numpy as np
@@ -17,7 +17,7 @@ from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL, check_arrival, memory_fraction
 from llm_codesign.spec.kinds import DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.precision import Precision, executable, get_dtype
+from llm_codesign.spec.precision import DTYPES, Precision, executable, get_dtype
 from llm_codesign.spec.registry import get_model
 from llm_codesign.spec.validation import as_int
 
@@ -393,13 +393,13 @@ class Deployment:
                 **({} if self.kv_fraction is None else {"kv_fraction": float(self.kv_fraction)}),
                 **({} if self.cuda_graph_max_bs is None else {"cuda_graph_max_bs": int(self.cuda_graph_max_bs)}),
                 **({"piecewise_graphs": True} if self.piecewise_graphs else {}),
-                **({} if self.max_batch is None else {"max_batch": int(self.max_batch)})}
+                **({} if self.max_batch is None else {"max_batch": int(self.max_batch)}), **_weight_groups(p.weight)}
 
     @classmethod
     def from_dict(cls, d: dict, gpu: Gpu | None = None) -> "Deployment":
         """The deployment a `to_dict()` (or a frontier point's record) describes; `gpu` for a what-if GPU
         that the catalog does not hold."""
-        w = get_dtype(d["weight_dtype"], "weight_dtype")
+        w = _grouped(get_dtype(d["weight_dtype"], "weight_dtype"), d.get("weight_groups"))
         aw = d.get("attn_weight_dtype")
         prec = Precision(weight=w, activation=get_dtype(d["activation_dtype"], "activation_dtype"), kv=get_dtype(d["kv_dtype"], "kv_dtype"),
                          attn_weight=get_dtype(aw, "attn_weight_dtype") if aw and aw != w.name else None)
@@ -424,6 +424,23 @@ class Deployment:
                    spec=spec, max_num_tokens=d.get("max_num_tokens"), cpp=bool(d.get("cpp", False)),
                    chunked_prefill=chunked, kv_fraction=d.get("kv_fraction"), cuda_graph_max_bs=d.get("cuda_graph_max_bs"),
                    piecewise_graphs=d.get("piecewise_graphs", False), max_batch=d.get("max_batch"))
+
+
+def _weight_groups(w) -> dict:
+    """A checkpoint's own INT4 groups where they are not the format's default (spec.precision.int4_grouped: an AWQ
+    checkpoint's 128 values a 16-bit scale and 4-bit zero point), so that a record rebuilds the bytes it priced."""
+    return {} if w == DTYPES[str(w.name)] else {"weight_groups": {"group_size": w.weight_block, "scale_bits": w.scale_bits}}
+
+
+def _grouped(w, groups):
+    """`w` with a record's weight_groups (_weight_groups), for INT4 only."""
+    if groups is None:
+        return w
+    g = groups if isinstance(groups, dict) else {}
+    size, bits = g.get("group_size"), g.get("scale_bits")
+    if w.name != "int4" or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1 << 20 for x in (size, bits)):
+        raise InputError("weight_groups", groups, "{group_size, scale_bits} (integers, 0 or more) with weight_dtype int4, as a record writes them")
+    return replace(w, weight_block=size, scale_bits=bits)
 
 
 # a request count past which no engine runs one instance (TensorRT-LLM's max_batch_size default is 2048,
@@ -504,8 +521,6 @@ def quark_mxfp4(model: ModelSpec, prec: Precision, gpu=None) -> Precision:
     attention weights in MXFP4 (:2448-2463@ffdf3bb5). SGLang's profile of the same checkpoint shows the q/kv/o
     projections as hipBLASLt GEMMs beside the MoE's ck moe_mxgemm (SemiAnalysisAI/InferenceX issue #1005, run
     23997779285). docs/modelling-notes.md#mxtrue-kv."""
-    from dataclasses import replace
-
     from llm_codesign.spec.kinds import MLA
 
     own = model.default_precision.weight.name == "mxfp4"
@@ -544,15 +559,14 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
                   gpu=None) -> Precision:
     """The checkpoint's own precision with the formats given overridden, on `gpu` where known (quark_mxfp4). Naming the
     checkpoint's own weight format keeps what the checkpoint keeps wider (gpt-oss: MXFP4 experts, BF16 attention)."""
-    from dataclasses import replace
-
     p = model.default_precision
     if weight:
         q = Precision.of(weight, activation, kv or p.kv.name)
-        if q.weight != p.weight:
+        if q.weight.name != p.weight.name:
             return quark_mxfp4(model, q, gpu)
-        # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16)
-        return replace(p, kv=q.kv) if activation is None else replace(q, attn_weight=p.attn_weight)
+        # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16), and its
+        # own groups (an AWQ checkpoint's int4 at 4.156 bits, not --weight-dtype int4's 4.5: spec.precision.int4_grouped)
+        return replace(p, kv=q.kv) if activation is None else replace(q, weight=p.weight, attn_weight=p.attn_weight)
     if activation:
         p = replace(p, activation=get_dtype(activation, "activation_dtype"))
     if kv:

@@ -37,14 +37,25 @@ DTYPES: dict[str, Dtype] = {
     "fp8_block": Dtype("fp8_block", 8, 32, 128 * 128, 128, "fp8"),
     "nvfp4": Dtype("nvfp4", 4, 8, 16, 16, "fp4"),
     "mxfp4": Dtype("mxfp4", 4, 8, 32, 32, "fp4"),
-    # weight-only INT4, one BF16 scale per 32 values (compressed-tensors pack-quantized, Kimi-K2.5);
-    # dequantised to the activation precision in the GEMM
+    # weight-only INT4, one BF16 scale per 32 values (compressed-tensors pack-quantized, Kimi-K2.5; --weight-dtype int4);
+    # dequantised to the activation precision in the GEMM. A checkpoint's own groups: int4_grouped
     "int4": Dtype("int4", 4, 16, 32, 32, "bf16"),
 }
 _ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp8_e4m3": "fp8", "e4m3": "fp8",
             "fp8-block": "fp8_block", "fp8block": "fp8_block", "fp4": "nvfp4", "nvfp4": "nvfp4",
             "w4a16_mxfp4": "mxfp4", "auto": "bf16"}
 MATH_ORDER = ("fp4", "fp8", "bf16")  # fastest first
+
+
+def int4_grouped(group: int, zero_bits: int = 0) -> Dtype:
+    """Weight-only INT4 as a checkpoint's quantization_config lays it out: 4 bits a value, one 16-bit (BF16/FP16) scale
+    and, where the format stores one, a `zero_bits` zero point per `group` values along the input (vLLM's AWQ qweight
+    [K, N/8] int32, qzeros [K/g, N/8] int32, scales [K/g, N]: awq.py AWQLinearMethod.create_weights@000796ac; GPTQ's
+    Marlin form the same scales and no zero point, zero_points=False, sym only: gptq_marlin.py TYPE_MAP,
+    GPTQMarlinLinearMethod.create_weights@00161ce0). Group 128 with AWQ's zero point: 4 + 16/128 + 4/128 = 4.156 bits.
+    group -1 (one scale per output channel over the whole input, gptq_marlin.py's group_size = input_size) adds 16/K bits,
+    0.004 at K 4,096: read as none (weight_block 0)."""
+    return replace(DTYPES["int4"], scale_bits=16 + zero_bits, weight_block=max(int(group), 0))
 MATH_BITS = {"fp4": 4, "fp8": 8, "bf16": 16}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llm_codesign.spec.precision import Precision, get_dtype
+from llm_codesign.spec.precision import Precision, get_dtype, int4_grouped
 
 # the quant_method values read here, as the note on any other one lists them
 READ_METHODS = ("fp8", "fbgemm_fp8", "mxfp4", "compressed-tensors", "awq", "gptq", "quark", "modelopt")
@@ -77,6 +77,11 @@ def _compressed_tensors(qc: dict) -> tuple[Precision | None, str]:
     act = None if fmt == "int4" or a is None else fmt
     kv = "fp8" if _d(qc.get("kv_cache_scheme")).get("num_bits") == 8 else None
     p = Precision.of(fmt, activation=act or "bf16", kv=kv)
+    if fmt == "int4":  # its groups (strategy channel: one scale a row) and, asymmetric, a packed 4-bit zero point a group
+        # (vLLM compressed_tensors_wNa16.py CompressedTensorsWNA16.create_weights: weight_zero_point [N/8, K/g] int32 where
+        # not symmetric); Kimi-K2.5's symmetric groups of 32: 4 + 16/32 = 4.5 bits, as before
+        group = -1 if w.get("strategy") == "channel" else w.get("group_size") or 32
+        p = replace(p, weight=int4_grouped(group, 0 if w.get("symmetric", True) else 4))
     return _attn_kept(_names(qc.get("ignore")), p), ""
 
 
@@ -84,11 +89,19 @@ def _weight_only_int(qc: dict, method: str) -> tuple[Precision | None, str]:
     """AWQ and GPTQ: weight-only INT (`bits`, `w_bit` in older AWQ configs), activations BF16/FP16, every linear layer
     quantized unless modules_to_not_convert names it: 4 bits is W4A16 (vLLM awq.py AWQConfig / gptq.py GPTQConfig
     .from_config, their Marlin forms awq_marlin.py / gptq_marlin.py, W4A16 GEMMs@04843c7c); 2, 3 and 8 bits no format
-    here."""
+    here. Its bytes from its groups (int4_grouped): group_size (q_group_size in older AWQ configs; 128, AutoAWQ's and
+    AutoGPTQ's default, where absent), a 16-bit scale a group, and a 4-bit zero point a group where the kernel reads one:
+    AWQ's (zero_point, on in every AutoAWQ config: awq_marlin keeps qzeros as Marlin zero points) and an asymmetric
+    GPTQ's (sym false: the GPTQ kernel reads qzeros); a symmetric GPTQ's Marlin form reads none (zero_points=False,
+    gptq_marlin.py@00161ce0). On ROCm a symmetric GPTQ runs gptq.py's kernel, which reads its qzeros too: 4/128 = 0.03
+    bits, not priced."""
     bits = qc.get("bits", qc.get("w_bit"))
     if bits != 4:
         return None, f"{method} {bits} bits"
-    return _attn_kept(_names(qc.get("modules_to_not_convert")), Precision.of("int4", activation="bf16")), ""
+    group = qc.get("group_size", qc.get("q_group_size"))
+    zero = qc.get("zero_point", True) if method == "awq" else qc.get("sym", True) is False
+    p = replace(Precision.of("int4", activation="bf16"), weight=int4_grouped(128 if group is None else group, 4 if zero else 0))
+    return _attn_kept(_names(qc.get("modules_to_not_convert")), p), ""
 
 
 def _quark(qc: dict) -> tuple[Precision | None, str]:

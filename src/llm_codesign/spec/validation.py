@@ -181,6 +181,10 @@ def _quant(qc: dict) -> None:
     for k in ("bits", "w_bit"):  # AWQ's and GPTQ's weight bits (spec.quant._weight_only_int)
         if qc.get(k) is not None:
             as_int(f"config.quantization_config.{k}", qc[k], lo=1, hi=64)
+    for k in ("group_size", "q_group_size"):  # their groups: -1 is one a row (spec.precision.int4_grouped)
+        g = qc.get(k)
+        if g is not None and g != -1:
+            as_int(f"config.quantization_config.{k}", g, lo=1, hi=1 << 20, what="-1 (one scale per output channel) or an integer from 1 to 1,048,576")
 
 
 def check_hf_quant(quant) -> None:

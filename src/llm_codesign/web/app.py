@@ -169,6 +169,8 @@ class PointDeployment(_Req):
     cuda_graph_max_bs: Optional[Int] = Field(None, ge=0, le=MAX_CONCURRENCY, description="The largest captured decode batch; 0: eager.")
     piecewise_graphs: StrictBool = Field(default=False, description="vLLM's piecewise decode graphs.")
     max_batch: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="The engine's batch cap per attention-DP rank.")
+    weight_groups: Optional[dict[str, Int]] = Field(None, description="A checkpoint's own INT4 groups (group_size, scale_bits), "
+                                                    "where not int4's default 32 and 16.")
 
 
 class WhatIfGpu(_Req):

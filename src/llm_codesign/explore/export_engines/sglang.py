@@ -28,6 +28,7 @@ from llm_codesign.explore.export_engines.base import (
 )
 from llm_codesign.spec.engines import SGLANG
 from llm_codesign.spec.engines.base import CDNA_FAMILIES
+from llm_codesign.spec.engines.head_dims import sglang_fallback
 from llm_codesign.spec.kinds import DSA
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan
@@ -66,6 +67,10 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     o["kv-cache-dtype"] = kv_option(dep.precision, "sglang")
     if aiter_attention(model, dep):
         o["attention-backend"] = "aiter"
+    elif fallback := sglang_fallback(model, dep.gpu, dep.precision.kv.name):
+        # a head size its default kernels refuse (FA3 past 256 or off its alignment, 16 on an FP8 cache: spec.engines.
+        # head_dims): the server needs the backend named, which it does not pick itself; still priced as the fast kernel
+        o["attention-backend"] = fallback
     o["max-running-requests"] = concurrency if dep.max_batch is None else dep.max_batch * adp  # the server's, split over its ranks
     o["chunked-prefill-size"] = dep.step_tokens
     o["mem-fraction-static"] = exporter("sglang").written_kv_fraction(dep)
@@ -155,12 +160,15 @@ class SGLangExporter(Exporter):
         return _own_fraction(dep)
 
     def unread(self, o: dict, model: ModelSpec, dep: Deployment) -> list[str]:
-        """--attention-backend is read only as the one priced (aiter_attention: AITER's on CDNA); another, or any on NVIDIA's
-        GPUs (priced by the engine's kernel families, not by the flag), is listed as ignored, with what was priced on CDNA."""
+        """--attention-backend is read only as the one priced (aiter_attention: AITER's on CDNA) or the one the export writes
+        for a head size the default kernels refuse (sglang_fallback: triton, priced as the fast kernel, as the head-size note
+        says); another, or any on NVIDIA's GPUs (priced by the engine's kernel families, not by the flag), is listed as
+        ignored, with what was priced on CDNA."""
         said = o.get("attention-backend")
         if said is True or (isinstance(said, str) and not said.strip()):  # the flag with no value: SGLang's argparse refuses it
             raise MissingInput("attention-backend", "a backend named after the flag (aiter, triton, fa3, flashinfer, ...), as SGLang requires")
-        if said is None or (said == "aiter" and aiter_attention(model, dep)):
+        if said is None or (said == "aiter" and aiter_attention(model, dep)) or (
+                not aiter_attention(model, dep) and said == sglang_fallback(model, dep.gpu, dep.precision.kv.name)):
             return []
         return [f"attention-backend ({said}: priced as AITER's, no AMD kernel table or run prices another)" if aiter_attention(model, dep)
                 else "attention-backend"]

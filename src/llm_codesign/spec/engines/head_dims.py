@@ -8,10 +8,14 @@ Sources, each a kernel's own check or instantiation list:
   vllm/v1/attention/backends/flash_attn.py@5704f34f); else its selector takes TRITON_ATTN, `head_size >= 32`
   (TritonAttentionBackend.supports_head_size, vllm/v1/attention/backends/triton_attn.py@63013883), a Triton kernel
   whose head is padded to the next power of 2 (next_power_of_2(headdim), the same file).
-- SGLang's default CUDA backends: FlashAttention-3, `head_size % 8 == 0` (16 for FP8) up to 256
-  (Dao-AILab/flash-attention hopper/flash_api.cpp@0e79d711 mha_fwd), FlashInfer, built for 64, 128 and 256
-  (include/flashinfer/utils.cuh DISPATCH_HEAD_DIM@0d618712; its JIT builds "must be divisible by 16 and in range [16,
-  256]", flashinfer-ai/flashinfer#4546); another head size runs on `--attention-backend triton`.
+- SGLang's default CUDA backends: FlashAttention-3, `head_size % 8 == 0` up to 256, 16 where the query is FP8
+  (Dao-AILab/flash-attention hopper/flash_api.cpp mha_fwd: `alignment = q_type == kFloat8_e4m3fn ? 16 : 8`,
+  TORCH_CHECK(head_size % alignment == 0)@000090d0, the check sgl-kernel's FA3 build of sgl-project/sgl-attn keeps),
+  which SGLang's fa3 backend, its default on Hopper, makes it on an FP8 KV cache (layers/attention/
+  flashattention_backend.py forward_extend:1042, forward_decode:1382-1387@0.5.14: the query cast to the cache's FP8);
+  FlashInfer, built for 64, 128 and 256 (include/flashinfer/utils.cuh DISPATCH_HEAD_DIM@0d618712; its JIT builds
+  "must be divisible by 16 and in range [16, 256]", flashinfer-ai/flashinfer#4546); another head size runs on
+  `--attention-backend triton`, which SGLang's export writes (explore.export_engines.sglang).
 - TensorRT-LLM's decode kernels: MMHA instantiated for 32, 48, 64, 80, 96, 104, 112, 128, 144, 160, 192, 224 and 256
   (cpp/tensorrt_llm/kernels/decoderMaskedMultiheadAttention/instantiation/decoderMaskedMultiheadAttention{N}_*.cu,
   NVIDIA/TensorRT-LLM as stored), XQA a subset; 512 on datacenter Blackwell only, through trtllm-gen's cubins
@@ -29,7 +33,7 @@ FAST_HEAD_DIMS = (64, 128, 256)
 TRTLLM_MMHA = (32, 48, 64, 80, 96, 104, 112, 128, 144, 160, 192, 224, 256)
 
 
-def _vllm(hd: int, gpu) -> tuple[str, str, str] | None:
+def _vllm(hd: int, gpu, kv: str | None = None) -> tuple[str, str, str] | None:
     if hd % 8 == 0 and hd <= 256:
         return None
     if hd >= 32:
@@ -39,14 +43,22 @@ def _vllm(hd: int, gpu) -> tuple[str, str, str] | None:
     return ("none", "vLLM's FlashAttention backend takes multiples of 8 up to 256, its Triton one 32 and up", "the model does not run")
 
 
-def _sglang(hd: int, gpu) -> tuple[str, str, str] | None:
-    if hd % 8 == 0 and hd <= 256:
+# what SGLang runs where its default kernels take no head size: the backend its export names (--attention-backend)
+SGLANG_FALLBACK = "triton"
+
+
+def _sglang(hd: int, gpu, kv: str | None = None) -> tuple[str, str, str] | None:
+    # an FP8 cache on Hopper, where fa3 is the default: the query cast to FP8, FA3's alignment 16
+    fp8 = kv == "fp8" and gpu is not None and gpu.family == "hopper"
+    if hd % (16 if fp8 else 8) == 0 and hd <= 256:
         return None
-    return ("flag", "SGLang's FlashAttention-3 takes multiples of 8 up to 256, FlashInfer 64, 128 and 256",
-            "it needs --attention-backend triton, slower")
+    then = f"it needs --attention-backend {SGLANG_FALLBACK} (the export writes it), slower"
+    if fp8 and hd % 8 == 0 and hd <= 256:
+        return ("flag", "SGLang's FlashAttention-3 on an FP8 KV cache takes multiples of 16 up to 256 (its query cast to FP8)", then)
+    return ("flag", "SGLang's FlashAttention-3 takes multiples of 8 up to 256, FlashInfer 64, 128 and 256", then)
 
 
-def _trtllm(hd: int, gpu) -> tuple[str, str, str] | None:
+def _trtllm(hd: int, gpu, kv: str | None = None) -> tuple[str, str, str] | None:
     if hd in TRTLLM_MMHA or (hd == 512 and gpu is not None and gpu.family == "blackwell"):
         return None
     return ("none", f"TensorRT-LLM's decode kernels are built for head sizes {', '.join(map(str, TRTLLM_MMHA))} (and 512 on "
@@ -56,24 +68,35 @@ def _trtllm(hd: int, gpu) -> tuple[str, str, str] | None:
 RULES = {"vllm": _vllm, "sglang": _sglang, "trtllm": _trtllm}
 
 
-def head_dim_support(engine: str, gpu, head_dim: int) -> tuple[str, str, str] | None:
-    """None where a fast attention kernel of `engine` on `gpu` takes `head_dim` (or no rule is sourced: ATOM); else
-    (kind, the kernels' rule, what happens instead): kind "slower" where the engine picks a slower kernel itself (vLLM's
-    Triton attention), "flag" where it runs one only with a launch option the export does not write (SGLang's
-    --attention-backend triton), "none" where nothing runs it (TensorRT-LLM)."""
+def head_dim_support(engine: str, gpu, head_dim: int, kv: str | None = None) -> tuple[str, str, str] | None:
+    """None where a fast attention kernel of `engine` on `gpu` takes `head_dim` with a `kv` cache (a format name; None:
+    BF16), or no rule is sourced (ATOM); else (kind, the kernels' rule, what happens instead): kind "slower" where the
+    engine picks a slower kernel itself (vLLM's Triton attention), "flag" where it runs one only with a launch option
+    (SGLang's --attention-backend triton, which its export writes: sglang_fallback), "none" where nothing runs it
+    (TensorRT-LLM)."""
     if gpu is not None and gpu.vendor == "amd":
         return None  # FlashAttention-3/FlashInfer are CUDA-only; ROCm's AITER/Triton head-size limits are not read yet
     rule = RULES.get(engine)
-    return rule(int(head_dim), gpu) if rule else None
+    return rule(int(head_dim), gpu, None if kv is None else str(kv)) if rule else None
 
 
-def head_dim_note(model, engine: str, gpu) -> str | None:
-    """One line where the model's attention head size is one no fused kernel of `engine` on `gpu` takes
-    (head_dim_support), as estimate, export and import say it beside lint's R4 error; None otherwise."""
+def gqa_head_dims(model) -> list[int]:
     from llm_codesign.spec.kinds import GQA
 
-    for hd in sorted({layer.attn.head_dim for layer, _ in model.groups if isinstance(layer.attn, GQA)}):
-        said = head_dim_support(engine, gpu, hd)
+    return sorted({layer.attn.head_dim for layer, _ in model.groups if isinstance(layer.attn, GQA)})
+
+
+def sglang_fallback(model, gpu, kv: str | None = None) -> str | None:
+    """The --attention-backend SGLang needs on `gpu` where its default kernels take none of the model's head sizes
+    (head_dim_support's "flag"), which its export writes; None where they take them all."""
+    return SGLANG_FALLBACK if any(head_dim_support("sglang", gpu, hd, kv) for hd in gqa_head_dims(model)) else None
+
+
+def head_dim_note(model, engine: str, gpu, kv: str | None = None) -> str | None:
+    """One line where the model's attention head size is one no fused kernel of `engine` on `gpu` takes with a `kv`
+    cache (head_dim_support), as estimate, export and import say it beside lint's R4 error; None otherwise."""
+    for hd in gqa_head_dims(model):
+        said = head_dim_support(engine, gpu, hd, kv)
         if said:
             kind, rule, then = said
             priced = "priced as if it ran" if kind == "none" else "priced as the fast kernel"
