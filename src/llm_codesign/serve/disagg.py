@@ -190,7 +190,7 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     held = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], costs.engine.budget_batch(mnt, k, pp)),
                     mem["max_seqs_per_rank"])
     t_iter = parts.iteration(pp, c_rank, together=together)
-    full = _full_length_seqs(model, gpu, prec, sh, mem["free_for_kv"], isl + osl, spec=spec, k=k) * adp
+    full = _full_length_seqs(model, gpu, prec, sh, mem["free_for_kv"], seq_len=isl + osl, spec=spec, k=k) * adp
     return {"tpot": t_iter / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp,
             "kv_per_instance": mem["max_seqs_per_rank"] * adp, "kv_full_per_instance": full,
@@ -494,13 +494,12 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": alone + 0.0 * ttft, "kv_transfer_s": t_kv,
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
-        "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
+        "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots, **_decode_eager(d),
         "decode_kv_full": d["kv_full_per_instance"] * n_d,
-        **_decode_eager(d),
         "decode_instance_batch": np.minimum(C, slots) / n_d + 0.0 * d["tpot"]}  # a decode instance's requests as priced
 
 
-def _full_length_seqs(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, free, seq_len, *, spec, k):
+def _full_length_seqs(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, free, *, seq_len, spec, k):
     """The sequences of `seq_len` (ISL+OSL) tokens a rank's `free` KV bytes hold: the count at the full length beside
     memory.fit's at the engine's occupancy (Engine.kv_budget: vLLM, SGLang and ATOM size their batch at ISL + OSL/2, pages
     allocated as tokens arrive), as serve.estimate._whole_seqs counts an aggregated deployment's."""
