@@ -57,6 +57,30 @@ def test_the_rule_reads_the_launch_options():
     check_whole_prompt(deployment(m, gpu="h100", num_gpus=1, backend="vllm", max_num_tokens=1024), 4096)
 
 
+def test_one_rule_for_the_search_columns_and_the_deployment():
+    # leftA #2: serve.aggregated's search columns and check_whole_prompt read one rule (spec.plan.prompt_schedules). Columns
+    # of the flag (None, True, False) at a stated 1,024-token budget, 4,096-token prompts: TensorRT-LLM (chunked prefill off
+    # by default) schedules them where the flag is True only; stated no budget, the default reads as chunked (scheduled);
+    # vLLM chunks by default (scheduled unless the flag is False); SGLang has no refusal read (always scheduled)
+    from llm_codesign.spec.engines.base import get_engine
+    from llm_codesign.spec.plan import prompt_schedules
+
+    m = get_model("llama-3.1-8b")
+    for name, want in (("trtllm", [False, True, False]), ("vllm", [True, True, False]), ("sglang", [True, True, True])):
+        eng = get_engine(name)
+        got = [bool(prompt_schedules(eng, f, 4096, 1024, stated=True)) for f in (None, True, False)]
+        assert got == want, name
+        assert bool(prompt_schedules(eng, None, 4096, 1024, stated=False))  # no budget stated: read as chunked, every engine
+        assert prompt_schedules(eng, np.array([True, False]), np.array([4096, 1024]), 1024, stated=True).tolist() == [True, True]
+        for f, ok in zip((None, True, False), want, strict=True):
+            dep = deployment(m, gpu="h100", num_gpus=1, backend=name, max_num_tokens=1024, chunked_prefill=f)
+            if ok:
+                check_whole_prompt(dep, 4096)
+            else:
+                with pytest.raises(InputError, match=r"raise max_num_tokens( \(--max-num-batched-tokens\))? to 4,096 or more"):
+                    check_whole_prompt(dep, 4096)
+
+
 def test_a_search_drops_the_cells_the_engine_refuses():
     m = get_model("llama-3.1-8b")
     stated = deployment(m, gpu="h100", num_gpus=1, backend="trtllm", max_num_tokens=1024)

@@ -962,3 +962,26 @@ def test_the_shipped_three_slot_deployment_waits_a_whole_decode_past_its_slots_a
         else:
             assert p["fits"] and p["ttft_ms"] == pytest.approx(116.13, rel=1e-3)
             assert p["ttft_ms"] < 0.02 * 1023 * p["tpot_ms"]  # no slot wait: a decode would be 7,191 ms
+
+
+def test_decode_pool_line_counts_sequences_as_the_engine_sizes_them():
+    """leftA #4: SGLang sizes its KV cache at a sequence's mean context in decode (Engine.kv_budget occupancy 0.5: pages
+    allocated as tokens arrive, ISL + OSL/2), which the decode pool's count is priced at, while the line said "sequences of
+    ISL+OSL". Llama-3.1-70B FP8 weights, BF16 KV, TP2 on H200s: a token holds 80 layers x 8 KV heads x 128 x 2 (K, V) x
+    2 B / 2 GPUs = 163,840 B a GPU, so a 1024+512-token sequence 251,658,240 B and a 1024+1024 one 335,544,320 B. 398 at
+    the mean context puts the free KV bytes in [398, 399) x 251,658,240 = [100.160, 100.412) GB a GPU, which holds
+    298.5-299.25 full ones: 298 or 299 (the line says 298); TensorRT-LLM reserves ISL+OSL and keeps its one count."""
+    from conftest import cli
+
+    code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=2", "--decode", "tp=2", "--concurrency", "1,2048",
+                         "--backend", "sglang", "--weight-dtype", "fp8", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    line = d["rows"][1]["over_capacity"]
+    assert line == ("decode pool holds 398 requests (the KV cache of 1 instance holds 398 sequences at their mean context "
+                    "(1024+512 tokens), 298 of the full 1024+1024): 1650 of 2048 wait for a decode slot (decode_slot_wait_ms, in TTFT)")
+    assert d["decode"]["max_concurrency"] == 398
+    lo, hi = 398 * 251_658_240, 399 * 251_658_240
+    assert lo // 335_544_320 <= 298 <= hi // 335_544_320
+    assert d["notes"][0].startswith("fits no at 2048 requests: decode pool holds 398 requests (the KV cache of 1 instance holds 398 "
+                                    "sequences at their mean context (1024+512 tokens), 298 of the full 1024+1024)")

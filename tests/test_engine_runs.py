@@ -132,10 +132,17 @@ def test_validate_lists_a_row_its_engine_cannot_run_as_unmodeled():
     # a disaggregated row's pool alike (an array Deployment of every row's pools would refuse the whole file)
     from llm_codesign.measure.validate import _pool_unlaunched
 
-    pools = {"backend": "trtllm", "prefill_tp": "2", "prefill_attention_dp": "4", "prefill_ep": "8", "decode_tp": "1",
+    pools = {"model": "deepseek-r1", "backend": "trtllm", "prefill_tp": "2", "prefill_attention_dp": "4", "prefill_ep": "8", "decode_tp": "1",
              "decode_attention_dp": "8", "decode_ep": "8"}
     assert _pool_unlaunched(pools, 5).startswith("line 5 prefill plan: 'DP4xTP2 EP8' is not valid")
     assert _pool_unlaunched({**pools, "prefill_tp": "1"}, 5) is None
+    # leftA #3: the plan judged is the one _plan prices (the row's model's: a dense model's pools hold no EP), one builder
+    from llm_codesign.measure.validate import _plan
+
+    dense = {**pools, "model": "llama-3.1-70b"}
+    assert _plan([dense], "prefill", False).label() == "DP4xTP2"
+    assert _pool_unlaunched(dense, 5).startswith("line 5 prefill plan: 'DP4xTP2' is not valid")
+    assert _pool_unlaunched({**pools, "model": "no-such-model"}, 5) is None  # _resolve names the model
 
 
 def test_a_plan_whose_sides_disagree_gets_estimates_refusal_with_plans_the_engine_runs():

@@ -122,3 +122,34 @@ def test_the_roofline_refuses_a_context_past_the_models_and_says_when_the_batch_
     assert fits["kv"] == 8 * 8192 * 131_072 and fits["fits"]
     over = roofline(m, g, calibration_for(g), p, "decode", batch=64, context=8192)["totals"]["floor"]
     assert over["kv"] == 64 * 8192 * 131_072 and over["weights"] + over["kv"] > 80e9 and not over["fits"]
+
+
+def test_helix_floor_counts_the_operators_weights():
+    # leftA #1: `roofline llama-3.1-8b --gpu h100 --kvp 2` printed a 2.661 ms floor over 2.503 ms of per-operator ideals:
+    # the memory model held the attention's O projection whole on each Helix rank while the operators read half of it
+    # (TensorRT-LLM builds o_proj over TP x CP, mapping_o). A GPU's bytes at TP1 x Helix2, BF16, batch 1, context 1,024:
+    # QKV 32 x 4,096 x (4,096 + 2 x 1,024) x 2 B = 1,610,612,736 (split by TP only); O 32 x 4,096 x 4,096 x 2 / 2 =
+    # 536,870,912; FFN 32 x 3 x 4,096 x 14,336 x 2 / 2 = 5,637,144,576; LM head 128,256 x 4,096 x 2 / 2 = 525,336,576;
+    # weights 8,309,964,800; KV 32 x 1,024 x 2 x 8 x 128 x 2 B / 2 = 67,108,864; 8,377,073,664 B / 3.35e12 B/s = 2.50062 ms
+    # (the O projection held whole added 536,870,912 B: 2.66088 ms).
+    m, g = lc.get_model("llama-3.1-8b"), lc.get_gpu("h100")
+    r = roofline(m, g, calibration_for(g), Precision.of("bf16"), "decode", batch=1, context=1024, plan=Plan(tp=1, kvp=2))
+    t = r["totals"]
+    assert t["floor"]["weights"] == pytest.approx(8_309_964_800, rel=1e-12)
+    assert t["floor"]["kv"] == pytest.approx(67_108_864, rel=1e-12)
+    assert t["bound_time_s"] == pytest.approx(8_377_073_664 / 3.35e12, rel=1e-9) == pytest.approx(2.50062e-3, rel=1e-5)
+    o = next(op for op in r["ops"] if op["name"].endswith("attn/o"))
+    assert o["bytes"] >= 536_870_912  # the operator reads the same half of O (plus its activations)
+    assert t["bound_time_s"] <= t["ideal_time_s"] * (1 + 1e-12)
+
+
+@pytest.mark.parametrize("name", ["llama-3.1-70b", "deepseek-r1", "qwen3.5-397b"])
+@pytest.mark.parametrize("kvp", [2, 4])
+def test_helix_floor_never_above_the_operators_ideal(name, kvp):
+    # GQA, MLA and a Gated DeltaNet hybrid under Helix: the floor's bytes are the weights and cache the operators read,
+    # so its time is at most the sum of the operators' ideals (each max(FLOPs / peak, bytes / bandwidth))
+    m, g = _model(name), lc.get_gpu("b200")
+    plan = Plan(tp=8, kvp=kvp, ep=8 * kvp, moe_tp=1) if m.is_moe else Plan(tp=8, kvp=kvp)
+    t = roofline(m, g, calibration_for(g), Precision.of("fp8"), "decode", batch=4, context=65536, plan=plan)["totals"]
+    assert t["floor"]["bytes"] <= t["bytes"] * (1 + 1e-12)
+    assert t["bound_time_s"] <= t["ideal_time_s"] * (1 + 1e-12)

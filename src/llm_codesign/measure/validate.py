@@ -617,15 +617,15 @@ def pool_deployment(gpu, plan: Plan, prec: Precision, *, engine, spec=None, max_
 
 def _pool_unlaunched(r: dict, line: int) -> str | None:
     """A pool plan the row's engine has no launch for (Engine.plan_refusal: TensorRT-LLM's attention DP x TP), as a row's
-    reason, where an array Deployment of every row's pools would refuse them all."""
+    reason, where an array Deployment of every row's pools would refuse them all: the plan _plan prices, for the row's
+    model's experts or none."""
     try:
-        engine = get_engine(r.get("backend") or TRTLLM.name)
-    except InputError:
-        return None  # row_problem names it
+        engine, moe = get_engine(r.get("backend") or TRTLLM.name), get_model(r["model"]).is_moe
+    except (InputError, KeyError):
+        return None  # row_problem or _resolve names it
     for pool in POOLS:
-        tp, adp, ep = (_int(r, f"{pool}_{k}") for k in ("tp", "attention_dp", "ep"))
         try:
-            check_runs(engine, None, Plan(tp, 1, ep, max(tp * adp // ep, 1), adp, 1))
+            check_runs(engine, None, _plan([r], pool, moe), moe=moe)
         except InputError as e:
             return f"line {line} {pool} {e}"
     return None

@@ -36,7 +36,7 @@ from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS, SchedulerFlags
 from llm_codesign.spec.kinds import DSA, GQA, Attention, DenseFfn
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, accepted_within, cached_tokens
+from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, accepted_within, cached_tokens, prompt_schedules
 from llm_codesign.spec.precision import Precision
 
 
@@ -793,7 +793,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "max_concurrency": cap * adp, "kv_seqs": mem["max_seqs_per_rank"] * adp,  # what runs at once; what the KV cache alone holds
         # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills, nor one whose engine schedules
         # prompts whole a prompt over it: refused for one deployment (spec.plan.check_step_budget, check_whole_prompt), unfit here
-        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1) & _prompt_schedules(engine, fl, isl / kvp, mnt, stated=at.max_num_tokens is not None),
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1) & prompt_schedules(engine, fl.chunked_prefill, isl / kvp, mnt, stated=at.max_num_tokens is not None),
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
@@ -940,18 +940,6 @@ def _work_cycle(t_req_pf, *, admitted, osl, t_iter, acc):
     cohorts' prompts fall between the two, and a loop of 1,039 one-token requests on an MI300X came out 618k prefill
     tokens/s, ~7x its BF16 peak (review rev12b #1; docs/modelling-notes.md#osl1cl-work-cycle)."""
     return np.asarray(admitted, float) * t_req_pf + np.maximum(np.asarray(osl, float) - 1.0, 0.0) / acc * t_iter
-
-
-def _prompt_schedules(engine: Engine, flags: SchedulerFlags, prompt, mnt, *, stated: bool):
-    """Whether a `prompt`-token prompt (per KV-parallel rank) is scheduled under a step budget of `mnt`: always where the
-    prompts are chunked (prompt_budget's rule), or where neither the flag nor the budget is `stated` (read as a launch with
-    chunked prefill on: spec.plan.states_whole_prompts), else only within the budget (spec.plan.check_whole_prompt)."""
-    if flags.chunked_prefill is None:
-        chunks = engine.chunks_prefill or not stated
-    else:
-        chunks = np.asarray(flags.chunked_prefill, bool)
-    # an engine with no refusal read (Engine.whole_prompt_refusal None: SGLang, ATOM) is not said to refuse it
-    return chunks | (np.asarray(prompt, float) <= np.asarray(mnt, float)) | (engine.whole_prompt_refusal is None)
 
 
 def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS, decode_tokens=0.0):

@@ -190,9 +190,11 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     held = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], costs.engine.budget_batch(mnt, k, pp)),
                     mem["max_seqs_per_rank"])
     t_iter = parts.iteration(pp, c_rank, together=together)
+    full = _full_length_seqs(model, gpu, prec, sh, mem["free_for_kv"], seq_len=isl + osl, spec=spec, k=k) * adp
     return {"tpot": t_iter / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp,
-            "kv_per_instance": mem["max_seqs_per_rank"] * adp, "eager": parts.eager + 0.0 * t_stage, "batch": per_mb,
+            "kv_per_instance": mem["max_seqs_per_rank"] * adp, "kv_full_per_instance": full,
+            "eager": parts.eager + 0.0 * t_stage, "batch": per_mb,
             "parts": parts, "ops": ops, "micro_batches": m, "iteration": t_iter,
             "iteration_parts": parts.iteration_parts(pp, c_rank, together=together),
             # the iteration with a missed step's launches at the launch cost's range's ends (the eager intervals' terms)
@@ -492,9 +494,20 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "step_s": d["t_stage"], "draft_s": d["t_draft"] + 0.0 * d["t_stage"], "prefill_alone_s": alone + 0.0 * ttft, "kv_transfer_s": t_kv,
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
-        "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots,
-        **_decode_eager(d),
+        "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots, **_decode_eager(d),
+        "decode_kv_full": d["kv_full_per_instance"] * n_d,
         "decode_instance_batch": np.minimum(C, slots) / n_d + 0.0 * d["tpot"]}  # a decode instance's requests as priced
+
+
+def _full_length_seqs(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, free, *, seq_len, spec, k):
+    """The sequences of `seq_len` (ISL+OSL) tokens a rank's `free` KV bytes hold: the count at the full length beside
+    memory.fit's at the engine's occupancy (Engine.kv_budget: vLLM, SGLang and ATOM size their batch at ISL + OSL/2, pages
+    allocated as tokens arrive), as serve.estimate._whole_seqs counts an aggregated deployment's."""
+    from llm_codesign.spec.precision import executable
+
+    _, per_seq, _ = memory.seq_bytes(model, executable(prec, gpu)[0], sh, np.asarray(seq_len, float), spec=spec,
+                                     draft=draft_model(model, spec) if spec is not None else None, k=k)
+    return np.floor(np.maximum(free, 0.0) / np.maximum(per_seq, 1e-9))
 
 
 def _decode_eager(d: dict) -> dict:
@@ -641,9 +654,11 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     if not bool(np.all(r["prefill_fits"])):
         raise InputError("prefill", prefill_plan.label(), f"a plan whose {int(prefill_plan.gpus)} GPUs hold the model and one {isl}-token prompt")
     if float(np.max(r["max_concurrency"])) < 1:
-        raise InputError("decode", decode_plan.label(), f"a plan whose GPUs hold the model and one {isl}+{osl}-token sequence")
+        raise InputError("decode", decode_plan.label(), f"a plan whose GPUs hold the model and one sequence of "
+                                                        f"{_seq_text(isl, osl, decode.engine.kv_budget[2])}")
 
-    held = dict(decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch, isl=isl, osl=osl)
+    held = dict(decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch, isl=isl, osl=osl,
+                share=decode.engine.kv_budget[2])
     rows = _rows(r, C, **held)
     if osl > 1:  # at OSL 1 the one output token comes from the prefill: no decode step to miss a CUDA graph
         _eager_rows(rows, r, C, decode)
@@ -683,7 +698,7 @@ def _rows(r: dict, C, **over) -> list[dict]:
     held, kv = _slots(r)
     for row in rows:  # as estimate's over_capacity says it (serve.estimate._over_capacity)
         if not row["fits"]:
-            row["over_capacity"] = _over_slots(row["concurrency"], held, kv=kv, **over)
+            row["over_capacity"] = _over_slots(row["concurrency"], held, **kv, **over)
     return rows
 
 
@@ -710,9 +725,11 @@ def _eager_rows(rows: list[dict], r: dict, C, decode: Deployment) -> None:
                                          here="--decode-cuda-graph-max-bs", piecewise=v["decode_piecewise"] > 0).to_dict()
 
 
-def _slots(r: dict) -> tuple[int, int]:
-    """(requests the decode pool holds at once, sequences its KV cache holds), of evaluate_disagg's `r`."""
-    return tuple(int(np.asarray(r[k]).reshape(-1)[0]) for k in ("max_concurrency", "decode_kv_slots"))
+def _slots(r: dict) -> tuple[int, dict]:
+    """(requests the decode pool holds at once, {"kv": sequences its KV cache holds as the engine sizes them, "full": at
+    ISL+OSL}), of evaluate_disagg's `r`."""
+    one = [int(np.asarray(r[k]).reshape(-1)[0]) for k in ("max_concurrency", "decode_kv_slots", "decode_kv_full")]
+    return one[0], {"kv": one[1], "full": one[2]}
 
 
 def _eager_note(rows: list[dict]) -> list[str]:
@@ -757,7 +774,7 @@ def _slot_note(rows: list[dict], r: dict, **over) -> list[str]:
     if not loads:
         return []
     held, kv = _slots(r)
-    return [f"fits no at {', '.join(loads)} requests: {_holds(held, kv=kv, **over)}; the rest wait for a decode slot (slot wait, in TTFT)"]
+    return [f"fits no at {', '.join(loads)} requests: {_holds(held, **kv, **over)}; the rest wait for a decode slot (slot wait, in TTFT)"]
 
 
 def _over_slots(concurrency: int, held: int, **pool) -> str:
@@ -765,16 +782,28 @@ def _over_slots(concurrency: int, held: int, **pool) -> str:
     return f"{_holds(held, **pool)}: {concurrency - held} of {concurrency} wait for a decode slot (decode_slot_wait_ms, in TTFT)"
 
 
-def _holds(held: int, *, kv: int, decode_instances: int, adp: int, max_batch, isl: int, osl: int) -> str:
+def _seq_text(isl: int, osl: int, share: float) -> str:
+    """A sequence's tokens as the decode engine sizes its KV cache (memory.fit's occupancy, Engine.kv_budget): ISL+OSL
+    where it reserves the whole (TensorRT-LLM), else its mean context during decode, ISL + share x OSL."""
+    return f"{isl}+{osl} tokens" if share >= 1.0 else f"{isl}+{share * osl:.10g} tokens (its mean context)"
+
+
+def _holds(held: int, *, kv: int, full: int, decode_instances: int, adp: int, max_batch, isl: int, osl: int, share: float) -> str:
     """'decode pool holds 7 requests (why)': the limit that binds a decode pool that runs `held` at once (the engine's max
-    batch per attention-DP rank, the KV cache's `kv` sequences, or else the step budget)."""
+    batch per attention-DP rank, the KV cache's `kv` sequences as the engine sizes them, or else the step budget). Where
+    the engine sizes its cache at a mean context (`share` < 1 of the OSL), the sequences at it and the `full` ISL+OSL
+    ones, as estimate's over-capacity line says (serve.estimate._over_capacity)."""
     n = f"{decode_instances} instance{'s' if decode_instances != 1 else ''}"
+    if share < 1.0:
+        seqs = f"{kv} sequence{'s' if kv != 1 else ''} at their mean context ({isl}+{share * osl:.10g} tokens), {full} of the full {isl}+{osl}"
+    else:
+        seqs = f"{kv} sequence{'s' if kv != 1 else ''} of {isl}+{osl} tokens"
     if max_batch is not None and held == decode_instances * adp * int(max_batch) and held < kv:
         why = f"{n} x {adp} attention-DP rank{'s' if adp != 1 else ''} x max batch {int(max_batch)}"
     elif held >= kv:
-        why = f"the KV cache of {n} holds {kv} sequence{'s' if kv != 1 else ''} of {isl}+{osl} tokens"
+        why = f"the KV cache of {n} holds {seqs}"
     else:
-        why = f"the KV cache of {n} holds {kv} sequences of {isl}+{osl} tokens, the step budget schedules {held}"
+        why = f"the KV cache of {n} holds {seqs}, the step budget schedules {held}"
     return f"decode pool holds {held} request{'s' if held != 1 else ''} ({why})"
 
 

@@ -65,6 +65,15 @@ class Mixer(ABC):
 # Softmax attention over a KV cache
 
 
+def _o_bytes_per_gpu(a, hidden: int, w_bytes: float, tp, kvp):
+    """An attention's output projection on one GPU: row-parallel over TP x Helix's KV-parallel ranks, as the
+    operators read it (cost.mixers' dense_tp): after Helix's all-to-all each GPU holds 1 / (TP x KVP) of the
+    heads' outputs (Helix, arXiv:2507.07120 sec. 2; TensorRT-LLM's Attention and MLA build o_proj on mapping_o,
+    tp_size = tp_size * cp_size, "For Helix CP, combine TP and CP for the output projection",
+    tensorrt_llm/_torch/modules/attention.py). Q, K and V stay split by TP alone."""
+    return a.heads * a.v_head_dim * hidden * w_bytes / (np.asarray(tp, float) * np.asarray(kvp, float))
+
+
 def causal_keys(cached, span):
     """Mean keys a query of a causal chunk reads: the `cached` tokens and, on average, half of the
     chunk's own `span` tokens (counting itself)."""
@@ -154,10 +163,10 @@ class GQA(Attention):
         QKVParallelLinear.__init__: num_kv_heads = 1, num_kv_head_replicas = tp / total_num_kv_heads where tp >= the KV
         heads, vllm/model_executor/layers/linear.py@0036d38; SGLang's QKVParallelLinear, python/sglang/srt/layers/
         linear.py, the same rule; TensorRT-LLM's Attention.__init__, num_key_value_heads = (kv + tp - 1) // tp,
-        tensorrt_llm/_torch/modules/attention.py). Equal to params / tp wherever TP divides the KV heads."""
+        tensorrt_llm/_torch/modules/attention.py). O split over TP x Helix's ranks (_o_bytes_per_gpu)."""
         h = hidden
-        split = h * self.heads * self.head_dim * (2 if self.out_gate else 1) + self.heads * self.v_head_dim * h
-        return (split / tp + h * self.kv_values_per_gpu(tp)) * w_bytes
+        q = h * self.heads * self.head_dim * (2 if self.out_gate else 1)
+        return (q / tp + h * self.kv_values_per_gpu(tp)) * w_bytes + _o_bytes_per_gpu(self, h, w_bytes, tp, kvp)
 
     def state_bytes_per_seq(self) -> float:
         return 0.0
@@ -240,8 +249,8 @@ class MLA(Attention):
 
     def weight_bytes_per_gpu(self, hidden: int, w_bytes: float, tp, kvp):
         # the low-rank down-projections (q_a, kv_a) are small and replicated on every TP rank
-        down = hidden * self.down_params_per_hidden
-        return (self.params(hidden) - down) * w_bytes / tp + down * w_bytes
+        down, o = hidden * self.down_params_per_hidden, self.heads * self.v_head_dim * hidden
+        return (self.params(hidden) - down - o) * w_bytes / tp + down * w_bytes + _o_bytes_per_gpu(self, hidden, w_bytes, tp, kvp)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -463,6 +472,10 @@ class LinearMixer(Mixer):
 
     def params(self, hidden: int) -> int:
         return hidden * hidden
+
+    def weight_bytes_per_gpu(self, hidden: int, w_bytes: float, tp, kvp):
+        # no cache to shard: Helix's GPUs act as TP, as cost.mixers.linear_ops runs it
+        return self.params(hidden) * w_bytes / (tp * kvp)
 
     def kv_values_per_token(self) -> int:
         return 0

@@ -893,12 +893,30 @@ def chunks_prompts(dep: Deployment) -> bool:
     return bool(dep.engine.chunks_prefill if dep.chunked_prefill is None else dep.chunked_prefill)
 
 
+def whole_prompts(engine, chunked_prefill, *, stated: bool):
+    """Whether a launch on `engine` schedules prompts whole as it states them (arrays broadcast over `chunked_prefill`, the
+    launch's flag or None for the engine's default): chunked prefill turned off, or left at an engine's default of off with
+    a step budget of its own `stated` (max_num_tokens). Left both at TensorRT-LLM's defaults, a prompt over the default
+    budget is read as a launch with chunked prefill on (what TensorRT-LLM's long-context guides set) and priced chunked, as
+    before: the page's and the docs' long-context answers (Helix at 131,072 tokens) name neither option. The one rule
+    behind states_whole_prompts (a deployment) and prompt_schedules (a search's columns)."""
+    if chunked_prefill is None:
+        return bool(stated and not engine.chunks_prefill)
+    return np.logical_not(np.asarray(chunked_prefill, bool))
+
+
 def states_whole_prompts(dep: Deployment) -> bool:
-    """Whether `dep`'s launch schedules prompts whole as it states them: chunked prefill turned off, or left at an engine's
-    default of off with a step budget of its own (max_num_tokens). Left both at TensorRT-LLM's defaults, a prompt over the
-    default budget is read as a launch with chunked prefill on (what TensorRT-LLM's long-context guides set) and priced
-    chunked, as before: the page's and the docs' long-context answers (Helix at 131,072 tokens) name neither option."""
-    return dep.chunked_prefill is False or (dep.chunked_prefill is None and dep.max_num_tokens is not None and not chunks_prompts(dep))
+    """whole_prompts for one deployment: its launch option (Deployment.chunked_prefill) and whether it states max_num_tokens."""
+    return bool(whole_prompts(dep.engine, dep.chunked_prefill, stated=dep.max_num_tokens is not None))
+
+
+def prompt_schedules(engine, chunked_prefill, prompt, mnt, *, stated: bool):
+    """Whether a `prompt`-token prompt (per KV-parallel rank; arrays ok) is scheduled under a step budget of `mnt`: always
+    where the launch chunks prompts (whole_prompts false) or the engine is not read to refuse one over its budget
+    (Engine.whole_prompt_refusal None: SGLang, ATOM), else only within the budget. check_whole_prompt refuses one
+    deployment's prompt by it; serve.aggregated marks a search's point unfit by it."""
+    return (np.logical_not(whole_prompts(engine, chunked_prefill, stated=stated))
+            | (np.asarray(prompt, float) <= np.asarray(mnt, float)) | (engine.whole_prompt_refusal is None))
 
 
 def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
@@ -909,12 +927,9 @@ def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
     BaseLLM._check_arguments@4c05a748; the whole prompt, prefix hits included; cp_size: our kvp). review crev #5. Each
     engine's own rule, options and source (Engine.whole_prompt_refusal: vLLM's launch check; none read for SGLang or ATOM,
     so none made); the option here as both callers spell it (the CLI's --chunked-prefill, the API's chunked_prefill)."""
-    said = dep.engine.whole_prompt_refusal
-    if said is None or not states_whole_prompts(dep):
-        return
-    why, budget, on = said
     per = int(isl) / int(np.max(dep.plan.kvp))
-    if per > dep.step_tokens:
+    if not np.all(prompt_schedules(dep.engine, dep.chunked_prefill, per, dep.step_tokens, stated=dep.max_num_tokens is not None)):
+        why, budget, on = dep.engine.whole_prompt_refusal
         raise InputError(field, int(isl), f"at most max_num_tokens ({dep.step_tokens:,}): {dep.engine.title} without chunked prefill "
                                           f"{why}; raise max_num_tokens{f' ({budget})' if budget else ''} to {math.ceil(per):,} or more, or turn "
                                           f"chunked prefill on ({on}; --chunked-prefill, the API's chunked_prefill: true)")
