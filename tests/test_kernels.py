@@ -713,7 +713,7 @@ def test_an_unlisted_family_has_no_sm_clock_and_is_refused_where_one_is_read(h10
     mine = replace(h100, family="myfam")
     cal = replace(documented(), attn_decode_max_group=32.0, attn_decode_wide_flop_clk=30.0)
     with pytest.raises(InputError) as e:
-        mine.sm_clocks_per_s
+        _ = mine.sm_clocks_per_s
     assert str(e.value).startswith("gpu.family: 'myfam' is not valid; a family whose BF16 FLOP per SM clock is known")
     with pytest.raises(InputError, match="gpu.family"):
         cost.attention_decode_time(1e12, 1.0, mine, cal, group=64.0, mmha=True)
@@ -743,7 +743,7 @@ def test_flashmla_launches_its_combine_always_and_its_metadata_per_layer_in_olde
         o = next(o for o in got if o.role == "core_decode")
         return float(o.time), float(o.kernels)
 
-    (t1, n1), (t2, n2), (t0, n0) = core(trt), core(trt.without("mla_meta")), core(None)
+    (t1, n1), (t2, n2), (_t0, n0) = core(trt), core(trt.without("mla_meta")), core(None)
     assert (n0, n1, n2) == (2.0, 2.0, 3.0)
     # the combine is a plain <<<>>> launch (flash_fwd_mla_kernel.h@08f1ea31): no PDL credit on it (Op.no_pdl 1), so a
     # step credits PDL on the decode kernel (and, in the older build, the metadata kernel) alone
