@@ -7,8 +7,10 @@ parameters are read off the serving runs' time per output token, which at these 
 moe_eff (the grouped kernels' rate against a dense GEMM of the same shape; range 0.1-0.8: Triton's fused MoE
 reaches 0.12-0.48 of roofline on H100 where the dense GEMMs reach 0.5-0.75, docs/modelling-notes.md) and
 moe_overhead_s (its fixed cost per grouped GEMM: launch, routing set-up; range 2-40 us, the H100 tables'
-one-token MoE blocks take 20-80 us in all). Searched on a log grid, then refined, minimising the median
-absolute log error of TPOT over campaign C's runs (every ATOM run, SGLang's from ROCm release 0.5.6.post1 on:
+one-token MoE blocks take 20-80 us in all; AITER's gfx950 MXFP4 stages at one token, 11.4 and 7.5 us, leave
+9.5 and 6.6 us after their weights: ROCm/aiter@e4048607 aiter/configs/model_configs/dsv3_fp4_tuned_fmoe.csv,
+docs/modelling-notes.md#amdfit-refit). Searched on a log grid, then refined, minimising the median absolute
+log error of TPOT over campaign C's runs (every ATOM run, SGLang's from ROCm release 0.5.6.post1 on:
 crossval_campaigns.newer_build; 0.5.2's runs of the same settings take ~2x as long per token and 0.5.5.post3's ran a
 decode kernel not priced, so both are reported apart). The other parameters stay as bundled. Then prints the newer runs' TTFT and TPOT errors per engine and
 weight format, bundled and fitted. Takes a few minutes.

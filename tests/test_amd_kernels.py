@@ -109,7 +109,7 @@ def test_mi355x_is_not_slower_than_mi300x_for_deepseek(concurrency):
 
 # AITER's fused MoE tuned on gfx942 (MI300X, 304 CUs), ROCm/aiter@e4048607 aiter/configs/model_configs: the whole fused_moe call in us
 # by tokens (top-8 of 128 BF16 experts, model_dim 4096, Qwen3-235B's at TP4 / TP8: qwen3_235b_bf16_tuned_fmoe.csv:28-33, 44-49).
-# 64-2048 rows per expert: the 64- and 128-row kernels, which the fitted few-row moe_eff (0.14) priced 2.2-3.5x slow. (Its
+# 64-2048 rows per expert: the 64- and 128-row kernels, which the fitted few-row moe_eff (0.15) priced 2.2-3.5x slow. (Its
 # block-FP8 rows are not: cost.ffns.AITER_LARGE_BLOCK_SHARE keeps DeepSeek's formats at the rate the MI355X runs measure)
 AITER_GFX942_MOE = [("bfloat16", 4096, 384, 128, 8, t, us) for t, us in ((1024, 525.1645), (2048, 719.6576), (4096, 1277.8145), (8192, 2220.8408),
                                                                           (16384, 4216.9140), (32768, 7767.4427))] + \

@@ -331,7 +331,7 @@ MOE_RATES = {"blackwell": {"fp8_block": ("fp8", 2.0 / 3.0)}}
 # block_m 64 from 33 tokens for block-scaled FP8 and get_block_size_M's 32/64/128 by waves, ROCm/aiter aiter/fused_moe.py:1227-1240,
 # 2407-2412@e4048607; the tuned tables' block_m 64/128 and asm 64x256 kernels from ~1k tokens, a8w8_blockscale_tuned_fmoe_ds_v3.csv:
 # 378-381 on gfx950) run at this share of the dense kernel family's modelled rate (gemm_eff x peak), per (GPU family, GEMM kernel
-# family), against the few-row blocks' fitted moe_eff (0.14, fitted on decode steps of 1-16 rows per expert). Read off AITER's tuned
+# family), against the few-row blocks' fitted moe_eff (0.15, fitted on decode steps of 1-16 rows per expert). Read off AITER's tuned
 # two-stage rows at 512-2k rows per expert, the first stage (K the model width, long): gfx942 BF16 0.40-0.63 (qwen3_235b_bf16_tuned_fmoe.csv:30-33,46-49,
 # 4096x192/384: 21-32% of the BF16 peak over gemm_eff_bf16 0.51); gfx950 BF16 0.41-0.50 (qwen3_235b_bf16, 4096x384: 26-31% over
 # 0.62), per-token FP8 0.52 (glm47_fp8_tuned_fmoe.csv:15-17, 5120x1536: 28.5-29% over gemm_eff_fp8 0.55). Range 0.4-0.63; a pair
@@ -340,8 +340,8 @@ MOE_RATES = {"blackwell": {"fp8_block": ("fp8", 2.0 / 3.0)}}
 # e4048607 but whose InferenceX runs (builds before it) put the 8k prefill's experts at the few-row rate (with 0.27 their 8k
 # first tokens come out 12% short: docs/modelling-notes.md#amdk-moe-blocks); nor on gfx942, which borrows gfx950's MoE values
 # (fitted.toml [cdna3]) though its table reads 0.69 (a8w8_blockscale_tuned_fmoe_ds_v3.csv:392-396, 7168x2048: 45-47% over
-# 0.68), so that a GPU is not priced faster for a kernel rate the other's runs did not reach. Below 0.57 a 64-row block
-# (64 / share row-times) costs more than a 16-row one (16 / 0.1433 = 112) at up to 16 rows per expert, where the fit lies
+# 0.68), so that a GPU is not priced faster for a kernel rate the other's runs did not reach. Below 0.62 a 64-row block
+# (64 / share row-times) costs more than a 16-row one (16 / 0.1545 = 104) at up to 16 rows per expert, where the fit lies
 AITER_LARGE_BLOCK_SHARE = {("cdna3", "bf16"): 0.5, ("cdna4", "bf16"): 0.45, ("cdna4", "fp8"): 0.52,
                            **{(fam, k): None for fam in ("cdna3", "cdna4") for k in ("fp8_block", "fp4")}}
 # AITER's second stage (the down-projection) adds each routed row's top-k-weighted output into its token's [token, hidden] BF16
