@@ -440,8 +440,11 @@ def _disagg_point(r: dict, p: dict, index: int, out: str, engine: str | None) ->
                       draft_model=rec.get("draft_model"), max_num_tokens=rec.get("max_num_tokens"),
                       calibration=r.get("calibration"), export_dynamo=export_dynamo, arrival=r.get("arrival") or DEFAULT_ARRIVAL)
     write_text(out, text, executable=text.startswith("#!"))
-    _console(stderr=out == "-").print(f"wrote dynamo configuration ({worker} workers) of disaggregated point {index} ({rec['plan']}, "
-                                      f"{conc} requests, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
+    con = _console(stderr=out == "-")
+    con.print(f"wrote dynamo configuration ({worker} workers) of disaggregated point {index} ({rec['plan']}, "
+              f"{conc} requests, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
+    if p.get("disagg_command"):  # the disagg that prices the point again, its decode capture included (crev9 #1)
+        con.print(f"priced again by: {p['disagg_command']}", highlight=False, soft_wrap=True)
 
 
 from llm_codesign.explore.export import command_line as _command_line  # noqa: E402 (where it was)
