@@ -48,6 +48,7 @@ from llm_codesign.cli.common import (
 from llm_codesign.errors import InputError, parse_nested, read_text
 from llm_codesign.spec.engines import ENGINES, EXPORTABLE, TRTLLM, VENDOR_NAMES, engine_for, engines_on
 from llm_codesign.spec.engines.head_dims import head_dim_note
+from llm_codesign.spec.plan import precision_notes
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -216,6 +217,8 @@ def export(
             predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
             intervals = r.get("intervals")
         summary = {"deployment": dep.to_dict(), "concurrency": conc, "replicas": n_rep, "predicted": predicted}
+        if notes := precision_notes(m, dep):  # a format the engines run otherwise, as estimate's precision_notes (crev9 #7)
+            summary["precision_notes"] = list(notes)
         if plan_note:  # the GPUs read off tp x attention_dp (spec.plan.attention_dp_note), as estimate --json says it
             summary["plan_note"] = plan_note
         if intervals:
@@ -264,6 +267,8 @@ def export(
     from llm_codesign.render.intervals import arrival_footer
 
     con.print(arrival_footer(arrival), highlight=False)  # the arrival the predicted TTFT turns on (newc4 #1: 1912 ms in waves, 130 in a loop)
+    for note in summary.get("precision_notes", ()):  # the file runs them so (W16A8's activations at BF16: crev9 #7)
+        con.print(f"note: {note}", highlight=False)
     if caps := capped_footnote([("", summary.get("intervals"))]):  # the bounds above that stop at the ideal step
         con.print(caps, highlight=False)
     if "capture" in summary:  # the decode pool's capture, as disagg takes it
