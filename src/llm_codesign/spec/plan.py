@@ -893,8 +893,8 @@ def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
     is_gen_only: ... if max_num_tokens and prompt_len / cp_size + query_len > max_num_tokens: raise ValueError("The sum of
     prompt length (...) ... should not exceed max_num_tokens")` (NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm.py
     BaseLLM._check_arguments@4c05a748; the whole prompt, prefix hits included; cp_size: our kvp). review crev #5. Each
-    engine's own rule, options and source (Engine.whole_prompt_refusal: vLLM's launch check; none read for SGLang or ATOM,
-    so none made); the option here as both callers spell it (the CLI's --chunked-prefill, the API's chunked_prefill)."""
+    engine's own rule, options and source (Engine.whole_prompt_refusal: vLLM's launch check, ATOM's scheduler; none for
+    SGLang, which serves the longer prompt whole: serve.aggregated.prompt_budget); the option here as both callers spell it (the CLI's --chunked-prefill, the API's chunked_prefill)."""
     said = dep.engine.whole_prompt_refusal
     if said is None or not states_whole_prompts(dep):
         return
