@@ -163,3 +163,6 @@ def test_import_reads_sglangs_chunked_prefill_off(flags, budget):
     want = json.loads(_run("estimate", "llama-3.1-8b", "--gpu", "mi355x", "--tp", "1", "--isl", "4096", "--osl", "256", "--concurrency",
                            "16", "--backend", "sglang", "--max-num-tokens", str(budget), "--no-chunked-prefill", "--json").stdout)
     assert (got["ttft_ms"], got["max_num_tokens"]) == (pytest.approx(want["ttft_ms"], rel=1e-12), budget)
+    text = _run("import", line, "--gpu", "mi355x", "--concurrency", "16", "--isl", "4096", "--osl", "256").stdout
+    assert (f"chunked prefill off (--chunked-prefill-size -1, or any value <= 0): prefill batches of up to {budget:,} tokens "
+            "(--max-prefill-tokens), a longer prompt run whole, alone") in " ".join(text.split())

@@ -525,6 +525,9 @@ def import_(
             con.print(f"[yellow]at {r['concurrency']} requests: {r['over_capacity']}[/yellow]", highlight=False)
         if r.get("attention_note"):  # lint R4's head size on the engine's attention kernels, as estimate says it
             con.print(f"[yellow]{r['attention_note']}[/yellow]", highlight=False)
+        if imp.engine == "sglang" and d.chunked_prefill is False:  # SGLang's -1, read as chunking off (crev9 #8)
+            con.print("chunked prefill off (--chunked-prefill-size -1, or any value <= 0): prefill batches of up to "
+                      f"{d.step_tokens:,} tokens (--max-prefill-tokens), a longer prompt run whole, alone", highlight=False)
         if d.spec is not None and d.spec.source:  # the configuration states no acceptance: the published one, as estimate says it
             con.print(f"speculation: acceptance not given, so the published one: {d.spec.source}", highlight=False)
         if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):
