@@ -5,7 +5,7 @@ Each length is priced as if the deployment's concurrency held requests of that l
 (serve/aggregated.evaluate broadcast over the samples), then mixed: a slot serves one request for its
 lifetime, so with C requests in flight the deployment completes C / E[life] requests a second and
 writes C E[OSL] / E[life] output tokens a second; TTFT is read per request (mean and percentiles over
-the requests), TPOT per output token. That a long request slows the short ones sharing its batch is
+the requests), TPOT per decoded token (OSL - 1 a request). That a long request slows the short ones sharing its batch is
 left out: each length's step is its own, so a wide mix reads optimistic for the short requests. A mix any of whose
 requests is longer than the model's context is refused up front, naming the part that draws them and their share
 (within_context): an engine refuses those requests, so pricing the rest, or clipping them, would answer another mix.
