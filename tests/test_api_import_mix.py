@@ -33,8 +33,8 @@ def test_mix_is_what_the_cli_prints(two_lengths):
     assert (a["mean_isl"], a["mean_osl"], a["distinct_lengths"]) == (1500.0, 300.0, 2)
     short, long_ = a["per_length"]
     assert (short["isl"], short["share"], long_["isl"], long_["share"]) == (1000, 0.75, 3000, 0.25)
-    # TPOT per output token: tokens 3 x 200 = 600 of the short kind against 600 of the long, half and half
-    assert r.tpot_s == pytest.approx((short["tpot_ms"] + long_["tpot_ms"]) / 2 / 1e3, rel=1e-12)
+    # TPOT per decoded token (OSL - 1 a request, crev9 #3): 3 x 199 = 597 of the short kind against 599 of the long
+    assert r.tpot_s == pytest.approx((597 * short["tpot_ms"] + 599 * long_["tpot_ms"]) / 1196 / 1e3, rel=1e-12)
     assert r.tok_s_per_user == pytest.approx(1.0 / r.tpot_s, rel=1e-12)
     assert r.ttft_s["mean"] == pytest.approx((0.75 * short["ttft_ms"] + 0.25 * long_["ttft_ms"]) / 1e3, rel=1e-12)
     assert r.fits and r.concurrency == 32 and len(r.to_records()) == 2

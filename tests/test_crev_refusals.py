@@ -145,3 +145,48 @@ def test_mix_refuses_the_prompt_estimate_refuses(tmp_path):
     on = _run(*mix, "--chunked-prefill", "--json")
     assert on.exit_code == 0, on.output
     assert [x["isl"] for x in json.loads(on.stdout)["per_length"]] == [1000, 20000]
+
+
+def test_sglang_prices_an_unchunked_prompt_whole_and_atom_refuses_it():
+    """crev9 #9: with chunked prefill off, a prompt over the step budget was priced in chunks of it whatever the flag (SGLang
+    4,096 tokens at a 2,048 budget: TTFT 717.86 ms with the flag and without). SGLang's PrefillAdder admits a prefill batch's
+    first request whole: priced as one 4,096-token step, alone. ATOM's scheduler rejects such a prompt
+    (Scheduler._unschedulable_reason), so it is refused as vLLM's is, naming ATOM's own options."""
+    from llm_codesign.serve.aggregated import prompt_budget
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    off = SchedulerFlags(chunked_prefill=False)
+    # SGLang: the 4,096-token prompt whole (not 2,048); two 1,000-token ones still fill 2,048 whole, floor(2048 / 1000) x 1000 = 2000
+    assert prompt_budget(2048.0, 4096.0, engine=get_engine("sglang"), flags=off) == 4096.0
+    assert prompt_budget(2048.0, 1000.0, engine=get_engine("sglang"), flags=off) == 2000.0
+    assert prompt_budget(2048.0, 4096.0, engine=get_engine("sglang")) == 2048.0  # chunked, its default: chunks of the budget
+    args = ["llama-3.1-8b", "--gpu", "mi355x", "--tp", "1", "--isl", "4096", "--osl", "256", "--concurrency", "16", "--max-num-tokens", "2048"]
+    on, whole = (json.loads(_run("estimate", *args, "--backend", "sglang", *c, "--json").stdout) for c in ((), ("--no-chunked-prefill",)))
+    assert whole["ttft_ms"] < on["ttft_ms"] and whole["ttft_ms"] != pytest.approx(on["ttft_ms"], rel=1e-3)
+    r = _run("estimate", *args, "--backend", "atom", "--no-chunked-prefill")
+    assert r.exit_code == 2 and r.output.strip() == (
+        "error: isl: 4096 is not valid; at most max_num_tokens (2,048): ATOM without chunked prefill rejects a longer prompt "
+        "unscheduled (Scheduler._unschedulable_reason); raise max_num_tokens (--max-num-batched-tokens) to 4,096 or more, or "
+        "turn chunked prefill on (--enable_chunked_prefill, its default; --chunked-prefill, the API's chunked_prefill: true)")
+    assert _run("estimate", *args, "--backend", "atom", "--no-chunked-prefill", "--isl", "2000").exit_code == 0
+
+
+@pytest.mark.parametrize("flags, budget", [("--chunked-prefill-size -1", 16384), ("--chunked-prefill-size 0 --max-prefill-tokens 2048", 2048)])
+def test_import_reads_sglangs_chunked_prefill_off(flags, budget):
+    """crev9 #8: `--chunked-prefill-size -1`, SGLang's documented "disabling chunked prefill", was refused as "max_num_tokens:
+    -1 is not valid". Read as chunking off, the step budget the prefill batch's --max-prefill-tokens (16,384 by default),
+    and priced as estimate --no-chunked-prefill prices it."""
+    from llm_codesign.explore.export import read_config
+    from llm_codesign.spec.hardware import get_gpu
+
+    line = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 1 " + flags
+    imp = read_config(line, "c", gpu=get_gpu("mi355x"))
+    assert (imp.deployment.chunked_prefill, imp.deployment.step_tokens) == (False, budget) and "max-prefill-tokens" not in imp.ignored
+    got = json.loads(_run("import", line, "--gpu", "mi355x", "--concurrency", "16", "--isl", "4096", "--osl", "256", "--json").stdout)
+    want = json.loads(_run("estimate", "llama-3.1-8b", "--gpu", "mi355x", "--tp", "1", "--isl", "4096", "--osl", "256", "--concurrency",
+                           "16", "--backend", "sglang", "--max-num-tokens", str(budget), "--no-chunked-prefill", "--json").stdout)
+    assert (got["ttft_ms"], got["max_num_tokens"]) == (pytest.approx(want["ttft_ms"], rel=1e-12), budget)
+    text = _run("import", line, "--gpu", "mi355x", "--concurrency", "16", "--isl", "4096", "--osl", "256").stdout
+    assert (f"chunked prefill off (--chunked-prefill-size -1, or any value <= 0): prefill batches of up to {budget:,} tokens "
+            "(--max-prefill-tokens), a longer prompt run whole, alone") in " ".join(text.split())

@@ -28,10 +28,12 @@ def test_disaggregated_frontier_points_reprice_to_themselves(h200, llama70b):
         d = p.to_dict()["deployment"]  # the record --json prints: both pools' plans, rebuilt into the point's own
         assert d["instance_gpus"] * d["replicas"] == 8 and d["concurrency_per_instance"] == p.concurrency
         plans = [Plan.from_dict(d["prefill"]), Plan.from_dict(d["decode"])]
-        # the decode pool states TensorRT-LLM's capture padded up to the grid's largest batch (its default is unpadded: point_graphs)
-        assert d["decode"]["cuda_graph_max_bs"] == 16384 and "cuda_graph_max_bs" not in d["prefill"]
+        # the decode pool states TensorRT-LLM's capture padded up to its own batch per rank (its default is unpadded: point_graphs;
+        # the grid's largest, 16384, before crev9 #1): the unit's requests over its decode instances and their DP ranks
+        rank = p.concurrency // d["decode"]["instances"] // d["decode"]["attention_dp"]
+        assert d["decode"]["cuda_graph_max_bs"] == rank and "cuda_graph_max_bs" not in d["prefill"]
         pair = disagg_pair(h200, FP8, *plans)
-        assert plans == [p.prefill.plan, p.decode.plan] and (pair[0], replace(pair[1], cuda_graph_max_bs=16384)) == (p.prefill, p.decode)
+        assert plans == [p.prefill.plan, p.decode.plan] and (pair[0], replace(pair[1], cuda_graph_max_bs=rank)) == (p.prefill, p.decode)
         one = evaluate_disagg(llama70b, p.prefill, p.decode, calibration=cal, prefill_instances=d["prefill"]["instances"],
                               decode_instances=d["decode"]["instances"], concurrency=p.concurrency, isl=4096, osl=512)
         assert float(np.ravel(one["ttft_s"])[0]) == pytest.approx(p.ttft_s)

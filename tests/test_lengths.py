@@ -45,7 +45,7 @@ def test_two_lengths_mix_by_request_share(tmp_path):
     assert r["output_tok_s_per_gpu"] == pytest.approx(want, rel=1e-12)
     assert r["ttft_ms"]["mean"] == pytest.approx((0.75 * float(a.ttft_s) + 0.25 * float(b.ttft_s)) * 1e3, rel=1e-12)
     assert r["ttft_ms"]["p50"] == pytest.approx(float(a.ttft_s) * 1e3) and r["ttft_ms"]["p90"] == pytest.approx(float(b.ttft_s) * 1e3)
-    tok = np.array([0.75 * 128, 0.25 * 1024])
+    tok = np.array([0.75 * 127, 0.25 * 1023])  # the decoded tokens, OSL - 1 a request: TPOT is the time per token after the first
     assert r["tpot_ms"] == pytest.approx(float(np.dot(tok / tok.sum(), [float(a.tpot_s), float(b.tpot_s)])) * 1e3, rel=1e-12)
     assert r["mean_isl"] == pytest.approx(0.75 * 512 + 0.25 * 8192)
 
@@ -134,3 +134,45 @@ def test_a_csv_mix_is_checked_request_by_request(tmp_path):
         price_mix(M, DEP, from_csv(str(f)), 4, calibration=CAL)
     assert str(e.value) == (f"lengths: '{f}' is not valid; requests within {CTX} (ISL+OSL): 25% of the mix's requests exceed it, "
                             "up to 131,100, and an engine refuses such a request")
+
+
+def test_tpot_weighs_the_decoded_tokens(tmp_path):
+    """crev9 #3: TPOT and tok/s/user average over the tokens decoded, OSL - 1 a request (its first token is its prefill's).
+    Weighted by OSL, 1,000 one-token requests beside one 128/32 request made the mix's TPOT 11.21 ms against the one
+    decoding request's 6.68 (llama-3.1-8b, H100)."""
+    f = tmp_path / "l.csv"
+    f.write_text("isl,osl,count\n8192,1,1000\n128,32,1\n")
+    r = price_mix(M, DEP, from_csv(str(f)), 32, calibration=CAL)
+    # the one-token requests weigh 1000 x (1 - 1) = 0 decoded tokens: the mix's TPOT is the 128/32 request's own
+    only = float(single(128, 32).tpot_s) * 1e3
+    assert r["tpot_ms"] == pytest.approx(only, rel=1e-12) and r["tok_s_per_user"] == pytest.approx(1e3 / only, rel=1e-12)
+    f.write_text("isl,osl,count\n512,2,3\n512,11,1\n")
+    r = price_mix(M, DEP, from_csv(str(f)), 32, calibration=CAL)
+    a, b = (float(single(512, o).tpot_s) * 1e3 for o in (2, 11))
+    # decoded tokens: 3 requests x (2 - 1) = 3 and 1 x (11 - 1) = 10, so TPOT = (3 a + 10 b) / 13 (by OSL it was (6 a + 11 b) / 17)
+    assert r["tpot_ms"] == pytest.approx((3 * a + 10 * b) / 13, rel=1e-12)
+    assert r["tok_s_per_user"] == pytest.approx(13e3 / (3 * a + 10 * b), rel=1e-12)
+
+
+def test_the_mix_ceiling_is_priced_as_the_mix(tmp_path):
+    """crev9 #4: tok/s/GPU's ceiling was one ideal step at the smallest batch of any length (the prefill-bound 1024/2
+    requests' 7 of 16 in flight), ~1350 tok/s/GPU below the mix's own 1697, so both upper bounds were cut to the prediction.
+    Now each length's ideal at its own batch and acceptance, combined as the mix's rate: E[OSL] / E[OSL / rate]."""
+    import llm_codesign as lc
+    from llm_codesign.measure.intervals import ideal
+
+    f = tmp_path / "l.csv"
+    f.write_text("isl,osl,count\n1024,2,3\n1024,1024,1\n")
+    dep = lc.deployment(M, gpu="h100", num_gpus=1)
+    d = lc.mix(M, dep, lengths=str(f), concurrency=16).to_dict()
+    est = {o: lc.estimate(M, dep, Workload(isl=1024, osl=o, concurrency=16)) for o in (2, 1024)}
+    assert (est[2].max_batch, min(16, est[1024].max_batch)) == (7, 16)  # each length's batch that runs
+    per = {o: ideal(M, dep, min(16, est[o].max_batch), isl=1024, osl=o, accepted=1.0) for o in (2, 1024)}
+    # E[OSL] = 0.75 x 2 + 0.25 x 1024 = 257.5 output tokens a request
+    ceiling = 257.5 / (0.75 * 2 / per[2]["output_tok_s_per_gpu"] + 0.25 * 1024 / per[1024]["output_tok_s_per_gpu"])
+    assert per[2]["output_tok_s_per_gpu"] < d["output_tok_s_per_gpu"] < ceiling  # the old ceiling lay below the value
+    band = d["intervals"]["output_tok_s_per_gpu"]
+    assert "capped" not in band and band["hi80"] > d["output_tok_s_per_gpu"] and band["hi95"] > band["hi80"]
+    # TPOT's floor over the decoded tokens: 3 x 1 of the 1024/2 requests' and 1 x 1023 of the 1024/1024 one's
+    floor = (3 * per[2]["tpot_ms"] + 1023 * per[1024]["tpot_ms"]) / 1026
+    assert d["intervals"]["tpot_ms"]["lo95"] >= floor * (1 - 1e-12) and d["intervals"]["tpot_ms"].get("capped", floor) == pytest.approx(floor)

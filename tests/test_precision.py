@@ -104,3 +104,31 @@ def test_a_search_settles_the_precisions_it_is_given():
     # without the cache's reads, at 64k requests the bound is compute-bound: 2 x 8.0e9 active params x B over MI355X's
     # dense FP4 peak, not its BF16 one
     assert roofline_bound(m, mi355, precs, 1)["output_tok_s_per_gpu"][-1] == pytest.approx(mi355.peak("fp4") / (2 * m.active_params), rel=1e-3)
+
+
+def test_activations_narrower_than_the_weights_run_at_the_weights_format_and_say_so():
+    """crev9 #7: --activation-dtype fp8 on BF16 weights was labelled A:fp8 as run, priced as BF16 (TTFT 203.80 against
+    203.92 ms: some bytes at FP8) and exported as a plain BF16 launch, with no note. No engine has a W16A8 GEMM (each
+    quantises activations only with the weights): they run BF16, the label says "as run" and one note says why."""
+    import llm_codesign as lc
+    from llm_codesign.spec.precision import executable
+    from llm_codesign.spec.registry import get_model
+
+    h100, b200 = get_gpu("h100"), get_gpu("b200")
+    ran, notes = executable(Precision.of("bf16", "fp8"), h100)
+    assert ran == Precision.of("bf16") and notes == (
+        "W16A8 has no GEMM in any engine (activations are quantised only with the weights): the activations run bf16, priced and "
+        "exported as W16A16; --weight-dtype fp8 for fp8 GEMMs",)
+    w16a8 = notes[0]
+    ran, notes = executable(Precision.of("fp8", "nvfp4"), b200)  # W8A4 alike: the activations at FP8
+    assert ran.activation.name == "fp8" and notes[0].startswith("W8A4 has no GEMM")
+    # weight-only formats keep their activations (INT4's math is the activations', W4A8), and the usual pairs say nothing
+    for w, a in (("int4", "fp8"), ("fp8", "fp8"), ("bf16", "bf16"), ("nvfp4", "nvfp4"), ("mxfp4", "bf16")):
+        assert executable(Precision.of(w, a), b200) == (Precision.of(w, a), ()), (w, a)
+    m = get_model("llama-3.1-8b")
+    w = lc.Workload(isl=8192, osl=16, concurrency=1)
+    asked = lc.estimate(m, lc.deployment(m, gpu="h100", num_gpus=1, activation_dtype="fp8"), w).to_dict()
+    plain = lc.estimate(m, lc.deployment(m, gpu="h100", num_gpus=1), w).to_dict()
+    assert asked["precision"] == "W:bf16 A:fp8 KV:bf16" and asked["precision_as_run"] == "W:bf16 A:bf16 KV:bf16 as run"
+    assert asked["precision_notes"] == [w16a8]
+    assert (asked["ttft_ms"], asked["tpot_ms"]) == (plain["ttft_ms"], plain["tpot_ms"])  # priced as what runs: W16A16

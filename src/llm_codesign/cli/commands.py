@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    DISAGG_GRAPHS_NOTE,
     GRAPHS_NOTE,
     MAX_CONCURRENCY,
     MAX_GPUS,
@@ -813,8 +814,7 @@ def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit
             con.print(arrival_footer(r.get("arrival", DEFAULT_ARRIVAL)), highlight=False)  # the arrival its TTFT turns on (--arrival)
             if line := unpredictable_footnote([p.get("intervals") for p in shown], [k for k, _ in _FRONTIER_VALUES]):
                 con.print(line, highlight=False)
-            if r.get("mode") != "disaggregated":
-                con.print(GRAPHS_NOTE, highlight=False)
+            con.print(DISAGG_GRAPHS_NOTE if r.get("mode") == "disaggregated" else GRAPHS_NOTE, highlight=False)
         if shared:
             # a shared drop of "best" reads "drop none (the model's best precision)", not "drop best"
             said = {"-": "none", "best": "none (the model's best precision)", "n/a": f"n/a ({NO_ACCURACY})"}

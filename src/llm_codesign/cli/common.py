@@ -694,6 +694,10 @@ def on_gpus(model: str, instance_gpus: int, gpu_name: str, plan: str, replicas: 
 # TPOT 29.8 against the point's 19.6 ms, newc6 #4)
 GRAPHS_NOTE = ("CUDA graphs: every point priced with graphs padded up to its batch, as export writes them; estimate prices the "
                "engine's default capture unless --cuda-graph-max-bs (pareto --json: each point's estimate_command)")
+# a disaggregated point's decode workers alike: `disagg` without the capture priced 370 against the point's 856 tok/s/GPU (crev9 #1)
+DISAGG_GRAPHS_NOTE = ("CUDA graphs: every point's decode workers priced with graphs padded up to their batch, as export writes them; "
+                      "disagg prices the engine's default capture unless --decode-cuda-graph-max-bs (pareto --json: each point's "
+                      "disagg_command)")
 
 
 def plural(n: int, noun: str) -> str:

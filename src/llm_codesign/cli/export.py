@@ -48,6 +48,7 @@ from llm_codesign.cli.common import (
 from llm_codesign.errors import InputError, parse_nested, read_text
 from llm_codesign.spec.engines import ENGINES, EXPORTABLE, TRTLLM, VENDOR_NAMES, engine_for, engines_on
 from llm_codesign.spec.engines.head_dims import head_dim_note
+from llm_codesign.spec.plan import precision_notes
 
 
 def _check_out(out: str, inputs: dict, *, as_json: bool = False) -> None:
@@ -216,6 +217,8 @@ def export(
             predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
             intervals = r.get("intervals")
         summary = {"deployment": dep.to_dict(), "concurrency": conc, "replicas": n_rep, "predicted": predicted}
+        if notes := precision_notes(m, dep):  # a format the engines run otherwise, as estimate's precision_notes (crev9 #7)
+            summary["precision_notes"] = list(notes)
         if plan_note:  # the GPUs read off tp x attention_dp (spec.plan.attention_dp_note), as estimate --json says it
             summary["plan_note"] = plan_note
         if intervals:
@@ -264,6 +267,8 @@ def export(
     from llm_codesign.render.intervals import arrival_footer
 
     con.print(arrival_footer(arrival), highlight=False)  # the arrival the predicted TTFT turns on (newc4 #1: 1912 ms in waves, 130 in a loop)
+    for note in summary.get("precision_notes", ()):  # the file runs them so (W16A8's activations at BF16: crev9 #7)
+        con.print(f"note: {note}", highlight=False)
     if caps := capped_footnote([("", summary.get("intervals"))]):  # the bounds above that stop at the ideal step
         con.print(caps, highlight=False)
     if "capture" in summary:  # the decode pool's capture, as disagg takes it
@@ -443,8 +448,11 @@ def _disagg_point(r: dict, p: dict, index: int, out: str, engine: str | None) ->
                       draft_model=rec.get("draft_model"), max_num_tokens=rec.get("max_num_tokens"),
                       calibration=r.get("calibration"), export_dynamo=export_dynamo, arrival=r.get("arrival") or DEFAULT_ARRIVAL)
     write_text(out, text, executable=text.startswith("#!"))
-    _console(stderr=out == "-").print(f"wrote dynamo configuration ({worker} workers) of disaggregated point {index} ({rec['plan']}, "
-                                      f"{conc} requests, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
+    con = _console(stderr=out == "-")
+    con.print(f"wrote dynamo configuration ({worker} workers) of disaggregated point {index} ({rec['plan']}, "
+              f"{conc} requests, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
+    if p.get("disagg_command"):  # the disagg that prices the point again, its decode capture included (crev9 #1)
+        con.print(f"priced again by: {p['disagg_command']}", highlight=False, soft_wrap=True)
 
 
 from llm_codesign.explore.export import command_line as _command_line  # noqa: E402 (where it was)
@@ -520,6 +528,9 @@ def import_(
             con.print(f"[yellow]at {r['concurrency']} requests: {r['over_capacity']}[/yellow]", highlight=False)
         if r.get("attention_note"):  # lint R4's head size on the engine's attention kernels, as estimate says it
             con.print(f"[yellow]{r['attention_note']}[/yellow]", highlight=False)
+        if imp.engine == "sglang" and d.chunked_prefill is False:  # SGLang's -1, read as chunking off (crev9 #8)
+            con.print("chunked prefill off (--chunked-prefill-size -1, or any value <= 0): prefill batches of up to "
+                      f"{d.step_tokens:,} tokens (--max-prefill-tokens), a longer prompt run whole, alone", highlight=False)
         if d.spec is not None and d.spec.source:  # the configuration states no acceptance: the published one, as estimate says it
             con.print(f"speculation: acceptance not given, so the published one: {d.spec.source}", highlight=False)
         if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):

@@ -77,7 +77,7 @@ def mix(
                f"(mean ISL {r['mean_isl']:.0f}, OSL {r['mean_osl']:.0f}), {concurrency} requests",
                "TTFT_mean:n TTFT_p50:n TTFT_p90:n TTFT_p99:n TPOT:n tok/s/user:n tok/s/GPU:n fits:k",
                "Times in ms. Each length priced as if the batch held it alone, then mixed by request share "
-               "(explore/lengths.py); TPOT is per output token. Beneath: the 80% interval of the mean TTFT, TPOT and rates.")
+               "(explore/lengths.py); TPOT is per output token after each request's first. Beneath: the 80% interval of the mean TTFT, TPOT and rates.")
     from llm_codesign.measure.intervals import METRICS
     from llm_codesign.render.intervals import ONE_TOKEN, basis_rows, one_token, short_range
 

@@ -78,10 +78,11 @@ class DisaggPoint:
         pools = {}
         for name, dep, n in (("prefill", self.prefill, self.prefill_instances), ("decode", self.decode, self.decode_instances)):
             pools[name] = {"plan": dep.plan.label(), "instances": n, "gpus_each": dep.num_gpus, **dep.plan.to_dict(),
+                           "max_num_tokens": dep.step_tokens,  # the step budget priced (the engine's default resolved), as Deployment.to_dict's
                            # the decode workers' capture where the search states one (explore.search.point_graphs), as FrontierPoint's
                            **({} if dep.cuda_graph_max_bs is None else {"cuda_graph_max_bs": int(dep.cuda_graph_max_bs)})}
         pre, de, p, s = pools["prefill"], pools["decode"], self.decode.precision, self.decode.spec
-        return {"gpu": self.prefill.gpu.id, "instance_gpus": self.prefill_instances * self.prefill.num_gpus + self.decode_instances * self.decode.num_gpus,
+        return {"gpu": self.prefill.gpu.id, "backend": self.decode.backend, "instance_gpus": self.prefill_instances * self.prefill.num_gpus + self.decode_instances * self.decode.num_gpus,
                 "replicas": self.replicas, "plan": f"P {pre['instances']}x {pre['plan']} + D {de['instances']}x {de['plan']}",
                 "prefill": pre, "decode": de, "concurrency_per_instance": self.concurrency,
                 "weight_dtype": p.weight.name, "activation_dtype": p.activation.name, "kv_dtype": p.kv.name,
@@ -115,11 +116,7 @@ def estimate_command(model: str, rec: dict, *, isl: int, osl: int, prefix_hit: f
               for w in (flag, str(rec[key]))]
     words += ["--weight-dtype", rec["weight_dtype"], "--activation-dtype", rec["activation_dtype"], "--kv-dtype", rec["kv_dtype"],
               "--backend", rec["backend"], "--max-num-tokens", str(rec["max_num_tokens"])]
-    if rec.get("spec"):
-        words += ["--spec", rec["spec"], "--draft-len", str(rec["draft_len"])]
-        words += (["--acceptance-rates", ",".join(f"{x:g}" for x in rec["acceptance_rates"])] if rec.get("acceptance_rates")
-                  else ["--acceptance", f"{rec['acceptance']:g}"] if rec.get("acceptance") else [])
-        words += ["--draft-model", rec["draft_model"]] if rec.get("draft_model") else []
+    words += _spec_words(rec)
     words += ["--cpp"] if rec.get("cpp") else []
     words += ["--cuda-graph-max-bs", str(rec["cuda_graph_max_bs"])] if rec.get("cuda_graph_max_bs") is not None else []
     words += ["--isl", str(isl), "--osl", str(osl), "--concurrency", str(rec["concurrency_per_instance"])]
@@ -128,6 +125,47 @@ def estimate_command(model: str, rec: dict, *, isl: int, osl: int, prefix_hit: f
     words += ["--arrival", arrival] if arrival else []
     words += ["--calibration", calibration] if isinstance(calibration, str) else []
     return shlex.join(words)
+
+
+def _plan_text(pool: dict) -> str:
+    """A pool's plan as `disagg --prefill/--decode` takes it (spec.plan.Plan.parse): tp and pp always, the other sizes where
+    they are not 1, and a MoE plan's ep and moe_tp both (Plan.parse derives an unnamed moe_tp), as estimate_command's flags."""
+    moe = pool.get("ep", 1) != 1 or pool.get("moe_tp", 1) != 1
+    return ",".join(f"{key}={pool[key]}" for key, _ in _PLAN_FLAGS
+                    if key in ("tp", "pp") or pool.get(key, 1) != 1 or (moe and key in ("ep", "moe_tp")))
+
+
+def disagg_command(model: str, rec: dict, *, isl: int, osl: int, calibration: object = None) -> str:
+    """The `disagg` command line that prices a disaggregated frontier point again from its record (DisaggPoint.record: both
+    pools' plans, instances and step budgets, precision, engine, speculation, the decode workers' CUDA-graph capture and the
+    unit's requests): the point pasted into `disagg` without its capture priced TRT-LLM's default one, 370 against the point's
+    856 tok/s/GPU (70B FP8 on 8 H200, P TP4 + D TP4 at 78 requests, crev9 #1). The unit's replicas change no per-GPU
+    figure and `disagg` prices one unit: they are left out. `pareto --disagg --json` gives it each point."""
+    import shlex
+
+    pre, de = rec["prefill"], rec["decode"]
+    words = ["llm-codesign", "disagg", model, "--gpu", rec["gpu"], "--prefill", _plan_text(pre), "--decode", _plan_text(de)]
+    words += ["--prefill-instances", str(pre["instances"]), "--decode-instances", str(de["instances"])]
+    words += ["--weight-dtype", rec["weight_dtype"], "--activation-dtype", rec["activation_dtype"], "--kv-dtype", rec["kv_dtype"]]
+    words += ["--backend", rec["backend"]] if rec.get("backend") else []
+    words += ["--max-num-tokens", str(pre["max_num_tokens"])] if pre.get("max_num_tokens") is not None else []
+    if de.get("max_num_tokens") is not None and de.get("max_num_tokens") != pre.get("max_num_tokens"):
+        words += ["--decode-max-num-tokens", str(de["max_num_tokens"])]
+    words += _spec_words(rec)
+    words += ["--decode-cuda-graph-max-bs", str(de["cuda_graph_max_bs"])] if de.get("cuda_graph_max_bs") is not None else []
+    words += ["--isl", str(isl), "--osl", str(osl), "--concurrency", str(rec["concurrency_per_instance"])]
+    words += ["--calibration", calibration] if isinstance(calibration, str) else []
+    return shlex.join(words)
+
+
+def _spec_words(rec: dict) -> list[str]:
+    """A record's speculation as estimate's and disagg's flags: method, draft length, the acceptance it was priced at."""
+    if not rec.get("spec"):
+        return []
+    words = ["--spec", rec["spec"], "--draft-len", str(rec["draft_len"])]
+    words += (["--acceptance-rates", ",".join(f"{x:g}" for x in rec["acceptance_rates"])] if rec.get("acceptance_rates")
+              else ["--acceptance", f"{rec['acceptance']:g}"] if rec.get("acceptance") else [])
+    return words + (["--draft-model", rec["draft_model"]] if rec.get("draft_model") else [])
 
 
 def _flat(d: dict, prefix: str = "") -> dict:
@@ -227,11 +265,12 @@ class Frontier:
         return (out | {"cloud": self.cloud, "roofline_bound": self.roofline_bound}) if plot else out
 
     def _point_dict(self, p) -> dict:
-        """A point's to_dict, an aggregated one's with the estimate command that prices it again (estimate_command)."""
+        """A point's to_dict with the command that prices it again: an aggregated one's estimate_command, a disaggregated
+        one's disagg_command."""
         d = p.to_dict()
-        if self.mode == "disaggregated":
-            return d
         w = self.workload
+        if self.mode == "disaggregated":
+            return d | {"disagg_command": disagg_command(self.model, d["deployment"], isl=w.isl, osl=w.osl, calibration=self.calibration)}
         return d | {"estimate_command": estimate_command(self.model, d["deployment"], isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit,
                                                           arrival=w.arrival if w.arrival != DEFAULT_ARRIVAL else None, calibration=self.calibration)}
 

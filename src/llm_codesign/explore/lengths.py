@@ -5,7 +5,7 @@ Each length is priced as if the deployment's concurrency held requests of that l
 (serve/aggregated.evaluate broadcast over the samples), then mixed: a slot serves one request for its
 lifetime, so with C requests in flight the deployment completes C / E[life] requests a second and
 writes C E[OSL] / E[life] output tokens a second; TTFT is read per request (mean and percentiles over
-the requests), TPOT per output token. That a long request slows the short ones sharing its batch is
+the requests), TPOT per decoded token (OSL - 1 a request). That a long request slows the short ones sharing its batch is
 left out: each length's step is its own, so a wide mix reads optimistic for the short requests. A mix any of whose
 requests is longer than the model's context is refused up front, naming the part that draws them and their share
 (within_context): an engine refuses those requests, so pricing the rest, or clipping them, would answer another mix.
@@ -191,7 +191,7 @@ def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration, ar
     # a request of length i holds its slot for life_i = served_i x OSL_i / (output tok/s x GPUs)
     life = concurrency * lengths.osl / np.maximum(out * gpus, 1e-300)
     e_life = float(np.sum(w * life))
-    tok_w = w * lengths.osl / np.sum(w * lengths.osl)
+    tok_w = decoded_weights(w, lengths.osl)
     p50, p90, p99 = _weighted_quantile(ttft, w, (0.5, 0.9, 0.99))
     return {
         "lengths": lengths.source, "distinct_lengths": int(len(w)), "mean_isl": lengths.mean_isl, "mean_osl": lengths.mean_osl,
@@ -200,11 +200,23 @@ def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration, ar
         "tpot_ms": float(np.sum(tok_w * tpot)) * 1e3, "tok_s_per_user": float(1.0 / np.sum(tok_w * tpot)),
         "output_tok_s_per_gpu": concurrency * lengths.mean_osl / e_life / gpus,
         "io_tok_s_per_gpu": concurrency * (lengths.mean_isl + lengths.mean_osl) / e_life / gpus,
-        # the requests a step runs at once (popped by mix for its intervals' ideal step: measure.intervals.ideal)
-        "_batch": float(np.min(np.minimum(concurrency, r["max_batch"]))), "_accepted": float(np.mean(r["accepted_per_step"])),
+        # each length's requests a step and tokens a request a step, as it is priced (popped by mix for its intervals' bounds:
+        # measure.intervals.ideal per length, _mix_ideal)
+        "_batch": np.broadcast_to(np.minimum(concurrency, r["max_batch"]), w.shape).astype(float),
+        "_accepted": np.broadcast_to(r["accepted_per_step"], w.shape).astype(float),
         "per_length": [{"isl": int(a), "osl": int(b), "share": float(c), "ttft_ms": float(d) * 1e3, "tpot_ms": float(e) * 1e3,
                         "fits": bool(f)} for a, b, c, d, e, f in zip(lengths.isl, lengths.osl, w, ttft, tpot, fits, strict=True)],
     }
+
+
+def decoded_weights(w: np.ndarray, osl: np.ndarray) -> np.ndarray:
+    """Each length's share of the mix's decoded tokens, what its TPOT and tok/s/user average over: w x (OSL - 1), the tokens
+    after the first (a request's first token is its prefill's; TPOT is the time per output token after it). They were
+    weighted by OSL: 1,000 one-token requests beside one 128/32 request set the mix's TPOT at 11.21 ms, the only decoding
+    request's 6.68 ms (crev9 #3). A mix of one-token requests alone decodes nothing: its shares are returned (the answer's
+    TPOT is then null, serve.metrics.without_decode)."""
+    dec = w * (np.asarray(osl, float) - 1.0)
+    return dec / dec.sum() if dec.sum() > 0 else w
 
 
 def check_lengths(lengths, isl_dist, osl_dist, *, cli: bool = False) -> None:
@@ -312,14 +324,32 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     return Mix(model=model.name, deployment=dep, concurrency=concurrency, answer=r)
 
 
-def _mix_bands(m, dep, r: dict, concurrency: int, calibration, *, batch: float, accepted: float, arrival: str) -> dict:
+def _mix_bands(m, dep, r: dict, concurrency: int, calibration, *, batch: np.ndarray, accepted: np.ndarray, arrival: str) -> dict:
     """The intervals of a mix's mean TTFT, TPOT and rates (measure.intervals.band), as estimate's at the mix's mean ISL
     and OSL in the mix's arrival, as the mix is priced: the runs measured fixed lengths, none a mix."""
-    from llm_codesign.measure.intervals import bands, capped, context, ideal, table_for
+    from llm_codesign.measure.intervals import bands, capped, context, table_for
 
     ctx = context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=concurrency, isl=r["mean_isl"], osl=r["mean_osl"],
                   spec=dep.spec is not None, arrival=arrival)
     values = {"ttft_ms": r["ttft_ms"]["mean"], "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
               "output_tok_s_per_gpu": r["output_tok_s_per_gpu"]}
-    # held within what the GPUs allow at the batch that runs, as estimate's (api.estimate)
-    return capped(bands(values, ctx, table=table_for(calibration, gpu=dep.gpu)), values, ideal(m, dep, batch, isl=r["mean_isl"], osl=r["mean_osl"], accepted=accepted))
+    # held within what the GPUs allow at the batches that run, as estimate's (api.estimate), combined as the mix combines its values
+    return capped(bands(values, ctx, table=table_for(calibration, gpu=dep.gpu)), values, _mix_ideal(m, dep, r["per_length"], batch, accepted))
+
+
+def _mix_ideal(m, dep, rows: list[dict], batch: np.ndarray, accepted: np.ndarray) -> dict:
+    """What the GPUs allow the mix (measure.intervals.ideal), priced as the mix prices its values (price_mix): each length at
+    its own batch (min(concurrency, its max batch)) and acceptance, then its floors and ceilings averaged with the values'
+    weights: TTFT's floor over the requests, TPOT's over the decoded tokens (decoded_weights; tok/s/user its inverse) and
+    tok/s/GPU's ceiling as the mix's rate, E[OSL] / E[OSL / rate]. One ideal at the smallest batch of any length (a
+    prefill-bound OSL-2 length's 7 beside the decoding lengths' 16) put the ceiling at ~1350, below the mix's own 1697
+    tok/s/GPU, and cut both upper bounds to the prediction (llama-3.1-8b, H100, crev9 #4); the acceptance was an
+    unweighted mean over the lengths."""
+    from llm_codesign.measure.intervals import ideal
+
+    isl, osl, w = (np.asarray([x[k] for x in rows], float) for k in ("isl", "osl", "share"))
+    per = [ideal(m, dep, b, isl=i, osl=o, accepted=a) for i, o, b, a in zip(isl, osl, batch, accepted, strict=True)]
+    floor_tpot = float(np.sum(decoded_weights(w, osl) * np.asarray([x["tpot_ms"] for x in per])))
+    out = np.asarray([x["output_tok_s_per_gpu"] for x in per])
+    return {"ttft_ms": float(np.sum(w * np.asarray([x["ttft_ms"] for x in per]))), "tpot_ms": floor_tpot,
+            "tok_s_per_user": 1e3 / floor_tpot, "output_tok_s_per_gpu": float(np.sum(w * osl) / np.sum(w * osl / out))}

@@ -962,7 +962,12 @@ def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_F
     mnt = np.maximum(np.asarray(mnt, float) - np.asarray(decode_tokens, float), 0.0)
     new = np.asarray(new, float)
     whole = np.floor(mnt / np.maximum(new, 1.0)) * new
-    return np.where(chunks | (whole < np.maximum(new, 1.0)), mnt, whole)
+    # an engine that serves a longer prompt unchunked, whole (no refusal: SGLang, whose PrefillAdder.add_one_req always
+    # admits a prefill batch's first request, `if the can_run_list is empty, always accept the first prefill request`,
+    # python/sglang/srt/managers/schedule_policy.py@00550cd; chunked prefill off: rem_chunk_tokens None), runs it alone
+    # in its step: priced so where its chunked prefill is turned off, not in chunks of the budget (crev9 #9)
+    alone = (~np.asarray(chunks, bool)) & (engine.whole_prompt_refusal is None) & (whole < np.maximum(new, 1.0))
+    return np.where(alone, np.maximum(new, 1.0), np.where(chunks | (whole < np.maximum(new, 1.0)), mnt, whole))
 
 
 def stage_ranks(sh: Plan):

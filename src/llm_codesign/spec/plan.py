@@ -913,7 +913,7 @@ def states_whole_prompts(dep: Deployment) -> bool:
 def prompt_schedules(engine, chunked_prefill, prompt, mnt, *, stated: bool):
     """Whether a `prompt`-token prompt (per KV-parallel rank; arrays ok) is scheduled under a step budget of `mnt`: always
     where the launch chunks prompts (whole_prompts false) or the engine is not read to refuse one over its budget
-    (Engine.whole_prompt_refusal None: SGLang, ATOM), else only within the budget. check_whole_prompt refuses one
+    (Engine.whole_prompt_refusal None: SGLang), else only within the budget. check_whole_prompt refuses one
     deployment's prompt by it; serve.aggregated marks a search's point unfit by it."""
     return (np.logical_not(whole_prompts(engine, chunked_prefill, stated=stated))
             | (np.asarray(prompt, float) <= np.asarray(mnt, float)) | (engine.whole_prompt_refusal is None))
@@ -925,8 +925,9 @@ def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
     is_gen_only: ... if max_num_tokens and prompt_len / cp_size + query_len > max_num_tokens: raise ValueError("The sum of
     prompt length (...) ... should not exceed max_num_tokens")` (NVIDIA/TensorRT-LLM tensorrt_llm/llmapi/llm.py
     BaseLLM._check_arguments@4c05a748; the whole prompt, prefix hits included; cp_size: our kvp). review crev #5. Each
-    engine's own rule, options and source (Engine.whole_prompt_refusal: vLLM's launch check; none read for SGLang or ATOM,
-    so none made); the option here as both callers spell it (the CLI's --chunked-prefill, the API's chunked_prefill)."""
+    engine's own rule, options and source (Engine.whole_prompt_refusal: vLLM's launch check, ATOM's scheduler; none for
+    SGLang, which serves the longer prompt whole: serve.aggregated.prompt_budget); the option here as both callers spell it
+    (the CLI's --chunked-prefill, the API's chunked_prefill)."""
     per = int(isl) / int(np.max(dep.plan.kvp))
     if not np.all(prompt_schedules(dep.engine, dep.chunked_prefill, per, dep.step_tokens, stated=dep.max_num_tokens is not None)):
         why, budget, on = dep.engine.whole_prompt_refusal

@@ -102,10 +102,25 @@ def mxfp4_activation(gpu) -> Dtype:
     return DTYPES["mxfp4"] if gpu.vendor == "amd" and gpu.supports("fp4") and "mxfp4" in gpu.fp4_formats else DTYPES["bf16"]
 
 
+def _narrower_activations(w: Dtype, a: Dtype) -> tuple[Dtype, list[str]]:
+    """Activations narrower than weights stored at their own math's width (W16A8, W16A4, W8A4): no engine has such a GEMM,
+    since each quantises activations only with the weights (TensorRT-LLM's QuantMode.from_description: "We must quantize
+    weights when we quantize activations", tensorrt_llm/quantization/mode.py@03bcfcd; vLLM's and SGLang's --quantization
+    fp8 quantise a BF16 checkpoint's weights at load, W8A8), and a 16-bit checkpoint's launch has no activation option.
+    They run at the weights' format (priced and exported so), one note saying it: --activation-dtype fp8 on BF16 weights
+    was labelled A:fp8 and priced as BF16 without a word (crev9 #7). Weight-only formats (INT4: 4 bits, BF16 math) are
+    not this: their activations are the GEMM's (W4A16, W4A8)."""
+    if w.bits < MATH_BITS[w.math] or MATH_BITS[a.math] >= MATH_BITS[w.math]:
+        return a, []
+    wa = f"W{MATH_BITS[w.math]}A{MATH_BITS[a.math]}"
+    return w, [f"{wa} has no GEMM in any engine (activations are quantised only with the weights): the activations run {w.name}, "
+               f"priced and exported as W{MATH_BITS[w.math]}A{MATH_BITS[w.math]}; --weight-dtype {a.name} for {a.name} GEMMs"]
+
+
 def _executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
     prec = prec.on(gpu)
     w, a, attn = prec.weight, prec.activation, prec.attn_weight
-    notes = []
+    a, notes = _narrower_activations(w, a)
     has_fp4 = gpu.supports("fp4")
     for d in {x.name: x for x in (w, a, attn) if x is not None and x.math == "fp4"}.values():
         if has_fp4 and d.name not in gpu.fp4_formats and gpu.fp4_formats:

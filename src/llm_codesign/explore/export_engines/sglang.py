@@ -102,7 +102,7 @@ class SGLangExporter(Exporter):
     name, file_name, dynamo_image = SGLANG.name, "launch_sglang.sh", "sglang"
     marker = "sglang.launch_server"
     reads = frozenset({"moe-a2a-backend", "deepep-mode", "attention-backend", "model-path", "tp-size", "pp-size", "dp-size", "attn-dp-size", "dcp-size", "ep-size", "quantization", "kv-cache-dtype",
-                       "max-running-requests", "chunked-prefill-size", "mem-fraction-static", "speculative-algorithm", "speculative-num-steps",
+                       "max-running-requests", "chunked-prefill-size", "max-prefill-tokens", "mem-fraction-static", "speculative-algorithm", "speculative-num-steps",
                        "speculative-draft-model-path", "speculative-eagle-topk", "speculative-num-draft-tokens",
                        "cuda-graph-max-bs-decode", "cuda-graph-bs-decode", "disable-decode-cuda-graph", "disable-cuda-graph"})
     switches = frozenset({"disable-decode-cuda-graph", "disable-cuda-graph"})
@@ -167,11 +167,13 @@ class SGLangExporter(Exporter):
         said = o.get("attention-backend")
         if said is True or (isinstance(said, str) and not said.strip()):  # the flag with no value: SGLang's argparse refuses it
             raise MissingInput("attention-backend", "a backend named after the flag (aiter, triton, fa3, flashinfer, ...), as SGLang requires")
+        # --max-prefill-tokens is read as the budget with chunking off (settings); with it on the chunk is priced
+        extra = ["max-prefill-tokens"] if "max-prefill-tokens" in o and not chunking_off(o) else []
         if said is None or (said == "aiter" and aiter_attention(model, dep)) or (
                 not aiter_attention(model, dep) and said == sglang_fallback(model, dep.gpu, dep.precision.kv.name)):
-            return []
-        return [f"attention-backend ({said}: priced as AITER's, no AMD kernel table or run prices another)" if aiter_attention(model, dep)
-                else "attention-backend"]
+            return extra
+        return extra + [f"attention-backend ({said}: priced as AITER's, no AMD kernel table or run prices another)" if aiter_attention(model, dep)
+                        else "attention-backend"]
 
     def cuda_graph_max_bs(self, o: dict) -> int | None:
         """The decode capture: 0 where --disable-decode-cuda-graph (or the older --disable-cuda-graph) turns it off, else
@@ -205,8 +207,30 @@ class SGLangExporter(Exporter):
         return fraction("mem-fraction-static", o.get("mem-fraction-static"))
 
     def settings(self, o: dict, meta: dict) -> tuple:
+        """The step budget is --chunked-prefill-size; with chunking off (-1, or any value <= 0) it is the prefill batch's,
+        --max-prefill-tokens (SGLang's default 16384), a longer prompt running whole (chunked_prefill)."""
         spec = read_spec(meta, o.get("speculative-algorithm"), o.get("speculative-num-steps"), "sglang", o.get("speculative-draft-model-path"))
-        return o.get("quantization"), o.get("kv-cache-dtype", "auto"), spec, o.get("chunked-prefill-size")
+        budget = o.get("max-prefill-tokens", MAX_PREFILL_TOKENS) if chunking_off(o) else o.get("chunked-prefill-size")
+        return o.get("quantization"), o.get("kv-cache-dtype", "auto"), spec, budget
+
+    def chunked_prefill(self, o: dict) -> bool | None:
+        """False where --chunked-prefill-size turns chunking off, SGLang's own spelling, -1 ("Setting this to -1 means
+        disabling chunked prefill", ServerArgs; the Scheduler reads any value <= 0 so: `if self.chunked_prefill_size <= 0:
+        # -1 means disable`, managers/scheduler.py init_chunked_prefill). It was refused as max_num_tokens -1 (crev9 #8)."""
+        return False if chunking_off(o) else None
+
+
+# SGLang's --max-prefill-tokens default, the prefill batch's token budget (ServerArgs.max_prefill_tokens = 16384)
+MAX_PREFILL_TOKENS = 16384
+
+
+def chunking_off(o: dict) -> bool:
+    """Whether an SGLang launch's --chunked-prefill-size turns chunked prefill off (a whole number <= 0)."""
+    v = o.get("chunked-prefill-size")
+    try:
+        return not isinstance(v, bool) and v is not None and int(str(v).strip()) <= 0
+    except ValueError:
+        return False
 
 
 register_exporter(SGLangExporter())

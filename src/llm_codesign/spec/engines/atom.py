@@ -24,6 +24,12 @@ class AtomEngine(Engine):
     # no attention-DP hold: the CoreManager routes each request to a DP rank as it comes (--dp-load-balance,
     # least_requests by default, atom/model_engine/arg_utils.py:244-256)
     holds_adp_requests = False
+    # chunked prefill is on by default (--enable_chunked_prefill, BooleanOptionalAction, default True: atom/model_engine/
+    # arg_utils.py:374-379); turned off, Scheduler._unschedulable_reason flags a prompt over max_num_batched_tokens ("no single
+    # prefill forward can ever fit it") and the prefill scheduler drops it, returned unserved (take_rejected, atom/model_engine/
+    # scheduler.py:989-1041, 1085-1096): refused as vLLM's (spec.plan.check_whole_prompt), where it was priced chunked (crev9 #9)
+    whole_prompt_refusal = ("rejects a longer prompt unscheduled (Scheduler._unschedulable_reason)", "--max-num-batched-tokens",
+                            "--enable_chunked_prefill, its default")
     # gpt-oss's experts on AITER's fused MoE with their gate/up rows de-interleaved at load (_interleave_swiglu_weights,
     # atom/models/gpt_oss.py:156-184, 237-239) and GateMode.SEPARATED passed (ATOM_MOE_GU_ITLV off by default,
     # atom/utils/envs.py:325; atom/model_ops/moe.py:1038, 1567-1572; no Triton MoE on gfx950 without ATOM_USE_TRITON_GEMM,

@@ -172,8 +172,8 @@ class Engine(ABC):
     # an engine that schedules whole prompts only, while the budget lasts, says so in its module (serve.aggregated.prompt_budget)
     chunks_prefill: ClassVar[bool] = True
     # where its launch with chunked prefill off refuses a prompt over its step budget: (why, with its source; its options
-    # for the budget ("": our max_num_tokens) and for chunked prefill), spec.plan.check_whole_prompt's line. None: no such refusal is read (SGLang,
-    # ATOM), so none is made and the prompt is priced as scheduled (review frev #8c)
+    # for the budget ("": our max_num_tokens) and for chunked prefill), spec.plan.check_whole_prompt's line. None: the engine
+    # serves the longer prompt whole, alone in its step (SGLang), and it is priced so (serve.aggregated.prompt_budget, crev9 #9)
     whole_prompt_refusal: ClassVar[tuple[str, str, str] | None] = None
     # the decode CUDA graphs it captures where the run sets none (SchedulerFlags.cuda_graph_max_bs NaN): the largest
     # batch per rank, and whether a batch between the captured sizes is padded up to the next one (else it runs eagerly,
