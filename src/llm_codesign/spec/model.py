@@ -534,9 +534,7 @@ def _window_pattern(cfg: dict, mtype: str) -> int:
     bool((layer_idx + 1) % config.sliding_window_pattern)@d98ac17c; the later layer_types form derives its default from
     the same key, "BC -> the pattern used to be a simple int, and it's still present in configs on the Hub"). Every
     layer windowed would understate the KV of the global layers (newc9 #2: 4.16 GB for gemma-3-27b's 9.03)."""
-    v = cfg.get("sliding_window_pattern")
-    if isinstance(v, bool) or (v is not None and not isinstance(v, (int, str))) or (isinstance(v, int) and v < 1):
-        raise InputError("config.sliding_window_pattern", v, "a positive integer: every n-th layer global, the rest sliding")
+    v = cfg.get("sliding_window_pattern")  # an int from 1 or a string (spec.validation.check_config)
     if isinstance(v, int):
         return v
     return 2 if mtype == "gemma2" else 0  # a string pattern (Exaone 4's) is not read: said by loader_facts
