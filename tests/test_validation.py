@@ -64,7 +64,7 @@ def test_every_field_the_normaliser_reads_is_validated():
 
 
 WRONG = {"int": ["8", True, 1.5, math.nan, math.inf, -1, 10**30], "float": ["7", True, math.nan, math.inf, -1.0, 1e7], "bool": ["yes", 1], "str": [5, ["a"]], "str_list": [5, [1]],
-         "int_list": [True, ["a"], [-1]], "dict": [5, "fp8"], "dict_list": [5, [1]]}
+         "int_list": [True, ["a"], [-1]], "dict": [5, "fp8"], "dict_list": [5, [1]], "int_or_str": [True, 1.5, 0, -1, [1]]}
 
 
 @pytest.mark.parametrize("field", sorted(CONFIG_FIELDS))

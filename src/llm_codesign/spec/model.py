@@ -83,6 +83,9 @@ class ModelSpec:
     layout: tuple[int, ...] = ()
     architecture: str = ""  # the checkpoint's architectures[0] (engines pick some defaults by it); '' unknown
     mtp_layers: int | None = None  # MTP modules the checkpoint ships (loader_facts); None: not read from a config
+    # the checkpoint's quantization no format here prices, read as BF16 (spec.quant.read_quant's note): an answer priced at
+    # that fallback carries it in its precision_notes (spec.plan.precision_notes), not on stderr alone (newc9 #8); '' none
+    unpriced_quant: str = ""
 
     def check_context(self, isl, osl, *, field: str = "isl+osl") -> None:
         """One line refusing a request longer than the model's context, as engines refuse it (vLLM
@@ -293,6 +296,8 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     outer = cfg
     if isinstance(cfg.get("text_config"), dict):
         cfg = {**cfg["text_config"], "quantization_config": cfg["text_config"].get("quantization_config") or outer.get("quantization_config")}
+    if str(cfg.get("model_type") or outer.get("model_type") or "") in GEMMA3_TYPES:
+        cfg = {**GEMMA3_DEFAULTS, **cfg}  # the keys Gemma3TextConfig fills in where the config.json leaves them out
     check_config(cfg, outer)  # every field read below: type, range, relations (spec.validation)
     falcon = _is_falcon(cfg, outer)
     if falcon:
@@ -325,7 +330,7 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     return ModelSpec(name=name, hidden=h, vocab=vocab, groups=groups,
                      tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, **facts,
                      max_context=max_context_from_config(cfg), layout=tuple(index[layer] for layer in layers),
-                     architecture=_architecture(outer))
+                     architecture=_architecture(outer), unpriced_quant=quant_note or "")
 
 
 # the keys a checkpoint's config counts its MTP modules by: DeepSeek-V3/R1/V3.2, GLM and MiMo num_nextn_predict_layers
@@ -338,13 +343,18 @@ MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_module
 # MistralConfig is LlamaConfig's fields plus sliding_window (models/mistral/configuration_mistral.py@v4.46; the window read
 # by _uniform_attention, a null one none: Mistral-Nemo), MistralForCausalLM its decoder (Mistral-7B, Nemo, Small, Codestral)
 LLAMA_LAYOUT_TYPES = ("mistral",)
+# model_types read whole by the readers above though no config of them is bundled: DeepSeek-V2 (V2, V2-Lite, V2.5,
+# Coder-V2) names MLA and its experts with V3's keys (transformers models/deepseek_v2/configuration_deepseek_v2.py
+# DeepseekV2Config: kv_lora_rank, q_lora_rank, None in V2-Lite, qk_rope/qk_nope/v_head_dim, n_routed_experts,
+# n_shared_experts, num_experts_per_tok, first_k_dense_replace, moe_layer_freq; newc9 #13), and Gemma 3 (GEMMA3_TYPES)
+FIELD_READ_TYPES = ("deepseek_v2",)
 
 
 @functools.cache
 def known_model_types() -> frozenset[str]:
-    """The model_types the loader has a bundled config of (data/models/*_config.json, outer and text_config) and those
-    whose decoder is Llama's (LLAMA_LAYOUT_TYPES)."""
-    out = set(LLAMA_LAYOUT_TYPES)
+    """The model_types the loader has a bundled config of (data/models/*_config.json, outer and text_config), those
+    whose decoder is Llama's (LLAMA_LAYOUT_TYPES) and those its readers take whole (FIELD_READ_TYPES, GEMMA3_TYPES)."""
+    out = set(LLAMA_LAYOUT_TYPES) | set(FIELD_READ_TYPES) | set(GEMMA3_TYPES)
     for f in (Path(__file__).resolve().parent.parent / "data" / "models").glob("*_config.json"):
         c = json.loads(f.read_text(encoding="utf-8"))
         out |= {str(d.get("model_type")) for d in (c, c.get("text_config")) if isinstance(d, dict) and d.get("model_type")}
@@ -356,6 +366,10 @@ def loader_facts(cfg: dict, outer: dict, mtype: str) -> dict:
     decoder from its fields) and `mtp_layers` (the MTP modules it ships, MTP_KEYS; 0 where it names none)."""
     notes = () if not mtype or mtype in known_model_types() or mtype in FALCON_TYPES else (
         Note(f"model_type {mtype} is not one the loader knows; read as a standard decoder from its fields", kind="loader"),)
+    unread = unread_layer_keys(cfg)
+    if unread:
+        notes += (Note(f"config key{'s' * (len(unread) > 1)} {', '.join(unread)} not read: every layer priced as the other "
+                       "keys describe it (the kinds those keys set are not)", kind="loader"),)
     n = 0
     for key in MTP_KEYS:
         v = cfg.get(key, outer.get(key))
@@ -365,6 +379,27 @@ def loader_facts(cfg: dict, outer: dict, mtype: str) -> dict:
             raise InputError(f"config.{key}", v, "a non-negative integer (the MTP modules the checkpoint ships)")
         n = max(n, v)
     return {"notes": notes, "mtp_layers": n}
+
+
+# config keys that set which layers are of which kind in families no reader here takes, each with the family whose config
+# class reads it (transformers): present and not read (no layer_types beside them), each is named in a loader note, never
+# priced as uniform layers without a word (newc9 #2)
+UNREAD_LAYER_KEYS = {
+    "full_attention_interval": "Qwen3-Next: one full-attention layer in n, the rest linear",
+    "attn_layer_period": "Jamba: attention every n layers, the rest Mamba", "attn_layer_offset": "Jamba: the first attention layer",
+    "expert_layer_period": "Jamba: MoE every n layers", "expert_layer_offset": "Jamba: the first MoE layer",
+    "max_window_layers": "Qwen2: the layers from which use_sliding_window applies",
+    "sliding_window_pattern": "a local/global pattern string (Exaone 4)",
+}
+
+
+def unread_layer_keys(cfg: dict) -> list[str]:
+    """UNREAD_LAYER_KEYS the config sets and the loader does not read, each as "key=value (what it sets)"."""
+    if cfg.get("layer_types") or cfg.get("hybrid_override_pattern"):
+        return []  # the layers are listed; these keys would only repeat them
+    skip = {"sliding_window_pattern": isinstance(cfg.get("sliding_window_pattern"), int),
+            "max_window_layers": not cfg.get("use_sliding_window")}
+    return [f"{k}={cfg[k]!r} ({what})" for k, what in UNREAD_LAYER_KEYS.items() if cfg.get(k) is not None and not skip.get(k)]
 
 
 # Falcon's config forms: transformers' FalconConfig (model_type "falcon", FalconForCausalLM) and TII's earlier custom code
@@ -380,7 +415,16 @@ FALCON_CONTEXT = 2048  # max_position_embeddings: "Pretrained Falcon models with
 # model_types whose config class ties the LM head to the embedding unless the config.json says otherwise, as transformers
 # 4.57.1 builds them: Gemma2Config (configuration_gemma2.py:136) and CohereConfig (configuration_cohere.py:174) default
 # tie_word_embeddings=True, and the released Gemma-2 / Command R(+) config.json files leave the key out
-TIED_BY_DEFAULT = ("gemma2", "cohere")
+TIED_BY_DEFAULT = ("gemma2", "cohere", "gemma3", "gemma3_text")
+# Gemma 3: the text config (model_type gemma3_text, alone or as a multimodal gemma3 config's text_config; the vision tower
+# is not priced) and the defaults its config class fills in for keys a released config.json leaves out: transformers
+# Gemma3TextConfig.__init__ (models/gemma3/configuration_gemma3.py@d98ac17c, v4.50): vocab_size 262_208, hidden 2304,
+# intermediate 9216, 26 layers, 8 heads, 4 KV heads, head_dim 256, max_position_embeddings 131_072, sliding_window 4096,
+# sliding_window_pattern 6 (_window_pattern), tie_word_embeddings True (TIED_BY_DEFAULT)
+GEMMA3_TYPES = ("gemma3", "gemma3_text")
+GEMMA3_DEFAULTS = {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216, "num_hidden_layers": 26,
+                   "num_attention_heads": 8, "num_key_value_heads": 4, "head_dim": 256, "max_position_embeddings": 131_072,
+                   "sliding_window": 4096, "sliding_window_pattern": 6}
 
 
 def _is_falcon(cfg: dict, outer: dict) -> bool:
@@ -461,11 +505,9 @@ def _attention_layers(cfg: dict, mtype: str, L: int, origin: str) -> tuple[list,
             return [DSA(**mla, index_heads=int(cfg.get("index_n_heads") or 0), index_head_dim=int(cfg.get("index_head_dim") or 0),
                         index_topk=int(cfg["index_topk"]))] * L, None
         return [MLA(**mla)] * L, None
-    if mtype == "gemma2" and not cfg.get("layer_types") and cfg.get("sliding_window"):
-        # Gemma 2 alternates: Gemma2Config's layer_types default, sliding where (i + 1) % 2 (layer 0 sliding, layer 1
-        # global; transformers 4.57.1 configuration_gemma2.py:175-178, modeling_gemma2.py:229), which the configs
-        # released before layer_types existed (transformers 4.42) leave out; every layer windowed would understate the KV
-        cfg = {**cfg, "layer_types": ["sliding_attention" if (i + 1) % 2 else "full_attention" for i in range(L)]}
+    every = _window_pattern(cfg, mtype)
+    if every and not cfg.get("layer_types") and cfg.get("sliding_window"):
+        cfg = {**cfg, "layer_types": ["sliding_attention" if (i + 1) % every else "full_attention" for i in range(L)]}
     if cfg.get("layer_types"):
         return _typed_attention(cfg, mtype, L, origin), None
     if cfg.get("block_configs"):
@@ -480,6 +522,22 @@ def _attention_layers(cfg: dict, mtype: str, L: int, origin: str) -> tuple[list,
                 attns.append(gqa(int(a.get("window_length") or 0), H, H // int(a["n_heads_in_group"])))
         return attns, None
     return _uniform_attention(cfg, mtype, L), None
+
+
+def _window_pattern(cfg: dict, mtype: str) -> int:
+    """Every how many layers one is global where a config windows the others and gives no layer_types; 0: none.
+
+    Gemma 2 alternates: Gemma2Config's layer_types default, sliding where (i + 1) % 2 (layer 0 sliding, layer 1 global;
+    transformers 4.57.1 configuration_gemma2.py:175-178, modeling_gemma2.py:229), which the configs released before
+    layer_types existed (transformers 4.42) leave out. Gemma 3 (and Cohere2) say it as `sliding_window_pattern`: layer i
+    is global where (i + 1) % pattern == 0 (transformers v4.50 modeling_gemma3.py Gemma3Attention: is_sliding =
+    bool((layer_idx + 1) % config.sliding_window_pattern)@d98ac17c; the later layer_types form derives its default from
+    the same key, "BC -> the pattern used to be a simple int, and it's still present in configs on the Hub"). Every
+    layer windowed would understate the KV of the global layers (newc9 #2: 4.16 GB for gemma-3-27b's 9.03)."""
+    v = cfg.get("sliding_window_pattern")  # an int from 1 or a string (spec.validation.check_config)
+    if isinstance(v, int):
+        return v
+    return 2 if mtype == "gemma2" else 0  # a string pattern (Exaone 4's) is not read: said by loader_facts
 
 
 def _typed_attention(cfg: dict, mtype: str, L: int, origin: str) -> list:

@@ -548,11 +548,15 @@ def quark_note(model: ModelSpec, prec: Precision) -> tuple[str, ...]:
 
 def precision_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     """What an answer says of the precision it priced (estimate's precision_notes and every frontier point's, frev #6): a
-    format the GPU cannot run as the engines map it (spec.precision.executable), a Quark MXFP4 checkpoint's BF16
-    attention, and an engine's MXFP4 emulation (Engine.mxfp4_emulation: vLLM's Quark on CDNA3)."""
+    checkpoint format priced as BF16 (ModelSpec.unpriced_quant), a format the GPU cannot run as the engines map it
+    (spec.precision.executable), a Quark MXFP4 checkpoint's BF16 attention, and an engine's MXFP4 emulation
+    (Engine.mxfp4_emulation: vLLM's Quark on CDNA3)."""
     run, said = executable(dep.precision, dep.gpu)
     emulated = dep.engine.mxfp4_emulation(run, dep.gpu, moe=model.is_moe)
-    return tuple(said) + quark_note(model, dep.precision) + ((emulated,) if emulated else ())
+    # a checkpoint format read as BF16 (ModelSpec.unpriced_quant), while the weights run at that fallback (no other
+    # --weight-dtype given): said in --json, the API and the page, not only on stderr (newc9 #8)
+    fallback = (model.unpriced_quant,) if model.unpriced_quant and dep.precision.weight == model.default_precision.weight else ()
+    return fallback + tuple(said) + quark_note(model, dep.precision) + ((emulated,) if emulated else ())
 
 
 def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None, *,
@@ -589,8 +593,9 @@ MTP_DEPTH_CSV = "published_mtp_depth.csv"
 MTP_DEPTH_SOURCE = "TensorRT-LLM blog 1's MTP depth scan of DeepSeek-R1 (8 x B200, one request; published_mtp_depth.csv)"
 # the models whose published acceptance is bundled: R1 (and NVIDIA's NVFP4 R1, the scan's own checkpoint) from the scan
 # alone, V3 its own report's position 1 and the scan's positions 2-5 (R1 is post-trained from V3-Base and ships the same
-# one-module MTP layer, num_nextn_predict_layers 1; V3's later positions are unpublished)
-MTP_DEFAULTS = {"deepseek-v3": "v3", "deepseek-r1": "scan", "deepseek-r1-nvfp4": "scan"}
+# one-module MTP layer, num_nextn_predict_layers 1; V3's later positions are unpublished). AMD's MXFP4 R1
+# (deepseek-r1-mxfp4) is R1's weights with that module left BF16 (its model card excludes model.layers.61): the scan's too
+MTP_DEFAULTS = {"deepseek-v3": "v3", "deepseek-r1": "scan", "deepseek-r1-nvfp4": "scan", "deepseek-r1-mxfp4": "scan"}
 # EAGLE-3's published acceptance. Its paper's Table 1 (Li et al., arXiv:2503.01840v3; data/speculative/SOURCES.md,
 # published_eagle3_tau.csv) gives the mean tokens a draft-verify cycle (tau) of its own heads, measured with a dynamic
 # draft tree (Appendix A: depth 8, 60 / 48 draft tokens for the 8B / 70B targets) in HF Transformers at batch 1: quoted,

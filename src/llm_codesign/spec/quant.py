@@ -160,5 +160,20 @@ def read_quant(cfg: dict, quant: dict | None) -> tuple[Precision, str | None]:
         p, why = reader(qc) if reader else (None, f"quant_method {method}")
     if p is not None:
         return p, None
+    qc = _d(quant.get("quantization")) if quant else _d(cfg.get("quantization_config"))
     return Precision.of("bf16"), (f"the checkpoint's quantization ({why}) is not a format the tool prices (quant_method "
-                                  f"{', '.join(READ_METHODS)} are read): priced as BF16 weights; give --weight-dtype for its bytes")
+                                  f"{', '.join(READ_METHODS)} are read): priced as BF16 weights; {_bytes_advice(qc)}")
+
+
+def _bytes_advice(qc: dict) -> str:
+    """How to price an unread format's bytes, by its weight bits (GPTQ/AWQ bits, HQQ nbits, bitsandbytes load_in_8bit /
+    load_in_4bit, a compressed-tensors group's num_bits): no 8-bit integer format is priced, so FP8's (the same bytes)
+    stands in where the GPU has FP8; 4 bits as int4 (W4A16); newc9 #8."""
+    groups = [_d(g).get("weights") for g in _d(qc.get("config_groups")).values()]
+    bits = qc.get("bits", qc.get("w_bit", qc.get("nbits"))) or next((_d(w).get("num_bits") for w in groups if _d(w)), None)
+    bits = bits or (8 if qc.get("load_in_8bit") else 4 if qc.get("load_in_4bit") else None)
+    if bits == 8:
+        return "no 8-bit integer format is priced: --weight-dtype fp8 prices its bytes on GPUs with FP8"
+    if bits == 4:
+        return "--weight-dtype int4 prices its bytes (4-bit weights on BF16 activations)"
+    return "give --weight-dtype for its bytes"

@@ -92,6 +92,8 @@ CONFIG_FIELDS: dict[str, tuple] = {
     "quantization_config": ("dict",), "block_configs": ("dict_list",),
     "max_position_embeddings": (_I, 1, TOKENS), "attention_chunk_size": (_I, 0, TOKENS), "nope_layer_interval": (_I, 1, LAYERS),
     "no_rope_layers": ("int_list",), "rope_scaling": ("dict",),
+    # every n-th layer global (Gemma 3, spec.model._window_pattern), or a pattern string the loader names as unread
+    "sliding_window_pattern": ("int_or_str", 1, LAYERS),
     # gpt-oss's clamped SwiGLU: the clamp on the gate and linear halves (transformers GptOssConfig, 7.0); 0 or absent: none
     "swiglu_limit": ("float", 0.0, 1e6),
     # Falcon (transformers FalconConfig; n_layer, n_head, n_head_kv, n_embed: TII's earlier custom code, spec.model._falcon_config)
@@ -118,6 +120,8 @@ def _field(name: str, v, spec: tuple) -> None:
         as_bool(f, v)
     elif kind == "str":
         as_str(f, v)
+    elif kind == "int_or_str" and not isinstance(v, str):
+        as_int(f, v, lo=spec[1], hi=spec[2], what=f"a positive integer up to {spec[2]:,}: every n-th layer global, the rest sliding")
     elif kind == "str_list":
         str_list(f, v)
     elif kind == "int_list":
