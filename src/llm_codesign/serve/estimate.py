@@ -279,6 +279,8 @@ def check(model: ModelSpec, dep: Deployment) -> None:
                     "(estimate and export take replicas; pareto searches copies)")
         elif REASONS[code] == "gpus_mismatch":  # more GPUs than given, or a count they do not divide: a fix too (newc8 #16)
             why += _count_advice(model, dep, own)
+        elif REASONS[code] == "scale_up":  # TP16 over two nodes: the plans priced on those GPUs (newc9 #7)
+            why += _domain_advice(model, dep, own)
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", why)
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
@@ -327,6 +329,34 @@ def _count_advice(model: ModelSpec, dep: Deployment, own: int) -> str:
     if runs(dep.plan, own):  # the count they make, where the plan runs on it (TP3 of 64 heads does not)
         return f"; these sizes make {own} GPUs: --gpus {own} ({dep.plan.label()})" + (f", or {on_n}" if on_n else "")
     return f"; these sizes make {own} GPUs; plans {on_n}" if on_n else ""
+
+
+def _domain_advice(model: ModelSpec, dep: Deployment, own: int) -> str:
+    """Where a tensor-parallel (or Helix) group outgrows the scale-up domain: the plans on the same `own` GPUs that keep it
+    inside, widest TP first, with the stages (PP) or, for a MoE model, attention-DP ranks making up the rest, where valid
+    and this engine launches them: TP16 of DeepSeek-R1 on 16 H100s, "plans on 16 GPUs: TP8 PP2 or TP8 ..." (newc9 #7;
+    the cross-node all-reduce itself is not priced). The experts keep the EP asked as far as a stage's GPUs divide it
+    (gcd), else MoE TP; under attention DP, EP over the stage first (SGLang's DeepSeek recipes)."""
+    from math import gcd
+
+    tp, pp, ep, moe_tp, adp, kvp = dep.plan.at(0).sizes
+
+    def runs(plan) -> bool:
+        return int(validity(model, dep.gpu, plan, own).reshape(-1)[0]) < 0 and bool(np.all(dep.engine.runs_plans(plan, moe=model.is_moe)))
+
+    said = []
+    for t in sorted((t for t in divisors(dep.gpu.scale_up_domain) if t * kvp <= dep.gpu.scale_up_domain and t < tp), reverse=True):
+        for p, a in ((own // (t * adp * kvp), adp), (pp, own // (t * pp * kvp))):
+            if p < 1 or a < 1 or t * p * a * kvp != own or (a > 1 and not model.is_moe):
+                continue
+            stage = own // p
+            sides = [(e, stage // e) for e in ([stage] if a > 1 else []) + [gcd(ep, stage)]] if model.is_moe else [(1, 1)]
+            plan = next((q for e, m in sides if runs(q := Plan(t, p, e, m, a, kvp))), None)
+            if plan is not None and plan.label() not in said:
+                said.append(plan.label())
+        if said:  # the widest TP that gives any
+            break
+    return f"; plans priced on {own} GPUs: {' or '.join(said)}" if said else ""
 
 
 # the largest instance the out-of-memory advice looks within (GPUs): eight 8-GPU nodes; past it the advice is a
