@@ -169,6 +169,7 @@ def roofline(
     engine's kernels and collectives, as estimate prices them (no step overheads): the plan's too, --batch spread over
     its attention-DP ranks, its experts and their all-to-all where EP places them."""
     from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.roofline import NOT_RUN
     from llm_codesign.cost.roofline import roofline as run
 
     m, g = _model(model), _gpu(gpu)
@@ -194,7 +195,10 @@ def roofline(
                + (" *: the kernel's own rates (tiles, waves, efficiency) bind the other side of the ridge "
                   "(its ridge: kernel_ridge_point in --json)." if any(o.get("kernel_ridge_point") for o in r["ops"]) else "")
                + (" latency: over half the modelled time is neither roof but the kernel's fixed cost (launch, prologue, "
-                  "tail), as at a small batch." if any(o["bound"] == "latency" for o in r["ops"]) else ""))
+                  "tail), as at a small batch." if any(o["bound"] == "latency" for o in r["ops"]) else "")
+               # newc9 #17: MLA's kv_up in a decode step, its weights read inside mla_q_absorb and mla_v_up
+               + (" not run (absorbed): the prefill's up-projection of MLA's latent, which an absorbed decode step does not "
+                  "run (its W_UK and W_UV read inside mla_q_absorb and mla_v_up)" if any(o["bound"] == NOT_RUN for o in r["ops"]) else ""))
     for o in r["ops"]:
         t.add_row(o["name"], f"{o['layers']:.0f}", _fmt(o["flops"]), _fmt(o["bytes"], "B"), f"{o['intensity']:.1f}",
                   o["bound"], f"{o['ideal_time_s'] * 1e6:.1f}", f"{o['time_s'] * 1e6:.1f}", f"{o['pct_of_peak']:.1f}")
