@@ -87,3 +87,21 @@ def test_sweep_takes_its_models_positionally_too(tmp_path):
     code, _, err = cli("sweep", "--gpu", "h100", "--out", str(out))
     assert code == 2 and err.strip() == ("error: models: missing; give one or more models, positionally (sweep llama-3.1-8b) "
                                          "or as --models NAME[,NAME]")
+
+
+def test_disagg_says_what_its_prefill_req_s_is():
+    """newc9 #18: "prefill 1x TP2 (3.34 req/s)" beside a 315.1 ms prefill (1 / 0.3151 = 3.17 req/s). The rate is the pool's
+    capacity with each 8,192-token step holding 8192 / 4096 = 2 prompts, whose step is cheaper per prompt than one alone."""
+    import json
+
+    code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--isl", "4096",
+                         "--osl", "512", "--prefill", "tp=2", "--decode", "tp=4", "--json")
+    assert code == 0, err
+    d = json.loads(out)
+    p, lone_ms = d["prefill"], d["rows"][0]["prefill_ms"]
+    assert p["capacity_note"] == ("the prefill pool's capacity, its steps filled with prompts up to the step budget (8,192 tokens a "
+                                  "rank: 2 prompts of 4,096); the prefill column is one request's alone, so 1 / it is less")
+    assert p["capacity_req_s"] > 1e3 / lone_ms  # 3.34 > 3.17
+    code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--isl", "4096",
+                         "--osl", "512", "--prefill", "tp=2", "--decode", "tp=4")
+    assert code == 0 and f"req/s: {p['capacity_note']}." in " ".join(out.split())

@@ -669,7 +669,8 @@ function showDisagg(r) {
     el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}, ${r.backend}`),
     el("div", `prefill ${p.instances}x ${p.plan} (${fix(p.capacity_req_s, 2)} req/s), decode ${d.instances}x ${d.plan} `
        + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms (from 10 s in s or h): TTFT = queue + prefill + KV hand-off `
-       + "+ slot wait (past what the decode pool holds) + front end (the engine's request overhead).", "hint"),
+       + "+ slot wait (past what the decode pool holds) + front end (the engine's request overhead). "
+       + `req/s: ${p.capacity_note}.`, "hint"),
     table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["slot wait", "n"],
                            ["front end", "n"], ["TPOT", "n"], ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["fits", "t"]],
           r.rows.map((x) => [x.concurrency, tableTime(x.ttft_ms), tableTime(x.prefill_ms), tableTime(x.kv_transfer_ms, 2),
