@@ -57,10 +57,8 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
         t = float(np.asarray(op.time).reshape(-1)[0]) * n
         if t == 0 and f == 0 and by == 0:
             continue
-        # a GEMM over no rows this step moves nothing: MLA's kv_up (prefill's up-projection of the latent) in a decode step,
-        # whose absorbed products read W_UK and W_UV inside mla_q_absorb and mla_v_up (newc9 #17: its 128 MB counted twice)
-        idle = op.kind == "gemm" and f == 0 and t == 0
-        by = 0.0 if idle else by
+        # a GEMM over no rows moves nothing: MLA's kv_up in a decode step, W_UK/W_UV read in mla_q_absorb/mla_v_up (newc9 #17)
+        by = 0.0 if (idle := op.kind == "gemm" and f == 0 and t == 0) else by
         # the math the GEMM was priced with (router, LM head: BF16), at the first load as its figures are
         math = str(np.ravel(op.math)[0]) if op.kind == "gemm" else "bf16"
         peak = gpu.peak(math)
