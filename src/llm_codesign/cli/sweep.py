@@ -26,8 +26,8 @@ from llm_codesign.spec.engines import engine_for, engine_names
 @app.command()
 def sweep(
     # positional as every other command takes its model (newc9 #14: `sweep llama-3.1-8b` read as no --models)
-    model_args: Optional[list[str]] = typer.Argument(None, metavar="MODEL", show_default=False,
-                                                     help="Models, as --models takes them."),
+    model: Optional[list[str]] = typer.Argument(None, metavar="MODEL", show_default=False,
+                                                help="Models, as --models takes them (sweep llama-3.1-8b qwen3-8b, or one comma-separated)."),
     models: Optional[str] = typer.Option(None, "--models", help="Models, comma-separated (registry names, Hugging Face ids, config "
                                          "paths); or given positionally."),
     gpu: str = typer.Option(..., "--gpu", help="GPU ids, comma-separated."),
@@ -57,7 +57,7 @@ def sweep(
 
     check_writable("out", out)  # before the tasks run, not after
     names = lambda s: list(dict.fromkeys(x.strip() for x in s.split(",") if x.strip()))  # noqa: E731  (a repeat once)
-    models = ",".join([*(model_args or ()), *([models] if models else [])])  # the positional ones and --models', together
+    models = ",".join([*(model or ()), *([models] if models else [])])  # the positional ones and --models', together
     if not names(models) and not models:
         raise MissingInput("models", "give one or more models, positionally (sweep llama-3.1-8b) or as --models NAME[,NAME]")
     if not names(models):  # "--models ,"
