@@ -197,8 +197,9 @@ def roofline(
                + (" latency: over half the modelled time is neither roof but the kernel's fixed cost (launch, prologue, "
                   "tail), as at a small batch." if any(o["bound"] == "latency" for o in r["ops"]) else "")
                # newc9 #17: MLA's kv_up in a decode step, its weights read inside mla_q_absorb and mla_v_up
-               + (" not run (absorbed): the prefill's up-projection of MLA's latent, which an absorbed decode step does not "
-                  "run (its W_UK and W_UV read inside mla_q_absorb and mla_v_up)" if any(o["bound"] == NOT_RUN for o in r["ops"]) else ""))
+               + (" not run: no rows this step, nothing moved: MLA's kv_up in a decode step (absorbed, its W_UK and W_UV read "
+                  "inside mla_q_absorb and mla_v_up), those two in a prefill (which up-projects the latent instead)."
+                  if any(o["bound"] == NOT_RUN for o in r["ops"]) else ""))
     for o in r["ops"]:
         t.add_row(o["name"], f"{o['layers']:.0f}", _fmt(o["flops"]), _fmt(o["bytes"], "B"), f"{o['intensity']:.1f}",
                   o["bound"], f"{o['ideal_time_s'] * 1e6:.1f}", f"{o['time_s'] * 1e6:.1f}", f"{o['pct_of_peak']:.1f}")

@@ -57,7 +57,7 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
         t = float(np.asarray(op.time).reshape(-1)[0]) * n
         if t == 0 and f == 0 and by == 0:
             continue
-        # a GEMM over no rows moves nothing: MLA's kv_up in a decode step, W_UK/W_UV read in mla_q_absorb/mla_v_up (newc9 #17)
+        # a GEMM over no rows moves nothing (NOT_RUN; newc9 #17: MLA's kv_up counted 128 MB in a decode step)
         by = 0.0 if (idle := op.kind == "gemm" and f == 0 and t == 0) else by
         # the math the GEMM was priced with (router, LM head: BF16), at the first load as its figures are
         math = str(np.ravel(op.math)[0]) if op.kind == "gemm" else "bf16"
@@ -80,8 +80,9 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
                        "bound_time_s": floor["time_s"], "floor": floor}}
 
 
-# the bound of an operator the step does not run (a GEMM over no rows: MLA's kv_up in an absorbed decode step)
-NOT_RUN = "not run (absorbed)"
+# the bound of an operator the step does not run, a GEMM over no rows: MLA's kv_up in a decode step (absorbed: W_UK and
+# W_UV read inside mla_q_absorb and mla_v_up), the absorbed products in a prefill (which up-projects the latent instead)
+NOT_RUN = "not run"
 
 
 def _bound(op, n: float, t: float, *, f: float, by: float, past_ridge: bool) -> tuple[str, float | None]:
