@@ -66,16 +66,25 @@ def test_the_frontiers_note_is_paretos_footnote():
 
 
 def test_the_offline_knee_and_the_request_cost_read_as_estimates_rows(client):
-    """Offline llama-3.1-8b on one H100: batch 185, the smallest within 3% of the most tok/s/GPU (212, the largest that fits:
-    +2.3% at 1.12x the TPOT); on SGLang at one request 25 ms of its 59 ms TTFT is the fitted per-request cost. The page's
+    """Offline llama-3.1-8b on one H100: batch 198, the smallest within 3% of the most tok/s/GPU (225, the largest batch, the
+    KV cache's, as the "largest batch" row says it: newc9 #1 had the grid's 212 here); on SGLang at one request 25 ms of its 59 ms TTFT is the fitted per-request cost. The page's
     rows (kneeText, costRows) are the CLI's, and the API's answer carries both fields as --json does."""
     e = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h100", "num_gpus": 1}).json()
     knee = _js([HELPERS], f"console.log(JSON.stringify(kneeText({json.dumps(e)})))")
-    assert knee == ("batch 185 (the largest batch that fits is 212; 212 gives +2% at 1.1x the TPOT; the smallest batch within 3% "
+    assert knee == ("batch 198 (the largest batch is 225; 225 gives +3% at 1.1x the TPOT; the smallest batch within 3% "
                     "of the most tok/s/GPU)")
     code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100")
     assert code == 0, err
     assert f"│ concurrency │ {knee} │" in " ".join(out.split())
+    largest = _js([HELPERS], f"console.log(JSON.stringify(largestBatchText({json.dumps(e)})))")
+    assert largest == e["max_batch_text"] == "225, by the KV cache" and f"│ largest batch │ {largest} │" in " ".join(out.split())
+    # past the step budget the page's row is the CLI's too: the budget's words and what the rest do
+    body = {"model": "llama-2-70b", "gpu": "h200", "num_gpus": 8, "weight_dtype": "fp8", "kv_dtype": "fp8", "isl": 700, "osl": 300,
+            "concurrency": 3000}
+    b = client.post("/api/estimate", json=body).json()
+    largest = _js([HELPERS], f"console.log(JSON.stringify(largestBatchText({json.dumps(b)})))")
+    assert largest == b["max_batch_text"] + "; the rest wait for whole requests to finish (longer TTFT)"
+    assert b["max_batch_by"] == "step budget" and largest.startswith("2,451, by the step budget")
     body = {"model": "llama-3.1-8b", "gpu": "h100", "num_gpus": 1, "concurrency": 1, "engine": "sglang"}
     s = client.post("/api/estimate", json=body).json()
     rows = _js([HELPERS], f"console.log(JSON.stringify(costRows({json.dumps(s)})))")

@@ -87,9 +87,11 @@ def test_an_amd_answer_names_amds_links_and_cores_not_nvidias():
     # "scale-up domain (NVLink; ...)", "its tensor cores" and "as vLLM's Marlin kernel does" (a CUDA kernel) on AMD GPUs
     code, _, err = cli("estimate", "deepseek-r1", "--gpu", "mi355x", "--tp", "16", "--concurrency", "8")
     assert code == 2 and err == ("error: deployment: 'TP16 EP1/MoE-TP16 on 16 GPUs' is not valid; a tensor-parallel group must fit in one "
-                                 "scale-up domain (AMD's Infinity Fabric) of 8 GPUs\n")
+                                 "scale-up domain (AMD's Infinity Fabric) of 8 GPUs; plans priced on 16 GPUs: TP8 PP2 EP1/MoE-TP8 "
+                                 "or DP2xTP8 EP16\n")  # the plans on those GPUs (newc9 #7)
     code, _, err = cli("estimate", "deepseek-r1", "--gpu", "h200", "--tp", "16", "--concurrency", "8")
-    assert code == 2 and err.endswith("scale-up domain (NVLink; PCIe within a server for PCIe cards) of 8 GPUs\n")
+    assert code == 2 and err.endswith("scale-up domain (NVLink; PCIe within a server for PCIe cards) of 8 GPUs; plans priced on 16 "
+                                      "GPUs: TP8 PP2 EP1/MoE-TP8\n")
     notes = {}
     for gpu in ("mi355x", "mi300x", "h100"):  # H100 in vLLM: TensorRT-LLM has no FP4 GEMM there (tests/test_engine_runs.py)
         code, out, _ = cli("estimate", "deepseek-r1-nvfp4", "--gpu", gpu, "--tp", "8", "--concurrency", "8", "--json",

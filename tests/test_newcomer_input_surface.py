@@ -67,7 +67,7 @@ def test_pareto_takes_one_gpu_as_estimate_names_it(client):
     ({"num_gpus": 3}, "deployment: 'TP3 on 3 GPUs' is not valid; attention heads must be divisible by tp (heads [64]: tp 1, 2, 4, 8, 16, "
                       "32 or 64)"),
     ({"num_gpus": 16}, "deployment: 'TP16 on 16 GPUs' is not valid; a tensor-parallel group must fit in one scale-up domain (NVLink; "
-                       "PCIe within a server for PCIe cards) of 8 GPUs"),
+                       "PCIe within a server for PCIe cards) of 8 GPUs; plans priced on 16 GPUs: TP8 PP2"),
 ])
 def test_lc_deployment_refuses_what_estimate_would(options, line):
     """#8: refused when built, in the line `estimate` gives, not later when priced."""

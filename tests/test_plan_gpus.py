@@ -149,6 +149,6 @@ def test_a_one_gpu_scale_up_domain_says_1_gpu():
     r = TestClient(create_app()).post("/api/estimate", json=body)
     assert r.status_code == 422 and r.json()["error"] == (
         "deployment: 'TP8 on 8 GPUs' is not valid; a tensor-parallel group must fit in one scale-up domain (AMD's Infinity "
-        "Fabric) of 1 GPU")
+        "Fabric) of 1 GPU; plans priced on 8 GPUs: TP1 PP8")  # the plans on those GPUs within a domain of 1 (newc9 #7)
     code, _, err = cli("estimate", "llama-3.1-70b", "--gpu", "mi300x", "--tp", "16", "--gpus", "16")
-    assert code == 2 and err.rstrip().endswith("of 8 GPUs")
+    assert code == 2 and err.rstrip().endswith("of 8 GPUs; plans priced on 16 GPUs: TP8 PP2")

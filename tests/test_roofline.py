@@ -110,3 +110,21 @@ def test_priced_with_the_engine_the_step_adds_up_to_estimates_and_small_gemms_re
     # without an engine (the kernel tables and NCCL) the same step is twice as long: why the CLI now names its engine
     bare = roofline(m, g, cal, prec, "decode", batch=1, context=1024, tp=8)
     assert bare["totals"]["time_s"] > 2 * r["totals"]["time_s"] * 0.95
+
+
+def test_absorbed_mla_decode_moves_nothing_for_kv_up_and_prefill_reads_it():
+    """newc9 #17: an absorbed MLA decode never runs kv_b_proj as a GEMM (its W_UK and W_UV are read inside mla_q_absorb and
+    mla_v_up), yet its weights were a 128 MB "memory" row. DeepSeek-R1 TP8, FP8 block weights: kv_b_proj is
+    128 heads / 8 x (128 nope + 128 v) x 512 rank = 2.10M weights a rank, 2.10 MB at 1 B each, x 61 layers = 127.9 MB."""
+    m, g = get_model("deepseek-r1"), get_gpu("h200")
+    cal, prec = calibration_for(g), m.default_precision
+    dec = {r["name"]: r for r in roofline(m, g, cal, prec, "decode", batch=8, context=1024, tp=8)["ops"]}
+    kv = dec["layer0/attn/mla_kv_up"]
+    assert (kv["bytes"], kv["flops"], kv["time_s"], kv["ideal_time_s"], kv["bound"]) == (0.0, 0.0, 0.0, 0.0, "not run")
+    assert dec["layer0/attn/mla_q_absorb"]["bytes"] > 0 and dec["layer0/attn/mla_v_up"]["bytes"] > 0
+    pf = {r["name"]: r for r in roofline(m, g, cal, prec, "prefill", batch=1, context=1024, tp=8)["ops"]}
+    # prefill runs it: 2 x 1024 rows x 4096 (16 heads x 256) x 512 x 61 layers = 262.1 GFLOP, and at least its weights
+    up = pf["layer0/attn/mla_kv_up"]
+    assert up["flops"] == pytest.approx(2 * 1024 * 4096 * 512 * 61) and up["bytes"] > 61 * 4096 * 512 and up["bound"] != "not run"
+    # and the absorbed products, which the prefill does not run, move nothing there
+    assert pf["layer0/attn/mla_q_absorb"]["bytes"] == pf["layer0/attn/mla_v_up"]["bytes"] == 0.0

@@ -170,6 +170,7 @@ def roofline(
     engine's kernels and collectives, as estimate prices them (no step overheads): the plan's too, --batch spread over
     its attention-DP ranks, its experts and their all-to-all where EP places them."""
     from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.cost.roofline import NOT_RUN
     from llm_codesign.cost.roofline import roofline as run
 
     m, g = _model(model), _gpu(gpu)
@@ -195,7 +196,11 @@ def roofline(
                + (" *: the kernel's own rates (tiles, waves, efficiency) bind the other side of the ridge "
                   "(its ridge: kernel_ridge_point in --json)." if any(o.get("kernel_ridge_point") for o in r["ops"]) else "")
                + (" latency: over half the modelled time is neither roof but the kernel's fixed cost (launch, prologue, "
-                  "tail), as at a small batch." if any(o["bound"] == "latency" for o in r["ops"]) else ""))
+                  "tail), as at a small batch." if any(o["bound"] == "latency" for o in r["ops"]) else "")
+               # newc9 #17: MLA's kv_up in a decode step, its weights read inside mla_q_absorb and mla_v_up
+               + (" not run: no rows this step, nothing moved: MLA's kv_up in a decode step (absorbed, its W_UK and W_UV read "
+                  "inside mla_q_absorb and mla_v_up), those two in a prefill (which up-projects the latent instead)."
+                  if any(o["bound"] == NOT_RUN for o in r["ops"]) else ""))
     for o in r["ops"]:
         t.add_row(o["name"], f"{o['layers']:.0f}", _fmt(o["flops"]), _fmt(o["bytes"], "B"), f"{o['intensity']:.1f}",
                   o["bound"], f"{o['ideal_time_s'] * 1e6:.1f}", f"{o['time_s'] * 1e6:.1f}", f"{o['pct_of_peak']:.1f}")
@@ -326,7 +331,8 @@ def estimate(
                  ("output tokens/s per GPU", f"{r['output_tok_s_per_gpu']:.1f}" + inline(r, "output_tok_s_per_gpu")),
                  ("input+output tokens/s per GPU", f"{r['io_tok_s_per_gpu']:.1f}"),
                  *_energy_rows(r),
-                 ("largest batch that fits", f"[yellow]{r['max_batch']}: {r['over_capacity']}[/yellow]" if "over_capacity" in r else r["max_batch"]),
+                 # what sets it (Estimate.batch_limit: the step budget, a cap or the KV cache; newc9 #1: not always memory)
+                 ("largest batch", _largest_batch_text(r)),
                  ("memory per GPU", _memory_text(r["memory"], dep.gpu)),
                  ("decode step bound by", r["decode_bound"]), ("prefill bound by", r["prefill_bound"])):
         t.add_row(k, str(v))
@@ -434,6 +440,19 @@ def _padded_row(m, dep, wl, r: dict, *, calibration) -> tuple:
              f"{padded.cuda_graph_max_bs} (as export writes it; --cuda-graph-max-bs {padded.cuda_graph_max_bs} here)"),)
 
 
+def _largest_batch_text(r: dict) -> str:
+    """The "largest batch" row: what sets it (max_batch_text), and where requests are past it what the engine does with
+    them (over_capacity; the step budget's is the row's own words, so only its outcome is added). The page's twin:
+    app.js largestBatchText."""
+    if "over_capacity" not in r:
+        return r["max_batch_text"]
+    rest = WAIT_REST if r["max_batch_by"] == "step budget" else f": {r['over_capacity']}"
+    return f"[yellow]{r['max_batch_text']}{rest}[/yellow]"
+
+
+WAIT_REST = "; the rest wait for whole requests to finish (longer TTFT)"
+
+
 def _concurrency_text(r: dict):
     """The concurrency row: the instance's, and with replicas "64 per replica (128 in all)", as import says it."""
     d = r.get("replicas")
@@ -441,14 +460,14 @@ def _concurrency_text(r: dict):
 
 
 def _knee_text(r: dict) -> str:
-    """The concurrency, offline with the knee it is (serve.estimate.offline_knee): 'batch 1504 (the largest batch that fits is 2453;
-    2453 gives +3% at 1.6x the TPOT; ...)'."""
+    """The concurrency, offline with the knee it is (serve.estimate.offline_knee): 'batch 1504 (the largest batch is 2453;
+    2453 gives +3% at 1.6x the TPOT; ...)', the largest batch being the "largest batch" row's (max_batch)."""
     k = r.get("offline_knee")
     if k is None:
         return str(r["concurrency"])
     if k["max_batch"] == k["batch"]:
         return f"batch {k['batch']} (the most tok/s/GPU)"
-    where = f"the largest batch that fits is {k['max_batch']}" if k["kv_full"] else f"the most tok/s/GPU at {k['max_batch']}"
+    where = f"the largest batch is {k['max_batch']}" if k["at_max_batch"] else f"the most tok/s/GPU at {k['max_batch']}"
     # at OSL 1 no decode step runs (TPOT n/a): the cost of the larger batch is its TTFT
     ratio = f"{k['tpot_ratio']:.1f}x the TPOT" if r.get("tpot_ms") is not None else f"{k['ttft_ratio']:.1f}x the TTFT"
     return (f"batch {k['batch']} ({where}; {k['max_batch']} gives +{k['gain']:.0%} at {ratio}; "

@@ -129,7 +129,8 @@ def disagg(
                "Times in ms (from 10 s in s or h): TTFT = queue (for the running prefill step and a prefill instance) + prefill + "
                "KV hand-off (the transfer and the decode worker's admission: at its step boundaries, or as the cache arrives where "
                "it pre-allocated it, SGLang's) + slot wait (for a decode slot, past what the decode pool holds) + the engine's "
-               f"request overhead. fits: the decode pool holds every request at once ({d['max_concurrency']})."
+               f"request overhead. fits: the decode pool holds every request at once ({d['max_concurrency']}). "
+               f"req/s: {p['capacity_note']}."
                + (f" TPOT, tok/s/user: {NO_DECODE}." if one else "") + ("" if calibration else _measured()))
     from llm_codesign.render.intervals import table_time
 

@@ -19,13 +19,17 @@ from llm_codesign.cli.common import (
     token_list,
     vendor_engines,
 )
-from llm_codesign.errors import InputError
+from llm_codesign.errors import InputError, MissingInput
 from llm_codesign.spec.engines import engine_for, engine_names
 
 
 @app.command()
 def sweep(
-    models: str = typer.Option(..., "--models", help="Models, comma-separated (registry names, Hugging Face ids, config paths)."),
+    # positional as every other command takes its model (newc9 #14: `sweep llama-3.1-8b` read as no --models)
+    model: Optional[list[str]] = typer.Argument(None, metavar="MODEL", show_default=False,
+                                                help="Models, as --models takes them (sweep llama-3.1-8b qwen3-8b, or one comma-separated)."),
+    models: Optional[str] = typer.Option(None, "--models", help="Models, comma-separated (registry names, Hugging Face ids, config "
+                                         "paths); or given positionally."),
     gpu: str = typer.Option(..., "--gpu", help="GPU ids, comma-separated."),
     gpus_: int = typer.Option(8, "--gpus", min=1, max=1 << 16, help="GPUs per deployment (replicas of smaller instances fill them)."),
     precisions: Optional[str] = typer.Option(None, "--precisions", help="Weight formats, comma-separated (default: the checkpoint's "
@@ -53,6 +57,11 @@ def sweep(
 
     check_writable("out", out)  # before the tasks run, not after
     names = lambda s: list(dict.fromkeys(x.strip() for x in s.split(",") if x.strip()))  # noqa: E731  (a repeat once)
+    models = ",".join([*(model or ()), *([models] if models else [])])  # the positional ones and --models', together
+    if not names(models) and not models:
+        raise MissingInput("models", "give one or more models, positionally (sweep llama-3.1-8b) or as --models NAME[,NAME]")
+    if not names(models):  # "--models ,"
+        raise InputError("models", models, "one or more models, comma-separated")
     check_paths([("--out", out)], {"--models": names(models), "--gpu": names(gpu), "--calibration": calibration,
                                    "--gpu-hour-price": gpu_hour_price})
     if not names(gpu):  # else no task and no engine: "--gpu ," was priced as no plan fitting 8 GPUs

@@ -57,11 +57,14 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
         t = float(np.asarray(op.time).reshape(-1)[0]) * n
         if t == 0 and f == 0 and by == 0:
             continue
+        # a GEMM over no rows moves nothing (NOT_RUN; newc9 #17: MLA's kv_up counted 128 MB in a decode step)
+        by = 0.0 if (idle := op.kind == "gemm" and f == 0 and t == 0) else by
         # the math the GEMM was priced with (router, LM head: BF16), at the first load as its figures are
         math = str(np.ravel(op.math)[0]) if op.kind == "gemm" else "bf16"
         peak = gpu.peak(math)
-        intensity = f / by if by else float("inf")
-        bound, kernel_ridge = ("comm", None) if op.kind == "comm" else _bound(op, n, t, f=f, by=by, past_ridge=intensity >= peak / bw)
+        intensity = f / by if by else (0.0 if idle else float("inf"))
+        bound, kernel_ridge = ("comm", None) if op.kind == "comm" else (NOT_RUN, None) if idle else \
+            _bound(op, n, t, f=f, by=by, past_ridge=intensity >= peak / bw)
         ideal = 0.0 if op.kind == "comm" else max(f / peak, by / bw)  # newc5 #3: the roofline's (time_s: modelled)
         rows.append({"name": op.name, "kind": op.kind, "layers": n, "flops": f, "bytes": by,
                      "intensity": intensity, "ridge_point": peak / bw, "math": math, "kernel_ridge_point": kernel_ridge,
@@ -75,6 +78,11 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
             "batch_per_rank": rank, "precision": prec.label(), "ops": rows,
             "totals": {"flops": tf, "bytes": tb, "time_s": tt, "ideal_time_s": sum(r["ideal_time_s"] for r in rows), "intensity": tf / tb if tb else 0.0,
                        "bound_time_s": floor["time_s"], "floor": floor}}
+
+
+# the bound of an operator the step does not run, a GEMM over no rows: MLA's kv_up in a decode step (absorbed: W_UK and
+# W_UV read inside mla_q_absorb and mla_v_up), the absorbed products in a prefill (which up-projects the latent instead)
+NOT_RUN = "not run"
 
 
 def _bound(op, n: float, t: float, *, f: float, by: float, past_ridge: bool) -> tuple[str, float | None]:

@@ -340,8 +340,9 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
                          prefix_hit=prefix_hit, arrival=arrival)
         # each column over the (plans, batches priced, k) block, its elements' flat indices in the whole grid
         shape = (sl.stop - sl.start, len(held), K)
+        # a draft length the engine launches on the plan's stages (Engine.runs_spec: SGLang's none under PP), as estimate's
         col = {"tok_s_per_user": r["tok_s_per_user"], "output_tok_s_per_gpu": r["output_tok_s_per_gpu"], "ttft_s": r["ttft_s"],
-               "tpot_s": r["tpot_s"], "fits": r["fits"]}
+               "tpot_s": r["tpot_s"], "fits": r["fits"] & engine.runs_spec(np.asarray(sub.pp), ks[None, None, :])}
         idx = ((np.arange(sl.start, sl.stop)[:, None, None] * B + held[None, :, None]) * K + np.arange(K)[None, None, :]).reshape(-1)
         return {**{k: np.broadcast_to(v, shape).reshape(-1) for k, v in col.items()}, "idx": idx,
                 "prec": np.full(idx.size, pi, dtype=np.int16), "budget": np.full(idx.size, bi, dtype=np.int16), "grid": (sl.stop - sl.start) * B * K}

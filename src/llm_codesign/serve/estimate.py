@@ -144,6 +144,7 @@ class Estimate:
     queue: dict | None = None  # where requests wait for a slot: TTFT's share of it (slot_queue), its cohorts and their cycle
     # where no fast attention kernel of the engine takes the model's head size (spec.engines.head_dims, lint R4's rule)
     attention_note: str | None = None
+    batch_limit: dict | None = None  # what sets max_batch: the step budget, a launch cap, the KV cache or the engine's limit
 
     @property
     def fits(self) -> bool:
@@ -184,6 +185,8 @@ class Estimate:
         }
         if dep.plan_note is not None:  # GPUs read off tp x attention_dp, none given (spec.plan.attention_dp_note)
             out["plan_note"] = dep.plan_note
+        if self.batch_limit is not None:  # what sets max_batch, and its row's words (CLI and page alike)
+            out["max_batch_by"], out["max_batch_text"] = self.batch_limit["by"], self.batch_limit["text"]
         if self.over_capacity is not None:
             out["over_capacity"] = self.over_capacity
         if self.queue is not None:  # absent where every request runs at once
@@ -276,6 +279,8 @@ def check(model: ModelSpec, dep: Deployment) -> None:
                     "(estimate and export take replicas; pareto searches copies)")
         elif REASONS[code] == "gpus_mismatch":  # more GPUs than given, or a count they do not divide: a fix too (newc8 #16)
             why += _count_advice(model, dep, own)
+        elif REASONS[code] == "scale_up":  # TP16 over two nodes: the plans priced on those GPUs (newc9 #7)
+            why += _domain_advice(model, dep, own)
         raise InputError("deployment", dep.plan.label() + f" on {dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''}", why)
     check_step_budget(dep)  # a deployment read from a file, not built by spec.plan.deployment
 
@@ -324,6 +329,34 @@ def _count_advice(model: ModelSpec, dep: Deployment, own: int) -> str:
     if runs(dep.plan, own):  # the count they make, where the plan runs on it (TP3 of 64 heads does not)
         return f"; these sizes make {own} GPUs: --gpus {own} ({dep.plan.label()})" + (f", or {on_n}" if on_n else "")
     return f"; these sizes make {own} GPUs; plans {on_n}" if on_n else ""
+
+
+def _domain_advice(model: ModelSpec, dep: Deployment, own: int) -> str:
+    """Where a tensor-parallel (or Helix) group outgrows the scale-up domain: the plans on the same `own` GPUs that keep it
+    inside, widest TP first, with the stages (PP) or, for a MoE model, attention-DP ranks making up the rest, where valid
+    and this engine launches them: TP16 of DeepSeek-R1 on 16 H100s, "plans on 16 GPUs: TP8 PP2 or TP8 ..." (newc9 #7;
+    the cross-node all-reduce itself is not priced). The experts keep the EP asked as far as a stage's GPUs divide it
+    (gcd), else MoE TP; under attention DP, EP over the stage first (SGLang's DeepSeek recipes)."""
+    from math import gcd
+
+    tp, pp, ep, moe_tp, adp, kvp = dep.plan.at(0).sizes
+
+    def runs(plan) -> bool:
+        return int(validity(model, dep.gpu, plan, own).reshape(-1)[0]) < 0 and bool(np.all(dep.engine.runs_plans(plan, moe=model.is_moe)))
+
+    said = []
+    for t in sorted((t for t in divisors(dep.gpu.scale_up_domain) if t * kvp <= dep.gpu.scale_up_domain and t < tp), reverse=True):
+        for p, a in ((own // (t * adp * kvp), adp), (pp, own // (t * pp * kvp))):
+            if p < 1 or a < 1 or t * p * a * kvp != own or (a > 1 and not model.is_moe):
+                continue
+            stage = own // p
+            sides = [(e, stage // e) for e in ([stage] if a > 1 else []) + [gcd(ep, stage)]] if model.is_moe else [(1, 1)]
+            plan = next((q for e, m in sides if runs(q := Plan(t, p, e, m, a, kvp))), None)
+            if plan is not None and plan.label() not in said:
+                said.append(plan.label())
+        if said:  # the widest TP that gives any
+            break
+    return f"; plans priced on {own} GPUs: {' or '.join(said)}" if said else ""
 
 
 # the largest instance the out-of-memory advice looks within (GPUs): eight 8-GPU nodes; past it the advice is a
@@ -434,14 +467,17 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     max_conc = int(r.max_concurrency.reshape(-1)[0])
     if max_conc < 1:
         _refuse_unfit(dep, r, model, workload, cal)
+    max_batch = int(r.max_batch.reshape(-1)[0])  # what the KV cache holds and the step budget decodes (Metrics.max_batch)
     concurrency, knee = workload.concurrency, None
     if concurrency is None:
-        concurrency, knee = offline_knee(r, grid)
+        if max_batch not in grid:  # the knee's maximum at the largest batch itself, not at the grid's point beside it (newc9 #1)
+            grid = np.union1d(grid, [max_batch])
+            r = evaluate(model, dep, workload, calibration=cal, concurrency=grid)
+        concurrency, knee = offline_knee(r, grid, max_batch=max_batch)
         mode = "offline-max-throughput"
     else:
         mode = "concurrency"
     one = evaluate(model, dep, workload, calibration=cal, concurrency=concurrency)
-    max_batch = int(r.max_batch.reshape(-1)[0])  # what the KV cache holds and the step budget decodes (Metrics.max_batch)
     s = lambda k: float(np.asarray(getattr(one, k)).reshape(-1)[0])  # noqa: E731
     # the bottlenecks are read from the very steps the metrics time (decode: the step at this load)
     priced = deployment_ops(model, dep, workload, cal=cal, concurrency=concurrency)  # the evaluation the metrics above are
@@ -470,6 +506,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe),
         rank_skew=rank_skew_note(dep, cal, rows, ttft_s=s("ttft_s")), knee=knee,
         kv_seqs=int(r.kv_seqs.reshape(-1)[0]), queue=_queue(priced["time_parts"]),
+        batch_limit=batch_limit(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
+                                kv_seqs=int(r.kv_seqs.reshape(-1)[0]), accepted=s("accepted_per_step")),
         attention_note=head_dim_note(model, dep.engine.name, dep.gpu, dep.precision.kv.name))
     return check_estimate(model, est)
 
@@ -493,18 +531,21 @@ def _queue(tp: dict) -> dict | None:
 KNEE_FRACTION = 0.03
 
 
-def offline_knee(r, grid) -> tuple[int, dict]:
+def offline_knee(r, grid, *, max_batch: int | None = None) -> tuple[int, dict]:
     """(batch, what it leaves): the smallest batch of `grid` whose tok/s/GPU is within KNEE_FRACTION of the largest of
-    those that fit (`r`, evaluate's over the grid), with the maximum's batch, its gain over the knee and its TPOT over
-    the knee's; `kv_full` whether the maximum's batch is the largest that fits (the KV cache's or the engine's limit)."""
-    tok = np.where(r.fits, r.output_tok_s_per_gpu, -1.0).reshape(-1)
+    those that fit (`r`, evaluate's over the grid) and run at once (at most `max_batch`, Metrics.max_batch: past it the
+    rest queue, no faster), with the maximum's batch, its gain over the knee and its TPOT over the knee's; `at_max_batch`
+    whether the maximum's batch is the largest that runs (the KV cache's, the engine's or the step budget's limit:
+    Estimate.batch_limit says which). newc9 #1: the budget's 2451 beside the grid's 2453 read as two limits."""
+    ok = np.asarray(r.fits).reshape(-1) & (np.asarray(grid) <= (np.inf if max_batch is None else max_batch))
+    tok = np.where(ok, np.asarray(r.output_tok_s_per_gpu).reshape(-1), -1.0)
     top = int(np.argmax(tok))
     knee = int(np.flatnonzero(tok >= (1.0 - KNEE_FRACTION) * tok[top])[0])
     tpot, ttft = (np.asarray(x, float).reshape(-1) for x in (r.tpot_s, r.ttft_s))
-    fits = np.flatnonzero(np.asarray(r.fits).reshape(-1))
+    fits = np.flatnonzero(ok)
     return int(grid[knee]), {"batch": int(grid[knee]), "max_batch": int(grid[top]), "gain": float(tok[top] / tok[knee] - 1.0),
                              "tpot_ratio": float(tpot[top] / tpot[knee]), "ttft_ratio": float(ttft[top] / ttft[knee]),
-                             "fraction": KNEE_FRACTION, "kv_full": bool(fits.size and top == fits[-1])}
+                             "fraction": KNEE_FRACTION, "at_max_batch": bool(fits.size and top == fits[-1])}
 
 
 # the share of TTFT from which an engine's fitted per-request cost is said on the answer (a reading choice, no measured
@@ -777,6 +818,37 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
                 "blocks run out, so the admitted requests share the decode slots (longer TPOT)")
     return f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"
+
+
+# each engine's own running-batch limit as its launch names it (Engine.max_batch's sources)
+BATCH_LIMIT_FLAG = {"trtllm": "max_batch_size", "vllm": "--max-num-seqs", "sglang": "--max-running-requests", "atom": "max_num_seqs"}
+
+
+def batch_limit(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool, kv_seqs: int, accepted: float) -> dict:
+    """What sets max_batch (Metrics.max_batch = min(KV cache, engine limit, launch cap, step budget)), as {"by", "text"}:
+    estimate's "largest batch" row. newc9 #1: TensorRT-LLM's 8192-token budget over (1 + ISL/(OSL-1)) gave the same 2451
+    on H100, H200 and B200 under "largest batch that fits", read as memory; the budget (budget_fill: a step's decodes, 1 +
+    k tokens each, beside the prompts arriving as acc / (OSL-1) of them end a step) is named, with the KV cache's figure."""
+    adp, pp = int(np.asarray(dep.plan.adp)), int(np.asarray(dep.plan.pp))
+    held = f"; the KV cache holds {kv_seqs:,}" if kv_seqs > max_batch else ""
+    if budget_binds:
+        k, new, out = dep.spec.k if dep.spec is not None else 0, workload.new_tokens, max(workload.osl - 1, 1)
+        per = f"1 + {k}" if k else "1"
+        arriving = f"{new}/{out}" if accepted == 1.0 else f"{accepted:.2f} x {new}/{out}"
+        mixed = np.floor(dep.rank_step_tokens / (1 + k + accepted * new / out)) * pp * adp
+        split = "".join(f" x {n} {w}" for n, w in ((pp, "micro-batches"), (adp, "attention-DP ranks")) if n > 1)
+        why = (f"max_num_tokens {dep.rank_step_tokens:g} / ({per} + {arriving}){split}: each decoding request's "
+               f"{'tokens' if k else 'token'} and the prompt tokens arriving" if mixed == max_batch else
+               f"max_num_tokens {dep.rank_step_tokens:g} / ({per}){split}: each decoding request's {'tokens' if k else 'token'}")
+        return {"by": "step budget", "text": f"{max_batch:,}, by the step budget ({why}){held}; --max-num-tokens raises it"}
+    if dep.max_batch is not None and max_batch >= dep.max_batch * adp:
+        return {"by": "launch cap", "text": f"{max_batch:,}, by the launch's cap (--max-batch {dep.max_batch}"
+                + (f" x {adp} attention-DP ranks" if adp > 1 else "") + f"){held}"}
+    if not held:
+        return {"by": "KV cache", "text": f"{max_batch:,}, by the KV cache"}
+    flag = BATCH_LIMIT_FLAG.get(dep.backend, "its batch limit")
+    return {"by": "engine limit", "text": f"{max_batch:,}, by {dep.backend}'s own batch limit ({flag}"
+            + (f", per attention-DP rank" if adp > 1 else "") + f"){held}"}
 
 
 def _spec_break_even(model: ModelSpec, dep: Deployment, workload: Workload, cal: Calibration, *, r, grid, concurrency) -> SpecPayoff:

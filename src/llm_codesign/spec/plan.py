@@ -359,6 +359,9 @@ class Deployment:
         agree = (np.asarray(p.gpus) == np.asarray(p.moe_gpus)) | ((np.asarray(p.ep) == 1) & (np.asarray(p.moe_tp) == 1))
         whole = bool(np.all(agree & (self.num_gpus % np.asarray(p.gpus) == 0)))
         check_runs(engine, self.gpu, p if whole else None, self.precision, moe=None)  # no model here: lc.deployment adds its
+        if self.spec is not None and not bool(np.all(engine.runs_spec(p.pp, self.spec.k))):  # SGLang's PP + speculation
+            raise InputError("pp", int(np.max(p.pp)), f"1 with speculative decoding on {engine.title} ({engine.spec_pp_refusal}); "
+                             "drop --spec, or --pp 1")
 
     @property
     def step_tokens(self) -> int:

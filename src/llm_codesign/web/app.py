@@ -467,6 +467,10 @@ class Estimate(_Open):
                                             "the cohorts ahead and their cycle (`cycle_ms`); absent where every request runs at once. TTFT's "
                                             "intervals then cover the TTFT as quoted, queue included (their `queue_ms`).")
     engine_release: Optional[str] = Field(None, description="The engine releases whose defaults the answer prices.")
+    max_batch_by: Optional[str] = Field(None, description="What sets max_batch: 'step budget', 'launch cap', 'KV cache' or "
+                                        "'engine limit' (serve.estimate.batch_limit).")
+    max_batch_text: Optional[str] = Field(None, description="max_batch and what sets it, in estimate's `largest batch` row's "
+                                          "words (the KV cache's sequences beside it where another limit binds).")
 
 
 ESTIMATE_ABSENT = ("request_cost_note", "offline_knee", "rank_skew_note", "queued", "queue", "engine_release")

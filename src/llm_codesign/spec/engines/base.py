@@ -239,6 +239,19 @@ class Engine(ABC):
         reads (`release`), not the newer one an export writes options for."""
         return f"{self.name} (defaults as {self.release})" if self.release else self.name
 
+    # where it launches no speculative decoding under pipeline parallelism: why, with its source (SGLang's server_args
+    # check, spec/engines/sglang.py); None where it does
+    spec_pp_refusal: ClassVar[str | None] = None
+
+    def runs_spec(self, pp, k):
+        """Where it launches `k` draft tokens a step (0: no speculation) on `pp` pipeline stages, a boolean array over the
+        two broadcast: everywhere unless spec_pp_refusal says why not under pp > 1. The rule a Deployment (so estimate,
+        export, lc.deployment) and the search (explore.search's fits) share (newc9 #3)."""
+        import numpy as np
+
+        ok = np.ones(np.broadcast(np.asarray(pp), np.asarray(k)).shape, dtype=bool)
+        return ok if self.spec_pp_refusal is None else ok & ((np.asarray(pp) <= 1) | (np.asarray(k) <= 0))
+
     def runs_plans(self, plan, *, moe: bool = True):
         """Where it has a launch for `plan` (a Plan of ints or arrays; `moe`: the model has experts), a boolean array over
         the plan's broadcast sizes: every plan unless its module names a mapping of ranks its launch cannot express, with

@@ -79,6 +79,13 @@ def static_fraction(gpu, tp, pp=1, adp=1, *, spec_method: str | None = None, chu
 
 
 class SGLangEngine(Engine):
+    # pp_size > 1 asserts speculative_algorithm is None (server_args.py:5136-5141@0.5.9, "Pipeline parallelism is not
+    # compatible with overlap schedule, speculative decoding, mixed chunked prefill"); 0.5.23, the release export writes,
+    # allows it on disaggregated prefill nodes alone, or EAGLE behind the experimental SGLANG_ENABLE_PP_SPEC
+    # (arg_groups/validation_hook.py:119-165, check_pipeline_parallel_compat). newc9 #3: the frontier's best MI355X points
+    # were PP2 with MTP, a launch that fails at start-up
+    spec_pp_refusal = ("server_args.py:5136-5141@0.5.9 asserts speculative_algorithm is None for pp_size > 1; 0.5.23 allows "
+                       "it on disaggregated prefill nodes alone")
     # prefill batches run on their own: "Run prefill first if possible", no decodes mixed in unless
     # --enable-mixed-chunk (off by default, server_args.py:729; sglang 0.5.12 managers/scheduler.py:2578-2592)
     mixes_prefill = False

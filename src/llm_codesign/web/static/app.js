@@ -433,10 +433,17 @@ function kneeText(e) {
   const k = e.offline_knee;
   if (!k) return String(e.concurrency);
   if (k.max_batch === k.batch) return `batch ${k.batch} (the most tok/s/GPU)`;
-  const where = k.kv_full ? `the largest batch that fits is ${k.max_batch}` : `the most tok/s/GPU at ${k.max_batch}`;
+  const where = k.at_max_batch ? `the largest batch is ${k.max_batch}` : `the most tok/s/GPU at ${k.max_batch}`;
   const ratio = e.tpot_ms !== null && e.tpot_ms !== undefined ? `${k.tpot_ratio.toFixed(1)}x the TPOT` : `${k.ttft_ratio.toFixed(1)}x the TTFT`;
   return `batch ${k.batch} (${where}; ${k.max_batch} gives +${(100 * k.gain).toFixed(0)}% at ${ratio}; `
     + `the smallest batch within ${(100 * k.fraction).toFixed(0)}% of the most tok/s/GPU)`;
+}
+
+// the "largest batch" row (cli/commands.py _largest_batch_text): what sets it, and what happens to the requests past it
+function largestBatchText(e) {
+  if (!e.over_capacity) return e.max_batch_text;
+  return e.max_batch_by === "step budget" ? `${e.max_batch_text}; the rest wait for whole requests to finish (longer TTFT)`
+    : `${e.max_batch_text}: ${e.over_capacity}`;
 }
 
 // render/intervals.py unpredictable and unpredictable_footnote: a value whose 95% interval spans more than PREDICTABLE_SPAN
@@ -641,8 +648,9 @@ function showPriced(e) {
   const rows = [["deployment", `${e.plan} on ${e.num_gpus}x ${e.gpu}, ${e.precision_as_run}, ${e.backend} (defaults as ${e.engine_release})`],
     ["requests in flight", kneeText(e)],
     ...metricRows(e), ["output tokens/J (GPU)", fix(e.tokens_per_joule, 2)],
-    // over_capacity where requests wait or share slots (`fits` is the memory's alone: serve/estimate.py Estimate.fits)
-    ["largest batch that fits", e.over_capacity ? `${e.max_batch}: ${e.over_capacity}` : e.max_batch],
+    // what sets it (max_batch_text: serve/estimate.py batch_limit, the CLI's row), over_capacity where requests wait or
+    // share slots (`fits` is the memory's alone: serve/estimate.py Estimate.fits)
+    ["largest batch", largestBatchText(e)],
     ["memory per GPU", memoryText(m)],
     ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...costRows(e), ...basisRows(e.intervals, e)];
   if (sp) {
@@ -661,7 +669,8 @@ function showDisagg(r) {
     el("h2", `Priced, disaggregated: ${modelName(r.model)} on ${where}, ${r.precision}, ${r.backend}`),
     el("div", `prefill ${p.instances}x ${p.plan} (${fix(p.capacity_req_s, 2)} req/s), decode ${d.instances}x ${d.plan} `
        + `(holds ${d.max_concurrency.toLocaleString()} requests). Times in ms (from 10 s in s or h): TTFT = queue + prefill + KV hand-off `
-       + "+ slot wait (past what the decode pool holds) + front end (the engine's request overhead).", "hint"),
+       + "+ slot wait (past what the decode pool holds) + front end (the engine's request overhead). "
+       + `req/s: ${p.capacity_note}.`, "hint"),
     table("disagg-table", [["requests", "n"], ["TTFT", "n"], ["prefill", "n"], ["KV move", "n"], ["queue", "n"], ["slot wait", "n"],
                            ["front end", "n"], ["TPOT", "n"], ["tok/s/user", "n"], ["tok/s/GPU", "n"], ["fits", "t"]],
           r.rows.map((x) => [x.concurrency, tableTime(x.ttft_ms), tableTime(x.prefill_ms), tableTime(x.kv_transfer_ms, 2),
