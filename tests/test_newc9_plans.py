@@ -47,7 +47,7 @@ def test_sglang_export_names_amd_mxfp4_checkpoint_and_no_quantization(tmp_path):
     assert code == 0, err
     text = f.read_text()
     assert "--model-path amd/DeepSeek-R1-0528-MXFP4-Preview" in text and "  --quantization" not in text
-    assert "# weights: mxfp4, read from amd/DeepSeek-R1-0528-MXFP4-Preview (AMD's Quark MXFP4 checkpoint" in text
+    assert "# weights: mxfp4, read from amd/DeepSeek-R1-0528-MXFP4-Preview (the registry's mxfp4 checkpoint of this shape)" in text
     code, out, err = cli("import", str(f))
     assert code == 0, err
     assert "deepseek-r1 on 8x MI355X: 4 replicas of TP2" in " ".join(out.split())

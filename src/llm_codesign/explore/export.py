@@ -119,31 +119,10 @@ def launched(model: ModelSpec, dep: Deployment, engine: str) -> tuple[ModelSpec,
 
         return (replace(model, hf_ids=(ck,), default_precision=get_model(ck).default_precision),
                 [f"# weights: {w.name}, read from {ck} (the registry's {w.name} checkpoint of this shape)"])
-    if ck := vendor_checkpoint(model, w, dep.gpu):  # a vendor's checkpoint the registry does not list (yet): named, no option
-        return (replace(model, hf_ids=(ck[0],), default_precision=replace(model.default_precision, weight=w)),
-                [f"# weights: {w.name}, read from {ck[0]} ({ck[1]})"])
     if x.quantization_option and weight_option(model, dep.precision, engine) in ONLINE_QUANTIZATION:
         return model, where
     return model, where + [f"# weights: {w.name} is read from a checkpoint already quantized to it (the "
                            f"{model.default_precision.weight.name} one named here is not): point the model at such a checkpoint"]
-
-
-# checkpoints already quantized that an answer prices and the registry has no entry for: (a release's Hugging Face id,
-# lower case; weight format) -> (the checkpoint, what it is). newc9 #3: export paired deepseek-ai/DeepSeek-R1 (FP8) with
-# --quantization mxfp4, which SGLang's ModelConfig._verify_quantization refuses (no such pair in its compatible or
-# requantization methods); the MXFP4 answer on CDNA prices AMD's Quark checkpoint (spec.plan.quark_mxfp4)
-VENDOR_CHECKPOINTS = {("deepseek-ai/deepseek-r1", "mxfp4"): (
-    "amd/DeepSeek-R1-0528-MXFP4-Preview", "AMD's Quark MXFP4 checkpoint of DeepSeek-R1-0528, the one InferenceX serves on "
-    "MI355X, .github/configs/amd-master.yaml@843c6254: its own quantization_config, so no --quantization")}
-
-
-def vendor_checkpoint(model: ModelSpec, weight, gpu) -> tuple[str, str] | None:
-    """(id, what it is) of VENDOR_CHECKPOINTS for `model`'s release at `weight` on `gpu` (AMD's Quark checkpoint where
-    an MXFP4 answer runs it: spec.plan.quark_runs_on, CDNA GPUs), or None."""
-    from llm_codesign.spec.plan import quark_runs_on
-
-    hit = next((VENDOR_CHECKPOINTS[(h.lower(), weight.name)] for h in model.hf_ids if (h.lower(), weight.name) in VENDOR_CHECKPOINTS), None)
-    return hit if hit is not None and (weight.name != "mxfp4" or quark_runs_on(gpu)) else None
 
 
 def instruct_first(model: ModelSpec) -> ModelSpec:
@@ -368,9 +347,6 @@ def _exported_model(model_ref: str, meta: dict, origin: str) -> ModelSpec:
         raise MissingInput("model", f"{origin} names no checkpoint ({CHECKPOINT_PLACEHOLDER}): give --model, the config.json "
                                     f"{meta.get('model')} was exported from, or put its checkpoint folder in the file")
     own = bundled(str(meta.get("model") or ""))
-    # a vendor checkpoint export named for the header's release (vendor_checkpoint), which the registry may not list
-    if own is not None and any(ck == model_ref and h in {x.lower() for x in own.hf_ids} for (h, _), (ck, _) in VENDOR_CHECKPOINTS.items()):
-        return own
     m = get_model(model_ref)
     return own if own is not None and own.name != m.name and release_of(own.name) == release_of(m.name) else m
 
