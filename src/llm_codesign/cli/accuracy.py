@@ -126,8 +126,11 @@ def validate(
         _print_columns(rep["columns"], _console(stderr=out == "-"))
         _print_arrival(rows, _console(stderr=out == "-"))
     if out and out != "-":
-        # the level of predicted_<metric>_lo/_hi, issue 40's names, which a newcomer could not tell (frontier.csv's say _lo80)
-        _console().print(f"wrote {out}" + ("; predicted_<metric>_lo and _hi: the 80% interval" if serving else ""), highlight=False)
+        # the level of predicted_<metric>_lo/_hi, issue 40's names, which a newcomer could not tell (frontier.csv's say _lo80);
+        # and what the file is, whatever its name says: `--out val` wrote a CSV under no extension, unsaid (newc9 #16)
+        _console().print(f"wrote {out} (CSV, one row per " + ("run: the input's columns, predicted_<metric> and its 80% interval, "
+                         "predicted_<metric>_lo and _hi)" if serving else "kernel measurement: the input's columns and predicted_ms)"),
+                         highlight=False)
 
 
 def _lines(lines: list[int], shown: int = 5) -> str:
