@@ -3,6 +3,7 @@ on active parameters too, none beating it said first, the page's #1 the CLI's, t
 band, sigma_delta the one band rows print, flat terms said as such, and the envelope said exactly."""
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -307,3 +308,47 @@ def test_unresolved_rows_rank_last(d70, d70_default):
     assert (f"quality resolved (err ± <= |loss| + ±test) for {r['resolved']['shapes']:,} of {r['resolved']['of']:,} priced shapes: "
             f"none of them beats the reference; the best shape whose quality it cannot resolve: {g:+.1f}% tok/s/user") in out
     assert " ?" not in out.split("equal quality:")[0].split("tok/s/user")[-1]  # no row shown is unresolved
+
+
+# DeepSeek-V2-Lite's config.json (deepseek-ai/DeepSeek-V2-Lite, the keys the loader reads; newc9 #10's dsv2l)
+DSV2L = {"architectures": ["DeepseekV2ForCausalLM"], "model_type": "deepseek_v2", "hidden_size": 2048, "intermediate_size": 10944,
+         "moe_intermediate_size": 1408, "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
+         "n_routed_experts": 64, "n_shared_experts": 2, "num_experts_per_tok": 6, "first_k_dense_replace": 1, "kv_lora_rank": 512,
+         "q_lora_rank": None, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 102400,
+         "max_position_embeddings": 163840, "tie_word_embeddings": False, "torch_dtype": "bfloat16", "moe_layer_freq": 1,
+         "topk_method": "greedy", "routed_scaling_factor": 1.0}
+
+
+def test_a_moe_baseline_says_the_moe_search_and_why_none_matches_it(tmp_path):
+    # newc9 #10: a dense search against DeepSeek-V2-Lite ranked 16B dense shapes at -60.3% without a word of --moe; the
+    # --moe search's refusal dropped the sentence on its MLA and mixed FFN layers being outside the grid
+    from conftest import cli as run
+
+    from llm_codesign.explore.design import moe_hint
+    from llm_codesign.spec.registry import get_model
+
+    cfg = tmp_path / "dsv2l" / "config.json"
+    cfg.parent.mkdir()
+    cfg.write_text(json.dumps(DSV2L))
+    # its active parameters by hand: per layer MLA q 2048 x 16 x 192 = 6,291,456, kv_a 2048 x (512 + 64) = 1,179,648, kv_b
+    # 512 x 16 x 256 = 2,097,152, o 2048 x 2048 = 4,194,304 (13,762,560 x 27 layers = 371,589,120); layer 0's dense FFN
+    # 3 x 2048 x 10944 = 67,239,936; 26 MoE layers of 8 experts' worth (2 shared + top-6) 8 x 3 x 2048 x 1408 =
+    # 69,206,016 and a router 64 x 2048 = 131,072 (1,802,764,288); LM head 102400 x 2048 = 209,715,200: 2,451,308,544
+    m = get_model(str(cfg))
+    assert m.active_params == 2_451_308_544 and m.is_moe
+    assert moe_hint(m, False) == "the baseline is MoE: --moe --active-params 2.5e9 searches MoE shapes"  # 2.45e9, two figures
+    assert moe_hint(m, True) is None and moe_hint(get_model("llama-3.1-8b"), False) is None and moe_hint(None, False) is None
+    code, out, err = run("design", "--params", "16e9", "--baseline", str(cfg), "--gpu", "mi300x", "--gpus", "8", "--top", "1",
+                         "--max-candidates", "20")
+    said = " ".join(out.split())
+    # beneath the baseline's own line (its plan and batch in brackets)
+    assert code == 0 and re.search(r"baseline dsv2l: 15\.7B params, [^)]*\) the baseline is MoE: --moe --active-params 2\.5e9 searches "
+                                   "MoE shapes ", said), err
+    assert "dsv2l's MLA attention, dense and MoE FFN layers mixed are outside the shape grid (full GQA attention in every layer)" in said
+    code, out, err = run("design", "--params", "16e9", "--active-params", "2.5e9", "--moe", "--baseline", str(cfg), "--gpu", "mi300x",
+                         "--gpus", "8")
+    line = [x for x in err.splitlines() if x.startswith("error: ")]
+    assert code == 2 and not out and len(line) == 1, err
+    assert line[0].startswith("error: params: 16B is not valid; a budget and tolerances that admit at least one shape (")
+    assert line[0].endswith("; dsv2l's MLA attention, dense and MoE FFN layers mixed are outside the shape grid (full GQA attention "
+                            "in every layer)): raise --budget-tol or --quality-sigmas, or add --outside-envelope")

@@ -342,6 +342,7 @@ def design(
         check_options,
         design_nsga2,
         export_changes,
+        grid_said,
         hf_config,
         to_model,
     )
@@ -449,11 +450,12 @@ def design(
         con.print(f"no design beats {(b or ref)['name']} at equal quality proxy: the best is {best:+.1f}% {short} "
                   "(the rows below are the least slow)" if best is not None else f"no design beats {(b or ref)['name']}", highlight=False)
         if b and b.get("outside_grid"):
-            con.print(f"{b['name']}'s {', '.join(b['outside_grid'])} are outside the shape grid (full GQA attention in every layer)",
-                      highlight=False)
+            con.print(grid_said(b["name"], b["outside_grid"]), highlight=False)
     if b:
         con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f} nats/token, "
                   f"{short} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
+        if b.get("hint"):  # a MoE baseline in a dense search (explore.design.moe_hint)
+            con.print(b["hint"], highlight=False)
     else:
         con.print(f"reference {ref['name']} ({ref['basis']}): {ref['total_params'] / 1e9:.1f}B params, quality proxy {ref['quality_proxy']:.4f} nats/token")
     env = r["envelope"]
