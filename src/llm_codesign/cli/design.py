@@ -105,7 +105,9 @@ def wins_by(d: dict, against: str, short: str) -> str:
                      f"(flat on {x['flat_range'][0]:g}-{x['flat_range'][1]:g})" for x in q.get("flat", []))
     out = f"design 1 vs {against}: loss {q['delta_pct']:+.2f}% = {terms} of the loss" + (f" ({flat})" if flat else "")
     # the test's band and the model's error, said apart: sigma_delta is often a tenth of the error (explore.design._quality_row)
-    out += (f"; {'passes' if q['passes'] else 'fails'} at {q['k']:g} x sigma_delta ±{q['sigma_delta_pct']:.2f}% (the terms' band), "
+    band = (f"with no test band (sigma_delta 0: {q['test_band_na']})" if q.get("test_band_na")
+            else f"at {q['k']:g} x sigma_delta ±{q['sigma_delta_pct']:.2f}% (the terms' band)")
+    out += (f"; {'passes' if q['passes'] else 'fails'} {band}, "
             f"model error ±{q['uncertainty_pct']:.2f}%" + ("" if q.get("resolved", True) else " (quality not resolved)"))
     if v:
         out += (f"; params {v['total_params_change_pct']:+.1f}%, KV {v['kv_bytes_per_token'] / 1024:,.0f} KiB/token "
@@ -116,6 +118,15 @@ def wins_by(d: dict, against: str, short: str) -> str:
             out += (f" (80% {gb['gain_lo80']:+.1f} to {gb['gain_hi80']:+.1f}%" + (", an upper bound" if gb.get("shared_error") else "")
                     + ": " + ("within model error" if gb["within_model_error"] else "beyond model error") + ")")
     return out  # a row inside the envelope only by its margin is said once, in envelope_lines
+
+
+def na_said(designs: list[dict]) -> str:
+    """The legend's sentence for ±n/a, where a row has no test band (explore.design.nil_band_why), else ""."""
+    why = sorted({d["quality"]["test_band_na"] for d in designs if d["quality"].get("test_band_na")})
+    if not why:
+        return ""
+    return (f"±n/a: no test band ({'; '.join(why)}): the row differs from the reference in active parameters, a term the test "
+            "takes as exact, and on axes the proxy is flat on; err ± is its band. ")
 
 
 def _margin(bound: str) -> str:
@@ -467,7 +478,7 @@ def design(
         q, e = d["quality"], d["envelope"]
         where = "in" if e["inside"] else _envelope_cell(e["outside"][0])
         rows.append((str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B",
-                     f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f}" + (" ~" if q.get("flat") else "")
+                     f"{q['delta_pct']:+.2f}±" + ("n/a" if q.get("test_band_na") else f"{q['sigma_delta_pct']:.2f}") + (" ~" if q.get("flat") else "")
                      # x beside the band it widens (the test's keeps each term's measured sigma)
                      + f"\nerr ±{q['uncertainty_pct']:.2f}" + (" x" if q["extrapolated"] else "")
                      + ("" if q.get("resolved", True) else " ?"), where,
@@ -493,6 +504,7 @@ def design(
                "model's error of the delta, flat axes and extrapolation included, the band to read as evidence; x beside it: a term "
                "extrapolated beyond its studied range or the model sizes it was measured at; ?: quality not resolved (err ± wider than "
                "|loss| + ±test: the proxy cannot tell the row from the reference; ranked after the resolved rows); ~: the shapes differ on an axis the proxy is flat on (it cannot tell them apart). "
+               + na_said(r["designs"])
                + (envelope_said(env) if inside else "envelope, beneath the loss: in, or the bound it breaks most, above its "
                   "maximum (>) or below its minimum (<), and by what factor (--json: every bound)") + " ("
                + ("searched inside it" if env["applied"] else "--outside-envelope") + f"). {short}: the regime's objective at its best "

@@ -848,17 +848,34 @@ def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Referen
     flat = [{"term": t, "value": float(np.exp(pos)), "reference": float(np.exp(np.ravel(ref.terms["position"][t][0])[0])),
              "flat_range": list(why["flat_range"][t])}
             for t, pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i]))) if bool(why["flat"][t][j])]
+    terms = sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
+                    for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"]))
     return {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
-            "sigma_delta": sd, "sigma_delta_pct": 100.0 * sd / bq,
+            "sigma_delta": sd, "sigma_delta_pct": 100.0 * sd / bq, "test_band_na": nil_band_why(100.0 * sd / bq, terms, flat),
             "uncertainty": float(cand["q_sigma"][i]), "uncertainty_pct": 100.0 * float(cand["q_sigma"][i]) / bq, "k": ref.k, "passes": bool(cand["q_passes"][i]),
             "resolved": bool(cand["q_resolved"][i]), "extrapolated": ex,
             # the terms applied beyond the scales their sources measured (in `extrapolated` too), with those scales
             "extrapolated_scale": [{"term": k[3:], "studied_params": list(ref.terms["scale"][k[3:]]["range"]), "at_params": float(cand["total_params"][i])}
                                    for k in sorted(cand) if k.startswith("qs_") and cand[k][i] > 0],
             # each term's part of the delta, largest first; a flat term's difference is the proxy's blind spot, not a 0
-            "terms": sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
-                             for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"])),
-            "flat": flat}
+            "terms": terms, "flat": flat}
+
+
+# what a nil test band is said as, per flat axis (accuracy_model.delta_terms' "flat"): the aspect ratio at the budget is depth
+_NA_AXES = {"aspect": "depth", "head_dim": "head size"}
+
+
+def nil_band_why(sigma_delta_pct: float, terms: list[dict], flat: list[dict]) -> str | None:
+    """Why a row that differs from the reference has no test band (sigma_delta under 0.005%, printed "0.00"), else None:
+    the only term it differs on carries no spread (active parameters: the scaling law's own term, which
+    accuracy_model.quality_delta takes as exact) and the rest of the shape lies on axes the proxy is flat on (their
+    spread enters the model error, err ±, not the test). h4096 L24
+    ffn22528 against llama-3.1-8b read "-0.29±0.00", "better, exactly", with a model error of ±0.28% (newc9 #12)."""
+    if round(sigma_delta_pct, 2) > 0 or not (terms or flat):  # a band to print, or the reference's own shape
+        return None
+    axes = [_NA_AXES[x["term"]] for x in flat]
+    return f"{' and '.join(axes)} not in the proxy" if axes else "no term with a spread differs"
+
 
 
 def _versus(cand: dict, i: int, *, ref: Reference, prec: Precision, moe: bool, ref_kv: float) -> dict:

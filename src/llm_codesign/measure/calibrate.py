@@ -1093,6 +1093,16 @@ def _header(kernels: list[str], serving: str | None, *, clean: bool, hold_out: l
     return header
 
 
+def _checked(rows: list[dict], text: str, calibration: str | None, report: dict, *, output, force, force_words, skipped) -> dict:
+    """What validate prints on the fitted rows with the starting profile and with the new one (`text`): own_check's
+    "before" and "after", the new profile refused where any is worse (doubtful's own_worse), as a worse banded median
+    is, unless forced (newc9 #15: TPOT p90 51.2 -> 66.3% was a warning above "wrote prof.toml", exit 0)."""
+    checks = {"before": own_check(rows, calibration), "after": own_check(rows, _temporary(text))}
+    report["own_worse"] = worse(checks["before"], checks["after"])
+    refuse([], doubtful([report]), output, force, force_words=force_words, skipped=skipped)
+    return checks
+
+
 def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *, hold_out: list[str] | None = None, clean: bool = False,
                 force: bool = False, calibration: str | None = None, output: str | None = None, progress=None,
                 force_words: str = "--force") -> Profile:
@@ -1150,11 +1160,6 @@ def fit_profile(kernels: list[str] | None = None, serving: str | None = None, *,
 
         own = predict_serving(srv_rows, cal_override=lambda g: fams.get(g.family) or calibration_for(g, calibration))[0]
         text += "\n" + profile_section(srv_rows, own) + "\n"
-        # what validate prints on these rows, with the starting profile and with this one
-        checks = {"before": own_check(srv_rows, calibration), "after": own_check(srv_rows, _temporary(text))}
-        # the figures validate would print, worse with the new profile: refused as a worse banded median is (newc9 #15:
-        # TPOT p90 51.2 -> 66.3% was a warning above "wrote prof.toml", exit 0)
-        srv_report["own_worse"] = worse(checks["before"], checks["after"])
-        refuse([], doubtful([srv_report]), output, force, force_words=force_words, skipped=left_out)
+        checks = _checked(srv_rows, text, calibration, srv_report, output=output, force=force, force_words=force_words, skipped=left_out)
     return Profile(text=text, report=tuple(report + ([srv_report] if srv else [])), serving=srv,
                    serving_rows=tuple(srv_rows) if srv else (), left_out=tuple(left_out), checks=checks)

@@ -122,7 +122,11 @@ def _quality_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
     def delta(c):
         q = c["quality"]
         lo, hi = q["delta_band_pct"]
-        return "0 (the reference)" if c["role"] != "design" else f"{q['delta_pct']:+.2f}% ± {q['sigma_delta_pct']:.2f}% ({lo:+.2f}% to {hi:+.2f}%)"
+        if c["role"] != "design":
+            return "0 (the reference)"
+        if q.get("test_band_na"):  # no test band (explore.design.nil_band_why): never "± 0.00%", the model error beneath is its band
+            return f"{q['delta_pct']:+.2f}% ± n/a ({q['test_band_na']})"
+        return f"{q['delta_pct']:+.2f}% ± {q['sigma_delta_pct']:.2f}% ({lo:+.2f}% to {hi:+.2f}%)"
 
     def terms(c):
         q = c["quality"]
