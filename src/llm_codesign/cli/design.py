@@ -138,12 +138,13 @@ def _margin(bound: str) -> str:
     return f"x{pol['ratio_margin']:g}" if VARIABLES[bound.split(".")[0]][0] == "ratio" else f"+-{100 * pol['count_margin']:g}%"
 
 
-def _named(models, scale: float | None) -> str:
+def _named(models, scale: float | None, total: float | None = None) -> str:
     """The published models that set a bound, each with its size where it lies more than 2x from the budget `scale`
-    (min_models adds the nearest models when few lie in the window: a 70B envelope once came from llama-3.1-405b)."""
+    (min_models adds the nearest models when few lie in the window: a 70B envelope once came from llama-3.1-405b);
+    `total`: the size of a model that is not an envelope row (one name)."""
     from llm_codesign.explore.envelope import data
 
-    size = {r["name"]: float(r["total_params"]) for r in data()["model"]}
+    size = {r["name"]: float(r["total_params"]) for r in data()["model"]} | ({models[0]: total} if total else {})
     far = lambda n: scale and n in size and max(size[n] / scale, scale / size[n]) > 2.0  # noqa: E731
     return ", ".join(f"{n} ({size[n] / 1e9:,.3g}B)" if far(n) else n for n in models)
 
@@ -176,18 +177,26 @@ def envelope_lines(designs: list[dict], scale: float | None = None) -> list[str]
             on = c["headroom"] <= 1 + 1e-9  # on the limit itself, not only within 5% of it
             edge.setdefault((c["bound"], round(c["limit"], 6), c.get("published"), tuple(c.get("set_by", ())), on), []).append(j)
         for x in e.get("beyond_published", []):
-            beyond.setdefault((x["bound"], x["published"], tuple(x["set_by"])), []).append((j, x["value"]))
+            beyond.setdefault((x["bound"], x["published"], tuple(x["set_by"])), []).append((j, x["value"], x))
     out = []
     for (bound, lim, pub, who, on), rows in edge.items():
         # the limit's precedent: the published extreme it widens and the models that set it (Levine's threshold has none)
         src = f": the published {pub:.4g} ({_named(who, scale)}) widened {_margin(bound)}" if pub is not None else ""
         out.append(f"envelope: {_rows(rows)} at the edge, {bound} {'on' if on else 'within 5% of'} its limit {lim:.4g}{src}")
     for (bound, pub, who), rows in beyond.items():
-        vals = sorted(v for _, v in rows)
+        vals = sorted(v for _, v, _ in rows)
         span = f"{vals[0]:.4g}" if len(vals) == 1 or abs(vals[-1] - vals[0]) < 1e-9 else f"{vals[0]:.4g}-{vals[-1]:.4g}"
         side = "above" if bound.endswith(".max") else "below"
-        out.append(f"envelope: {_rows([j for j, _ in rows])} {side} every published model on {bound.split('.')[0]} "
-                   f"({span} against {pub:.4g}, {_named(who, scale)}): inside only by the {_margin(bound)} margin")
+        x = rows[0][2]
+        # the set the bound is drawn from, counted, and a bundled model beyond it that is not one of its rows: "every
+        # published model" read false beside bundled Gemma-2-27B's FFN ratio 8.0 (newc9 #11)
+        n = len(x.get("drawn_over", ()))
+        near = f" near {scale / 1e9:,.3g}B" if scale else ""
+        count = f"{n}{near}; " if n else ""
+        extra = "".join(f"; bundled but not an envelope row: {_named([b['name']], scale, b['total_params'])} at {b['value']:.4g}"
+                        for b in x.get("bundled_beyond", ()))
+        out.append(f"envelope: {_rows([j for j, _, _ in rows])} {side} every model the envelope draws {bound.split('.')[0]} from "
+                   f"({count}{span} against {pub:.4g}, {_named(who, scale)}{extra}): inside only by the {_margin(bound)} margin")
     return out
 
 

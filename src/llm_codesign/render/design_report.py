@@ -160,7 +160,10 @@ def _envelope_text(e: dict) -> str:
         out = (f"inside{' AT THE EDGE' if e.get('at_edge') else ''} (nearest bound {c['bound']}: {c['value']:.4g} against "
                f"{c['limit']:.4g}, headroom x{c['headroom']:.2f}" + (f"; the published {c['published']:.4g}, {', '.join(c['set_by'])}"
                                                                       if c.get("set_by") else "") + ")")
-        beyond = "; ".join(f"{v['bound']} {v['value']:.4g} beyond every published model's {v['published']:.4g} ({', '.join(v['set_by'])})"
+        # the set the bound is drawn from, counted, and a bundled model beyond it that is no row of it (newc9 #11)
+        beyond = "; ".join(f"{v['bound']} {v['value']:.4g} beyond every model the envelope draws it from"
+                           + (f" ({len(v['drawn_over'])})" if v.get("drawn_over") else "") + f": {v['published']:.4g} ({', '.join(v['set_by'])})"
+                           + "".join(f"; bundled but not an envelope row: {b['name']} at {b['value']:.4g}" for b in v.get("bundled_beyond", ()))
                            for v in e.get("beyond_published", []))
         return out + (f"; inside only by the margin: {beyond}" if beyond else "")
     return "outside: " + "; ".join(f"{v['bound']} {v['value']:.4g} against {v['limit']:.4g} (x{v['by']:.2f})" for v in e["outside"])
