@@ -126,7 +126,7 @@ def na_said(designs: list[dict]) -> str:
     if not why:
         return ""
     return (f"±n/a: no test band ({'; '.join(why)}): the row differs from the reference in active parameters, a term the test "
-            "takes as exact, and on axes the proxy is flat on; err ± is its band. ")
+            "takes as exact, and otherwise only on axes the proxy is flat on; err ± is its band. ")
 
 
 def _margin(bound: str) -> str:

@@ -874,7 +874,7 @@ def nil_band_why(sigma_delta_pct: float, terms: list[dict], flat: list[dict]) ->
     if round(sigma_delta_pct, 2) > 0 or not (terms or flat):  # a band to print, or the reference's own shape
         return None
     axes = [_NA_AXES[x["term"]] for x in flat]
-    return f"{' and '.join(axes)} not in the proxy" if axes else "no term with a spread differs"
+    return f"{' and '.join(axes)} not in the proxy" if axes else "active parameters alone"
 
 
 
