@@ -212,8 +212,8 @@ def test_a_row_without_a_test_band_reads_na_on_the_cli_the_page_and_the_report(c
     assert code == 0, err
     said = " ".join(text.split())
     assert "-0.29±n/a ~" in said and not re.search(r"[+-]0\.\d\d±0\.00 ", said.replace("+0.00±0.00", ""))
-    assert ("±n/a: no test band (depth not in the proxy): the row differs from the reference in active parameters, a term the "
-            "test takes as exact, and otherwise only on axes the proxy is flat on; err ± is its band.") in said
+    assert ("±n/a: no test band (depth not in the proxy): the row differs from the reference only in active parameters, a term "
+            "the test takes as exact, or on axes the proxy is flat on; err ± is its band.") in said
     got = _js([HELPERS, DESIGN], f"const v = designView({json.dumps(r)}, false); "
                                  "console.log(JSON.stringify({rows: v.find((x) => x.id === 'design-table').rows, "
                                  "notes: v.filter((x) => x.cls === 'hint design-note').map((x) => x.text)}))")

@@ -125,8 +125,8 @@ def na_said(designs: list[dict]) -> str:
     why = sorted({d["quality"]["test_band_na"] for d in designs if d["quality"].get("test_band_na")})
     if not why:
         return ""
-    return (f"±n/a: no test band ({'; '.join(why)}): the row differs from the reference in active parameters, a term the test "
-            "takes as exact, and otherwise only on axes the proxy is flat on; err ± is its band. ")
+    return (f"±n/a: no test band ({'; '.join(why)}): the row differs from the reference only in active parameters, a term the "
+            "test takes as exact, or on axes the proxy is flat on; err ± is its band. ")
 
 
 def _margin(bound: str) -> str:

@@ -867,10 +867,9 @@ _NA_AXES = {"aspect": "depth", "head_dim": "head size"}
 
 def nil_band_why(sigma_delta_pct: float, terms: list[dict], flat: list[dict]) -> str | None:
     """Why a row that differs from the reference has no test band (sigma_delta under 0.005%, printed "0.00"), else None:
-    the only term it differs on carries no spread (active parameters: the scaling law's own term, which
-    accuracy_model.quality_delta takes as exact) and the rest of the shape lies on axes the proxy is flat on (their
-    spread enters the model error, err ±, not the test). h4096 L24
-    ffn22528 against llama-3.1-8b read "-0.29±0.00", "better, exactly", with a model error of ±0.28% (newc9 #12)."""
+    it differs only in active parameters (the scaling law's own term, which accuracy_model.quality_delta takes as exact)
+    or on axes the proxy is flat on (their spread enters the model error, err ±, not the test). h4096 L24 ffn22528
+    against llama-3.1-8b read "-0.29±0.00", "better, exactly", with a model error of ±0.28% (newc9 #12)."""
     if round(sigma_delta_pct, 2) > 0 or not (terms or flat):  # a band to print, or the reference's own shape
         return None
     axes = [_NA_AXES[x["term"]] for x in flat]

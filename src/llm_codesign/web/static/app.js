@@ -784,7 +784,7 @@ function designView(r, rankAll) {
     ? [el("div", `no design beats ${who.name} at equal quality proxy` + (gains.length ? `: the best is ${gains[0] >= 0 ? "+" : ""}${fix(Math.max(...gains), 1)}%` : ""), "warn")] : [];
   // the CLI's legend sentence for ±n/a (cli/design.py na_said)
   const why = [...new Set(r.designs.map((d) => d.quality.test_band_na).filter((x) => x))].sort();
-  const na = why.length ? `±n/a: no test band (${why.join("; ")}): the row differs from the reference in active parameters, a term the test takes as exact, and otherwise only on axes the proxy is flat on; model error % is its band` : "";
+  const na = why.length ? `±n/a: no test band (${why.join("; ")}): the row differs from the reference only in active parameters, a term the test takes as exact, or on axes the proxy is flat on; model error % is its band` : "";
   const unresolved = r.designs.some((d) => d.quality.resolved === false)
     ? "?: quality not resolved (err ± wider than |loss| + ±test: the proxy cannot tell the row from the reference" + (rankAll ? ")" : "; ranked after the resolved rows)") : "";
   return [...none, el("h2", `Designs (${r.candidates.toLocaleString()} shapes${thinned}, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
