@@ -876,7 +876,6 @@ def nil_band_why(sigma_delta_pct: float, terms: list[dict], flat: list[dict]) ->
     return f"{' and '.join(axes)} not in the proxy" if axes else "active parameters alone"
 
 
-
 def _versus(cand: dict, i: int, *, ref: Reference, prec: Precision, moe: bool, ref_kv: float) -> dict:
     """Row i's parameters and KV-cache bytes per token against the reference's."""
     kv = kv_bytes_per_token(_model(cand, slice(i, i + 1), DEFAULT_VOCAB, moe=moe), prec)  # the vocabulary holds no KV
