@@ -192,3 +192,51 @@ def test_the_clis_search_size_line_is_unchanged_by_the_move():
     assert code == 2 and err.strip() == ("error: gpus: '8-4096' is not valid; a search of at most 4,000,000 plan candidates (4,089 "
                                          "instance sizes with 5 free parallel sizes exceed it): narrow the range (e.g. 8-72) or fix "
                                          "--tp/--pp/--ep")
+
+
+def test_a_row_without_a_test_band_reads_na_on_the_cli_the_page_and_the_report(client):
+    """newc9 #12: 8B dense on 8 MI300X, the reference llama-3.1-8b (h4096 L32 ffn14336). h4096 L24 ffn22528 differs from it in
+    active parameters (the scaling law's term, which the test takes as exact: no spread) and in depth alone, and its aspect
+    ratios 4096 / 24 = 170.7 and 4096 / 32 = 128 both lie in the proxy's flat band 100 / 2 .. 100 x 2 = 50..200
+    (quality.toml [shape]): its test band is nil, and the row read "-0.29±0.00", better than the reference, exactly, with a
+    model error of ±0.28%. Now "±n/a" and why, in the CLI's table and legend, the JSON, the page's table and design.html."""
+    from llm_codesign.explore.design import nil_band_why
+    from llm_codesign.render.design_report import _quality_rows
+
+    args = ("design", "--params", "8e9", "--gpu", "mi300x")
+    code, out, err = cli(*args, "--json")
+    assert code == 0, err
+    r = json.loads(out)
+    rows = {(d["shape"]["hidden"], d["shape"]["layers"], d["shape"].get("inter")): d["quality"] for d in r["designs"]}
+    q = rows[(4096, 24, 22528)]
+    assert q["sigma_delta_pct"] == 0.0 and q["test_band_na"] == "depth not in the proxy" and q["uncertainty_pct"] > 0.1
+    assert [t["term"] for t in q["terms"]] == ["params"] and [f["term"] for f in q["flat"]] == ["aspect"]
+    # every row: n/a exactly where the band prints 0.00 and the row differs from the reference (whose own shape keeps 0.00)
+    for d in r["designs"]:
+        qq = d["quality"]
+        differs = bool(qq["terms"] or qq["flat"])
+        assert (qq["test_band_na"] is not None) == (round(qq["sigma_delta_pct"], 2) == 0 and differs), d["shape"]
+    assert (4096, 32, 14336) not in rows or rows[(4096, 32, 14336)]["test_band_na"] is None  # the reference's own shape
+    code, text, err = cli(*args)
+    assert code == 0, err
+    said = " ".join(text.split())
+    assert "-0.29±n/a ~" in said and not re.search(r"[+-]0\.\d\d±0\.00 ", said.replace("+0.00±0.00", ""))
+    assert ("±n/a: no test band (depth not in the proxy): the row differs from the reference only in active parameters, a term "
+            "the test takes as exact, or on axes the proxy is flat on; err ± is its band.") in said
+    got = _js([HELPERS, DESIGN], f"const v = designView({json.dumps(r)}, false); "
+                                 "console.log(JSON.stringify({rows: v.find((x) => x.id === 'design-table').rows, "
+                                 "notes: v.filter((x) => x.cls === 'hint design-note').map((x) => x.text)}))")
+    cells = [row[4] for row in got["rows"]]
+    assert cells == [f"{d['quality']['delta_pct']:+.2f}±" + ("n/a" if d["quality"]["test_band_na"] else f"{d['quality']['sigma_delta_pct']:.2f}")
+                     + (" ~" if d["quality"]["flat"] else "") for d in r["designs"]]
+    assert "-0.29±n/a ~" in cells and any(n.startswith("±n/a: no test band (depth not in the proxy)") for n in got["notes"])
+    # design.html's side-by-side cell for such a design, and a row with a band as before
+    col = {"role": "design", "quality": {**q, "delta_band_pct": [q["delta_pct"], q["delta_pct"]]}}
+    assert _quality_rows([col])[1][1] == [f"{q['delta_pct']:+.2f}% ± n/a (depth not in the proxy)"]
+    banded = {"role": "design", "quality": {**q, "sigma_delta_pct": 0.23, "test_band_na": None, "delta_band_pct": [-0.52, -0.06]}}
+    assert _quality_rows([banded])[1][1] == [f"{q['delta_pct']:+.2f}% ± 0.23% (-0.52% to -0.06%)"]
+    # the rule by itself: a band that prints, or the reference's own shape, is no n/a; head size flat too is said too
+    # h8192 L80 ffn30720 against llama-3.1-70b's ffn28672 (design/dense70b in tools/answer_snapshot.py): parameters alone
+    assert nil_band_why(0.004, [{"term": "params"}], []) == "active parameters alone"
+    assert nil_band_why(0.006, [{"term": "params"}], [{"term": "aspect"}]) is None and nil_band_why(0.0, [], []) is None
+    assert nil_band_why(0.0, [], [{"term": "aspect"}, {"term": "head_dim"}]) == "depth and head size not in the proxy"

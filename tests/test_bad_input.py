@@ -502,6 +502,36 @@ def test_calibrate_serving_refuses_a_worse_fit_unless_forced(tmp_path, monkeypat
     calibrate.refuse([], bad, str(out), force=True)  # forced: no refusal
 
 
+def test_calibrate_serving_refuses_a_profile_its_own_check_calls_worse(tmp_path, monkeypatch):
+    # newc9 #15: the banded median improved (49.8 -> 33.5%) while validate's p90 on the same runs grew (TPOT 51.2 -> 66.3%): a
+    # warning above "wrote prof.toml", exit 0. Now refused as a worse median is, one line naming the figures, unless forced.
+    # The rows are priced exactly by the bundled fit (no other doubt: the unforced fit above is written); own_check is
+    # replaced by the figures validate would print, before (profile None: the bundled fit) and after (the new profile)
+    from llm_codesign.measure import calibrate
+
+    _quick_serving_fit(monkeypatch)
+    s, out = tmp_path / "s.csv", tmp_path / "p.toml"
+    rows = _serving_rows_priced_by_the_bundled_profile()
+    s.write_text(SERVING_HEADER + "\n" + "\n".join(",".join(r[k] for k in SERVING_HEADER.split(",")) for r in rows) + "\n")
+    fig = {"n": 2, "median_ape": 10.2, "p90_ape": 20.5, "inside80": 100.0, "inside95": 100.0}
+    monkeypatch.setattr(calibrate, "own_check", lambda rows, profile: {"tpot_ms": fig if profile is None else {**fig, "p90_ape": 30.1}})
+    code, stdout, err = cli("calibrate", "--serving", str(s), "-o", str(out))
+    assert code == 2 and not out.exists() and not stdout and len(err.strip().splitlines()) == 1, err
+    assert err.strip().endswith("this one: default serving: worse than the starting profile on its own runs as validate measures them: "
+                                f"TPOT p90 20.5 -> 30.1%; nothing written to {out} (--force writes it anyway)"), err
+    # inside 95% 100 -> 96% is the band's level kept (worse: a share below its band's level counts), p90 30.1 -> 20.5 better:
+    # nothing worse, written unforced
+    monkeypatch.setattr(calibrate, "own_check", lambda rows, profile: {"tpot_ms": {**fig, "p90_ape": 30.1} if profile is None
+                                                                       else {**fig, "p90_ape": 20.5, "inside95": 96.0}})
+    code, stdout, err = cli("calibrate", "--serving", str(s), "-o", str(out))
+    assert code == 0 and out.exists() and "warning: the new profile is worse" not in stdout, err
+    out.unlink()
+    monkeypatch.setattr(calibrate, "own_check", lambda rows, profile: {"tpot_ms": fig if profile is None else {**fig, "p90_ape": 30.1}})
+    code, stdout, err = cli("calibrate", "--serving", str(s), "-o", str(out), "--force")  # forced: written, the warning kept
+    assert code == 0 and out.exists(), err
+    assert "warning: the new profile is worse than the starting one on its own runs: TPOT p90 20.5 -> 30.1%" in " ".join(stdout.split())
+
+
 def test_calibrate_serving_refuses_a_fit_on_its_bounds(tmp_path, monkeypatch):
     # first tokens after 100 and 200 s on an 8B model on SGLang (whose request cost is fitted; ATOM's, the engine here before, is
     # held at its documented 3 ms since 14086fe, so its fit had nothing to refuse):

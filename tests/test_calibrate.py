@@ -567,3 +567,38 @@ def test_calibrate_on_mi300x_runs_leaves_b200_answers_as_they_were(tmp_path, mon
 
     assert answer("b200", str(p)) == answer("b200")
     assert answer("mi300x", str(p))[1] != answer("mi300x")[1]
+
+
+def test_calibrate_refuses_what_its_own_check_calls_worse_on_a_newcomers_runs(tmp_path):
+    # newc9 #15: eight SGLang runs on MI300X (a Qwen2.5-14B-shaped config among them): the fit halves the banded median
+    # (49.8 -> 33.5%) but makes validate's p90 on the same runs worse (TPOT 51.2 -> 66.3%, tok/s/GPU 30.0 -> 36.8% when
+    # reported); it was written with a warning, exit 0. Now one line, exit 2, nothing written, the figures named; the
+    # starting figures are validate's on the file with the bundled fit (own_check(rows, None)), checked here
+    import csv
+    import json
+
+    from llm_codesign.measure.calibrate import own_check
+
+    q14 = tmp_path / "q14" / "config.json"
+    q14.parent.mkdir()
+    q14.write_text(json.dumps({"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 5120, "intermediate_size": 13824,
+                               "num_attention_heads": 40, "num_key_value_heads": 8, "num_hidden_layers": 48, "vocab_size": 152064,
+                               "max_position_embeddings": 32768, "rms_norm_eps": 1e-6, "rope_theta": 1e6, "tie_word_embeddings": False,
+                               "torch_dtype": "bfloat16", "hidden_act": "silu"}))
+    s, p = tmp_path / "myruns.csv", tmp_path / "prof.toml"
+    s.write_text("source,model,gpu,num_gpus,backend,weight_dtype,kv_dtype,isl,osl,concurrency,tp,ttft_ms,tpot_ms,output_tok_s_per_gpu,arrival\n"
+                 + "".join(f"a{i},{m},mi300x,{g},sglang,{w},{kv},{isl},{osl},{c},{g},{t},{d},{r},closed_loop\n" for i, (m, g, w, kv, isl, osl, c, t, d, r)
+                           in enumerate((("llama-3.1-8b", 1, "bf16", "", 1024, 1024, 1, 25.0, 5.9, 165),
+                                         ("llama-3.1-8b", 1, "bf16", "", 1024, 1024, 8, 45.0, 7.0, 1120),
+                                         ("llama-3.1-8b", 1, "bf16", "", 1024, 1024, 32, 110.0, 9.6, 3250),
+                                         ("llama-3.1-8b", 1, "bf16", "", 1024, 1024, 128, 300.0, 17.5, 7000),
+                                         (q14, 1, "bf16", "", 2048, 512, 16, 180.0, 12.0, 1250),
+                                         (q14, 1, "bf16", "", 2048, 512, 64, 450.0, 19.0, 3200),
+                                         ("llama-3.1-70b", 8, "fp8", "fp8", 1024, 1024, 64, 250.0, 14.0, 560),
+                                         ("llama-3.1-70b", 8, "fp8", "fp8", 1024, 1024, 256, 700.0, 25.0, 1200)), 1)))
+    code, out, err = _cli("calibrate", "--serving", str(s), "-o", str(p))
+    # the error one line, the last (the lines above it are the search's progress, every 5 s off a terminal)
+    assert code == 2 and not p.exists() and not out and [x for x in err.splitlines() if "error" in x] == err.strip().splitlines()[-1:], err
+    before = own_check(list(csv.DictReader(s.open())), None)
+    assert "this one: default serving: worse than the starting profile on its own runs as validate measures them: " in err, err
+    assert f"TPOT p90 {before['tpot_ms']['p90_ape']:.1f} -> " in err and err.strip().endswith(f"nothing written to {p} (--force writes it anyway)")

@@ -567,7 +567,8 @@ def test_validate_out_writes_the_bounds_and_prints_the_coverage(tmp_path):
     f = found["ttft_ms"]
     assert f"TTFT {100 * f['inside80'] / f['n']:.1f}% / {100 * f['inside95'] / f['n']:.1f}% of {f['n']} measured runs" in " ".join(r.stdout.split())
     # the level the file's _lo/_hi carry, stated where it is written (newcomer review 2026-12-06 item 10: frontier.csv says _lo80)
-    assert f"wrote {out}; predicted_<metric>_lo and _hi: the 80% interval" in " ".join(r.stdout.split())
+    assert (f"wrote {out} (CSV, one row per run: the input's columns, predicted_<metric> and its 80% interval, "
+            "predicted_<metric>_lo and _hi)") in " ".join(r.stdout.split())
 
 
 def test_a_profile_of_ones_own_narrows_the_bands_it_covers_and_says_so(tmp_path, monkeypatch):

@@ -48,8 +48,14 @@ def test_validate_out_says_where_it_wrote(tmp_path):
     dest = tmp_path / "pred.csv"
     code, out, _ = cli("validate", "--serving", _runs(tmp_path), "--out", str(dest))
     # and which level its _lo/_hi columns are (newcomer review 2026-12-06 item 10)
-    assert code == 0 and out.splitlines()[-1] == f"wrote {dest}; predicted_<metric>_lo and _hi: the 80% interval"
+    assert code == 0 and " ".join(out.split()).endswith(
+        f"wrote {dest} (CSV, one row per run: the input's columns, predicted_<metric> and its 80% interval, predicted_<metric>_lo and _hi)")
     assert dest.read_text().count("\n") == 4
+    # a name without an extension is written as the same CSV, and said to be one (newc9 #16: "wrote val", unsaid)
+    bare = tmp_path / "val"
+    code, out, _ = cli("validate", "--serving", _runs(tmp_path), "--out", str(bare))
+    assert code == 0 and f"wrote {bare} (CSV, one row per run: " in " ".join(out.split())
+    assert bare.read_text() == dest.read_text() and bare.read_text().startswith("source,")  # the header row: input columns first
 
 
 def test_a_refused_fit_names_every_reason_after_what_a_fit_must_be():

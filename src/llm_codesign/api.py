@@ -455,9 +455,9 @@ def calibrate(*, kernels: str | list[str] | None = None, serving: str | None = N
     fit_profile, one code path): `kernels` kernel CSVs (or bundled tables' names, e.g. "hopper/comm"), `serving` a
     serving CSV in the canonical columns (or a bundled one's name; `clean`: its clean form, `hold_out`: models left out
     of the fit), fitted from `calibration` (a profile; default the bundled fit). A fit whose error is not a finite
-    figure is refused, and one worse than its start, on a bound of its range, unconverged or with every host cost of an
-    engine at its floor (the error lies in what the serving fit cannot move) unless `force`, as the CLI refuses them; the
-    serving report's `limits` say each fitted value on a limit of its range and what it means. Returns the `Profile` (its TOML `text`, each fit's `report`; the serving report's `scope` names
+    figure is refused, and one worse than its start (its banded median, or a figure `validate` prints on its own runs),
+    on a bound of its range, unconverged or with every host cost of an engine at its floor (the error lies in what the
+    serving fit cannot move) unless `force`, as the CLI refuses them; the serving report's `limits` say each fitted value on a limit of its range and what it means. Returns the `Profile` (its TOML `text`, each fit's `report`; the serving report's `scope` names
     the GPU families each fitted value is written for, those its runs were on, and no other family's answers move),
     written to `output` only where given; pass it as `calibration=` to any function here. `progress(done, total)` is called as the fits go."""
     from llm_codesign.measure.calibrate import fit_profile

@@ -126,8 +126,11 @@ def validate(
         _print_columns(rep["columns"], _console(stderr=out == "-"))
         _print_arrival(rows, _console(stderr=out == "-"))
     if out and out != "-":
-        # the level of predicted_<metric>_lo/_hi, issue 40's names, which a newcomer could not tell (frontier.csv's say _lo80)
-        _console().print(f"wrote {out}" + ("; predicted_<metric>_lo and _hi: the 80% interval" if serving else ""), highlight=False)
+        # the level of predicted_<metric>_lo/_hi, issue 40's names, which a newcomer could not tell (frontier.csv's say _lo80);
+        # and what the file is, whatever its name says: `--out val` wrote a CSV under no extension, unsaid (newc9 #16)
+        _console().print(f"wrote {out} (CSV, one row per " + ("run: the input's columns, predicted_<metric> and its 80% interval, "
+                         "predicted_<metric>_lo and _hi)" if serving else "kernel measurement: the input's columns and predicted_ms)"),
+                         highlight=False)
 
 
 def _lines(lines: list[int], shown: int = 5) -> str:
@@ -187,7 +190,7 @@ def calibrate(
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write; - for standard output."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
     clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once, without runs whose own series rules out every reading of their concurrency, whose run name records none, or whose series is recorded mostly at TP sizes the heads do not divide (llm_codesign.measure.audit)."),
-    force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows, lands a kernel efficiency or a serving parameter on a bound of its range, or ends its serving search still gaining (never one whose error is not a finite figure)."),
+    force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows (its banded median, or a figure validate prints on them), lands a kernel efficiency or a serving parameter on a bound of its range, or ends its serving search still gaining (never one whose error is not a finite figure)."),
     calibration: Optional[str] = O_CAL,
 ):
     """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""

@@ -105,7 +105,9 @@ def wins_by(d: dict, against: str, short: str) -> str:
                      f"(flat on {x['flat_range'][0]:g}-{x['flat_range'][1]:g})" for x in q.get("flat", []))
     out = f"design 1 vs {against}: loss {q['delta_pct']:+.2f}% = {terms} of the loss" + (f" ({flat})" if flat else "")
     # the test's band and the model's error, said apart: sigma_delta is often a tenth of the error (explore.design._quality_row)
-    out += (f"; {'passes' if q['passes'] else 'fails'} at {q['k']:g} x sigma_delta ±{q['sigma_delta_pct']:.2f}% (the terms' band), "
+    band = (f"with no test band (sigma_delta 0: {q['test_band_na']})" if q.get("test_band_na")
+            else f"at {q['k']:g} x sigma_delta ±{q['sigma_delta_pct']:.2f}% (the terms' band)")
+    out += (f"; {'passes' if q['passes'] else 'fails'} {band}, "
             f"model error ±{q['uncertainty_pct']:.2f}%" + ("" if q.get("resolved", True) else " (quality not resolved)"))
     if v:
         out += (f"; params {v['total_params_change_pct']:+.1f}%, KV {v['kv_bytes_per_token'] / 1024:,.0f} KiB/token "
@@ -118,6 +120,15 @@ def wins_by(d: dict, against: str, short: str) -> str:
     return out  # a row inside the envelope only by its margin is said once, in envelope_lines
 
 
+def na_said(designs: list[dict]) -> str:
+    """The legend's sentence for ±n/a, where a row has no test band (explore.design.nil_band_why), else ""."""
+    why = sorted({d["quality"]["test_band_na"] for d in designs if d["quality"].get("test_band_na")})
+    if not why:
+        return ""
+    return (f"±n/a: no test band ({'; '.join(why)}): the row differs from the reference only in active parameters, a term the "
+            "test takes as exact, or on axes the proxy is flat on; err ± is its band. ")
+
+
 def _margin(bound: str) -> str:
     """'x1.5' or '+-25%': the margin that widens `bound` past the published models (envelope.toml [policy], by the
     variable's kind, explore.envelope.VARIABLES)."""
@@ -127,12 +138,13 @@ def _margin(bound: str) -> str:
     return f"x{pol['ratio_margin']:g}" if VARIABLES[bound.split(".")[0]][0] == "ratio" else f"+-{100 * pol['count_margin']:g}%"
 
 
-def _named(models, scale: float | None) -> str:
+def _named(models, scale: float | None, total: float | None = None) -> str:
     """The published models that set a bound, each with its size where it lies more than 2x from the budget `scale`
-    (min_models adds the nearest models when few lie in the window: a 70B envelope once came from llama-3.1-405b)."""
+    (min_models adds the nearest models when few lie in the window: a 70B envelope once came from llama-3.1-405b);
+    `total`: the size of a model that is not an envelope row (one name)."""
     from llm_codesign.explore.envelope import data
 
-    size = {r["name"]: float(r["total_params"]) for r in data()["model"]}
+    size = {r["name"]: float(r["total_params"]) for r in data()["model"]} | ({models[0]: total} if total else {})
     far = lambda n: scale and n in size and max(size[n] / scale, scale / size[n]) > 2.0  # noqa: E731
     return ", ".join(f"{n} ({size[n] / 1e9:,.3g}B)" if far(n) else n for n in models)
 
@@ -165,18 +177,26 @@ def envelope_lines(designs: list[dict], scale: float | None = None) -> list[str]
             on = c["headroom"] <= 1 + 1e-9  # on the limit itself, not only within 5% of it
             edge.setdefault((c["bound"], round(c["limit"], 6), c.get("published"), tuple(c.get("set_by", ())), on), []).append(j)
         for x in e.get("beyond_published", []):
-            beyond.setdefault((x["bound"], x["published"], tuple(x["set_by"])), []).append((j, x["value"]))
+            beyond.setdefault((x["bound"], x["published"], tuple(x["set_by"])), []).append((j, x["value"], x))
     out = []
     for (bound, lim, pub, who, on), rows in edge.items():
         # the limit's precedent: the published extreme it widens and the models that set it (Levine's threshold has none)
         src = f": the published {pub:.4g} ({_named(who, scale)}) widened {_margin(bound)}" if pub is not None else ""
         out.append(f"envelope: {_rows(rows)} at the edge, {bound} {'on' if on else 'within 5% of'} its limit {lim:.4g}{src}")
     for (bound, pub, who), rows in beyond.items():
-        vals = sorted(v for _, v in rows)
+        vals = sorted(v for _, v, _ in rows)
         span = f"{vals[0]:.4g}" if len(vals) == 1 or abs(vals[-1] - vals[0]) < 1e-9 else f"{vals[0]:.4g}-{vals[-1]:.4g}"
         side = "above" if bound.endswith(".max") else "below"
-        out.append(f"envelope: {_rows([j for j, _ in rows])} {side} every published model on {bound.split('.')[0]} "
-                   f"({span} against {pub:.4g}, {_named(who, scale)}): inside only by the {_margin(bound)} margin")
+        x = rows[0][2]
+        # the set the bound is drawn from, counted, and a bundled model beyond it that is not one of its rows: "every
+        # published model" read false beside bundled Gemma-2-27B's FFN ratio 8.0 (newc9 #11)
+        n = len(x.get("drawn_over", ()))
+        near = f" near {scale / 1e9:,.3g}B" if scale else ""
+        count = f"{n}{near}; " if n else ""
+        extra = "".join(f"; bundled but not an envelope row: {_named([b['name']], scale, b['total_params'])} at {b['value']:.4g}"
+                        for b in x.get("bundled_beyond", ()))
+        out.append(f"envelope: {_rows([j for j, _, _ in rows])} {side} every model the envelope draws {bound.split('.')[0]} from "
+                   f"({count}{span} against {pub:.4g}, {_named(who, scale)}{extra}): inside only by the {_margin(bound)} margin")
     return out
 
 
@@ -342,6 +362,7 @@ def design(
         check_options,
         design_nsga2,
         export_changes,
+        grid_said,
         hf_config,
         to_model,
     )
@@ -449,11 +470,12 @@ def design(
         con.print(f"no design beats {(b or ref)['name']} at equal quality proxy: the best is {best:+.1f}% {short} "
                   "(the rows below are the least slow)" if best is not None else f"no design beats {(b or ref)['name']}", highlight=False)
         if b and b.get("outside_grid"):
-            con.print(f"{b['name']}'s {', '.join(b['outside_grid'])} are outside the shape grid (full GQA attention in every layer)",
-                      highlight=False)
+            con.print(grid_said(b["name"], b["outside_grid"]), highlight=False)
     if b:
         con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f} nats/token, "
                   f"{short} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
+        if b.get("hint"):  # a MoE baseline in a dense search (explore.design.moe_hint)
+            con.print(b["hint"], highlight=False)
     else:
         con.print(f"reference {ref['name']} ({ref['basis']}): {ref['total_params'] / 1e9:.1f}B params, quality proxy {ref['quality_proxy']:.4f} nats/token")
     env = r["envelope"]
@@ -465,7 +487,7 @@ def design(
         q, e = d["quality"], d["envelope"]
         where = "in" if e["inside"] else _envelope_cell(e["outside"][0])
         rows.append((str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B",
-                     f"{q['delta_pct']:+.2f}±{q['sigma_delta_pct']:.2f}" + (" ~" if q.get("flat") else "")
+                     f"{q['delta_pct']:+.2f}±" + ("n/a" if q.get("test_band_na") else f"{q['sigma_delta_pct']:.2f}") + (" ~" if q.get("flat") else "")
                      # x beside the band it widens (the test's keeps each term's measured sigma)
                      + f"\nerr ±{q['uncertainty_pct']:.2f}" + (" x" if q["extrapolated"] else "")
                      + ("" if q.get("resolved", True) else " ?"), where,
@@ -491,6 +513,7 @@ def design(
                "model's error of the delta, flat axes and extrapolation included, the band to read as evidence; x beside it: a term "
                "extrapolated beyond its studied range or the model sizes it was measured at; ?: quality not resolved (err ± wider than "
                "|loss| + ±test: the proxy cannot tell the row from the reference; ranked after the resolved rows); ~: the shapes differ on an axis the proxy is flat on (it cannot tell them apart). "
+               + na_said(r["designs"])
                + (envelope_said(env) if inside else "envelope, beneath the loss: in, or the bound it breaks most, above its "
                   "maximum (>) or below its minimum (<), and by what factor (--json: every bound)") + " ("
                + ("searched inside it" if env["applied"] else "--outside-envelope") + f"). {short}: the regime's objective at its best "

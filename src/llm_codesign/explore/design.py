@@ -440,7 +440,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     if not screened["in_budget"]:
         raise _none_in_budget(grid, params, budget_tol, vocab, moe=moe, active_params=active_params)
     if not len(cand["hidden"]):
-        raise _none_admitted(allc, screened, params, ref, outside_envelope=outside_envelope)
+        raise _none_admitted(allc, screened, params, ref, outside_envelope=outside_envelope, baseline=baseline, moe=moe)
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on
     pk = dict(on, vocab=vocab, moe=moe, chunk=chunk, num_gpus=num_gpus, scheduler=scheduler, workers=workers)
     obj, bplan, bbatch, evaluated = evaluate_shapes(cand, progress=progress, **pk)
@@ -474,7 +474,8 @@ class ParamsValue(float):
         return f"{float(self) / 1e9:g}B"
 
 
-def _none_admitted(allc: dict, screened: dict, params: float, ref, *, outside_envelope: bool) -> InputError:
+def _none_admitted(allc: dict, screened: dict, params: float, ref, *, outside_envelope: bool, baseline: ModelSpec | None = None,
+                   moe: bool = False) -> InputError:
     """Why no shape of the budget is admitted, the two tests apart: the envelope's count and the quality test's are of
     different shapes, not a funnel (judge: admit = q_passes & inside), so the refusal says that none passes both, and how
     far the nearest of each side lies from the other test: the best inside shape's loss against the reference's and the
@@ -499,6 +500,7 @@ def _none_admitted(allc: dict, screened: dict, params: float, ref, *, outside_en
         j = int(np.flatnonzero(passes)[np.argmin(far[:, passes].sum(axis=0))])
         beyond = ", ".join(f"{k} x{np.exp(far[n, j]):.2f}" for n, k in enumerate(keys) if far[n, j] > 0)
         said.append(f"the nearest as good lies outside the envelope by {beyond}")
+    said += _baseline_said(baseline, moe)  # why no shape of the grid can match it, and the search that has its FFN kind
     return InputError("params", ParamsValue(params), f"a budget and tolerances that admit at least one shape ({'; '.join(said)}): "
                       "raise --budget-tol or --quality-sigmas, or add --outside-envelope")
 
@@ -846,17 +848,32 @@ def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Referen
     flat = [{"term": t, "value": float(np.exp(pos)), "reference": float(np.exp(np.ravel(ref.terms["position"][t][0])[0])),
              "flat_range": list(why["flat_range"][t])}
             for t, pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i]))) if bool(why["flat"][t][j])]
+    terms = sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
+                    for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"]))
     return {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
-            "sigma_delta": sd, "sigma_delta_pct": 100.0 * sd / bq,
+            "sigma_delta": sd, "sigma_delta_pct": 100.0 * sd / bq, "test_band_na": nil_band_why(100.0 * sd / bq, terms, flat),
             "uncertainty": float(cand["q_sigma"][i]), "uncertainty_pct": 100.0 * float(cand["q_sigma"][i]) / bq, "k": ref.k, "passes": bool(cand["q_passes"][i]),
             "resolved": bool(cand["q_resolved"][i]), "extrapolated": ex,
             # the terms applied beyond the scales their sources measured (in `extrapolated` too), with those scales
             "extrapolated_scale": [{"term": k[3:], "studied_params": list(ref.terms["scale"][k[3:]]["range"]), "at_params": float(cand["total_params"][i])}
                                    for k in sorted(cand) if k.startswith("qs_") and cand[k][i] > 0],
             # each term's part of the delta, largest first; a flat term's difference is the proxy's blind spot, not a 0
-            "terms": sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
-                             for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"])),
-            "flat": flat}
+            "terms": terms, "flat": flat}
+
+
+# what a nil test band is said as, per flat axis (accuracy_model.delta_terms' "flat"): the aspect ratio at the budget is depth
+_NA_AXES = {"aspect": "depth", "head_dim": "head size"}
+
+
+def nil_band_why(sigma_delta_pct: float, terms: list[dict], flat: list[dict]) -> str | None:
+    """Why a row that differs from the reference has no test band (sigma_delta under 0.005%, printed "0.00"), else None:
+    it differs only in active parameters (the scaling law's own term, which accuracy_model.quality_delta takes as exact)
+    or on axes the proxy is flat on (their spread enters the model error, err ±, not the test). h4096 L24 ffn22528
+    against llama-3.1-8b read "-0.29±0.00", "better, exactly", with a model error of ±0.28% (newc9 #12)."""
+    if round(sigma_delta_pct, 2) > 0 or not (terms or flat):  # a band to print, or the reference's own shape
+        return None
+    axes = [_NA_AXES[x["term"]] for x in flat]
+    return f"{' and '.join(axes)} not in the proxy" if axes else "active parameters alone"
 
 
 def _versus(cand: dict, i: int, *, ref: Reference, prec: Precision, moe: bool, ref_kv: float) -> dict:
@@ -894,7 +911,8 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     at = {"objective": float(base_v[0]) if np.isfinite(base_v[0]) else None, "deployment": _dep(bplans, binst, int(bp[0]), int(bb[0]))}
     if baseline is not None:
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
-                "quality_proxy": bq, **at, "outside_grid": outside_grid(baseline)}
+                "quality_proxy": bq, **at, "outside_grid": outside_grid(baseline), "is_moe": bool(baseline.is_moe),
+                "hint": moe_hint(baseline, moe)}
     bo = at["objective"] or None
     f = shape_arrays(cand)
     env = envelope_at(float(params), dense=not moe)  # one envelope for the search, as judge() admits by
@@ -957,6 +975,29 @@ def outside_grid(m: ModelSpec) -> list[str]:
     return out
 
 
+def grid_said(name: str, traits: list[str]) -> str:
+    """The sentence design says where a baseline has traits no row can take (outside_grid): after its rows, and in a
+    refusal, where a MoE search against an MLA baseline dropped it (newc9 #10: "0 as good as dsv2l", with no word of why)."""
+    return f"{name}'s {', '.join(traits)} are outside the shape grid (full GQA attention in every layer)"
+
+
+def moe_hint(baseline: ModelSpec | None, moe: bool) -> str | None:
+    """A MoE baseline in a dense search: the rows are dense shapes of the whole budget, reading every weight per token
+    (DeepSeek-V2-Lite's 15.7B against its 2.4B active: -60% tok/s/GPU, newc9 #10); the search of its kind says so,
+    at its active parameters (two significant figures, as one types them)."""
+    if baseline is None or moe or not baseline.is_moe:
+        return None
+    return f"the baseline is MoE: --moe --active-params {baseline.active_params / 1e9:.2g}e9 searches MoE shapes"
+
+
+def _baseline_said(baseline: ModelSpec | None, moe: bool) -> list[str]:
+    """What a refusal adds of the baseline: its traits outside the grid, and the MoE search where it is MoE."""
+    if baseline is None:
+        return []
+    traits = outside_grid(baseline)
+    return ([grid_said(baseline.name, traits)] if traits else []) + ([h] if (h := moe_hint(baseline, moe)) else [])
+
+
 def kv_bytes_per_token(m: ModelSpec, prec: Precision) -> float:
     """KV-cache bytes one token of context holds over every layer (each mixer's own values, at the KV format)."""
     return float(np.sum(m.kv_values_per_token())) * prec.kv.bytes_per_value()
@@ -1016,7 +1057,8 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     study = optuna.create_study(directions=["maximize", "minimize"], sampler=_nsga2_sampler(optuna, seed))
     study.optimize(run, n_trials=trials)
     if not seen:
-        raise InputError("params", params, f"a budget and tolerances that admit a shape (no feasible one in {trials} trials)")
+        raise InputError("params", params, f"a budget and tolerances that admit a shape (no feasible one in {trials} trials"
+                         + "".join(f"; {x}" for x in _baseline_said(baseline, moe)) + ")")
     r = _trials_result(list(seen.values()), vocab=vocab, baseline=baseline, ref=ref, moe=moe, params=params, num_gpus=num_gpus,
                        top=top, t0=t0, rank_all=rank_all, **on)
     r |= {"trials": trials, "envelope": env.to_dict() | {"applied": not outside_envelope}, "active_params": active_params}

@@ -114,7 +114,8 @@ def side_by_side(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Pr
             "quality": {"loss": q["loss"], "delta_pct": q["delta_pct"], "sigma_delta_pct": q["sigma_delta_pct"],
                         "uncertainty_pct": q["uncertainty_pct"], "terms": q["terms"], "flat": q["flat"],
                         "delta_band_pct": [q["delta_pct"] - q["sigma_delta_pct"], q["delta_pct"] + q["sigma_delta_pct"]], "passes": q["passes"], "resolved": q.get("resolved", True),
-                        "extrapolated": q["extrapolated"]}, "envelope": d["envelope"], "versus_reference": d.get("versus_reference"),
+                        "extrapolated": q["extrapolated"], "test_band_na": q.get("test_band_na")},
+            "envelope": d["envelope"], "versus_reference": d.get("versus_reference"),
             "gain_band": d.get("gain_band")}))
     out = []
     for k, (m, col) in enumerate(cols):

@@ -119,6 +119,7 @@ class Bound:
     hi_value: float
     lo_models: tuple[str, ...]
     hi_models: tuple[str, ...]
+    over: tuple[str, ...] = ()  # the rows the range is drawn over (the window's pool for the variable)
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,8 @@ class Envelope:
         return {"scale": self.scale, "models": list(self.models), "kind": TRUNK_DENSE if self.dense else "every model",
                 "ratio_margin": float(data()["policy"]["ratio_margin"]), "count_margin": float(data()["policy"]["count_margin"]), "depth_threshold": f"layers >= log{self.depth_log_base:g}(d_model)",
                 "bounds": {k: {"min": b.lo, "max": b.hi, "published_min": b.lo_value, "published_max": b.hi_value,
-                               "min_set_by": list(b.lo_models), "max_set_by": list(b.hi_models)} for k, b in self.bounds.items()}}
+                               "min_set_by": list(b.lo_models), "max_set_by": list(b.hi_models), "drawn_over": list(b.over)}
+                           for k, b in self.bounds.items()}}
 
 
 # the trunk's variables: a MoE's width and depth follow its active size, not its total (mixtral-8x7b, 46.7B, is 4096 x 32,
@@ -188,7 +190,8 @@ def _bounds(key: tuple[tuple[str, ...], ...], dense: bool = False) -> tuple[tupl
             lo, hi = lo_v / pol["ratio_margin"], hi_v * pol["ratio_margin"]
         else:
             lo, hi = lo_v * (1 - pol["count_margin"]), hi_v * (1 + pol["count_margin"])
-        bounds[var] = Bound(var, lo, hi, lo_v, hi_v, tuple(n for v, n in vals if v == lo_v), tuple(n for v, n in vals if v == hi_v))
+        bounds[var] = Bound(var, lo, hi, lo_v, hi_v, tuple(n for v, n in vals if v == lo_v), tuple(n for v, n in vals if v == hi_v),
+                            tuple(n for _, n in vals))
     order = [n for names in key for n in names]
     return tuple(n for n in dict.fromkeys(order) if n in set(used)), bounds
 
@@ -307,13 +310,46 @@ def position(env: Envelope, f: dict, i: int | None = None) -> dict:
             for side, pub, models, out_ in (("max", b.hi_value, b.hi_models, x_ > b.hi_value), ("min", b.lo_value, b.lo_models, x_ < b.lo_value)):
                 if out_:
                     beyond.append({"bound": f"{var}.{side}", "value": x_, "published": pub, "set_by": list(models),
-                                   "limit": b.hi if side == "max" else b.lo, "by": x_ / pub if side == "max" else pub / x_})
+                                   "limit": b.hi if side == "max" else b.lo, "by": x_ / pub if side == "max" else pub / x_,
+                                   "drawn_over": list(b.over), "bundled_beyond": bundled_beyond(var, side, pub, dense=env.dense)})
     closest = {"bound": key, "value": x, "limit": lim, "headroom": by}
     if key != "depth_threshold":
         b = env.bounds[key.split(".")[0]]
         side = key.split(".")[1]
         closest |= {"published": b.hi_value if side == "max" else b.lo_value, "set_by": list(b.hi_models if side == "max" else b.lo_models)}
     return {"inside": True, "outside": [], "closest": closest, "at_edge": bool(by < EDGE_HEADROOM), "beyond_published": beyond}
+
+
+@lru_cache(maxsize=1)
+def _bundled_not_rows() -> tuple[tuple[str, float, bool, dict], ...]:
+    """The registry's bundled models whose shape no envelope row has (not a row, nor a row's same_shape or
+    re-quantisation: llama-3.1-70b-fp8 is llama-3.1-70b's shape): (name, total parameters, MoE, envelope variables).
+    Gemma-2-27B (4608 x 46, gated FFN 36864: ffn_ratio 8.0) is bundled but not a row (envelope.toml says why)."""
+    from llm_codesign.spec.registry import entries, get_model
+
+    rows = data()["model"]
+    known = {r["name"] for r in rows} | {n for r in rows for n in r.get("same_shape", ())}
+    shapes = [features(r) for r in rows]
+    out = []
+    for e in entries():
+        if e["name"] in known:
+            continue
+        row = row_of(get_model(e["name"]))
+        f = features(row)
+        if not any(f.keys() == g.keys() and all(math.isclose(f[k], g[k], rel_tol=1e-9) for k in f) for g in shapes):
+            out.append((e["name"], float(row["total_params"]), bool(row.get("experts")), f))
+    return tuple(out)
+
+
+def bundled_beyond(var: str, side: str, published: float, *, dense: bool) -> list[dict]:
+    """Bundled models that are not envelope rows (_bundled_not_rows) and lie beyond the rows' `published` extreme of
+    `var` on `side`, of the kind the bound is drawn over (a dense search's trunk variables: dense models): "above every
+    published model on ffn_ratio (against qwen3-32b's 5)" was false beside bundled Gemma-2-27B's 8.0 (newc9 #11)."""
+    out = []
+    for name, total, moe, f in _bundled_not_rows():
+        if var in f and not (dense and moe and _pool_of(var) == "trunk") and (f[var] > published if side == "max" else f[var] < published):
+            out.append({"name": name, "value": f[var], "total_params": total})
+    return out
 
 
 def describe(v: dict) -> str:

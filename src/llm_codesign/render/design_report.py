@@ -122,7 +122,11 @@ def _quality_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
     def delta(c):
         q = c["quality"]
         lo, hi = q["delta_band_pct"]
-        return "0 (the reference)" if c["role"] != "design" else f"{q['delta_pct']:+.2f}% ± {q['sigma_delta_pct']:.2f}% ({lo:+.2f}% to {hi:+.2f}%)"
+        if c["role"] != "design":
+            return "0 (the reference)"
+        if q.get("test_band_na"):  # no test band (explore.design.nil_band_why): never "± 0.00%", the model error beneath is its band
+            return f"{q['delta_pct']:+.2f}% ± n/a ({q['test_band_na']})"
+        return f"{q['delta_pct']:+.2f}% ± {q['sigma_delta_pct']:.2f}% ({lo:+.2f}% to {hi:+.2f}%)"
 
     def terms(c):
         q = c["quality"]
@@ -156,7 +160,10 @@ def _envelope_text(e: dict) -> str:
         out = (f"inside{' AT THE EDGE' if e.get('at_edge') else ''} (nearest bound {c['bound']}: {c['value']:.4g} against "
                f"{c['limit']:.4g}, headroom x{c['headroom']:.2f}" + (f"; the published {c['published']:.4g}, {', '.join(c['set_by'])}"
                                                                       if c.get("set_by") else "") + ")")
-        beyond = "; ".join(f"{v['bound']} {v['value']:.4g} beyond every published model's {v['published']:.4g} ({', '.join(v['set_by'])})"
+        # the set the bound is drawn from, counted, and a bundled model beyond it that is no row of it (newc9 #11)
+        beyond = "; ".join(f"{v['bound']} {v['value']:.4g} beyond every model the envelope draws it from"
+                           + (f" ({len(v['drawn_over'])})" if v.get("drawn_over") else "") + f": {v['published']:.4g} ({', '.join(v['set_by'])})"
+                           + "".join(f"; bundled but not an envelope row: {b['name']} at {b['value']:.4g}" for b in v.get("bundled_beyond", ()))
                            for v in e.get("beyond_published", []))
         return out + (f"; inside only by the margin: {beyond}" if beyond else "")
     return "outside: " + "; ".join(f"{v['bound']} {v['value']:.4g} against {v['limit']:.4g} (x{v['by']:.2f})" for v in e["outside"])

@@ -781,7 +781,7 @@ function designView(r, rankAll) {
       (sh.experts ? `E${sh.experts} k${sh.top_k} w${sh.expert_inter}` : `ffn${sh.inter}`);
     const q = d.quality, e = d.envelope;
     return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4),
-            `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${fix(q.sigma_delta_pct, 2)}${q.flat.length ? " ~" : ""}`,
+            `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${q.test_band_na ? "n/a" : fix(q.sigma_delta_pct, 2)}${q.flat.length ? " ~" : ""}`,
             `±${fix(q.uncertainty_pct, 2)}${q.extrapolated.length ? " x" : ""}${q.resolved === false ? " ?" : ""}`,
             e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1) + unpredictable((d.intervals || {})[r.objective]),
             `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}`];
@@ -791,13 +791,16 @@ function designView(r, rankAll) {
   const who = r.baseline || r.reference, gains = r.designs.map((d) => d.gain_pct).filter((g) => g !== null);
   const none = r.designs.length && r.beats_reference === false
     ? [el("div", `no design beats ${who.name} at equal quality proxy` + (gains.length ? `: the best is ${gains[0] >= 0 ? "+" : ""}${fix(Math.max(...gains), 1)}%` : ""), "warn")] : [];
+  // the CLI's legend sentence for ±n/a (cli/design.py na_said)
+  const why = [...new Set(r.designs.map((d) => d.quality.test_band_na).filter((x) => x))].sort();
+  const na = why.length ? `±n/a: no test band (${why.join("; ")}): the row differs from the reference only in active parameters, a term the test takes as exact, or on axes the proxy is flat on; model error % is its band` : "";
   const unresolved = r.designs.some((d) => d.quality.resolved === false)
     ? "?: quality not resolved (err ± wider than |loss| + ±test: the proxy cannot tell the row from the reference" + (rankAll ? ")" : "; ranked after the resolved rows)") : "";
   return [...none, el("h2", `Designs (${r.candidates.toLocaleString()} shapes${thinned}, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
     el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; model error %: the model's error of the delta (flat axes and extrapolation included), the band to read as evidence; x beside it: a term extrapolated beyond its studied range or the model sizes it was measured at; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
     table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss % ±test", "n"], ["model error %", "n"], ["envelope", "t"],
                            [r.objective, "n"], ["deployment", "t"]], rows),
-    ...hints([unresolved, unpredictableFootnote(r.designs.map((d) => d.intervals), [r.objective], "rows"), resolvedLine(r)], "hint design-note")];
+    ...hints([unresolved, na, unpredictableFootnote(r.designs.map((d) => d.intervals), [r.objective], "rows"), resolvedLine(r)], "hint design-note")];
 }
 
 // cli/design.py's line beneath its table where the proxy cannot resolve every priced shape's quality
@@ -833,7 +836,10 @@ function sideRows(sbs) {
   add("proxy loss", (c) => fix(c.quality.loss, 4));
   add("loss vs reference ± sigma_delta", (c) => {
     const q = c.quality, sg = (x) => `${x >= 0 ? "+" : ""}${fix(x, 2)}%`;
-    return c.role !== "design" ? "0 (the reference)" : `${sg(q.delta_pct)} ± ${fix(q.sigma_delta_pct, 2)}% (${sg(q.delta_band_pct[0])} to ${sg(q.delta_band_pct[1])})`;
+    if (c.role !== "design") return "0 (the reference)";
+    // no test band (explore.design.nil_band_why): "± n/a" and why, as design.html says it, never "± 0.00%"
+    return q.test_band_na ? `${sg(q.delta_pct)} ± n/a (${q.test_band_na})`
+      : `${sg(q.delta_pct)} ± ${fix(q.sigma_delta_pct, 2)}% (${sg(q.delta_band_pct[0])} to ${sg(q.delta_band_pct[1])})`;
   });
   add("loss by term", (c) => c.role !== "design" ? "-" : (c.quality.terms.map((t) => `${t.term} ${t.delta_pct >= 0 ? "+" : ""}${fix(t.delta_pct, 2)}%`).join(", ") || "no term differs")
     + (c.quality.flat.length ? "; flat (the proxy cannot tell): " + c.quality.flat.map((f) => `${f.term} ${fix(f.value, 0)} vs ${fix(f.reference, 0)}`).join(", ") : ""));
