@@ -371,7 +371,7 @@ const capSpan = (k, b, l) => { const lo = b["lo" + l], hi = b["hi" + l], c = b.c
 // render/intervals.py no_interval: past x20 the value alone, its 95% span (the rule's), its 80% range and each reason
 const noInterval = (b, k, below = false) => { const x = b.lo95 > 0 ? b.hi95 / b.lo95 : Infinity;
   const out = `no interval: the runs like it are too few or too spread (95% spans x${x < 10 ? x.toFixed(1) : x.toFixed(0)}; 80%: ${capSpan(k, b, "80")})`;
-  const why = [...new Set((b.widened || []).map((w) => String(w).replace(/ \(x[0-9.]+(\/x[0-9.]+)* at [0-9/]+%\)$/, "")))];
+  const why = [...new Set((b.widened || []).map((w) => String(w).replace(/ \(x[0-9.]+(\/x[0-9.]+)* at [0-9/]+%(: [^()]*)?\)$/, "")))];
   return why.length ? `${out}; beyond its runs: ${why.join("; ")}` : out + (below ? "; its runs: the basis below" : ""); };
 // `below`: the runs the band is drawn from are listed beneath (disagg's view, reasons_below)
 function intervalText(b, k, v, below = false) {
