@@ -156,7 +156,7 @@ def point_row(d: dict) -> dict:
     return row | _flat(d.get("cost") or {}) | interval_columns(d.get("intervals"))
 
 
-def _ideal(model, p, disagg: bool, isl: float, osl: float = 0.0, prefix_hit: float = 0.0) -> dict:
+def _ideal(model, p, disagg: bool, isl: float, osl: float = 0.0, *, prefix_hit: float = 0.0) -> dict:
     """measure.intervals.ideal of a point: one instance at its concurrency (a frontier's points fit), its prompts'
     `prefix_hit` share cached, or a disaggregated unit's decode instances sharing its requests over the unit's GPUs."""
     from llm_codesign.measure import intervals as iv
@@ -293,7 +293,7 @@ class Frontier:
                 p = out[i]
                 one = {m: {**{k: v[j] for k, v in bounds[m].items()}, **rest[m]} for m in b}
                 # held within what the point's GPUs allow at its batch, as estimate's (api.estimate, intervals.ideal)
-                out[i] = replace(p, intervals=iv.capped(one, _metrics(p), _ideal(model, p, disagg, w.isl, w.osl, w.prefix_hit)))
+                out[i] = replace(p, intervals=iv.capped(one, _metrics(p), _ideal(model, p, disagg, w.isl, w.osl, prefix_hit=w.prefix_hit)))
         return replace(self, points=tuple(out))
 
     def priced(self, price: str | float | None) -> "Frontier":

@@ -775,10 +775,8 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
     if lent:  # said with the MoE reason it explains (one line, one term), or alone where the family had a MoE table
         i = next((i for i, w in enumerate(out) if w.kind == "moe"), None)
         out = out + [Widening("moe", lent)] if i is None else [*out[:i], Widening("moe", f"{out[i].what}; {lent}"), *out[i + 1:]]
-    if (fitted := request_cost_outside(ctx)) is not None:
-        out.append(Widening("request_cost", fitted))
-    if ctx.prefix_hit:
-        out.append(_prefix(ctx, env, run))
+    out += [Widening("request_cost", f) for f in [request_cost_outside(ctx)] if f is not None]
+    out += [_prefix(ctx, env, run)] if ctx.prefix_hit else []
     if ctx.spec:
         t = table.get("between", {}).get("spec", {})
         # one group (intervals.toml [between] spec: 7 published runs, groups = 1) measures no between-group term: said
@@ -992,13 +990,13 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
             out[name] = float(x) if x.ndim == 0 else x
     centre = v * math.exp(c["q500"])  # the bias-corrected estimate the bounds sit about (the slice's median shift)
     out["centre"] = float(centre) if centre.ndim == 0 else centre
-    widened = [_factored(w, why, found, metric, t, mine, levels) for w in why]
+    widened = [_factored(w, why, found, metric, t, own=mine, levels=levels) for w in why]
     # newc5 #17: a 95% interval wider than PREDICTABLE_SPAN (high / low) is no basis for a decision; its ratio in the JSON,
     # a frontier's per point (POINTWISE: branch uxleft, its points carried none)
     return out | {"n": c["n"], "source": source, "widened": widened} | predictability(out[f"lo{max(levels)}"], out[f"hi{max(levels)}"])
 
 
-def _factored(w: Widening, why: list, ctx: Context, metric: str, t: dict, own: bool, levels) -> Widening:
+def _factored(w: Widening, why: list, ctx: Context, metric: str, t: dict, *, own: bool, levels) -> Widening:
     """A reason `w` of a band's reasons `why` with its factors and what the band took of it (`standing`): its own term
     alone (own=True: without the campaign term) at each level; an unmeasured reason's the campaign term, which `between`
     adds in quadrature; the eager one's its ends' moves on `metric` (eager_terms); NO_TERM's none. One factor for every
@@ -1021,6 +1019,7 @@ def _factored(w: Widening, why: list, ctx: Context, metric: str, t: dict, own: b
 # where it is that largest; the others are within it (crev9 #6: each line's factor read as what it added)
 STANDING = {"band": "the largest term, the band's", "campaign": "within the campaign term every band takes, not widened for it",
             "larger": "within a larger reason's term, not widened for it"}
+STANDING_AT = {"band": "the band's term", "campaign": "within the campaign term", "larger": "within a larger reason's"}  # per level
 
 
 def standing(mine: dict, top: dict, base: dict, levels) -> str:
@@ -1032,7 +1031,7 @@ def standing(mine: dict, top: dict, base: dict, levels) -> str:
     said = {lvl: at(lvl) for lvl in levels}
     if len(set(said.values())) == 1:
         return STANDING[said[levels[0]]]
-    return "; ".join(f"{STANDING[k]} at {'/'.join(str(lvl) for lvl in levels if said[lvl] == k)}%" for k in dict.fromkeys(said.values()))
+    return "; ".join(f"{STANDING_AT[k]} at {'/'.join(str(lvl) for lvl in levels if said[lvl] == k)}%" for k in dict.fromkeys(said.values()))
 
 
 def predictability(lo95, hi95) -> dict:
