@@ -1009,10 +1009,12 @@ def _factored(w: Widening, why: list, ctx: Context, metric: str, t: dict, *, own
         return replace(w, factors=tuple(math.exp(f[lvl]) for lvl in levels), levels=tuple(levels))
     mine = between([w.term], t, own=True, levels=levels)
     # the largest of the measured terms the band takes (before an unmeasured one's quadrature), and the campaign's
-    top = between([x.term for x in why if x.kind not in UNRUN and measured(terms.get(x.term, {}))], t, own=own, levels=levels)
-    base = between([], t, own=own, levels=levels)
+    kinds = [x.term for x in why if x.kind not in (*UNRUN, *NO_TERM) and measured(terms.get(x.term, {}))]
+    top, base = between(kinds, t, own=own, levels=levels), between([], t, own=own, levels=levels)
+    note = standing(mine, top, base, levels)
+    # one reason the band took: its factor is what widened it, nothing to tell apart (the README's Hopper line unwrapped)
     return replace(w, factors=tuple(math.exp(mine[lvl]) for lvl in levels), levels=tuple(levels),
-                   note=standing(mine, top, base, levels))
+                   note="" if len(kinds) == 1 and note == STANDING["band"] else note)
 
 
 # what a band took of a reason's term (`standing`): the band takes the largest term, so a reason's factor widens it only
