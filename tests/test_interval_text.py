@@ -107,3 +107,12 @@ def test_estimate_says_the_eager_reason_once():
     assert len({str(w) for b in e.intervals.values() for w in b["widened"] if w.kind == "eager"}) == 2
     rows = [v for k, v in basis_rows(e.intervals) if "without CUDA graphs" in v]
     assert len(rows) == 1 and "(TTFT x" in rows[0] and "; TPOT, tok/s/user, tok/s/GPU x" in rows[0]
+
+
+def test_a_frontiers_reason_whose_standing_differs_by_point_is_said_once():
+    from llm_codesign.render.intervals import MIXED_NOTE, merged
+
+    alone = iv.Widening("family", "no serving run on any Hopper GPU", factors=(1.08, 1.30), levels=(80, 95))
+    beside = replace(alone, note="within a larger reason's at 80%; the band's term at 95%")  # a point at one request
+    assert merged([alone, beside, alone]) == [f"no serving run on any Hopper GPU (x1.08/x1.30 at 80/95%: {MIXED_NOTE})"]
+    assert merged([alone, alone]) == ["no serving run on any Hopper GPU (x1.08/x1.30 at 80/95%)"]

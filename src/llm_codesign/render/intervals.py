@@ -231,9 +231,15 @@ def merged(reasons: list) -> list:
 
     groups: dict[object, list] = {}
     for w in reasons:
-        groups.setdefault((w.kind, w.quantity, w.what, w.factors, w.levels, w.note), []).append(w)
-    return [ws[0] if ws[0].quantity is None else replace(ws[0], span=(min(w.span[0] for w in ws), max(w.span[1] for w in ws)))
+        groups.setdefault((w.kind, w.quantity, w.what, w.factors, w.levels), []).append(w)
+    # what the bands took of it said once: the same where the points agree, else that it differs (a frontier's Hopper
+    # reason the band's alone at most points, within the low-load one's at 80% at one request: said twice before)
+    return [replace(ws[0], note=next(iter(n)) if len(n := {w.note for w in ws}) == 1 else MIXED_NOTE,
+                    **({} if ws[0].quantity is None else {"span": (min(w.span[0] for w in ws), max(w.span[1] for w in ws))}))
             for ws in groups.values()]
+
+
+MIXED_NOTE = "the band's term at some points, within another reason's at others"
 
 
 def frontier_reasons(frontier: list[dict]) -> list[str]:
