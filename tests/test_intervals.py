@@ -227,14 +227,15 @@ def test_a_question_beyond_the_measured_load_or_lengths_widens_with_its_reason()
     short = iv.band("ttft_ms", 100.0, replace(far, concurrency=64.0, isl=1.0, osl=4096.0), table=t)
     # each says how far past the range it lies against the edge folds' 8x (EDGE_FOLD_RATIO): ISL 1 is 1,024 / 1 = 1,024x
     # below (beyond what the folds measure), OSL 4,096 is 4,096 / 1,024 = 4.0x above (within it)
-    assert short["widened"] == ["ISL 1 below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far) (x1.65/x1.82 at 80/95%)",
-                                "OSL 4,096 above vLLM's largest measured 1,024 (serving runs; 4.0x past it, as far as the edge folds measure) (x1.65/x1.82 at 80/95%)"]
+    # two reasons of the one lengths term, each the band's: it takes that term once, not their product
+    assert short["widened"] == ["ISL 1 below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far) (x1.65/x1.82 at 80/95%: the largest term, the band's)",
+                                "OSL 4,096 above vLLM's largest measured 1,024 (serving runs; 4.0x past it, as far as the edge folds measure) (x1.65/x1.82 at 80/95%: the largest term, the band's)"]
     # each reason carries what its text says as fields: a frontier merges them by these (cli._merged), not by its words
     isl = short["widened"][0]
     assert (isl.kind, isl.quantity, isl.span, isl.what, isl.levels) == (
         "lengths", "ISL", (1.0, 1.0), "below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far)", (80, 95))
     assert isl.factors == pytest.approx((math.exp(0.5), math.exp(0.6)))
-    assert replace(isl, span=(1.0, 300.0)) == "ISL 1-300 below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far) (x1.65/x1.82 at 80/95%)"
+    assert replace(isl, span=(1.0, 300.0)) == "ISL 1-300 below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far) (x1.65/x1.82 at 80/95%: the largest term, the band's)"
     # the boundary: 8,400 / 1,024 = 8.2x sits within the folds' 8x (5% slack: the campaigns' 8,192 / 1,024 is 8.0x exactly);
     # 8,800 / 1,024 = 8.6x does not; concurrency says no distance (a frontier's points differ there)
     assert iv._edge_distance("isl", 8400 / 1024) == "; 8.2x past it, as far as the edge folds measure"
@@ -323,7 +324,7 @@ def test_an_unfitted_moe_kernel_family_is_named_with_the_moe_term():
     k = iv.bundled()["between"]["moe"]
     b = iv.band("tpot_ms", 10.0, ctx)
     assert (f"no fitted flashinfer_cutlass fp8 MoE kernel values for vLLM on Hopper (x{math.exp(k['t80']):.2f}/"
-            f"x{math.exp(k['t95']):.2f} at 80/95%)") in b["widened"]
+            f"x{math.exp(k['t95']):.2f} at 80/95%: the largest term, the band's)") in b["widened"]
     # block FP8 runs vLLM's Triton MoE without EP and FlashInfer's CUTLASS with it, both fitted; TensorRT-LLM's CUTLASS
     # MoE is the kernel the tables time; a dense model has no MoE kernel
     assert iv.context(m, g, lc.Precision.of("fp8_block"), engine="vllm", concurrency=16, isl=1024, osl=1024).moe_kernels == ()

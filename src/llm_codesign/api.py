@@ -152,7 +152,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     # queue's cohorts ahead are priced, Estimate.queue)
     running = None if w.concurrency is None else min(w.concurrency, r.max_batch)
     ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=running, isl=w.isl, osl=w.osl,
-                            spec=dep.spec is not None, arrival=w.arrival,
+                            spec=dep.spec is not None, arrival=w.arrival, prefix_hit=w.prefix_hit,
                             # no decode step at one output token (serve.metrics.no_decode): nothing eager to widen by
                             **({} if r.eager_decode is None or w.osl <= 1 else
                                {"eager": r.eager_decode.moves, "eager_ttft": r.eager_decode.ttft_moves,
@@ -166,7 +166,8 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     # one prefill's (intervals.ideal),
     # here so that to_dict, --json, the web page and the table carry one band
     batch = running or r.max_batch
-    bands = intervals.capped(bands, values, intervals.ideal(m, dep, batch, isl=w.isl, osl=w.osl, accepted=r.accepted_per_step))
+    bands = intervals.capped(bands, values, intervals.ideal(m, dep, batch, isl=w.isl, osl=w.osl, accepted=r.accepted_per_step,
+                                                                prefix_hit=w.prefix_hit))
     if queue_ms and "ttft_ms" in bands:  # the band covers the TTFT as quoted, queue included (newc7 #7)
         bands["ttft_ms"] = intervals.with_queue(bands["ttft_ms"], values["ttft_ms"], queue_ms, bands.get("tpot_ms"), values["tpot_ms"])
     # the third dimension: published where known, else the proxy

@@ -194,15 +194,15 @@ def point_row(d: dict) -> dict:
     return row | _flat(d.get("cost") or {}) | interval_columns(d.get("intervals"))
 
 
-def _ideal(model, p, disagg: bool, isl: float, osl: float = 0.0) -> dict:
-    """measure.intervals.ideal of a point: one instance at its concurrency (a frontier's points fit), or a disaggregated
-    unit's decode instances sharing its requests over the unit's GPUs."""
+def _ideal(model, p, disagg: bool, isl: float, osl: float = 0.0, *, prefix_hit: float = 0.0) -> dict:
+    """measure.intervals.ideal of a point: one instance at its concurrency (a frontier's points fit), its prompts'
+    `prefix_hit` share cached, or a disaggregated unit's decode instances sharing its requests over the unit's GPUs."""
     from llm_codesign.measure import intervals as iv
 
     dep = p.decode if disagg else p.deployment
     acc = 1.0 if dep.spec is None else float(dep.spec.accepted())
     if not disagg:
-        return iv.ideal(model, dep, p.concurrency, isl=isl, osl=osl, accepted=acc)
+        return iv.ideal(model, dep, p.concurrency, isl=isl, osl=osl, accepted=acc, prefix_hit=prefix_hit)
     gpus = p.prefill_instances * p.prefill.num_gpus + p.decode_instances * p.decode.num_gpus
     return iv.ideal(model, dep, p.concurrency / p.decode_instances, isl=isl, osl=osl, accepted=acc, gpus=gpus, streams=p.decode_instances,
                     prefill=p.prefill)
@@ -317,7 +317,8 @@ class Frontier:
             key = (dep.precision, dep.spec is not None, iv.load_of(p.concurrency), p.concurrency is None or p.concurrency >= AITER_SWIGLU_BOUND)
             if key not in contexts:
                 contexts[key] = iv.context(model, self.gpu, dep.precision, engine=self.backend, concurrency=p.concurrency, isl=w.isl,
-                                           osl=w.osl, spec=dep.spec is not None, disaggregated=disagg, arrival=w.arrival)
+                                           osl=w.osl, spec=dep.spec is not None, disaggregated=disagg, arrival=w.arrival,
+                                           prefix_hit=w.prefix_hit)
             # the point's own concurrency where it lies beyond the runs' (its band widens, naming it)
             ctx = replace(contexts[key], concurrency=None if p.concurrency is None else float(p.concurrency))
             groups.setdefault(iv.grouped(ctx, table=table), []).append(i)
@@ -331,7 +332,7 @@ class Frontier:
                 p = out[i]
                 one = {m: {**{k: v[j] for k, v in bounds[m].items()}, **rest[m]} for m in b}
                 # held within what the point's GPUs allow at its batch, as estimate's (api.estimate, intervals.ideal)
-                out[i] = replace(p, intervals=iv.capped(one, _metrics(p), _ideal(model, p, disagg, w.isl, w.osl)))
+                out[i] = replace(p, intervals=iv.capped(one, _metrics(p), _ideal(model, p, disagg, w.isl, w.osl, prefix_hit=w.prefix_hit)))
         return replace(self, points=tuple(out))
 
     def priced(self, price: str | float | None) -> "Frontier":

@@ -67,7 +67,7 @@ import numpy as np
 
 from llm_codesign.measure.stats import BAND_NAMES, CONCURRENCY_BANDS
 from llm_codesign.serve.aggregated import DECODE_LAUNCH_RANGE_S, launch_range
-from llm_codesign.spec.plan import accepted_within
+from llm_codesign.spec.plan import accepted_within, cached_tokens
 
 METRICS = ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")
 # the column a serving CSV measures each metric in (validate's names)
@@ -161,7 +161,12 @@ UNRUN = ("eager",)
 # per-request cost priced on a model of a class its fit never saw (request_cost_outside), by the held-out models' term (the
 # closest folds measure to an engine cost carried to models unlike its runs; newc6 #1). Its own kind so that the bands of
 # the metrics it cannot move (DECODE_ONLY) drop it by kind, not by matching its text
-TERM_OF = {"request_cost": "model"}
+TERM_OF = {"request_cost": "model", "prefix_lengths": "lengths"}
+# a prefix-cache hit (Context.prefix_hit): no bundled run used a prefix cache (no serving CSV has a prefix or hit column),
+# so no fold measures a term for it. Where the tokens a request prefills lie more than BEYOND below its engine's smallest
+# measured ISL, "prefix_lengths": the lengths term (held-out runs under 1/2 their engine's smallest ISL: a prefill length
+# outside the runs'); else "prefix", said and not widened (no term in [between]): crev9 #2
+NO_TERM = ("prefix",)
 # the eager term at each level: the launch cost's range's ends read as its 95% range, a normal's z ratio below it (as the
 # between-group terms are measured at each level: 80% is z 1.2816 against 1.96)
 EAGER_LEVEL = {80: 1.2816 / 1.9600, 95: 1.0}
@@ -208,6 +213,8 @@ class Context:
     eager_ttft: tuple[float, float] = (0.0, 0.0)
     # that step replays vLLM's piecewise graphs (serve.eager.EagerDecode.piecewise): the ops between the pieces, priced alike
     eager_piecewise: bool = False
+    # the share of each prompt in the prefix cache (spec.plan.Workload.prefix_hit): NO_TERM's reason, or TERM_OF's
+    prefix_hit: float = 0.0
 
     @property
     def load_below(self) -> str:
@@ -246,7 +253,7 @@ def format_label(prec) -> str:
 
 def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: float, spec: bool = False,
             disaggregated: bool = False, arrival: str = "", eager: tuple[float, float] = (0.0, 0.0),
-            eager_ttft: tuple[float, float] = (0.0, 0.0), eager_piecewise: bool = False) -> Context:
+            eager_ttft: tuple[float, float] = (0.0, 0.0), eager_piecewise: bool = False, prefix_hit: float = 0.0) -> Context:
     """The Context of a question: `prec` as asked (mapped here to what `gpu` executes), `concurrency`
     None for offline max throughput (its `arrival` is then not said: every request queued at once)."""
     from llm_codesign.cost.ffns import moe_step_activation
@@ -271,7 +278,7 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
                    format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name,
                    None if concurrency is None else float(concurrency), float(isl), float(osl), "" if concurrency is None else arrival,
                    gemm_fmt if gemm_fmt != format_label(run) else "", tuple(eager), eager_ttft=tuple(eager_ttft),
-                   eager_piecewise=bool(eager_piecewise))
+                   eager_piecewise=bool(eager_piecewise), prefix_hit=float(prefix_hit))
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
@@ -654,7 +661,8 @@ class Widening(str):
     one of WIDEN, UNRUN or TERM_OF's (`term`: the between-group term it is widened by); `what`: the reason in words, after the question's own value where the reason is that value
     (`quantity`: concurrency, ISL or OSL more than BEYOND past its engine's measured range, `span` the lowest and
     highest value: one question's, or a frontier's points' said once); `factors`: the reason's own between-group term,
-    as a factor, at each of `levels` (%), as `band` states it (none before)."""
+    as a factor, at each of `levels` (%), as `band` states it (none before); `note`: what the band took of it (`standing`:
+    the band takes the largest term, not their product, so a reason's own factor may widen nothing: crev9 #6)."""
     kind: str
     what: str
     _: KW_ONLY
@@ -662,15 +670,16 @@ class Widening(str):
     span: tuple[float, float] | None = None
     factors: tuple[float, ...] = ()
     levels: tuple[int, ...] = ()
+    note: str = ""
 
     def __new__(cls, kind: str, what: str, *, quantity: str | None = None, span: tuple[float, float] | None = None,
-                factors: tuple[float, ...] = (), levels: tuple[int, ...] = ()):
+                factors: tuple[float, ...] = (), levels: tuple[int, ...] = (), note: str = ""):
         text = what
         if quantity is not None:
             lo, hi = (f"{x:,.0f}" for x in span)
             text = f"{quantity} {lo}{'' if lo == hi else f'-{hi}'} {what}"
         if factors:
-            text += " (x" + "/x".join(f"{f:.2f}" for f in factors) + " at " + "/".join(map(str, levels)) + "%)"
+            text += " (" + factor_text(factors, levels) + (f": {note}" if note else "") + ")"
         return super().__new__(cls, text)
 
     @property
@@ -679,7 +688,18 @@ class Widening(str):
         return TERM_OF.get(self.kind, self.kind)
 
     def __getnewargs_ex__(self):  # pickled and copied by its fields (str's own would hand __new__ the text alone)
-        return (self.kind, self.what), {"quantity": self.quantity, "span": self.span, "factors": self.factors, "levels": self.levels}
+        return (self.kind, self.what), {"quantity": self.quantity, "span": self.span, "factors": self.factors, "levels": self.levels,
+                                        "note": self.note}
+
+    @property
+    def plain(self) -> str:
+        """The reason without its factors (what render.intervals prints where the factors are said apart)."""
+        return Widening(self.kind, self.what, quantity=self.quantity, span=self.span)
+
+
+def factor_text(factors, levels) -> str:
+    """'x1.08/x1.30 at 80/95%': a reason's factors at its levels."""
+    return "x" + "/x".join(f"{f:.2f}" for f in factors) + " at " + "/".join(map(str, levels)) + "%"
 
 
 def covered(ctx: Context, table: dict) -> bool:
@@ -755,8 +775,8 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
     if lent:  # said with the MoE reason it explains (one line, one term), or alone where the family had a MoE table
         i = next((i for i, w in enumerate(out) if w.kind == "moe"), None)
         out = out + [Widening("moe", lent)] if i is None else [*out[:i], Widening("moe", f"{out[i].what}; {lent}"), *out[i + 1:]]
-    if (fitted := request_cost_outside(ctx)) is not None:
-        out.append(Widening("request_cost", fitted))
+    out += [Widening("request_cost", f) for f in [request_cost_outside(ctx)] if f is not None]
+    out += [_prefix(ctx, env, run)] if ctx.prefix_hit else []
     if ctx.spec:
         t = table.get("between", {}).get("spec", {})
         # one group (intervals.toml [between] spec: 7 published runs, groups = 1) measures no between-group term: said
@@ -776,6 +796,20 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
 
 # the metrics a decode step alone sets, which a per-request cost before the prefill does not move (request_cost_outside)
 DECODE_ONLY = ("tpot_ms", "tok_s_per_user")
+
+
+def _prefix(ctx: Context, env: dict, run: str) -> Widening:
+    """A prefix-cache hit in words (NO_TERM): the tokens prefilled, and the lengths term where they lie more than BEYOND
+    below the engine's smallest measured ISL (TERM_OF's prefix_lengths), else no term."""
+    isl = float(ctx.isl or 0.0)
+    new = isl - float(cached_tokens(isl, ctx.prefix_hit))
+    text = (f"no measured {run} with prefix-cache hits ({ctx.prefix_hit:.0%} of each prompt: {new:,.0f} of its {isl:,.0f} "
+            "tokens prefilled)")
+    lo = env.get("ranges", {}).get(ctx.engine, {}).get("isl", (None,))[0]
+    if lo is not None and new < lo / BEYOND:
+        return Widening("prefix_lengths", f"{text}; the {new:,.0f} prefilled lie under 1/{BEYOND:g} of {engine_title(ctx.engine)}'s "
+                        f"smallest measured ISL {lo:,.0f}, which the lengths term measures")
+    return Widening("prefix", f"{text}: no held-out fold measures a term for it, so not widened for it")
 
 
 def request_cost_outside(ctx: Context) -> str | None:
@@ -942,7 +976,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     c, source, found, mine = lookup(metric, ctx, t)
     # a fitted per-request cost outside its model classes moves TTFT and, through a wave's cycle, tok/s/GPU: not a step's
     why = [w for w in reasons(found, t) if metric not in DECODE_ONLY or w.kind != "request_cost"]
-    k_lo, k_hi = with_eager(between([w.term for w in why if w.kind != "eager"], t, own=mine, levels=levels), found, metric)
+    whole = between([w.term for w in why if w.kind != "eager"], t, own=mine, levels=levels)
+    k_lo, k_hi = with_eager(whole, found, metric)
     v = np.asarray(value, float)
     out, lo, hi = {}, math.inf, -math.inf
     for lvl in sorted(levels):  # each interval holds the narrower ones (their terms may differ)
@@ -955,18 +990,50 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
             out[name] = float(x) if x.ndim == 0 else x
     centre = v * math.exp(c["q500"])  # the bias-corrected estimate the bounds sit about (the slice's median shift)
     out["centre"] = float(centre) if centre.ndim == 0 else centre
-    # each reason with its own term alone (own=True: without the campaign term), as a factor at each level
-    # (an unmeasured reason's: the campaign term, which `between` widens it by; one factor for every point of a
-    # frontier, so that its points' reasons merge)
-    terms = t.get("between", {})
-    widened = [replace(w, factors=tuple(math.exp(term[lvl]) for lvl in levels), levels=tuple(levels))
-               for w in why for term in (between([w.term], t, own=True, levels=levels)
-                                         if w.kind not in UNRUN and measured(terms.get(w.term, {})) else
-                                         {lvl: max(eager_terms(found, metric, lvl)) for lvl in levels} if w.kind == "eager" else
-                                         between([], t, levels=levels),)]
+    widened = [_factored(w, why, found, metric, t, own=mine, levels=levels) for w in why]
     # newc5 #17: a 95% interval wider than PREDICTABLE_SPAN (high / low) is no basis for a decision; its ratio in the JSON,
     # a frontier's per point (POINTWISE: branch uxleft, its points carried none)
     return out | {"n": c["n"], "source": source, "widened": widened} | predictability(out[f"lo{max(levels)}"], out[f"hi{max(levels)}"])
+
+
+def _factored(w: Widening, why: list, ctx: Context, metric: str, t: dict, *, own: bool, levels) -> Widening:
+    """A reason `w` of a band's reasons `why` with its factors and what the band took of it (`standing`): its own term
+    alone (own=True: without the campaign term) at each level; an unmeasured reason's the campaign term, which `between`
+    adds in quadrature; the eager one's its ends' moves on `metric` (eager_terms); NO_TERM's none. One factor for every
+    point of a frontier, so that its points' reasons merge."""
+    terms = t.get("between", {})
+    if w.kind in NO_TERM:
+        return w
+    if w.kind in UNRUN or not measured(terms.get(w.term, {})):
+        f = {lvl: max(eager_terms(ctx, metric, lvl)) for lvl in levels} if w.kind in UNRUN else between([], t, levels=levels)
+        return replace(w, factors=tuple(math.exp(f[lvl]) for lvl in levels), levels=tuple(levels))
+    mine = between([w.term], t, own=True, levels=levels)
+    # the largest of the measured terms the band takes (before an unmeasured one's quadrature), and the campaign's
+    kinds = [x.term for x in why if x.kind not in (*UNRUN, *NO_TERM) and measured(terms.get(x.term, {}))]
+    top, base = between(kinds, t, own=own, levels=levels), between([], t, own=own, levels=levels)
+    note = standing(mine, top, base, levels)
+    # one reason the band took: its factor is what widened it, nothing to tell apart (the README's Hopper line unwrapped)
+    return replace(w, factors=tuple(math.exp(mine[lvl]) for lvl in levels), levels=tuple(levels),
+                   note="" if len(kinds) == 1 and note == STANDING["band"] else note)
+
+
+# what a band took of a reason's term (`standing`): the band takes the largest term, so a reason's factor widens it only
+# where it is that largest; the others are within it (crev9 #6: each line's factor read as what it added)
+STANDING = {"band": "the largest term, the band's", "campaign": "within the campaign term every band takes, not widened for it",
+            "larger": "within a larger reason's term, not widened for it"}
+STANDING_AT = {"band": "the band's term", "campaign": "within the campaign term", "larger": "within a larger reason's"}  # per level
+
+
+def standing(mine: dict, top: dict, base: dict, levels) -> str:
+    """STANDING's words for a reason's term `mine` beside the band's largest `top` and the campaign's `base` (between's,
+    per level), each level's said where they differ ('the largest term, the band's at 80%; within ... at 95%')."""
+    def at(lvl):
+        return "campaign" if mine[lvl] <= base[lvl] + 1e-12 else "band" if mine[lvl] >= top[lvl] - 1e-12 else "larger"
+
+    said = {lvl: at(lvl) for lvl in levels}
+    if len(set(said.values())) == 1:
+        return STANDING[said[levels[0]]]
+    return "; ".join(f"{STANDING_AT[k]} at {'/'.join(str(lvl) for lvl in levels if said[lvl] == k)}%" for k in dict.fromkeys(said.values()))
 
 
 def predictability(lo95, hi95) -> dict:
@@ -1035,11 +1102,12 @@ def with_eager(terms: dict[int, float], ctx: Context, metric: str) -> tuple[dict
     return out
 
 
-def ideal(model, dep, batch, *, isl, osl=0.0, accepted=1.0, gpus: int | None = None, streams: int = 1, prefill=None) -> dict:
+def ideal(model, dep, batch, *, isl, osl=0.0, accepted=1.0, gpus: int | None = None, streams: int = 1, prefill=None,
+          prefix_hit: float = 0.0) -> dict:
     """What `dep`'s GPUs (anything with a Deployment's gpu, num_gpus and precision) allow at `batch` requests a step (at least 1), `accepted` tokens a request a step, at the format
     the GPU runs (spec.precision.executable): cost.roofline.ideal_step's step as the most tok/s/user and tok/s/GPU
     (`streams` such instances over `gpus` GPUs: a disaggregated unit's decode pool; default one over its own) and the
-    least TPOT; and the least TTFT, one request's `isl`-token prefill alone on `prefill`'s GPUs (a disaggregated unit's
+    least TPOT; and the least TTFT, one request's prefill of its `isl` tokens not in the prefix cache (`prefix_hit`) alone on `prefill`'s GPUs (a disaggregated unit's
     prefill instance; default `dep`'s): ideal_step over isl tokens, its weights read once or 2 x active params x isl
     FLOPs at the aggregate peak, whichever is longer (no attention, no queue, no KV transfer: a lower bound at any load).
     A band's log-symmetric widening put llama-3.1-8b's tok/s/GPU 95% bound on one H100 at 2x its
@@ -1055,7 +1123,10 @@ def ideal(model, dep, batch, *, isl, osl=0.0, accepted=1.0, gpus: int | None = N
     step = float(np.ravel(ideal_step(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.num_gpus, b, accepted=acc,
                                      context=float(isl) + float(osl) / 2.0, plan=getattr(dep, "plan", None)))[0])
     pf = dep if prefill is None else prefill
-    first = float(np.ravel(ideal_prefill(model, pf.gpu, executable(pf.precision, pf.gpu)[0], pf.num_gpus, max(1.0, float(isl)),
+    # the prompt tokens prefilled: those not in the prefix cache (spec.plan.cached_tokens, as estimate prices them); the
+    # whole prompt's put the floor of an 8,192-token prompt at 99% hits above the prediction (crev9 #2)
+    new = float(isl) - float(cached_tokens(isl, prefix_hit))
+    first = float(np.ravel(ideal_prefill(model, pf.gpu, executable(pf.precision, pf.gpu)[0], pf.num_gpus, max(1.0, new),
                                          plan=getattr(pf, "plan", None)))[0])
     return {"tok_s_per_user": acc / step, "output_tok_s_per_gpu": acc * b * streams / step / (gpus or dep.num_gpus),
             "tpot_ms": step / acc * 1e3, "ttft_ms": first * 1e3}

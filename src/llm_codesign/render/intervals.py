@@ -129,9 +129,25 @@ def _span(b: dict, lvl: str) -> str:
 
 
 def _plain(w) -> str:
-    """A reason (measure.intervals.Widening, or its text from JSON) without its factors ' (x1.08/x1.29 at 80/95%)':
-    the extrapolation alone."""
-    return re.sub(r" \(x[0-9.]+(/x[0-9.]+)* at [0-9/]+%\)$", "", str(w))
+    """A reason (measure.intervals.Widening, or its text from JSON) without its factors ' (x1.08/x1.29 at 80/95%)' and
+    what the band took of them (': the largest term, the band's'): the extrapolation alone."""
+    return re.sub(r" \(x[0-9.]+(/x[0-9.]+)* at [0-9/]+%(: [^()]*)?\)$", "", str(w))
+
+
+def said_once(bands: dict) -> list[str]:
+    """Each reason of `bands` ({metric: band}) once, by its words (_plain), its factors labelled by metric where the
+    metrics' differ: the eager reason's are each metric's own move, and it was printed once per metric, unlabelled
+    (crev9 #11)."""
+    from llm_codesign.measure.intervals import LABELS
+
+    groups: dict[str, dict[str, list[str]]] = {}
+    for m, b in bands.items():
+        for w in b["widened"]:
+            plain = _plain(w)
+            groups.setdefault(plain, {}).setdefault(str(w)[len(plain):], []).append(LABELS[m])
+    return [plain + (next(iter(tails)) if len(tails) == 1 else
+                     " (" + "; ".join(f"{', '.join(ms)} {t.strip()[1:-1]}" for t, ms in tails.items()) + ")")
+            for plain, tails in groups.items()]
 
 
 def short_range(b: dict, metric: str) -> str:
@@ -161,14 +177,13 @@ def inline(result: dict, metric: str) -> str:
 def basis_rows(bands: dict, values: dict | None = None) -> list[tuple[str, str]]:
     """The runs the intervals come from (named per metric where the metrics' differ), why a centre is shown
     where a prediction in `values` ({metric: value}) lies outside its 80% interval, and each reason they
-    were widened, each said once."""
+    were widened, each said once (said_once)."""
     from llm_codesign.measure.intervals import LABELS
 
     sources: dict[str, list[str]] = {}
-    reasons: list[str] = []
+    reasons = said_once(bands)
     for m, b in bands.items():
         sources.setdefault(f"from {b['source']}", []).append(LABELS[m])
-        reasons += [x for x in b["widened"] if x not in reasons]
     one = len(sources) == 1
     centred = any(m in (values or {}) and off_centre(b, values[m]) for m, b in bands.items())
     # the bounds printed: a band with no interval prints its 80% alone (no_interval)
@@ -217,8 +232,14 @@ def merged(reasons: list) -> list:
     groups: dict[object, list] = {}
     for w in reasons:
         groups.setdefault((w.kind, w.quantity, w.what, w.factors, w.levels), []).append(w)
-    return [ws[0] if ws[0].quantity is None else replace(ws[0], span=(min(w.span[0] for w in ws), max(w.span[1] for w in ws)))
+    # what the bands took of it said once: the same where the points agree, else that it differs (a frontier's Hopper
+    # reason the band's alone at most points, within the low-load one's at 80% at one request: said twice before)
+    return [replace(ws[0], note=next(iter(n)) if len(n := {w.note for w in ws}) == 1 else MIXED_NOTE,
+                    **({} if ws[0].quantity is None else {"span": (min(w.span[0] for w in ws), max(w.span[1] for w in ws))}))
             for ws in groups.values()]
+
+
+MIXED_NOTE = "the band's term at some points, within another reason's at others"
 
 
 def frontier_reasons(frontier: list[dict]) -> list[str]:

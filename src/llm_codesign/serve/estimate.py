@@ -563,7 +563,7 @@ def request_cost_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float,
         return None
     per = cal.ttft_overhead(dep.engine.name)
     outside = ("" if ("moe" if moe else "dense") in fitted_on else
-               f"; this {'MoE' if moe else 'dense'} model lies outside them, its intervals widened for it")
+               f"; this {'MoE' if moe else 'dense'} model lies outside them: beyond the runs says what its intervals took of it")
     return (f"{front * 1e3:.0f} ms of TTFT ({front / ttft_s:.0%}) is {dep.engine.title}'s fitted per-request cost "
             f"(ttft_overhead_s, {per * 1e3:.1f} ms a request, (q + 1) / 2 of it for q arriving together), fitted on "
             f"{' and '.join({'moe': 'MoE', 'dense': 'dense'}[c] for c in fitted_on)} runs only ({dep.engine.request_cost_runs}); its mechanism is open (docs/modelling-notes.md#sglang-request-cost)"

@@ -371,7 +371,7 @@ const capSpan = (k, b, l) => { const lo = b["lo" + l], hi = b["hi" + l], c = b.c
 // render/intervals.py no_interval: past x20 the value alone, its 95% span (the rule's), its 80% range and each reason
 const noInterval = (b, k, below = false) => { const x = b.lo95 > 0 ? b.hi95 / b.lo95 : Infinity;
   const out = `no interval: the runs like it are too few or too spread (95% spans x${x < 10 ? x.toFixed(1) : x.toFixed(0)}; 80%: ${capSpan(k, b, "80")})`;
-  const why = [...new Set((b.widened || []).map((w) => String(w).replace(/ \(x[0-9.]+(\/x[0-9.]+)* at [0-9/]+%\)$/, "")))];
+  const why = [...new Set((b.widened || []).map((w) => String(w).replace(FACTORS, "")))];
   return why.length ? `${out}; beyond its runs: ${why.join("; ")}` : out + (below ? "; its runs: the basis below" : ""); };
 // `below`: the runs the band is drawn from are listed beneath (disagg's view, reasons_below)
 function intervalText(b, k, v, below = false) {
@@ -392,6 +392,20 @@ function metricRows(e) {
     ["tokens/s per user", one ? na : fix(e.tok_s_per_user, 1) + iv("tok_s_per_user")],
     ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1) + iv("output_tok_s_per_gpu")]];
 }
+// render/intervals.py said_once: each reason once by its words (_plain), its factors labelled by metric where they differ
+const FACTORS = / \(x[0-9.]+(\/x[0-9.]+)* at [0-9/]+%(: [^()]*)?\)$/;
+function saidOnce(b) {
+  const names = {ttft_ms: "TTFT", tpot_ms: "TPOT", tok_s_per_user: "tok/s/user", output_tok_s_per_gpu: "tok/s/GPU"};
+  const groups = new Map();
+  Object.keys(names).filter((k) => b[k]).forEach((k) => (b[k].widened || []).forEach((w) => {
+    const s = String(w), plain = s.replace(FACTORS, ""), tail = s.slice(plain.length);
+    if (!groups.has(plain)) groups.set(plain, new Map());
+    const g = groups.get(plain);
+    if (!g.has(tail)) g.set(tail, []);
+    g.get(tail).push(names[k]); }));
+  return [...groups].map(([plain, g]) => plain + (g.size === 1 ? [...g.keys()][0]
+    : ` (${[...g].map(([t, ms]) => `${ms.join(", ")} ${t.trim().slice(1, -1)}`).join("; ")})`));
+}
 // render/intervals.py basis_rows: the runs, why centred, the bounds the hardware stops, each reason once
 function basisRows(b, e) {
   if (!b) return [];
@@ -401,7 +415,7 @@ function basisRows(b, e) {
   ks.forEach((k) => { const s = `from ${b[k].source}`; if (!sources.has(s)) sources.set(s, []); sources.get(s).push(names[k]); });
   const caps = ks.filter((k) => b[k].capped !== undefined && b[k].capped !== null)
     .map((k) => `${names[k]} ${k === "tpot_ms" || k === "ttft_ms" ? "from" : "at"} ${bound(k, b[k].capped)}${k.endsWith("_ms") ? " ms" : ""}`);
-  const reasons = [...new Set(ks.flatMap((k) => b[k].widened))];
+  const reasons = saidOnce(b);
   return [...[...sources].map(([s, ms]) => [sources.size === 1 ? "interval basis" : `basis: ${ms.join(", ")}`, s]),
     ...(ks.some((k) => e && !(b[k].lo80 <= e[k] && e[k] <= b[k].hi80)) ? [["centred on", CENTRE]] : []),
     ...(caps.length ? [["bounds capped", `${caps.join(", ")}: ${CAPPED_TEXT}`]] : []),
@@ -702,8 +716,8 @@ function disaggIntervals(rows) {
     for (const b of Object.values(x.intervals)) {
       if (!bases.has(b.source)) bases.set(b.source, new Set());
       bases.get(b.source).add(x.concurrency);
-      b.widened.forEach((w) => reasons.add(w));
     }
+    saidOnce(x.intervals).forEach((w) => reasons.add(w));
   }
   const split = new Set([...bases.values()].map((c) => [...c].join(","))).size > 1;
   const notes = [...(banded.some((x) => off(x, "ttft_ms") || off(x, "tpot_ms")) ? [["centred on", CENTRE]] : []),
