@@ -160,8 +160,9 @@ UNRUN = ("eager",)
 # reasons of a kind of their own, widened by another kind's between-group term: "request_cost", an engine's fitted
 # per-request cost priced on a model of a class its fit never saw (request_cost_outside), by the held-out models' term (the
 # closest folds measure to an engine cost carried to models unlike its runs; newc6 #1). Its own kind so that the bands of
-# the metrics it cannot move (DECODE_ONLY) drop it by kind, not by matching its text
-TERM_OF = {"request_cost": "model"}
+# the metrics it cannot move (DECODE_ONLY) drop it by kind, not by matching its text. "what_if", a GPU no run measured
+# (what_if_gpu), by the held-out GPU families' term: a GPU whose runs no fit saw, priced from its figures (newc9 #5)
+TERM_OF = {"request_cost": "model", "what_if": "family"}
 # the eager term at each level: the launch cost's range's ends read as its 95% range, a normal's z ratio below it (as the
 # between-group terms are measured at each level: 80% is z 1.2816 against 1.96)
 EAGER_LEVEL = {80: 1.2816 / 1.9600, 95: 1.0}
@@ -208,6 +209,8 @@ class Context:
     eager_ttft: tuple[float, float] = (0.0, 0.0)
     # that step replays vLLM's piecewise graphs (serve.eager.EagerDecode.piecewise): the ops between the pieces, priced alike
     eager_piecewise: bool = False
+    # a GPU no run measured (what_if_gpu: a GPU .toml of one's own, the page's what-if GPU), in words; "": a catalog GPU
+    what_if: str = ""
 
     @property
     def load_below(self) -> str:
@@ -271,7 +274,30 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
                    format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name,
                    None if concurrency is None else float(concurrency), float(isl), float(osl), "" if concurrency is None else arrival,
                    gemm_fmt if gemm_fmt != format_label(run) else "", tuple(eager), eager_ttft=tuple(eager_ttft),
-                   eager_piecewise=bool(eager_piecewise))
+                   eager_piecewise=bool(eager_piecewise), what_if=what_if_gpu(gpu))
+
+
+def what_if_gpu(gpu) -> str:
+    """A GPU no run measured, in words: one not in the catalog (a GPU .toml of one's own) or derived from a catalog GPU
+    (`base_id`: the page's what-if GPU), its bandwidth (and BF16 peak, where it differs) against its base's or else the
+    nearest catalog GPU of its family by bandwidth; "" for a catalog GPU, or a file whose figures are a catalog GPU's
+    (Gpu.figures: priced alike, so its runs measure it). Its runs' family is taken from the file, so the family's runs
+    answered a chip of 2.45x the MI355X's bandwidth at the MI355X's width (newc9 #5)."""
+    from llm_codesign.spec.hardware import catalog
+
+    cat = catalog()
+    if (gpu.id in cat and not gpu.base_id) or any(g.figures() == gpu.figures() for g in cat.values()):
+        return ""
+    kin = [g for g in cat.values() if g.family == gpu.family]
+    how = "figures from the what-if form" if gpu.base_id else "figures from its TOML"
+    near = cat.get(gpu.base_id) or min(kin, default=None, key=lambda g: abs(math.log(gpu.hbm_bandwidth_bytes_per_s / g.hbm_bandwidth_bytes_per_s)))
+    if near is None:
+        return f"a GPU no run measured ({gpu.id}): {how}"
+    ratios = f"x{gpu.hbm_bandwidth_bytes_per_s / near.hbm_bandwidth_bytes_per_s:.2f} the bandwidth"
+    if abs(gpu.peak("bf16") / near.peak("bf16") - 1.0) > 1e-9:
+        ratios += f" and x{gpu.peak('bf16') / near.peak('bf16'):.2f} the BF16 peak"
+    whose = f"its base, the {near.name}" if gpu.base_id else f"the nearest {family_name(gpu.family)} GPU in the catalog, the {near.name}"
+    return f"a GPU no run measured ({gpu.id}): {how}, {ratios} of {whose}"
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
@@ -313,7 +339,7 @@ def design_rows(result: dict, *, gpu, prec, engine: str, baseline=None, table: d
         else:
             cls = "moe" if "experts" in d["shape"] else "dense"
             ctx = Context("serving", engine, gpu.family, cls, load_of(conc), lengths_class(isl, osl),
-                          ("gqa", cls), fmt, concurrency=float(conc), isl=float(isl), osl=float(osl))
+                          ("gqa", cls), fmt, concurrency=float(conc), isl=float(isl), osl=float(osl), what_if=what_if_gpu(gpu))
         d["intervals"] = {obj: band(obj, d["objective"], ctx, table=table)}
     return result
 
@@ -721,6 +747,8 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
     out = []
     if ctx.family not in env.get("families", ()):
         out.append(Widening("family", _family_text(ctx, table, run, fam)))
+    if ctx.what_if:
+        out.append(Widening("what_if", ctx.what_if))
     if ctx.engine not in env.get("engines", ()):
         out.append(Widening("engine", f"no {run} with {engine_title(ctx.engine)}"))
     for q, (lo, hi) in env.get("ranges", {}).get(ctx.engine, {}).items():
