@@ -786,12 +786,7 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
     if (fitted := request_cost_outside(ctx)) is not None:
         out.append(Widening("request_cost", fitted))
     if ctx.spec:
-        t = table.get("between", {}).get("spec", {})
-        # one group (intervals.toml [between] spec: 7 published runs, groups = 1) measures no between-group term: said
-        # so, and widened as `between` does an unmeasured reason, not left at x1.00 beside its own name
-        out.append(Widening("spec", f"speculative decoding: no {run} with it" + ("" if measured(t) else
-                   f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
-                   "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
+        out.append(Widening("spec", _spec_text(table.get("between", {}).get("spec", {}), run)))
     if any(ctx.eager):  # no group at all: its own term on each side (eager_terms)
         lo, hi = (x * 1e6 for x in DECODE_LAUNCH_RANGE_S)
         how = " or with piecewise graphs" if ctx.eager_piecewise else ""
@@ -800,6 +795,21 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
                    f"TTFT x{math.exp(-ctx.eager_ttft[0]):.2f} / x{math.exp(ctx.eager_ttft[1]):.2f} (the decode steps it "
                    "waits out): each side of the band widens by its own end's move, in quadrature on top of the others"))
     return out
+
+
+def _spec_text(t: dict, run: str) -> str:
+    """The speculative-decoding reason in words from its term (intervals.toml [between] spec): the slices hold no
+    speculative run (interval_folds.shipped keeps them out: they measure the term); the bundled serving runs that used
+    MTP but record no acceptance (`unpriced`: InferenceX's), which validate does not price; what the term rests on. One
+    group (7 published runs) measures no term: said so, and widened as `between` does an unmeasured reason, not left at
+    x1.00 beside its own name. It had said "no serving run with it" beside 160 bundled MTP runs (newc9 #4)."""
+    text = f"speculative decoding: no {run} with it among the band's runs"
+    if t.get("unpriced"):
+        text += f" ({t['unpriced']} bundled serving runs used MTP but record no acceptance rate: not priced, not in any band)"
+    if measured(t):
+        return text + f"; its term from {t.get('folds', 'held-out runs with it')}"
+    return text + (f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): widened "
+                   "by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")
 
 
 # the metrics a decode step alone sets, which a per-request cost before the prefill does not move (request_cost_outside)
