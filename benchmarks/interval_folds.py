@@ -18,8 +18,8 @@ ones scored against it):
   kernel table);
 - engine: leave-one-engine-out on the serving runs of the three campaigns;
 - shape: Qwen3.5 (Gated DeltaNet, held out of the bundled fit) against the other models;
-- spec: the published runs with speculative decoding, and the disaggregated MTP runs (the serving campaigns' MTP runs
-  record no acceptance and are not priced);
+- spec: the published runs with speculative decoding (the campaigns' and the disaggregated MTP runs record no
+  acceptance and are not priced);
 - load, low_load, lengths: each serving campaign's runs beyond a cut of its engine's concurrencies (load) or ISL and OSL (lengths),
   at the top and at the bottom (EDGES, EDGE_KINDS), against its runs on the near side, priced with the serving fit on those (fit_edges).
 The between-group terms (measure/intervals.py) come from every fold's held-out runs: per kind (the
@@ -196,11 +196,6 @@ def folds(sets: dict[str, list]) -> list[Fold]:
                     frozenset({("A", "blackwell")})))
     out.append(Fold("speculative decoding", "spec", [x for x in sets["published"] if x[0].spec], serving + off + D,
                     frozenset({("published", "spec")})))
-    # the disaggregated MTP runs (each with its measured acceptance) a second group: against the slices of the runs
-    # that do not speculate, as the shipped table holds them (`shipped`), the spec term rested on one group of 7 published
-    # runs and was not measured (newc9 #4)
-    out.append(Fold("speculative decoding (disaggregated MTP)", "spec", [x for x in D if x[0].spec],
-                    serving + off + [x for x in D if not x[0].spec], frozenset({("disagg", "spec")})))
     # an edge of each campaign's range held out: its slices and envelope from its own runs on the near side of the cuts
     # (another campaign's runs of the engine would cover the edge), priced with the fit on them
     edges = json.loads(EDGE_FITS.read_text())
@@ -332,16 +327,15 @@ def shipped(sets: dict[str, list], fold_list: list[Fold], scores: dict) -> dict:
 
 
 def unpriced_spec() -> int:
-    """The serving campaigns' runs with speculative decoding that record no acceptance (InferenceX publishes none):
-    validate prices none of them (measure.validate._spec)."""
-    return sum(1 for k in SERVING for r in read_rows(MEAS / FILES[k])
+    """The bundled runs with speculative decoding that record no acceptance (InferenceX publishes none): validate prices
+    none of them (measure.validate._spec), so no band holds them and no fold measures the spec term on them."""
+    return sum(1 for k in (*SERVING, "disagg") for r in read_rows(MEAS / FILES[k])
                if (r.get("spec_method") or "").strip() and not (r.get("spec_acceptance") or "").strip())
 
 
 def spec_folds(sets: dict[str, list]) -> str:
-    """The spec term's held-out runs in words: the published ones and the disaggregated MTP ones."""
-    pub, dis = (sum(1 for c, _ in sets[k] if c.spec) for k in ("published", "disagg"))
-    return f"held-out runs with speculative decoding: {pub} published runs and {dis} disaggregated MTP runs, each with its measured acceptance"
+    """The spec term's held-out runs in words (the published ones: the only speculative runs with an acceptance)."""
+    return f"{sum(1 for c, _ in sets['published'] if c.spec)} published runs with speculative decoding"
 
 
 TARGET = {80: (0.75, 0.85), 95: (0.90, 0.98)}  # issue 40: each fold's coverage of the stated 80% and 95% intervals

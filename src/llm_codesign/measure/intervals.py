@@ -799,16 +799,16 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
 
 def _spec_text(t: dict, run: str) -> str:
     """The speculative-decoding reason in words from its term (intervals.toml [between] spec): the slices hold no
-    speculative run (interval_folds.shipped keeps them out: they measure the term); the bundled serving runs that used
-    MTP but record no acceptance (`unpriced`: InferenceX's), which validate does not price; what the term rests on. One
-    group (7 published runs) measures no term: said so, and widened as `between` does an unmeasured reason, not left at
-    x1.00 beside its own name. It had said "no serving run with it" beside 160 bundled MTP runs (newc9 #4)."""
+    speculative run; the bundled runs that used MTP but record no acceptance (`unpriced`: InferenceX publishes none),
+    which validate does not price; what the term rests on (`folds`). One group (the published runs) measures no term:
+    said so, and widened as `between` does an unmeasured reason, not left at x1.00 beside its own name. It had said "no
+    serving run with it" beside 256 bundled MTP runs (newc9 #4)."""
     text = f"speculative decoding: no {run} with it among the band's runs"
     if t.get("unpriced"):
-        text += f" ({t['unpriced']} bundled serving runs used MTP but record no acceptance rate: not priced, not in any band)"
+        text += f" ({t['unpriced']} bundled runs used MTP but record no acceptance rate: not priced, in no band)"
     if measured(t):
         return text + f"; its term from {t.get('folds', 'held-out runs with it')}"
-    return text + (f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): widened "
+    return text + (f"; its term not measured ({_count(t.get('groups', 0), 'group')}: {t.get('folds', 'published runs')}): widened "
                    "by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")
 
 
