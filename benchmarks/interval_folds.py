@@ -2,8 +2,8 @@
 
 Residuals r = log(measured / predicted) of the shipped measurements, priced with the bundled profile
 (fitted on the three serving campaigns: A, the clean Blackwell sample; B, InferenceX on Blackwell; C,
-InferenceX on MI355X, its newer builds as the fit takes them), and of the TensorRT-LLM perf overview (offline; three releases, each its own
-campaign), the disaggregated runs (held out of every fit) and the published runs with speculative
+InferenceX on MI355X, its newer builds as the fit takes them), and of the TensorRT-LLM perf overview (offline; three
+releases, each its own campaign), the disaggregated runs (held out of every fit) and the published runs with speculative
 decoding. A leave-one-campaign-out fold of a serving campaign prices every campaign with the serving
 parameters fitted without it: A with the fit on B, B with the fit on A, C with the fit on A and B (the
 values docs/crossval.md stores, crossval_campaigns.py, with the bundled kernel efficiencies, as those
@@ -38,7 +38,6 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import numpy as np
-
 from crossval_campaigns import newer_build  # the runs campaign C's fit keeps (benchmarks/ on the path, as validation_report's)
 
 from llm_codesign.measure import intervals as iv

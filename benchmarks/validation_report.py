@@ -136,7 +136,8 @@ def in_sample_coverage(table: dict) -> list[str]:
         inside80 += sum(f["inside80"] for f in both)
         inside95 += sum(f["inside95"] for f in both)
     return [f"In sample, of the {runs:,} serving runs of the three campaigns (the clean sample and InferenceX on Blackwell and on "
-            f"MI355X, its SGLang ROCm 0.5.2 and 0.5.5.post3 runs left out as the fit and the slices leave them, priced with the bundled profile), {100 * inside80 / n:.1f}% of their {n:,} TTFT and TPOT measurements fall "
+            "MI355X, its SGLang ROCm 0.5.2 and 0.5.5.post3 runs left out as the fit and the slices leave them, priced with the "
+            f"bundled profile), {100 * inside80 / n:.1f}% of their {n:,} TTFT and TPOT measurements fall "
             f"inside the 80% interval, {100 * inside95 / n:.1f}% inside the 95% (`validate --serving --json`'s interval_coverage, "
             "pooled over the three files).", ""]
 
