@@ -62,8 +62,11 @@ def test_an_unmeasured_spec_term_widens_on_top_of_the_campaign_term():
     from llm_codesign.spec.precision import Precision
     from llm_codesign.spec.registry import get_model
 
-    t = iv.bundled()
-    assert t["between"]["spec"]["groups"] == 1 and not iv.measured(t["between"]["spec"])
+    # one group, the 5 published runs (7 measurements), as interval_folds.shipped writes it with the 256 bundled MTP runs
+    # that record no acceptance (69 MI355X, 91 Blackwell, 96 disaggregated: InferenceX publishes none; newc9 #4)
+    spec_term = {"t80": 0.0, "t95": 0.0, "n": 7, "groups": 1, "folds": "5 published runs with speculative decoding", "unpriced": 256}
+    t = iv.bundled() | {"between": {**iv.bundled()["between"], "spec": spec_term}}
+    assert not iv.measured(t["between"]["spec"])
     camp = t["between"]["campaign"]
     # the campaign term as the table holds it (its 95% never below its 80%: `between`'s floor), read here so that a
     # regeneration of intervals.toml moves the expected values with it
@@ -78,8 +81,9 @@ def test_an_unmeasured_spec_term_widens_on_top_of_the_campaign_term():
     plain_ctx, plain = spec_band(False)
     assert not [w for w in plain["widened"] if w.kind == "spec"]
     spec = [w for w in b["widened"] if w.kind == "spec"]
-    assert str(spec[0]) == ("speculative decoding: no serving run with it; its term not measured (one group of 7 published runs): "
-                            "widened by the campaign term once more, in quadrature on top of the others: a new group and a new "
+    assert str(spec[0]) == ("speculative decoding: no serving run with it among the band's runs (256 bundled runs used MTP but "
+                            "record no acceptance rate: not priced, in no band); its term not measured (one group: 5 published "
+                            "runs with speculative decoding): widened by the campaign term once more, in quadrature on top of the others: a new group and a new "
                             f"campaign (x{math.exp(c80):.2f}/x{math.exp(c95):.2f} at 80/95%)")
     assert spec[0].factors == pytest.approx((math.exp(c80), math.exp(c95)))
     # the band with --spec is wider than the same question without it: each bound's distance from the slice's median
@@ -99,6 +103,18 @@ def test_an_unmeasured_spec_term_widens_on_top_of_the_campaign_term():
     assert iv.between(["spec"], t, own=True) == pytest.approx({80: c80, 95: c95})
     assert iv.between(["spec", "family"], t, own=True) == pytest.approx(
         {80: math.hypot(fam["t80"], c80), 95: max(math.hypot(fam["t80"], c80), math.hypot(fam["t95"], camp["t95"]))})
+
+
+def test_a_measured_spec_term_widens_by_its_own_value_and_says_what_it_rests_on():
+    # two groups measure a term (a profile's, or a table with speculative runs that record their acceptance): it widens
+    # by its own value (0.2 > the campaign's 0.1), no quadrature, and names its runs; no unpriced runs, no count said
+    between = {"campaign": {"t80": 0.1, "t95": 0.1, "n": 10, "groups": 2, "folds": "x"},
+               "spec": {"t80": 0.2, "t95": 0.3, "n": 40, "groups": 2, "folds": "5 published runs and 30 of mine"}}
+    t = iv.bundled() | {"between": between}
+    ctx = iv.Context("serving", "trtllm", "blackwell", "dense", "5-32", "balanced", ("dense", "gqa"), "fp8", spec=True, model="llama-3.1-8b")
+    spec = [w for w in iv.reasons(ctx, t) if w.kind == "spec"]
+    assert spec == ["speculative decoding: no serving run with it among the band's runs; its term from 5 published runs and 30 of mine"]
+    assert iv.between(["spec"], t) == {80: 0.2, 95: 0.3}
 
 
 def test_times_of_ten_seconds_or_more_read_in_seconds_and_hours():

@@ -1033,3 +1033,67 @@ def test_a_tables_unpredictable_cells_are_marked_and_said_once():
         "predictable of each in --json")
     assert unpredictable_footnote(rows[:1], ["ttft_ms"], "rows").endswith("(TTFT at 1 of 1 rows, x22); span95 and predictable of each in --json")
     assert unpredictable_footnote(rows[2:], ["ttft_ms", "tpot_ms"]) == ""
+
+
+ALIASES = 'aliases = ["b200_sxm", "b200-sxm", "b200-180gb", "dgx-b200", "NVIDIA B200"]\n'  # b200.toml's: the file's own id only
+
+
+def test_a_gpu_no_run_measured_widens_by_the_family_term_and_says_what_it_is():
+    # newc9 #5: a what-if GPU took its family's band unwidened. The same golden table as the Hopper question above, asked
+    # on Blackwell (its runs' family) from a GPU of its own: the family term 1.2 (above the campaign's 0.3) beyond the
+    # slice's own bounds, 100 exp(-(1.6094 + 1.2)) = 6.024 and 100 exp(0.5878 + 1.2) = 597.6, as for a family no run measures
+    between = {"campaign": {"t80": 0.3, "t95": 0.4, "n": 10, "groups": 2, "folds": "x"},
+               "family": {"t80": 1.2, "t95": 0.5, "n": 10, "groups": 2, "folds": "x"}}
+    t = _table([(CTX, {"ttft_ms": r}) for r in GOLDEN], between=between)
+    b = iv.band("ttft_ms", 100.0, replace(CTX, what_if="a GPU no run measured (x)"), table=t)
+    assert (b["lo80"], b["hi80"]) == pytest.approx((6.024, 597.6), rel=1e-3)
+    assert pairs(b["widened"]) == [("what_if", "a GPU no run measured (x) (x3.32/x3.32 at 80/95%)")]  # exp(1.2)
+    assert b["widened"][0].term == "family"
+
+
+def test_what_if_gpu_names_the_file_and_its_bandwidth_against_the_nearest_catalog_gpu(tmp_path):
+    b200, mi355x = lc.get_gpu("b200"), lc.get_gpu("mi355x")
+    assert iv.what_if_gpu(b200) == "" and iv.what_if_gpu(mi355x) == ""
+    text = (Path(iv.__file__).parents[1] / "data" / "gpus" / "b200.toml").read_text()
+    mine = tmp_path / "my-b200x.toml"
+    # B200's figures at 16 TB/s: 16 / 8 = x2.00 its bandwidth
+    mine.write_text(text.replace('id = "b200"', 'id = "my-b200x"').replace(ALIASES, "").replace(
+        f"hbm_bandwidth_bytes_per_s = {b200.hbm_bandwidth_bytes_per_s:g}", "hbm_bandwidth_bytes_per_s = 1.6e13"))
+    g = lc.get_gpu(str(mine))
+    assert g.hbm_bandwidth_bytes_per_s == 1.6e13
+    assert iv.what_if_gpu(g) == ("a GPU no run measured (my-b200x): figures from its TOML, x2.00 the bandwidth of the nearest "
+                                 "Blackwell GPU in the catalog, the B200")
+    # a file with a catalog GPU's figures under its own name prices as that GPU: its runs measure it
+    assert iv.what_if_gpu(replace(b200, id="my-b200", aliases=())) == ""
+    # the page's what-if GPU (web.app._what_if: base_id set): MI355X at 19.6 TB/s, 19.6 / 8 = x2.45; BF16 2x: x2.00
+    w = replace(mi355x, id="what-if", base_id="mi355x", hbm_bandwidth_bytes_per_s=19.6e12,
+                peak_flops=tuple((k, v * (2 if k == "bf16" else 1)) for k, v in mi355x.peak_flops))
+    assert iv.what_if_gpu(w) == ("a GPU no run measured (what-if): figures from the what-if form, x2.45 the bandwidth and "
+                                 "x2.00 the BF16 peak of its base, the MI355X")
+
+
+def test_an_estimate_on_a_gpu_toml_is_wider_than_on_its_base_by_the_family_term(tmp_path):
+    from conftest import cli
+
+    text = (Path(iv.__file__).parents[1] / "data" / "gpus" / "b200.toml").read_text()
+    mine = tmp_path / "my-b200x.toml"
+    mine.write_text(text.replace('id = "b200"', 'id = "my-b200x"').replace(ALIASES, "").replace(
+        "hbm_bandwidth_bytes_per_s = 8e+12", "hbm_bandwidth_bytes_per_s = 1.6e13"))
+    args = ["--tp", "1", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--concurrency", "8", "--json"]
+    out = {}
+    for g in ("b200", str(mine)):
+        code, stdout, _ = cli("estimate", "llama-3.1-70b", "--gpu", g, *args)
+        assert code == 0
+        out[g] = json.loads(stdout)["intervals"]["tpot_ms"]
+    base, mine_b = out["b200"], out[str(mine)]
+    assert base["widened"] == [] and len(mine_b["widened"]) == 1 and mine_b["widened"][0].startswith(
+        "a GPU no run measured (my-b200x): figures from its TOML, x2.00 the bandwidth")
+    # the same slice (TensorRT-LLM on Blackwell, 5-32 requests), so the spans differ by the terms alone, on both sides:
+    # hi / lo = exp(below + above + 2T), T the family term in place of the campaign's. Shipped: 80% exp(2 (0.0725 - 0.0309))
+    # = x1.087 (B200 17.95 / 14.24 = 1.2605 -> 11.94 / 8.72 = 1.3693); 95% exp(2 (0.2635 - 0.0309)) = x1.592
+    t = iv.bundled()["between"]
+    assert base["source"] == mine_b["source"]
+    for lvl in (80, 95):
+        ratio = (mine_b[f"hi{lvl}"] / mine_b[f"lo{lvl}"]) / (base[f"hi{lvl}"] / base[f"lo{lvl}"])
+        assert ratio == pytest.approx(math.exp(2 * (t["family"][f"t{lvl}"] - t["campaign"][f"t{lvl}"])), rel=1e-6)
+        assert ratio > 1.05

@@ -160,8 +160,9 @@ UNRUN = ("eager",)
 # reasons of a kind of their own, widened by another kind's between-group term: "request_cost", an engine's fitted
 # per-request cost priced on a model of a class its fit never saw (request_cost_outside), by the held-out models' term (the
 # closest folds measure to an engine cost carried to models unlike its runs; newc6 #1). Its own kind so that the bands of
-# the metrics it cannot move (DECODE_ONLY) drop it by kind, not by matching its text
-TERM_OF = {"request_cost": "model", "prefix_lengths": "lengths"}
+# the metrics it cannot move (DECODE_ONLY) drop it by kind, not by matching its text. "what_if", a GPU no run measured
+# (what_if_gpu), by the held-out GPU families' term: a GPU whose runs no fit saw, priced from its figures (newc9 #5)
+TERM_OF = {"request_cost": "model", "prefix_lengths": "lengths", "what_if": "family"}
 # a prefix-cache hit (Context.prefix_hit): no bundled run used a prefix cache (no serving CSV has a prefix or hit column),
 # so no fold measures a term for it. Where the tokens a request prefills lie more than BEYOND below its engine's smallest
 # measured ISL, "prefix_lengths": the lengths term (held-out runs under 1/2 their engine's smallest ISL: a prefill length
@@ -215,6 +216,8 @@ class Context:
     eager_piecewise: bool = False
     # the share of each prompt in the prefix cache (spec.plan.Workload.prefix_hit): NO_TERM's reason, or TERM_OF's
     prefix_hit: float = 0.0
+    # a GPU no run measured (what_if_gpu: a GPU .toml of one's own, the page's what-if GPU), in words; "": a catalog GPU
+    what_if: str = ""
 
     @property
     def load_below(self) -> str:
@@ -278,7 +281,30 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
                    format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name,
                    None if concurrency is None else float(concurrency), float(isl), float(osl), "" if concurrency is None else arrival,
                    gemm_fmt if gemm_fmt != format_label(run) else "", tuple(eager), eager_ttft=tuple(eager_ttft),
-                   eager_piecewise=bool(eager_piecewise), prefix_hit=float(prefix_hit))
+                   eager_piecewise=bool(eager_piecewise), prefix_hit=float(prefix_hit), what_if=what_if_gpu(gpu))
+
+
+def what_if_gpu(gpu) -> str:
+    """A GPU no run measured, in words: one not in the catalog (a GPU .toml of one's own) or derived from a catalog GPU
+    (`base_id`: the page's what-if GPU), its bandwidth (and BF16 peak, where it differs) against its base's or else the
+    nearest catalog GPU of its family by bandwidth; "" for a catalog GPU, or a file whose figures are a catalog GPU's
+    (Gpu.figures: priced alike, so its runs measure it). Its runs' family is taken from the file, so the family's runs
+    answered a chip of 2.45x the MI355X's bandwidth at the MI355X's width (newc9 #5)."""
+    from llm_codesign.spec.hardware import catalog
+
+    cat = catalog()
+    if (gpu.id in cat and not gpu.base_id) or any(g.figures() == gpu.figures() for g in cat.values()):
+        return ""
+    kin = [g for g in cat.values() if g.family == gpu.family]
+    how = "figures from the what-if form" if gpu.base_id else "figures from its TOML"
+    near = cat.get(gpu.base_id) or min(kin, default=None, key=lambda g: abs(math.log(gpu.hbm_bandwidth_bytes_per_s / g.hbm_bandwidth_bytes_per_s)))
+    if near is None:
+        return f"a GPU no run measured ({gpu.id}): {how}"
+    ratios = f"x{gpu.hbm_bandwidth_bytes_per_s / near.hbm_bandwidth_bytes_per_s:.2f} the bandwidth"
+    if abs(gpu.peak("bf16") / near.peak("bf16") - 1.0) > 1e-9:
+        ratios += f" and x{gpu.peak('bf16') / near.peak('bf16'):.2f} the BF16 peak"
+    whose = f"its base, the {near.name}" if gpu.base_id else f"the nearest {family_name(gpu.family)} GPU in the catalog, the {near.name}"
+    return f"a GPU no run measured ({gpu.id}): {how}, {ratios} of {whose}"
 
 
 # MoE kernel families priced at the kernel tables' values by design where unfitted: TensorRT-LLM's CUTLASS
@@ -320,7 +346,7 @@ def design_rows(result: dict, *, gpu, prec, engine: str, baseline=None, table: d
         else:
             cls = "moe" if "experts" in d["shape"] else "dense"
             ctx = Context("serving", engine, gpu.family, cls, load_of(conc), lengths_class(isl, osl),
-                          ("gqa", cls), fmt, concurrency=float(conc), isl=float(isl), osl=float(osl))
+                          ("gqa", cls), fmt, concurrency=float(conc), isl=float(isl), osl=float(osl), what_if=what_if_gpu(gpu))
         d["intervals"] = {obj: band(obj, d["objective"], ctx, table=table)}
     return result
 
@@ -741,6 +767,8 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
     out = []
     if ctx.family not in env.get("families", ()):
         out.append(Widening("family", _family_text(ctx, table, run, fam)))
+    if ctx.what_if:
+        out.append(Widening("what_if", ctx.what_if))
     if ctx.engine not in env.get("engines", ()):
         out.append(Widening("engine", f"no {run} with {engine_title(ctx.engine)}"))
     for q, (lo, hi) in env.get("ranges", {}).get(ctx.engine, {}).items():
@@ -778,12 +806,7 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
     out += [Widening("request_cost", f) for f in [request_cost_outside(ctx)] if f is not None]
     out += [_prefix(ctx, env, run)] if ctx.prefix_hit else []
     if ctx.spec:
-        t = table.get("between", {}).get("spec", {})
-        # one group (intervals.toml [between] spec: 7 published runs, groups = 1) measures no between-group term: said
-        # so, and widened as `between` does an unmeasured reason, not left at x1.00 beside its own name
-        out.append(Widening("spec", f"speculative decoding: no {run} with it" + ("" if measured(t) else
-                   f"; its term not measured ({_count(t.get('groups', 0), 'group')} of {t.get('n', 0)} published runs): "
-                   "widened by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")))
+        out.append(Widening("spec", _spec_text(table.get("between", {}).get("spec", {}), run)))
     if any(ctx.eager):  # no group at all: its own term on each side (eager_terms)
         lo, hi = (x * 1e6 for x in DECODE_LAUNCH_RANGE_S)
         how = " or with piecewise graphs" if ctx.eager_piecewise else ""
@@ -792,6 +815,21 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
                    f"TTFT x{math.exp(-ctx.eager_ttft[0]):.2f} / x{math.exp(ctx.eager_ttft[1]):.2f} (the decode steps it "
                    "waits out): each side of the band widens by its own end's move, in quadrature on top of the others"))
     return out
+
+
+def _spec_text(t: dict, run: str) -> str:
+    """The speculative-decoding reason in words from its term (intervals.toml [between] spec): the slices hold no
+    speculative run; the bundled runs that used MTP but record no acceptance (`unpriced`: InferenceX publishes none),
+    which validate does not price; what the term rests on (`folds`). One group (the published runs) measures no term:
+    said so, and widened as `between` does an unmeasured reason, not left at x1.00 beside its own name. It had said "no
+    serving run with it" beside 256 bundled MTP runs (newc9 #4)."""
+    text = f"speculative decoding: no {run} with it among the band's runs"
+    if t.get("unpriced"):
+        text += f" ({t['unpriced']} bundled runs used MTP but record no acceptance rate: not priced, in no band)"
+    if measured(t):
+        return text + f"; its term from {t.get('folds', 'held-out runs with it')}"
+    return text + (f"; its term not measured ({_count(t.get('groups', 0), 'group')}: {t.get('folds', 'published runs')}): widened "
+                   "by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")
 
 
 # the metrics a decode step alone sets, which a per-request cost before the prefill does not move (request_cost_outside)
