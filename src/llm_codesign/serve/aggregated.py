@@ -63,15 +63,15 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
 
 
 def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None,
-                  draft_len=None):
+                  draft_len=None, chunked_prefill=None):
     """The step token budget of one attention-DP rank (the engine's own on this GPU unless given, split over the plan's
     ranks where the engine splits the server's figure: Engine.rank_step_tokens) and how the engine sizes and
     fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), Engine.kv_budget,
     the fraction the engine's for the plan where one is given (Engine.kv_fraction: SGLang's follows the
     plan, reserving room for the server's chunk, and reserves a draft's room only where one runs, `draft_len` > 0: a
     sweep's k = 0 points run none). A run or deployment that states its own fraction has it in its flags (run_flags,
-    kv_fraction_of)."""
-    mnt = np.asarray(engine.step_tokens(gpu) if max_num_tokens is None else max_num_tokens, float)
+    kv_fraction_of). `chunked_prefill`: the launch's option (Engine.step_tokens: SGLang's budget with chunking off)."""
+    mnt = np.asarray(engine.step_tokens(gpu, chunked_prefill) if max_num_tokens is None else max_num_tokens, float)
     budget, fraction, occupancy = engine.kv_budget
     if plan is None:
         return mnt, (budget, fraction, occupancy)
@@ -754,7 +754,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cached = cached_tokens(isl, prefix_hit)
     new = isl - cached  # prompt tokens each request prefills
     k, acc = draft_lengths(spec, at.spec_k, osl)  # a step credits no more than a request has left (accepted_within)
-    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k)
+    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k,
+                                  chunked_prefill=at.chunked_prefill)
     mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl,
                                                    kv_budget=kv_budget, spec=spec, draft_len=k)
@@ -1189,7 +1190,8 @@ def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     more does not fit (its `fits`). A search skips the batches no plan of a chunk holds."""
     plan, spec = at.plan, at.spec
     k, _ = draft_lengths(spec, at.spec_k)
-    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k)
+    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k,
+                                  chunked_prefill=at.chunked_prefill)
     mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, spec=spec,
                             draft_len=k, flags=run_flags(None, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction,

@@ -103,7 +103,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     isl = np.asarray(isl, float)
     fl = run_flags(None, chunked_prefill=chunked_prefill, kv_fraction=kv_fraction)
     # a rank's chunk: the server's figure, split over the attention-DP ranks where the engine does (Engine.rank_step_tokens)
-    mnt, (budget, own, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
+    mnt, (budget, own, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan, chunked_prefill=chunked_prefill)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
     # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's

@@ -366,7 +366,8 @@ def _refuse_unfit(dep: Deployment, m, model: ModelSpec, workload: Workload, cali
     the fewest GPUs and a plan that hold one (_least_fit); where the engine holds the experts wider under EP than without
     (_ep_upcast), that too."""
     mem = dep.gpu.memory_bytes
-    budget, own, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec)[1]
+    budget, own, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec,
+                                  chunked_prefill=dep.chunked_prefill)[1]
     stated = float(np.asarray(own if dep.kv_fraction is None else dep.kv_fraction).reshape(-1)[0])
     # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
     frac = 1.0 if budget == "free" else stated

@@ -293,8 +293,9 @@ class Engine(ABC):
         return self.graphs_default(gpu, tp_size, k=k, max_running=max_running)
 
     @abstractmethod
-    def step_tokens(self, gpu) -> int:
-        """Default token budget of one step (the chunk size of chunked prefill) on `gpu`."""
+    def step_tokens(self, gpu, chunked_prefill=None) -> int:
+        """Default token budget of one step (the chunk size of chunked prefill) on `gpu`; `chunked_prefill`: the launch's
+        option (None: the engine's default), which only SGLang's budget follows (its prefill batch's once chunking is off)."""
 
     @abstractmethod
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):

@@ -5,6 +5,10 @@ from __future__ import annotations
 from llm_codesign.spec.engines.base import GIB, MIB, Engine, cdna3_mxfp4, register_engine
 from llm_codesign.spec.engines.vllm import custom_allreduce
 
+# --max-prefill-tokens' default, the prefill batch's token budget and the step budget once chunked prefill is off
+# (ServerArgs.max_prefill_tokens: int = 16384, python/sglang/srt/server_args.py@0.5.9)
+MAX_PREFILL_TOKENS = 16384
+
 # It turns FlashInfer's all-reduce + RMSNorm fusion on for these architectures on Hopper/Blackwell, on one
 # node without attention DP (server_args.py, _handle_model_specific_adjustments:
 # enable_flashinfer_allreduce_fusion); not with NCCL across nodes, which is not modelled apart
@@ -145,12 +149,19 @@ class SGLangEngine(Engine):
         """graphs_default at 0.5.23, the release export writes for (export_graph_max_bs)."""
         return export_graph_max_bs(gpu, tp_size), True
 
-    def step_tokens(self, gpu) -> int:
+    def step_tokens(self, gpu, chunked_prefill=None) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
         (_handle_gpu_memory_settings: "A100 (40GB), L40", "H20, H200", "B200, MI300"), of the memory the
-        device reports."""
+        device reports; with chunked prefill off (`chunked_prefill` False; arrays ok) the prefill batch's budget,
+        MAX_PREFILL_TOKENS, as `import` reads a launch with --chunked-prefill-size -1 (frev9 #2)."""
         mem = gpu.memory_bytes
-        return 2048 if mem < 35 * GIB else 4096 if mem < 60 * GIB else 8192 if mem < 160 * GIB else 16384
+        chunk = 2048 if mem < 35 * GIB else 4096 if mem < 60 * GIB else 8192 if mem < 160 * GIB else 16384
+        if chunked_prefill is None:
+            return chunk
+        import numpy as np
+
+        out = np.where(np.asarray(chunked_prefill, bool), chunk, MAX_PREFILL_TOKENS)
+        return int(out) if out.ndim == 0 else out
 
     def rank_step_tokens(self, max_num_tokens, adp):
         """Under attention DP a rank's chunk is chunked_prefill_size // dp_size (ServerArgs._handle_data_parallelism,
