@@ -62,6 +62,28 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
     return get_model(spec.draft_model)
 
 
+def whole_seqs(model: ModelSpec, prec: Precision, gpu: Gpu, plan: Plan, spec: SpecDecoding | None, k, seq_len, free) -> int:
+    """The sequences of `seq_len` (ISL+OSL) tokens that `free` KV bytes a rank (memory.fit's free_for_kv; the first of an
+    array) hold over the plan's attention-DP ranks: the count at the full length beside the engine's at a mean context
+    (Engine.kv_budget's occupancy: vLLM, SGLang and ATOM size their batch at ISL + OSL/2, newc8 #7's 91 read as "91 of
+    2048+512"). estimate's over-capacity line and disagg's decode-pool line say it (seqs_text)."""
+    from llm_codesign.spec.precision import executable
+
+    _, per_seq, _ = memory.seq_bytes(model, executable(prec, gpu)[0], plan.broadcast(), float(seq_len), spec=spec,
+                                     draft=draft_model(model, spec) if spec is not None else None, k=k)
+    room = max(float(np.ravel(free)[0]), 0.0)
+    return int(np.floor(room / max(float(np.ravel(per_seq)[0]), 1e-9))) * int(np.max(plan.adp))
+
+
+def seqs_text(n: int, isl: int, osl: int, share: float, full: int | None = None) -> str:
+    """'N sequences at their mean context (I+share x O tokens), M of the full I+O' where the engine sizes its KV cache at a
+    mean context (`share` < 1 of the OSL; `full`: whole_seqs), else 'N sequences of I+O tokens'."""
+    seqs = f"{n} sequence{'s' if n != 1 else ''}"
+    if share >= 1.0:
+        return f"{seqs} of {isl}+{osl} tokens"
+    return f"{seqs} at their mean context ({isl}+{share * osl:.10g} tokens)" + (f", {full} of the full {isl}+{osl}" if full is not None else "")
+
+
 def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None,
                   draft_len=None, chunked_prefill=None):
     """The step token budget of one attention-DP rank (the engine's own on this GPU unless given, split over the plan's
@@ -950,7 +972,8 @@ def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_F
     floor(left / new) x new: TensorRT-LLM without chunked prefill schedules a context request whole or stops, so a
     2,524-token budget takes two 1,024-token prompts, not 2.46, and a 9,692-token one a single 8,192-token prompt. A
     prompt longer than what the decodes leave is priced chunked into what they leave (so it was before); one longer
-    than the whole budget TensorRT-LLM refuses: estimate refuses it (spec.plan.check_whole_prompt), a search drops it (`fits`)
+    than the whole budget TensorRT-LLM refuses: estimate refuses it (spec.plan.check_whole_prompt), a search drops it (`fits`);
+    SGLang with chunking off (Engine.whole_prompt_refusal None) prices it whole, alone in its step (crev9 #9).
 
     The decodes come first: vLLM's Scheduler.schedule takes its RUNNING requests, 1 + draft tokens each, off
     token_budget before any waiting request's prompt, which gets what is left (v1/core/sched/scheduler.py:383-517, 567,
