@@ -994,7 +994,7 @@ def test_decode_pool_line_counts_sequences_as_the_engine_sizes_them():
     # frev9 #4: one count and one phrase for estimate's line and this one: floor(398 x 251,658,240 / 335,544,320) = floor(298.5)
     from llm_codesign.serve.aggregated import seqs_text, whole_seqs
 
-    assert whole_seqs(get_model("llama-3.1-70b"), dep.precision, dep.gpu, dep.plan, None, 0.0, 2048, 398 * per[0]) == 298
+    assert whole_seqs(get_model("llama-3.1-70b"), dep.precision, dep.gpu, dep.plan, None, k=0.0, seq_len=2048, free=398 * per[0]) == 298
     assert seqs_text(1, 1024, 1024, 0.5, 298) == "1 sequence at their mean context (1024+512 tokens), 298 of the full 1024+1024"
     assert seqs_text(7, 1024, 1024, 1.0, 298) == "7 sequences of 1024+1024 tokens"
     assert d["notes"][0].startswith("fits no at 2048 requests: decode pool holds 398 requests (the KV cache of 1 instance holds 398 "

@@ -135,6 +135,7 @@ def test_a_context_beyond_the_model_is_refused_in_one_line():
     assert max_context_from_config({}) == 0
     # frev9 #1: Gemma 3's 131,072 already counts its linear x8 (vLLM skips the factor for "gemma3"), not 8 x 131,072
     import json
+
     from llm_codesign.spec.model import from_hf_config
     g27 = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "text_config": {
         "model_type": "gemma3_text", "hidden_size": 5376, "intermediate_size": 21504, "num_hidden_layers": 62,

@@ -62,7 +62,7 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
     return get_model(spec.draft_model)
 
 
-def whole_seqs(model: ModelSpec, prec: Precision, gpu: Gpu, plan: Plan, spec: SpecDecoding | None, k, seq_len, free) -> int:
+def whole_seqs(model: ModelSpec, prec: Precision, gpu: Gpu, plan: Plan, spec: SpecDecoding | None, *, k, seq_len, free) -> int:
     """The sequences of `seq_len` (ISL+OSL) tokens that `free` KV bytes a rank (memory.fit's free_for_kv; the first of an
     array) hold over the plan's attention-DP ranks: the count at the full length beside the engine's at a mean context
     (Engine.kv_budget's occupancy: vLLM, SGLang and ATOM size their batch at ISL + OSL/2, newc8 #7's 91 read as "91 of
@@ -776,8 +776,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cached = cached_tokens(isl, prefix_hit)
     new = isl - cached  # prompt tokens each request prefills
     k, acc = draft_lengths(spec, at.spec_k, osl)  # a step credits no more than a request has left (accepted_within)
-    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k,
-                                  chunked_prefill=at.chunked_prefill)
+    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k, chunked_prefill=at.chunked_prefill)
     mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl,
                                                    kv_budget=kv_budget, spec=spec, draft_len=k)
@@ -1213,8 +1212,7 @@ def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     more does not fit (its `fits`). A search skips the batches no plan of a chunk holds."""
     plan, spec = at.plan, at.spec
     k, _ = draft_lengths(spec, at.spec_k)
-    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k,
-                                  chunked_prefill=at.chunked_prefill)
+    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k, chunked_prefill=at.chunked_prefill)
     mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, spec=spec,
                             draft_len=k, flags=run_flags(None, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction,

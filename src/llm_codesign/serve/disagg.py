@@ -647,11 +647,9 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         raise InputError("decode", decode_plan.label(), f"a plan whose GPUs hold the model and one sequence of "
                                                         f"{_seq_text(isl, osl, decode.engine.kv_budget[2])}")
 
-    # the full ISL+OSL sequences the decode pool's KV cache holds, said beside its count at a mean context (_holds)
-    full = whole_seqs(model, decode.precision, dg, decode_plan, decode.spec, draft_lengths(decode.spec, None, osl)[0], isl + osl,
-                      r["decode_free_for_kv"]) * decode_instances
     held = dict(decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch, isl=isl, osl=osl,
-                share=decode.engine.kv_budget[2], full=full)
+                share=decode.engine.kv_budget[2], full=whole_seqs(model, decode.precision, dg, decode_plan, decode.spec, k=draft_lengths(
+                    decode.spec, None, osl)[0], seq_len=isl + osl, free=r["decode_free_for_kv"]) * decode_instances)  # at ISL+OSL (_holds)
     rows = _rows(r, C, **held)
     if osl > 1:  # at OSL 1 the one output token comes from the prefill: no decode step to miss a CUDA graph
         _eager_rows(rows, r, C, decode)

@@ -463,8 +463,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=precision_notes(model, dep) + _expert_notes(model, dep),
         over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
-                                     whole=whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, dep.spec.k if dep.spec is not None else 0.0,
-                                                      workload.isl + workload.osl, s("kv_bytes") + s("free_bytes")))
+                                     whole=whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=dep.spec.k if dep.spec is not None else 0.0,
+                                                      seq_len=workload.isl + workload.osl, free=s("kv_bytes") + s("free_bytes")))
         if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
         breakdown=rows if breakdown else None,
