@@ -195,7 +195,7 @@ def test_import_reads_sglangs_chunked_prefill_off(flags, budget):
 def test_sglang_chunking_off_budget_is_the_same_in_estimate_and_import():
     """frev9 #2: estimate --backend sglang --no-chunked-prefill kept the H100's chunk, chunked_prefill_size 8,192 (80 GiB:
     8192 below 160 GiB), a setting that no longer applies, while import of the same launch (--chunked-prefill-size -1)
-    used --max-prefill-tokens' 16,384 (TTFT 1088 vs 1161 ms). One constant in the SGLang engine, both read it."""
+    used --max-prefill-tokens' 16,384 (TTFT 1088 vs 1161 ms). One constant in the SGLang engine (Engine.launch_step_tokens), both read it."""
     from llm_codesign.spec.engines.sglang import MAX_PREFILL_TOKENS
     from llm_codesign.spec.plan import deployment
 

@@ -92,8 +92,8 @@ def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan |
     the fraction the engine's for the plan where one is given (Engine.kv_fraction: SGLang's follows the
     plan, reserving room for the server's chunk, and reserves a draft's room only where one runs, `draft_len` > 0: a
     sweep's k = 0 points run none). A run or deployment that states its own fraction has it in its flags (run_flags,
-    kv_fraction_of). `chunked_prefill`: the launch's option (Engine.step_tokens: SGLang's budget with chunking off)."""
-    mnt = np.asarray(engine.step_tokens(gpu, chunked_prefill) if max_num_tokens is None else max_num_tokens, float)
+    kv_fraction_of). `chunked_prefill`: the launch's option (Engine.launch_step_tokens: SGLang's budget with chunking off)."""
+    mnt = np.asarray(engine.launch_step_tokens(gpu, chunked_prefill) if max_num_tokens is None else max_num_tokens, float)
     budget, fraction, occupancy = engine.kv_budget
     if plan is None:
         return mnt, (budget, fraction, occupancy)

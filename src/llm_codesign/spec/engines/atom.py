@@ -65,7 +65,7 @@ class AtomEngine(Engine):
             why.append(said)
         return "; ".join(why), near
 
-    def step_tokens(self, gpu, chunked_prefill=None) -> int:
+    def step_tokens(self, gpu) -> int:
         """max_num_batched_tokens = 16384 (Config, atom/config.py:1428) on every GPU."""
         return 16384
 

@@ -293,9 +293,13 @@ class Engine(ABC):
         return self.graphs_default(gpu, tp_size, k=k, max_running=max_running)
 
     @abstractmethod
-    def step_tokens(self, gpu, chunked_prefill=None) -> int:
-        """Default token budget of one step (the chunk size of chunked prefill) on `gpu`; `chunked_prefill`: the launch's
-        option (None: the engine's default), which only SGLang's budget follows (its prefill batch's once chunking is off)."""
+    def step_tokens(self, gpu) -> int:
+        """Default token budget of one step (the chunk size of chunked prefill) on `gpu`."""
+
+    def launch_step_tokens(self, gpu, chunked_prefill=None):
+        """step_tokens under a launch's chunked-prefill option (None: the engine's default; arrays ok): the same but on
+        SGLang, whose budget is its prefill batch's once chunking is off (frev9 #2)."""
+        return self.step_tokens(gpu)
 
     @abstractmethod
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):

@@ -149,18 +149,21 @@ class SGLangEngine(Engine):
         """graphs_default at 0.5.23, the release export writes for (export_graph_max_bs)."""
         return export_graph_max_bs(gpu, tp_size), True
 
-    def step_tokens(self, gpu, chunked_prefill=None) -> int:
+    def step_tokens(self, gpu) -> int:
         """chunked_prefill_size = 2048 below 35 GiB, 4096 below 60 GiB, 8192 below 160 GiB, else 16384
         (_handle_gpu_memory_settings: "A100 (40GB), L40", "H20, H200", "B200, MI300"), of the memory the
-        device reports; with chunked prefill off (`chunked_prefill` False; arrays ok) the prefill batch's budget,
-        MAX_PREFILL_TOKENS, as `import` reads a launch with --chunked-prefill-size -1 (frev9 #2)."""
+        device reports."""
         mem = gpu.memory_bytes
-        chunk = 2048 if mem < 35 * GIB else 4096 if mem < 60 * GIB else 8192 if mem < 160 * GIB else 16384
+        return 2048 if mem < 35 * GIB else 4096 if mem < 60 * GIB else 8192 if mem < 160 * GIB else 16384
+
+    def launch_step_tokens(self, gpu, chunked_prefill=None):
+        """With chunked prefill off (`chunked_prefill` False; arrays ok) the prefill batch's budget, MAX_PREFILL_TOKENS,
+        as `import` reads a launch with --chunked-prefill-size -1 (frev9 #2); else step_tokens."""
         if chunked_prefill is None:
-            return chunk
+            return self.step_tokens(gpu)
         import numpy as np
 
-        out = np.where(np.asarray(chunked_prefill, bool), chunk, MAX_PREFILL_TOKENS)
+        out = np.where(np.asarray(chunked_prefill, bool), self.step_tokens(gpu), MAX_PREFILL_TOKENS)
         return int(out) if out.ndim == 0 else out
 
     def rank_step_tokens(self, max_num_tokens, adp):

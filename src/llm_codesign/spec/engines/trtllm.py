@@ -178,7 +178,7 @@ class TensorRTLLMEngine(Engine):
     def mla_bmm_quantised(self, family: str) -> bool:
         return family in self.MLA_BMM_QUANT_FAMILIES
 
-    def step_tokens(self, gpu, chunked_prefill=None) -> int:
+    def step_tokens(self, gpu) -> int:
         """max_num_tokens = 8192 (LlmArgs / BuildConfig default), on every GPU (trtllm-bench picks its own per
         run: spec/engines/trtllm_bench.py)."""
         return DEFAULT_MAX_TOKENS

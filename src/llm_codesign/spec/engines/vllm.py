@@ -118,7 +118,7 @@ class VLLMEngine(Engine):
         ceiling = 1024.0 if gpu.family == "blackwell" else 512.0
         return np.floor(np.minimum(seqs * q * 2.0, ceiling) / q), True
 
-    def step_tokens(self, gpu, chunked_prefill=None) -> int:
+    def step_tokens(self, gpu) -> int:
         """max_num_batched_tokens = 8192 on GPUs with >= 70 GiB other than A100, else 2048
         (EngineArgs.get_batch_defaults)."""
         return 8192 if _large_gpu(gpu) else 2048
