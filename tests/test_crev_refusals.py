@@ -190,3 +190,20 @@ def test_import_reads_sglangs_chunked_prefill_off(flags, budget):
     text = _run("import", line, "--gpu", "mi355x", "--concurrency", "16", "--isl", "4096", "--osl", "256").stdout
     assert (f"chunked prefill off (--chunked-prefill-size -1, or any value <= 0): prefill batches of up to {budget:,} tokens "
             "(--max-prefill-tokens), a longer prompt run whole, alone") in " ".join(text.split())
+
+
+def test_sglang_chunking_off_budget_is_the_same_in_estimate_and_import():
+    """frev9 #2: estimate --backend sglang --no-chunked-prefill kept the H100's chunk, chunked_prefill_size 8,192 (80 GiB:
+    8192 below 160 GiB), a setting that no longer applies, while import of the same launch (--chunked-prefill-size -1)
+    used --max-prefill-tokens' 16,384 (TTFT 1088 vs 1161 ms). One constant in the SGLang engine (Engine.launch_step_tokens), both read it."""
+    from llm_codesign.spec.engines.sglang import MAX_PREFILL_TOKENS
+    from llm_codesign.spec.plan import deployment
+
+    assert MAX_PREFILL_TOKENS == 16384
+    d = lambda c: deployment("llama-3.1-8b", gpu="h100", num_gpus=1, backend="sglang", chunked_prefill=c).step_tokens  # noqa: E731
+    assert (d(None), d(True), d(False)) == (8192, 8192, 16384)
+    load = ["--isl", "4096", "--osl", "256", "--concurrency", "16", "--json"]
+    est = json.loads(_run("estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--backend", "sglang", "--no-chunked-prefill", *load).stdout)
+    imp = json.loads(_run("import", "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 1 "
+                          "--chunked-prefill-size -1", "--gpu", "h100", *load).stdout)
+    assert (est["ttft_ms"], est["tpot_ms"]) == (pytest.approx(imp["ttft_ms"], rel=1e-12), pytest.approx(imp["tpot_ms"], rel=1e-12))

@@ -158,3 +158,15 @@ def test_an_export_writes_the_capture_only_where_the_engines_default_misses_the_
         assert key not in text and read_export(text).deployment.cuda_graph_max_bs is None
     else:
         assert line in text and read_export(text).deployment.cuda_graph_max_bs == int(line.split()[-1])
+
+
+def test_point_graphs_returns_the_points_own_batch_or_none():
+    """frev9 #6: point_graphs returned the grid's largest batch, which both searches used only as a flag for the point's
+    own. SGLang on one H100 captures up to 256 padded (the test above): a grid up to 300 misses 257-300, so a point at 78
+    states graphs padded to its own 78; a grid up to 200 misses none (None, the default); alone, the batch itself decides."""
+    from llm_codesign.explore.search import point_graphs
+
+    sg, h100, one = get_engine("sglang"), get_gpu("h100"), Plan(tp=1)
+    assert point_graphs(sg, 78, gpu=h100, plan=one, largest=300) == 78
+    assert point_graphs(sg, 78, gpu=h100, plan=one, largest=200) is None
+    assert (point_graphs(sg, 300, gpu=h100, plan=one), point_graphs(sg, 256, gpu=h100, plan=one)) == (300, None)

@@ -981,7 +981,21 @@ def test_decode_pool_line_counts_sequences_as_the_engine_sizes_them():
     assert line == ("decode pool holds 398 requests (the KV cache of 1 instance holds 398 sequences at their mean context "
                     "(1024+512 tokens), 298 of the full 1024+1024): 1650 of 2048 wait for a decode slot (decode_slot_wait_ms, in TTFT)")
     assert d["decode"]["max_concurrency"] == 398
-    lo, hi = 398 * 251_658_240, 399 * 251_658_240
-    assert lo // 335_544_320 <= 298 <= hi // 335_544_320
+    # the per-sequence bytes from the model, not constants (frev9 #8): 163,840 B a token a GPU x 1,536 and x 2,048 tokens
+    from llm_codesign.cost import memory
+    from llm_codesign.spec.plan import deployment
+    from llm_codesign.spec.precision import executable
+
+    dep = deployment("llama-3.1-70b", gpu="h200", tp=2, backend="sglang", weight_dtype="fp8")
+    per = [float(np.ravel(memory.seq_bytes(get_model("llama-3.1-70b"), executable(dep.precision, dep.gpu)[0], dep.plan.broadcast(),
+                                           float(n))[1])[0]) for n in (1536, 2048)]
+    assert per == [251_658_240, 335_544_320]
+    assert 398 * per[0] // per[1] <= 298 <= 399 * per[0] // per[1]  # [298.5, 299.25): the line's 298 is the floor's low end
+    # frev9 #4: one count and one phrase for estimate's line and this one: floor(398 x 251,658,240 / 335,544,320) = floor(298.5)
+    from llm_codesign.serve.aggregated import seqs_text, whole_seqs
+
+    assert whole_seqs(get_model("llama-3.1-70b"), dep.precision, dep.gpu, dep.plan, None, k=0.0, seq_len=2048, free=398 * per[0]) == 298
+    assert seqs_text(1, 1024, 1024, 0.5, 298) == "1 sequence at their mean context (1024+512 tokens), 298 of the full 1024+1024"
+    assert seqs_text(7, 1024, 1024, 1.0, 298) == "7 sequences of 1024+1024 tokens"
     assert d["notes"][0].startswith("fits no at 2048 requests: decode pool holds 398 requests (the KV cache of 1 instance holds 398 "
                                     "sequences at their mean context (1024+512 tokens), 298 of the full 1024+1024)")

@@ -109,7 +109,12 @@ def test_deepseek_v2_is_known_and_read_as_mla_moe():
 
 @pytest.mark.parametrize("qc,advice", [
     (W8A8_INT8, "no 8-bit integer format is priced: --weight-dtype fp8 prices its bytes on GPUs with FP8"),
-    ({"quant_method": "gptq", "bits": 8, "group_size": 128}, "no 8-bit integer format is priced"),
+    # frev9 #3: GPTQ/AWQ/HQQ 8-bit and a group with no input_activations are weight-only (W8A16): fp8 alone prices W8A8 GEMMs
+    ({"quant_method": "gptq", "bits": 8, "group_size": 128},
+     "no 8-bit integer format is priced: --weight-dtype fp8 --activation-dtype bf16 prices its bytes (W8A16) on GPUs with FP8"),
+    ({"quant_method": "hqq", "nbits": 8}, "--weight-dtype fp8 --activation-dtype bf16 prices its bytes (W8A16)"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+        "type": "int", "num_bits": 8, "group_size": 128}}}}, "--weight-dtype fp8 --activation-dtype bf16 prices its bytes (W8A16)"),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "--weight-dtype int4 prices its bytes"),
     ({"quant_method": "hqq", "nbits": 3}, "give --weight-dtype for its bytes"),
 ])

@@ -29,9 +29,9 @@ DEQUANT_BYTES_TP1 = 552_075_264
 QDQ_BYTES = {1: 851_968, 2: 557_056}
 
 
-def _layer(engine, weight, tp=1):
+def _layer(engine, weight, tp=1, kvp=1):
     m, gpu = get_model("llama-3.1-8b"), get_gpu("mi300x")
-    ops = layer_ops(m, m.groups[0][0], 1.0, gpu, calibration_for(gpu), prec=Precision.of(weight), sh=Plan(tp=tp),
+    ops = layer_ops(m, m.groups[0][0], 1.0, gpu, calibration_for(gpu), prec=Precision.of(weight), sh=Plan(tp=tp, kvp=kvp),
                     b=Batch(dec_seqs=8, dec_ctx=1500), prefix="layer", engine=engine)
     return {o.name: o for o in ops}
 
@@ -52,6 +52,14 @@ def test_vllms_emulated_mxfp4_step_is_the_bf16_step_plus_the_dequantisation(tp):
     t = {k: sum(float(o.time) for o in v.values()) for k, v in (("emulated", {**emulated, "dq": dq, "qdq": qdq}), ("bf16", bf16),
                                                                   ("weight_only", _layer(None, "mxfp4", tp)))}
     assert t["emulated"] > t["bf16"] > t["weight_only"]
+
+
+def test_the_output_projections_input_is_sharded_over_tp_and_kvp():
+    """frev9 #9: O's input width was heads x v / tp while its weights shard over TP x KVP (spec.kinds._o_bytes_per_gpu).
+    TP 1, KVP 2: QKV 4096 + O 32 x 128 / 2 = 2048 + gate/up 4096 + down 14336 / 2 = 7168 = 17,408 values a token,
+    x 4 bytes x 8 tokens = 557,056 (TP 2's figure), not 19,456 x 32 = 622,592."""
+    qdq = _layer(get_engine("vllm"), "mxfp4", tp=1, kvp=2)["layer/mxfp4_act_qdq"]
+    assert float(qdq.bytes) == 557_056 == QDQ_BYTES[2]
 
 
 def test_mi355x_and_other_engines_price_no_emulation():

@@ -133,6 +133,15 @@ def test_a_context_beyond_the_model_is_refused_in_one_line():
     assert max_context_from_config({"max_position_embeddings": 131072, "rope_scaling": {"rope_type": "llama3", "factor": 8.0}}) == 131072
     assert max_context_from_config({"max_position_embeddings": 32768, "rope_scaling": {"type": "linear", "factor": 2.0}}) == 65536
     assert max_context_from_config({}) == 0
+    # frev9 #1: Gemma 3's 131,072 already counts its linear x8 (vLLM skips the factor for "gemma3"), not 8 x 131,072
+    import json
+
+    from llm_codesign.spec.model import from_hf_config
+    g27 = {"architectures": ["Gemma3ForConditionalGeneration"], "model_type": "gemma3", "text_config": {
+        "model_type": "gemma3_text", "hidden_size": 5376, "intermediate_size": 21504, "num_hidden_layers": 62,
+        "num_attention_heads": 32, "num_key_value_heads": 16, "head_dim": 128, "sliding_window": 1024,
+        "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "query_pre_attn_scalar": 168}}
+    assert from_hf_config(json.loads(json.dumps(g27)), "g27").max_context == 131_072
     r1 = get_model("deepseek-r1")
     assert r1.max_context == 163840 and get_model("qwen3-235b-a22b").max_context == 40960
     r1.check_context(163840 - 1024, 1024)  # exactly the context: accepted

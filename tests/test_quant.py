@@ -172,3 +172,25 @@ def test_an_awq_group_size_that_is_no_group_is_one_line(gs):
     with pytest.raises(InputError) as e:
         lc.get_model({**Q14, "quantization_config": {**AWQ, "group_size": gs}})
     assert e.value.field == "config.quantization_config.group_size"
+
+
+@pytest.mark.parametrize("key, field, value", [
+    ("sym", "config.quantization_config.sym", "false"),
+    ("zero_point", "config.quantization_config.zero_point", "yes"),
+    ("symmetric", "config.quantization_config.config_groups.group_0.weights.symmetric", "no"),
+])
+def test_a_zero_point_key_that_is_no_boolean_is_one_line(key, field, value):
+    """frev9 #7: `"sym": "false"` priced as symmetric (no zero point: 4 + 16/128 = 4.125 bits, not 4.156), and AWQ's
+    zero_point / compressed-tensors' symmetric the same, without a word: now one line naming the field (the CLI's exit 2)."""
+    from llm_codesign.errors import InputError
+
+    if key == "symmetric":
+        qc = {"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+            "type": "int", "num_bits": 4, "group_size": 128, "symmetric": value}}}}
+    else:
+        qc = {**AWQ, "quant_method": "gptq" if key == "sym" else "awq", key: value}
+    with pytest.raises(InputError) as e:
+        lc.get_model({**Q14, "quantization_config": qc})
+    assert (e.value.field, str(e.value)) == (field, f"{field}: {value!r} is not valid; true or false")
+    lc.get_model({**Q14, "quantization_config": {**qc, key: False} if key != "symmetric" else qc | {"config_groups": {
+        "group_0": {"targets": ["Linear"], "weights": {"type": "int", "num_bits": 4, "group_size": 128, "symmetric": False}}}}})

@@ -275,9 +275,7 @@ def export(
         con.print(summary["capture"], highlight=False)
     if "over_capacity" in summary:
         con.print(f"[yellow]at {summary['concurrency']} requests: {summary['over_capacity']}[/yellow]", highlight=False)
-    from llm_codesign.spec.precision import get_dtype
-
-    kv = get_dtype(kv_dtype, "kv_dtype").name if disagg and kv_dtype else m.default_precision.kv.name if disagg else dep.precision.kv.name
+    kv = summary["decode"]["kv_dtype"] if disagg else dep.precision.kv.name  # the priced decode Deployment's (frev9 #5)
     if note := head_dim_note(m, priced, _gpu(gpu), kv):  # lint R4's head size on the engine's attention kernels, as estimate says it
         con.print(f"[yellow]{note}[/yellow]", highlight=False)
 

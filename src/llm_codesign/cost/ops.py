@@ -311,11 +311,12 @@ def _mxfp4_input_qdq(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site,
     self.quant_dequant_func(x)` before each F.linear (quark_ocp_mx.py@039541c7), amd-quark's mx.qdq_mxfp4, one kernel
     returning a tensor of x's shape and dtype (mxfp4_utils.py _quant_dequant_mxfp4 and its fake, torch.empty_like(x)
     @01b817db): each linear's input, T tokens x K values, read and written in BF16, 4 bytes a value, one launch a linear.
-    K a token: QKV's h and O's heads x v_head_dim / tp; gate/up's h and down's inter / (tp x kvp), as the weights shard
+    K a token: QKV's h and O's heads x v_head_dim / (tp x kvp); gate/up's h and down's inter / (tp x kvp), as the weights
+    shard (O's over TP x Helix's ranks: spec.kinds._o_bytes_per_gpu)
     (a mixer other than GQA, none of which an emulated MXFP4 checkpoint has, read as two linears of h)."""
     width, kernels = 0.0, 0.0
     if held.attn.name == "mxfp4" and not isinstance(a, NoMixer):
-        width, kernels = s.h + (a.heads * a.v_head_dim / s.tp if isinstance(a, GQA) else s.h), 2.0
+        width, kernels = s.h + (a.heads * a.v_head_dim / (s.tp * s.kvp) if isinstance(a, GQA) else s.h), 2.0
     if held.weight.name == "mxfp4" and not isinstance(f, NoFfn):
         width, kernels = width + s.h + (f.inter / (s.tp * s.kvp) if isinstance(f, DenseFfn) else s.h), kernels + 2.0
     return _elementwise(site / "mxfp4_act_qdq", s.T * width * 4.0, kernels, at)

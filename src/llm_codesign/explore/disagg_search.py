@@ -146,8 +146,7 @@ def _point(space, c: dict, j: int, *, plan: Plan, units: _Units, g, ks, precs, p
     # up to the point's own batch per rank as an aggregated point's (search._point; the record said 16384, the grid's
     # largest): the search priced every batch captured (SEARCH_GRAPHS), and a capture at the batch misses no step either
     de = Deployment(num_gpus=int(g[id_[u]]), plan=plan.at(id_[u]), precision=prec, spec=spec.at(k) if spec is not None and k else None, **pool)
-    graphs = point_graphs(de.engine, np.max(batches), gpu=de.gpu, plan=de.plan, k=float(k))
-    de = replace(de, cuda_graph_max_bs=None if graphs is None else int(batches[b]))
+    de = replace(de, cuda_graph_max_bs=point_graphs(de.engine, int(batches[b]), gpu=de.gpu, plan=de.plan, k=float(k), largest=np.max(batches)))
     return DisaggPoint(pre, de, prefill_instances=int(npp[u]), decode_instances=int(ndd[u]), replicas=space.num_gpus // int(U[u]),
                        concurrency=int(batches[b] * adp[id_[u]] * ndd[u]), accuracy=point_accuracy(acc),
                        **{m: float(c[m][j]) for m in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")})

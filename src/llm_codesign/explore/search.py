@@ -427,10 +427,10 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
     budget = grid.budgets[int(c["budget"][j])]
     # the capture its export writes, padded up to its own batch per rank (newc6 #4: the record said 16384, the search's
     # largest); priced alike, as a capture at or above the batch misses no step (_frontier_priced prices them together)
-    graphs = point_graphs(engine, np.max(grid.batches), gpu=gpu, plan=sub, k=k)
+    graphs = point_graphs(engine, int(grid.batches[ib]), gpu=gpu, plan=sub, k=k, largest=np.max(grid.batches))
     one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=engine.name, spec=spec,
                      max_num_tokens=engine.step_tokens(gpu) if budget is None else budget,
-                     cuda_graph_max_bs=None if graphs is None else int(grid.batches[ib]),
+                     cuda_graph_max_bs=graphs,
                      chunked_prefill=True if budget is None and not engine.chunks_prefill and isl / sub.kvp > engine.step_tokens(gpu) else None)
     vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")}
     # the frontier is what leaves the search: guarded here, not the whole space (issue 20)
@@ -446,14 +446,15 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
 SEARCH_GRAPHS = float("inf")
 
 
-def point_graphs(engine: Engine, batch, *, gpu: Gpu, plan: Plan, k=0.0) -> int | None:
-    """The capture a search's points state (Deployment.cuda_graph_max_bs), so that an estimate of one prices what the search
-    did: up to `batch`, the search's largest batch per rank (one value for every load of a plan, so that a frontier's
-    points of one plan stay one deployment, search._frontier_priced), where the engine's default capture on this GPU and
-    `plan` misses some batch up to it (TensorRT-LLM's gaps; SGLang's and vLLM's caps, serve.aggregated.default_capture),
-    else None (the default, which captures them). Its export writes the smaller of it and the point's own batch."""
+def point_graphs(engine: Engine, batch: int, *, gpu: Gpu, plan: Plan, k=0.0, largest=None) -> int | None:
+    """The capture a point states (Deployment.cuda_graph_max_bs), so that an estimate of it prices what the search did:
+    graphs padded up to the point's own `batch` per rank where the engine's default capture on this GPU and `plan` misses
+    some batch up to `largest` (the search's largest batch per rank, the same answer for every load of a plan, so that a
+    frontier's points of one plan stay one deployment, search._frontier_priced; `batch` where not given) (TensorRT-LLM's
+    gaps; SGLang's and vLLM's caps, serve.aggregated.default_capture), else None (the default, which captures them)."""
     top, padded = default_capture(engine, gpu, plan, k=k)
-    return None if padded and bool(np.all(np.asarray(top, float) >= batch)) else int(batch)
+    need = batch if largest is None else largest
+    return None if padded and bool(np.all(np.asarray(top, float) >= need)) else int(batch)
 
 
 def with_capture(dep: Deployment, concurrency: int, *, instances: int = 1) -> Deployment:

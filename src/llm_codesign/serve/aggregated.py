@@ -62,16 +62,38 @@ def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
     return get_model(spec.draft_model)
 
 
+def whole_seqs(model: ModelSpec, prec: Precision, gpu: Gpu, plan: Plan, spec: SpecDecoding | None, *, k, seq_len, free) -> int:
+    """The sequences of `seq_len` (ISL+OSL) tokens that `free` KV bytes a rank (memory.fit's free_for_kv; the first of an
+    array) hold over the plan's attention-DP ranks: the count at the full length beside the engine's at a mean context
+    (Engine.kv_budget's occupancy: vLLM, SGLang and ATOM size their batch at ISL + OSL/2, newc8 #7's 91 read as "91 of
+    2048+512"). estimate's over-capacity line and disagg's decode-pool line say it (seqs_text)."""
+    from llm_codesign.spec.precision import executable
+
+    _, per_seq, _ = memory.seq_bytes(model, executable(prec, gpu)[0], plan.broadcast(), float(seq_len), spec=spec,
+                                     draft=draft_model(model, spec) if spec is not None else None, k=k)
+    room = max(float(np.ravel(free)[0]), 0.0)
+    return int(np.floor(room / max(float(np.ravel(per_seq)[0]), 1e-9))) * int(np.max(plan.adp))
+
+
+def seqs_text(n: int, isl: int, osl: int, share: float, full: int | None = None) -> str:
+    """'N sequences at their mean context (I+share x O tokens), M of the full I+O' where the engine sizes its KV cache at a
+    mean context (`share` < 1 of the OSL; `full`: whole_seqs), else 'N sequences of I+O tokens'."""
+    seqs = f"{n} sequence{'s' if n != 1 else ''}"
+    if share >= 1.0:
+        return f"{seqs} of {isl}+{osl} tokens"
+    return f"{seqs} at their mean context ({isl}+{share * osl:.10g} tokens)" + (f", {full} of the full {isl}+{osl}" if full is not None else "")
+
+
 def engine_budget(gpu: Gpu, *, engine: Engine, max_num_tokens=None, plan: Plan | None = None, spec: SpecDecoding | None = None,
-                  draft_len=None):
+                  draft_len=None, chunked_prefill=None):
     """The step token budget of one attention-DP rank (the engine's own on this GPU unless given, split over the plan's
     ranks where the engine splits the server's figure: Engine.rank_step_tokens) and how the engine sizes and
     fills its KV cache: (budget, usable fraction, OSL share a running sequence holds), Engine.kv_budget,
     the fraction the engine's for the plan where one is given (Engine.kv_fraction: SGLang's follows the
     plan, reserving room for the server's chunk, and reserves a draft's room only where one runs, `draft_len` > 0: a
     sweep's k = 0 points run none). A run or deployment that states its own fraction has it in its flags (run_flags,
-    kv_fraction_of)."""
-    mnt = np.asarray(engine.step_tokens(gpu) if max_num_tokens is None else max_num_tokens, float)
+    kv_fraction_of). `chunked_prefill`: the launch's option (Engine.launch_step_tokens: SGLang's budget with chunking off)."""
+    mnt = np.asarray(engine.launch_step_tokens(gpu, chunked_prefill) if max_num_tokens is None else max_num_tokens, float)
     budget, fraction, occupancy = engine.kv_budget
     if plan is None:
         return mnt, (budget, fraction, occupancy)
@@ -754,7 +776,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     cached = cached_tokens(isl, prefix_hit)
     new = isl - cached  # prompt tokens each request prefills
     k, acc = draft_lengths(spec, at.spec_k, osl)  # a step credits no more than a request has left (accepted_within)
-    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k)
+    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k, chunked_prefill=at.chunked_prefill)
     mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl,
                                                    kv_budget=kv_budget, spec=spec, draft_len=k)
@@ -949,7 +971,8 @@ def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_F
     floor(left / new) x new: TensorRT-LLM without chunked prefill schedules a context request whole or stops, so a
     2,524-token budget takes two 1,024-token prompts, not 2.46, and a 9,692-token one a single 8,192-token prompt. A
     prompt longer than what the decodes leave is priced chunked into what they leave (so it was before); one longer
-    than the whole budget TensorRT-LLM refuses: estimate refuses it (spec.plan.check_whole_prompt), a search drops it (`fits`)
+    than the whole budget TensorRT-LLM refuses: estimate refuses it (spec.plan.check_whole_prompt), a search drops it (`fits`);
+    SGLang with chunking off (Engine.whole_prompt_refusal None) prices it whole, alone in its step (crev9 #9).
 
     The decodes come first: vLLM's Scheduler.schedule takes its RUNNING requests, 1 + draft tokens each, off
     token_budget before any waiting request's prompt, which gets what is left (v1/core/sched/scheduler.py:383-517, 567,
@@ -1189,7 +1212,7 @@ def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     more does not fit (its `fits`). A search skips the batches no plan of a chunk holds."""
     plan, spec = at.plan, at.spec
     k, _ = draft_lengths(spec, at.spec_k)
-    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k)
+    mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k, chunked_prefill=at.chunked_prefill)
     mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, spec=spec,
                             draft_len=k, flags=run_flags(None, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction,

@@ -47,6 +47,8 @@ from llm_codesign.serve.aggregated import (
     prefill_step,
     prompt_budget,
     run_flags,
+    seqs_text,
+    whole_seqs,
 )
 from llm_codesign.serve.eager import eager_note
 from llm_codesign.serve.metrics import interval_columns
@@ -103,7 +105,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     isl = np.asarray(isl, float)
     fl = run_flags(None, chunked_prefill=chunked_prefill, kv_fraction=kv_fraction)
     # a rank's chunk: the server's figure, split over the attention-DP ranks where the engine does (Engine.rank_step_tokens)
-    mnt, (budget, own, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan)
+    mnt, (budget, own, _) = engine_budget(gpu, engine=costs.engine, max_num_tokens=max_num_tokens, plan=plan, chunked_prefill=chunked_prefill)
     _, pp, _, _, adp, _ = (np.asarray(x, float) for x in plan.arrays())
     chunk = np.minimum(isl, mnt)
     # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's
@@ -190,10 +192,9 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     held = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], costs.engine.budget_batch(mnt, k, pp)),
                     mem["max_seqs_per_rank"])
     t_iter = parts.iteration(pp, c_rank, together=together)
-    full = _full_length_seqs(model, gpu, prec, sh, mem["free_for_kv"], seq_len=isl + osl, spec=spec, k=k) * adp
     return {"tpot": t_iter / acc, "t_stage": t_stage, "t_draft": t_draft, "acc": acc,
             "fits": (mem["free_for_kv"] > 0) & (c_rank <= held), "max_per_instance": held * adp,
-            "kv_per_instance": mem["max_seqs_per_rank"] * adp, "kv_full_per_instance": full,
+            "kv_per_instance": mem["max_seqs_per_rank"] * adp, "free_for_kv": mem["free_for_kv"],
             "eager": parts.eager + 0.0 * t_stage, "batch": per_mb,
             "parts": parts, "ops": ops, "micro_batches": m, "iteration": t_iter,
             "iteration_parts": parts.iteration_parts(pp, c_rank, together=together),
@@ -495,19 +496,8 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
         "decode_admission_s": admit + 0.0 * ttft, "prefill_step_wait_s": step_wait + 0.0 * ttft, "prefill_wait_s": ttft - base - slot_wait,
         "decode_slot_wait_s": slot_wait + 0.0 * ttft, "front_end_s": front + 0.0 * ttft, "prefill_capacity_req_s": n_p * p["per_instance"], "request_rate": rate, "gpus": gpus,
         "fits": fits, "prefill_fits": p["fits"], "max_concurrency": held, "decode_kv_slots": kv_slots, **_decode_eager(d),
-        "decode_kv_full": d["kv_full_per_instance"] * n_d,
+        "decode_free_for_kv": d["free_for_kv"] + 0.0 * d["tpot"],  # a decode rank's KV bytes: whole_seqs' room (estimate_disagg)
         "decode_instance_batch": np.minimum(C, slots) / n_d + 0.0 * d["tpot"]}  # a decode instance's requests as priced
-
-
-def _full_length_seqs(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, free, *, seq_len, spec, k):
-    """The sequences of `seq_len` (ISL+OSL) tokens a rank's `free` KV bytes hold: the count at the full length beside
-    memory.fit's at the engine's occupancy (Engine.kv_budget: vLLM, SGLang and ATOM size their batch at ISL + OSL/2, pages
-    allocated as tokens arrive), as serve.estimate._whole_seqs counts an aggregated deployment's."""
-    from llm_codesign.spec.precision import executable
-
-    _, per_seq, _ = memory.seq_bytes(model, executable(prec, gpu)[0], sh, np.asarray(seq_len, float), spec=spec,
-                                     draft=draft_model(model, spec) if spec is not None else None, k=k)
-    return np.floor(np.maximum(free, 0.0) / np.maximum(per_seq, 1e-9))
 
 
 def _decode_eager(d: dict) -> dict:
@@ -666,7 +656,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                                                         f"{_seq_text(isl, osl, decode.engine.kv_budget[2])}")
 
     held = dict(decode_instances=decode_instances, adp=int(np.max(decode_plan.arrays()[4])), max_batch=decode_max_batch, isl=isl, osl=osl,
-                share=decode.engine.kv_budget[2])
+                share=decode.engine.kv_budget[2], full=whole_seqs(model, decode.precision, dg, decode_plan, decode.spec, k=draft_lengths(
+                    decode.spec, None, osl)[0], seq_len=isl + osl, free=r["decode_free_for_kv"]) * decode_instances)  # at ISL+OSL (_holds)
     rows = _rows(r, C, **held)
     if osl > 1:  # at OSL 1 the one output token comes from the prefill: no decode step to miss a CUDA graph
         _eager_rows(rows, r, C, decode)
@@ -737,10 +728,10 @@ def _eager_rows(rows: list[dict], r: dict, C, decode: Deployment) -> None:
 
 
 def _slots(r: dict) -> tuple[int, dict]:
-    """(requests the decode pool holds at once, {"kv": sequences its KV cache holds as the engine sizes them, "full": at
-    ISL+OSL}), of evaluate_disagg's `r`."""
-    one = [int(np.asarray(r[k]).reshape(-1)[0]) for k in ("max_concurrency", "decode_kv_slots", "decode_kv_full")]
-    return one[0], {"kv": one[1], "full": one[2]}
+    """(requests the decode pool holds at once, {"kv": sequences its KV cache holds as the engine sizes them}), of
+    evaluate_disagg's `r`."""
+    one = [int(np.asarray(r[k]).reshape(-1)[0]) for k in ("max_concurrency", "decode_kv_slots")]
+    return one[0], {"kv": one[1]}
 
 
 def _eager_note(rows: list[dict]) -> list[str]:
@@ -805,10 +796,7 @@ def _holds(held: int, *, kv: int, full: int, decode_instances: int, adp: int, ma
     the engine sizes its cache at a mean context (`share` < 1 of the OSL), the sequences at it and the `full` ISL+OSL
     ones, as estimate's over-capacity line says (serve.estimate._over_capacity)."""
     n = f"{decode_instances} instance{'s' if decode_instances != 1 else ''}"
-    if share < 1.0:
-        seqs = f"{kv} sequence{'s' if kv != 1 else ''} at their mean context ({isl}+{share * osl:.10g} tokens), {full} of the full {isl}+{osl}"
-    else:
-        seqs = f"{kv} sequence{'s' if kv != 1 else ''} of {isl}+{osl} tokens"
+    seqs = seqs_text(kv, isl, osl, share, full)
     if max_batch is not None and held == decode_instances * adp * int(max_batch) and held < kv:
         why = f"{n} x {adp} attention-DP rank{'s' if adp != 1 else ''} x max batch {int(max_batch)}"
     elif held >= kv:

@@ -176,7 +176,8 @@ def disagg_energy(model: ModelSpec, prefill: Deployment, decode: Deployment, *, 
     gpu, sh_p = prefill.gpu, prefill.plan.broadcast()
     pc, dc = prefill.engine.costs(calibration), decode.engine.costs(calibration)
     # the prefill pool's loaded step (serve.disagg.prefill_pool): a full step budget of prompts
-    mnt = float(np.asarray(agg.engine_budget(gpu, engine=prefill.engine, max_num_tokens=prefill.max_num_tokens, plan=prefill.plan)[0]))
+    mnt = float(np.asarray(agg.engine_budget(gpu, engine=prefill.engine, max_num_tokens=prefill.max_num_tokens, plan=prefill.plan,
+                                                 chunked_prefill=prefill.chunked_prefill)[0]))
     chunk = min(float(isl), mnt)
     full = max(mnt, chunk)
     pf_ops = forward_ops(model, gpu, pc.cal, prefill.precision, sh_p, b=agg.prefill_batch(tokens=full, isl=isl, chunk=chunk), engine=pc.engine)

@@ -21,7 +21,9 @@ from llm_codesign.serve.aggregated import (
     op_step_time,
     pdl_per_launch,
     resource_times,
+    seqs_text,
     stage_ranks,
+    whole_seqs,
 )
 from llm_codesign.serve.eager import EagerDecode, captured_text, eager_note
 from llm_codesign.serve.energy import energy
@@ -399,7 +401,8 @@ def _refuse_unfit(dep: Deployment, m, model: ModelSpec, workload: Workload, cali
     the fewest GPUs and a plan that hold one (_least_fit); where the engine holds the experts wider under EP than without
     (_ep_upcast), that too."""
     mem = dep.gpu.memory_bytes
-    budget, own, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec)[1]
+    budget, own, _ = engine_budget(dep.gpu, engine=dep.engine, max_num_tokens=dep.max_num_tokens, plan=dep.plan, spec=dep.spec,
+                                  chunked_prefill=dep.chunked_prefill)[1]
     stated = float(np.asarray(own if dep.kv_fraction is None else dep.kv_fraction).reshape(-1)[0])
     # TensorRT-LLM's fraction is of what weights and activations leave; the others cap the whole
     frac = 1.0 if budget == "free" else stated
@@ -496,7 +499,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=precision_notes(model, dep) + _expert_notes(model, dep),
         over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
-                                     whole=_whole_seqs(model, dep, workload, s("kv_bytes") + s("free_bytes")))
+                                     whole=whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=dep.spec.k if dep.spec is not None else 0.0,
+                                                      seq_len=workload.isl + workload.osl, free=s("kv_bytes") + s("free_bytes")))
         if concurrency > max_batch else None,
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
         breakdown=rows if breakdown else None,
@@ -772,23 +776,10 @@ def _ep_upcast(model: ModelSpec, dep: Deployment) -> str:
             f"EP=1 or another engine keeps {prec.weight.name}")
 
 
-def _whole_seqs(model: ModelSpec, dep: Deployment, workload: Workload, kv_space: float) -> int:
-    """The sequences of ISL+OSL tokens each that `kv_space` bytes per GPU (the KV cache's share: memory.fit's free_for_kv)
-    hold over the deployment: the count at the full length, where the engine sizes its batch at a mean context
-    (Engine.kv_budget's occupancy: vLLM, SGLang and ATOM hold ISL + OSL/2, newc8 #7's 91 read as "91 of 2048+512")."""
-    from llm_codesign.cost import memory
-    from llm_codesign.serve.aggregated import draft_model
-
-    spec = dep.spec
-    _, per_seq, _ = memory.seq_bytes(model, executable(dep.precision, dep.gpu)[0], dep.plan.broadcast(), float(workload.isl + workload.osl),
-                                     spec=spec, draft=draft_model(model, spec) if spec is not None else None, k=spec.k if spec is not None else 0.0)
-    return int(np.floor(max(kv_space, 0.0) / max(float(np.ravel(per_seq)[0]), 1e-9))) * int(np.asarray(dep.plan.adp))
-
-
 def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool, whole: int | None = None) -> str:
     """Priced, not refused: what the engine does with requests its KV cache cannot hold (Engine.admission), or
     its step token budget does not schedule beside the prompts arriving (Metrics.budget_binds). `whole`: the sequences
-    of ISL+OSL the cache holds (_whole_seqs), said beside `max_batch` where the engine counts at a mean context."""
+    of ISL+OSL the cache holds (serve.aggregated.whole_seqs), said beside `max_batch` where the engine counts at a mean context."""
     isl, osl = workload.isl, workload.osl
     if budget_binds:
         rank = (" per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else "") + \
@@ -809,11 +800,7 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
                 f"--max-num-seqs, SGLang --max-running-requests), so {max_batch} run at once and the rest wait for whole requests "
                 "to finish (longer TTFT)")
     share = dep.engine.kv_budget[2]  # the share of the OSL a sequence holds as the engine sizes its batch (memory.fit's occupancy)
-    if share < 1.0:
-        held = (f"the KV cache holds {max_batch} sequences at their mean context ({isl}+{share * osl:.10g} tokens)"
-                + (f", {whole} of the full {isl}+{osl}" if whole is not None else ""))
-    else:
-        held = f"the KV cache holds {max_batch} sequences of {isl}+{osl} tokens"
+    held = f"the KV cache holds {seqs_text(max_batch, isl, osl, share, whole)}"
     if dep.engine.admission is not None:
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
                 "blocks run out, so the admitted requests share the decode slots (longer TPOT)")

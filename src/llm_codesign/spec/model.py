@@ -271,14 +271,16 @@ def precision_from_quant(cfg: dict, quant: dict | None) -> Precision:
     return read_quant(cfg, quant)[0]
 
 
-def max_context_from_config(cfg: dict) -> int:
+def max_context_from_config(cfg: dict, mtype: str = "") -> int:
     """The longest context a config supports, derived as vLLM does (vllm/config/model.py,
     _get_and_verify_max_len): max_position_embeddings, or for RoPE scaling other than su, longrope and
     llama3 (whose max_position_embeddings already counts it) the factor times the base, YaRN's base
-    being original_max_position_embeddings. 0 when the config gives none."""
+    being original_max_position_embeddings. Gemma 3 is left out of the scaling step ("NOTE(woosuk):
+    Gemma3's max_model_len (128K) is already scaled by RoPE scaling", `"gemma3" not in
+    hf_config.model_type`, same function, vLLM v0.10+). 0 when the config gives none."""
     base = int(cfg.get("max_position_embeddings") or 0)
     rs = cfg.get("rope_scaling") or {}
-    if not base or not isinstance(rs, dict) or not rs.get("factor"):
+    if not base or not isinstance(rs, dict) or not rs.get("factor") or "gemma3" in mtype:
         return base
     kind = str(rs.get("rope_type") or rs.get("type") or "")
     if kind in ("su", "longrope", "llama3"):
@@ -329,7 +331,7 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
         facts["notes"] += (Note(quant_note, kind="loader"),)
     return ModelSpec(name=name, hidden=h, vocab=vocab, groups=groups,
                      tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, **facts,
-                     max_context=max_context_from_config(cfg), layout=tuple(index[layer] for layer in layers),
+                     max_context=max_context_from_config(cfg, mtype), layout=tuple(index[layer] for layer in layers),
                      architecture=_architecture(outer), unpriced_quant=quant_note or "")
 
 

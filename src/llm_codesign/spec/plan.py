@@ -365,7 +365,7 @@ class Deployment:
 
     @property
     def step_tokens(self) -> int:
-        return self.engine.step_tokens(self.gpu) if self.max_num_tokens is None else self.max_num_tokens
+        return self.engine.launch_step_tokens(self.gpu, self.chunked_prefill) if self.max_num_tokens is None else self.max_num_tokens
 
     @property
     def rank_step_tokens(self):

@@ -168,10 +168,15 @@ def read_quant(cfg: dict, quant: dict | None) -> tuple[Precision, str | None]:
 def _bytes_advice(qc: dict) -> str:
     """How to price an unread format's bytes, by its weight bits (GPTQ/AWQ bits, HQQ nbits, bitsandbytes load_in_8bit /
     load_in_4bit, a compressed-tensors group's num_bits): no 8-bit integer format is priced, so FP8's (the same bytes)
-    stands in where the GPU has FP8; 4 bits as int4 (W4A16); newc9 #8."""
-    groups = [_d(g).get("weights") for g in _d(qc.get("config_groups")).values()]
-    bits = qc.get("bits", qc.get("w_bit", qc.get("nbits"))) or next((_d(w).get("num_bits") for w in groups if _d(w)), None)
+    stands in where the GPU has FP8, on BF16 activations where the format is weight-only (GPTQ/AWQ/HQQ bits, a group with
+    no input_activations: W8A16; --weight-dtype fp8 alone prices W8A8 FP8 GEMMs, frev9 #3); 4 bits as int4 (W4A16); newc9 #8."""
+    groups = [_d(g) for g in _d(qc.get("config_groups")).values()]
+    own = qc.get("bits", qc.get("w_bit", qc.get("nbits")))
+    bits = own or next((_d(g.get("weights")).get("num_bits") for g in groups if _d(g.get("weights"))), None)
     bits = bits or (8 if qc.get("load_in_8bit") else 4 if qc.get("load_in_4bit") else None)
+    weight_only = own is not None or any(_d(g.get("weights")) and not g.get("input_activations") for g in groups)
+    if bits == 8 and weight_only:
+        return "no 8-bit integer format is priced: --weight-dtype fp8 --activation-dtype bf16 prices its bytes (W8A16) on GPUs with FP8"
     if bits == 8:
         return "no 8-bit integer format is priced: --weight-dtype fp8 prices its bytes on GPUs with FP8"
     if bits == 4:

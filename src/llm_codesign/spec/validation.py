@@ -182,9 +182,14 @@ def _quant(qc: dict) -> None:
                     as_int(f"config.quantization_config.config_groups.{name}.weights.{k}", w[k], lo=1, hi=hi)
             if w and w.get("strategy") is not None:
                 as_str(f"config.quantization_config.config_groups.{name}.weights.strategy", w["strategy"])
+            if w and w.get("symmetric") is not None:  # the zero point spec.quant prices ("no" read as symmetric: frev9 #7)
+                as_bool(f"config.quantization_config.config_groups.{name}.weights.symmetric", w["symmetric"])
     for k in ("bits", "w_bit"):  # AWQ's and GPTQ's weight bits (spec.quant._weight_only_int)
         if qc.get(k) is not None:
             as_int(f"config.quantization_config.{k}", qc[k], lo=1, hi=64)
+    for k in ("sym", "zero_point"):  # GPTQ's and AWQ's zero point (spec.quant._weight_only_int: "false" read as true)
+        if qc.get(k) is not None:
+            as_bool(f"config.quantization_config.{k}", qc[k])
     for k in ("group_size", "q_group_size"):  # their groups: -1 is one a row (spec.precision.int4_grouped)
         g = qc.get(k)
         if g is not None and g != -1:

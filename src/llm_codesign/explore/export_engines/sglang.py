@@ -29,6 +29,7 @@ from llm_codesign.explore.export_engines.base import (
 from llm_codesign.spec.engines import SGLANG
 from llm_codesign.spec.engines.base import CDNA_FAMILIES
 from llm_codesign.spec.engines.head_dims import sglang_fallback
+from llm_codesign.spec.engines.sglang import MAX_PREFILL_TOKENS
 from llm_codesign.spec.kinds import DSA
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan
@@ -219,9 +220,6 @@ class SGLangExporter(Exporter):
         # -1 means disable`, managers/scheduler.py init_chunked_prefill). It was refused as max_num_tokens -1 (crev9 #8)."""
         return False if chunking_off(o) else None
 
-
-# SGLang's --max-prefill-tokens default, the prefill batch's token budget (ServerArgs.max_prefill_tokens = 16384)
-MAX_PREFILL_TOKENS = 16384
 
 
 def chunking_off(o: dict) -> bool:

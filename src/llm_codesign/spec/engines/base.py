@@ -309,6 +309,11 @@ class Engine(ABC):
     def step_tokens(self, gpu) -> int:
         """Default token budget of one step (the chunk size of chunked prefill) on `gpu`."""
 
+    def launch_step_tokens(self, gpu, chunked_prefill=None):
+        """step_tokens under a launch's chunked-prefill option (None: the engine's default; arrays ok): the same but on
+        SGLang, whose budget is its prefill batch's once chunking is off (frev9 #2)."""
+        return self.step_tokens(gpu)
+
     @abstractmethod
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
         """The most sequences one engine rank (an attention-DP rank) runs at once by default, whatever

@@ -5,6 +5,10 @@ from __future__ import annotations
 from llm_codesign.spec.engines.base import GIB, MIB, Engine, cdna3_mxfp4, register_engine
 from llm_codesign.spec.engines.vllm import custom_allreduce
 
+# --max-prefill-tokens' default, the prefill batch's token budget and the step budget once chunked prefill is off
+# (ServerArgs.max_prefill_tokens: int = 16384, python/sglang/srt/server_args.py@0.5.9)
+MAX_PREFILL_TOKENS = 16384
+
 # It turns FlashInfer's all-reduce + RMSNorm fusion on for these architectures on Hopper/Blackwell, on one
 # node without attention DP (server_args.py, _handle_model_specific_adjustments:
 # enable_flashinfer_allreduce_fusion); not with NCCL across nodes, which is not modelled apart
@@ -158,6 +162,16 @@ class SGLangEngine(Engine):
         device reports."""
         mem = gpu.memory_bytes
         return 2048 if mem < 35 * GIB else 4096 if mem < 60 * GIB else 8192 if mem < 160 * GIB else 16384
+
+    def launch_step_tokens(self, gpu, chunked_prefill=None):
+        """With chunked prefill off (`chunked_prefill` False; arrays ok) the prefill batch's budget, MAX_PREFILL_TOKENS,
+        as `import` reads a launch with --chunked-prefill-size -1 (frev9 #2); else step_tokens."""
+        if chunked_prefill is None:
+            return self.step_tokens(gpu)
+        import numpy as np
+
+        out = np.where(np.asarray(chunked_prefill, bool), self.step_tokens(gpu), MAX_PREFILL_TOKENS)
+        return int(out) if out.ndim == 0 else out
 
     def rank_step_tokens(self, max_num_tokens, adp):
         """Under attention DP a rank's chunk is chunked_prefill_size // dp_size (ServerArgs._handle_data_parallelism,
