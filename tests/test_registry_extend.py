@@ -64,6 +64,9 @@ def test_a_twin_of_vllm_prices_as_vllm(registered, tmp_path, model, args):
     # the intervals differ, rightly: the twin has no measured run of its own, so its band widens and says why
     assert all(any(w.startswith("no serving run with Twin") for w in b["widened"]) for b in got["twin"].pop("intervals").values())
     got["vllm"].pop("intervals")
+    # what sets the batch names each engine's own limit and its option (serve.estimate.batch_limit; a twin has no flag name)
+    v, t = got["vllm"].pop("max_batch_text"), got["twin"].pop("max_batch_text")
+    assert t == v.replace("vllm's", "twin's").replace("(--max-num-seqs)", "(its batch limit)"), (t, v)
     assert json.dumps(got["twin"], sort_keys=True, default=str) == json.dumps(got["vllm"], sort_keys=True, default=str)
 
 

@@ -616,6 +616,15 @@ def _capacity_note(prefill: Deployment, isl: int) -> str:
             f"{n / isl:.3g} prompts of {isl:,}); the prefill column is one request's alone, so 1 / it is less")
 
 
+def _check_counts(concurrencies, **counts) -> None:
+    """estimate_disagg's counts: each a positive integer, the loads positive."""
+    for name, v in counts.items():
+        if v is None or isinstance(v, bool) or v < 1 or v != int(v):
+            raise InputError(name, v, "a positive integer")
+    if not len(concurrencies) or min(concurrencies) < 1:
+        raise InputError("concurrency", concurrencies, "positive integers")
+
+
 def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *, calibration: Calibration,
                     decode_calibration: Calibration | None = None, prefill_instances: int, decode_instances: int, concurrencies,
                     isl: int, osl: int, decode_max_batch: int | None = None, arrival: str = DEFAULT_ARRIVAL,
@@ -633,12 +642,8 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     check_step_budget(prefill)
     routing = routing_of(prefill.engine, prefill_routing)
 
-    for name, v in (("isl", isl), ("osl", osl), ("prefill_instances", prefill_instances), ("decode_instances", decode_instances),
-                    ("decode_max_batch", 1 if decode_max_batch is None else decode_max_batch), ("decode_recv_interval", decode_recv_interval)):
-        if v is None or isinstance(v, bool) or v < 1 or v != int(v):
-            raise InputError(name, v, "a positive integer")
-    if not len(concurrencies) or min(concurrencies) < 1:
-        raise InputError("concurrency", concurrencies, "positive integers")
+    _check_counts(concurrencies, isl=isl, osl=osl, prefill_instances=prefill_instances, decode_instances=decode_instances,
+                  decode_max_batch=1 if decode_max_batch is None else decode_max_batch, decode_recv_interval=decode_recv_interval)
     _check_pools(model, prefill, decode, decode_recv_interval, decode_moe_a2a)
     model.check_context(isl, osl)
     # the prefill pool's engine refuses a prompt over its budget unchunked; the decode pool's requests are generation-only,
