@@ -145,7 +145,7 @@ def disagg(
     for note in r["notes"]:  # a decode batch the workers' CUDA graphs miss runs eagerly: serve.disagg._eager_note's line, in yellow
         lit = note.startswith(("CUDA graphs: ", "Piecewise CUDA graphs: "))
         _console().print(f"[yellow]{note}[/yellow]" if lit else note, highlight=False, markup=lit)
-    from llm_codesign.render.intervals import CENTRE, basis_rows, duration, interval_text, off_centre, uninformative
+    from llm_codesign.render.intervals import CENTRE, basis_rows, duration, interval_text, off_centre, said_across, said_once, uninformative
 
     for row in r["rows"]:
         # a widened band says where its widening is named (beyond the runs, below), not "no measured run like it" above
@@ -167,7 +167,7 @@ def disagg(
     split = len({tuple(c) for c in bases.values()}) > 1
     said = [(f"{k} ({', '.join(map(str, c))} request{'s' if c != [1] else ''})" if split and k != "centred on" else k, v)
             for (k, v), c in bases.items()]
-    said += [x for row in r["rows"] for x in basis_rows(row["intervals"]) if x[0] == "beyond the runs"]
+    said += [("beyond the runs", f"[yellow]{x}[/yellow]") for x in said_across([w for row in r["rows"] for w in said_once(row["intervals"])])]
     for k, v in dict.fromkeys(said):
         # the runs the bands are drawn from, apart from what those runs lack (beyond the runs)
         _console().print(f"{k}: {'drawn ' + v if v.startswith('from ') and k != 'beyond the runs' else v}", highlight=False)

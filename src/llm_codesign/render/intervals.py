@@ -150,6 +150,18 @@ def said_once(bands: dict) -> list[str]:
             for plain, tails in groups.items()]
 
 
+def said_across(reasons: list[str], where: str = "loads") -> list[str]:
+    """Reasons several answers gave (said_once's lines, a disaggregated table's rows), each once: lines differing only in
+    what the band took of a reason (the band's term at one load, within another reason's at the next) said once with
+    MIXED_NOTE's words for `where`, as a frontier's points are (merged)."""
+    groups: dict[str, list[str]] = {}
+    for s in reasons:
+        plain = _plain(s)
+        m = re.fullmatch(r" \((x[0-9.]+(?:/x[0-9.]+)* at [0-9/]+%)(?:: [^()]*)?\)", s[len(plain):])
+        groups.setdefault(f"{plain} ({m.group(1)}" if m else s, []).append(s)
+    return [ss[0] if len(set(ss)) == 1 else f"{key}: {MIXED_NOTE.replace('points', where)})" for key, ss in groups.items()]
+
+
 def short_range(b: dict, metric: str) -> str:
     """'95-160', a band's 80% interval after its value (after "120 ms" the ms goes unsaid; a bound in s or h says its
     unit), or 'no interval: 95% spans x35' where estimate says "no interval" (uninformative: newc8 #6, export's and import's

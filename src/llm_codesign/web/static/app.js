@@ -406,6 +406,18 @@ function saidOnce(b) {
   return [...groups].map(([plain, g]) => plain + (g.size === 1 ? [...g.keys()][0]
     : ` (${[...g].map(([t, ms]) => `${ms.join(", ")} ${t.trim().slice(1, -1)}`).join("; ")})`));
 }
+// render/intervals.py said_across: reasons several rows gave, each once; lines differing only in what the band took of
+// a reason said once with MIXED_NOTE's words
+function saidAcross(reasons, where) {
+  const groups = new Map();
+  reasons.forEach((s) => {
+    const plain = s.replace(FACTORS, ""), m = s.slice(plain.length).match(/^ \((x[0-9.]+(?:\/x[0-9.]+)* at [0-9/]+%)(?:: [^()]*)?\)$/);
+    const key = m ? `${plain} (${m[1]}` : s;
+    if (!groups.has(key)) groups.set(key, new Set());
+    groups.get(key).add(s); });
+  return [...groups].map(([key, ss]) => ss.size === 1 ? [...ss][0]
+    : `${key}: the band's term at some ${where}, within another reason's at others)`);
+}
 // render/intervals.py basis_rows: the runs, why centred, the bounds the hardware stops, each reason once
 function basisRows(b, e) {
   if (!b) return [];
@@ -711,18 +723,19 @@ function disaggIntervals(rows) {
     if (!b) return "-";
     // as disagg's line (render/intervals.py interval_text, reasons_below): "80% / 95%", or past x20 no interval
     return intervalText(b, k, x[k], true).replace("80%: ", "").replace(", 95%: ", " / "); };
-  const bases = new Map(), reasons = new Set();
+  const bases = new Map(), each = [];
   for (const x of banded) {
     for (const b of Object.values(x.intervals)) {
       if (!bases.has(b.source)) bases.set(b.source, new Set());
       bases.get(b.source).add(x.concurrency);
     }
-    saidOnce(x.intervals).forEach((w) => reasons.add(w));
+    each.push(...saidOnce(x.intervals));
   }
+  const reasons = saidAcross(each, "loads");
   const split = new Set([...bases.values()].map((c) => [...c].join(","))).size > 1;
   const notes = [...(banded.some((x) => off(x, "ttft_ms") || off(x, "tpot_ms")) ? [["centred on", CENTRE]] : []),
     ...[...bases].map(([src, c]) => [split ? `interval basis (${[...c].join(", ")} request${[...c].join() === "1" ? "" : "s"})` : "interval basis", `from ${src}`]),
-    ...[...reasons].map((w) => ["beyond the runs", w])];
+    ...reasons.map((w) => ["beyond the runs", w])];
   return [table("disagg-intervals", [["requests", "n"], ["TTFT: 80% / 95% interval", "t"], ["TPOT: 80% / 95% interval", "t"]],
                 banded.map((x) => [x.concurrency, cell(x, "ttft_ms"), cell(x, "tpot_ms")])),
           ...notes.map(([k, v]) => el("div", `${k}: ${v}`, "hint"))];
