@@ -145,7 +145,16 @@ def disagg(
     for note in r["notes"]:  # a decode batch the workers' CUDA graphs miss runs eagerly: serve.disagg._eager_note's line, in yellow
         lit = note.startswith(("CUDA graphs: ", "Piecewise CUDA graphs: "))
         _console().print(f"[yellow]{note}[/yellow]" if lit else note, highlight=False, markup=lit)
-    from llm_codesign.render.intervals import CENTRE, basis_rows, duration, interval_text, off_centre, said_across, said_once, uninformative
+    from llm_codesign.render.intervals import (
+        CENTRE,
+        basis_rows,
+        duration,
+        interval_text,
+        off_centre,
+        said_across,
+        said_once,
+        uninformative,
+    )
 
     for row in r["rows"]:
         # a widened band says where its widening is named (beyond the runs, below), not "no measured run like it" above

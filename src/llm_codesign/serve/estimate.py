@@ -835,7 +835,7 @@ def batch_limit(dep: Deployment, workload: Workload, *, max_batch: int, budget_b
         return {"by": "KV cache", "text": f"{max_batch:,}, by the KV cache"}
     flag = BATCH_LIMIT_FLAG.get(dep.backend, "its batch limit")
     return {"by": "engine limit", "text": f"{max_batch:,}, by {dep.backend}'s own batch limit ({flag}"
-            + (f", per attention-DP rank" if adp > 1 else "") + f"){held}"}
+            + (", per attention-DP rank" if adp > 1 else "") + f"){held}"}
 
 
 def _spec_break_even(model: ModelSpec, dep: Deployment, workload: Workload, cal: Calibration, *, r, grid, concurrency) -> SpecPayoff:
