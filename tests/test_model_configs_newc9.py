@@ -148,3 +148,34 @@ def test_amd_quark_mxfp4_r1_ids_resolve_to_its_own_format():
     assert (amd["tpot_ms"], amd["ttft_ms"], amd["memory"]["weights_gb"]) == (r1["tpot_ms"], r1["ttft_ms"], r1["memory"]["weights_gb"])
     from llm_codesign.spec.plan import published_acceptance
     assert published_acceptance("mtp", get_model("deepseek-r1-mxfp4")) == published_acceptance("mtp", get_model("deepseek-r1"))
+
+
+def test_gemma3_past_its_context_is_refused_as_every_model_is(tmp_path):
+    """branch pageD: google/gemma-3-27b-it's config (131,072 tokens: max_position_embeddings, which already counts its
+    linear RoPE x8, as vLLM reads it; frev9 #1) at ISL 200,000 + OSL 100 = 200,100 > 131,072: one line naming the field,
+    the value and what is valid, exit 2, nothing on stdout, in the words llama-3.1-8b's refusal uses (its context is
+    131,072 too), on the CLI and the page's API alike."""
+    import json
+
+    from conftest import cli
+
+    d = tmp_path / "gemma-3-27b-it"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(G3))
+    said = {}
+    for name, model in (("gemma-3-27b-it", str(d / "config.json")), ("llama-3.1-8b", "llama-3.1-8b")):
+        code, out, err = cli("estimate", model, "--gpu", "h200", "--gpus", "8", "--tp", "8", "--isl", "200000", "--osl", "100")
+        assert (code, out) == (2, "") and len(err.strip().splitlines()) == 1, err
+        said[name] = err.strip()
+    assert said["gemma-3-27b-it"] == ("error: isl+osl: 200100 is not valid; at most gemma-3-27b-it's context of 131,072 tokens "
+                                      "(max_position_embeddings with its RoPE scaling)")
+    assert said["gemma-3-27b-it"].replace("gemma-3-27b-it", "llama-3.1-8b") == said["llama-3.1-8b"]
+    pytest.importorskip("httpx")
+    from fastapi.testclient import TestClient
+
+    from llm_codesign.web.app import create_app
+
+    r = TestClient(create_app()).post("/api/estimate", json={"config": G3, "gpu": "h200", "num_gpus": 8, "tp": 8,
+                                                            "isl": 200000, "osl": 100})
+    assert r.status_code == 422 and r.json() == {"field": "isl+osl", "error": "isl+osl: 200100 is not valid; at most custom's "
+                                                 "context of 131,072 tokens (max_position_embeddings with its RoPE scaling)"}

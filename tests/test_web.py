@@ -1284,6 +1284,29 @@ def test_design_sends_the_pages_slo_moe_and_a_pasted_baseline(page, server):
     assert page.text_content("#error") == "" and not page.errors
 
 
+def test_design_shows_the_clis_baseline_lines(page, server):
+    """branch pageD: the design view said nothing of the baseline that `design` prints above its table. gpt-oss-20b as the
+    baseline of a dense 21B search on one H200 (16 shapes; tests/test_design_page_lines.py): the page shows the CLI's four
+    lines word for word (none beats it, as a warning; its sliding-window layers outside the grid; its own row; the MoE
+    hint) and design 1 against it beneath the table."""
+    from conftest import cli
+
+    page.goto(server + "/")
+    _ready(page)
+    _choose_gpus(page, num_gpus="1")
+    _run_design(page, [("#params", "21e9"), ("#max_candidates", "16"), ("#baseline", "gpt-oss-20b")])
+    # the page's request: its default top 5 (DesignRequest), the engine the CLI defaults to
+    code, out, err = cli("design", "--params", "21e9", "--gpu", "h200", "--gpus", "1", "--max-candidates", "16", "--top", "5",
+                         "--baseline", "gpt-oss-20b")
+    assert code == 0, err
+    shown = page.eval_on_selector_all("#design .design-baseline", "xs => xs.map(x => [x.textContent, x.className])")
+    assert [t for t, _ in shown] == out.splitlines()[:4] and shown[2][0].startswith("baseline gpt-oss-20b: 20.9B params")
+    assert shown[0][1].startswith("warn") and all(c.startswith("said") for _, c in shown[1:])
+    versus = page.text_content("#design .design-versus")
+    assert versus.startswith("design 1 vs gpt-oss-20b: ") and versus in out.splitlines()
+    assert page.text_content("#error") == "" and not page.errors
+
+
 def test_design_ranks_all_rows_by_the_objective_and_says_the_marks_as_the_cli(page, server):
     """branch uxpage: the design form's rank menu sends rank_all (design --rank-all); an 8B design on 8 H200 over 300 shapes
     resolves the quality of 19 of 89 priced ones (tests/test_api_cli_leftovers.py), so rows whose quality the proxy cannot

@@ -27,7 +27,17 @@ from llm_codesign.cli.common import (
 )
 from llm_codesign.errors import InputError
 from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP
-from llm_codesign.render.design_lines import _params, bind_text, ffn_pass_line, params_line  # noqa: F401 (shared with design --report)
+from llm_codesign.render.design_lines import (  # noqa: F401 (shared with design --report and the page)
+    _TERM_NAMES,
+    _params,
+    baseline_lines,
+    bind_text,
+    ffn_pass_line,
+    objective_short,
+    params_line,
+    versus_line,
+    wins_by,
+)
 from llm_codesign.spec.engines import engine_for
 
 O_PROXY = typer.Option(None, "--accuracy-proxy", help="Accuracy-proxy constants .toml (overrides data/accuracy/proxy.toml).")
@@ -76,11 +86,6 @@ def _batch_line(r: dict, short: str) -> str | None:
     return "batch: one step up the search's batch grid, " + "; ".join(parts)
 
 
-_TERM_NAMES = {"params": "active params", "moe_rule": "total/active", "kv_sharing": "q heads per KV head", "head_dim": "head size",
-               "granularity": "expert granularity", "aspect": "aspect penalty", "mla": "MLA", "hybrid": "recurrent", "window": "window"}
-_FLAT_NAMES = {"aspect": "aspect ratio (depth)", "head_dim": "head size"}
-
-
 def scale_line(d: dict) -> str | None:
     """One line: the proxy terms design 1 uses beyond the model sizes their sources measured them at (a KV-sharing
     coefficient from <= 11B models applied at 100B), each with its measured range; None where every term is inside."""
@@ -93,31 +98,6 @@ def scale_line(d: dict) -> str | None:
     return (f"scale: design 1's proxy terms measured at other model sizes, applied at {_params(xs[0]['at_params'])}: {terms} "
             "(x: extrapolated; err ± grows by 1 x the log-distance in size, as beyond any studied range; ±test keeps the "
             "measured band)")
-
-
-def wins_by(d: dict, against: str, short: str) -> str:
-    """One line: why design 1 differs from what it is measured against, in loss (the proxy's terms, largest first;
-    the flat axes said as such, never as a measured 0), in parameters and KV bytes per token, and in speed with
-    the gain's own 80% band."""
-    q, v = d["quality"], d.get("versus_reference") or {}
-    terms = ", ".join(f"{_TERM_NAMES.get(t['term'], t['term'])} {t['delta_pct']:+.2f}%" for t in q["terms"][:3]) or "no term differs"
-    flat = "; ".join(f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} is invisible to the proxy "
-                     f"(flat on {x['flat_range'][0]:g}-{x['flat_range'][1]:g})" for x in q.get("flat", []))
-    out = f"design 1 vs {against}: loss {q['delta_pct']:+.2f}% = {terms} of the loss" + (f" ({flat})" if flat else "")
-    # the test's band and the model's error, said apart: sigma_delta is often a tenth of the error (explore.design._quality_row)
-    band = (f"with no test band (sigma_delta 0: {q['test_band_na']})" if q.get("test_band_na")
-            else f"at {q['k']:g} x sigma_delta ±{q['sigma_delta_pct']:.2f}% (the terms' band)")
-    out += (f"; {'passes' if q['passes'] else 'fails'} {band}, "
-            f"model error ±{q['uncertainty_pct']:.2f}%" + ("" if q.get("resolved", True) else " (quality not resolved)"))
-    if v:
-        out += (f"; params {v['total_params_change_pct']:+.1f}%, KV {v['kv_bytes_per_token'] / 1024:,.0f} KiB/token "
-                f"({v['kv_change_pct']:+.0f}%)")
-    if d.get("gain_pct") is not None:
-        out += f"; {short} {d['gain_pct']:+.1f}%"
-        if gb := d.get("gain_band"):
-            out += (f" (80% {gb['gain_lo80']:+.1f} to {gb['gain_hi80']:+.1f}%" + (", an upper bound" if gb.get("shared_error") else "")
-                    + ": " + ("within model error" if gb["within_model_error"] else "beyond model error") + ")")
-    return out  # a row inside the envelope only by its margin is said once, in envelope_lines
 
 
 def na_said(designs: list[dict]) -> str:
@@ -362,7 +342,6 @@ def design(
         check_options,
         design_nsga2,
         export_changes,
-        grid_said,
         hf_config,
         to_model,
     )
@@ -463,21 +442,10 @@ def design(
     if as_json:
         return _dump(r)
     con = _console(stderr=export == "-")  # the table beside a config.json on standard output goes to stderr
-    b, ref = r["baseline"], r["reference"]
-    short = {"output_tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user"}.get(r["objective"], r["objective"])
-    if r["designs"] and not r.get("beats_reference", True):  # said first: the rows below are all slower
-        best = max((d["gain_pct"] for d in r["designs"] if d["gain_pct"] is not None), default=None)
-        con.print(f"no design beats {(b or ref)['name']} at equal quality proxy: the best is {best:+.1f}% {short} "
-                  "(the rows below are the least slow)" if best is not None else f"no design beats {(b or ref)['name']}", highlight=False)
-        if b and b.get("outside_grid"):
-            con.print(grid_said(b["name"], b["outside_grid"]), highlight=False)
-    if b:
-        con.print(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f} nats/token, "
-                  f"{short} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
-        if b.get("hint"):  # a MoE baseline in a dense search (explore.design.moe_hint)
-            con.print(b["hint"], highlight=False)
-    else:
-        con.print(f"reference {ref['name']} ({ref['basis']}): {ref['total_params'] / 1e9:.1f}B params, quality proxy {ref['quality_proxy']:.4f} nats/token")
+    ref = r["reference"]
+    short = objective_short(r["objective"])
+    for line in baseline_lines(r):  # what the rows are measured against, as the page shows it (render.design_lines)
+        con.print(line, highlight=False)
     env = r["envelope"]
     rows = []
     for j, d in enumerate(r["designs"], 1):
@@ -549,7 +517,7 @@ def design(
         con.print(f"{short} of design 1: 80% interval {b1['lo80']:.1f}-{b1['hi80']:.1f}, 95% {b1['lo95']:.1f}-{b1['hi95']:.1f}"
                   + (UNINFORMATIVE_TEXT.format(span=b1["span95"]) if unpredictable(b1) else "")
                   + f" (from {b1['source']}{'; ' + '; '.join(b1['widened']) if b1['widened'] else ''})", highlight=False)
-        con.print(wins_by(r["designs"][0], ref["name"] if not b else b["name"], short), highlight=False)
+        con.print(versus_line(r), highlight=False)
         if line := scale_line(r["designs"][0]):
             con.print(line, highlight=False)
     if export and r["designs"]:

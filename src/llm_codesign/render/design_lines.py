@@ -1,7 +1,39 @@
-"""design's summary lines, printed by the CLI (cli/design.py) and on design --report's page (render.design_report): what
-the FFN-ratio pass priced and where the rows sit against the parameter budget, with design 1's gain at equal parameters.
-No imports beyond the standard library: the CLI imports it at start-up."""
+"""design's summary lines, printed by the CLI (cli/design.py), on design --report's page (render.design_report) and on the
+local page (POST /api/design's baseline_lines and versus_line): what the rows are measured against (the baseline's own row,
+else the reference's), what the FFN-ratio pass priced, where the rows sit against the parameter budget, with design 1's
+gain at equal parameters, and why design 1 differs from the baseline. No module-level imports beyond the standard
+library: the CLI imports it at start-up."""
 from __future__ import annotations
+
+OBJECTIVE_SHORT = {"output_tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user"}
+_TERM_NAMES = {"params": "active params", "moe_rule": "total/active", "kv_sharing": "q heads per KV head", "head_dim": "head size",
+               "granularity": "expert granularity", "aspect": "aspect penalty", "mla": "MLA", "hybrid": "recurrent", "window": "window"}
+_FLAT_NAMES = {"aspect": "aspect ratio (depth)", "head_dim": "head size"}
+
+
+def wins_by(d: dict, against: str, short: str) -> str:
+    """One line: why design 1 differs from what it is measured against, in loss (the proxy's terms, largest first;
+    the flat axes said as such, never as a measured 0), in parameters and KV bytes per token, and in speed with
+    the gain's own 80% band."""
+    q, v = d["quality"], d.get("versus_reference") or {}
+    terms = ", ".join(f"{_TERM_NAMES.get(t['term'], t['term'])} {t['delta_pct']:+.2f}%" for t in q["terms"][:3]) or "no term differs"
+    flat = "; ".join(f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} is invisible to the proxy "
+                     f"(flat on {x['flat_range'][0]:g}-{x['flat_range'][1]:g})" for x in q.get("flat", []))
+    out = f"design 1 vs {against}: loss {q['delta_pct']:+.2f}% = {terms} of the loss" + (f" ({flat})" if flat else "")
+    # the test's band and the model's error, said apart: sigma_delta is often a tenth of the error (explore.design._quality_row)
+    band = (f"with no test band (sigma_delta 0: {q['test_band_na']})" if q.get("test_band_na")
+            else f"at {q['k']:g} x sigma_delta ±{q['sigma_delta_pct']:.2f}% (the terms' band)")
+    out += (f"; {'passes' if q['passes'] else 'fails'} {band}, "
+            f"model error ±{q['uncertainty_pct']:.2f}%" + ("" if q.get("resolved", True) else " (quality not resolved)"))
+    if v:
+        out += (f"; params {v['total_params_change_pct']:+.1f}%, KV {v['kv_bytes_per_token'] / 1024:,.0f} KiB/token "
+                f"({v['kv_change_pct']:+.0f}%)")
+    if d.get("gain_pct") is not None:
+        out += f"; {short} {d['gain_pct']:+.1f}%"
+        if gb := d.get("gain_band"):
+            out += (f" (80% {gb['gain_lo80']:+.1f} to {gb['gain_hi80']:+.1f}%" + (", an upper bound" if gb.get("shared_error") else "")
+                    + ": " + ("within model error" if gb["within_model_error"] else "beyond model error") + ")")
+    return out  # a row inside the envelope only by its margin is said once, in envelope_lines
 
 
 def _params(n: float) -> str:
@@ -41,3 +73,41 @@ def bind_text(x: dict) -> str:
     if x["kind"] == "grid edge":
         return f"{x['axis']} {x['side']} {x['value']} is a real limit, {x['why']}" + (f" ({', '.join(x['bounds'])})" if x.get("bounds") else "")
     return f"{x['kind']}: {x['axis']} {x['from']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}"
+
+
+def objective_short(objective: str) -> str:
+    """The objective as design's lines name it ("tok/s/GPU")."""
+    return OBJECTIVE_SHORT.get(objective, objective)
+
+
+def baseline_lines(r: dict) -> list[str]:
+    """What design says above its table of what the rows are measured against (explore.design._result's baseline and
+    reference): that no row beats it, where none does (with the baseline's traits no row can take, explore.design.grid_said),
+    then the baseline's own row (its size, proxy loss and objective at its best deployment) and its MoE hint, else the
+    reference's size and proxy loss. The CLI prints these lines; the page shows them from POST /api/design."""
+    from llm_codesign.explore.design import grid_said  # explore.design's numpy: not at the CLI's start-up
+
+    b, ref, short, out = r.get("baseline"), r["reference"], objective_short(r["objective"]), []
+    if r["designs"] and not r.get("beats_reference", True):  # said first: the rows below are all slower
+        best = max((d["gain_pct"] for d in r["designs"] if d["gain_pct"] is not None), default=None)
+        out.append(f"no design beats {(b or ref)['name']} at equal quality proxy: the best is {best:+.1f}% {short} "
+                   "(the rows below are the least slow)" if best is not None else f"no design beats {(b or ref)['name']}")
+        if b and b.get("outside_grid"):
+            out.append(grid_said(b["name"], b["outside_grid"]))
+    if b:
+        out.append(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f} nats/token, "
+                   f"{short} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
+        if b.get("hint"):  # a MoE baseline in a dense search (explore.design.moe_hint)
+            out.append(b["hint"])
+    else:
+        out.append(f"reference {ref['name']} ({ref['basis']}): {ref['total_params'] / 1e9:.1f}B params, "
+                   f"quality proxy {ref['quality_proxy']:.4f} nats/token")
+    return out
+
+
+def versus_line(r: dict) -> str | None:
+    """wins_by for design 1 against the baseline, else the reference, as design prints it beneath its table; None
+    without a row."""
+    if not r["designs"]:
+        return None
+    return wins_by(r["designs"][0], (r.get("baseline") or r["reference"])["name"], objective_short(r["objective"]))

@@ -593,6 +593,12 @@ class DesignResponse(_Open):
     resolved: Optional[dict[str, Any]] = Field(None, description="How many priced shapes' quality the proxy resolves (`shapes` of "
                                                "`of`), whether one of them beats the reference, and the best unresolved gain: the "
                                                "line `design` prints beneath its table where some are not resolved.")
+    baseline_lines: list[str] = Field(default_factory=list, description="The lines `design` prints above its table "
+                                      "(render.design_lines.baseline_lines): no row beating the baseline where none does, "
+                                      "the baseline's own row (size, proxy loss, objective at its best deployment) and its "
+                                      "MoE hint, else the reference's size and proxy loss.")
+    versus_line: Optional[str] = Field(None, description="The line `design` prints of design 1 against the baseline (else "
+                                       "the reference): loss by term, its bands, params and KV, and the gain with its band.")
     side_by_side: Optional[dict[str, Any]] = Field(None, description="The reference and the top three designs side by side "
                                                    "(explore.design_report): frontiers, speed at the SLO, quality with its band, "
                                                    "envelope, lint findings.")
@@ -1049,12 +1055,16 @@ def _design(req: DesignRequest, job: "_Job", *, inputs, progress=None) -> dict:
         if progress:
             progress(done, total)
 
+    from llm_codesign.render.design_lines import baseline_lines, versus_line
+
     g, base = inputs
-    return _plain(lc.design(req.params, g, num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
-                            weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
-                            engine=_engine(g, req.engine), min_tps_user=req.min_tps_user, quality_sigmas=req.quality_sigmas,
-                            max_candidates=req.max_candidates, top=req.top, active_params=req.active_params,
-                            progress=step, rank_all=req.rank_all))
+    r = _plain(lc.design(req.params, g, num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
+                         weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
+                         engine=_engine(g, req.engine), min_tps_user=req.min_tps_user, quality_sigmas=req.quality_sigmas,
+                         max_candidates=req.max_candidates, top=req.top, active_params=req.active_params,
+                         progress=step, rank_all=req.rank_all))
+    # the lines `design` prints of the baseline (else the reference) and of design 1 against it: the CLI's own functions
+    return r | {"baseline_lines": baseline_lines(r), "versus_line": versus_line(r)}
 
 
 NDJSON = "application/x-ndjson"

@@ -813,21 +813,23 @@ function designView(r, rankAll) {
             e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1) + unpredictable((d.intervals || {})[r.objective]),
             `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}`];
   });
-  // as the CLI says them: none beating the reference first, a thinned grid in the heading
+  // the CLI's own lines of what the rows are measured against (render/design_lines.py baseline_lines, sent by /api/design):
+  // none beating the baseline first (a warning), the baseline's row and its MoE hint, else the reference's; a thinned grid in
+  // the heading, and design 1 against the baseline beneath the table (versus_line)
   const sc = r.screened || {}, thinned = sc.priced < sc.admitted ? `, thinned to ${sc.priced.toLocaleString()} of ${sc.admitted.toLocaleString()} admitted` : "";
-  const who = r.baseline || r.reference, gains = r.designs.map((d) => d.gain_pct).filter((g) => g !== null);
-  const none = r.designs.length && r.beats_reference === false
-    ? [el("div", `no design beats ${who.name} at equal quality proxy` + (gains.length ? `: the best is ${gains[0] >= 0 ? "+" : ""}${fix(Math.max(...gains), 1)}%` : ""), "warn")] : [];
+  const none = r.designs.length > 0 && r.beats_reference === false;
+  const said = (r.baseline_lines || []).map((x, i) => el("div", x, i === 0 && none ? "warn design-baseline" : "said design-baseline"));
   // the CLI's legend sentence for ±n/a (cli/design.py na_said)
   const why = [...new Set(r.designs.map((d) => d.quality.test_band_na).filter((x) => x))].sort();
   const na = why.length ? `±n/a: no test band (${why.join("; ")}): the row differs from the reference only in active parameters, a term the test takes as exact, or on axes the proxy is flat on; model error % is its band` : "";
   const unresolved = r.designs.some((d) => d.quality.resolved === false)
     ? "?: quality not resolved (err ± wider than |loss| + ±test: the proxy cannot tell the row from the reference" + (rankAll ? ")" : "; ranked after the resolved rows)") : "";
-  return [...none, el("h2", `Designs (${r.candidates.toLocaleString()} shapes${thinned}, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
+  return [...said, el("h2", `Designs (${r.candidates.toLocaleString()} shapes${thinned}, ${r.evaluated.toLocaleString()} deployments; ${r.objective})`),
     el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; model error %: the model's error of the delta (flat axes and extrapolation included), the band to read as evidence; x beside it: a term extrapolated beyond its studied range or the model sizes it was measured at; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
     table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss % ±test", "n"], ["model error %", "n"], ["envelope", "t"],
                            [r.objective, "n"], ["deployment", "t"]], rows),
-    ...hints([unresolved, na, unpredictableFootnote(r.designs.map((d) => d.intervals), [r.objective], "rows"), resolvedLine(r)], "hint design-note")];
+    ...hints([unresolved, na, unpredictableFootnote(r.designs.map((d) => d.intervals), [r.objective], "rows"), resolvedLine(r)], "hint design-note"),
+    ...hints([r.versus_line], "said design-versus")];
 }
 
 // cli/design.py's line beneath its table where the proxy cannot resolve every priced shape's quality
