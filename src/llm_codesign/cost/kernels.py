@@ -156,12 +156,13 @@ def flashmla_extra_launches(engine: Engine | None):
 
 
 def aiter_mla_extra_launches(gpu: Gpu) -> float:
-    """Launches beside AITER's asm MLA decode kernel in each decode call (a layer's) on CDNA, where every engine priced
-    runs it (docs/modelling-notes.md#sglang-cdna-attention), each at the elementwise fixed cost (kernel_overhead_s): the
+    """Launches beside AITER's asm MLA decode kernel in each decode call (a layer's) on CDNA, where SGLang and ATOM run
+    it (docs/modelling-notes.md#sglang-cdna-attention), each at the elementwise fixed cost (kernel_overhead_s): the
     merge of its KV splits, a kernel of its own after the split kernel. The persistent path launches mla_reduce_v1 after
     every call; the non-persistent one its Triton stage 2 unless a single split lets the split kernel write the output
     (aiter/mla.py:180, 218, 238-247, 254, 310, 330@18fe9d77), and its split count (get_meta_param, :102-141) is 4-16 at the
-    shapes served. 0 elsewhere."""
+    shapes served. vLLM's Triton MLA decode, its ROCm path without AITER, is two kernels as well (the split stage, then
+    _decode_softmax_reducev_fwd: vllm/v1/attention/ops/triton_decode_attention.py:735, 750@0.33.0). 0 elsewhere."""
     return 1.0 if gpu.family in CDNA_FAMILIES else 0.0
 
 
