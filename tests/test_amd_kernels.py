@@ -149,3 +149,32 @@ def test_aiter_combine_rate_golden():
         gpu = get_gpu(gpu_id)
         assert calibration_for(gpu).bw_eff == 0.85
         assert aiter_combine_bytes(_At(1.0, gpu, calibration_for(gpu))) == pytest.approx(want, rel=1e-4)
+
+
+@pytest.mark.parametrize("gpu_id, launches", [("mi355x", 2.0), ("mi300x", 2.0), ("b200", 1.0)])
+def test_aiter_mla_decode_merges_its_splits_in_a_kernel_of_its_own(monkeypatch, gpu_id, launches):
+    """AITER's MLA decode on CDNA is two kernels a layer: the split kernel, then the merge of its splits (mla_reduce_v1 on the
+    persistent path, the Triton stage 2 on the other: aiter/mla.py:254, 330@18fe9d77), the merge at the elementwise fixed cost.
+    DeepSeek-R1 TP8, SGLang, 4 sequences at 8,704 keys, FP8 cache: core_decode launches 2 kernels on MI355X / MI300X and its
+    time is kernel_overhead_s = 3e-6 s (default.toml) more than with no merge; on B200 (TRTLLM-Gen's kernel) 1 and unchanged."""
+    from llm_codesign.cost import kernels as cost
+    from llm_codesign.cost.ops import Batch, layer_ops
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.plan import Plan
+    from llm_codesign.spec.precision import Precision
+    from llm_codesign.spec.registry import get_model
+
+    gpu, m = get_gpu(gpu_id), get_model("deepseek-r1")
+    cal = calibration_for(gpu)
+
+    def core():
+        ops = layer_ops(m, m.groups[0][0], 1.0, gpu, cal, prec=Precision.of("fp8_block", kv="fp8"), sh=Plan(tp=8), prefix="layer",
+                        b=Batch(dec_seqs=4.0, dec_ctx=8704.0), parts=("attn",), engine=get_engine("sglang"))
+        return next(o for o in ops if o.role == "core_decode")
+
+    with_merge = core()
+    monkeypatch.setattr(cost, "aiter_mla_extra_launches", lambda g: 0.0)
+    without = core()
+    assert float(with_merge.kernels) == launches and float(without.kernels) == 1.0
+    assert cal.kernel_overhead_s == 3e-6
+    assert float(with_merge.time) - float(without.time) == pytest.approx((launches - 1.0) * 3e-6, rel=1e-9, abs=1e-15)

@@ -340,8 +340,8 @@ MOE_RATES = {"blackwell": {"fp8_block": ("fp8", 2.0 / 3.0)}}
 # e4048607 but whose InferenceX runs (builds before it) put the 8k prefill's experts at the few-row rate (with 0.27 their 8k
 # first tokens come out 12% short: docs/modelling-notes.md#amdk-moe-blocks); nor on gfx942, which borrows gfx950's MoE values
 # (fitted.toml [cdna3]) though its table reads 0.69 (a8w8_blockscale_tuned_fmoe_ds_v3.csv:392-396, 7168x2048: 45-47% over
-# 0.68), so that a GPU is not priced faster for a kernel rate the other's runs did not reach. Below 0.62 a 64-row block
-# (64 / share row-times) costs more than a 16-row one (16 / 0.1545 = 104) at up to 16 rows per expert, where the fit lies
+# 0.68), so that a GPU is not priced faster for a kernel rate the other's runs did not reach. Below 0.65 a 64-row block
+# (64 / share row-times) costs more than a 16-row one (16 / 0.164 = 98) at up to 16 rows per expert, where the fit lies
 AITER_LARGE_BLOCK_SHARE = {("cdna3", "bf16"): 0.5, ("cdna4", "bf16"): 0.45, ("cdna4", "fp8"): 0.52,
                            **{(fam, k): None for fam in ("cdna3", "cdna4") for k in ("fp8_block", "fp4")}}
 # AITER's second stage (the down-projection) adds each routed row's top-k-weighted output into its token's [token, hidden] BF16

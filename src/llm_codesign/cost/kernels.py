@@ -11,6 +11,7 @@ import numpy as np
 from llm_codesign.cost.arrays import masked
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.spec.engines import Engine
+from llm_codesign.spec.engines.base import CDNA_FAMILIES
 from llm_codesign.spec.hardware import Gpu
 
 
@@ -152,6 +153,17 @@ def flashmla_extra_launches(engine: Engine | None):
     holds for that path, 9144c0e6 and 00bede19, precede the flag), so the timed calls launch no metadata kernel. The
     H100 rows' one launch more, not two (docs/modelling-notes.md#onereq-hopper), agrees."""
     return 1.0 if engine is None or engine.fuses("mla_meta") else 2.0
+
+
+def aiter_mla_extra_launches(gpu: Gpu) -> float:
+    """Launches beside AITER's asm MLA decode kernel in each decode call (a layer's) on CDNA, where SGLang and ATOM run
+    it (docs/modelling-notes.md#sglang-cdna-attention), each at the elementwise fixed cost (kernel_overhead_s): the
+    merge of its KV splits, a kernel of its own after the split kernel. The persistent path launches mla_reduce_v1 after
+    every call; the non-persistent one its Triton stage 2 unless a single split lets the split kernel write the output
+    (aiter/mla.py:180, 218, 238-247, 254, 310, 330@18fe9d77), and its split count (get_meta_param, :102-141) is 4-16 at the
+    shapes served. vLLM's Triton MLA decode, its ROCm path without AITER, is two kernels as well (the split stage, then
+    _decode_softmax_reducev_fwd: vllm/v1/attention/ops/triton_decode_attention.py:735, 750@0.33.0). 0 elsewhere."""
+    return 1.0 if gpu.family in CDNA_FAMILIES else 0.0
 
 
 def flashmla_keys(keys):

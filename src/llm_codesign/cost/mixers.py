@@ -304,6 +304,8 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
             extra = np.where(flashmla, n, 0.0)
             if kv_fp8 and gpu.supports("fp8"):
                 serial = np.where(flashmla, cost.flashmla_fp8_transpose_time(items, ctx_l, a.kv_lora_rank, gpu), 0.0)
+        elif isinstance(a, MLA) and a.kernel == "mla":
+            extra = cost.aiter_mla_extra_launches(gpu)  # AITER's split merge on CDNA, 0 elsewhere
     else:
         k = GqaDecode(gpu, at.engine, tokens=dec_tok, seqs=seqs, kv_heads=kv_l, heads=heads_l, head_dim=a.head_dim, keys=ctx_l,
                       ctx=dec_ctx, window=a.window, kv_fp8=kv_fp8)
