@@ -242,6 +242,9 @@ class Engine(ABC):
     # where it launches no speculative decoding under pipeline parallelism: why, with its source (SGLang's server_args
     # check, spec/engines/sglang.py); None where it does
     spec_pp_refusal: ClassVar[str | None] = None
+    # the --spec methods its disaggregated prefill-only servers launch under PP where spec_pp_refusal refuses them elsewhere
+    # (SGLang 0.5.23's, spec/engines/sglang.py); Engine.prefill_spec
+    spec_pp_prefill: ClassVar[tuple[str, ...]] = ()
 
     def runs_spec(self, pp, k):
         """Where it launches `k` draft tokens a step (0: no speculation) on `pp` pipeline stages, a boolean array over the
@@ -251,6 +254,18 @@ class Engine(ABC):
 
         ok = np.ones(np.broadcast(np.asarray(pp), np.asarray(k)).shape, dtype=bool)
         return ok if self.spec_pp_refusal is None else ok & ((np.asarray(pp) <= 1) | (np.asarray(k) <= 0))
+
+    def prefill_spec(self, pp, spec):
+        """The speculation a disaggregated prefill pool on `pp` pipeline stages (an int) is built with: `spec` where runs_spec
+        takes it; None where only the engine's prefill-only servers launch its method under PP (spec_pp_prefill: the pool
+        prices no draft either way, serve.disagg.prefill_pool reads none, as the search's prefill points hold none); refused
+        in one line where neither. The decode pool keeps runs_spec's rule (its Deployment's check)."""
+        if spec is None or bool(self.runs_spec(pp, spec.k).all()):
+            return spec
+        if spec.method in self.spec_pp_prefill:
+            return None
+        raise InputError("pp", int(pp), f"1 on the prefill pool with --spec {spec.method} on {self.title} ({self.spec_pp_refusal}; "
+                         f"its prefill nodes take {' or '.join(self.spec_pp_prefill) or 'no method'} under PP); drop --spec, or pp=1")
 
     def runs_plans(self, plan, *, moe: bool = True):
         """Where it has a launch for `plan` (a Plan of ints or arrays; `moe`: the model has experts), a boolean array over

@@ -90,6 +90,12 @@ class SGLangEngine(Engine):
     # were PP2 with MTP, a launch that fails at start-up
     spec_pp_refusal = ("server_args.py:5136-5141@0.5.9 asserts speculative_algorithm is None for pp_size > 1; 0.5.23 allows "
                        "it on disaggregated prefill nodes alone")
+    # 0.5.23's check_pipeline_parallel_compat (arg_groups/validation_hook.py:131-165): under PP the algorithm must be EAGLE,
+    # not multi-layer, and without SGLANG_ENABLE_PP_SPEC the server disaggregation_mode "prefill"; --speculative-algorithm
+    # NEXTN (our mtp) is promoted to EAGLE (arg_groups/speculative_hook.py:109-116), while EAGLE3 and STANDALONE (eagle3,
+    # draft) fail the EAGLE assert on any server. So a disaggregated prefill pool runs PP with MTP (its draft unpriced, as
+    # every prefill pool's: Engine.prefill_spec); the decode pool keeps the refusal (the assert's else branch)
+    spec_pp_prefill = ("mtp",)
     # prefill batches run on their own: "Run prefill first if possible", no decodes mixed in unless
     # --enable-mixed-chunk (off by default, server_args.py:729; sglang 0.5.12 managers/scheduler.py:2578-2592)
     mixes_prefill = False
