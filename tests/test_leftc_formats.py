@@ -39,3 +39,26 @@ def test_disagg_prices_a_pp_prefill_pool_with_mtp_and_refuses_a_pp_decode_pool()
     code, _, err = cli(*DSR1_H200, "--prefill", "tp=8", "--decode", "tp=8,pp=2", "--spec", "mtp")
     assert code == 2 and "Traceback" not in err and err.count("\n") == 1
     assert "pp: 2 is not valid; 1 with speculative decoding on SGLang" in err
+
+
+@pytest.mark.parametrize("backend", ["vllm", "sglang"])
+def test_export_names_amd_mxfp4_checkpoint_on_cdna_only(tmp_path, backend):
+    """AMD's Quark MXFP4 DeepSeek-R1 runs its W4A4 kernels on CDNA4 alone (spec.plan.quark_runs_on): on an MI355X export loads
+    it; on a B200 (before: the same AMD checkpoint) it keeps deepseek-ai/DeepSeek-R1 with a header saying to point at an MXFP4
+    checkpoint, and writes no --quantization mxfp4 (gpt-oss's loader, which fails on the FP8 checkpoint at start)."""
+    on = {}
+    for gpu in ("mi355x", "b200"):
+        f = tmp_path / f"{gpu}.{backend}"
+        code, _, err = cli("export", "deepseek-r1", "--gpu", gpu, "--gpus", "8", "--tp", "8", "--weight-dtype", "mxfp4",
+                           "--concurrency", "64", "--backend", backend, "-o", str(f))
+        assert code == 0, err
+        on[gpu] = f.read_text()
+    assert "amd/DeepSeek-R1-0528-MXFP4-Preview (the registry's mxfp4 checkpoint of this shape)" in on["mi355x"]
+    nv = on["b200"]
+    assert "model: amd/" not in nv and "--model-path amd/" not in nv
+    assert "quantization: mxfp4" not in nv and "--quantization mxfp4" not in nv
+    assert ("deepseek-ai/DeepSeek-R1\n" in nv or "deepseek-ai/DeepSeek-R1 \\\n" in nv)
+    assert "is AMD Quark's, whose MXFP4 kernels run on CDNA GPUs only (B200 loads it emulated in vLLM" in nv
+    code, out, err = cli("import", str(tmp_path / f"b200.{backend}"))  # read back at the header's formats
+    assert code == 0, err
+    assert "W:mxfp4 A:bf16 KV:bf16" in " ".join(out.split())
