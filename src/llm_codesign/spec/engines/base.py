@@ -705,6 +705,19 @@ def cdna3_mxfp4(prec, gpu) -> tuple[str, str] | None:
     return None
 
 
+# GPU families whose CUDA INT8 W8A8 GEMM no engine here builds (SM100, SM103, SM120): vLLM's CUTLASS scaled_mm wires no INT8
+# kernel there, "Int8 not supported on SM100/SM120. Use FP8 quantization instead, or run on older arch (SM < 100)"
+# (csrc/quantization/w8a8/cutlass/c3x/scaled_mm_helper.hpp:34, vllm-project/vllm#25935; its Triton INT8 kernel sits behind
+# CUTLASS, never reached: #54311, open), and sgl-kernel's int8_scaled_mm has arms for SM75-SM90 alone ("No implemented
+# int8_scaled_mm for current compute capability", sgl-kernel/csrc/gemm/int8_gemm_kernel.cu)
+NO_INT8_GEMM_FAMILIES = ("blackwell", "blackwell_sm120")
+
+
+def int8_w8a8(prec) -> bool:
+    """Whether `prec` runs INT8 x INT8 GEMMs (W8A8): INT8 weights on INT8 activations."""
+    return prec is not None and prec.weight.name == "int8" and prec.activation is not None and prec.activation.name == "int8"
+
+
 def check_kv_format(engine: Engine | None, gpu, kv: str, model=None) -> None:
     """One line naming the formats `engine` holds its KV cache in on `gpu` (Engine.kv_formats; for `model` where it is
     known) where `kv` is none of them: the rule estimate, compare, pareto, import, lint, design and the API share. No

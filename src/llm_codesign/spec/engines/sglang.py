@@ -2,7 +2,7 @@
 released wheels of the measurement campaigns' versions (0.5.7+) unless a comment says otherwise."""
 from __future__ import annotations
 
-from llm_codesign.spec.engines.base import GIB, MIB, Engine, cdna3_mxfp4, register_engine
+from llm_codesign.spec.engines.base import GIB, MIB, NO_INT8_GEMM_FAMILIES, Engine, cdna3_mxfp4, int8_w8a8, register_engine
 from llm_codesign.spec.engines.vllm import custom_allreduce
 
 # --max-prefill-tokens' default, the prefill batch's token budget and the step budget once chunked prefill is off
@@ -218,6 +218,10 @@ class SGLangEngine(Engine):
         # (aiter/ops/triton/gemm/basic/gemm_afp4wfp4.py:142, utils/_triton/arch_info.py:19-20@e4048607); gpt-oss's mxfp4
         # checkpoint is refused off gfx95x at load ("Current platform ... not support mxfp4 computation",
         # layers/quantization/mxfp4.py:224-237@0.5.9, :324-333@0.5.23)
+        if int8_w8a8(prec) and gpu.family in NO_INT8_GEMM_FAMILIES:  # sgl-kernel's int8_scaled_mm: SM75-SM90 only
+            return ("activation_dtype", "int8", f"a format SGLang runs on {gpu.name} with INT8 weights: sgl-kernel's "
+                    "int8_scaled_mm has no arm past SM90 (\"No implemented int8_scaled_mm for current compute capability\"); "
+                    "bf16 runs them weight-only (W8A16), or fp8 natively")
         said = cdna3_mxfp4(prec, gpu)
         if said is None:
             return None
