@@ -170,7 +170,7 @@ def main(ref_path: Path) -> int:
             f"scale_up_bandwidth_bytes_per_s = {float(uni) * 1e9:.6g}  # one direction, per GPU",
             f"scale_up_domain = {g['scale_up_domain'] if link else PCIE_SERVER_GPUS}",
             *([] if link else [f"scale_up_source = {q(PCIE_SOURCE)}"]),
-            *([f'scale_up_topology = "mesh"', f"scale_up_source = {q(MESH_SOURCE[gid])}"] if gid in MESH_SOURCE else []),
+            *(['scale_up_topology = "mesh"', f"scale_up_source = {q(MESH_SOURCE[gid])}"] if gid in MESH_SOURCE else []),
             f"scale_out_bandwidth_bytes_per_s = {nic_gbps * 1e9 / 8:.6g}  # {'NIC per GPU' if gid in NIC_SOURCE else 'assumed NIC'}, see nic_source",
             f"nic_source = {q(NIC_SOURCE.get(gid, _NIC_ASSUMED.format(nic_gbps)))}",
             f"tdp_w = {g['tdp_w']}",
