@@ -66,8 +66,8 @@ def test_export_names_amd_mxfp4_checkpoint_on_cdna_only(tmp_path, backend):
 
 def test_the_catalog_states_each_gpus_int8_rate():
     """Dense INT8 tensor-core OPS from the GPU reference's vendor tables (tools/make_gpu_catalog.py): A100 624 TOPS, H100
-    SXM 1,979 (both NVIDIA datasheets), MI300X 2,615 (AMD), B200 4,500 (HGX B200: 72 POPS sparse over 8 GPUs, halved), and
-    Blackwell Ultra's cut to 150 (B300's int8_note)."""
+    SXM 1,979 (both NVIDIA datasheets), MI300X 2,615 (AMD), B200 4,500 (HGX B200 at 1,000 W: 4,500 dense / 9,000 sparse,
+    glennklockwood.com/garden/processors/B200), and Blackwell Ultra's cut to 150 (B300's int8_note)."""
     from llm_codesign.spec.hardware import get_gpu
 
     want = {"a100": 6.24e14, "h100": 1.9789e15, "mi300x": 2.6149e15, "b200": 4.5e15, "b300": 1.5e14}
