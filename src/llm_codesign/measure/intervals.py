@@ -996,8 +996,11 @@ def _why_bundled(metric: str, ctx: Context, table: dict) -> str:
     n = table.get("own_runs", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", 0)
     if not n:
         return table["why_bundled"]
-    if n < MIN_ROWS:  # nor do they drop a widening (`covered`)
-        return f"too few of its runs ({n} with {engine_title(ctx.engine)} on {family_name(ctx.family)} GPUs; {MIN_ROWS} per slice needed)"
+    if n < MIN_ROWS:  # nor do they drop a widening (`covered`); their own spread said beside the band (own_spread)
+        s = table.get("own_spread", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", {}).get(metric)
+        own = "" if not s else (f"; their {LABELS[metric]}, priced with the profile fitted on them (in sample): 80% of the "
+                                f"{s['n']} within {math.expm1(s['q100']):+.1%}/{math.expm1(s['q900']):+.1%} of the prediction")
+        return f"too few of its runs ({n} with {engine_title(ctx.engine)} on {family_name(ctx.family)} GPUs; {MIN_ROWS} per slice needed){own}"
     if not covered(ctx, table):  # runs of another model class
         return (f"none of its {n} runs with {engine_title(ctx.engine)} on {family_name(ctx.family)} GPUs is of a "
                 f"{'MoE' if ctx.model_class == 'moe' else 'dense'} model")
@@ -1012,8 +1015,7 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     merges them; empty inside the envelope)}."""
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
-    # a fitted per-request cost outside its model classes moves TTFT and, through a wave's cycle, tok/s/GPU: not a step's
-    why = [w for w in reasons(found, t) if metric not in DECODE_ONLY or w.kind != "request_cost"]
+    why = slice_reasons(metric, c, found, t)
     whole = between([w.term for w in why if w.kind != "eager"], t, own=mine, levels=levels)
     k_lo, k_hi = with_eager(whole, found, metric)
     v = np.asarray(value, float)
@@ -1032,6 +1034,22 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     # newc5 #17: a 95% interval wider than PREDICTABLE_SPAN (high / low) is no basis for a decision; its ratio in the JSON,
     # a frontier's per point (POINTWISE: branch uxleft, its points carried none)
     return out | {"n": c["n"], "source": source, "widened": widened} | predictability(out[f"lo{max(levels)}"], out[f"hi{max(levels)}"])
+
+
+def slice_reasons(metric: str, c: dict, ctx: Context, table: dict) -> list[Widening]:
+    """The reasons a band of `metric` widens by (`reasons`), from the slice `c` it takes for `ctx`: a fitted per-request
+    cost outside its model classes moves TTFT and, through a wave's cycle, tok/s/GPU, not a step's (DECODE_ONLY); and
+    where the slice lies across GPU families without the question's (a family the envelope holds, but with no run in this
+    slice's kind: an MI355X's TTFT in waves, its CDNA4 runs all closed loops), the family reason an unmeasured family
+    takes, as an H100's does (crev10 #8: the Blackwell runs' band had read without it)."""
+    why = [w for w in reasons(ctx, table) if metric not in DECODE_ONLY or w.kind != "request_cost"]
+    fams = c.get("families")
+    if not fams or ctx.family in fams or any(w.kind == "family" for w in why):
+        return why
+    run, arr = RUNS[ctx.mode], ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)
+    kind = f" in {arr}" if ctx.arrival and ctx.arrival in c.get("arrivals", ()) else " of this slice's kind"
+    fam = f"{_listed([family_name(f) for f in fams])}'s"
+    return [Widening("family", f"no {run}{kind} on any {family_name(ctx.family)} GPU (the band is {fam})"), *why]
 
 
 def _factored(w: Widening, why: list, ctx: Context, metric: str, t: dict, *, own: bool, levels) -> Widening:
@@ -1259,6 +1277,8 @@ def _profile_table(profile: str, stamp: tuple | None = None) -> dict:  # stamp: 
                     | {"ranges": _wider(t["envelope"].get(mode, {}).get("ranges", {}), env.get(mode, {}).get("ranges", {}))} for mode in MODES}
         envelope |= {k: sorted(set(t["envelope"][k]) | set(env.get(k, ()))) for k in ("kinds", "formats", "models")}
         own_runs = {mode: {str(k): int(v) for k, v in env.get(mode, {}).get("runs", {}).items()} for mode in MODES}
+        spread = {mode: {str(k): {str(m): {q: int(x) if q == "n" else float(x) for q, x in v.items()} for m, v in ms.items()}
+                         for k, ms in env.get(mode, {}).get("own_spread", {}).items()} for mode in MODES}
         # the runs per engine|family behind either table (the bundled runs and the profile's own, its own campaign's),
         # which _describe's "(X's own N ...)" counts
         for mode in MODES:
@@ -1279,7 +1299,7 @@ def _profile_table(profile: str, stamp: tuple | None = None) -> dict:  # stamp: 
     bundled_env = {mode: {**e, "runs": envelope[mode]["runs"]} if mode in envelope and isinstance(e, dict) else e
                    for mode, e in t["envelope"].items()}
     return t | {"own": slices, "envelope": bundled_env, "own_envelope": envelope, "covered": frozenset(cover), "own_classes": own_classes,
-                "profile": name, "why_bundled": "none of its runs is like this one", "own_runs": own_runs,
+                "profile": name, "why_bundled": "none of its runs is like this one", "own_runs": own_runs, "own_spread": spread,
                 "bundled_families": {mode: t["envelope"].get(mode, {}).get("families", []) for mode in MODES}}
 
 
@@ -1311,9 +1331,24 @@ def profile_section(rows: list[dict], preds: list[dict]) -> str:
             env["classes"] = {k: sorted(m for m, n in Counter(c.model_class for c, _ in records
                                                               if c.mode == mode and f"{c.engine}|{c.family}" == k).items() if n >= MIN_ROWS)
                               for k in env["runs"]}
+            env["own_spread"] = own_spread([x for x in records if x[0].mode == mode])
     return to_toml(table, ["the prediction intervals of this profile's own runs (llm_codesign.measure.intervals): they",
                            "replace the bundled ones for questions like them (same engine, GPU family and model class),",
                            f"where they number {MIN_ROWS} at least; fewer keep the bundled bands (too few for a band)"], prefix="intervals")
+
+
+def own_spread(records: list[tuple[Context, dict[str, float]]]) -> dict:
+    """Per engine|family and metric of a profile's runs: {"n", "q100", "q900"}, the 10th and 90th percentiles of
+    r = log(measured / predicted), priced with the profile fitted on them (in sample). Below MIN_ROWS they make no band
+    (no 97.5th order statistic) and the bundled one answers; this is what an answer says of them beside it (newc10 #15:
+    12 runs at 6.5% p90 read the bundled -20/+31% with nothing of their own). Said, not shrunk toward: an in-sample spread
+    of a dozen runs understates a new run's error, and no fold measures how a small profile's spread predicts its next runs."""
+    by: dict[str, dict[str, list[float]]] = {}
+    for ctx, res in records:
+        for m, r in res.items():
+            by.setdefault(f"{ctx.engine}|{ctx.family}", {}).setdefault(m, []).append(r)
+    return {k: {m: {"n": len(v), "q100": round(float(np.percentile(v, 10)), 4), "q900": round(float(np.percentile(v, 90)), 4)}
+                for m, v in ms.items()} for k, ms in sorted(by.items())}
 
 
 @lru_cache(maxsize=1)
@@ -1336,7 +1371,7 @@ def scores(records: list[tuple[Context, dict[str, float]]], table: dict, *, leve
             d = cols.setdefault(m, {})
             d.setdefault("offset", []).append(r - c["q500"])
             # the terms the reasons take (Widening.term): what the folds measure each kind's term over
-            d.setdefault("why", []).append(",".join(dict.fromkeys(w.term for w in reasons(found, table))) or "campaign")
+            d.setdefault("why", []).append(",".join(dict.fromkeys(w.term for w in slice_reasons(m, c, found, table))) or "campaign")
             for lvl in levels:
                 below, above = within(m, c, found, table, lvl, own=mine)
                 d.setdefault(f"inside{lvl}", []).append(math.log(b[f"lo{lvl}"]) <= r <= math.log(b[f"hi{lvl}"]))
