@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tomllib
 from dataclasses import KW_ONLY, dataclass, replace
 from functools import lru_cache
@@ -659,8 +660,28 @@ def _edge_distance(q: str, ratio: float) -> str:
     if q not in ("isl", "osl"):
         return ""
     far = "as far as the edge folds measure" if ratio <= EDGE_FOLD_RATIO * 1.05 else \
-        f"the edge folds measure its term at {EDGE_FOLD_RATIO:.0f}x only, not this far"
+        (f"the edge folds measure its term at {EDGE_FOLD_RATIO:.0f}x only: past it grown with the log-distance, "
+         f"x{growth(ratio):.2f} (ln {ratio:,.1f} / ln {EDGE_FOLD_RATIO:.0f})")
     return f"; {ratio:,.1f}x past it, {far}"
+
+
+def growth(ratio: float) -> float:
+    """How much the lengths term grows at an ISL or OSL `ratio` past its engine's range: ln(ratio) / ln(EDGE_FOLD_RATIO)
+    beyond the edge folds' 8x, 1 within it. The term per e-fold the folds measure (t / ln 8) held past the one distance
+    they measure, as design's accuracy err grows by 1x the log-distance beyond any studied range (cli/design.py's
+    legend): an extrapolation stated, not a measurement; the edge folds' 12 held-out run x metrics at 14.6x (A's) lay
+    inside their slices' bounds, no slope either way (docs/modelling-notes.md#fixD-band-distance). Within 8x not scaled
+    down (no slope measured there: #islwide-edge-distance)."""
+    return max(1.0, math.log(ratio) / math.log(EDGE_FOLD_RATIO)) if ratio > 0 else 1.0
+
+
+def grown(why: list, table: dict) -> dict:
+    """`table` with its lengths term grown for the farthest ISL or OSL reason in `why` (`growth`); itself where none lies past 8x."""
+    g = max([1.0, *(growth(w.ratio) for w in why if w.term == "lengths")])
+    term = table.get("between", {}).get("lengths")
+    if g == 1.0 or not term or not measured(term):
+        return table
+    return table | {"between": table["between"] | {"lengths": term | {k: v * g for k, v in term.items() if re.fullmatch(r"t\d+", k)}}}
 
 
 def family_name(family: str) -> str:
@@ -697,9 +718,10 @@ class Widening(str):
     factors: tuple[float, ...] = ()
     levels: tuple[int, ...] = ()
     note: str = ""
+    ratio: float = 1.0  # an ISL or OSL reason's distance past its engine's range (value / largest, smallest / value): grown()
 
     def __new__(cls, kind: str, what: str, *, quantity: str | None = None, span: tuple[float, float] | None = None,
-                factors: tuple[float, ...] = (), levels: tuple[int, ...] = (), note: str = ""):
+                factors: tuple[float, ...] = (), levels: tuple[int, ...] = (), note: str = "", ratio: float = 1.0):
         text = what
         if quantity is not None:
             lo, hi = (f"{x:,.0f}" for x in span)
@@ -715,7 +737,7 @@ class Widening(str):
 
     def __getnewargs_ex__(self):  # pickled and copied by its fields (str's own would hand __new__ the text alone)
         return (self.kind, self.what), {"quantity": self.quantity, "span": self.span, "factors": self.factors, "levels": self.levels,
-                                        "note": self.note}
+                                        "note": self.note, "ratio": self.ratio}
 
     @property
     def plain(self) -> str:
@@ -776,8 +798,9 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         if v is not None and not lo / BEYOND <= v <= hi * BEYOND:
             side = f"above {engine_title(ctx.engine)}'s largest measured {hi:,.0f}" if v > hi else \
                 f"below {engine_title(ctx.engine)}'s smallest measured {lo:,.0f}"
-            out.append(Widening(RANGED[q][v < lo], f"{side} ({run}s{_edge_distance(q, v / hi if v > hi else lo / v)})",
-                                quantity=QUANTITIES[q], span=(v, v)))
+            ratio = v / hi if v > hi else lo / v
+            out.append(Widening(RANGED[q][v < lo], f"{side} ({run}s{_edge_distance(q, ratio)})", quantity=QUANTITIES[q], span=(v, v),
+                                ratio=ratio if q in ("isl", "osl") else 1.0))
     new = [k for k in ctx.kinds if k not in every.get("kinds", ())]
     if new:
         out.append(Widening("shape", f"no measured run of a model with {', '.join(KIND_NAMES.get(k, k) for k in new)} layers"))
@@ -1016,7 +1039,7 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
     why = slice_reasons(metric, c, found, t)
-    whole = between([w.term for w in why if w.kind != "eager"], t, own=mine, levels=levels)
+    whole = between([w.term for w in why if w.kind != "eager"], grown(why, t), own=mine, levels=levels)
     k_lo, k_hi = with_eager(whole, found, metric)
     v = np.asarray(value, float)
     out, lo, hi = {}, math.inf, -math.inf
@@ -1052,22 +1075,28 @@ def slice_reasons(metric: str, c: dict, ctx: Context, table: dict) -> list[Widen
     return [Widening("family", f"no {run}{kind} on any {family_name(ctx.family)} GPU (the band is {fam})"), *why]
 
 
-def _factored(w: Widening, why: list, ctx: Context, metric: str, t: dict, *, own: bool, levels) -> Widening:
+def _factored(w: Widening, why: list, ctx: Context, metric: str, table: dict, *, own: bool, levels) -> Widening:
     """A reason `w` of a band's reasons `why` with its factors and what the band took of it (`standing`): its own term
     alone (own=True: without the campaign term) at each level; an unmeasured reason's the campaign term, which `between`
     adds in quadrature; the eager one's its ends' moves on `metric` (eager_terms); NO_TERM's none. One factor for every
     point of a frontier, so that its points' reasons merge."""
+    t = grown(why, table)  # the band's terms; the reason's own grown for its own distance alone (`mine`)
     terms = t.get("between", {})
     if w.kind in NO_TERM:
         return w
     if w.kind in UNRUN or not measured(terms.get(w.term, {})):
         f = {lvl: max(eager_terms(ctx, metric, lvl)) for lvl in levels} if w.kind in UNRUN else between([], t, levels=levels)
         return replace(w, factors=tuple(math.exp(f[lvl]) for lvl in levels), levels=tuple(levels))
-    mine = between([w.term], t, own=True, levels=levels)
+    mine = between([w.term], grown([w], table), own=True, levels=levels)
     # the largest of the measured terms the band takes (before an unmeasured one's quadrature), and the campaign's
     kinds = [x.term for x in why if x.kind not in (*UNRUN, *NO_TERM) and measured(terms.get(x.term, {}))]
     top, base = between(kinds, t, own=own, levels=levels), between([], t, own=own, levels=levels)
     note = standing(mine, top, base, levels)
+    other = [k for k in kinds if (k in DISTANCE) != (w.term in DISTANCE)]
+    if other:  # a distance term and another: the largest of each side in quadrature (between), unless the campaign's is wider
+        alike = between([k for k in kinds if k not in other], t, own=True, levels=levels)
+        note = (STANDING["larger"] if any(mine[lvl] < alike[lvl] - 1e-12 for lvl in levels) else STANDING["campaign"]
+                if all(top[lvl] <= base[lvl] + 1e-12 for lvl in levels) else QUADRATURE[w.term in DISTANCE])
     # one reason the band took: its factor is what widened it, nothing to tell apart (the README's Hopper line unwrapped)
     return replace(w, factors=tuple(math.exp(mine[lvl]) for lvl in levels), levels=tuple(levels),
                    note="" if len(kinds) == 1 and note == STANDING["band"] else note)
@@ -1077,6 +1106,9 @@ def _factored(w: Widening, why: list, ctx: Context, metric: str, t: dict, *, own
 # where it is that largest; the others are within it (crev9 #6: each line's factor read as what it added)
 STANDING = {"band": "the largest term, the band's", "campaign": "within the campaign term every band takes, not widened for it",
             "larger": "within a larger reason's term, not widened for it"}
+# a distance term's and the largest other's, each measured on held-out runs without the other, added in quadrature (between)
+QUADRATURE = {False: "in quadrature with the lengths or load term past the runs (each measured without the other), the band's",
+              True: "in quadrature with the other reasons' largest term (each measured without the other), the band's"}
 STANDING_AT = {"band": "the band's term", "campaign": "within the campaign term", "larger": "within a larger reason's"}  # per level
 
 
@@ -1113,20 +1145,32 @@ def grouped(ctx: Context, *, table: dict | None = None) -> Context:
     return ctx if any(w.kind in RANGED["concurrency"] for w in reasons(ctx, t)) else replace(ctx, concurrency=None)
 
 
+# the terms of a question past its engine's measured loads or lengths, measured on the edge folds' held-out runs, which
+# carry no other reason: of the folds' 10,287 held-out run x metrics with one (lengths 9,620, load 552, low_load 123), 26
+# carry another too (A's 24 lengths + model, the spec fold's 2). The other terms are measured on runs carrying one
+# another (a held-out family's runs lack its kernel tables): their sum counts them twice (#interval-moe), so the largest
+DISTANCE = ("load", "low_load", "lengths")
+
+
 def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) -> dict[int, float]:
     """The between-group term T of each level (log units): the largest of the campaign term (not for a
-    profile's `own` runs: they are the user's campaign) and the terms of the reasons' kinds `why`; 0 where the
+    profile's `own` runs: they are the user's campaign) and the terms of the reasons' kinds `why`, a distance term
+    (DISTANCE, measured apart from the others) in quadrature with the largest of the others (a length past the runs on a
+    GPU with no kernel table: newc10 #4; the folds hold 26 such run x metrics, inside alike under either rule); 0 where the
     table measures none; a wider level's term never below a narrower one's (each level is measured apart, and
     low_load's 95% term came out under its 80%); a reason whose term was not measured (one group: `measured`) adds the
     campaign term once more in quadrature, own or not: such a run (speculative decoding's) is a new group AND a new
     campaign, and taking the largest term left the band exactly as without the reason (review of uxa)."""
     terms = table.get("between", {})
-    kinds = ([] if own else ["campaign"]) + [k for k in why if k not in terms or measured(terms[k])]
+    base, rest = [] if own else ["campaign"], [k for k in why if k not in terms or measured(terms[k])]
     # an unmeasured term (or UNRUN's, which no run measures): a second campaign's on top
     new = any((k in terms and not measured(terms[k])) or k in UNRUN for k in why)
     out, floor = {}, 0.0
     for lvl in sorted(levels):
-        top = max([0.0, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)])
+        def t(ks, lvl=lvl):
+            return max([0.0, *(terms[k][f"t{lvl}"] for k in ks if k in terms)])
+        # the distance terms (DISTANCE) in quadrature with the largest of the others, the campaign's the least
+        top = max(t(base), math.hypot(t([k for k in rest if k not in DISTANCE]), t([k for k in rest if k in DISTANCE])))
         if new and "campaign" in terms:
             top = math.hypot(top, terms["campaign"][f"t{lvl}"])
         floor = out[lvl] = max(floor, top)
