@@ -1146,8 +1146,8 @@ def grouped(ctx: Context, *, table: dict | None = None) -> Context:
 
 
 # the terms of a question past its engine's measured loads or lengths, measured on the edge folds' held-out runs, which
-# carry no other reason: of the folds' 10,287 held-out run x metrics with one (lengths 9,620, load 552, low_load 123), 26
-# carry another too (A's 24 lengths + model, the spec fold's 2). The other terms are measured on runs carrying one
+# carry no other reason: of the folds' held-out run x metrics with one (lengths 9,620, load 552, low_load 123), 34
+# carry another too (A's 24 lengths + model, B's 8 family + low_load, the spec fold's 2). The others are measured on runs carrying one
 # another (a held-out family's runs lack its kernel tables): their sum counts them twice (#interval-moe), so the largest
 DISTANCE = ("load", "low_load", "lengths")
 
@@ -1156,7 +1156,7 @@ def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) ->
     """The between-group term T of each level (log units): the largest of the campaign term (not for a
     profile's `own` runs: they are the user's campaign) and the terms of the reasons' kinds `why`, a distance term
     (DISTANCE, measured apart from the others) in quadrature with the largest of the others (a length past the runs on a
-    GPU with no kernel table: newc10 #4; the folds hold 26 such run x metrics, inside alike under either rule); 0 where the
+    GPU with no kernel table: newc10 #4; the folds hold 34 such run x metrics); 0 where the
     table measures none; a wider level's term never below a narrower one's (each level is measured apart, and
     low_load's 95% term came out under its 80%); a reason whose term was not measured (one group: `measured`) adds the
     campaign term once more in quadrature, own or not: such a run (speculative decoding's) is a new group AND a new
