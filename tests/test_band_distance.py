@@ -110,3 +110,13 @@ def test_a_small_profiles_own_spread_is_said_beside_the_bundled_band():
     assert iv._why_bundled("tpot_ms", ctx, t) == ("too few of its runs (12 with vLLM on CDNA3 GPUs; 39 per slice needed); their TPOT, priced "
                                                    "with the profile fitted on them (in sample): 80% of the 12 within -5.9%/+2.9% of the prediction")
     assert iv._why_bundled("ttft_ms", ctx, t) == "too few of its runs (12 with vLLM on CDNA3 GPUs; 39 per slice needed)"
+
+
+def test_a_reason_merged_over_points_says_how_the_band_took_it_where_every_point_took_it():
+    from llm_codesign.render.intervals import MIXED_NOTE, _merged_note
+
+    # the MI355X frontier's load reason: in quadrature with TTFT's family term, alone ("") on the rates: the band's at each
+    assert _merged_note({"", iv.QUADRATURE[True]}) == iv.QUADRATURE[True]
+    assert _merged_note({""}) == "" and _merged_note({iv.STANDING["band"]}) == iv.STANDING["band"]
+    # the band's at some, within another's at others: mixed, as before
+    assert _merged_note({"", iv.STANDING["larger"]}) == MIXED_NOTE

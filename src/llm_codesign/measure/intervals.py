@@ -1067,12 +1067,13 @@ def slice_reasons(metric: str, c: dict, ctx: Context, table: dict) -> list[Widen
     takes, as an H100's does (crev10 #8: the Blackwell runs' band had read without it)."""
     why = [w for w in reasons(ctx, table) if metric not in DECODE_ONLY or w.kind != "request_cost"]
     fams = c.get("families")
-    if not fams or ctx.family in fams or any(w.kind == "family" for w in why):
+    # a profile's own runs covering the family drop its widening (`covered`, _family_by_own_runs says whose runs)
+    if not fams or ctx.family in fams or any(w.kind == "family" for w in why) or covered(ctx, table):
         return why
-    run, arr = RUNS[ctx.mode], ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)
-    kind = f" in {arr}" if ctx.arrival and ctx.arrival in c.get("arrivals", ()) else " of this slice's kind"
-    fam = f"{_listed([family_name(f) for f in fams])}'s"
-    return [Widening("family", f"no {run}{kind} on any {family_name(ctx.family)} GPU (the band is {fam})"), *why]
+    run, fam, whose = RUNS[ctx.mode], family_name(ctx.family), _listed([family_name(f) for f in fams])
+    what = (f"no {run} in {ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)} on any {fam} GPU" if metric in ARRIVAL_METRICS and ctx.arrival
+            else f"too few {run}s on {fam} GPUs for a slice of their own ({MIN_ROWS} needed)")
+    return [Widening("family", f"{what} (the band is {whose}'s)"), *why]
 
 
 def _factored(w: Widening, why: list, ctx: Context, metric: str, table: dict, *, own: bool, levels) -> Widening:
