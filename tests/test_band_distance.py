@@ -116,7 +116,9 @@ def test_a_reason_merged_over_points_says_how_the_band_took_it_where_every_point
     from llm_codesign.render.intervals import MIXED_NOTE, _merged_note
 
     # the MI355X frontier's load reason: in quadrature with TTFT's family term, alone ("") on the rates: the band's at each
-    assert _merged_note({"", iv.QUADRATURE[True]}) == iv.QUADRATURE[True]
+    assert _merged_note({"", iv.QUADRATURE[True]}) == ("the band's term at every point, in quadrature with the other reasons' "
+                                                        "largest term (each measured without the other) at some")
+    assert _merged_note({iv.QUADRATURE[True]}) == iv.QUADRATURE[True]
     assert _merged_note({""}) == "" and _merged_note({iv.STANDING["band"]}) == iv.STANDING["band"]
     # the band's at some, within another's at others: mixed, as before
     assert _merged_note({"", iv.STANDING["larger"]}) == MIXED_NOTE

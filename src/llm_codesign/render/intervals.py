@@ -260,8 +260,11 @@ def _merged_note(notes: set[str]) -> str:
     the one that says how; else MIXED_NOTE (an MI355X frontier's load reason: in quadrature with TTFT's family term, alone
     on TPOT, had read "within another reason's at others")."""
     told = notes - {""}
-    if len(notes) == 1 or (len(told) == 1 and next(iter(told)).endswith("the band's")):
-        return next(iter(told or notes))
+    if len(notes) == 1:
+        return next(iter(notes))
+    if len(told) == 1 and (note := next(iter(told))).endswith("the band's"):
+        # a band's one reason at some points, in quadrature with a distance term at others: the band's at each
+        return f"the band's term at every point, {note.removesuffix(', the band' + chr(39) + 's')} at some" if note.startswith("in quadrature") else note
     return MIXED_NOTE
 
 
