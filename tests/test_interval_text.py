@@ -2,6 +2,7 @@
 reason, what a band took of each reason's term, and a reason whose factors differ by metric said once."""
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import pytest
@@ -38,11 +39,13 @@ def test_a_prefix_hit_answer_keeps_its_lower_bound_and_says_no_run_used_a_prefix
     assert b["lo95"] < b["lo80"] < e.ttft_s * 1e3 < b["hi80"] and b.get("capped") is None
     why = [w for w in b["widened"] if w.kind.startswith("prefix")]
     # 82 prefilled under 1/2 of TensorRT-LLM's smallest measured ISL 1,024 (512): the lengths term measures that, and its
-    # 0.0285 / 0.0572 (the 2026-12-07 folds) is within the campaign term's 0.0317 at 80% and within another of this
-    # answer's reasons at 95%, so it widens nothing and says so
+    # 0.0285 / 0.0572 (the 2026-12-07 folds), a distance term measured apart from the Hopper family term 0.0529 / 0.1858,
+    # adds in quadrature to it (fixD): hypot(0.0529, 0.0285) = 0.0601 over the campaign's 0.0317, hypot(0.1858, 0.0572) = 0.1944
     assert [(w.kind, w.term) for w in why] == [("prefix_lengths", "lengths")]
     assert str(why[0]).startswith("no measured serving run with prefix-cache hits (99% of each prompt: 82 of its 8,192 tokens prefilled)")
-    assert str(why[0]).endswith("(x1.03/x1.06 at 80/95%: within the campaign term at 80%; within a larger reason's at 95%)")
+    assert str(why[0]).endswith(f"(x1.03/x1.06 at 80/95%: {iv.QUADRATURE[True]})")
+    T = iv.bundled()["between"]
+    assert iv.between(["family", "lengths"], iv.bundled())[95] == pytest.approx(math.hypot(T["family"]["t95"], T["lengths"]["t95"]))
     # half the prompt cached: 4,096 prefilled, within the measured ISLs: no term measures it; said, and the band is the one
     # the same question has without the reason (its ratios to the prediction)
     half = lc.Workload(isl=8192, osl=256, concurrency=8, prefix_hit=0.5)

@@ -227,22 +227,30 @@ def test_a_question_beyond_the_measured_load_or_lengths_widens_with_its_reason()
     short = iv.band("ttft_ms", 100.0, replace(far, concurrency=64.0, isl=1.0, osl=4096.0), table=t)
     # each says how far past the range it lies against the edge folds' 8x (EDGE_FOLD_RATIO): ISL 1 is 1,024 / 1 = 1,024x
     # below (beyond what the folds measure), OSL 4,096 is 4,096 / 1,024 = 4.0x above (within it)
-    # two reasons of the one lengths term, each the band's: it takes that term once, not their product
-    assert short["widened"] == ["ISL 1 below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far) (x1.65/x1.82 at 80/95%: the largest term, the band's)",
-                                "OSL 4,096 above vLLM's largest measured 1,024 (serving runs; 4.0x past it, as far as the edge folds measure) (x1.65/x1.82 at 80/95%: the largest term, the band's)"]
+    # two reasons of the one lengths term: it takes that term once, not their product; ISL 1 lies past the folds' 8x, so
+    # its term grows with the log-distance (intervals.growth): ln 1,024 / ln 8 = 10 / 3, 0.5 x 10/3 = 1.6667 -> x5.29,
+    # 0.6 x 10/3 = 2.0 -> x7.39, the band's; OSL 4,096 at 4x keeps the measured 0.5 / 0.6, within it
+    far_isl = ("ISL 1 below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only: "
+               "past it grown with the log-distance, x3.33 (ln 1,024.0 / ln 8))")
+    assert short["widened"] == [far_isl + " (x5.29/x7.39 at 80/95%: the largest term, the band's)",
+                                "OSL 4,096 above vLLM's largest measured 1,024 (serving runs; 4.0x past it, as far as the edge folds measure) "
+                                "(x1.65/x1.82 at 80/95%: within a larger reason's term, not widened for it)"]
     # each reason carries what its text says as fields: a frontier merges them by these (cli._merged), not by its words
     isl = short["widened"][0]
     assert (isl.kind, isl.quantity, isl.span, isl.what, isl.levels) == (
-        "lengths", "ISL", (1.0, 1.0), "below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far)", (80, 95))
-    assert isl.factors == pytest.approx((math.exp(0.5), math.exp(0.6)))
-    assert replace(isl, span=(1.0, 300.0)) == "ISL 1-300 below vLLM's smallest measured 1,024 (serving runs; 1,024.0x past it, the edge folds measure its term at 8x only, not this far) (x1.65/x1.82 at 80/95%: the largest term, the band's)"
+        "lengths", "ISL", (1.0, 1.0), far_isl[6:], (80, 95))
+    assert isl.factors == pytest.approx((math.exp(0.5 * 10 / 3), math.exp(0.6 * 10 / 3))) and isl.ratio == 1024.0
+    assert replace(isl, span=(1.0, 300.0)) == far_isl.replace("ISL 1 ", "ISL 1-300 ") + " (x5.29/x7.39 at 80/95%: the largest term, the band's)"
     # the boundary: 8,400 / 1,024 = 8.2x sits within the folds' 8x (5% slack: the campaigns' 8,192 / 1,024 is 8.0x exactly);
     # 8,800 / 1,024 = 8.6x does not; concurrency says no distance (a frontier's points differ there)
     assert iv._edge_distance("isl", 8400 / 1024) == "; 8.2x past it, as far as the edge folds measure"
-    assert iv._edge_distance("osl", 8800 / 1024) == "; 8.6x past it, the edge folds measure its term at 8x only, not this far"
+    assert iv._edge_distance("osl", 8800 / 1024) == ("; 8.6x past it, the edge folds measure its term at 8x only: past it grown with the "
+                                                     "log-distance, x1.03 (ln 8.6 / ln 8)")  # ln 8.594 / ln 8 = 2.1511 / 2.0794 = 1.0344
+    assert iv.growth(8.0) == 1.0 and iv.growth(4.0) == 1.0 and iv.growth(64.0) == pytest.approx(2.0)  # ln 64 / ln 8 = 6/3
     assert iv._edge_distance("concurrency", 100.0) == ""
     assert pickle.loads(pickle.dumps(isl)).span == (1.0, 1.0) and json.dumps(short["widened"][:1]) == json.dumps([str(isl)])
-    assert (short["lo80"], short["hi80"]) == pytest.approx((12.13, 296.8), rel=1e-3)  # the lengths term 0.5 added: 100 exp(-(1.6094 + 0.5))
+    # the grown lengths term 1.6667 added: 100 exp(-(1.6094 + 1.6667)) = 3.778, 100 exp(0.5878 + 1.6667) = 953.0
+    assert (short["lo80"], short["hi80"]) == pytest.approx((3.778, 953.0), rel=1e-3)
     # a frontier's points share a pass where their concurrency moves no band, and keep it where it widens theirs
     assert iv.grouped(replace(far, concurrency=64.0), table=t).concurrency is None
     assert iv.grouped(far, table=t) == far

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tomllib
 from dataclasses import KW_ONLY, dataclass, replace
 from functools import lru_cache
@@ -659,8 +660,28 @@ def _edge_distance(q: str, ratio: float) -> str:
     if q not in ("isl", "osl"):
         return ""
     far = "as far as the edge folds measure" if ratio <= EDGE_FOLD_RATIO * 1.05 else \
-        f"the edge folds measure its term at {EDGE_FOLD_RATIO:.0f}x only, not this far"
+        (f"the edge folds measure its term at {EDGE_FOLD_RATIO:.0f}x only: past it grown with the log-distance, "
+         f"x{growth(ratio):.2f} (ln {ratio:,.1f} / ln {EDGE_FOLD_RATIO:.0f})")
     return f"; {ratio:,.1f}x past it, {far}"
+
+
+def growth(ratio: float) -> float:
+    """How much the lengths term grows at an ISL or OSL `ratio` past its engine's range: ln(ratio) / ln(EDGE_FOLD_RATIO)
+    beyond the edge folds' 8x, 1 within it. The term per e-fold the folds measure (t / ln 8) held past the one distance
+    they measure, as design's accuracy err grows by 1x the log-distance beyond any studied range (cli/design.py's
+    legend): an extrapolation stated, not a measurement; the edge folds' 12 held-out run x metrics at 14.6x (A's) lay
+    inside their slices' bounds, no slope either way (docs/modelling-notes.md#fixD-band-distance). Within 8x not scaled
+    down (no slope measured there: #islwide-edge-distance)."""
+    return max(1.0, math.log(ratio) / math.log(EDGE_FOLD_RATIO)) if ratio > 0 else 1.0
+
+
+def grown(why: list, table: dict) -> dict:
+    """`table` with its lengths term grown for the farthest ISL or OSL reason in `why` (`growth`); itself where none lies past 8x."""
+    g = max([1.0, *(growth(w.ratio) for w in why if w.term == "lengths")])
+    term = table.get("between", {}).get("lengths")
+    if g == 1.0 or not term or not measured(term):
+        return table
+    return table | {"between": table["between"] | {"lengths": term | {k: v * g for k, v in term.items() if re.fullmatch(r"t\d+", k)}}}
 
 
 def family_name(family: str) -> str:
@@ -697,9 +718,10 @@ class Widening(str):
     factors: tuple[float, ...] = ()
     levels: tuple[int, ...] = ()
     note: str = ""
+    ratio: float = 1.0  # an ISL or OSL reason's distance past its engine's range (value / largest, smallest / value): grown()
 
     def __new__(cls, kind: str, what: str, *, quantity: str | None = None, span: tuple[float, float] | None = None,
-                factors: tuple[float, ...] = (), levels: tuple[int, ...] = (), note: str = ""):
+                factors: tuple[float, ...] = (), levels: tuple[int, ...] = (), note: str = "", ratio: float = 1.0):
         text = what
         if quantity is not None:
             lo, hi = (f"{x:,.0f}" for x in span)
@@ -715,7 +737,7 @@ class Widening(str):
 
     def __getnewargs_ex__(self):  # pickled and copied by its fields (str's own would hand __new__ the text alone)
         return (self.kind, self.what), {"quantity": self.quantity, "span": self.span, "factors": self.factors, "levels": self.levels,
-                                        "note": self.note}
+                                        "note": self.note, "ratio": self.ratio}
 
     @property
     def plain(self) -> str:
@@ -776,8 +798,9 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         if v is not None and not lo / BEYOND <= v <= hi * BEYOND:
             side = f"above {engine_title(ctx.engine)}'s largest measured {hi:,.0f}" if v > hi else \
                 f"below {engine_title(ctx.engine)}'s smallest measured {lo:,.0f}"
-            out.append(Widening(RANGED[q][v < lo], f"{side} ({run}s{_edge_distance(q, v / hi if v > hi else lo / v)})",
-                                quantity=QUANTITIES[q], span=(v, v)))
+            ratio = v / hi if v > hi else lo / v
+            out.append(Widening(RANGED[q][v < lo], f"{side} ({run}s{_edge_distance(q, ratio)})", quantity=QUANTITIES[q], span=(v, v),
+                                ratio=ratio if q in ("isl", "osl") else 1.0))
     new = [k for k in ctx.kinds if k not in every.get("kinds", ())]
     if new:
         out.append(Widening("shape", f"no measured run of a model with {', '.join(KIND_NAMES.get(k, k) for k in new)} layers"))
@@ -996,8 +1019,11 @@ def _why_bundled(metric: str, ctx: Context, table: dict) -> str:
     n = table.get("own_runs", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", 0)
     if not n:
         return table["why_bundled"]
-    if n < MIN_ROWS:  # nor do they drop a widening (`covered`)
-        return f"too few of its runs ({n} with {engine_title(ctx.engine)} on {family_name(ctx.family)} GPUs; {MIN_ROWS} per slice needed)"
+    if n < MIN_ROWS:  # nor do they drop a widening (`covered`); their own spread said beside the band (own_spread)
+        s = table.get("own_spread", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", {}).get(metric)
+        own = "" if not s else (f"; their {LABELS[metric]}, priced with the profile fitted on them (in sample): 80% of the "
+                                f"{s['n']} within {math.expm1(s['q100']):+.1%}/{math.expm1(s['q900']):+.1%} of the prediction")
+        return f"too few of its runs ({n} with {engine_title(ctx.engine)} on {family_name(ctx.family)} GPUs; {MIN_ROWS} per slice needed){own}"
     if not covered(ctx, table):  # runs of another model class
         return (f"none of its {n} runs with {engine_title(ctx.engine)} on {family_name(ctx.family)} GPUs is of a "
                 f"{'MoE' if ctx.model_class == 'moe' else 'dense'} model")
@@ -1012,9 +1038,8 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     merges them; empty inside the envelope)}."""
     t = bundled() if table is None else table
     c, source, found, mine = lookup(metric, ctx, t)
-    # a fitted per-request cost outside its model classes moves TTFT and, through a wave's cycle, tok/s/GPU: not a step's
-    why = [w for w in reasons(found, t) if metric not in DECODE_ONLY or w.kind != "request_cost"]
-    whole = between([w.term for w in why if w.kind != "eager"], t, own=mine, levels=levels)
+    why = slice_reasons(metric, c, found, t)
+    whole = between([w.term for w in why if w.kind != "eager"], grown(why, t), own=mine, levels=levels)
     k_lo, k_hi = with_eager(whole, found, metric)
     v = np.asarray(value, float)
     out, lo, hi = {}, math.inf, -math.inf
@@ -1034,22 +1059,45 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     return out | {"n": c["n"], "source": source, "widened": widened} | predictability(out[f"lo{max(levels)}"], out[f"hi{max(levels)}"])
 
 
-def _factored(w: Widening, why: list, ctx: Context, metric: str, t: dict, *, own: bool, levels) -> Widening:
+def slice_reasons(metric: str, c: dict, ctx: Context, table: dict) -> list[Widening]:
+    """The reasons a band of `metric` widens by (`reasons`), from the slice `c` it takes for `ctx`: a fitted per-request
+    cost outside its model classes moves TTFT and, through a wave's cycle, tok/s/GPU, not a step's (DECODE_ONLY); and
+    where the slice lies across GPU families without the question's (a family the envelope holds, but with no run in this
+    slice's kind: an MI355X's TTFT in waves, its CDNA4 runs all closed loops), the family reason an unmeasured family
+    takes, as an H100's does (crev10 #8: the Blackwell runs' band had read without it)."""
+    why = [w for w in reasons(ctx, table) if metric not in DECODE_ONLY or w.kind != "request_cost"]
+    fams = c.get("families")
+    # a profile's own runs covering the family drop its widening (`covered`, _family_by_own_runs says whose runs)
+    if not fams or ctx.family in fams or any(w.kind == "family" for w in why) or covered(ctx, table):
+        return why
+    run, fam, whose = RUNS[ctx.mode], family_name(ctx.family), _listed([family_name(f) for f in fams])
+    what = (f"no {run} in {ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)} on any {fam} GPU" if metric in ARRIVAL_METRICS and ctx.arrival
+            else f"too few {run}s on {fam} GPUs for a slice of their own ({MIN_ROWS} needed)")
+    return [Widening("family", f"{what} (the band is {whose}'s)"), *why]
+
+
+def _factored(w: Widening, why: list, ctx: Context, metric: str, table: dict, *, own: bool, levels) -> Widening:
     """A reason `w` of a band's reasons `why` with its factors and what the band took of it (`standing`): its own term
     alone (own=True: without the campaign term) at each level; an unmeasured reason's the campaign term, which `between`
     adds in quadrature; the eager one's its ends' moves on `metric` (eager_terms); NO_TERM's none. One factor for every
     point of a frontier, so that its points' reasons merge."""
+    t = grown(why, table)  # the band's terms; the reason's own grown for its own distance alone (`mine`)
     terms = t.get("between", {})
     if w.kind in NO_TERM:
         return w
     if w.kind in UNRUN or not measured(terms.get(w.term, {})):
         f = {lvl: max(eager_terms(ctx, metric, lvl)) for lvl in levels} if w.kind in UNRUN else between([], t, levels=levels)
         return replace(w, factors=tuple(math.exp(f[lvl]) for lvl in levels), levels=tuple(levels))
-    mine = between([w.term], t, own=True, levels=levels)
+    mine = between([w.term], grown([w], table), own=True, levels=levels)
     # the largest of the measured terms the band takes (before an unmeasured one's quadrature), and the campaign's
     kinds = [x.term for x in why if x.kind not in (*UNRUN, *NO_TERM) and measured(terms.get(x.term, {}))]
     top, base = between(kinds, t, own=own, levels=levels), between([], t, own=own, levels=levels)
     note = standing(mine, top, base, levels)
+    other = [k for k in kinds if (k in DISTANCE) != (w.term in DISTANCE)]
+    if other:  # a distance term and another: the largest of each side in quadrature (between), unless the campaign's is wider
+        alike = between([k for k in kinds if k not in other], t, own=True, levels=levels)
+        note = (STANDING["larger"] if any(mine[lvl] < alike[lvl] - 1e-12 for lvl in levels) else STANDING["campaign"]
+                if all(top[lvl] <= base[lvl] + 1e-12 for lvl in levels) else QUADRATURE[w.term in DISTANCE])
     # one reason the band took: its factor is what widened it, nothing to tell apart (the README's Hopper line unwrapped)
     return replace(w, factors=tuple(math.exp(mine[lvl]) for lvl in levels), levels=tuple(levels),
                    note="" if len(kinds) == 1 and note == STANDING["band"] else note)
@@ -1059,6 +1107,9 @@ def _factored(w: Widening, why: list, ctx: Context, metric: str, t: dict, *, own
 # where it is that largest; the others are within it (crev9 #6: each line's factor read as what it added)
 STANDING = {"band": "the largest term, the band's", "campaign": "within the campaign term every band takes, not widened for it",
             "larger": "within a larger reason's term, not widened for it"}
+# a distance term's and the largest other's, each measured on held-out runs without the other, added in quadrature (between)
+QUADRATURE = {False: "in quadrature with the lengths or load term past the runs (each measured without the other), the band's",
+              True: "in quadrature with the other reasons' largest term (each measured without the other), the band's"}
 STANDING_AT = {"band": "the band's term", "campaign": "within the campaign term", "larger": "within a larger reason's"}  # per level
 
 
@@ -1095,20 +1146,32 @@ def grouped(ctx: Context, *, table: dict | None = None) -> Context:
     return ctx if any(w.kind in RANGED["concurrency"] for w in reasons(ctx, t)) else replace(ctx, concurrency=None)
 
 
+# the terms of a question past its engine's measured loads or lengths, measured on the edge folds' held-out runs, which
+# carry no other reason: of the folds' held-out run x metrics with one (lengths 9,620, load 552, low_load 123), 34
+# carry another too (A's 24 lengths + model, B's 8 family + low_load, the spec fold's 2). The others are measured on runs carrying one
+# another (a held-out family's runs lack its kernel tables): their sum counts them twice (#interval-moe), so the largest
+DISTANCE = ("load", "low_load", "lengths")
+
+
 def between(why: list[str], table: dict, *, own: bool = False, levels=LEVELS) -> dict[int, float]:
     """The between-group term T of each level (log units): the largest of the campaign term (not for a
-    profile's `own` runs: they are the user's campaign) and the terms of the reasons' kinds `why`; 0 where the
+    profile's `own` runs: they are the user's campaign) and the terms of the reasons' kinds `why`, a distance term
+    (DISTANCE, measured apart from the others) in quadrature with the largest of the others (a length past the runs on a
+    GPU with no kernel table: newc10 #4; the folds hold 34 such run x metrics); 0 where the
     table measures none; a wider level's term never below a narrower one's (each level is measured apart, and
     low_load's 95% term came out under its 80%); a reason whose term was not measured (one group: `measured`) adds the
     campaign term once more in quadrature, own or not: such a run (speculative decoding's) is a new group AND a new
     campaign, and taking the largest term left the band exactly as without the reason (review of uxa)."""
     terms = table.get("between", {})
-    kinds = ([] if own else ["campaign"]) + [k for k in why if k not in terms or measured(terms[k])]
+    base, rest = [] if own else ["campaign"], [k for k in why if k not in terms or measured(terms[k])]
     # an unmeasured term (or UNRUN's, which no run measures): a second campaign's on top
     new = any((k in terms and not measured(terms[k])) or k in UNRUN for k in why)
     out, floor = {}, 0.0
     for lvl in sorted(levels):
-        top = max([0.0, *(terms[kind][f"t{lvl}"] for kind in kinds if kind in terms)])
+        def t(ks, lvl=lvl):
+            return max([0.0, *(terms[k][f"t{lvl}"] for k in ks if k in terms)])
+        # the distance terms (DISTANCE) in quadrature with the largest of the others, the campaign's the least
+        top = max(t(base), math.hypot(t([k for k in rest if k not in DISTANCE]), t([k for k in rest if k in DISTANCE])))
         if new and "campaign" in terms:
             top = math.hypot(top, terms["campaign"][f"t{lvl}"])
         floor = out[lvl] = max(floor, top)
@@ -1259,6 +1322,8 @@ def _profile_table(profile: str, stamp: tuple | None = None) -> dict:  # stamp: 
                     | {"ranges": _wider(t["envelope"].get(mode, {}).get("ranges", {}), env.get(mode, {}).get("ranges", {}))} for mode in MODES}
         envelope |= {k: sorted(set(t["envelope"][k]) | set(env.get(k, ()))) for k in ("kinds", "formats", "models")}
         own_runs = {mode: {str(k): int(v) for k, v in env.get(mode, {}).get("runs", {}).items()} for mode in MODES}
+        spread = {mode: {str(k): {str(m): {q: int(x) if q == "n" else float(x) for q, x in v.items()} for m, v in ms.items()}
+                         for k, ms in env.get(mode, {}).get("own_spread", {}).items()} for mode in MODES}
         # the runs per engine|family behind either table (the bundled runs and the profile's own, its own campaign's),
         # which _describe's "(X's own N ...)" counts
         for mode in MODES:
@@ -1279,7 +1344,7 @@ def _profile_table(profile: str, stamp: tuple | None = None) -> dict:  # stamp: 
     bundled_env = {mode: {**e, "runs": envelope[mode]["runs"]} if mode in envelope and isinstance(e, dict) else e
                    for mode, e in t["envelope"].items()}
     return t | {"own": slices, "envelope": bundled_env, "own_envelope": envelope, "covered": frozenset(cover), "own_classes": own_classes,
-                "profile": name, "why_bundled": "none of its runs is like this one", "own_runs": own_runs,
+                "profile": name, "why_bundled": "none of its runs is like this one", "own_runs": own_runs, "own_spread": spread,
                 "bundled_families": {mode: t["envelope"].get(mode, {}).get("families", []) for mode in MODES}}
 
 
@@ -1311,9 +1376,24 @@ def profile_section(rows: list[dict], preds: list[dict]) -> str:
             env["classes"] = {k: sorted(m for m, n in Counter(c.model_class for c, _ in records
                                                               if c.mode == mode and f"{c.engine}|{c.family}" == k).items() if n >= MIN_ROWS)
                               for k in env["runs"]}
+            env["own_spread"] = own_spread([x for x in records if x[0].mode == mode])
     return to_toml(table, ["the prediction intervals of this profile's own runs (llm_codesign.measure.intervals): they",
                            "replace the bundled ones for questions like them (same engine, GPU family and model class),",
                            f"where they number {MIN_ROWS} at least; fewer keep the bundled bands (too few for a band)"], prefix="intervals")
+
+
+def own_spread(records: list[tuple[Context, dict[str, float]]]) -> dict:
+    """Per engine|family and metric of a profile's runs: {"n", "q100", "q900"}, the 10th and 90th percentiles of
+    r = log(measured / predicted), priced with the profile fitted on them (in sample). Below MIN_ROWS they make no band
+    (no 97.5th order statistic) and the bundled one answers; this is what an answer says of them beside it (newc10 #15:
+    12 runs at 6.5% p90 read the bundled -20/+31% with nothing of their own). Said, not shrunk toward: an in-sample spread
+    of a dozen runs understates a new run's error, and no fold measures how a small profile's spread predicts its next runs."""
+    by: dict[str, dict[str, list[float]]] = {}
+    for ctx, res in records:
+        for m, r in res.items():
+            by.setdefault(f"{ctx.engine}|{ctx.family}", {}).setdefault(m, []).append(r)
+    return {k: {m: {"n": len(v), "q100": round(float(np.percentile(v, 10)), 4), "q900": round(float(np.percentile(v, 90)), 4)}
+                for m, v in ms.items()} for k, ms in sorted(by.items())}
 
 
 @lru_cache(maxsize=1)
@@ -1336,7 +1416,7 @@ def scores(records: list[tuple[Context, dict[str, float]]], table: dict, *, leve
             d = cols.setdefault(m, {})
             d.setdefault("offset", []).append(r - c["q500"])
             # the terms the reasons take (Widening.term): what the folds measure each kind's term over
-            d.setdefault("why", []).append(",".join(dict.fromkeys(w.term for w in reasons(found, table))) or "campaign")
+            d.setdefault("why", []).append(",".join(dict.fromkeys(w.term for w in slice_reasons(m, c, found, table))) or "campaign")
             for lvl in levels:
                 below, above = within(m, c, found, table, lvl, own=mine)
                 d.setdefault(f"inside{lvl}", []).append(math.log(b[f"lo{lvl}"]) <= r <= math.log(b[f"hi{lvl}"]))

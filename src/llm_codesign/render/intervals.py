@@ -246,12 +246,26 @@ def merged(reasons: list) -> list:
         groups.setdefault((w.kind, w.quantity, w.what, w.factors, w.levels), []).append(w)
     # what the bands took of it said once: the same where the points agree, else that it differs (a frontier's Hopper
     # reason the band's alone at most points, within the low-load one's at 80% at one request: said twice before)
-    return [replace(ws[0], note=next(iter(n)) if len(n := {w.note for w in ws}) == 1 else MIXED_NOTE,
+    return [replace(ws[0], note=_merged_note({w.note for w in ws}),
                     **({} if ws[0].quantity is None else {"span": (min(w.span[0] for w in ws), max(w.span[1] for w in ws))}))
             for ws in groups.values()]
 
 
 MIXED_NOTE = "the band's term at some points, within another reason's at others"
+
+
+def _merged_note(notes: set[str]) -> str:
+    """The note of a reason merged over points and metrics: theirs where they agree; where each says the band took it
+    ("" for a band's one reason, "... the band's": alone, or in quadrature with a distance term, measure.intervals.QUADRATURE)
+    the one that says how; else MIXED_NOTE (an MI355X frontier's load reason: in quadrature with TTFT's family term, alone
+    on TPOT, had read "within another reason's at others")."""
+    told = notes - {""}
+    if len(notes) == 1:
+        return next(iter(notes))
+    if len(told) == 1 and (note := next(iter(told))).endswith("the band's"):
+        # a band's one reason at some points, in quadrature with a distance term at others: the band's at each
+        return f"the band's term at every point, {note.removesuffix(', the band' + chr(39) + 's')} at some" if note.startswith("in quadrature") else note
+    return MIXED_NOTE
 
 
 def frontier_reasons(frontier: list[dict]) -> list[str]:
