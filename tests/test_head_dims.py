@@ -48,7 +48,7 @@ def test_the_note_names_the_first_head_size_no_kernel_takes():
     m = from_hf_config({"model_type": "llama", "hidden_size": 5000, "num_hidden_layers": 4, "num_attention_heads": 40,
                         "num_key_value_heads": 8, "intermediate_size": 13824, "vocab_size": 32000}, "hd125")
     assert head_dim_note(m, "sglang", H100).endswith("it needs --attention-backend triton (the export writes it), slower; priced as "
-                                                     "the fast kernel (lint R4)")
+                                                     "its Triton kernels (H100 kernel table) (lint R4)")
 
 
 def test_amd_gpus_get_no_cuda_kernel_rule():

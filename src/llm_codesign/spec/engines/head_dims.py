@@ -99,6 +99,6 @@ def head_dim_note(model, engine: str, gpu, kv: str | None = None) -> str | None:
         said = head_dim_support(engine, gpu, hd, kv)
         if said:
             kind, rule, then = said
-            priced = "priced as if it ran" if kind == "none" else "priced as the fast kernel"
+            priced = {"none": "priced as if it ran", "flag": "priced as its Triton kernels (H100 kernel table)"}.get(kind, "priced as the fast kernel")
             return f"head_dim {hd}: {rule}: {then}; {priced} (lint R4)"
     return None

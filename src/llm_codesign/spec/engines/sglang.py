@@ -147,6 +147,14 @@ class SGLangEngine(Engine):
     request_cost_fitted_on = ("moe",)
     request_cost_runs = "DeepSeek-R1/V3, GLM-5 and Qwen3.5-397B on Blackwell and MI355X"
 
+    def triton_attention(self, model, gpu, kv: str | None) -> bool:
+        """Its Triton backend where its default kernels take none of the model's head sizes on an NVIDIA GPU (head_dims.
+        sglang_fallback: the --attention-backend triton its export writes), for every layer: one backend serves the
+        model (ServerArgs.attention_backend). On AMD GPUs AITER's kernels are priced (export_engines.sglang.aiter_attention)."""
+        from llm_codesign.spec.engines.head_dims import sglang_fallback
+
+        return gpu.vendor == "nvidia" and sglang_fallback(model, gpu, kv) == "triton"
+
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
         """Padded graphs up to graph_max_bs (its memory and TP rule), speculative or not: the spec list
         (_generate_cuda_graph_batch_sizes, server_args.py:1079-1107@0.5.9) differs below the cap, which padding hides."""
