@@ -9,6 +9,7 @@ from llm_codesign.cost import kernels as cost
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.measure.kernel_tables import Table
 from llm_codesign.spec.engines import SGLANG, VLLM
+from llm_codesign.spec.engines.head_dims import head_dim_note
 from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.registry import get_model
 
@@ -61,4 +62,9 @@ def test_estimate_prices_the_backend_sglang_runs():
     g4 = get_model("gemma-4-26b-a4b")
     assert SGLANG.triton_attention(g4, H100, "bf16") and not SGLANG.triton_attention(g4, get_gpu("mi300x"), "bf16")
     assert not VLLM.triton_attention(g4, H100, "bf16") and not SGLANG.triton_attention(get_model("llama-3.1-8b"), H100, "bf16")
+    # on a B200 it runs Triton too, untimed there: the fast kernel is priced and the note says so
+    b200 = get_gpu("b200")
+    assert not SGLANG.triton_attention(g4, b200, "bf16")
+    assert head_dim_note(g4, "sglang", b200).endswith("priced as the fast kernel (its Triton kernels are timed on Hopper only) (lint R4)")
+    assert head_dim_note(g4, "sglang", H100).endswith("priced as its Triton kernels (H100 kernel table) (lint R4)")
 

@@ -45,6 +45,10 @@ def _vllm(hd: int, gpu, kv: str | None = None) -> tuple[str, str, str] | None:
 
 # what SGLang runs where its default kernels take no head size: the backend its export names (--attention-backend)
 SGLANG_FALLBACK = "triton"
+# the GPU families whose kernel table times SGLang's Triton attention (data/measurements/kernels_hopper: H100), where
+# estimate prices it by its own rules (Engine.triton_attention); elsewhere its block sizes differ (SM100: BLOCK_M 64 or
+# 16, triton_ops/extend_attention.py:85-92@0.5.14) and no row times it, so the fast kernel is priced and the note says so
+TRITON_PRICED_FAMILIES = ("hopper",)
 
 
 def _sglang(hd: int, gpu, kv: str | None = None) -> tuple[str, str, str] | None:
@@ -99,6 +103,9 @@ def head_dim_note(model, engine: str, gpu, kv: str | None = None) -> str | None:
         said = head_dim_support(engine, gpu, hd, kv)
         if said:
             kind, rule, then = said
-            priced = {"none": "priced as if it ran", "flag": "priced as its Triton kernels (H100 kernel table)"}.get(kind, "priced as the fast kernel")
+            priced = "priced as if it ran" if kind == "none" else "priced as the fast kernel"
+            if kind == "flag":
+                priced = ("priced as its Triton kernels (H100 kernel table)" if gpu is not None and gpu.family in TRITON_PRICED_FAMILIES
+                          else "priced as the fast kernel (its Triton kernels are timed on Hopper only)")
             return f"head_dim {hd}: {rule}: {then}; {priced} (lint R4)"
     return None

@@ -150,10 +150,12 @@ class SGLangEngine(Engine):
     def triton_attention(self, model, gpu, kv: str | None) -> bool:
         """Its Triton backend where its default kernels take none of the model's head sizes on an NVIDIA GPU (head_dims.
         sglang_fallback: the --attention-backend triton its export writes), for every layer: one backend serves the
-        model (ServerArgs.attention_backend). On AMD GPUs AITER's kernels are priced (export_engines.sglang.aiter_attention)."""
-        from llm_codesign.spec.engines.head_dims import sglang_fallback
+        model (ServerArgs.attention_backend). On the families its kernel table times (head_dims.TRITON_PRICED_FAMILIES:
+        Hopper); elsewhere the fast kernel, as the head-size note says. On AMD GPUs AITER's kernels are priced
+        (export_engines.sglang.aiter_attention)."""
+        from llm_codesign.spec.engines.head_dims import TRITON_PRICED_FAMILIES, sglang_fallback
 
-        return gpu.vendor == "nvidia" and sglang_fallback(model, gpu, kv) == "triton"
+        return gpu.family in TRITON_PRICED_FAMILIES and sglang_fallback(model, gpu, kv) == "triton"
 
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
         """Padded graphs up to graph_max_bs (its memory and TP rule), speculative or not: the spec list
