@@ -115,7 +115,7 @@ def test_per_engine_tables_price_each_row_in_the_kernel_it_names(tmp_path):
     assert pred[1] == pytest.approx(want, rel=1e-12) and label[1] == "h100 sglang kv bfloat16 fa3"
     # leftD: SGLang's Triton decode priced as FlashAttention-3's under its longest split's loop: grid 64 x ceil(32 / 4) = 512
     # head blocks, floor(132 x log2(4096 / 64)) = 792 cores -> min(ceil(792 / 512), 8) = 2 splits of 2,048 keys, 2,048 x 128 x
-    # 165 ns / 512 = 84.5 us, under the FA3 price (1.07 GB of cache): the same time
+    # 170 ns / 512 = 87.0 us, under the FA3 price (1.07 GB of cache): the same time
     assert pred[2] == pytest.approx(pred[1], rel=1e-12) and label[2] == "h100 sglang kv bfloat16 triton"
     assert pred[3] == pytest.approx(pred[4])  # a 128-key window over 4,096 cached keys reads what 128 keys do
     pred, label = _priced(tmp_path / "m.csv", MOE_HEAD, "h100_sxm,sglang,sglang_fused_moe_triton,moe,fp8_block,1024,7168,2048,8,256,8,1,balanced,0.5",

@@ -132,16 +132,16 @@ def runs_fa3_decode(engine: Engine | None, gpu: Gpu) -> bool:
 # BLOCK_N = 32-key tiles (decode_attention.py:35,98,445), then a second kernel merges the splits (_fwd_kernel_stage2)
 TRITON_DECODE_MAX_SPLITS = 8.0
 TRITON_DECODE_TILE = 32.0
-# one split's loop time per key and (padded) head dim: a CTA streams a key of head dim 512 in 165 ns at BF16 and FP8 alike
-# (the shipped H100 table's SGLang triton rows where the grid is at most one CTA per SM and the context 2k+, 306 rows at head
-# dim 512: 140-228 ns, IQR 150-181), i.e. 0.32 ns per dim: the serial floor of the few long splits at small batch, where
+# one split's loop time per key and (padded) head dim: a CTA streams a key of head dim 512 in 170 ns at BF16 and FP8 alike
+# (the median of the shipped H100 table's SGLang triton rows where the grid is at most one CTA per SM and the context 2k+,
+# 306 rows at head dim 512: 98-228 ns, IQR 142-180), i.e. 0.33 ns per dim: the serial floor of the few long splits at small batch, where
 # the kernel runs 1.0-25x FlashAttention-3's time. Scaled by the head dim padded to a power of 2 (BLOCK_DMODEL =
 # next_power_of_2(Lk), decode_attention.py:460), an assumption: only head dim 512 is measured with so few CTAs
-TRITON_DECODE_DIM_KEY_S = 165e-9 / 512.0
+TRITON_DECODE_DIM_KEY_S = 170e-9 / 512.0
 # its extend (prefill) kernel's share of the BF16 peak at long prompts (8k+ tokens, full attention): 99 TFLOP/s of H100's
 # 989, 0.100 (81 rows, IQR 0.097-0.102); on an FP8 cache read with the BF16 query (forward_extend passes the layer's query
 # and the cache's buffers, triton_backend.py:1160-1175; the table's attn_dtype bfloat16, kv_cache_dtype fp8 rows) 60 TF/s,
-# 0.061 (IQR 0.059-0.062): the dequantisation in its loop. FlashAttention-3 runs 5-6x that rate
+# 0.061 (IQR 0.059-0.061): the dequantisation in its loop. FlashAttention-3 runs 5-6x that rate
 TRITON_PREFILL_EFF = {False: 0.100, True: 0.061}
 
 
