@@ -68,3 +68,18 @@ def test_estimate_prices_the_backend_sglang_runs():
     assert head_dim_note(g4, "sglang", b200).endswith("priced as the fast kernel (its Triton kernels are timed on Hopper only) (lint R4)")
     assert head_dim_note(g4, "sglang", H100).endswith("priced as its Triton kernels (H100 kernel table) (lint R4)")
 
+
+
+def test_decode_reads_the_keys_not_whole_tiles():
+    # its 32-key tile loads are masked past the split's end, so 2,048 sequences of 2 keys (head dim 512, one head on one KV
+    # head, BF16) read 2,048 x 2 keys x 2 (K, V) x 512 x 2 B = 8.4 MB, where FA3's price reads whole tiles of fa3_tile's
+    # keys: the two prices differ by exactly the extra bytes at the calibrated decode bandwidth (both memory-bound)
+    cal = calibration_for(H100)
+    row = dict(DEC, batch_size="2048", num_heads="1", num_key_value_heads="1", head_dim="512", step="1", latency_ms="0.08")
+    tri, _ = Table("decode_attention", [dict(row, kernel_source="triton")]).predict(lambda g: cal)
+    fa3, _ = Table("decode_attention", [dict(row, kernel_source="fa3")]).predict(lambda g: cal)
+    tile = float(cost.fa3_tile(512, 1.0, False, False)[1])
+    extra = 2048 * (tile - 2) * 2 * 512 * 2.0 / (H100.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff)
+    assert tile > 2 and (fa3[0] - tri[0]) * 1e-3 == pytest.approx(extra, rel=1e-9)
+    # the table's row 116 measures 80.3 us: Triton's 2,048 CTAs cost more each than FA3's priced items (notes: left)
+    assert tri[0] < 0.080348802 < fa3[0]

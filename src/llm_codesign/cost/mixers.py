@@ -226,8 +226,9 @@ class GqaDecode:
     `window`: each sequence's context and its sliding window (0: none), which decide FlashAttention-3's tile;
     `kv_fp8`: an FP8 cache; `triton`: SGLang's Triton kernel runs it (a bool or one per element: Engine.triton_attention,
     a table row's kernel_source): priced as the engine's kernel on the GPU (FlashAttention-3's on Hopper: the table's
-    Triton rows run 0.84x its price at head dim 256, 1.03x at 512 where its splits fill the GPU) under the floor of
-    its longest split's loop (triton_decode_floor over triton_decode_split's count, at most 8 splits)."""
+    Triton rows run 0.84x its price at head dim 256, 1.03x at 512 where its splits fill the GPU), reading the keys
+    themselves (its tile loads are masked, no whole tiles), under the floor of its longest split's loop
+    (triton_decode_floor over triton_decode_split's count, at most 8 splits)."""
 
     def __init__(self, gpu: Gpu, engine, *, tokens, seqs, kv_heads, heads, head_dim, keys, ctx, window, kv_fp8, triton=False):
         def each(f):  # an engine's fact, one per element where the caller gives an engine per element
@@ -268,6 +269,9 @@ class GqaDecode:
         if np.any(triton):
             self.floor = np.where(triton, cost.triton_decode_floor(keys, cost.triton_decode_split(seqs, heads, kv_heads, keys, gpu)[0],
                                                                    head_dim), 0.0)
+            # its tile loads are masked past the split's end (decode_attention.py:_fwd_grouped_kernel_stage1's
+            # tl.load(mask=offs_n < split_kv_end)@0.5.14): the keys themselves are read, no whole tiles
+            tile = np.where(triton, 1.0, tile)
         self.split, self.tile, self.merge, self._items = split, tile, merge, items  # items: FlashAttention-3's CTAs
 
     def priced(self, cal):
