@@ -280,12 +280,11 @@ class GqaDecode:
         mmha = cost.decode_mmha(gpu, self.group, cal, trtllm=self.trtllm)  # never FlashAttention-3's (trtllm False)
         read = cost.decode_keys_read(self.keys, self.split, gpu, mmha, tile=self.tile)
         items = self._items
-        own = fa3  # FlashAttention-3's CTAs are counted at build
-        if not np.all(own):
+        if not np.all(fa3):
             fp8 = np.asarray(self.kv_fp8, bool) & gpu.supports("fp8")
             # the query group in slices as wide as the cache dtype's (each row's own, in the tables)
             xqa = cost.decode_work_items(self.tokens, self.kv_heads, self.heads, cal, kv_fp8=fp8)
-            items = xqa if items is None else np.where(own, items, xqa)
+            items = xqa if items is None else np.where(fa3, items, xqa)
         fp8_math = cost.decode_fp8_math(gpu, self.kv_fp8, self.group, self.head_dim, cal, trtllm=self.trtllm)
         return mmha, read, items, fp8_math
 
