@@ -400,7 +400,9 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
     fp8 = math == "fp8"
     eff = np.where(fa3, cal.attn_prefill_eff_fa3_fp8 if fp8 else cal.attn_prefill_eff_fa3,
                    cal.attn_prefill_eff_fp8 if fp8 else cal.attn_prefill_eff)
-    rate = np.where(triton, gpu.peak("bf16") * TRITON_PREFILL_EFF[fp8], gpu.peak(math) * eff)
+    rate = gpu.peak(math) * eff
+    if np.any(triton):  # `math` may be one per element (fp8 then an array)
+        rate = np.where(triton, gpu.peak("bf16") * np.where(fp8, TRITON_PREFILL_EFF[True], TRITON_PREFILL_EFF[False]), rate)
     t_exp = 0.0 if scores is None else np.asarray(scores, float) * cal.attn_prefill_score_s
     t_c = (flops / rate + t_exp) * np.where(triton, 1.0, ramp)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)

@@ -354,8 +354,8 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: P
     pmath = "fp8" if (prec.kv.math == "fp8" and at.gpu.supports("fp8")) else "bf16"
     times = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, at.gpu, at.cal, math=pmath,
                                         seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys,
-                                        fa3=a.kernel == "gqa" and cost.runs_fa3_prefill(at.engine, at.gpu) and not at.triton,
-                                        triton=a.kernel == "gqa" and at.triton)
+                                        fa3=(a.kernel == "gqa" and cost.runs_fa3_prefill(at.engine, at.gpu)) & ~np.asarray(at.triton, bool),
+                                        triton=(a.kernel == "gqa") & np.asarray(at.triton, bool))
     f = _attention_factor(at, a, "prefill", kv_fp8=prec.kv.math == "fp8")
     return _attention(P / "core_prefill", pf_flops, pf_bytes, tuple(x * f for x in times), at)
 

@@ -108,8 +108,9 @@ class _At(NamedTuple):
     moe: str | None = None  # without an engine, the MoE kernel family a kernel table's row names (None: the tables')
     # where the engine runs the layer's output all-reduces inside its all-reduce + RMSNorm kernel (Engine.ar_norm_fused)
     norm_fused: object = False
-    # where the engine runs SGLang's Triton attention backend for the model's GQA layers (Engine.triton_attention)
-    triton: bool = False
+    # where the engine runs SGLang's Triton attention backend for the model's GQA layers (Engine.triton_attention; one per
+    # element where the shapes' head sizes are arrays)
+    triton: object = False
 
 
 class Site(NamedTuple):
