@@ -573,7 +573,7 @@ def request_cost_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float,
     per = cal.ttft_overhead(dep.engine.name)
     outside = ("" if ("moe" if moe else "dense") in fitted_on else
                f"; this {'MoE' if moe else 'dense'} model lies outside them: beyond the runs says what its intervals took of it")
-    # served one at a time, the cost caps the server's rate (serve.aggregated._front_bound): said wherever it binds
+    # served one at a time, the cost caps each attention-DP rank's rate (serve.aggregated._front_bound): said wherever it binds
     capped = (f"; served one at a time it caps each rank at 1 / {per * 1e3:.1f} ms = {1.0 / per:.1f} requests a second, and "
               f"{queue * 1e3:.0f} ms of it is the queue for that") if queue > 0 else ""
     return (f"{front * 1e3:.0f} ms of TTFT ({front / ttft_s:.0%}) is {dep.engine.title}'s fitted per-request cost "
