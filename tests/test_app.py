@@ -772,6 +772,9 @@ def test_a_larger_domain_on_a_mesh_base_is_switched_and_never_slower(client):
     # Gemma 4's 512 head on SGLang on an H100: the "shape as run" row (newc8 #8)
     ({"model": "gemma-4-26b-a4b", "gpu": "h100", "num_gpus": 1, "engine": "sglang", "concurrency": 8},
      ("gemma-4-26b-a4b", "--gpu", "h100", "--gpus", "1", "--backend", "sglang", "--concurrency", "8")),
+    # TensorRT-LLM's fitted attention-DP hold, 32 requests over 4 ranks: the "fitted attention-DP wait" row (fixA2)
+    ({"model": "openai/gpt-oss-120b", "gpu": "b200", "num_gpus": 4, "tp": 1, "attention_dp": 4, "ep": 1, "concurrency": 32},
+     ("openai/gpt-oss-120b", "--gpu", "b200", "--gpus", "4", "--tp", "1", "--attention-dp", "4", "--ep", "1", "--concurrency", "32")),
 ])
 def test_the_priced_view_says_the_notes_the_cli_says(client, body, args):
     # frev #5: app.js costRows on /api/estimate's answer gives each note the CLI prints, under the CLI's row name
@@ -789,5 +792,6 @@ def test_the_priced_view_says_the_notes_the_cli_says(client, body, args):
             assert v.startswith("DP8xTP8 is 64 GPUs") and f"note: {v}" in err
         else:
             assert f"│ {k} │ {' '.join(v.split())} │" in text, (k, v)
-    want = {"deepseek-r1": "GPUs", "llama-3.1-8b": "precision as run", "gemma-4-26b-a4b": "shape as run"}[body["model"]]
+    want = {"deepseek-r1": "GPUs", "llama-3.1-8b": "precision as run", "gemma-4-26b-a4b": "shape as run",
+            "openai/gpt-oss-120b": "fitted attention-DP wait"}[body["model"]]
     assert want in said

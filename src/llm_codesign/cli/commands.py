@@ -357,6 +357,8 @@ def estimate(
         t.add_row("fitted request cost", f"[yellow]{r['request_cost_note']}[/yellow]")
     if "rank_skew_note" in r:  # an engine's fitted rank skew, a material share of TTFT (serve.estimate.rank_skew_note)
         t.add_row("fitted rank skew", f"[yellow]{r['rank_skew_note']}[/yellow]")
+    if "adp_hold_note" in r:  # a fitted attention-DP hold priced in TTFT, its cause not read (serve.estimate.adp_hold_note)
+        t.add_row("fitted attention-DP wait", f"[yellow]{r['adp_hold_note']}[/yellow]")
     for note in scale_block_notes(m, dep.precision):  # lint R4 on the format it runs: a width its scale blocks miss
         t.add_row("shape as run", f"[yellow]{note}[/yellow]")
     if "attention_note" in r:  # lint R4's head size on the engine's attention kernels (spec.engines.head_dims)

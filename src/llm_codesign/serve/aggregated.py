@@ -800,7 +800,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
     life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
-    life, ttft, behind = _work_bound(life, ttft, tpot, osl, work(t_req_pf)) if closed else (life, ttft, 0.0 * ttft)
+    life, ttft, behind, fronted = _cycle_bounds(life, ttft, tpot, osl, work=work(t_req_pf) if closed else None, front=None if offline or arrival == "burst" else admitted * costs.ttft_overhead)
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
     # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
@@ -819,7 +819,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "batch": per_mb, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "front_queue": fronted, "adp_hold": costs.adp_hold_steps(adp, C) * t_iter, "batch": per_mb, "queued_steps": fl.queued_steps}}
     return res
 
 
@@ -829,6 +829,28 @@ def _first_wait(costs, fl: SchedulerFlags, *, adp, C, arrival: str, t_iter):
     attention-DP hold (AttentionDpConfig; none with fewer requests than ranks), and half the interval less one where the
     scheduler polls every recv_interval (its front end's work: _request_times)."""
     return (costs.wait_steps(adp, C, arrival, queued=fl.queued_steps, rounds=fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
+
+
+def _cycle_bounds(life, ttft, tpot, osl, *, work, front):
+    """The slot cycle held at the rank's `work` (_work_bound; None: not a closed loop) and then at the front end's
+    `front` (_front_bound; None: a burst or offline). (cycle, TTFT, the prompt queue's wait, the front end queue's)."""
+    life, ttft, behind = (life, ttft, 0.0 * ttft) if work is None else _work_bound(life, ttft, tpot, osl, work)
+    life, ttft, fronted = (life, ttft, 0.0 * ttft) if front is None else _front_bound(life, ttft, front)
+    return life, ttft, behind, fronted
+
+
+def _front_bound(life, ttft, front):
+    """A slot cycle held at the per-request cost's: each attention-DP rank serves its requests' cost (ttft_overhead) one
+    at a time (_request_times prices (q + 1) / 2 of it for the rank's q arriving together; SGLang runs one scheduler
+    process a rank, the DP controller sending each request to one, sglang 0.5.12 data_parallel_controller.py:571-606), so a
+    rank admits at most 1 / ttft_overhead requests a second and the requests it runs at once (C / adp up to its admission
+    cap; those beyond wait whole waves, evaluate's slot queue) cycle no faster than `front` = that many x ttft_overhead
+    (Little's law); what the cycle grows by is a wait in that queue, added to the first token. (cycle, TTFT,
+    that wait.) The rule is per rank, not per server: InferenceX's disaggregated SGLang prefill instances serve up to 78
+    requests a second (8 ranks, ~10 each; 24.9 ms a request caps one queue at 40). A burst's one wave and an offline
+    batch have no steady rate: their (q + 1) / 2 already serves the wave one at a time."""
+    grown = np.maximum(np.asarray(front, float) - life, 0.0)
+    return life + grown, ttft + grown, grown
 
 
 def _work_bound(life, ttft, tpot, osl, work):
@@ -1157,10 +1179,11 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
                                        mixes=mix, rest=rest)
     # the per-request work outside the steps, paid (q + 1) / 2 times as if the q requests arriving together were served
     # one at a time (SGLang's server tokenises in one process, sglang 0.5.12 server_args.py:372, tokenizer_manager.py:708;
-    # SGLang's fitted 60 ms is not that: the clean sample's workers skip it, ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534,
-    # and it does not grow with the prompt; what it stands for is open, docs/modelling-notes.md#sglang-request-cost: 4,096
-    # one-token requests together wait 123 s on a B200). In a closed loop (waves, closed_loop) a request is sent as its
-    # slot's last one returns, at a step's end, so its front end's work runs while the engine runs the steps it waits out
+    # SGLang's fitted cost, data/calibration/fitted.toml [default.ttft_overhead_s], is not that: the clean sample's workers
+    # skip it, ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534, and it does not grow with the prompt; what it stands for is
+    # open, docs/modelling-notes.md#sglang-request-cost: at its 24.9 ms 4,096 one-token requests together wait
+    # 4,097 / 2 x 24.9 ms = 51 s on a B200). Served so, it also caps each attention-DP rank at 1 / cost requests a second
+    # (_front_bound). In a closed loop (waves, closed_loop) a request is sent as its slot's last one returns, at a step's end, so its front end's work runs while the engine runs the steps it waits out
     # anyway and shows only beyond them; arrivals out of phase with the steps (burst) pay both
     # (docs/modelling-notes.md#request-overhead-overlap): only the phase part of t_wait (EngineCosts.phase_steps, the
     # arrival's: the running step's rest, and the poll interval's) hides it; the steps queued ahead and the attention-DP

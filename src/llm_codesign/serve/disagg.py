@@ -357,7 +357,7 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     admit = admission(0.0, 0.0 if arrival == "burst" else busy)
     if arrival == "burst":
         shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
-        paid = np.asarray(front, float)  # a burst reaches an idle pool: no running step to hide the work under
+        paid = serial_front(front, np.asarray(C, float) / (np.asarray(n_p, float) * prefill["adp"]))  # an idle pool: nothing hides it
         base = base + _idle_paid(prefill, None, n_p)
         rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         if on_arrival:  # the bootstrap overlaps the wave's queue at the prefill pool
@@ -395,6 +395,13 @@ def _idle_paid(prefill: dict, others, n_p):
         return t_idle
     rho = np.asarray(others, float) / (np.asarray(n_p, float) * np.asarray(prefill["per_instance"], float))
     return (1.0 - np.clip(rho, 0.0, 1.0)) * t_idle
+
+
+def serial_front(cost, q):
+    """A burst's per-request work at a prefill rank receiving `q` requests together: each attention-DP rank's scheduler
+    serves its own one at a time, (q + 1) / 2 of the per-request `cost` on average, estimate's rule (serve.aggregated.
+    _request_times, _front_bound; crev10 #4)."""
+    return np.asarray(cost, float) * (np.maximum(np.asarray(q, float), 1.0) + 1.0) / 2.0
 
 
 def lockstep_waves(C, base, decode_time, per_instance, n_p) -> tuple:
@@ -538,12 +545,16 @@ def _within_slots(C, base, t_kv, slots, *, decode_time, arrival, **pools) -> tup
     if arrival != "burst":
         # past the slots the loop runs at what the decode pool completes, and a prefilled request waits for a slot: the
         # prefill pool sees that rate (a request reaches it only after its last one left a slot), so its queue is priced at
-        # it and the rest of the cycle is the slot wait (first_token's rate_cap)
+        # it and the rest of the cycle is the slot wait (first_token's rate_cap). Each prefill rank serves its requests'
+        # per-request cost one at a time (serve.aggregated._front_bound): n_p x adp / ttft_overhead a second at most, and
+        # where that binds first the rest of the cycle is a wait in that queue, not for a slot
         cap = slots / np.maximum(decode_time, 1e-12)
+        fronts = np.asarray(pools["n_p"], float) * pools["prefill"]["adp"] / np.maximum(np.asarray(pools.get("front", 0.0), float), 1e-30)
         rate, ttft, admit, step_wait, front, idle = first_token(C, base, t_kv, decode_time=decode_time, arrival=arrival,
-                                                                rate_cap=cap, **pools)
-        slot_wait = np.maximum(C / rate - decode_time - ttft, 0.0)
-        return rate, ttft + slot_wait, admit, step_wait, slot_wait, front, idle
+                                                                rate_cap=np.minimum(cap, fronts), **pools)
+        wait = np.maximum(C / rate - decode_time - ttft, 0.0)
+        queued = np.where(fronts < cap, wait, 0.0)
+        return rate, ttft + wait, admit, step_wait, wait - queued, front + queued, idle
     held = np.minimum(C, slots)
     rate, ttft, admit, step_wait, front, idle = first_token(held, base, t_kv, decode_time=decode_time, arrival=arrival, **pools)
     slot_wait = np.maximum(C / held - 1.0, 0.0) * held / rate

@@ -141,6 +141,7 @@ class Estimate:
     eager_decode: EagerDecode | None = None  # where a decode step runs outside the CUDA graphs captured
     request_cost: str | None = None  # where a fitted per-request cost is a material share of TTFT (request_cost_note)
     rank_skew: str | None = None  # where the fitted rank skew is a material share of TTFT (rank_skew_note)
+    adp_hold: str | None = None  # where a fitted attention-DP hold is priced in TTFT: its ms and what it was fitted on (adp_hold_note)
     knee: dict | None = None  # offline: the batch chosen and the maximum it leaves (offline_knee)
     kv_seqs: int | None = None  # the requests the KV cache holds whole (Metrics.kv_seqs); None: max_batch's
     queue: dict | None = None  # where requests wait for a slot: TTFT's share of it (slot_queue), its cohorts and their cycle
@@ -201,6 +202,8 @@ class Estimate:
             out["request_cost_note"] = self.request_cost
         if self.rank_skew is not None:  # absent where the fitted rank skew is no material share of TTFT
             out["rank_skew_note"] = self.rank_skew
+        if self.adp_hold is not None:  # absent where no attention-DP hold is priced
+            out["adp_hold_note"] = self.adp_hold
         if self.attention_note is not None:  # absent where the engine's fast attention kernels take the head size
             out["attention_note"] = self.attention_note
         if self.spec is not None:
@@ -509,6 +512,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
                                    tpot_s=s("tpot_s"), ttft_s=s("ttft_s"), osl=float(workload.osl)),
         request_cost=request_cost_note(dep, cal, rows, ttft_s=s("ttft_s"), moe=model.is_moe),
         rank_skew=rank_skew_note(dep, cal, rows, ttft_s=s("ttft_s")), knee=knee,
+        adp_hold=adp_hold_note(dep, cal, priced["time_parts"], ttft_s=s("ttft_s")),
         kv_seqs=int(r.kv_seqs.reshape(-1)[0]), queue=_queue(priced["time_parts"]),
         batch_limit=batch_limit(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
                                 kv_seqs=int(r.kv_seqs.reshape(-1)[0]), accepted=s("accepted_per_step")),
@@ -562,16 +566,34 @@ def request_cost_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float,
     TTFT or more (its breakdown row, first/front_end), a line naming the cost, what it was fitted on and that its
     mechanism is open (newc6 #1: a dense 8B on one H100 priced with the cost fitted on large-MoE runs); else None."""
     fitted_on = dep.engine.request_cost_fitted_on
-    front = sum(o.time_s for o in rows if o.name == "first/front_end")
+    queue = sum(o.time_s for o in rows if o.name == "first/front_end_queue")
+    front = sum(o.time_s for o in rows if o.name == "first/front_end") + queue
     if not fitted_on or ttft_s <= 0 or front < MATERIAL_SHARE * ttft_s:
         return None
     per = cal.ttft_overhead(dep.engine.name)
     outside = ("" if ("moe" if moe else "dense") in fitted_on else
                f"; this {'MoE' if moe else 'dense'} model lies outside them: beyond the runs says what its intervals took of it")
+    # served one at a time, the cost caps each attention-DP rank's rate (serve.aggregated._front_bound): said wherever it binds
+    capped = (f"; served one at a time it caps each rank at 1 / {per * 1e3:.1f} ms = {1.0 / per:.1f} requests a second, and "
+              f"{queue * 1e3:.0f} ms of it is the queue for that") if queue > 0 else ""
     return (f"{front * 1e3:.0f} ms of TTFT ({front / ttft_s:.0%}) is {dep.engine.title}'s fitted per-request cost "
-            f"(ttft_overhead_s, {per * 1e3:.1f} ms a request, (q + 1) / 2 of it for q arriving together), fitted on "
+            f"(ttft_overhead_s, {per * 1e3:.1f} ms a request, (q + 1) / 2 of it for q arriving together){capped}, fitted on "
             f"{' and '.join({'moe': 'MoE', 'dense': 'dense'}[c] for c in fitted_on)} runs only ({dep.engine.request_cost_runs}); its mechanism is open (docs/modelling-notes.md#sglang-request-cost)"
             + outside)
+
+
+def adp_hold_note(dep: Deployment, cal: Calibration, tp: dict, *, ttft_s: float) -> str | None:
+    """Where the fitted attention-DP hold (adp_wait_steps, EngineCosts.adp_hold_steps: TensorRT-LLM's 60 iterations with
+    more requests than ranks) is priced in TTFT, a line naming it as fitted, what it was fitted on and that its cause is
+    not read (Engine.adp_hold_runs); else None. Its ms: the hold's iterations x the decode iteration (time_parts' adp_hold,
+    part of the breakdown's first/wait_steps)."""
+    held = float(np.asarray(tp.get("adp_hold", 0.0), float).reshape(-1)[0])
+    if held <= 0 or ttft_s <= 0:
+        return None
+    steps = dep.engine.costs(cal).adp_wait_steps
+    runs = dep.engine.adp_hold_runs or "the profile's value; no campaign informs it"
+    return (f"{held * 1e3:.0f} ms of TTFT ({held / ttft_s:.0%}) is a fitted attention-DP wait (adp_wait_steps {steps:.0f} "
+            f"steps of the {held / max(steps, 1e-30) * 1e3:.1f} ms decode iteration, {runs}; docs/modelling-notes.md#fixA2-request-cap)")
 
 
 def rank_skew_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float) -> str | None:
@@ -741,6 +763,9 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
     add("first/prompt_queue", "first token", one(tp["prompt_queue"]),
         "the wait behind the other cohorts' prompts where the rank's work sets a closed loop's cycle (Little's law, "
         "serve.aggregated._work_cycle: short outputs)", phase="first token")
+    add("first/front_end_queue", "first token", one(tp.get("front_queue", 0.0)),
+        "the wait in the per-request cost's queue where it, served one at a time (ttft_overhead_s x a rank's C / adp requests), "
+        "outlasts the slot cycle: a rank admits at most 1 / ttft_overhead_s requests a second (serve.aggregated._front_bound)", phase="first token")
     add("first/slot_queue", "first token", one(tp["slot_queue"]),
         "the wait for a slot: requests beyond those the engine admits wait for whole requests to finish", **first)
     return per_token, tuple(rows)

@@ -456,6 +456,9 @@ class Estimate(_Open):
     request_cost_note: Optional[str] = Field(None, description="Where an engine's fitted per-request cost (SGLang's) is a tenth of "
                                              "TTFT or more: how much of TTFT it is and what it was fitted on (estimate's `fitted "
                                              "request cost` row); absent elsewhere.")
+    adp_hold_note: Optional[str] = Field(None, description="Where a fitted attention-DP wait is priced in TTFT (TensorRT-LLM's "
+                                         "adp_wait_steps, 60 decode iterations, with more requests than ranks): its ms, what it was "
+                                         "fitted on and that its cause is not read (estimate's `fitted attention-DP wait` row); absent elsewhere.")
     offline_knee: Optional[dict[str, Any]] = Field(None, description="Offline (no concurrency): the batch priced, the smallest "
                                                    "within `fraction` of the most tok/s/GPU, and the maximum's batch, gain and "
                                                    "TPOT (TTFT) ratio it leaves (estimate's concurrency row).")
@@ -473,7 +476,7 @@ class Estimate(_Open):
                                           "words (the KV cache's sequences beside it where another limit binds).")
 
 
-ESTIMATE_ABSENT = ("request_cost_note", "offline_knee", "rank_skew_note", "queued", "queue", "engine_release")
+ESTIMATE_ABSENT = ("request_cost_note", "adp_hold_note", "offline_knee", "rank_skew_note", "queued", "queue", "engine_release")
 
 
 class Point(_Open):

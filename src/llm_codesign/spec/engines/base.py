@@ -207,6 +207,9 @@ class Engine(ABC):
     # whether its attention-DP hold (adp_wait_steps) applies only while every rank is decoding (TensorRT-LLM's);
     # otherwise it applies under attention DP at any load
     adp_hold_needs_every_rank_decoding: ClassVar[bool] = False
+    # the runs its fitted attention-DP hold (adp_wait_steps) was fitted on and what is known of its cause, in words, said
+    # where the hold is priced (serve.estimate.adp_hold_note); "" where no campaign informs it
+    adp_hold_runs: ClassVar[str] = ""
     # whether a step's token budget (step_tokens, --max-num-tokens) counts its decode tokens too, 1 + the draft
     # length per running request (TensorRT-LLM's, vLLM's, ATOM's: budget_batch); an engine whose decode batch
     # only its batch limit and KV cache bound says so in its module
@@ -602,11 +605,19 @@ class EngineCosts:
         # a burst's wave or a "waves" run's first wave, each on an idle engine (the phase's own share of the arrivals)
         in_flight = self.phase_steps(arrival, rounds) * (np.asarray(concurrency, float) > 1.0)
         own = self.phase_steps(arrival, rounds) + in_flight * np.where(np.isnan(queued), self.ttft_wait_steps, queued)
+        return own + self.adp_hold_steps(adp, concurrency)
+
+    def adp_hold_steps(self, adp, concurrency):
+        """wait_steps' attention-DP hold alone, in decode iterations: adp_wait_steps under attention DP where the engine
+        holds requests (Engine.holds_adp_requests) and, where it holds them only while every rank is decoding, with more
+        requests than ranks; 0 elsewhere (serve.estimate.adp_hold_note says it where it is priced)."""
+        import numpy as np
+
         adp = np.asarray(adp)
         busy = np.asarray(concurrency) > adp if self.engine.adp_hold_needs_every_rank_decoding else True
         if not self.engine.holds_adp_requests:
-            return own + 0.0 * adp
-        return own + np.where((adp > 1) & busy, self.adp_wait_steps, 0.0)
+            return 0.0 * adp
+        return np.where((adp > 1) & busy, self.adp_wait_steps, 0.0)
 
 
 @cache

@@ -45,6 +45,14 @@ class TensorRTLLMEngine(Engine):
     # attention-DP balancing (attention_dp_config enable_balance) holds context requests only while every rank has
     # a generation request: PyExecutor._balance_adp_requests schedules them at once when one has none
     adp_hold_needs_every_rank_decoding = True
+    # its fitted hold (default.toml / fitted.toml adp_wait_steps, 60 on the range's top) stands for waits of two launches:
+    # InferenceX's scripts turn the balancing on (attention_dp_config enable_balance, timeout_iters 60, SemiAnalysisAI/
+    # InferenceX@843c6254 benchmarks/single_node/fixed_seq_len/dsr1_fp8_b200_trt.sh:71-74), the clean sample's workflow
+    # does not (ai-dynamo/aiconfigurator@f90534bc generator/config/backend_templates/trtllm/extra_engine_args.1.2.0rc6.post2
+    # .yaml.j2: enable_attention_dp, no attention_dp_config), yet its runs wait too (docs/modelling-notes.md#fixA2-request-cap)
+    adp_hold_runs = ("fitted on TensorRT-LLM's attention-DP runs, the clean sample's 39 (DeepSeek-R1/V3, gpt-oss-120b on B200) "
+                     "and InferenceX's 50 (DeepSeek-R1 on B200); TensorRT-LLM's own balancing, attention_dp_config "
+                     "enable_balance, is off by default and the wait's cause is not read")
     # its AllGatherReduceScatter gathers the activations quantised (with their scale factors), as aiconfigurator prices
     # it: "all_gather((x+sf volumes)*dp) ... quant-compressed volumes on the pre side" (ai-dynamo/aiconfigurator
     # aic-core/rust/aiconfigurator-core/src/operators/moe_dispatch.rs:315-317@095f58a5), but where its MoE kernel takes them in

@@ -450,6 +450,7 @@ function costRows(e) {
     ...(e.precision_notes || []).map((n) => ["precision as run", n]),
     ...(e.request_cost_note ? [["fitted request cost", e.request_cost_note]] : []),
     ...(e.rank_skew_note ? [["fitted rank skew", e.rank_skew_note]] : []),
+    ...(e.adp_hold_note ? [["fitted attention-DP wait", e.adp_hold_note]] : []),
     ...(e.attention_note ? [["shape as run", e.attention_note]] : [])];
 }
 
