@@ -954,7 +954,8 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
             "beats_reference": bool(bo) and any((d["gain_pct"] or 0.0) > 0 for d in designs),
             # the rows whose equal quality the proxy resolves, and those that beat the reference among them
             "resolved": {"shapes": int(res[np.isfinite(obj)].sum()), "of": int(np.isfinite(obj).sum()),
-                         "beats_reference": bool(bo) and any((d["gain_pct"] or 0.0) > 0 for d in designs if d["quality"]["resolved"]),
+                         # over every resolved row, not the ones shown: --rank-all's top rows may hold none of them
+                         "beats_reference": bool(bo) and bool((obj[res & np.isfinite(obj)] > bo).any()),
                          # what the rows ranked after them would have headlined: said, so the ranking hides nothing
                          "best_unresolved_gain_pct": (100.0 * (float(np.max(obj[~res & np.isfinite(obj)])) / bo - 1.0)
                                                       if bo and (~res & np.isfinite(obj)).any() else None)}}
