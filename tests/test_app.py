@@ -217,7 +217,7 @@ def test_design_small_with_progress(client):
     # for, which the answer says (screened.priced)
     assert progress and progress[-1] == [40, 40] and [p[0] for p in progress] == sorted(p[0] for p in progress)
     # 90 since fixE: KV heads are read at llama-3.1-8b's 32 query heads, so the envelope's shapes with more query heads over
-    # its 8 KV heads (head size 64: 64 heads) no longer pay the KV term, and pass
+    # its 8 KV heads no longer pay the KV term, and pass
     assert d["candidates"] == 40 and d["screened"]["admitted"] == 90 and d["screened"]["priced"] == 40
     assert 1 <= len(d["designs"]) <= 3
     assert all(abs(x["total_params"] / 8e9 - 1) <= 0.1 for x in d["designs"])  # the budget, within --budget-tol
