@@ -1,7 +1,7 @@
 """The accuracy answers a newcomer found missing or over-reaching (newc4 findings 8, 9, 15): every format the tool
 prices has an accuracy change or a labelled proxy band (post-training MXFP4 on MI355X read "n/a" and "none"), and a
 proxy term applied beyond the model sizes its source measured is flagged, with its band widened (design at 100B won on
-"q heads per KV head" from <= 11B models with `extrapolated: []`)."""
+"KV heads" (then "q heads per KV head") from <= 11B models with `extrapolated: []`)."""
 import json
 
 import numpy as np
@@ -64,7 +64,7 @@ def test_design_at_100b_flags_the_terms_used_beyond_their_measured_sizes(moe100)
     out = " ".join(_cli(*args).split())
     assert f"err ±{q['uncertainty_pct']:.2f} x" in out
     assert (f"scale: design 1's proxy terms measured at other model sizes, applied at {d1['total_params'] / 1e9:.3g}B: "
-            "aspect penalty 50M-1.5B, expert granularity 129M-3.7B, q heads per KV head 6.9B-11B") in out
+            "aspect penalty 50M-1.5B, expert granularity 129M-3.7B, KV heads 6.9B-11B") in out
     assert "x beside it: a term extrapolated beyond its studied range or the model sizes it was measured at" in out
 
 

@@ -216,11 +216,18 @@ def test_design_small_with_progress(client):
     # mixtral-8x7b and the other MoE models set the trunk's bounds) and as good as Llama-3.1-8B, thinned to the 40 asked
     # for, which the answer says (screened.priced)
     assert progress and progress[-1] == [40, 40] and [p[0] for p in progress] == sorted(p[0] for p in progress)
-    assert d["candidates"] == 40 and d["screened"]["admitted"] == 64 and d["screened"]["priced"] == 40
+    # 90 since fixE: KV heads are read at llama-3.1-8b's 32 query heads, so the envelope's shapes with more query heads over
+    # its 8 KV heads no longer pay the KV term, and pass
+    assert d["candidates"] == 40 and d["screened"]["admitted"] == 90 and d["screened"]["priced"] == 40
     assert 1 <= len(d["designs"]) <= 3
     assert all(abs(x["total_params"] / 8e9 - 1) <= 0.1 for x in d["designs"])  # the budget, within --budget-tol
+    # resolved rows first, each group by the objective (since fixE an unresolved row can outrun a resolved one here)
+    res = [x["quality"]["resolved"] for x in d["designs"]]
     objs = [x["objective"] for x in d["designs"]]
-    assert objs == sorted(objs, reverse=True) and objs[0] > 0
+    assert res == sorted(res, reverse=True) and objs[0] > 0
+    for flag in (True, False):
+        grp = [o for o, r_ in zip(objs, res, strict=True) if r_ is flag]
+        assert grp == sorted(grp, reverse=True)
     r = client.post("/api/design", json={"params": 8e9, "max_candidates": 10**6})
     assert r.status_code == 422 and r.json()["field"] == "max_candidates"
     for headers in ({}, {"Accept": "application/x-ndjson"}):  # refused before a stream starts

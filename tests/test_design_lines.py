@@ -12,7 +12,10 @@ def test_ffn_pass_line_by_hand():
     p = {"window": [2.0, 7.5], "step": 1.0, "coarse": {"ffn_ratio": [2, 3, 4, 5, 6, 7], "priced": 60},
          "fine": {"ffn_ratio": [6.75, 7.25], "priced": 20}, "best": 7.25}
     assert ffn_pass_line(p) == ("FFN ratio: the envelope's window 2-7.5 priced every 1 (2, 3, 4, 5, 6, 7: 60 shapes), then the "
-                                "grid's step around the best (6.75, 7.25: 20); best 7.25")
+                                "grid's step around the best (6.75, 7.25: 20); the fastest then 7.25 (any quality)")
+    # newc10 #9: the pass's best is its fastest shape of any quality (3.75 on a 7B MI300X search) where design 1, ranked by
+    # resolved quality first, held 7.5: design 1's ratio said beside it
+    assert ffn_pass_line(p | {"best": 3.75, "design_1": 7.5}).endswith("; the fastest then 3.75 (any quality); design 1's 7.5")
     assert ffn_pass_line(None) is None and ffn_pass_line({}) is None
     assert "(none: 0)" in ffn_pass_line(p | {"fine": {"ffn_ratio": [], "priced": 0}})
 

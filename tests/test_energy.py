@@ -160,3 +160,20 @@ def test_every_disaggregated_point_carries_its_units_energy():
         e = p.to_dict()["energy"]
         assert 132.0 <= e["gpu_w"] <= 700.0 and e["tokens_per_joule"] == pytest.approx(p.output_tok_s_per_gpu / e["gpu_w"])
         assert e["tokens_per_joule_at_tdp"] <= e["tokens_per_joule"] and e["tokens_per_joule_node"] < e["tokens_per_joule"]
+
+
+def test_a_gpu_without_a_system_rating_says_so_and_keeps_none():
+    # newc10 #14: an MI300X's estimate dropped "+node" without a word and compare().to_pandas() read NaN where the JSON said
+    # null. power.toml [node] holds DGX ratings only: the row says so, and a frame keeps None
+    from llm_codesign.cli.commands import _energy_rows
+    from llm_codesign.serve.metrics import records_frame
+
+    assert board_power(get_gpu("mi300x")).node_w is None
+    r = {"power": {"gpu_w": 314.6}, "tokens_per_joule": 0.36, "tokens_per_joule_node": None, "tokens_per_joule_at_tdp": 0.15,
+         "gpu": "mi300x"}
+    assert _energy_rows(r) == [("output tokens/J: GPU, @TDP",
+                                "0.36 at 315 W, 0.15; +node: none, no mi300x system rating bundled (DGX only)")]
+    df = records_frame([{"gpu": "mi300x", "tokens_per_joule": 0.36, "tokens_per_joule_node": None},
+                        {"gpu": "h200", "tokens_per_joule": 0.41, "tokens_per_joule_node": 8.04}])
+    assert df["tokens_per_joule_node"].tolist() == [None, 8.04] and df["tokens_per_joule_node"].isna().tolist() == [True, False]
+    assert df["tokens_per_joule"].dtype == float  # a column without None stays numeric

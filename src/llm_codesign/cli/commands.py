@@ -517,8 +517,9 @@ def _energy_rows(r: dict) -> list[tuple[str, str]]:
     """estimate's row on output tokens per joule (serve.energy): the GPU alone at the power it is
     modelled to draw, with the node's share where its DGX rating is bundled, and at TDP."""
     p, node = r["power"], r["tokens_per_joule_node"]
-    if node is None:
-        return [("output tokens/J: GPU, @TDP", f"{r['tokens_per_joule']:.2f} at {p['gpu_w']:.0f} W, {r['tokens_per_joule_at_tdp']:.2f}")]
+    if node is None:  # said, not dropped (newc10 #14): no AMD or PCIe system's maximum input power is bundled
+        return [("output tokens/J: GPU, @TDP", f"{r['tokens_per_joule']:.2f} at {p['gpu_w']:.0f} W, {r['tokens_per_joule_at_tdp']:.2f}; "
+                 f"+node: none, no {r['gpu']} system rating bundled (DGX only)")]
     return [("output tokens/J: GPU, +node, @TDP",
              f"{r['tokens_per_joule']:.2f} at {p['gpu_w']:.0f} W, {node:.2f}, {r['tokens_per_joule_at_tdp']:.2f}")]
 

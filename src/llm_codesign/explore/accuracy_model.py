@@ -155,6 +155,7 @@ def loss_terms(total_params, active_params, hidden, layers, weight_dtype: str = 
     pc = pc or proxy_constants()
     s, m, sh = c["scaling"], c["moe"], c["shape"]
     growth = pc["extrapolation"]["growth_per_efold"]
+    heads = arch.pop("heads", None)  # query heads: a position only, no term reads them (proxy.toml [query_heads])
     L = loss(total_params, active_params, hidden, layers, weight_dtype, tokens=tokens, c=c, pc=pc, **arch)
     ln_m = ln_multiplier(pc=pc, **arch)[0]
     n_act, n_tot = np.asarray(active_params, float), np.asarray(total_params, float)
@@ -184,6 +185,8 @@ def loss_terms(total_params, active_params, hidden, layers, weight_dtype: str = 
     loss_now = np.asarray(L, float)
     out["position"] = {"aspect": (np.log(A), sh["spread_per_efold"] * loss_now),
                        "head_dim": (np.log(np.asarray(arch.get("head_dim", 128), float)), pc["head_dim"]["spread_per_efold"] * loss_now)}
+    if heads is not None:  # no term prices the query heads: kv_sharing is measured at fixed query heads
+        out["position"]["q_heads"] = (np.log(np.asarray(heads, float)), pc["query_heads"]["spread_per_efold"] * loss_now)
     return out
 
 
@@ -279,6 +282,8 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
     # together, else its "equal quality" is a band 5-15x narrower than its error (modelling-notes, designq)
     resolved = sigma <= np.abs(delta) + k * sigma_test
     beyond = {name: np.broadcast_to(t[3], delta.shape) for unit in ("ln", "nats") for name, t in cand[unit].items()}
+    if "q_heads" in cand.get("position", {}) and "q_heads" in ref.get("position", {}):  # no source measured it: extrapolated
+        beyond["q_heads"] = np.broadcast_to(np.abs(cand["position"]["q_heads"][0] - ref["position"]["q_heads"][0]), delta.shape)
     beyond_scale = {name: np.broadcast_to(v["beyond"], delta.shape) for name, v in cand.get("scale", {}).items()}
     return {"delta": delta, "sigma": sigma, "sigma_test": sigma_test, "passes": passes, "resolved": resolved, "beyond": beyond,
             "beyond_scale": beyond_scale}
@@ -320,11 +325,23 @@ def delta_terms(cand: dict, ref: dict, *, active, ref_active, c: dict | None = N
     in_hd = lambda x: (x >= np.log(hd["low"])) & (x <= np.log(hd["high"]))  # noqa: E731
     flat = {"aspect": in_band(la) & in_band(np.asarray(lr)) & (np.abs(la - lr) > 1e-9),
             "head_dim": in_hd(ha) & in_hd(np.asarray(hr)) & (np.abs(ha - hr) > 1e-9)}
-    return {"nats": out, "flat": flat, "flat_range": {"aspect": band, "head_dim": (float(hd["low"]), float(hd["high"]))}}
+    rng = {"aspect": band, "head_dim": (float(hd["low"]), float(hd["high"]))}
+    if "q_heads" in cand["position"] and "q_heads" in ref["position"]:  # flat everywhere: no range (proxy.toml [query_heads])
+        qa, qr = np.asarray(cand["position"]["q_heads"][0], float), float(np.ravel(ref["position"]["q_heads"][0])[0])
+        flat["q_heads"], rng["q_heads"] = np.abs(qa - qr) > 1e-9, None
+    return {"nats": out, "flat": flat, "flat_range": rng}
 
 
-def model_features(model) -> dict:
-    """The proxy's architecture keywords for a ModelSpec (layer-count weighted over its layer groups)."""
+def query_heads(model) -> float | None:
+    """A ModelSpec's query heads, the geometric mean over its attention layers (GQA and MLA); None without attention."""
+    n = [(k, layer.attn.heads) for layer, k in model.groups if isinstance(layer.attn, (GQA, MLA))]
+    return float(2.0 ** (sum(k * math.log2(h) for k, h in n) / sum(k for k, _ in n))) if n else None
+
+
+def model_features(model, ref_heads: float | None = None) -> dict:
+    """The proxy's architecture keywords for a ModelSpec (layer-count weighted over its layer groups). `ref_heads`: a
+    reference's query heads, the KV-sharing ratio then ref_heads / kv_heads (the KV-head change at the query heads
+    Ainslie et al. and DeepSeek-V2 D.1 held fixed; proxy.toml [query_heads])."""
     mixers = gqa = mla = rec = win = 0
     log2r = 0.0
     hd_sum = 0.0
@@ -335,7 +352,7 @@ def model_features(model) -> dict:
             mixers += n
         if isinstance(a, GQA):
             gqa += n
-            log2r += n * math.log2(max(a.heads / max(a.kv_heads, 1), 1.0))
+            log2r += n * math.log2(max((ref_heads or a.heads) / max(a.kv_heads, 1), 1.0))
             hd_sum += n * a.head_dim
             win += n if a.window else 0
         elif isinstance(a, MLA):
@@ -375,25 +392,31 @@ def extrapolated(terms: dict, i: int | None = None) -> list[str]:
     return sorted(name for unit in ("ln", "nats") for name, t in terms[unit].items() if pick(t[3]) > 0)
 
 
-def model_terms(model, weight_dtype: str | None = None, *, c: dict | None = None, pc: dict | None = None, tokens=None) -> dict:
-    """loss_terms of a ModelSpec (its own weight format unless given; `tokens`: its training tokens, else the default)."""
-    f = model_features(model)
+def model_terms(model, weight_dtype: str | None = None, *, c: dict | None = None, pc: dict | None = None, tokens=None,
+                ref_heads: float | None = None) -> dict:
+    """loss_terms of a ModelSpec (its own weight format unless given; `tokens`: its training tokens, else the default;
+    `ref_heads`: the query heads of the shape it is compared with, model_features')."""
+    f = model_features(model, ref_heads)
     return loss_terms(model.total_params, model.active_params, model.hidden, model.num_layers,
-                      weight_dtype or model.default_precision.weight.name, tokens=tokens, c=c, pc=pc, **f)
+                      weight_dtype or model.default_precision.weight.name, tokens=tokens, c=c, pc=pc, heads=query_heads(model), **f)
 
 
-def shape_terms(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | None = None) -> dict:
-    """loss_terms of explore.design candidate arrays (GQA attention, gated FFN or experts)."""
+def shape_terms(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | None = None, *, ref_heads: float | None = None) -> dict:
+    """loss_terms of explore.design candidate arrays (GQA attention, gated FFN or experts); `ref_heads`: the reference's
+    query heads, the KV-sharing term then read at them (model_features)."""
     return loss_terms(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], weight_dtype, c=c, pc=pc,
-                      **_shape_arch(cand, pc or proxy_constants()))
+                      **_shape_arch(cand, pc or proxy_constants(), ref_heads))
 
 
-def _shape_arch(cand: dict, pc: dict) -> dict:
+def _shape_arch(cand: dict, pc: dict, ref_heads: float | None = None) -> dict:
     moe = np.asarray(cand["experts"]) > 0
     ei = np.maximum(np.asarray(cand["expert_inter"], float), 1.0)
     gran = np.where(moe, pc["granularity"]["ffn_ratio_gated"] * np.asarray(cand["hidden"], float) / ei, 0.0)
-    return {"kv_ratio": np.asarray(cand["heads"], float) / np.asarray(cand["kv_heads"], float), "granularity": gran,
-            "head_dim": cand["head_dim"]}
+    # Ainslie et al. 2023 and DeepSeek-V2 D.1 remove KV heads at fixed query heads: a shape's KV heads are read at the
+    # reference's query heads, and its own query heads are a position the proxy is flat on (loss_terms)
+    heads = np.asarray(cand["heads"], float)
+    q = heads if ref_heads is None else np.full_like(heads, float(ref_heads))
+    return {"kv_ratio": q / np.asarray(cand["kv_heads"], float), "granularity": gran, "head_dim": cand["head_dim"], "heads": heads}
 
 
 def envelope_judgement(model, weight_dtype: str, *, pc: dict) -> dict | None:
@@ -408,7 +431,7 @@ def envelope_judgement(model, weight_dtype: str, *, pc: dict) -> dict | None:
         return None
     ref, name, _ = reference_model(n, baseline=None, moe=model.is_moe, budget_tol=0.1)
     ref_terms = model_terms(ref, weight_dtype, pc=pc)
-    t = model_terms(model, weight_dtype, pc=pc)
+    t = model_terms(model, weight_dtype, pc=pc, ref_heads=query_heads(ref))
     q = quality_delta(t, ref_terms)
     return {"outside": pos["outside"], "reference": name, "reference_loss": float(np.ravel(ref_terms["loss"])[0]),
             "delta": float(np.ravel(q["delta"])[0]), "sigma": float(np.ravel(q["sigma"])[0]), "extrapolated": extrapolated(t)}

@@ -122,9 +122,9 @@ class Comparison:
 
     def to_pandas(self):
         """`to_records()` as a DataFrame, one row per model x precision x GPU (pandas is an optional dependency)."""
-        import pandas as pd
+        from llm_codesign.serve.metrics import records_frame  # a None stays None, as in to_records and the JSON
 
-        return pd.DataFrame(self.to_records())
+        return records_frame(self.to_records())
 
 
 def compare(a: Ask, *, calibration=None) -> Comparison:

@@ -336,7 +336,7 @@ def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, 
     the envelope every shape is judged at (a search's budget); None: each at its own total."""
     from llm_codesign.explore import envelope
 
-    t = accuracy_model.shape_terms(cand, weight_dtype, qc, pc)
+    t = accuracy_model.shape_terms(cand, weight_dtype, qc, pc, ref_heads=accuracy_model.query_heads(ref.model))
     qd = accuracy_model.quality_delta(t, ref.terms, k=ref.k, tol=ref.tol)
     n = len(cand["hidden"])
     # a search's rows at its budget's envelope, one for the search: judged each at its own total, rows 74.8B and 73.3B of
@@ -454,7 +454,10 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
                                                         judge_kw=jk, price_kw=pk, rank_all=rank_all)
     evaluated += more
     # what holds design 1 back, the row the report labels (ranked: resolved quality first, so not always the fastest)
-    binds, more = _binds(cand, obj, first=ranked(cand, obj, top=1, rank_all=rank_all)[0], axes=axes, params=params,
+    first = ranked(cand, obj, top=1, rank_all=rank_all)[0]
+    if ffn:  # the pass's "best" is its fastest shape of any quality; design 1's ratio beside it (newc10 #9: 3.75 vs 7.5)
+        ffn["design_1"] = _num(cand["ax_ffn_ratio"][first])
+    binds, more = _binds(cand, obj, first=first, axes=axes, params=params,
                          budget_tol=budget_tol, active=active_params, judge_kw=jk, price_kw=pk, limits=grid["limits"])
     evaluated += more
     r = _result(cand, obj, best=(bplan, bbatch), evaluated=evaluated, baseline=baseline, ref=ref, moe=moe, params=params,
@@ -845,9 +848,11 @@ def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Referen
     e-fold and extrapolation. One key each (sigma / sigma_test, their old copies, are gone)."""
     bq = float(ref.terms["loss"])
     sd, ex = float(cand["q_sigma_test"][i]), sorted(k[3:] for k in cand if k.startswith("qx_") and cand[k][i] > 0)
+    # q_heads: flat everywhere (flat_range None), the KV-sharing term read at the reference's (accuracy_model._shape_arch)
     flat = [{"term": t, "value": float(np.exp(pos)), "reference": float(np.exp(np.ravel(ref.terms["position"][t][0])[0])),
-             "flat_range": list(why["flat_range"][t])}
-            for t, pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i]))) if bool(why["flat"][t][j])]
+             "flat_range": list(why["flat_range"][t]) if why["flat_range"][t] else None}
+            for t, pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i])), ("q_heads", np.log(cand["heads"][i])))
+            if t in why["flat"] and bool(why["flat"][t][j])]
     terms = sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
                     for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"]))
     return {"loss": float(cand["q_loss"][i]), "delta": float(cand["q_delta"][i]), "delta_pct": 100.0 * float(cand["q_delta"][i]) / bq,
@@ -862,7 +867,7 @@ def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Referen
 
 
 # what a nil test band is said as, per flat axis (accuracy_model.delta_terms' "flat"): the aspect ratio at the budget is depth
-_NA_AXES = {"aspect": "depth", "head_dim": "head size"}
+_NA_AXES = {"aspect": "depth", "head_dim": "head size", "q_heads": "query heads"}
 
 
 def nil_band_why(sigma_delta_pct: float, terms: list[dict], flat: list[dict]) -> str | None:
@@ -921,7 +926,8 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     # why each row differs from the reference: the proxy's terms one by one (accuracy_model.delta_terms), with what
     # it costs in parameters and KV cache; the reference's terms at the search's weight format (Reference.terms)
     sub = {k: v[rank] for k, v in cand.items()}
-    why = accuracy_model.delta_terms(accuracy_model.shape_terms(sub, prec.weight.name, ref.qc, ref.pc), ref.terms,
+    t = accuracy_model.shape_terms(sub, prec.weight.name, ref.qc, ref.pc, ref_heads=accuracy_model.query_heads(ref.model))
+    why = accuracy_model.delta_terms(t, ref.terms,
                                      active=sub["active_params"], ref_active=float(ref.model.active_params), c=ref.qc, pc=ref.pc) if rank else None
     ref_kv = kv_bytes_per_token(ref.model, prec)
     designs = []
@@ -948,7 +954,8 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
             "beats_reference": bool(bo) and any((d["gain_pct"] or 0.0) > 0 for d in designs),
             # the rows whose equal quality the proxy resolves, and those that beat the reference among them
             "resolved": {"shapes": int(res[np.isfinite(obj)].sum()), "of": int(np.isfinite(obj).sum()),
-                         "beats_reference": bool(bo) and any((d["gain_pct"] or 0.0) > 0 for d in designs if d["quality"]["resolved"]),
+                         # over every resolved row, not the ones shown: --rank-all's top rows may hold none of them
+                         "beats_reference": bool(bo) and bool((obj[res & np.isfinite(obj)] > bo).any()),
                          # what the rows ranked after them would have headlined: said, so the ranking hides nothing
                          "best_unresolved_gain_pct": (100.0 * (float(np.max(obj[~res & np.isfinite(obj)])) / bo - 1.0)
                                                       if bo and (~res & np.isfinite(obj)).any() else None)}}

@@ -299,9 +299,9 @@ class Frontier:
 
     def to_pandas(self):
         """`to_records()` as a DataFrame, one row per point (pandas is an optional dependency)."""
-        import pandas as pd
+        from llm_codesign.serve.metrics import records_frame  # a None stays None, as in to_records and the JSON
 
-        return pd.DataFrame(self.to_records())
+        return records_frame(self.to_records())
 
     def banded(self, model, *, table: dict | None = None) -> "Frontier":
         """Every point with its metrics' 80% and 95% intervals (measure.intervals: `table`, the bundled one

@@ -290,9 +290,9 @@ class Mix:
 
     def to_pandas(self):
         """`to_records()` as a DataFrame (pandas is an optional dependency)."""
-        import pandas as pd
+        from llm_codesign.serve.metrics import records_frame  # a None stays None, as in to_records and the JSON
 
-        return pd.DataFrame(self.to_records())
+        return records_frame(self.to_records())
 
 
 def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: int = 64, calibration=None, arrival: str = DEFAULT_ARRIVAL) -> Mix:

@@ -740,12 +740,13 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     and the proxy's whole quality delta of `wide` against `model` (percent of the loss), its band, design's test of it
     (explore.accuracy_model.quality_delta at design's default k = 1, tol = 0: delta at most sigma_test) and the terms
     it extrapolates (explore.accuracy_model, as design's rows carry them)."""
-    from llm_codesign.explore.accuracy_model import extrapolated, model_terms, proxy_constants, quality_delta
+    from llm_codesign.explore.accuracy_model import extrapolated, model_terms, proxy_constants, quality_delta, query_heads
     from llm_codesign.explore.design import BUDGET_TOL
     from llm_codesign.explore.envelope import envelope_at, features, position, row_of
 
     pc = proxy_constants(proxy_file)
-    a, b = (model_terms(m, prec.weight.name, pc=pc) for m in (model, wide))
+    # the wider shape's KV heads read at the shape's query heads, as design reads a row's at its reference's (accuracy_model)
+    a, b = model_terms(model, prec.weight.name, pc=pc), model_terms(wide, prec.weight.name, pc=pc, ref_heads=query_heads(model))
     loss = float(a["loss"])
     whole = {k: float(np.ravel(v)[0]) for k, v in quality_delta(b, a).items() if k not in ("beyond", "beyond_scale")}
     only = [{"loss": t["nats"]["aspect"][0], "slope": t["slope"], "ln": {}, "nats": {"aspect": t["nats"]["aspect"]}} for t in (a, b)]

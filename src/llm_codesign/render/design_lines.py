@@ -42,13 +42,14 @@ def _params(n: float) -> str:
 
 def ffn_pass_line(p: dict | None) -> str | None:
     """What design's FFN-ratio pass priced (explore.design._ffn_pass): the envelope's window, the coarse ratios and the
-    fine ones around the best, with the shapes priced at each."""
+    fine ones around the fastest shape then (of any quality, before the grid's extensions), with the shapes priced at each;
+    and design 1's ratio, which need not be that shape's (resolved quality ranks first)."""
     if not p:
         return None
     ratios = lambda x: ", ".join(f"{v:g}" for v in x["ffn_ratio"]) or "none"  # noqa: E731
     return (f"FFN ratio: the envelope's window {p['window'][0]:g}-{p['window'][1]:g} priced every {p['step']:g} ({ratios(p['coarse'])}: "
             f"{p['coarse']['priced']} shapes), then the grid's step around the best ({ratios(p['fine'])}: {p['fine']['priced']}); "
-            f"best {p['best']:g}")
+            f"the fastest then {p['best']:g} (any quality)" + (f"; design 1's {p['design_1']:g}" if "design_1" in p else ""))
 
 
 def params_line(r: dict, short: str) -> str | None:

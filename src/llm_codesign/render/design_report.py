@@ -133,8 +133,9 @@ def _quality_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
         if c["role"] != "design":
             return "-"
         out = ", ".join(f"{t['term']} {t['delta_pct']:+.2f}%" for t in q.get("terms", [])) or "no term differs"
-        flat = "; ".join(f"{x['term']} {x['value']:.4g} vs {x['reference']:.4g} is flat to the proxy ({x['flat_range'][0]:g}-"
-                         f"{x['flat_range'][1]:g}): it cannot tell them apart" for x in q.get("flat", []))
+        flat = "; ".join(f"{x['term']} {x['value']:.4g} vs {x['reference']:.4g} is flat to the proxy (" + (
+            f"{x['flat_range'][0]:g}-{x['flat_range'][1]:g}" if x.get("flat_range") else "no term prices it") + "): it cannot tell them apart"
+            for x in q.get("flat", []))
         return out + (f"; {flat}" if flat else "")
 
     def versus(c):

@@ -865,6 +865,6 @@ class DisaggEstimate:
 
     def to_pandas(self):
         """`to_records()` as a DataFrame, one row per concurrency (pandas is an optional dependency)."""
-        import pandas as pd
+        from llm_codesign.serve.metrics import records_frame  # a None stays None, as in to_records and the JSON
 
-        return pd.DataFrame(self.to_records())
+        return records_frame(self.to_records())

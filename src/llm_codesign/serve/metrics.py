@@ -136,6 +136,20 @@ def no_decode(osl) -> bool:
     return osl <= 1
 
 
+def records_frame(records: list[dict]):
+    """A DataFrame of `records` (to_records') where a None stays None: pandas would read a column of figures and Nones
+    as floats and NaN, so tokens_per_joule_node on an MI300X (no system rating bundled: power.toml [node]) or TPOT at
+    OSL 1 said null in the JSON and the records but NaN in the frame (newc10 #14); such a column is kept as objects
+    (isna() still finds them). pandas is an optional dependency."""
+    import pandas as pd
+
+    df = pd.DataFrame(records)
+    for col in {k for r in records for k, v in r.items() if v is None}:
+        if df[col].dtype != object:
+            df[col] = pd.Series([r.get(col) for r in records], index=df.index, dtype=object)
+    return df
+
+
 def without_decode(d: dict) -> dict:
     """An answer's or a row's dict (to_dict's) as it is said at OSL 1, where no decode step runs: TPOT and tok/s/user are
     undefined, so None (JSON null, a CSV's blank cell, as tokens_per_joule_node where no rating is bundled; the tables'
