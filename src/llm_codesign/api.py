@@ -417,6 +417,7 @@ def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str 
     `acceptance`/`acceptance_rates` its speculation's (one rate per draft token; an export's own only: it is priced at
     it). Returns an `ImportEstimate` (its `estimate` the Estimate with its
     intervals, `ignored` the options not modelled); `to_dict()` is what `import --json` prints."""
+    from llm_codesign.explore.disagg_search import priced_pools
     from llm_codesign.explore.export import import_config as run
     from llm_codesign.explore.lengths import shown
     from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
@@ -436,7 +437,7 @@ def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str 
     if acceptance is not None:
         as_float("acceptance", acceptance, lo=1.0, what="mean accepted tokens per step, a number of at least 1")
     g = get_gpu(gpu) if gpu is not None else None
-    return run(str(path), price=estimate, gpu=g, model=model, backend=engine_arg(engine, backend), concurrency=concurrency, isl=isl,
+    return run(str(path), price=estimate, price_pools=priced_pools, gpu=g, model=model, backend=engine_arg(engine, backend), concurrency=concurrency, isl=isl,
                osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=_ref(calibration, objects=False), arrival=arrival)
 
 

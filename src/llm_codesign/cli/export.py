@@ -492,9 +492,10 @@ def import_(
     The configuration: an export, or the engine's own command line or YAML; options the model does not hold are
     listed as ignored."""
     from llm_codesign.api import estimate
+    from llm_codesign.explore.disagg_search import priced_pools
     from llm_codesign.explore.export import import_config
 
-    kw = dict(price=estimate, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency,
+    kw = dict(price=estimate, price_pools=priced_pools, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency,
               isl=isl, osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration, arrival=arrival)
     if _command_line(path):
         # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken:
@@ -514,8 +515,10 @@ def import_(
 
 def _import_lines(imp, r: dict) -> None:
     """import's text: one line of the deployment and its figures, each with its 80% interval as estimate and disagg give it
-    (a Dynamo file's tok/s/user and tok/s/GPU too, crev10 #7), the arrival its TTFT assumes, then what it says of the file."""
+    (a Dynamo file's tok/s/user and tok/s/GPU too, crev10 #7), the arrival its TTFT assumes where it is not the default
+    (crev10 #1; --json always has it), then what it says of the file."""
     from llm_codesign.render.intervals import ONE_TOKEN, arrival_footer, capped_footnote, queue_text, short
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 
     con = _console()
     d = imp.deployment
@@ -532,7 +535,8 @@ def _import_lines(imp, r: dict) -> None:
                   + f", {d.precision.label()}, {ENGINES[imp.engine].priced_as}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
                   f"TTFT {r['ttft_ms']:.0f} ms{queue_text(r)}{short(r, 'ttft_ms')}, TPOT {tpot}"
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
-    con.print(arrival_footer(r["arrival"]), highlight=False)  # the arrival TTFT turns on: the export's, as its header records it
+    if r["arrival"] != DEFAULT_ARRIVAL:  # the arrival TTFT turns on where not the default: the export's (its header's) or --arrival
+        con.print(arrival_footer(r["arrival"]), highlight=False)
     for note in r.get("notes") or ():  # a Dynamo file's: what disagg prints under its table
         con.print(note, highlight=False)
     if r.get("over_capacity"):  # what estimate and export say of the requests the deployment cannot run at once

@@ -627,12 +627,13 @@ def command_line(arg: str) -> bool:
     return head.startswith("python") and words[1] == "-m" and len(words) > 2 and words[2].startswith(_MODULES)
 
 
-def import_config(path: str, *, price, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
+def import_config(path: str, *, price, price_pools, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
                   isl: int | None = None, osl: int | None = None, acceptance: float | None = None, acceptance_rates=None,
                   calibration: str | None = None, text: str | None = None, arrival: str | None = None) -> ImportEstimate:
     """The deployment the configuration at `path` starts (read_config: an export, or an engine's own command line or
     YAML; `gpu` a Gpu where it names none, `model` a registry name where it names none or one the registry lacks),
-    priced by `price` (llm_codesign.api.estimate, which both callers pass: it sits a layer above this one) at
+    priced by `price` (llm_codesign.api.estimate, which both callers pass: it sits a layer above this one; a Dynamo export's
+    pools by `price_pools`, explore.disagg_search.priced_pools, passed alike: that module imports this one's frontier) at
     `concurrency` requests per instance (default: its max batch), `isl`/`osl` and `arrival` (default: the export's, else
     1024 and waves: an export's header records the arrival its predicted TTFT was priced at, crev10 #1); an exported Dynamo
     deployment priced as `disagg` prices its pools. `calibration`: a profile's path or None (the bundled
@@ -656,7 +657,7 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
     if meta and "DynamoGraphDeployment" in text:
         from llm_codesign.spec.registry import get_model
 
-        r = _import_dynamo(text, path, meta, isl=isl, osl=osl, arrival=arrival, calibration=calibration, concurrency=concurrency,
+        r = _import_dynamo(text, path, meta, price_pools, isl=isl, osl=osl, arrival=arrival, calibration=calibration, concurrency=concurrency,
                            model=get_model(model) if model is not None else None)
         _as_exported(r, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
         return r
@@ -765,21 +766,19 @@ def _as_exported(imp, name: str, *, gpu, model: str | None, backend: str | None,
                                         f"chosen for it); export again with --{field_.replace('_', '-')} {shown} to price that")
 
 
-def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, concurrency: int | None = None,
+def _import_dynamo(text: str, path: str, meta: dict, price_pools, *, isl: int, osl: int, calibration, concurrency: int | None = None,
                    model: ModelSpec | None = None, arrival: str = DEFAULT_ARRIVAL) -> ImportEstimate:
-    """`import` of an exported Dynamo deployment: both pools priced as the export priced them (explore.disagg_search.
-    priced_pools, price_pools' pricing of `disagg`, `lc.disagg` and export --backend dynamo: its row's intervals and notes
-    with it, crev10 #7), at `concurrency` requests in flight where given (default: the export's) and `arrival`."""
-    from llm_codesign.explore.disagg_search import priced_pools
-
+    """`import` of an exported Dynamo deployment: both pools priced as the export priced them by `price_pools` (explore.
+    disagg_search.priced_pools, the pricing of `disagg`, `lc.disagg` and export --backend dynamo: its row's intervals and
+    notes with it, crev10 #7), at `concurrency` requests in flight where given (default: the export's) and `arrival`."""
     conc = int(concurrency or meta["concurrency"])
     pools = read_dynamo(text, path, model=model)
     p, d = pools["prefill"], pools["decode"]
     dd = d["deployment"]
     # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
     pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
-    r = priced_pools(d["model"], pre, dd, prefill_instances=p["instances"], decode_instances=d["instances"], concurrencies=[conc],
-                     isl=isl, osl=osl, arrival=arrival, calibration=calibration)
+    r = price_pools(d["model"], pre, dd, prefill_instances=p["instances"], decode_instances=d["instances"], concurrencies=[conc],
+                    isl=isl, osl=osl, arrival=arrival, calibration=calibration)
     out = {"engine": "dynamo", "engine_release": dd.engine.release, "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
            "decode": dd.to_dict() | {"instances": d["instances"]}, **r.rows[0], "arrival": arrival, "notes": list(r.notes)}
     return ImportEstimate(path=str(path), engine="dynamo", model=d["model"], deployment=dd, replicas=1, concurrency=conc,
