@@ -552,7 +552,7 @@ class ImportEstimate:
     `concurrency` requests in flight per instance (`batch` says where that came from). An exported Dynamo deployment is
     its two pools (`prefill` and its instances beside `deployment`'s, the decode pool), priced as `disagg` prices them
     (`estimate` None). `ignored`: the configuration's options the model does not hold; `unset_env`: variables the launch
-    must set to run the kernels priced; `note`: what to pass to price an export as it was priced. `to_dict()` is what
+    must set to run the kernels priced (always empty: a launch leaving one unset is refused, _refuse_unset_env); `note`: what to pass to price an export as it was priced. `to_dict()` is what
     `import --json` prints."""
     path: str
     engine: str
