@@ -180,7 +180,8 @@ def test_import_reads_sglangs_chunked_prefill_off(flags, budget):
     from llm_codesign.explore.export import read_config
     from llm_codesign.spec.hardware import get_gpu
 
-    line = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 1 " + flags
+    # with the AITER kernels it is priced on (an MI355X launch without them is refused: newc10 #13)
+    line = "SGLANG_USE_AITER=1 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 1 " + flags
     imp = read_config(line, "c", gpu=get_gpu("mi355x"))
     assert (imp.deployment.chunked_prefill, imp.deployment.step_tokens) == (False, budget) and "max-prefill-tokens" not in imp.ignored
     got = json.loads(_run("import", line, "--gpu", "mi355x", "--concurrency", "16", "--isl", "4096", "--osl", "256", "--json").stdout)

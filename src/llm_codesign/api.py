@@ -405,17 +405,19 @@ def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path |
 def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str | None = None, backend: str | None = None,
                   concurrency: int | None = None, isl: int | None = None, osl: int | None = None, acceptance: float | None = None,
                   acceptance_rates: str | tuple | list | None = None, calibration: str | Profile | None = None,
-                  engine: str | None = None) -> ImportEstimate:
+                  engine: str | None = None, arrival: str | None = None) -> ImportEstimate:
     """The deployment an engine configuration starts, priced as `llm-codesign import` prices it (explore.export.
     import_config, one code path; `import` is Python's keyword): `path` a file `export` wrote, or the engine's own `vllm
     serve ...` / `sglang.launch_server ...` command line, vLLM `--config` YAML, TensorRT-LLM extra_llm_api_options YAML
     or `trtllm-serve` command; `gpu` the GPU an engine's configuration runs on (an export states its own), `model` the
     model where it names none or one the registry lacks, `backend` (or `engine`) the engine of a YAML whose keys do not
     tell (any of its names: an export's own, or on a Dynamo export dynamo or its workers'), `concurrency` requests per
-    instance (default: its max batch; a Dynamo export's, its own), `isl`/`osl` (default: the export's, else 1024),
+    instance (default: its max batch; a Dynamo export's, its own), `isl`/`osl` (default: the export's, else 1024), `arrival`
+    (spec.harness.ARRIVALS; default: the export's, which its header records, else waves),
     `acceptance`/`acceptance_rates` its speculation's (one rate per draft token; an export's own only: it is priced at
     it). Returns an `ImportEstimate` (its `estimate` the Estimate with its
     intervals, `ignored` the options not modelled); `to_dict()` is what `import --json` prints."""
+    from llm_codesign.explore.disagg_search import priced_pools
     from llm_codesign.explore.export import import_config as run
     from llm_codesign.explore.lengths import shown
     from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
@@ -435,8 +437,8 @@ def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str 
     if acceptance is not None:
         as_float("acceptance", acceptance, lo=1.0, what="mean accepted tokens per step, a number of at least 1")
     g = get_gpu(gpu) if gpu is not None else None
-    return run(str(path), price=estimate, gpu=g, model=model, backend=engine_arg(engine, backend), concurrency=concurrency, isl=isl,
-               osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=_ref(calibration, objects=False))
+    return run(str(path), price=estimate, price_pools=priced_pools, gpu=g, model=model, backend=engine_arg(engine, backend), concurrency=concurrency, isl=isl,
+               osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=_ref(calibration, objects=False), arrival=arrival)
 
 
 def _texts(value, field: str, what: str) -> list[str]:

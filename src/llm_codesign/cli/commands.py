@@ -363,6 +363,8 @@ def estimate(
         t.add_row("shape as run", f"[yellow]{note}[/yellow]")
     if "attention_note" in r:  # lint R4's head size on the engine's attention kernels (spec.engines.head_dims)
         t.add_row("shape as run", f"[yellow]{r['attention_note']}[/yellow]")
+    if "chunking_note" in r:  # SGLang's chunking off: its prefill budget, a prompt past it run whole (serve.estimate.chunking_note)
+        t.add_row("chunked prefill", r["chunking_note"])
     for k, v in basis_rows(r["intervals"], r):
         t.add_row(k, v)
     _console().print(t)

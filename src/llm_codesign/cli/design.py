@@ -86,21 +86,6 @@ def _batch_line(r: dict, short: str) -> str | None:
     return "batch: one step up the search's batch grid, " + "; ".join(parts)
 
 
-_TERM_NAMES = {"params": "active params", "moe_rule": "total/active", "kv_sharing": "KV heads", "head_dim": "head size",
-               "granularity": "expert granularity", "aspect": "aspect penalty", "mla": "MLA", "hybrid": "recurrent", "window": "window"}
-_FLAT_NAMES = {"aspect": "aspect ratio (depth)", "head_dim": "head size", "q_heads": "query heads"}
-
-
-def flat_said(x: dict) -> str:
-    """One axis the proxy is flat on (explore.design._quality_row's "flat"): where its term reads 0, or, for the query
-    heads, that no term prices them (proxy.toml [query_heads])."""
-    if x["flat_range"] is None:
-        return (f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} are not priced (KV sharing is measured at "
-                "fixed query heads: read at the reference's; extrapolated)")
-    return (f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} is invisible to the proxy "
-            f"(flat on {x['flat_range'][0]:g}-{x['flat_range'][1]:g})")
-
-
 def scale_line(d: dict) -> str | None:
     """One line: the proxy terms design 1 uses beyond the model sizes their sources measured them at (a KV-sharing
     coefficient from <= 11B models applied at 100B), each with its measured range; None where every term is inside."""
@@ -113,30 +98,6 @@ def scale_line(d: dict) -> str | None:
     return (f"scale: design 1's proxy terms measured at other model sizes, applied at {_params(xs[0]['at_params'])}: {terms} "
             "(x: extrapolated; err ± grows by 1 x the log-distance in size, as beyond any studied range; ±test keeps the "
             "measured band)")
-
-
-def wins_by(d: dict, against: str, short: str) -> str:
-    """One line: why design 1 differs from what it is measured against, in loss (the proxy's terms, largest first;
-    the flat axes said as such, never as a measured 0), in parameters and KV bytes per token, and in speed with
-    the gain's own 80% band."""
-    q, v = d["quality"], d.get("versus_reference") or {}
-    terms = ", ".join(f"{_TERM_NAMES.get(t['term'], t['term'])} {t['delta_pct']:+.2f}%" for t in q["terms"][:3]) or "no term differs"
-    flat = "; ".join(flat_said(x) for x in q.get("flat", []))
-    out = f"design 1 vs {against}: loss {q['delta_pct']:+.2f}% = {terms} of the loss" + (f" ({flat})" if flat else "")
-    # the test's band and the model's error, said apart: sigma_delta is often a tenth of the error (explore.design._quality_row)
-    band = (f"with no test band (sigma_delta 0: {q['test_band_na']})" if q.get("test_band_na")
-            else f"at {q['k']:g} x sigma_delta ±{q['sigma_delta_pct']:.2f}% (the terms' band)")
-    out += (f"; {'passes' if q['passes'] else 'fails'} {band}, "
-            f"model error ±{q['uncertainty_pct']:.2f}%" + ("" if q.get("resolved", True) else " (quality not resolved)"))
-    if v:
-        out += (f"; params {v['total_params_change_pct']:+.1f}%, KV {v['kv_bytes_per_token'] / 1024:,.0f} KiB/token "
-                f"({v['kv_change_pct']:+.0f}%)")
-    if d.get("gain_pct") is not None:
-        out += f"; {short} {d['gain_pct']:+.1f}%"
-        if gb := d.get("gain_band"):
-            out += (f" (80% {gb['gain_lo80']:+.1f} to {gb['gain_hi80']:+.1f}%" + (", an upper bound" if gb.get("shared_error") else "")
-                    + ": " + ("within model error" if gb["within_model_error"] else "beyond model error") + ")")
-    return out  # a row inside the envelope only by its margin is said once, in envelope_lines
 
 
 def na_said(designs: list[dict]) -> str:

@@ -484,16 +484,19 @@ def import_(
                                                "DeepSeek-V3/R1's MTP)."),
     acceptance_rates: Optional[str] = O_RATES,
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
+    arrival: Optional[str] = typer.Option(None, "--arrival", help="How requests arrive: waves, closed_loop or burst, as estimate "
+                                          "takes it (default: the export's, else waves)."),
 ):
     """The deployment an engine configuration starts, priced as `estimate` prices it.
 
     The configuration: an export, or the engine's own command line or YAML; options the model does not hold are
     listed as ignored."""
     from llm_codesign.api import estimate
+    from llm_codesign.explore.disagg_search import priced_pools
     from llm_codesign.explore.export import import_config
 
-    kw = dict(price=estimate, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency,
-              isl=isl, osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration)
+    kw = dict(price=estimate, price_pools=priced_pools, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency,
+              isl=isl, osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration, arrival=arrival)
     if _command_line(path):
         # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken:
         # import_config reads it as text (shlex, never run), as lc.import_config does. Asked before Path.exists(), which
@@ -507,37 +510,47 @@ def import_(
     r = imp.to_dict()
     if as_json:
         return _dump(r)
-    con = _console()
-    if imp.engine == "dynamo":
-        con.print(f"{r['model']}: prefill {imp.prefill_instances}x {imp.prefill.plan.label()}, decode {imp.decode_instances}x "
-                  f"{imp.deployment.plan.label()} ({imp.deployment.engine.priced_as}): TTFT {r['ttft_ms']:.0f} ms, TPOT "
-                  + ("n/a (one output token)" if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms"))
-    else:
-        from llm_codesign.render.intervals import ONE_TOKEN, capped_footnote, queue_text, short
+    _import_lines(imp, r)
 
-        d = imp.deployment
+
+def _import_lines(imp, r: dict) -> None:
+    """import's text: one line of the deployment and its figures, each with its 80% interval as estimate and disagg give it
+    (a Dynamo file's tok/s/user and tok/s/GPU too, crev10 #7), the arrival its TTFT assumes where it is not the default
+    (crev10 #1; --json always has it), then what it says of the file."""
+    from llm_codesign.render.intervals import ONE_TOKEN, arrival_footer, capped_footnote, queue_text, short
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+
+    con = _console()
+    d = imp.deployment
+    tpot = f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, "
+    if imp.engine == "dynamo":
+        rate = "" if r["tpot_ms"] is None else f"{r['tok_s_per_user']:.1f} tok/s/user{short(r, 'tok_s_per_user')}, "
+        con.print(f"{r['model']}: prefill {imp.prefill_instances}x {imp.prefill.plan.label()}, decode {imp.decode_instances}x "
+                  f"{d.plan.label()} ({d.engine.priced_as}): {r['concurrency']} requests ({imp.batch}), TTFT {r['ttft_ms']:.0f} ms"
+                  f"{short(r, 'ttft_ms')}, TPOT {tpot}{rate}{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}",
+                  highlight=False)
+    else:
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
         con.print(on_gpus(imp.model.name, d.num_gpus, d.gpu.name, d.plan.label(), imp.replicas)
                   + f", {d.precision.label()}, {ENGINES[imp.engine].priced_as}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
-                  f"TTFT {r['ttft_ms']:.0f} ms{queue_text(r)}{short(r, 'ttft_ms')}, TPOT "
-                  + (f"{ONE_TOKEN}, " if r["tpot_ms"] is None else f"{r['tpot_ms']:.2f} ms{short(r, 'tpot_ms')}, ")
+                  f"TTFT {r['ttft_ms']:.0f} ms{queue_text(r)}{short(r, 'ttft_ms')}, TPOT {tpot}"
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
-        if r.get("over_capacity"):  # what estimate and export say of the requests the deployment cannot run at once
-            con.print(f"[yellow]at {r['concurrency']} requests: {r['over_capacity']}[/yellow]", highlight=False)
-        if r.get("attention_note"):  # lint R4's head size on the engine's attention kernels, as estimate says it
-            con.print(f"[yellow]{r['attention_note']}[/yellow]", highlight=False)
-        if imp.engine == "sglang" and d.chunked_prefill is False:  # SGLang's -1, read as chunking off (crev9 #8)
-            con.print("chunked prefill off (--chunked-prefill-size -1, or any value <= 0): prefill batches of up to "
-                      f"{d.step_tokens:,} tokens (--max-prefill-tokens), a longer prompt run whole, alone", highlight=False)
-        if d.spec is not None and d.spec.source:  # the configuration states no acceptance: the published one, as estimate says it
-            con.print(f"speculation: acceptance not given, so the published one: {d.spec.source}", highlight=False)
-        if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):
-            con.print(caps, highlight=False)
-        if imp.ignored:
-            con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
-        if imp.unset_env:
-            con.print(f"[yellow]the launch does not set {', '.join(imp.unset_env)}: priced as if it did, on the kernels it selects (export "
-                      "sets it); without it the engine runs others[/yellow]", highlight=False)
+    if r["arrival"] != DEFAULT_ARRIVAL:  # the arrival TTFT turns on where not the default: the export's (its header's) or --arrival
+        con.print(arrival_footer(r["arrival"]), highlight=False)
+    for note in r.get("notes") or ():  # a Dynamo file's: what disagg prints under its table
+        con.print(note, highlight=False)
+    if r.get("over_capacity"):  # what estimate and export say of the requests the deployment cannot run at once
+        con.print(f"[yellow]at {r['concurrency']} requests: {r['over_capacity']}[/yellow]", highlight=False)
+    if r.get("attention_note"):  # lint R4's head size on the engine's attention kernels, as estimate says it
+        con.print(f"[yellow]{r['attention_note']}[/yellow]", highlight=False)
+    if r.get("chunking_note"):  # SGLang's chunking off, a prompt past its prefill budget (serve.estimate, as estimate says it)
+        con.print(r["chunking_note"], highlight=False)
+    if d.spec is not None and d.spec.source and imp.engine != "dynamo":  # no acceptance stated: the published one, as estimate says
+        con.print(f"speculation: acceptance not given, so the published one: {d.spec.source}", highlight=False)
+    if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):
+        con.print(caps, highlight=False)
+    if imp.ignored:
+        con.print(f"ignored (not modelled): {', '.join(imp.ignored)}", highlight=False)
     if imp.note:
         con.print(imp.note, highlight=False)
 

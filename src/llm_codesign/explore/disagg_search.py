@@ -192,10 +192,6 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
     `lc.disagg` and the page's disaggregated estimate. `calibration`: a profile's path, a Calibration or None;
     `decode_cuda_graph_max_bs` the decode workers' padded CUDA-graph capture per rank (None: the engine's default; 0: off),
     `decode_piecewise_graphs` whether they replay vLLM's piecewise graphs (Deployment.piecewise_graphs)."""
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.measure.intervals import band_disagg_rows
-    from llm_codesign.serve.disagg import DisaggEstimate, estimate_disagg
-    from llm_codesign.serve.metrics import no_decode, without_decode
     from llm_codesign.spec.engines import engine_for_pools, get_engine
 
     dg = decode_gpu or gpu
@@ -213,21 +209,35 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
                         cuda_graph_max_bs=decode_cuda_graph_max_bs, piecewise_graphs=decode_piecewise_graphs, **one))
     for d in pools:  # a format whose MoE kernel the engine lacks on either pool's GPU, as lc.deployment's
         check_runs(d.engine, d.gpu, prec=d.precision, moe=model.is_moe)
+    return priced_pools(model, *pools, prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=concurrencies,
+                        isl=isl, osl=osl, decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing,
+                        decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a, calibration=calibration, notes=notes)
+
+
+def priced_pools(model: ModelSpec, prefill: Deployment, decode: Deployment, *, prefill_instances: int, decode_instances: int,
+                 concurrencies, isl: int, osl: int, arrival: str = DEFAULT_ARRIVAL, calibration=None, notes=(),
+                 decode_max_batch: int | None = None, prefill_routing: str | None = None, decode_recv_interval: int = 1,
+                 decode_moe_a2a: str = ""):
+    """price_pools on one instance of each pool already built (`import` of a Dynamo file reads them, launch options and all):
+    serve.disagg.estimate_disagg, each row banded (measure.intervals.band_disagg_rows), `notes` before the estimate's."""
+    from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.measure.accuracy import disagg_measured
+    from llm_codesign.measure.intervals import band_disagg_rows
+    from llm_codesign.serve.disagg import DisaggEstimate, estimate_disagg
+    from llm_codesign.serve.metrics import no_decode, without_decode
 
     def cal(g):
         return calibration if isinstance(calibration, Calibration) else calibration_for(g, calibration)
 
-    r = estimate_disagg(model, *pools, calibration=cal(gpu), decode_calibration=cal(dg), prefill_instances=prefill_instances,
+    r = estimate_disagg(model, prefill, decode, calibration=cal(prefill.gpu), decode_calibration=cal(decode.gpu), prefill_instances=prefill_instances,
                         decode_instances=decode_instances, concurrencies=list(concurrencies), isl=isl, osl=osl,
                         decode_max_batch=decode_max_batch, arrival=arrival, prefill_routing=prefill_routing,
                         decode_recv_interval=decode_recv_interval, decode_moe_a2a=decode_moe_a2a)
-    band_disagg_rows(r["rows"], model, pools[1], isl=isl, osl=osl, calibration=calibration, arrival=arrival, prefill=pools[0],
+    band_disagg_rows(r["rows"], model, decode, isl=isl, osl=osl, calibration=calibration, arrival=arrival, prefill=prefill,
                      prefill_instances=prefill_instances, decode_instances=decode_instances)
     if no_decode(osl):  # one output token, from the prefill: no TPOT nor tok/s/user (null), as estimate's answer says it
         r["rows"] = [without_decode(row) for row in r["rows"]]
-    r["notes"] = notes + r["notes"]
-    from llm_codesign.measure.accuracy import disagg_measured
-
+    r["notes"] = list(notes) + r["notes"]
     r["measured"] = "" if calibration else disagg_measured()  # the bundled profile's error; a profile of one's own has its own
     return DisaggEstimate(**{k: tuple(v) if k in ("notes", "rows") else v for k, v in r.items()})
 

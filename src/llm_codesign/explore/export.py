@@ -36,6 +36,7 @@ from llm_codesign.explore.export_engines.base import (
     whole,
 )
 from llm_codesign.spec.engines import check_runs, get_engine
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, acceptance_rates_of
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -289,7 +290,7 @@ def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: 
     if kv not in kv_rev:
         raise InputError("kv_cache_dtype", kv, "one of: " + ", ".join(kv_rev))
     kvd = base.kv if kv == "auto" else get_dtype(kv_rev[kv], "kv_dtype")
-    if w == base.weight:
+    if w.name == base.weight.name:  # the checkpoint's own format, its groups included (AWQ's 128: crev10 #5), not the name's default
         p = replace(base, kv=kvd)
     else:
         p = Precision.of(w.name, None, kvd.name)
@@ -557,7 +558,7 @@ class ImportEstimate:
     `concurrency` requests in flight per instance (`batch` says where that came from). An exported Dynamo deployment is
     its two pools (`prefill` and its instances beside `deployment`'s, the decode pool), priced as `disagg` prices them
     (`estimate` None). `ignored`: the configuration's options the model does not hold; `unset_env`: variables the launch
-    must set to run the kernels priced; `note`: what to pass to price an export as it was priced. `to_dict()` is what
+    must set to run the kernels priced (always empty: a launch leaving one unset is refused, _refuse_unset_env); `note`: what to pass to price an export as it was priced. `to_dict()` is what
     `import --json` prints."""
     path: str
     engine: str
@@ -632,14 +633,16 @@ def command_line(arg: str) -> bool:
     return head.startswith("python") and words[1] == "-m" and len(words) > 2 and words[2].startswith(_MODULES)
 
 
-def import_config(path: str, *, price, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
+def import_config(path: str, *, price, price_pools, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
                   isl: int | None = None, osl: int | None = None, acceptance: float | None = None, acceptance_rates=None,
-                  calibration: str | None = None, text: str | None = None) -> ImportEstimate:
+                  calibration: str | None = None, text: str | None = None, arrival: str | None = None) -> ImportEstimate:
     """The deployment the configuration at `path` starts (read_config: an export, or an engine's own command line or
     YAML; `gpu` a Gpu where it names none, `model` a registry name where it names none or one the registry lacks),
-    priced by `price` (llm_codesign.api.estimate, which both callers pass: it sits a layer above this one) at
-    `concurrency` requests per instance (default: its max batch) and `isl`/`osl` (default: the export's, else 1024); an
-    exported Dynamo deployment priced as `disagg` prices its pools. `calibration`: a profile's path or None (the bundled
+    priced by `price` (llm_codesign.api.estimate, which both callers pass: it sits a layer above this one; a Dynamo export's
+    pools by `price_pools`, explore.disagg_search.priced_pools, passed alike: that module imports this one's frontier) at
+    `concurrency` requests per instance (default: its max batch), `isl`/`osl` and `arrival` (default: the export's, else
+    1024 and waves: an export's header records the arrival its predicted TTFT was priced at, crev10 #1); an exported Dynamo
+    deployment priced as `disagg` prices its pools. `calibration`: a profile's path or None (the bundled
     one). `text`: the configuration itself, `path` then only its name in messages; a `path` that is an engine's command
     line (command_line) is taken as its text, named "the command line", with no folder: the files it names (`--config x.yaml`) are found in the working folder, as its shell
     would find them (file_beside); the text is split by shlex, never run."""
@@ -655,11 +658,12 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
         text = read_text(path, "path", "an export or an engine's command line or YAML")
     meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
+    arrival = check_arrival(meta.get("arrival", DEFAULT_ARRIVAL) if arrival is None else arrival)  # export writes it where it is not the default
     rates = acceptance_rates_of(acceptance_rates)
     if meta and "DynamoGraphDeployment" in text:
         from llm_codesign.spec.registry import get_model
 
-        r = _import_dynamo(text, path, meta, isl=isl, osl=osl, calibration=calibration, concurrency=concurrency,
+        r = _import_dynamo(text, path, meta, price_pools, isl=isl, osl=osl, arrival=arrival, calibration=calibration, concurrency=concurrency,
                            model=get_model(model) if model is not None else None)
         _as_exported(r, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
         return r
@@ -677,9 +681,10 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
     if meta:
         _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
     engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
+    _refuse_unset_env(imp)
     imp = _within_context_limit(imp, isl, osl)
     conc = concurrency or imp.concurrency
-    est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc), calibration=calibration)
+    est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc, arrival=arrival), calibration=calibration)
     r = est.to_dict()
     r["deployment"] = imp.deployment.to_dict()
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
@@ -687,6 +692,20 @@ def import_config(path: str, *, price, gpu=None, model: str | None = None, backe
     return ImportEstimate(path=given, engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
+
+
+def _refuse_unset_env(imp: Imported) -> None:
+    """A launch that leaves unset a variable the engine needs to run the kernels it would be priced on (unset_env: SGLang on
+    an AMD Instinct GPU without SGLANG_USE_AITER=1) is refused in one line asking for it, not priced as if set (newc10 #13:
+    the same 883 ms / 8.02 ms / 3608 tok/s/GPU with it and without). Without it SGLang runs its Triton fused MoE (the
+    variable is off by default, sglang/srt/environ.py:949; layers/quantization/fp8.py:149, mxfp4.py:200@0.5.23) and its
+    Triton attention, which no bundled run measured (all of InferenceX's MI3xx SGLang runs set it, data/measurements/
+    SOURCES.md) and no AMD kernel table times (the tables' CDNA MoE rows are AITER's and vLLM's): no price here is honest."""
+    if imp.unset_env:
+        name, value = imp.unset_env[0].split("=", 1)
+        raise InputError(name, "unset", f"{value} on an {imp.deployment.gpu.name}: without it {get_engine(imp.engine).title} runs kernels "
+                                        "no run or kernel table here prices (its Triton MoE and attention); set it before the launch "
+                                        f"({imp.unset_env[0]} python -m ..., as export writes it) to price the AITER kernels it then runs")
 
 
 # each engine's launch option capping a request's prompt + output tokens, as `import` reads it, and the most isl + osl it
@@ -753,23 +772,21 @@ def _as_exported(imp, name: str, *, gpu, model: str | None, backend: str | None,
                                         f"chosen for it); export again with --{field_.replace('_', '-')} {shown} to price that")
 
 
-def _import_dynamo(text: str, path: str, meta: dict, *, isl: int, osl: int, calibration, concurrency: int | None = None,
-                   model: ModelSpec | None = None) -> ImportEstimate:
-    """`import` of an exported Dynamo deployment: both pools priced as the export priced them, at `concurrency`
-    requests in flight where given (default: the export's)."""
-    from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.serve.disagg import estimate_disagg
-
+def _import_dynamo(text: str, path: str, meta: dict, price_pools, *, isl: int, osl: int, calibration, concurrency: int | None = None,
+                   model: ModelSpec | None = None, arrival: str = DEFAULT_ARRIVAL) -> ImportEstimate:
+    """`import` of an exported Dynamo deployment: both pools priced as the export priced them by `price_pools` (explore.
+    disagg_search.priced_pools, the pricing of `disagg`, `lc.disagg` and export --backend dynamo: its row's intervals and
+    notes with it, crev10 #7), at `concurrency` requests in flight where given (default: the export's) and `arrival`."""
     conc = int(concurrency or meta["concurrency"])
     pools = read_dynamo(text, path, model=model)
     p, d = pools["prefill"], pools["decode"]
     dd = d["deployment"]
     # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
     pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
-    r = estimate_disagg(d["model"], pre, dd, calibration=calibration_for(dd.gpu, calibration), prefill_instances=p["instances"],
-                        decode_instances=d["instances"], concurrencies=[conc], isl=isl, osl=osl)
+    r = price_pools(d["model"], pre, dd, prefill_instances=p["instances"], decode_instances=d["instances"], concurrencies=[conc],
+                    isl=isl, osl=osl, arrival=arrival, calibration=calibration)
     out = {"engine": "dynamo", "engine_release": dd.engine.release, "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
-           "decode": dd.to_dict() | {"instances": d["instances"]}, **r["rows"][0]}
+           "decode": dd.to_dict() | {"instances": d["instances"]}, **r.rows[0], "arrival": arrival, "notes": list(r.notes)}
     return ImportEstimate(path=str(path), engine="dynamo", model=d["model"], deployment=dd, replicas=1, concurrency=conc,
                           batch="--concurrency" if concurrency else "the export's", answer=out, prefill=p["deployment"], prefill_instances=p["instances"],
                           decode_instances=d["instances"], note=profile_note(meta, calibration))

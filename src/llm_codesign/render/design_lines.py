@@ -6,9 +6,19 @@ library: the CLI imports it at start-up."""
 from __future__ import annotations
 
 OBJECTIVE_SHORT = {"output_tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user"}
-_TERM_NAMES = {"params": "active params", "moe_rule": "total/active", "kv_sharing": "q heads per KV head", "head_dim": "head size",
+_TERM_NAMES = {"params": "active params", "moe_rule": "total/active", "kv_sharing": "KV heads", "head_dim": "head size",
                "granularity": "expert granularity", "aspect": "aspect penalty", "mla": "MLA", "hybrid": "recurrent", "window": "window"}
-_FLAT_NAMES = {"aspect": "aspect ratio (depth)", "head_dim": "head size"}
+_FLAT_NAMES = {"aspect": "aspect ratio (depth)", "head_dim": "head size", "q_heads": "query heads"}
+
+
+def flat_said(x: dict) -> str:
+    """One axis the proxy is flat on (explore.design._quality_row's "flat"): where its term reads 0, or, for the query
+    heads, that no term prices them (proxy.toml [query_heads])."""
+    if x["flat_range"] is None:
+        return (f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} are not priced (KV sharing is measured at "
+                "fixed query heads: read at the reference's; extrapolated)")
+    return (f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} is invisible to the proxy "
+            f"(flat on {x['flat_range'][0]:g}-{x['flat_range'][1]:g})")
 
 
 def wins_by(d: dict, against: str, short: str) -> str:
@@ -17,8 +27,7 @@ def wins_by(d: dict, against: str, short: str) -> str:
     the gain's own 80% band."""
     q, v = d["quality"], d.get("versus_reference") or {}
     terms = ", ".join(f"{_TERM_NAMES.get(t['term'], t['term'])} {t['delta_pct']:+.2f}%" for t in q["terms"][:3]) or "no term differs"
-    flat = "; ".join(f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} is invisible to the proxy "
-                     f"(flat on {x['flat_range'][0]:g}-{x['flat_range'][1]:g})" for x in q.get("flat", []))
+    flat = "; ".join(flat_said(x) for x in q.get("flat", []))
     out = f"design 1 vs {against}: loss {q['delta_pct']:+.2f}% = {terms} of the loss" + (f" ({flat})" if flat else "")
     # the test's band and the model's error, said apart: sigma_delta is often a tenth of the error (explore.design._quality_row)
     band = (f"with no test band (sigma_delta 0: {q['test_band_na']})" if q.get("test_band_na")

@@ -206,6 +206,8 @@ class Estimate:
             out["adp_hold_note"] = self.adp_hold
         if self.attention_note is not None:  # absent where the engine's fast attention kernels take the head size
             out["attention_note"] = self.attention_note
+        if note := chunking_note(dep, w.isl):  # absent where prompts are chunked, or refused past the budget
+            out["chunking_note"] = note
         if self.spec is not None:
             out["spec"] = asdict(self.spec)
         if self.breakdown is not None:
@@ -238,6 +240,19 @@ def as_run(dep, moe_activation=None) -> str:
 
     given, ran = dep.precision.label(moe_activation), executable(dep.precision, dep.gpu)[0].label(moe_activation)
     return given if ran == given else f"{ran} as run"
+
+
+def chunking_note(dep: Deployment, isl: int) -> str | None:
+    """What an engine that runs a prompt over its step budget whole, alone (Engine.whole_prompt_refusal None: SGLang's
+    PrefillAdder admits a batch's first request whole, serve.aggregated.prompt_budget) says where its chunked prefill is off:
+    the budget, and where the prompt passes it, that it is one. The one rule of estimate's and import's line (crev10 #10:
+    estimate priced a 20,000-token prompt whole past the 16,384 it printed and said nothing; import said it)."""
+    if dep.chunked_prefill is not False or dep.engine.whole_prompt_refusal is not None:
+        return None
+    budget = int(dep.step_tokens)
+    past = f"; each {int(isl):,}-token prompt is one: its prefill runs as one {int(isl):,}-token step" if int(isl) > budget else ""
+    return ("chunked prefill off (--chunked-prefill-size -1, or any value <= 0): prefill batches of up to "
+            f"{budget:,} tokens (--max-prefill-tokens), a longer prompt run whole, alone{past}")
 
 
 def _arrival_text(w) -> str | None:
