@@ -8,8 +8,8 @@ import pytest
 from conftest import cli
 
 from llm_codesign.cost.calibration import calibration_for
-from llm_codesign.spec.hardware import get_gpu
 from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.hardware import get_gpu
 
 
 def _json(*args):
