@@ -517,8 +517,10 @@ def test_disagg_answers_the_lines_under_the_clis_table_and_the_front_end(client)
             pytest.approx(x["ttft_ms"], rel=1e-9)
     r = client.post("/api/disagg", json={"model": "llama-3.1-70b", "gpu": "h200", "decode_gpu": "mi355x", "prefill": "tp=2", "decode": "tp=2",
                                          "concurrency": [8]})
-    assert r.json()["notes"] == ["engine: vllm on both pools, not trtllm (the H200 SXM's own): trtllm does not run on the MI355X; "
-                                 "--backend picks one both run: vllm, sglang"]
+    # pools of two vendors: a 422 naming decode_gpu (spec.engines.check_pool_vendors, newc10 #7), not vLLM priced on both
+    assert r.status_code == 422 and r.json() == {"field": "decode_gpu", "error": (
+        "decode_gpu: 'mi355x' is not valid; an NVIDIA GPU, as the prefill pool's H200 SXM: both pools run one engine build (CUDA or "
+        "ROCm), and no engine hands its KV cache from one vendor's GPUs to the other's")}
     schema = client.get("/openapi.json").json()["components"]["schemas"]
     assert "notes" in schema["DisaggResponse"]["required"] and "front_end_ms" in schema["DisaggRow"]["required"]
 

@@ -291,7 +291,7 @@ PoolForm = Annotated[PoolPlan, BeforeValidator(_pool_form)]
 class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     """What `disagg` takes: prefill instances hand each prompt's KV cache to decode instances."""
     gpu: str = Field(..., max_length=100, description="The prefill instances' GPU (and the decode ones' unless `decode_gpu`).")
-    decode_gpu: Optional[str] = Field(None, max_length=100, description="The decode instances' GPU where it differs.")
+    decode_gpu: Optional[str] = Field(None, max_length=100, description="The decode instances' GPU where it differs: the same vendor's as `gpu` (one engine build runs both pools).")
     prefill: PoolForm = Field(..., description="The prefill instance's plan: " + POOL_FORMS + ".")
     decode: PoolForm = Field(..., description="The decode instance's plan: " + POOL_FORMS + ".")
     prefill_instances: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS, description="Prefill instances, as disagg "
@@ -941,7 +941,7 @@ def _pools_engine(gpu, decode_gpu, name: str | None) -> str:
     try:
         return engine_for_pools(gpu, decode_gpu, name).name
     except InputError as e:
-        raise InputError("engine", e.value, e.valid) from None
+        raise InputError("engine" if e.field == "backend" else e.field, e.value, e.valid) from None
 
 
 def _engine(gpu, name: str | None, field: str = "engine") -> str:
