@@ -339,7 +339,9 @@ def test_what_if_memory_and_flops_reach_the_gpu():
     ({"bf16_tflops": 0}, ("peak_flops.bf16", 0), "what_if.bf16_tflops: 0.0 is not valid; dense TFLOP/s from 0.1 to 1e+06"),
     ({"fp8_tflops": 5e9}, ("peak_flops.fp8", 5e21),
      "what_if.fp8_tflops: 5000000000.0 is not valid; dense TFLOP/s from 0.1 to 1e+06 (0: the tensor cores lack it)"),
-    ({"memory_gb": 0.5}, ("memory_bytes", 5e8), "what_if.memory_gb: 0.5 is not valid; a number from 1 to 1e+06 GB"),
+    # the H200 base's headline follows at 141e9 / 150754820096: memory_gb 1e9 x 150754820096 / 141e9 = 1.069 GB keeps it >= 1 GB
+    ({"memory_gb": 0.5}, ("memory_bytes", 5e8), "what_if.memory_gb: 0.5 is not valid; a number from 1.069 to 1e+06 GB (h200's driver "
+                                                "reports 1.069x its data sheet's capacity, which follows memory_gb and is held to 1 GB or more)"),
     ({"scale_up_gb_s": 0.5}, ("scale_up_bandwidth_bytes_per_s", 5e8), "what_if.scale_up_gb_s: 0.5 is not valid; 0 (no scale-up link) or "
      "from 1 to 100000 GB/s per GPU, one direction; positive where the domain holds more than one GPU"),
     ({"scale_up_gb_s": 0}, ("scale_up_bandwidth_bytes_per_s", 0),
@@ -525,8 +527,10 @@ def test_disagg_answers_the_lines_under_the_clis_table_and_the_front_end(client)
             pytest.approx(x["ttft_ms"], rel=1e-9)
     r = client.post("/api/disagg", json={"model": "llama-3.1-70b", "gpu": "h200", "decode_gpu": "mi355x", "prefill": "tp=2", "decode": "tp=2",
                                          "concurrency": [8]})
-    assert r.json()["notes"] == ["engine: vllm on both pools, not trtllm (the H200 SXM's own): trtllm does not run on the MI355X; "
-                                 "--backend picks one both run: vllm, sglang"]
+    # pools of two vendors: a 422 naming decode_gpu (spec.engines.check_pool_vendors, newc10 #7), not vLLM priced on both
+    assert r.status_code == 422 and r.json() == {"field": "decode_gpu", "error": (
+        "decode_gpu: 'mi355x' is not valid; an NVIDIA GPU, as the prefill pool's H200 SXM: both pools run one engine build (CUDA or "
+        "ROCm), and no engine hands its KV cache from one vendor's GPUs to the other's")}
     schema = client.get("/openapi.json").json()["components"]["schemas"]
     assert "notes" in schema["DisaggResponse"]["required"] and "front_end_ms" in schema["DisaggRow"]["required"]
 
@@ -541,7 +545,8 @@ def test_disagg_answers_the_lines_under_the_clis_table_and_the_front_end(client)
     ("/api/disagg", {"prefill": {"tp": True}, "decode": {"tp": 4}}, "prefill.tp", "prefill.tp: True is not valid; Input should be a number"),
     ("/api/estimate", {"model": "llama-3.1-70b", "spec": "eagle3"}, "acceptance", "acceptance: not given; an EAGLE-3 head's acceptance"),
     ("/api/estimate", {"spec": "medusa", "acceptance": 2}, "spec", "spec: 'medusa' is not valid; Input should be 'none', 'mtp', 'eagle3' or 'draft'"),
-    ("/api/estimate", {"spec": "mtp", "draft_len": 2, "acceptance": 3.5}, "acceptance",
+    # eagle3: the 8B ships no MTP module, which is refused before its acceptance (crev10 #12, tests/test_vendor_refusals.py)
+    ("/api/estimate", {"spec": "eagle3", "draft_len": 2, "acceptance": 3.5}, "acceptance",
      "acceptance: 3.5 is not valid; a mean accepted length between 1 and k+1 = 3"),
     ("/api/estimate", {"spec": "draft", "acceptance": 2, "draft_model": "/etc/passwd.json"}, "draft_model",
      "draft_model: '/etc/passwd.json' is not valid; a bundled model"),

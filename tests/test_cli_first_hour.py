@@ -26,10 +26,10 @@ def test_without_backend_each_gpu_runs_its_vendors_engine(gpu, engine):
      "error: backend: 'trtllm' is not valid; an engine that runs on MI300X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
     (["compare", "llama-3.1-8b", "--gpu", "mi300x", "--gpus", "1", "--backend", "tensorrt-llm"],
      "error: backend: 'tensorrt-llm' is not valid; an engine that runs on MI300X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang, atom\n"),
-    # (without --backend, disagg across vendors prices an engine both run: test_disagg_across_vendors_prices_an_engine_both_run)
+    # pools of two vendors are refused before any engine is chosen (spec.engines.check_pool_vendors, newc10 #7)
     (["disagg", "llama-3.1-8b", "--gpu", "b200", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1", "--backend", "trtllm"],
-     # the engines both pools run (ATOM does not run on the B200 prefill pool)
-     "error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on NVIDIA GPUs only): vllm, sglang\n"),
+     "error: decode_gpu: 'mi355x' is not valid; an NVIDIA GPU, as the prefill pool's B200: both pools run one engine build (CUDA or "
+     "ROCm), and no engine hands its KV cache from one vendor's GPUs to the other's\n"),
     # `--backend dynamo` runs TensorRT-LLM workers: the line names what was typed, not the 'trtllm' behind it
     (["export", "llama-3.1-8b", "--gpu", "mi355x", "--backend", "dynamo", "--prefill", "tp=1", "--decode", "tp=1", "-o", "-"],
      "error: backend: 'dynamo' is not valid; an engine that runs on MI355X: dynamo's workers are TensorRT-LLM's, which runs on "
@@ -247,16 +247,14 @@ def test_sweep_runs_each_gpu_on_its_vendors_engine(tmp_path):
     assert (code, out) == (2, "") and err.startswith("error: backend: 'trtllm' is not valid; an engine that runs on MI300X")
 
 
-def test_disagg_across_vendors_prices_an_engine_both_run():
-    # prefill on an H100 and decode on an MI355X with no --backend: the prefill GPU's TensorRT-LLM does not run on the
-    # MI355X, so the first engine both run, vLLM (it said "backend: 'trtllm' is not valid", an engine nobody typed)
-    code, out, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1",
-                         "--concurrency", "8", "--json")
-    assert code == 0 and json.loads(out)["prefill"]["backend"] == "vllm", err
-    code, _, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1",
-                       "--backend", "trtllm")
-    assert code == 2 and err.strip() == ("error: backend: 'trtllm' is not valid; an engine that runs on MI355X (TensorRT-LLM runs on "
-                                         "NVIDIA GPUs only): vllm, sglang")
+def test_disagg_across_vendors_is_refused_with_or_without_backend():
+    # prefill on an H100 and decode on an MI355X: refused in one line naming decode_gpu (it priced vLLM on both, newc10 #7)
+    for extra in ((), ("--backend", "trtllm")):
+        code, out, err = cli("disagg", "llama-3.1-8b", "--gpu", "h100", "--decode-gpu", "mi355x", "--prefill", "tp=1", "--decode", "tp=1",
+                             "--concurrency", "8", "--json", *extra)
+        assert code == 2 and out == "" and err.strip() == (
+            "error: decode_gpu: 'mi355x' is not valid; an NVIDIA GPU, as the prefill pool's H100 SXM: both pools run one engine "
+            "build (CUDA or ROCm), and no engine hands its KV cache from one vendor's GPUs to the other's")
 
 
 def test_lint_takes_the_engine_its_findings_are_priced_on():

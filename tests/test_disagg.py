@@ -245,20 +245,24 @@ def test_a_load_past_the_decode_slots_does_not_fit_and_says_why():
     assert [r["fits"] for r in api["rows"]] == [True, False] and api["rows"][1]["over_capacity"].startswith("decode pool holds 7 requests")
 
 
-def test_mixed_vendor_pools_say_which_engine_runs_both():
-    # TensorRT-LLM does not run on an MI355X: with no --backend both pools run vLLM (the first engine both run), said in one line
+def test_mixed_vendor_pools_are_refused_in_one_line():
+    # newc10 #7: an H200 prefill pool with an MI355X decode pool is two engine builds (CUDA, ROCm) that hand no KV cache across
+    # (spec.engines.check_pool_vendors); it was priced on vLLM with a 13 ms KV move. Refused whatever --backend says
     from conftest import cli
 
-    code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--decode-gpu", "mi355x", "--prefill", "tp=2", "--decode", "tp=2",
+    for extra in ((), ("--backend", "sglang")):
+        code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--decode-gpu", "mi355x", "--prefill", "tp=2", "--decode", "tp=2",
+                             "--concurrency", "8", "--json", *extra)
+        assert code == 2 and out == "" and err.strip() == (
+            "error: decode_gpu: 'mi355x' is not valid; an NVIDIA GPU, as the prefill pool's H200 SXM: both pools run one engine build "
+            "(CUDA or ROCm), and no engine hands its KV cache from one vendor's GPUs to the other's")
+    code, _, err = cli("disagg", "llama-3.1-70b", "--gpu", "mi300x", "--decode-gpu", "h200", "--prefill", "tp=2", "--decode", "tp=4",
+                       "--weight-dtype", "fp8", "--kv-dtype", "fp8")
+    assert code == 2 and err.startswith("error: decode_gpu: 'h200' is not valid; an AMD GPU, as the prefill pool's MI300X:")
+    # the same vendor's pair is priced (MI300X prefill, MI355X decode: both ROCm)
+    code, out, err = cli("disagg", "llama-3.1-70b", "--gpu", "mi300x", "--decode-gpu", "mi355x", "--prefill", "tp=2", "--decode", "tp=2",
                          "--concurrency", "8", "--json")
-    assert code == 0, err
-    d = json.loads(out)
-    assert d["backend"] == "vllm" and d["notes"] == [
-        "engine: vllm on both pools, not trtllm (the H200 SXM's own): trtllm does not run on the MI355X; --backend picks one both run: "
-        "vllm, sglang"]
-    code, out, _ = cli("disagg", "llama-3.1-70b", "--gpu", "h200", "--decode-gpu", "mi355x", "--prefill", "tp=2", "--decode", "tp=2",
-                       "--concurrency", "8", "--backend", "sglang", "--json")
-    assert code == 0 and json.loads(out)["notes"] == []  # asked for: nothing to say
+    assert code == 0 and json.loads(out)["decode_gpu"] == "mi355x", err
 
 
 def test_interval_lines_tell_the_runs_drawn_from_from_what_they_lack():

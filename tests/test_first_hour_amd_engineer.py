@@ -94,8 +94,12 @@ def test_an_amd_answer_names_amds_links_and_cores_not_nvidias():
     assert code == 2 and err.endswith("scale-up domain (NVLink; PCIe within a server for PCIe cards) of 8 GPUs; plans priced on 16 "
                                       "GPUs: TP8 PP2 EP1/MoE-TP8\n")
     notes = {}
+    # MI300X: a dense model's NVFP4 (SGLang's petit_nvfp4 covers linear layers only; R1's experts are refused, newc10 #2)
+    code, _, err = cli("estimate", "deepseek-r1-nvfp4", "--gpu", "mi300x", "--tp", "8", "--concurrency", "8")
+    assert code == 2 and "petit_nvfp4, covers linear layers only" in err
     for gpu in ("mi355x", "mi300x", "h100"):  # H100 in vLLM: TensorRT-LLM has no FP4 GEMM there (tests/test_engine_runs.py)
-        code, out, _ = cli("estimate", "deepseek-r1-nvfp4", "--gpu", gpu, "--tp", "8", "--concurrency", "8", "--json",
+        model = ("llama-3.1-70b", "--weight-dtype", "nvfp4") if gpu == "mi300x" else ("deepseek-r1-nvfp4",)
+        code, out, _ = cli("estimate", *model, "--gpu", gpu, "--tp", "8", "--concurrency", "8", "--json",
                            *(("--backend", "vllm") if gpu == "h100" else ()))
         assert code == 0
         notes[gpu] = json.loads(out)["precision_notes"]

@@ -51,7 +51,7 @@ def disagg(
     model: str = typer.Argument(..., help="Registry name, Hugging Face id or config.json path."),
     gpu: str = O_GPU,
     decode_gpu: Optional[str] = typer.Option(None, "--decode-gpu", help="The decode instances' GPU where it differs from --gpu "
-                                             "(the prefill instances'); the KV cache then crosses the NICs."),
+                                             "(the prefill instances'), the same vendor's (one engine build runs both pools); the KV cache then crosses the NICs."),
     prefill: str = typer.Option(..., "--prefill", help="Prefill instance plan, e.g. tp=4 or tp=8,ep=8."),
     decode: str = typer.Option(..., "--decode", help="Decode instance plan, e.g. tp=8 or attention_dp=8,ep=8."),
     prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16, help="Prefill instances of the --prefill plan."),

@@ -52,7 +52,7 @@ from llm_codesign.serve.aggregated import (
 )
 from llm_codesign.serve.eager import eager_note
 from llm_codesign.serve.metrics import interval_columns
-from llm_codesign.spec.engines import EngineCosts, check_kv_format
+from llm_codesign.spec.engines import EngineCosts, check_kv_format, check_pool_vendors
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.model import ModelSpec
@@ -649,6 +649,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     from llm_codesign.spec.plan import check_step_budget
 
     check_arrival(arrival)
+    check_pool_vendors(gpu, dg)  # one engine build on both pools (a Deployment pair built by hand too)
     check_step_budget(decode, "max_num_tokens" if decode.max_num_tokens == prefill.max_num_tokens else "decode_max_num_tokens")
     check_step_budget(prefill)
     routing = routing_of(prefill.engine, prefill_routing)

@@ -732,6 +732,8 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
         if draft_len is not None:
             raise InputError("draft_len", draft_len, "used with --spec mtp|eagle3|draft (without it nothing is drafted)")
         return None
+    if method == "mtp":  # no MTP module: refused before any acceptance is asked for (a rate for a method no engine runs here)
+        check_mtp_module(model)
     rates = acceptance_rates_of(acceptance_rates, k=draft_len, draft=f"--draft-len {draft_len}")  # one per draft token
     source = ""
     if acceptance is None and not rates and (pub := published_acceptance(method, model, draft_model)) is not None:
@@ -873,7 +875,14 @@ def check_spec_model(model: ModelSpec, spec: SpecDecoding | None) -> None:
     checkpoint's own module, loaded from its layers past num_hidden_layers (vLLM's SpeculativeConfig.hf_config_override
     reads num_nextn_predict_layers as the draft's n_predict, vllm/config/speculative.py; SGLang's NEXTN and TensorRT-LLM's
     MTP load DeepSeek's model.layers.61), so no engine runs it; a model not read from a config (None) is not judged."""
-    if spec is None or spec.method != "mtp" or model.mtp_layers != 0:
+    if spec is not None and spec.method == "mtp":
+        check_mtp_module(model)
+
+
+def check_mtp_module(model) -> None:
+    """check_spec_model's refusal for `model` (a ModelSpec; anything else, or mtp_layers None, is not judged), which
+    spec_decoding applies before it asks for an acceptance."""
+    if getattr(model, "mtp_layers", None) != 0:
         return
     from llm_codesign.spec.registry import entries
 

@@ -291,7 +291,7 @@ PoolForm = Annotated[PoolPlan, BeforeValidator(_pool_form)]
 class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
     """What `disagg` takes: prefill instances hand each prompt's KV cache to decode instances."""
     gpu: str = Field(..., max_length=100, description="The prefill instances' GPU (and the decode ones' unless `decode_gpu`).")
-    decode_gpu: Optional[str] = Field(None, max_length=100, description="The decode instances' GPU where it differs.")
+    decode_gpu: Optional[str] = Field(None, max_length=100, description="The decode instances' GPU where it differs: the same vendor's as `gpu` (one engine build runs both pools).")
     prefill: PoolForm = Field(..., description="The prefill instance's plan: " + POOL_FORMS + ".")
     decode: PoolForm = Field(..., description="The decode instance's plan: " + POOL_FORMS + ".")
     prefill_instances: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS, description="Prefill instances, as disagg "
@@ -627,6 +627,22 @@ def _plain(obj):
     return json.loads(json.dumps(obj, default=float, allow_nan=False))
 
 
+def _what_if_named(req) -> None:
+    """A request's what-if GPU, checked whether or not a GPU field names it (its fields refused in one line as where it is
+    used), then refused where none does (`gpu`, `gpus`, `decode_gpu`): the catalog GPU's answer would come back with no
+    word of the what-if (newc10 #8)."""
+    w = getattr(req, "what_if", None)
+    if w is None:
+        return
+    _what_if(w)
+    refs = [getattr(req, "gpu", None), getattr(req, "decode_gpu", None), *(getattr(req, "gpus", None) or ())]
+    if not any(isinstance(r, str) and r.strip().lower() == w.id.strip().lower() for r in refs):
+        fields = " or ".join(f for f in ("gpu", "gpus", "decode_gpu") if f in type(req).model_fields)
+        do = f"add {w.id!r} to gpus" if fields == "gpus" else f"set gpu to {w.id!r}"
+        raise InputError("what_if", w.id, f"a what-if GPU a GPU field names: its id {w.id!r} is named by no {fields} (the answer "
+                                          f"would be the catalog GPU's); {do}, or leave what_if out")
+
+
 def _gpu(ref: str, field: str = "gpu", what_if: WhatIfGpu | None = None):
     """A catalog GPU, or the request's what-if GPU by its id: the page never names a file on the
     server (the CLI takes a GPU .toml path)."""
@@ -688,8 +704,10 @@ WHAT_IF_FIELDS = {
 }
 
 
-def _what_if_valid(form: str) -> str:
-    """What check_gpu accepts for a form field, in the form's unit (its ranges: spec.validation)."""
+def _what_if_valid(form: str, base=None) -> str:
+    """What check_gpu accepts for a form field, in the form's unit (its ranges: spec.validation); memory_gb on `base`, whose
+    headline capacity follows it at the base's headline/driver ratio and is held to the same range (newc10 #11: 1 GB on
+    an H100, 1e9 x 80 / 85.52 = 0.935 GB headline, was refused as "a number from 1 to 1e+06")."""
     from llm_codesign.spec.validation import GPU_NUMBERS, PEAK_FLOPS
 
     toml, scale, unit = WHAT_IF_FIELDS[form]
@@ -701,8 +719,14 @@ def _what_if_valid(form: str) -> str:
     if form == "scale_up_gb_s":
         return (f"0 (no scale-up link) or from {GPU_NUMBERS['hbm_bandwidth_bytes_per_s'][0] / scale:g} to "
                 f"{GPU_NUMBERS[toml][1] / scale:g} {unit} per GPU, one direction; positive where the domain holds more than one GPU")
-    lo, hi, _ = GPU_NUMBERS[toml]
-    return f"a number from {lo / scale:g} to {hi / scale:g} {unit}"
+    lo, hi, lo_open = GPU_NUMBERS[toml]
+    if form == "memory_gb" and base is not None and base.hbm_bytes > 0:  # hbm_bytes = memory x hbm / memory of the base
+        r = base.memory_bytes / base.hbm_bytes
+        lo, hi = max(lo, GPU_NUMBERS["hbm_bytes"][0] * r), min(hi, GPU_NUMBERS["hbm_bytes"][1] * r)
+        return (f"a number from {lo / scale:.4g} to {hi / scale:.4g} {unit} ({base.id}'s driver reports {r:.4g}x its data sheet's "
+                f"capacity, which follows memory_gb and is held to {GPU_NUMBERS['hbm_bytes'][0] / scale:g} {unit} or more)")
+    return (f"a number more than {lo / scale:g} and at most {hi / scale:g} {unit}" if lo_open
+            else f"a number from {lo / scale:g} to {hi / scale:g} {unit}")
 
 
 def _what_if(w: WhatIfGpu):
@@ -744,7 +768,7 @@ def _what_if(w: WhatIfGpu):
             (f for f, (t, _, _) in WHAT_IF_FIELDS.items() if e.field == f"gpu.{t}"), None)
         if form is None:
             raise
-        valid = _what_if_valid(form)
+        valid = _what_if_valid(form, base)
         if form == "scale_up_gb_s" and not d["scale_up_bandwidth_bytes_per_s"]:
             valid = f"a positive figure: its scale-up domain holds {d['scale_up_domain']} GPUs (or make that 1)"
         raise InputError(f"what_if.{form}", given.get(form, e.value / WHAT_IF_FIELDS[form][1]), valid) from None
@@ -824,6 +848,7 @@ POINT_OWN = ("replicas", "max_num_tokens", "cpp", "max_batch", "chunked_prefill"
 def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
     import llm_codesign as lc
 
+    _what_if_named(req)
     m = _model(req, hub_cache=hub_cache)
     profile = _profile(req.calibration)
     wl = lc.Workload(req.isl, req.osl, req.concurrency, prefix_hit=req.prefix_hit, arrival=req.arrival)
@@ -919,7 +944,7 @@ def _pools_engine(gpu, decode_gpu, name: str | None) -> str:
     try:
         return engine_for_pools(gpu, decode_gpu, name).name
     except InputError as e:
-        raise InputError("engine", e.value, e.valid) from None
+        raise InputError("engine" if e.field == "backend" else e.field, e.value, e.valid) from None
 
 
 def _engine(gpu, name: str | None, field: str = "engine") -> str:
@@ -961,6 +986,7 @@ def _disagg(req: DisaggRequest, *, hub_cache: bool = False) -> dict:
     from llm_codesign.explore.disagg_search import price_pools
     from llm_codesign.spec.plan import precision_for
 
+    _what_if_named(req)
     m = _model(req, hub_cache=hub_cache)
     g = _gpu(req.gpu, what_if=req.what_if)
     dg = _gpu(req.decode_gpu, "decode_gpu", req.what_if) if req.decode_gpu else g
@@ -1005,6 +1031,7 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
     import llm_codesign as lc
     from llm_codesign.explore.search import check_search_size
 
+    _what_if_named(req)
     m = _model(req, hub_cache=hub_cache)
     spec = _speculation(req, m)
     lo, _, hi = str(req.num_gpus).partition("-")  # a range: instances of each size from lo to hi, as pareto --gpus 8-72
@@ -1037,6 +1064,7 @@ def _lint(req: LintRequest, *, hub_cache: bool = False) -> dict:
     import llm_codesign as lc
     from llm_codesign.explore.lint import RULES
 
+    _what_if_named(req)
     m, g = _model(req, hub_cache=hub_cache), _gpu(req.gpu, what_if=req.what_if)
     fs = lc.lint(m, g, regime=req.regime, weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                  engine=_engine(g, req.engine))
@@ -1045,6 +1073,7 @@ def _lint(req: LintRequest, *, hub_cache: bool = False) -> dict:
 
 def _design_inputs(req: DesignRequest, *, hub_cache: bool = False):
     """The GPU and the baseline, resolved before a (streamed) search starts, so a bad one is a 422."""
+    _what_if_named(req)
     ref = None if req.baseline is None else ModelRef(config=req.baseline) if isinstance(req.baseline, dict) else ModelRef(model=req.baseline)
     base = None if ref is None else _model(ref, field="baseline", hub_cache=hub_cache)
     return _gpu(req.gpu, what_if=req.what_if), base

@@ -64,7 +64,9 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     if model.is_moe and ep > 1:
         o["ep-size"] = ep  # the MoE TP width is what tp-size leaves after EP (fields/parallel.py moe_tp_size)
     if q := weight_option(model, dep.precision, "sglang"):
-        o["quantization"] = q
+        # ROCm's NVFP4 is petit_nvfp4 (W4A16, `pip install petit-kernel`): modelopt_fp4 needs compute capability 100
+        # (spec.engines.sglang._cdna3_nvfp4, which refuses a MoE's)
+        o["quantization"] = "petit_nvfp4" if q == "modelopt_fp4" and dep.gpu.vendor == "amd" else q
     o["kv-cache-dtype"] = kv_option(dep.precision, "sglang")
     if aiter_attention(model, dep):
         o["attention-backend"] = "aiter"

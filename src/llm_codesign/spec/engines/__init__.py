@@ -19,6 +19,7 @@ from llm_codesign.spec.engines.base import (
     check_runs,
     engine_choices,
     engine_for,
+    check_pool_vendors,
     engine_for_pools,
     engine_names,
     engines_on,
@@ -36,5 +37,5 @@ from llm_codesign.spec.engines.atom import ATOM
 # isort: on
 
 __all__ = ["AR_NORM_KERNELS", "ATOM", "ENGINES", "EXPORTABLE", "FUSIONS", "MOE_A2A_BACKENDS", "MOE_KERNELS", "SGLANG", "TRTLLM", "VENDOR_ENGINE", "VENDOR_NAMES", "VLLM",
-           "Engine", "EngineCosts", "cdna3_mxfp4", "check_kv_format", "check_runs", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on",
+           "Engine", "EngineCosts", "cdna3_mxfp4", "check_kv_format", "check_pool_vendors", "check_runs", "engine_choices", "engine_for", "engine_for_pools", "engine_names", "engines_on",
            "get_engine", "listed", "register_engine"]

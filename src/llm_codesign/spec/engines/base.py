@@ -767,10 +767,25 @@ def check_runs(engine: Engine, gpu, plan=None, prec=None, *, moe: bool | None = 
         raise InputError("plan", bad.label(), f"a plan {engine.title} launches ({why}): the nearest is {near.label()}{also}")
 
 
+def check_pool_vendors(gpu, decode_gpu) -> None:
+    """One line where the decode pool's GPU is another vendor's than the prefill pool's: one disaggregated deployment is one
+    engine build (CUDA or ROCm) on both pools, and none hands its KV cache across. vLLM's NIXL connector asserts the remote
+    pool's attention backend is its own (NixlConnectorWorker._validate_remote_agent_handshake, "assert
+    nixl_agent_meta.attn_backend_name == self.backend_name", vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py,
+    read in a stored copy of vLLM main, late 2025), and CUDA's backends (FLASH_ATTN, FLASHINFER) are not ROCm's; an FP8 cache
+    is E4M3FNUZ on CDNA3 and E4M3FN on NVIDIA (SGLang.kv_formats), other bits for the same byte; no SGLang or Dynamo document
+    a ROCm pool beside a CUDA one. Not widened into an answer: refused (newc10 #7)."""
+    if gpu.vendor != decode_gpu.vendor:
+        raise InputError("decode_gpu", decode_gpu.id, f"an {VENDOR_NAMES.get(gpu.vendor, gpu.vendor)} GPU, as the prefill pool's "
+                         f"{gpu.name}: both pools run one engine build (CUDA or ROCm), and no engine hands its KV cache from "
+                         f"one vendor's GPUs to the other's")
+
+
 def engine_for_pools(gpu, decode_gpu, backend: str | None = None) -> Engine:
     """The one engine both pools of a disaggregated deployment run, on `gpu` (prefill) and `decode_gpu`: `backend` where
     given, checked on each (engine_for); else the prefill GPU's vendor's where the decode GPU runs it too, else the first
-    engine both run (vLLM or SGLang across vendors)."""
+    engine both run. A `decode_gpu` of the other vendor is refused (check_pool_vendors)."""
+    check_pool_vendors(gpu, decode_gpu)
     both = [n for n in engines_on(gpu) if n in engines_on(decode_gpu)]
     if backend is not None:
         try:

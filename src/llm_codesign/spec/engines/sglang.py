@@ -241,12 +241,23 @@ class SGLangEngine(Engine):
                     "bf16 runs them weight-only (W8A16), or fp8 natively")
         said = cdna3_mxfp4(prec, gpu)
         if said is None:
-            return None
+            return self._cdna3_nvfp4(prec, gpu, moe=moe)
         who = {True: "--backend atom or vllm runs a MoE's MXFP4 experts weight-only (Triton)",
                False: "--backend vllm runs it emulated (dequantised to BF16 each forward)"}.get(
             moe, "--backend atom or vllm runs a MoE's MXFP4 experts weight-only (Triton), vllm a dense model's emulated")
         return (*said, f"a format SGLang runs on {gpu.name}: it has no MXFP4 GEMM off gfx950 (its Quark MXFP4 linears call "
                        f"AITER's gemm_afp4wfp4, which asserts an FP4 GPU; gpt-oss's mxfp4 refuses at load); {who}, or fp8 runs natively")
+
+    def _cdna3_nvfp4(self, prec, gpu, *, moe: bool | None = True):
+        # NVFP4 on CDNA3 (gfx942): modelopt_fp4 needs compute capability 100 (ModelOptFp4Config.get_min_capability,
+        # layers/quantization/modelopt_quant.py); SGLang's ROCm path is petit_nvfp4 (W4A16 through the petit_kernel package,
+        # gfx90a/gfx942), whose get_quant_method gives a method to LinearBase layers only and None to anything else, so a
+        # MoE's experts get none (layers/quantization/petit.py PetitNvFp4Config.get_quant_method@059cddc1). A dense model's
+        # linears run it, priced W4A16 (spec.precision.executable); the export writes petit_nvfp4
+        if moe is not True or gpu.vendor != "amd" or gpu.family != "cdna3" or prec.weight is None or prec.weight.name != "nvfp4":
+            return None
+        return ("weight_dtype", "nvfp4", f"a format SGLang runs on {gpu.name} for a MoE: its ROCm NVFP4 path, petit_nvfp4, covers "
+                                         "linear layers only (its experts get no method); fp8 runs natively")
 
     def own_allreduce(self, nbytes, n, family: str):
         """vLLM's custom all-reduce's sizes and limit, the limit itself included: should_custom_ar takes inp_size <=

@@ -198,6 +198,11 @@ function whatIf(s) {
   return w;
 }
 
+// the what-if block only where a GPU of the request names it: the server refuses one no GPU field names (newc10 #8)
+function whatIfFor(wi, ...gpus) {
+  return wi && gpus.some(g => typeof g === "string" && g.trim().toLowerCase() === wi.id.toLowerCase()) ? {what_if: wi} : {};
+}
+
 // the base GPU's figures in the form's units
 // The engine menu: the engines that run on every GPU checked (and the what-if GPU's base), as /api/gpus lists them
 // (spec.engines.engines_on); until one is picked, the first GPU's vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's), or
@@ -546,7 +551,7 @@ async function selectPoint(si, pi) {
   status("pricing the point", true);
   try {
     const e = await api("/api/estimate", {...ref, gpu: s.gpu, deployment: p.deployment, isl: last.req.isl, osl: last.req.osl, arrival: last.req.arrival,
-                                          ...(last.req.what_if ? {what_if: last.req.what_if} : {})});
+                                          ...whatIfFor(last.req.what_if, s.gpu)});
     last.sel = [si, pi];
     view.sel = `${si}:${pi}`;
     last.handle.select(si, pi);
@@ -588,7 +593,7 @@ function exportBox(x, id) {
 
 async function runLint(s, req) {
   const r = await api("/api/lint", {...modelRef(s), ...dtypes(s), gpu: req.gpus[0], regime: s.regime, engine: req.engine,
-                                    ...(req.what_if ? {what_if: req.what_if} : {})});
+                                    ...whatIfFor(req.what_if, req.gpus[0])});
   const box = $("lint");
   box.className = "";
   if (!r.findings.length) { box.replaceChildren(el("div", `no findings for ${modelName(r.model)} on ${r.gpu}`, "hint")); return; }
@@ -643,7 +648,7 @@ async function runPrice() {
   const prec = {...dtypes(s), ...(s.p_weight_dtype ? {weight_dtype: s.p_weight_dtype} : {}), ...(s.p_kv_dtype ? {kv_dtype: s.p_kv_dtype} : {})};
   let common;
   try {
-    common = {...modelRef(s), ...prec, gpu, engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl), arrival: s.arrival || undefined, ...speculation(s, "p_"), ...(wi ? {what_if: wi} : {})};
+    common = {...modelRef(s), ...prec, gpu, engine: s.engine || undefined, isl: num(s.isl), osl: num(s.osl), arrival: s.arrival || undefined, ...speculation(s, "p_"), ...whatIfFor(wi, gpu)};
   } catch (e) { showError(e.message); return; }
   const disagg = s.p_mode === "disaggregated";
   $("priced").replaceChildren();
@@ -784,7 +789,7 @@ async function runDesign() {
                ...(s.quality_sigmas.trim() ? {quality_sigmas: num(s.quality_sigmas)} : {}),
                ...(s.min_tps_user.trim() ? {min_tps_user: num(s.min_tps_user)} : {}),
                ...(s.d_moe ? {moe: true, ...(s.active_params.trim() ? {active_params: num(s.active_params)} : {})} : {}),
-               regime: s.regime, engine: s.engine || undefined, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...(wi ? {what_if: wi} : {}),
+               regime: s.regime, engine: s.engine || undefined, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...whatIfFor(wi, s.gpus[0] || (wi ? wi.id : "h200")),
                ...(baseline !== undefined ? {baseline} : {}), ...(s.d_rank === "all" ? {rank_all: true} : {})};
   saveHash();
   $("design").replaceChildren();
