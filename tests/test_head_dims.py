@@ -48,7 +48,7 @@ def test_the_note_names_the_first_head_size_no_kernel_takes():
     m = from_hf_config({"model_type": "llama", "hidden_size": 5000, "num_hidden_layers": 4, "num_attention_heads": 40,
                         "num_key_value_heads": 8, "intermediate_size": 13824, "vocab_size": 32000}, "hd125")
     assert head_dim_note(m, "sglang", H100).endswith("it needs --attention-backend triton (the export writes it), slower; priced as "
-                                                     "the fast kernel (lint R4)")
+                                                     "its Triton kernels (H100 kernel table) (lint R4)")
 
 
 def test_amd_gpus_get_no_cuda_kernel_rule():
@@ -73,7 +73,7 @@ def test_sglang_fa3_on_an_fp8_cache_takes_multiples_of_16():
         assert head_dim_support("sglang", B200, hd, "fp8") is None
     assert head_dim_support("sglang", H100, 96, "fp8") is None and head_dim_support("sglang", H100, 128, "fp8") is None
     assert head_dim_support("sglang", H100, 125, "fp8")[1].startswith("SGLang's FlashAttention-3 takes multiples of 8")
-    assert head_dim_support("vllm", H100, 120, "fp8") is None  # vLLM's rule reads no KV format (not sourced here)
+    assert head_dim_support("vllm", H100, 120, "fp8")[0] == "flag"  # leftD read vLLM's too: its FA3's same check
 
 
 def test_sglang_export_writes_the_backend_its_head_size_needs_and_reads_it_back():
@@ -102,3 +102,49 @@ def test_sglang_export_writes_the_backend_its_head_size_needs_and_reads_it_back(
     o, _ = ex.parse(written(m125, None))
     assert o["attention-backend"] == "triton" and ex.unread(o, m125, dep) == []
     assert ex.unread({**o, "attention-backend": "flashinfer"}, m125, dep) == ["attention-backend"]
+
+
+def test_vllm_fa3_on_an_fp8_cache_takes_multiples_of_16():
+    # leftD: vLLM quantises the query to FP8 on an FP8 cache (query_quant) and FA3's mha_fwd checks head_size % 16, while
+    # its selector checks % 8: 104 and 120 pick FlashAttention and fail, so the launch names TRITON_ATTN; 96 and 128 run
+    # FA3; a BF16 cache, or a B200 (no FA3), as before
+    from llm_codesign.spec.engines.head_dims import vllm_fallback
+
+    for hd in (104, 120):
+        assert head_dim_support("vllm", H100, hd) is None and head_dim_support("vllm", H100, hd, "bf16") is None
+        kind, rule, then = head_dim_support("vllm", H100, hd, "fp8")
+        assert kind == "flag" and rule.startswith("vLLM's FlashAttention-3 on an FP8 KV cache takes multiples of 16 up to 256")
+        assert then == "it needs --attention-backend TRITON_ATTN (the export writes it), slower"
+        assert head_dim_support("vllm", B200, hd, "fp8") is None
+    assert head_dim_support("vllm", H100, 96, "fp8") is None and head_dim_support("vllm", H100, 128, "fp8") is None
+    assert head_dim_support("vllm", H100, 125, "fp8")[0] == "slower"  # not a multiple of 8: Triton, picked by the selector
+    m120 = from_hf_config({"model_type": "llama", "hidden_size": 3840, "num_hidden_layers": 4, "num_attention_heads": 32,
+                           "num_key_value_heads": 8, "intermediate_size": 13824, "vocab_size": 32000}, "hd120")
+    assert vllm_fallback(m120, H100, "fp8") == "TRITON_ATTN" and vllm_fallback(m120, H100) is None
+    assert head_dim_note(m120, "vllm", H100, "fp8").endswith(
+        "it needs --attention-backend TRITON_ATTN (the export writes it), slower; priced as the fast kernel (vLLM's Triton "
+        "attention is not timed) (lint R4)")
+
+
+def test_vllm_export_writes_the_backend_an_fp8_cache_needs_and_reads_it_back():
+    from llm_codesign.explore.export import export_config
+    from llm_codesign.explore.export_engines.base import exporter
+    from llm_codesign.spec.plan import Deployment, Plan, precision_for
+
+    def shape(hidden, heads):
+        return from_hf_config({"model_type": "llama", "hidden_size": hidden, "num_hidden_layers": 4, "num_attention_heads": heads,
+                               "num_key_value_heads": 8, "intermediate_size": 13824, "vocab_size": 32000}, f"hd{hidden // heads}")
+
+    m120, m128 = shape(3840, 32), shape(4096, 32)
+
+    def dep(m, kv):
+        return Deployment(gpu=H100, num_gpus=1, plan=Plan(1), precision=precision_for(m, kv=kv), backend="vllm")
+
+    text = export_config(m120, dep(m120, "fp8"), engine="vllm", concurrency=8)
+    assert "attention-backend: TRITON_ATTN" in text
+    assert "attention-backend" not in export_config(m120, dep(m120, None), engine="vllm", concurrency=8)
+    assert "attention-backend" not in export_config(m128, dep(m128, "fp8"), engine="vllm", concurrency=8)
+    ex = exporter("vllm")
+    o, _ = ex.parse(text)
+    assert o["attention-backend"] == "TRITON_ATTN" and "attention-backend" not in ex.unread(o, m120, dep(m120, "fp8"))
+    assert "attention-backend" in ex.unread({**o, "attention-backend": "FLASHINFER"}, m120, dep(m120, "fp8"))

@@ -126,6 +126,49 @@ def runs_fa3_decode(engine: Engine | None, gpu: Gpu) -> bool:
     return engine is not None and gpu.family in engine.fa3_decode
 
 
+# SGLang's Triton attention backend (--attention-backend triton: what it runs where FlashAttention-3/FlashInfer take no
+# head size, spec.engines.head_dims), sglang 0.5.14 wheel, layers/attention/triton_backend.py and triton_ops/:
+# decode splits each (sequence, KV-head group)'s keys over at most --triton-attention-num-kv-splits CTAs, default 8
+# (server_args.py:2004-2007; 16 on ROCm, :4829-4831), each split's keys rounded up to MIN_BLOCK_KV = 32 and loaded in
+# BLOCK_N = 32-key tiles (decode_attention.py:35,98,445), then a second kernel merges the splits (_fwd_kernel_stage2)
+TRITON_DECODE_MAX_SPLITS = 8.0
+TRITON_DECODE_TILE = 32.0
+# one split's loop time per key and (padded) head dim: a CTA streams a key of head dim 512 in 170 ns at BF16 and FP8 alike
+# (the median of the shipped H100 table's SGLang triton rows where the grid is at most one CTA per SM and the context 2k+,
+# 306 rows at head dim 512: 98-228 ns, IQR 142-180), i.e. 0.33 ns per dim: the serial floor of the few long splits at small batch, where
+# the kernel runs 1.0-25x FlashAttention-3's time. Scaled by the head dim padded to a power of 2 (BLOCK_DMODEL =
+# next_power_of_2(Lk), decode_attention.py:460), an assumption: only head dim 512 is measured with so few CTAs
+TRITON_DECODE_DIM_KEY_S = 170e-9 / 512.0
+# its extend (prefill) kernel's share of the BF16 peak at long prompts (8k+ tokens, full attention): 99 TFLOP/s of H100's
+# 989, 0.100 (81 rows, IQR 0.097-0.102); on an FP8 cache read with the BF16 query (forward_extend passes the layer's query
+# and the cache's buffers, triton_backend.py:1160-1175; the table's attn_dtype bfloat16, kv_cache_dtype fp8 rows) 60 TF/s,
+# 0.061 (IQR 0.059-0.061): the dequantisation in its loop. FlashAttention-3 runs 5-6x that rate
+TRITON_PREFILL_EFF = {False: 0.100, True: 0.061}
+
+
+def triton_decode_split(seqs, heads, kv_heads, keys, gpu: Gpu):
+    """SGLang's Triton decode split count for sequences of one length (get_num_kv_splits_triton, triton_ops/metadata.py
+    @0.5.14): min(8, ceil(SMs x max(log2(keys / 64), 1) / grid)) splits, grid = sequences x head blocks (its query heads
+    in MHA, ceil(heads / min(16, group)) in GQA: _decode_grouped_att_m_fwd BLOCK_H 16), the keys then cut into
+    ceil(keys / ceil(keys / that)) splits. Its other bound, ceil(longest / shortest), is 1 for equal lengths."""
+    keys = np.maximum(np.asarray(keys, float), 1.0)
+    heads, kv_heads = np.asarray(heads, float), np.maximum(np.asarray(kv_heads, float), 1.0)
+    group = heads / kv_heads
+    blocks = np.where(group <= 1.0, heads, np.ceil(heads / np.minimum(16.0, group) - 1e-9))
+    grid = np.maximum(np.asarray(seqs, float) * blocks, 1.0)
+    cores = np.floor(gpu.sms * np.maximum(np.log2(keys / 64.0), 1.0))
+    most = np.minimum(np.ceil(cores / grid - 1e-9), TRITON_DECODE_MAX_SPLITS)
+    return np.ceil(keys / np.ceil(keys / np.maximum(most, 1.0) - 1e-9) - 1e-9), grid
+
+
+def triton_decode_floor(keys, split, head_dim):
+    """The serial loop of one Triton decode split: its keys (whole 32-key blocks) at TRITON_DECODE_DIM_KEY_S per key and
+    padded head dim. The kernel ends no sooner than its longest split, however few CTAs the grid fills the GPU with."""
+    per = np.ceil(np.asarray(keys, float) / np.maximum(split, 1.0) / TRITON_DECODE_TILE - 1e-9) * TRITON_DECODE_TILE
+    pad = 2.0 ** np.ceil(np.log2(np.maximum(np.asarray(head_dim, float), 1.0)))
+    return per * pad * TRITON_DECODE_DIM_KEY_S
+
+
 def runs_flashmla_decode(engine: Engine | None, gpu: Gpu) -> bool:
     """Whether an engine's dense MLA decode runs FlashMLA on this GPU (Engine.flashmla_decode; None: the kernel tables'
     TensorRT-LLM). vLLM's and SGLang's defaults on Hopper are FlashAttention-3's MLA kernel (vLLM platforms/cuda.py
@@ -305,7 +348,7 @@ def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> b
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0):
+                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0, floor_s=0.0):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
@@ -319,7 +362,8 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     the masked MHA kernel (`mmha`: decode_mmha, one CTA per sequence and query head) cost attn_decode_mmha_s each.
     FlashAttention-3's kernel (`fa3`: runs_fa3_decode) streams an FP8 cache at its own rate (attn_decode_bw_eff_fa3_fp8)
     after a launch that casts the query to FP8 (kernel_overhead_s). `serial_s`: time the math waits on inside the
-    kernel's loop, added to it (flashmla_fp8_transpose_time)."""
+    kernel's loop, added to it (flashmla_fp8_transpose_time). `floor_s`: the longest CTA's own loop, under which the kernel
+    does not finish however few CTAs share the GPU (triton_decode_floor: SGLang's Triton kernel), its fixed cost within."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel runs its MMAs in FP8 where the GPU has them and the kernel does (fp8_math), and pays
     # for dequantisation, seen as its own bandwidth efficiency
@@ -343,11 +387,12 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     item_s = np.where(mmha, cal.attn_decode_mmha_s, cal.attn_decode_head_s)
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
          + decode_merge_share(split, gpu) * cal.attn_decode_split_s)
+    t = np.maximum(t, floor_s)  # the floor is measured as the whole kernel's time over its longest split's keys
     return masked(live, t, t_c, t_m)
 
 
 def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: str = "bf16", seq_heads=0.0, keys=None, scores=None,
-                           fa3=False):
+                           fa3=False, triton=False):
     """Prefill (context) attention: FlashAttention-style, compute-bound at a fraction of peak that
     ramps with the keys each query attends to (short rows leave the softmax pipeline idle), plus a
     cost per (sequence x query head) work item. FP8 has its own fraction of the FP8 peak. `scores`
@@ -358,14 +403,20 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
     own shares of the peak (attn_prefill_eff_fa3, _fa3_fp8) after its own fixed cost (attn_prefill_overhead_fa3_s),
     the exponentials and the ramp as the GPU pays them, and no cost per work item: on SM90 its varlen launch (both
     engines' call) runs a persistent tile scheduler, a CTA per SM pulling (sequence, head, query-tile) tiles off a
-    semaphore (hopper/flash_fwd_launch_template.h:75 UsePersistentScheduler@0251105a), so no CTA per item is launched."""
+    semaphore (hopper/flash_fwd_launch_template.h:75 UsePersistentScheduler@0251105a), so no CTA per item is launched.
+    SGLang's Triton kernel (`triton`, a bool or one per element) runs its matmuls at its own
+    share of the BF16 peak, the cache's FP8 (`math` fp8) read with the BF16 query (TRITON_PREFILL_EFF), a CTA per
+    work item and the calibrated fixed cost, ramp and exponentials (`at.triton`: Engine.triton_attention)."""
     flops = np.asarray(flops, float)
     ramp = 1.0 if keys is None else 1.0 + cal.attn_prefill_s_half / np.maximum(np.asarray(keys, float), 1.0)
     fp8 = math == "fp8"
     eff = np.where(fa3, cal.attn_prefill_eff_fa3_fp8 if fp8 else cal.attn_prefill_eff_fa3,
                    cal.attn_prefill_eff_fp8 if fp8 else cal.attn_prefill_eff)
+    rate = gpu.peak(math) * eff
+    if np.any(triton):  # `math` may be one per element (fp8 then an array)
+        rate = np.where(triton, gpu.peak("bf16") * np.where(fp8, TRITON_PREFILL_EFF[True], TRITON_PREFILL_EFF[False]), rate)
     t_exp = 0.0 if scores is None else np.asarray(scores, float) * cal.attn_prefill_score_s
-    t_c = (flops / (gpu.peak(math) * eff) + t_exp) * ramp
+    t_c = (flops / rate + t_exp) * np.where(triton, 1.0, ramp)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     live = flops > 0
     fixed = np.where(fa3, cal.attn_prefill_overhead_fa3_s, cal.attn_prefill_overhead_s)

@@ -224,9 +224,13 @@ class GqaDecode:
     tables' rows); `tokens`: decode tokens (sequences x tokens each); `seqs`: sequences; `kv_heads`, `heads`: KV and
     query heads on this GPU; `keys`: keys each query reads on it (its window, chunk or Helix share applied); `ctx`,
     `window`: each sequence's context and its sliding window (0: none), which decide FlashAttention-3's tile;
-    `kv_fp8`: an FP8 cache."""
+    `kv_fp8`: an FP8 cache; `triton`: SGLang's Triton kernel runs it (a bool or one per element: Engine.triton_attention,
+    a table row's kernel_source): priced as the engine's kernel on the GPU (FlashAttention-3's on Hopper: the table's
+    Triton rows run 0.84x its price at head dim 256, 1.03x at 512 where its splits fill the GPU), reading the keys
+    themselves (its tile loads are masked, no whole tiles), under the floor of its longest split's loop
+    (triton_decode_floor over triton_decode_split's count, at most 8 splits)."""
 
-    def __init__(self, gpu: Gpu, engine, *, tokens, seqs, kv_heads, heads, head_dim, keys, ctx, window, kv_fp8):
+    def __init__(self, gpu: Gpu, engine, *, tokens, seqs, kv_heads, heads, head_dim, keys, ctx, window, kv_fp8, triton=False):
         def each(f):  # an engine's fact, one per element where the caller gives an engine per element
             return np.array([f(e) for e in engine]) if isinstance(engine, list) else f(engine)
 
@@ -235,6 +239,7 @@ class GqaDecode:
         self.kv_fp8 = kv_fp8
         self.trtllm = each(cost.runs_trtllm_decode)
         self.rope_fused = np.asarray(kv_fp8, bool) & each(lambda e: cost.decode_rope_fused(gpu, kv_fp8=True, engine=e))
+        self.triton = triton = np.asarray(triton, bool)
         self.fa3 = fa3 = each(lambda e: cost.runs_fa3_decode(e, gpu))
         # CTAs each (sequence, KV head)'s keys are split over, keys per tile, the split the merge is priced from
         split = tile = merge = items = None
@@ -260,6 +265,13 @@ class GqaDecode:
             else:
                 split, tile, merge = np.where(fa3, f_split, split), np.where(fa3, f_tile, tile), np.where(fa3, f_merge, merge)
                 items = np.where(fa3, f_items, np.nan)
+        self.floor = 0.0
+        if np.any(triton):
+            self.floor = np.where(triton, cost.triton_decode_floor(keys, cost.triton_decode_split(seqs, heads, kv_heads, keys, gpu)[0],
+                                                                   head_dim), 0.0)
+            # its tile loads are masked past the split's end (decode_attention.py:_fwd_grouped_kernel_stage1's
+            # tl.load(mask=offs_n < split_kv_end)@0.5.14): the keys themselves are read, no whole tiles
+            tile = np.where(triton, 1.0, tile)
         self.split, self.tile, self.merge, self._items = split, tile, merge, items  # items: FlashAttention-3's CTAs
 
     def priced(self, cal):
@@ -292,6 +304,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     kv_fp8 = prec.kv.math == "fp8"
     blocks = 1.0  # the kernel's work in keys a sequence over the keys it attends
     serial = 0.0  # FlashMLA's FP8 V transpose (flashmla_fp8_transpose_time)
+    floor = 0.0  # Triton's longest split (triton_decode_floor)
     extra = 0.0  # FlashMLA's combine and metadata launches (flashmla_extra_launches)
     if kv_l is None:  # MLA's latent kernels: unsplit, every key read once, FP8 math on an FP8 cache
         read, merge, rope_fused, mmha, fa3, fp8_math = ctx_l, 1.0, False, False, False, True
@@ -308,14 +321,14 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
             extra = cost.aiter_mla_extra_launches(gpu)  # AITER's split merge on CDNA, 0 elsewhere
     else:
         k = GqaDecode(gpu, at.engine, tokens=dec_tok, seqs=seqs, kv_heads=kv_l, heads=heads_l, head_dim=a.head_dim, keys=ctx_l,
-                      ctx=dec_ctx, window=a.window, kv_fp8=kv_fp8)
+                      ctx=dec_ctx, window=a.window, kv_fp8=kv_fp8, triton=at.triton)
         mmha, read, items, fp8_math = k.priced(dcal)
-        merge, rope_fused, fa3 = k.merge, k.rope_fused, k.fa3
+        merge, rope_fused, fa3, floor = k.merge, k.rope_fused, k.fa3, k.floor
     dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qo_b
     # FlashMLA's per-sequence overhead (flashmla_keys) as blocks of its per-block math and key stream
     t_flops, t_bytes = dec_flops * blocks, seqs * read * per_tok_kv * blocks + dec_tok * heads_l * qo_b
     times = cost.attention_decode_time(t_flops, t_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
-                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math, serial_s=serial)
+                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math, serial_s=serial, floor_s=floor)
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     t, tc, tm = (x * f for x in times)
     # launches beside the decode kernel, at the elementwise fixed cost each, not scaled by the kernel's factor
@@ -331,7 +344,8 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: P
     """Prefill attention, causal: a chunk of T_p tokens from s sequences over c cached tokens each,
     reading the keys the mixer reads (Attention.prefill_keys); `per_tok_kv` as _core_decode's, `qkv_d` a head's query-key
     plus value width. GQA's
-    runs FlashAttention-3's kernel at its own rates where the engine does (cost.kernels.runs_fa3_prefill)."""
+    runs FlashAttention-3's kernel at its own rates where the engine does (cost.kernels.runs_fa3_prefill), SGLang's Triton
+    kernel at its own where it runs that (`at.triton`)."""
     heads_l = a.heads / s.tp
     tp_tok = np.asarray(b.pf_tokens, float)
     seqs = np.maximum(np.asarray(b.pf_seqs, float), 1.0)
@@ -342,7 +356,8 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: P
     pmath = "fp8" if (prec.kv.math == "fp8" and at.gpu.supports("fp8")) else "bf16"
     times = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, at.gpu, at.cal, math=pmath,
                                         seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys,
-                                        fa3=a.kernel == "gqa" and cost.runs_fa3_prefill(at.engine, at.gpu))
+                                        fa3=(a.kernel == "gqa" and cost.runs_fa3_prefill(at.engine, at.gpu)) & ~np.asarray(at.triton, bool),
+                                        triton=(a.kernel == "gqa") & np.asarray(at.triton, bool))
     f = _attention_factor(at, a, "prefill", kv_fp8=prec.kv.math == "fp8")
     return _attention(P / "core_prefill", pf_flops, pf_bytes, tuple(x * f for x in times), at)
 

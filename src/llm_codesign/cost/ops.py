@@ -108,6 +108,9 @@ class _At(NamedTuple):
     moe: str | None = None  # without an engine, the MoE kernel family a kernel table's row names (None: the tables')
     # where the engine runs the layer's output all-reduces inside its all-reduce + RMSNorm kernel (Engine.ar_norm_fused)
     norm_fused: object = False
+    # where the engine runs SGLang's Triton attention backend for the model's GQA layers (Engine.triton_attention; one per
+    # element where the shapes' head sizes are arrays)
+    triton: object = False
 
 
 class Site(NamedTuple):
@@ -261,6 +264,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     priced under (Op.group)."""
     a = layer.attn if "attn" in parts else NoMixer()
     f = layer.ffn if "ffn" in parts else NoFfn()
+    triton = engine is not None and engine.triton_attention(model, gpu, prec.kv.name)  # the format the launch names
     prec = executable(prec, gpu)[0]  # a format the GPU cannot run is priced as engines map it
     held = prec  # what the weights are held in; an engine that emulates MXFP4 runs BF16 GEMMs on them dequantised
     emulated = engine is not None and engine.mxfp4_emulation(prec, gpu, moe=model.is_moe) is not None
@@ -273,7 +277,7 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
         # the engine's own all-reduce, which carries the norms, runs inside one scale-up domain only (collective_time)
         fused = engine.ar_norm_fused(model.architecture, adp=s.adp, nbytes=s.T * s.h * 2.0, n=dense_tp, family=gpu.family) & (
             dense_tp <= gpu.scale_up_domain)
-    at = _At(count, gpu, cal, engine, moe_kernel, fused)
+    at = _At(count, gpu, cal, engine, moe_kernel, fused, triton)
     mixer, ffn = builder(a), builder(f)
     ops = mixer.build(a, Site(f"{prefix}/attn" if prefix else "attn", mixer.part, group), at=at, s=s, b=b, prec=prec)
     ops += ffn.build(f, Site(f"{prefix}/{ffn.part}" if prefix else ffn.part, ffn.part, group), at=at, s=s, b=b, prec=prec)

@@ -311,8 +311,16 @@ def _kv_bytes(name: str) -> float:
 # The kernel each engine's default backend runs for GQA attention on Hopper, as the per-engine tables name
 # it (FlashAttention-3's, SGLang's and vLLM's, priced by its own rules: decode cost.mixers.GqaDecode, prefill at its
 # own rates, cost.kernels.runs_fa3_prefill; Engine.attention_kernels would price another against TensorRT-LLM's);
-# their other kernels (SGLang's Triton backend, vLLM's FlashAttention-4) are no engine's default there
+# their other kernels (SGLang's Triton backend, vLLM's FlashAttention-4) are no engine's default there. SGLang's Triton
+# backend runs where its default kernels take no head size (Engine.triton_attention): priced by its own rules
+# (cost.kernels.triton_decode_split, TRITON_PREFILL_EFF), `triton` rows
 ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}
+TRITON_SOURCE = ("sglang", "triton")
+
+
+def _triton(rows) -> np.ndarray:
+    """Per row: SGLang's Triton attention backend timed it (TRITON_SOURCE)."""
+    return np.array([(engine_of(r), r.get("kernel_source")) == TRITON_SOURCE for r in rows])
 
 
 def _engine_factor(rows, gpu, phase: str, price, lab: list[str], *, kv_fp8, fa3):
@@ -326,12 +334,12 @@ def _engine_factor(rows, gpu, phase: str, price, lab: list[str], *, kv_fp8, fa3)
     factor = np.empty(len(rows))
     for i, r in enumerate(rows):
         engine = engine_of(r)
-        if ATTENTION_SOURCES.get(engine) != r.get("kernel_source"):
+        if ATTENTION_SOURCES.get(engine) != r.get("kernel_source") and (engine, r.get("kernel_source")) != TRITON_SOURCE:
             factor[i], lab[i] = np.nan, f"unmodeled: {engine} attention kernel {r.get('kernel_source')!r} (not its default on {gpu.family})"
             continue
         e = get_engine(engine)
         factor[i] = float(e.attention_time_factor(gpu.family, "gqa", phase, kv_fp8=bool(kv_fp8[i]), dec_tokens=float(r["batch_size"])))
-        lab[i] = f"{engine} {lab[i]}" + (" fa3" if fa3[i] else "")
+        lab[i] = f"{engine} {lab[i]}" + (" triton" if r.get("kernel_source") == "triton" else " fa3" if fa3[i] else "")
     return (lambda cal: price(cal) * factor), lab
 
 
@@ -351,7 +359,8 @@ def _decode(rows, gpu):
     # the serving step's decode kernel (cost.mixers.GqaDecode), one token per sequence: per-engine rows (a framework
     # column) run their engine's, the tables' own TensorRT-LLM's
     k = GqaDecode(gpu, [get_engine(engine_of(r)) for r in rows], tokens=B, seqs=B, kv_heads=KV, heads=H, head_dim=d, keys=ctx,
-                  ctx=held, window=w, kv_fp8=fp8)
+                  ctx=held, window=w, kv_fp8=fp8, triton=_triton(rows))
+    floor = np.broadcast_to(k.floor, B.shape)
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
@@ -362,7 +371,7 @@ def _decode(rows, gpu):
             if m.any():
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items[m], kv_fp8=flag, group=k.group[m],
                                                   split=k.merge[m], rope_fused=k.rope_fused[m], mmha=mmha[m], fa3=k.fa3[m],
-                                                  fp8_math=fp8_math[m])[0]
+                                                  fp8_math=fp8_math[m], floor_s=floor[m])[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=k.fa3)
 
@@ -376,11 +385,15 @@ def _prefill(rows, gpu):
     keys = np.where((w > 0) & (w < S), (w * (w + 1) / 2 + (S - w) * w) / S, (S + 1) / 2)
     flops = 2.0 * B * H * S * keys * 2 * d
     nbytes = B * S * (KV * 2 * d * kvb + H * 2 * d * 2.0)
-    fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows])
+    # SGLang's Triton rows with an FP8 query (attn_dtype fp8) run at its BF16 rate, 99 TFLOP/s as the BF16 rows: not
+    # the dequantising path serving runs on an FP8 cache (its BF16 query, TRITON_PREFILL_EFF), priced as BF16
+    triton = _triton(rows)
+    fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") and not (t and r.get("attn_dtype") == "fp8")
+                    for r, t in zip(rows, triton, strict=True)])
     # the serving step's kernel: per-engine rows (a framework column) run their engine's, the tables' own TensorRT-LLM's
     names = [engine_of(r) for r in rows]
     runs = {n: cost.runs_fa3_prefill(get_engine(n), gpu) for n in set(names)}  # once per engine of the group
-    fa3 = np.array([runs[n] for n in names])
+    fa3 = np.array([runs[n] for n in names]) & ~triton
 
     def price(cal: Calibration):
         out = np.empty(len(rows))
@@ -388,7 +401,7 @@ def _prefill(rows, gpu):
             m = fp8 == flag
             if m.any():
                 t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math=kind, seq_heads=(B * H)[m],
-                                                      keys=keys[m], scores=(B * H * S * keys)[m], fa3=fa3[m])
+                                                      keys=keys[m], scores=(B * H * S * keys)[m], fa3=fa3[m], triton=triton[m])
                 out[m] = t * 1e3
         return out
     return _engine_factor(rows, gpu, "prefill", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=fa3)

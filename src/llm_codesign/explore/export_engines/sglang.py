@@ -70,7 +70,7 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["attention-backend"] = "aiter"
     elif fallback := sglang_fallback(model, dep.gpu, dep.precision.kv.name):
         # a head size its default kernels refuse (FA3 past 256 or off its alignment, 16 on an FP8 cache: spec.engines.
-        # head_dims): the server needs the backend named, which it does not pick itself; still priced as the fast kernel
+        # head_dims): the server needs the backend named, which it does not pick itself; estimate prices it (Engine.triton_attention)
         o["attention-backend"] = fallback
     o["max-running-requests"] = concurrency if dep.max_batch is None else dep.max_batch * adp  # the server's, split over its ranks
     o["chunked-prefill-size"] = dep.step_tokens
@@ -162,8 +162,8 @@ class SGLangExporter(Exporter):
 
     def unread(self, o: dict, model: ModelSpec, dep: Deployment) -> list[str]:
         """--attention-backend is read only as the one priced (aiter_attention: AITER's on CDNA) or the one the export writes
-        for a head size the default kernels refuse (sglang_fallback: triton, priced as the fast kernel, as the head-size note
-        says); another, or any on NVIDIA's GPUs (priced by the engine's kernel families, not by the flag), is listed as
+        for a head size the default kernels refuse (sglang_fallback: triton, priced as its Triton kernels, Engine.triton_attention,
+        as the head-size note says); another, or any on NVIDIA's GPUs (priced by the engine's kernel families, not by the flag), is listed as
         ignored, with what was priced on CDNA."""
         said = o.get("attention-backend")
         if said is True or (isinstance(said, str) and not said.strip()):  # the flag with no value: SGLang's argparse refuses it

@@ -32,6 +32,7 @@ from llm_codesign.explore.export_engines.base import (
     written_capture,
 )
 from llm_codesign.spec.engines import VLLM
+from llm_codesign.spec.engines.head_dims import vllm_fallback
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Plan
 
@@ -50,6 +51,10 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     if q := weight_option(model, dep.precision, "vllm"):
         o["quantization"] = q
     o["kv-cache-dtype"] = kv_option(dep.precision, "vllm")
+    if fallback := vllm_fallback(model, dep.gpu, dep.precision.kv.name):
+        # an FP8 cache's head size FA3 refuses, which vLLM's selector picks it for anyway (spec.engines.head_dims): the
+        # server needs the backend named (--attention-backend, vllm/engine/arg_utils.py:1114@0.33.0)
+        o["attention-backend"] = fallback
     o["max-num-seqs"] = launch_batch(dep, concurrency, adp)  # each DP rank schedules its own batch
     o["max-num-batched-tokens"] = dep.step_tokens
     o["enable-chunked-prefill"] = True
@@ -231,7 +236,7 @@ def optimization_words(words: list[str]) -> list[str]:
 
 class VLLMExporter(Exporter):
     name, file_name, dynamo_image = VLLM.name, "vllm_config.yaml", "vllm"
-    reads = frozenset({"model", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size", "decode-context-parallel-size",
+    reads = frozenset({"attention-backend", "model", "tensor-parallel-size", "pipeline-parallel-size", "data-parallel-size", "decode-context-parallel-size",
                        "enable-expert-parallel", "quantization", "kv-cache-dtype", "max-num-seqs", "max-num-batched-tokens",
                        "enable-chunked-prefill", "gpu-memory-utilization", "speculative-config", "spec-method", "spec-tokens", "spec-model",
                        "enforce-eager", "max-cudagraph-capture-size", "cudagraph-capture-sizes", "compilation-config", "optimization-level"})
@@ -320,11 +325,16 @@ class VLLMExporter(Exporter):
         return not o.get("enforce-eager") and graph_mode(o) == "PIECEWISE"
 
     def unread(self, o: dict, model: ModelSpec, dep: Deployment) -> list[str]:
-        """compilation-config's fields other than the capture and its mode (CC_READ), each by name, and the compilation a
+        """--attention-backend other than the one its export writes (vllm_fallback), compilation-config's fields other than
+        the capture and its mode (CC_READ), each by name, and the compilation a
         level prices as what it is not: -O0 and -O1 compile less (no torch.compile at -O0, fewer fusions at -O1), and the
         kernels are priced as -O2 compiles them. PIECEWISE (compilation-config's, or -O1's) is priced: piecewise_graphs."""
         cc = o.get("compilation-config")
         out = [f"compilation-config.{k}" for k in (cc if isinstance(cc, dict) else {}) if k not in CC_READ]
+        # --attention-backend read only as the one its export writes (vllm_fallback); another is not priced apart
+        said = o.get("attention-backend")
+        if said is not None and said != vllm_fallback(model, dep.gpu, dep.precision.kv.name):
+            out.append("attention-backend")
         if cc is not None and not isinstance(cc, dict):
             out.append("compilation-config (not a mapping of CompilationConfig fields)")
         level = o.get("optimization-level")

@@ -453,6 +453,11 @@ class Engine(ABC):
         """Time of its attention kernel relative to TensorRT-LLM's on the same shape (attention_kernels)."""
         return self.attention_kernels.get(family, {}).get((kind, phase), 1.0)
 
+    def triton_attention(self, model, gpu, kv: str | None) -> bool:
+        """Whether it runs the model's GQA attention on SGLang's Triton backend on `gpu` with a `kv` cache (a format
+        name): SGLang's, where its default kernels take none of the head sizes (spec.engines.head_dims); no other's."""
+        return False
+
     def pdl_share(self, family: str) -> float:
         """Share of a serving step's kernel boundaries whose next kernel it launches with PDL (0 before SM90, and in a
         build without it: Engine.without("pdl"))."""

@@ -4,6 +4,10 @@ priced it without a word). The cost model prices attention as the engine's fused
 fused kernel of the engine takes the model's head size, the answer says what runs instead, or that it does not run.
 
 Sources, each a kernel's own check or instantiation list:
+- vLLM's FlashAttention backend on an FP8 cache on Hopper: FA3 with the query quantised to FP8, so multiples of 16 (the
+  selector checks 8: a multiple of 8 that is not of 16 fails at the first forward, and needs --attention-backend
+  TRITON_ATTN, which vLLM's export writes; _vllm's comment cites the lines at 0.33.0). At 0.33.0 a head size up to 512
+  also runs FlashAttention-4 on Hopper (BF16, and FP8 at 512 alone: fa_utils.py:306-309), not read into the rule below.
 - vLLM's FlashAttention backend: `head_size % 8 == 0 and head_size <= 256` (FlashAttentionBackend.supports_head_size,
   vllm/v1/attention/backends/flash_attn.py@5704f34f); else its selector takes TRITON_ATTN, `head_size >= 32`
   (TritonAttentionBackend.supports_head_size, vllm/v1/attention/backends/triton_attn.py@63013883), a Triton kernel
@@ -33,7 +37,23 @@ FAST_HEAD_DIMS = (64, 128, 256)
 TRTLLM_MMHA = (32, 48, 64, 80, 96, 104, 112, 128, 144, 160, 192, 224, 256)
 
 
+# what vLLM needs where its FlashAttention-3 refuses an FP8 cache's head size and its selector does not see it: the backend
+# its export names (--attention-backend, vllm/engine/arg_utils.py:1114@0.33.0)
+VLLM_FALLBACK = "TRITON_ATTN"
+
+
 def _vllm(hd: int, gpu, kv: str | None = None) -> tuple[str, str, str] | None:
+    # an FP8 cache on Hopper: the FlashAttention backend (FA3 there) takes it (flash_attn.py supports_combination:483-498,
+    # fa_utils.py flash_attn_supports_kv_cache_dtype:282-312@0.33.0), the attention layer quantises the query to FP8
+    # (layers/attention/attention.py:470-488, query_quant) and FA3's mha_fwd then checks head_size % 16 (vllm-project/
+    # flash-attention hopper/flash_api.cpp:932-933@617264c1; its message is in vllm 0.24.0's _vllm_fa3_C.abi3.so). The
+    # selector reads no such alignment (supports_head_size: % 8, flash_attn.py@0.33.0), so a multiple of 8 that is not
+    # of 16 picks FlashAttention and fails at its first forward; FlashInfer takes 64, 128, 256 and 512 only
+    # (flashinfer.py:421-423@0.24.0), so the launch must name TRITON_ATTN (FP8 and any head size >= 32, triton_attn.py)
+    if kv == "fp8" and gpu is not None and gpu.family == "hopper" and hd % 8 == 0 and hd % 16 and hd <= 256:
+        return ("flag", "vLLM's FlashAttention-3 on an FP8 KV cache takes multiples of 16 up to 256 (its query quantised to FP8; "
+                        "its selector checks 8, so the server fails at its first forward)",
+                f"it needs --attention-backend {VLLM_FALLBACK} (the export writes it), slower")
     if hd % 8 == 0 and hd <= 256:
         return None
     if hd >= 32:
@@ -45,6 +65,10 @@ def _vllm(hd: int, gpu, kv: str | None = None) -> tuple[str, str, str] | None:
 
 # what SGLang runs where its default kernels take no head size: the backend its export names (--attention-backend)
 SGLANG_FALLBACK = "triton"
+# the GPU families whose kernel table times SGLang's Triton attention (data/measurements/kernels_hopper: H100), where
+# estimate prices it by its own rules (Engine.triton_attention); elsewhere its block sizes differ (SM100: BLOCK_M 64 or
+# 16, triton_ops/extend_attention.py:85-92@0.5.14) and no row times it, so the fast kernel is priced and the note says so
+TRITON_PRICED_FAMILIES = ("hopper",)
 
 
 def _sglang(hd: int, gpu, kv: str | None = None) -> tuple[str, str, str] | None:
@@ -92,6 +116,13 @@ def sglang_fallback(model, gpu, kv: str | None = None) -> str | None:
     return SGLANG_FALLBACK if any(head_dim_support("sglang", gpu, hd, kv) for hd in gqa_head_dims(model)) else None
 
 
+def vllm_fallback(model, gpu, kv: str | None = None) -> str | None:
+    """The --attention-backend vLLM needs on `gpu` where its FlashAttention-3 refuses a head size of the model it selects
+    itself for (head_dim_support's "flag": an FP8 cache's multiples of 8 that are not of 16 on Hopper), which its export
+    writes; None otherwise."""
+    return VLLM_FALLBACK if any((head_dim_support("vllm", gpu, hd, kv) or ("",))[0] == "flag" for hd in gqa_head_dims(model)) else None
+
+
 def head_dim_note(model, engine: str, gpu, kv: str | None = None) -> str | None:
     """One line where the model's attention head size is one no fused kernel of `engine` on `gpu` takes with a `kv`
     cache (head_dim_support), as estimate, export and import say it beside lint's R4 error; None otherwise."""
@@ -100,5 +131,10 @@ def head_dim_note(model, engine: str, gpu, kv: str | None = None) -> str | None:
         if said:
             kind, rule, then = said
             priced = "priced as if it ran" if kind == "none" else "priced as the fast kernel"
+            if kind == "flag" and engine == "vllm":  # its Triton attention: no table times it
+                priced = "priced as the fast kernel (vLLM's Triton attention is not timed)"
+            elif kind == "flag":
+                priced = ("priced as its Triton kernels (H100 kernel table)" if gpu is not None and gpu.family in TRITON_PRICED_FAMILIES
+                          else "priced as the fast kernel (its Triton kernels are timed on Hopper only)")
             return f"head_dim {hd}: {rule}: {then}; {priced} (lint R4)"
     return None

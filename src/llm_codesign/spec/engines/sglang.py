@@ -147,6 +147,23 @@ class SGLangEngine(Engine):
     request_cost_fitted_on = ("moe",)
     request_cost_runs = "DeepSeek-R1/V3, GLM-5 and Qwen3.5-397B on Blackwell and MI355X"
 
+    def triton_attention(self, model, gpu, kv: str | None) -> bool:
+        """Its Triton backend where its default kernels take none of the model's head sizes on an NVIDIA GPU (head_dims.
+        sglang_fallback: the --attention-backend triton its export writes), for every layer: one backend serves the
+        model (ServerArgs.attention_backend). On the families its kernel table times (head_dims.TRITON_PRICED_FAMILIES:
+        Hopper); elsewhere the fast kernel, as the head-size note says. On AMD GPUs AITER's kernels are priced
+        (export_engines.sglang.aiter_attention). One per element where lint prices shapes whose head sizes are arrays."""
+        import numpy as np
+
+        from llm_codesign.spec.engines.head_dims import SGLANG_FALLBACK, TRITON_PRICED_FAMILIES, head_dim_support
+        from llm_codesign.spec.kinds import GQA
+
+        hds = [np.asarray(layer.attn.head_dim) for layer, _ in model.groups if isinstance(layer.attn, GQA)]
+        if gpu.family not in TRITON_PRICED_FAMILIES or SGLANG_FALLBACK != "triton" or not hds:
+            return False
+        out = np.vectorize(lambda *h: any(head_dim_support("sglang", gpu, int(x), kv) for x in h), otypes=[bool])(*hds)
+        return bool(out) if out.ndim == 0 else out
+
     def graphs_default(self, gpu, tp_size, *, k=0.0, max_running=float("inf")):
         """Padded graphs up to graph_max_bs (its memory and TP rule), speculative or not: the spec list
         (_generate_cuda_graph_batch_sizes, server_args.py:1079-1107@0.5.9) differs below the cap, which padding hides."""

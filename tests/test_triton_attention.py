@@ -1,0 +1,85 @@
+"""leftD: SGLang's Triton attention backend, what it runs where FlashAttention-3/FlashInfer take no head size
+(spec.engines.head_dims, the --attention-backend triton its export writes), priced by its own rules (cost.kernels:
+triton_decode_split, triton_decode_floor, TRITON_PREFILL_EFF) in the kernel tables and the serving step alike."""
+from __future__ import annotations
+
+import pytest
+
+from llm_codesign.cost import kernels as cost
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.measure.kernel_tables import Table
+from llm_codesign.spec.engines import SGLANG, VLLM
+from llm_codesign.spec.engines.head_dims import head_dim_note
+from llm_codesign.spec.hardware import get_gpu
+from llm_codesign.spec.registry import get_model
+
+H100 = get_gpu("h100")
+DEC = dict(system="h100_sxm", framework="sglang", version="0.5.14", op_name="generation_attention", source_table="x", isl="1",
+           window_size="0", attn_dtype="bfloat16", kv_cache_dtype="bfloat16")
+
+
+def test_split_count_follows_get_num_kv_splits():
+    # one sequence, 2 query heads on 1 KV head (group 2): grid 1 x ceil(2 / min(16, 2)) = 1; floor(132 x log2(131072 / 64))
+    # = 132 x 11 = 1,452 cores -> min(1,452, 8) = 8 splits of 16,384 keys
+    split, grid = cost.triton_decode_split(1, 2, 1, 131072, H100)
+    assert (float(split), float(grid)) == (8.0, 1.0)
+    # 256 sequences x 8 KV heads of group 4: grid 2,048 > 132 x log2(4096 / 64) = 792 cores: one split
+    assert float(cost.triton_decode_split(256, 32, 8, 4096, H100)[0]) == 1.0
+    # MHA (group 1) counts every query head: 4 x 16 = 64, floor(132 x 4) = 528 -> ceil(528 / 64) = 9, capped at 8
+    assert float(cost.triton_decode_split(4, 16, 16, 1024, H100)[0]) == 8.0
+
+
+def test_decode_floor_prices_the_split_cap_at_long_context():
+    # the shipped table's row (8675): batch 1, 2 heads on 1 KV head, head dim 512, 131,072 keys, BF16: 2.808 ms measured.
+    # 8 splits of 16,384 keys x 512 dims x 170 ns / 512 = 2.785 ms, the floor over FlashAttention-3's price (0.115 ms)
+    row = dict(DEC, kernel_source="triton", batch_size="1", num_heads="2", num_key_value_heads="1", head_dim="512", step="131071",
+               latency_ms="2.807901")
+    pred, label = Table("decode_attention", [row]).predict(lambda g: calibration_for(g))
+    assert pred[0] == pytest.approx(16384 * 170e-9 * 1e3, rel=1e-9) and label[0] == "h100 sglang kv bfloat16 triton"
+    assert abs(pred[0] / 2.807901 - 1) < 0.01
+    fa3, _ = Table("decode_attention", [dict(row, kernel_source="fa3")]).predict(lambda g: calibration_for(g))
+    assert fa3[0] < 0.2 * pred[0]  # what the Triton backend was priced as before: FA3's 16+ splits fill the GPU
+
+
+def test_prefill_runs_at_its_own_share_of_the_bf16_peak():
+    # batch 1, 16,384 tokens, 8 heads (1 KV head), head dim 512, causal: 2 x 8 x 16384 x 8192.5 x 2 x 512 = 2.2e12 FLOPs at
+    # 0.100 x 989.4 TFLOP/s (BF16 cache) or 0.061 x the same (FP8 cache, BF16 query), the exponentials, no ramp, the fixed
+    # cost and 8 (sequence x head) items
+    cal = calibration_for(H100)
+    flops, scores = 2.0 * 8 * 16384 * 8192.5 * 2 * 512, 8 * 16384 * 8192.5
+    for kv, eff in (("bfloat16", 0.100), ("fp8", 0.061)):
+        row = dict(DEC, op_name="context_attention", kernel_source="triton", batch_size="1", isl="16384", num_heads="8",
+                   num_key_value_heads="1", head_dim="512", kv_cache_dtype=kv, latency_ms="1")
+        pred, label = Table("prefill_attention", [row]).predict(lambda g: cal)
+        want = flops / (H100.peak("bf16") * eff) + scores * cal.attn_prefill_score_s + cal.attn_prefill_overhead_s + 8 * cal.attn_prefill_head_s
+        assert pred[0] == pytest.approx(want * 1e3, rel=1e-9) and label[0].endswith("triton")
+    # measured 22.6-24.2 ms (BF16) in the shipped table's rows of this shape: 2.2e12 / 98.9e12 = 22.2 ms
+
+
+def test_estimate_prices_the_backend_sglang_runs():
+    # Gemma 4's 512-dim global layers: SGLang runs --attention-backend triton on an H100 (head_dims), so every GQA layer is
+    # priced as Triton's; on an MI300X AITER's, vLLM never
+    g4 = get_model("gemma-4-26b-a4b")
+    assert SGLANG.triton_attention(g4, H100, "bf16") and not SGLANG.triton_attention(g4, get_gpu("mi300x"), "bf16")
+    assert not VLLM.triton_attention(g4, H100, "bf16") and not SGLANG.triton_attention(get_model("llama-3.1-8b"), H100, "bf16")
+    # on a B200 it runs Triton too, untimed there: the fast kernel is priced and the note says so
+    b200 = get_gpu("b200")
+    assert not SGLANG.triton_attention(g4, b200, "bf16")
+    assert head_dim_note(g4, "sglang", b200).endswith("priced as the fast kernel (its Triton kernels are timed on Hopper only) (lint R4)")
+    assert head_dim_note(g4, "sglang", H100).endswith("priced as its Triton kernels (H100 kernel table) (lint R4)")
+
+
+
+def test_decode_reads_the_keys_not_whole_tiles():
+    # its 32-key tile loads are masked past the split's end, so 2,048 sequences of 2 keys (head dim 512, one head on one KV
+    # head, BF16) read 2,048 x 2 keys x 2 (K, V) x 512 x 2 B = 8.4 MB, where FA3's price reads whole tiles of fa3_tile's
+    # keys: the two prices differ by exactly the extra bytes at the calibrated decode bandwidth (both memory-bound)
+    cal = calibration_for(H100)
+    row = dict(DEC, batch_size="2048", num_heads="1", num_key_value_heads="1", head_dim="512", step="1", latency_ms="0.08")
+    tri, _ = Table("decode_attention", [dict(row, kernel_source="triton")]).predict(lambda g: cal)
+    fa3, _ = Table("decode_attention", [dict(row, kernel_source="fa3")]).predict(lambda g: cal)
+    tile = float(cost.fa3_tile(512, 1.0, False, False)[1])
+    extra = 2048 * (tile - 2) * 2 * 512 * 2.0 / (H100.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff)
+    assert tile > 2 and (fa3[0] - tri[0]) * 1e-3 == pytest.approx(extra, rel=1e-9)
+    # the table's row 116 measures 80.3 us: Triton's 2,048 CTAs cost more each than FA3's priced items (notes: left)
+    assert tri[0] < 0.080348802 < fa3[0]
