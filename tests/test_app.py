@@ -322,7 +322,8 @@ def test_what_if_memory_and_flops_reach_the_gpu():
     g = _what_if(WhatIfGpu(base="h100", id="big", memory_gb=160.0, fp8_tflops=0, fp4_tflops=3000))
     h = lc.get_gpu("h100")
     assert g.memory_bytes == 160e9 and g.hbm_bytes == pytest.approx(h.hbm_bytes * 160e9 / h.memory_bytes)
-    assert dict(g.peak_flops) == {"bf16": h.peak("bf16"), "fp4": 3e15} and g.fp4_formats == ("nvfp4", "mxfp4")
+    # the form has no INT8 field: the base's INT8 rate stays (leftC), as its SMs and tiles do
+    assert dict(g.peak_flops) == {"bf16": h.peak("bf16"), "fp4": 3e15, "int8": h.peak("int8")} and g.fp4_formats == ("nvfp4", "mxfp4")
     assert (g.family, g.sms, g.tiles, g.hbm_bandwidth_bytes_per_s) == (h.family, h.sms, h.tiles, h.hbm_bandwidth_bytes_per_s)
 
 

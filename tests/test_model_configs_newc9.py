@@ -108,13 +108,12 @@ def test_deepseek_v2_is_known_and_read_as_mla_moe():
 
 
 @pytest.mark.parametrize("qc,advice", [
-    (W8A8_INT8, "no 8-bit integer format is priced: --weight-dtype fp8 prices its bytes on GPUs with FP8"),
-    # frev9 #3: GPTQ/AWQ/HQQ 8-bit and a group with no input_activations are weight-only (W8A16): fp8 alone prices W8A8 GEMMs
-    ({"quant_method": "gptq", "bits": 8, "group_size": 128},
-     "no 8-bit integer format is priced: --weight-dtype fp8 --activation-dtype bf16 prices its bytes (W8A16) on GPUs with FP8"),
-    ({"quant_method": "hqq", "nbits": 8}, "--weight-dtype fp8 --activation-dtype bf16 prices its bytes (W8A16)"),
-    ({"quant_method": "compressed-tensors", "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
-        "type": "int", "num_bits": 8, "group_size": 128}}}}, "--weight-dtype fp8 --activation-dtype bf16 prices its bytes (W8A16)"),
+    # leftC: INT8 is a format (compressed-tensors W8A8 and W8A16, GPTQ 8 bits are read); what is left unread at 8 bits
+    # is priced as int8 where its advice is followed: weight-only (HQQ, AWQ 8 bits) on BF16 activations (frev9 #3)
+    ({"quant_method": "awq", "bits": 8, "group_size": 128},
+     "--weight-dtype int8 --activation-dtype bf16 prices its bytes (INT8 weights on BF16 activations, W8A16)"),
+    ({"quant_method": "hqq", "nbits": 8}, "--weight-dtype int8 --activation-dtype bf16 prices its bytes"),
+    ({"quant_method": "bitsandbytes", "load_in_8bit": True}, "--weight-dtype int8 prices its bytes (W8A8 INT8)"),
     ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "--weight-dtype int4 prices its bytes"),
     ({"quant_method": "hqq", "nbits": 3}, "give --weight-dtype for its bytes"),
 ])
@@ -125,13 +124,16 @@ def test_an_unpriced_format_gives_advice_that_can_be_followed(qc, advice):
 
 
 def test_an_unpriced_format_is_in_precision_notes_while_priced_as_bf16():
-    m = from_hf_config({**Q7, "quantization_config": W8A8_INT8}, "q7")
+    hqq8 = {"quant_method": "hqq", "nbits": 8}  # W8A8_INT8 was the example before INT8 became a format (leftC)
+    m = from_hf_config({**Q7, "quantization_config": hqq8}, "q7")
     w = lc.Workload(isl=1024, osl=256, concurrency=8)
     e = lc.estimate(m, lc.deployment(m, gpu="a100", tp=1), w).to_dict()
-    assert e["precision_notes"] == [m.unpriced_quant] and "int 8 bits" in e["precision_notes"][0]
-    # priced at its bytes through FP8 (H100): the BF16 fallback is not what ran, so nothing to say
-    fp8 = lc.estimate(m, lc.deployment(m, gpu="h100", tp=1, weight_dtype="fp8"), w).to_dict()
-    assert fp8["precision_notes"] == []
+    assert e["precision_notes"] == [m.unpriced_quant] and "quant_method hqq" in e["precision_notes"][0]
+    # priced at its bytes as its advice says (INT8 weights on BF16): the BF16 fallback is not what ran, so nothing to say
+    i8 = lc.estimate(m, lc.deployment(m, gpu="a100", tp=1, weight_dtype="int8", activation_dtype="bf16"), w).to_dict()
+    assert i8["precision_notes"] == []
+    ct = from_hf_config({**Q7, "quantization_config": W8A8_INT8}, "q7")  # now read: W8A8 INT8, nothing to say
+    assert ct.unpriced_quant == "" and ct.default_precision.label() == "W:int8 A:int8 KV:bf16"
     plain = from_hf_config(Q7, "q7")
     assert lc.estimate(plain, lc.deployment(plain, gpu="a100", tp=1), w).to_dict()["precision_notes"] == []
 

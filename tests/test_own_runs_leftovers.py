@@ -16,7 +16,7 @@ def test_compare_takes_a_kv_dtype_for_every_row():
 def test_compare_refuses_a_kv_dtype_it_does_not_know_in_one_line():
     code, out, err = cli("compare", "llama-3.3-70b", "--gpu", "h200", "--kv-dtype", "fp3")
     assert code == 2 and out == ""
-    assert err == "error: kv_dtype: 'fp3' is not valid; one of: bf16, fp16, fp8, fp8_block, nvfp4, mxfp4, int4\n"
+    assert err == "error: kv_dtype: 'fp3' is not valid; one of: bf16, fp16, fp8, fp8_block, nvfp4, mxfp4, int4, int8\n"
 
 
 DISAGG = ("disagg", "llama-3.1-70b", "--gpu", "h200", "--prefill", "tp=4", "--decode", "tp=4", "--concurrency", "8")

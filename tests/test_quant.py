@@ -78,6 +78,10 @@ def _label(qc: dict) -> str:
     (FBGEMM, "W:fp8 attn-W:bf16 A:fp8 KV:bf16"),  # self_attn in modules_to_not_convert: BF16 attention
     (QUARK_FP8_KV, "W:fp8 A:fp8 KV:fp8"), (QUARK_MXFP4, "W:mxfp4 attn-W:bf16 A:mxfp4 KV:bf16"),
     (QUARK_INT4, "W:int4 A:bf16 KV:bf16"),
+    # INT8 (leftC; before: BF16 with a note): W8A8 per channel x per token, GPTQ 8 bits and ModelOpt's SmoothQuant / W8A16
+    (INT8, "W:int8 A:int8 KV:bf16"), (GPTQ8, "W:int8 A:bf16 KV:bf16"),
+    ({"quant_method": "modelopt", "quant_algo": "W8A8_SQ_PER_CHANNEL"}, "W:int8 A:int8 KV:bf16"),
+    ({"quant_method": "modelopt", "quant_algo": "W8A16"}, "W:int8 A:bf16 KV:bf16"),
     (MODELOPT_FP8, "W:fp8 A:fp8 KV:fp8"), (MODELOPT_NVFP4, "W:nvfp4 A:nvfp4 KV:fp8"),
     ({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128]},
      "W:fp8_block A:fp8_block KV:bf16"),  # Qwen/Qwen3-*-FP8, DeepSeek-V3: unchanged
@@ -87,9 +91,9 @@ def test_each_method_reads_as_its_loader_builds_it(qc, label):
     assert lc.get_model({**Q14, "quantization_config": qc}).notes == ()  # read, so nothing to say
 
 
-@pytest.mark.parametrize("qc,what", [(INT8, "compressed-tensors weights int 8 bits"), (GPTQ8, "gptq 8 bits"),
+@pytest.mark.parametrize("qc,what", [({**GPTQ, "bits": 3}, "gptq 3 bits"), ({**AWQ, "bits": 8}, "awq 8 bits"),
                                      ({"quant_method": "bitsandbytes", "load_in_4bit": True}, "quant_method bitsandbytes"),
-                                     ({"quant_method": "modelopt", "quant_algo": "W8A8_SQ_PER_CHANNEL"}, "modelopt quant_algo")])
+                                     ({"quant_method": "modelopt", "quant_algo": "W4A8_NVFP4_FP8"}, "modelopt quant_algo")])
 def test_a_format_the_tool_cannot_price_is_said_not_read_as_bf16_silently(qc, what):
     m = lc.get_model({**Q14, "quantization_config": qc})
     assert m.default_precision.label() == "W:bf16 A:bf16 KV:bf16"
@@ -103,9 +107,13 @@ def test_the_bytes_follow_the_format():
     from llm_codesign.cost.memory import weight_bytes_per_gpu
     from llm_codesign.spec.plan import Plan
 
-    bf16, fp8 = (lc.get_model({**Q14, "quantization_config": qc}) for qc in ({}, FP8_DYNAMIC))
+    bf16, fp8, int8, gptq8 = (lc.get_model({**Q14, "quantization_config": qc}) for qc in ({}, FP8_DYNAMIC, INT8, GPTQ8))
     gb = lambda m: float(weight_bytes_per_gpu(m, m.default_precision, Plan(1))) / 1e9  # noqa: E731
     assert gb(bf16) - gb(fp8) == pytest.approx(13.2, abs=0.1)
+    # INT8 per channel: 1 byte a weight as FP8's; GPTQ 8 bits in groups of 128: 8 + 16/128 = 8.125 bits, so the 13.21B
+    # non-embedding weights take 13.21 x 0.125 / 8 = 0.206 GB more
+    assert gb(int8) == gb(fp8)
+    assert gb(gptq8) - gb(int8) == pytest.approx(13.21 * 0.125 / 8, abs=0.005)
 
 
 def test_every_method_read_has_a_reader_and_bad_values_are_said_not_raised():

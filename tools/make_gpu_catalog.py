@@ -170,7 +170,7 @@ def main(ref_path: Path) -> int:
             f"scale_up_bandwidth_bytes_per_s = {float(uni) * 1e9:.6g}  # one direction, per GPU",
             f"scale_up_domain = {g['scale_up_domain'] if link else PCIE_SERVER_GPUS}",
             *([] if link else [f"scale_up_source = {q(PCIE_SOURCE)}"]),
-            *([f'scale_up_topology = "mesh"', f"scale_up_source = {q(MESH_SOURCE[gid])}"] if gid in MESH_SOURCE else []),
+            *(['scale_up_topology = "mesh"', f"scale_up_source = {q(MESH_SOURCE[gid])}"] if gid in MESH_SOURCE else []),
             f"scale_out_bandwidth_bytes_per_s = {nic_gbps * 1e9 / 8:.6g}  # {'NIC per GPU' if gid in NIC_SOURCE else 'assumed NIC'}, see nic_source",
             f"nic_source = {q(NIC_SOURCE.get(gid, _NIC_ASSUMED.format(nic_gbps)))}",
             f"tdp_w = {g['tdp_w']}",
@@ -184,6 +184,10 @@ def main(ref_path: Path) -> int:
             lines.append(f"fp8 = {float(fp8) * 1e12:.6g}")
         if fp4:
             lines.append(f"fp4 = {float(fp4) * 1e12:.6g}")
+        # dense INT8 tensor-core OPS (the reference's int8, from the same vendor tables as the other rates; B300/GB300's
+        # int8_note: Blackwell Ultra cut it): what an INT8 (W8A8) GEMM runs at (spec.precision.gemm_math)
+        if tf.get("int8"):
+            lines.append(f"int8 = {float(tf['int8']) * 1e12:.6g}")
         lines += ["", "[tiles]", f"shapes = [{', '.join(f'[{m}, {n}, {c}]' for m, n, c in TILES[tiles])}]  # [M, N, SMs per tile]",
                   f"source = {q(TILE_SOURCE[tiles])}"]
         if tiles in SMEM_FEED:
@@ -193,7 +197,7 @@ def main(ref_path: Path) -> int:
         lines += ["", "[sources]"]
         for s in g["sources"]:
             lines.append(f"{s} = {q(sources.get(s, MISSING))}")
-        for note in ("nvfp4_note", "fp4_note", "tflops_note", "xgmi_note"):
+        for note in ("nvfp4_note", "fp4_note", "int8_note", "tflops_note", "xgmi_note"):
             if note in g:
                 lines.append(f"# {note}: {g[note]}")
         (OUT / f"{gid}.toml").write_text("\n".join(lines) + "\n")

@@ -159,7 +159,7 @@ def roofline(
     # estimate's plan options, filled in by the same rule (spec.plan.fill_plan), so that a MoE's roofline is EP's too (newc8 #10)
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
-    weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4."),
+    weight_dtype: Optional[str] = typer.Option(None, help="bf16, fp8, fp8_block, nvfp4, mxfp4, int4, int8."),
     activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
     calibration: Optional[str] = typer.Option(None, help="Calibration profile .toml."),
     backend: Optional[str] = O_BACKEND,

@@ -512,7 +512,7 @@ O_ADP = typer.Option(None, "--attention-dp", min=1, max=MAX_GPUS, help="Attentio
                      "are tp x attention_dp (TensorRT-LLM's and vLLM's reading; without --gpus, a line says the count). SGLang's "
                      "--tp counts every GPU: its --tp 8 --dp 8 --enable-dp-attention is --tp 1 --attention-dp 8 here.")
 O_KVP = typer.Option(None, "--kvp", min=1, max=MAX_GPUS, help="Helix KV-parallel ranks (sequence-sharded KV cache).")
-O_W = typer.Option(None, "--weight-dtype", help="Weight format: bf16, fp16, fp8, fp8_block, nvfp4, mxfp4 or int4 (default: the checkpoint's).")
+O_W = typer.Option(None, "--weight-dtype", help="Weight format: bf16, fp16, fp8, fp8_block, nvfp4, mxfp4, int4 or int8 (default: the checkpoint's).")
 O_A = typer.Option(None, "--activation-dtype", help="Activation format (default: what the weight format runs with on this GPU).")
 O_KV = typer.Option(None, "--kv-dtype", help="KV-cache format, one of --weight-dtype's (default: the checkpoint's).")
 # InferenceX, whose runs the tool bundles, writes its lengths 1k1k, 1k8k and 8k1k for ISL/OSL 1024/1024, 1024/8192 and

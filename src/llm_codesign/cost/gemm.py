@@ -73,10 +73,16 @@ def gemm_kernel(math: str, weight_dtype: str = "", *, fp4_math: bool = False) ->
     that dequantise in an mma.sync main loop (W4A16: Marlin, triton_kernels) where no FP4 tensor-core
     path takes them: INT4 everywhere (vLLM oracle/int_wna16.py: Marlin on every CUDA GPU), MXFP4/NVFP4 on
     GPUs without FP4 math (`fp4_math`); on Blackwell MXFP4 x BF16 runs trtllm-gen's tcgen05 kernels
-    (vLLM FLASHINFER_TRTLLM_MXFP4_BF16), priced as a BF16 GEMM reading 4-bit weights."""
+    (vLLM FLASHINFER_TRTLLM_MXFP4_BF16), priced as a BF16 GEMM reading 4-bit weights. INT8 W8A8 (math int8) runs the
+    per-tensor FP8 family's kernel at the INT8 peak: vLLM's cutlass_scaled_mm takes either input type in one template and
+    tile tables (csrc/quantization/cutlass_w8a8/c3x/scaled_mm_sm90_int8.cu beside _fp8.cu, CutlassScaledMMLinearKernel;
+    SGLang's int8_scaled_mm the same CUTLASS GEMM with a per-token x per-channel epilogue), with no INT8 GEMM timed in
+    data/; INT8 weights on 16-bit math (W8A16) the mixed-input family (Marlin's uint8b128: gptq_marlin.py TYPE_MAP)."""
     if math == "fp8" and weight_dtype == "fp8_block":
         return "fp8_block"
-    if math == "bf16" and (weight_dtype == "int4" or (weight_dtype in ("mxfp4", "nvfp4") and not fp4_math)):
+    if math == "int8":
+        return "fp8"
+    if math == "bf16" and (weight_dtype in ("int4", "int8") or (weight_dtype in ("mxfp4", "nvfp4") and not fp4_math)):
         return "w4a16"
     return math
 
@@ -323,7 +329,7 @@ def _gemm_time(m, n, k, gpu: Gpu, cal: Calibration, *, math: str, a_bytes, w_byt
     live = (n > 0) & (k > 0) & (groups > 0)  # per plan in a search; M per deployment, where some element has no rows
     if not (tokens.positive and live.all()):
         live = (m > 0) & live
-    kernel = kernel or math
+    kernel = kernel or gemm_kernel(math)  # the math's own family (INT8: the per-tensor FP8 one)
     peak = peak_rate(gpu, cal, math, kernel, eff_scale)
     best = _best_tile_time(tokens, n, k, gpu, cal, groups=groups, peak=peak, kernel=kernel, math=math, a_bytes=a_bytes,
                            w_bytes=w_bytes, swap_ab=swap_ab, token_tile=token_tile, even_grid=even_grid, tuned=tuned, parts=parts)

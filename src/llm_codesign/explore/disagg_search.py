@@ -196,13 +196,19 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
     from llm_codesign.measure.intervals import band_disagg_rows
     from llm_codesign.serve.disagg import DisaggEstimate, estimate_disagg
     from llm_codesign.serve.metrics import no_decode, without_decode
-    from llm_codesign.spec.engines import engine_for_pools
+    from llm_codesign.spec.engines import engine_for_pools, get_engine
 
     dg = decode_gpu or gpu
     one = dict(precision=precision, backend=engine_for_pools(gpu, dg, engine).name, spec=spec)
     notes = _engine_notes(gpu, dg, engine, one["backend"])
     plans_ = [p if isinstance(p, Plan) else Plan.parse(p, model, name) for name, p in (("prefill", prefill), ("decode", decode))]
-    pools = (Deployment(gpu=gpu, num_gpus=int(plans_[0].gpus), plan=plans_[0], max_num_tokens=max_num_tokens, **one),
+    # the prefill pool's speculation as its engine launches it on the pool's stages (Engine.prefill_spec: SGLang's prefill
+    # nodes take PP with MTP, without a priced draft)
+    pre = dict(one, spec=get_engine(one["backend"]).prefill_spec(int(np.max(plans_[0].pp)), spec))
+    if spec is not None and pre["spec"] is None:
+        notes.append(f"prefill pool {plans_[0].label()} with {spec.method}: {get_engine(one['backend']).title} launches it on its "
+                     "prefill-only servers alone (disaggregation-mode prefill, from 0.5.23); no prefill pool's draft is priced")
+    pools = (Deployment(gpu=gpu, num_gpus=int(plans_[0].gpus), plan=plans_[0], max_num_tokens=max_num_tokens, **pre),
              Deployment(gpu=dg, num_gpus=int(plans_[1].gpus), plan=plans_[1], max_num_tokens=decode_max_num_tokens or max_num_tokens,
                         cuda_graph_max_bs=decode_cuda_graph_max_bs, piecewise_graphs=decode_piecewise_graphs, **one))
     for d in pools:  # a format whose MoE kernel the engine lacks on either pool's GPU, as lc.deployment's

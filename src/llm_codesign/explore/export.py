@@ -28,6 +28,7 @@ from llm_codesign.explore.export_engines.base import (
     parse_flags,
     per_rank,
     quantized_checkpoint,
+    quark_elsewhere,
     read_value,
     resolve_option,
     switch,
@@ -114,13 +115,18 @@ def launched(model: ModelSpec, dep: Deployment, engine: str) -> tuple[ModelSpec,
     # a checkpoint already quantized before online quantization (vLLM's and SGLang's `quantization: fp8` is per-tensor dynamic
     # FP8 of the BF16 weights, another load path and accuracy than the checkpoint whose accuracy the answer quotes): every
     # engine serves the one checkpoint, at its own format, so no quantization option is written (weight_option: None)
-    if ck := quantized_checkpoint(model, w):
+    if ck := quantized_checkpoint(model, w, dep.gpu):
         from llm_codesign.spec.registry import get_model
 
         return (replace(model, hf_ids=(ck,), default_precision=get_model(ck).default_precision),
                 [f"# weights: {w.name}, read from {ck} (the registry's {w.name} checkpoint of this shape)"])
     if x.quantization_option and weight_option(model, dep.precision, engine) in ONLINE_QUANTIZATION:
         return model, where
+    if said := quark_elsewhere(model, w, dep.gpu):
+        # AMD's MXFP4 R1 on NVIDIA: not the launch's checkpoint, and no --quantization mxfp4 either: that is gpt-oss's loader,
+        # which on the FP8 checkpoint named here fails at start (vLLM's ModelConfig._verify_quantization: the config's fp8
+        # against the argument's mxfp4); the MXFP4 checkpoint put in its place carries its own quantization_config
+        return replace(model, default_precision=replace(model.default_precision, weight=w)), where + [said]
     return model, where + [f"# weights: {w.name} is read from a checkpoint already quantized to it (the "
                            f"{model.default_precision.weight.name} one named here is not): point the model at such a checkpoint"]
 

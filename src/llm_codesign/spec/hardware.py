@@ -13,7 +13,7 @@ import numpy as np
 from llm_codesign.errors import InputError, MissingInput, close_matches, did_you_mean, parse_nested
 from llm_codesign.spec.validation import check_gpu
 
-MATH_PRECISIONS = ("bf16", "fp8", "fp4")
+MATH_PRECISIONS = ("bf16", "fp8", "fp4", "int8")
 
 
 # a GPU file that does not state its block-scaled FP8 rate takes its family's: on Hopper the CUDA cores apply

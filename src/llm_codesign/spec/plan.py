@@ -430,19 +430,19 @@ class Deployment:
 
 
 def _weight_groups(w) -> dict:
-    """A checkpoint's own INT4 groups where they are not the format's default (spec.precision.int4_grouped: an AWQ
+    """A checkpoint's own INT4 / INT8 groups where they are not the format's default (spec.precision.int_grouped: an AWQ
     checkpoint's 128 values a 16-bit scale and 4-bit zero point), so that a record rebuilds the bytes it priced."""
     return {} if w == DTYPES[str(w.name)] else {"weight_groups": {"group_size": w.weight_block, "scale_bits": w.scale_bits}}
 
 
 def _grouped(w, groups):
-    """`w` with a record's weight_groups (_weight_groups), for INT4 only."""
+    """`w` with a record's weight_groups (_weight_groups), for INT4 and INT8 (a GPTQ checkpoint's) only."""
     if groups is None:
         return w
     g = groups if isinstance(groups, dict) else {}
     size, bits = g.get("group_size"), g.get("scale_bits")
-    if w.name != "int4" or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1 << 20 for x in (size, bits)):
-        raise InputError("weight_groups", groups, "{group_size, scale_bits} (integers, 0 or more) with weight_dtype int4, as a record writes them")
+    if w.name not in ("int4", "int8") or not all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= 1 << 20 for x in (size, bits)):
+        raise InputError("weight_groups", groups, "{group_size, scale_bits} (integers, 0 or more) with weight_dtype int4 or int8, as a record writes them")
     return replace(w, weight_block=size, scale_bits=bits)
 
 

@@ -40,11 +40,23 @@ DTYPES: dict[str, Dtype] = {
     # weight-only INT4, one BF16 scale per 32 values (compressed-tensors pack-quantized, Kimi-K2.5; --weight-dtype int4);
     # dequantised to the activation precision in the GEMM. A checkpoint's own groups: int4_grouped
     "int4": Dtype("int4", 4, 16, 32, 32, "bf16"),
+    # INT8, one scale per output channel (weights) and per token (activations): W8A8 on INT8 tensor cores (compressed-tensors
+    # int-quantized, e.g. RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8: vLLM CompressedTensorsW8A8Int8, strategy
+    # channel + dynamic per-token input), or W8A16 with BF16 activations (GPTQ 8 bits, compressed-tensors W8A16: Marlin's
+    # uint8b128, gptq_marlin.py TYPE_MAP). A channel's FP32 scale is 32/K bits a weight, 0.008 at K 4,096: read as none,
+    # as FP8's per-channel scales; a GPTQ checkpoint's groups: int_grouped
+    "int8": Dtype("int8", 8, 0, 0, 0, "int8"),
 }
 _ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp8_e4m3": "fp8", "e4m3": "fp8",
             "fp8-block": "fp8_block", "fp8block": "fp8_block", "fp4": "nvfp4", "nvfp4": "nvfp4",
             "w4a16_mxfp4": "mxfp4", "auto": "bf16"}
 MATH_ORDER = ("fp4", "fp8", "bf16")  # fastest first
+
+
+def int_grouped(bits: int, group: int, zero_bits: int = 0) -> Dtype:
+    """A weight-only INT checkpoint's layout at `bits` (4 or 8): int4_grouped's groups of `group` values, each a 16-bit scale
+    and a `zero_bits` zero point. GPTQ 8 bits in groups of 128, symmetric: 8 + 16/128 = 8.125 bits, 1.016 bytes a weight."""
+    return replace(DTYPES[f"int{bits}"], scale_bits=16 + zero_bits, weight_block=max(int(group), 0))
 
 
 def int4_grouped(group: int, zero_bits: int = 0) -> Dtype:
@@ -56,7 +68,7 @@ def int4_grouped(group: int, zero_bits: int = 0) -> Dtype:
     group -1 (one scale per output channel over the whole input, gptq_marlin.py's group_size = input_size) adds 16/K bits,
     0.004 at K 4,096: read as none (weight_block 0)."""
     return replace(DTYPES["int4"], scale_bits=16 + zero_bits, weight_block=max(int(group), 0))
-MATH_BITS = {"fp4": 4, "fp8": 8, "bf16": 16}
+MATH_BITS = {"fp4": 4, "fp8": 8, "int8": 8, "bf16": 16}
 
 
 def get_dtype(name: str, field: str = "dtype") -> Dtype:
@@ -75,6 +87,10 @@ def gemm_math(weight: Dtype, activation: Dtype, gpu) -> str:
     A W4A16 GEMM dequantises weights and runs at the 16-bit rate; W4A4 runs at the FP4 rate only where
     the tensor cores have it (NVFP4 on Blackwell, MXFP4 also on CDNA4); FP8 needs Ada/Hopper or newer.
     """
+    if "int8" in (weight.math, activation.math):
+        # INT8 tensor cores take INT8 x INT8 alone (W8A8: vLLM's CUTLASS scaled_mm, sgl-kernel's int8_scaled_mm, AITER's
+        # gemm_a8w8), at the GPU's INT8 rate; INT8 weights on 16-bit activations dequantise in the main loop (W8A16)
+        return "int8" if weight.math == activation.math == "int8" and gpu.supports("int8") else "bf16"
     need = max(MATH_BITS[weight.math], MATH_BITS[activation.math])
     for math in MATH_ORDER:
         if MATH_BITS[math] < need:
@@ -139,6 +155,10 @@ def _executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
         # Marlin is a CUDA kernel: on AMD's GPUs (CDNA3) the weight-only rate is an assumption (default.toml's w4a16), no kernel timed
         how = "as vLLM's Marlin kernel does" if gpu.vendor == "nvidia" else "at an assumed rate: no such kernel timed on AMD GPUs"
         notes.append(f"{gpu.name} has no FP4 math: W4A4 runs as W4A16 (4-bit weights dequantised to BF16, {how})")
+    if a.math == "int8" and not gpu.supports("int8"):
+        # a GPU file that states no INT8 rate: the INT8 weights priced weight-only, dequantised to BF16 (W8A16)
+        a = DTYPES["bf16"]
+        notes.append(f"{gpu.name} states no INT8 rate (peak_flops.int8): W8A8 priced as W8A16 (INT8 weights dequantised to BF16)")
     if a.math == "fp8" and not gpu.supports("fp8"):
         # no FP8 math (Ampere): FP8 checkpoints run weight-only FP8 (vLLM Marlin W8A16 fallback)
         a = DTYPES["bf16"]
@@ -184,15 +204,20 @@ class Precision:
 
     @classmethod
     def of(cls, weight: str = "bf16", activation: str | None = None, kv: str | None = None) -> "Precision":
-        """A precision from format names (bf16, fp16, fp8, fp8_block, nvfp4, mxfp4, int4): the activation defaults to what
-        the weight format runs with (W8A8 for FP8, W4A4 for NVFP4, BF16 else; MXFP4's is the GPU's), the KV cache to BF16."""
+        """A precision from format names (bf16, fp16, fp8, fp8_block, nvfp4, mxfp4, int4, int8): the activation defaults to what
+        the weight format runs with (W8A8 for FP8 and INT8, W4A4 for NVFP4, BF16 else; MXFP4's is the GPU's), the KV cache to BF16."""
         w = get_dtype(weight, "weight_dtype")
         # default activations: FP4 checkpoints run W4A4 in NVFP4 (modelopt), FP8 checkpoints W8A8; MXFP4's
         # depend on the GPU (left unsettled: `on`)
         if activation is not None:
             a = get_dtype(activation, "activation_dtype")
         else:
-            a = None if w.name == "mxfp4" else w if w.name in ("nvfp4", "fp8", "fp8_block") else DTYPES["bf16"]
+            a = None if w.name == "mxfp4" else w if w.name in ("nvfp4", "fp8", "fp8_block", "int8") else DTYPES["bf16"]
+        if a is not None and ((w.math == "int8" and a.math in ("fp8", "fp4")) or (a.math == "int8" and w.math != "int8" and w.bits < 16)):
+            # INT8 tensor cores take INT8 x INT8 alone: no engine's GEMM pairs INT8 with FP8/FP4 activations, nor INT8
+            # activations with 4- or 8-bit float weights (16-bit weights on INT8 activations run at the weights': W16A8 below)
+            raise InputError("activation_dtype", a.name, f"a format {w.name} weights run with: "
+                             + ("int8 (W8A8) or bf16 (W8A16)" if w.math == "int8" else f"not int8 ({w.name} x int8 has no GEMM)"))
         k = get_dtype(kv, "kv_dtype") if kv else DTYPES["bf16"]
         return cls(w, a, k)
 

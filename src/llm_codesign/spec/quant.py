@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llm_codesign.spec.precision import Precision, get_dtype, int4_grouped
+from llm_codesign.spec.precision import Precision, get_dtype, int4_grouped, int_grouped
 
 # the quant_method values read here, as the note on any other one lists them
 READ_METHODS = ("fp8", "fbgemm_fp8", "mxfp4", "compressed-tensors", "awq", "gptq", "quark", "modelopt")
@@ -37,11 +37,14 @@ def _modelopt(q: dict) -> tuple[Precision | None, str]:
     .from_config read quant_algo, kv_cache_quant_algo and exclude_modules from either form@04843c7c; TensorRT-LLM's
     reader: tensorrt_llm/_torch/model_config.py ModelConfig.load_modelopt_quant_config)."""
     algo = str(q.get("quant_algo") or "").upper()
-    w = {"NVFP4": "nvfp4", "FP8": "fp8", "W4A8_AWQ": "int4", "MXFP4": "mxfp4"}.get(algo)
+    # INT8 (TensorRT-LLM's QuantAlgo, tensorrt_llm/quantization/mode.py): W8A8_SQ_* SmoothQuant, per-channel INT8 weights on
+    # INT8 activations; W8A16 / W8A16_GPTQ INT8 weight-only on BF16 activations
+    int8 = "int8" if algo.startswith("W8A8_SQ") else "bf16" if algo in ("W8A16", "W8A16_GPTQ") else None
+    w = "int8" if int8 else {"NVFP4": "nvfp4", "FP8": "fp8", "W4A8_AWQ": "int4", "MXFP4": "mxfp4"}.get(algo)
     if w is None:
         return None, f"modelopt quant_algo {algo or 'missing'}"
     kv = "fp8" if str(q.get("kv_cache_quant_algo") or "").upper() == "FP8" else None
-    return _attn_kept(_names(q.get("exclude_modules")), Precision.of(w, kv=kv)), ""
+    return _attn_kept(_names(q.get("exclude_modules")), Precision.of(w, activation=int8, kv=kv)), ""
 
 
 def _ct_format(w: dict, a: dict | None) -> str | None:
@@ -49,8 +52,9 @@ def _ct_format(w: dict, a: dict | None) -> str | None:
     (compressed_tensors.py _is_fp8_w8a8 / _is_fp8_w8a16 / _is_fp4a4_nvfp4 / _is_fp4a16_nvfp4 / _is_wNa16_group_channel
     @be696453), on the presets llm-compressor writes (compressed-tensors quant_scheme.py PRESET_SCHEMES@0bb1251a):
     float 8 bits per tensor or channel is FP8 (FP8, FP8_DYNAMIC), per 128 x 128 block FP8 blocks (FP8_BLOCK), float 4
-    bits in groups of 16 NVFP4, of 32 MXFP4, int 4 bits weight-only INT4 (W4A16); anything else (INT8, MXFP8's groups
-    of 32, W4A8) none here."""
+    bits in groups of 16 NVFP4, of 32 MXFP4, int 4 bits weight-only INT4 (W4A16), int 8 bits INT8 on int 8-bit input
+    activations (W8A8, _is_static/dynamic_tensor_w8a8: CompressedTensorsW8A8Int8, the INT8_W8A8 preset) or none
+    (W8A16: CompressedTensorsWNA16, WNA16_SUPPORTED_BITS 4 and 8); anything else (MXFP8's groups of 32, W4A8) none here."""
     kind, bits, group = str(w.get("type") or "int"), w.get("num_bits"), w.get("group_size")
     strategy = str(w.get("strategy") or "tensor")
     if kind == "float" and bits == 8:
@@ -59,6 +63,8 @@ def _ct_format(w: dict, a: dict | None) -> str | None:
         return {16: "nvfp4", 32: "mxfp4"}.get(group)
     if kind == "int" and bits == 4 and a is None:
         return "int4"
+    if kind == "int" and bits == 8 and (a is None or (str(a.get("type") or "int") == "int" and a.get("num_bits") == 8)):
+        return "int8"
     return None
 
 
@@ -77,6 +83,8 @@ def _compressed_tensors(qc: dict) -> tuple[Precision | None, str]:
     act = None if fmt == "int4" or a is None else fmt
     kv = "fp8" if _d(qc.get("kv_cache_scheme")).get("num_bits") == 8 else None
     p = Precision.of(fmt, activation=act or "bf16", kv=kv)
+    if fmt == "int8" and w.get("strategy") == "group":  # W8A16 in groups: a 16-bit scale (and zero point) a group
+        p = replace(p, weight=int_grouped(8, w.get("group_size") or 128, 0 if w.get("symmetric", True) else 8))
     if fmt == "int4":  # its groups (strategy channel: one scale a row) and, asymmetric, a packed 4-bit zero point a group
         # (vLLM compressed_tensors_wNa16.py CompressedTensorsWNA16.create_weights: weight_zero_point [N/8, K/g] int32 where
         # not symmetric); Kimi-K2.5's symmetric groups of 32: 4 + 16/32 = 4.5 bits, as before
@@ -88,19 +96,21 @@ def _compressed_tensors(qc: dict) -> tuple[Precision | None, str]:
 def _weight_only_int(qc: dict, method: str) -> tuple[Precision | None, str]:
     """AWQ and GPTQ: weight-only INT (`bits`, `w_bit` in older AWQ configs), activations BF16/FP16, every linear layer
     quantized unless modules_to_not_convert names it: 4 bits is W4A16 (vLLM awq.py AWQConfig / gptq.py GPTQConfig
-    .from_config, their Marlin forms awq_marlin.py / gptq_marlin.py, W4A16 GEMMs@04843c7c); 2, 3 and 8 bits no format
-    here. Its bytes from its groups (int4_grouped): group_size (q_group_size in older AWQ configs; 128, AutoAWQ's and
+    .from_config, their Marlin forms awq_marlin.py / gptq_marlin.py, W4A16 GEMMs@04843c7c), GPTQ's 8 bits W8A16; 2 and 3
+    bits (and AWQ's 8) no format here. Its bytes from its groups (int4_grouped): group_size (q_group_size in older AWQ configs; 128, AutoAWQ's and
     AutoGPTQ's default, where absent), a 16-bit scale a group, and a 4-bit zero point a group where the kernel reads one:
     AWQ's (zero_point, on in every AutoAWQ config: awq_marlin keeps qzeros as Marlin zero points) and an asymmetric
     GPTQ's (sym false: the GPTQ kernel reads qzeros); a symmetric GPTQ's Marlin form reads none (zero_points=False,
     gptq_marlin.py@00161ce0). On ROCm a symmetric GPTQ runs gptq.py's kernel, which reads its qzeros too: 4/128 = 0.03
     bits, not priced."""
     bits = qc.get("bits", qc.get("w_bit"))
-    if bits != 4:
+    if bits != 4 and not (bits == 8 and method == "gptq"):  # AWQ is 4-bit only (awq.py AWQConfig: "only 4-bit")
         return None, f"{method} {bits} bits"
     group = qc.get("group_size", qc.get("q_group_size"))
     zero = qc.get("zero_point", True) if method == "awq" else qc.get("sym", True) is False
-    p = replace(Precision.of("int4", activation="bf16"), weight=int4_grouped(128 if group is None else group, 4 if zero else 0))
+    # GPTQ 8 bits: Marlin's uint8b128 (gptq_marlin.py TYPE_MAP), INT8 weights on BF16 activations (W8A16), its zero point 8 bits
+    p = replace(Precision.of(f"int{bits}", activation="bf16"),
+                weight=int_grouped(bits, 128 if group is None else group, bits if zero else 0))
     return _attn_kept(_names(qc.get("modules_to_not_convert")), p), ""
 
 
@@ -167,18 +177,17 @@ def read_quant(cfg: dict, quant: dict | None) -> tuple[Precision, str | None]:
 
 def _bytes_advice(qc: dict) -> str:
     """How to price an unread format's bytes, by its weight bits (GPTQ/AWQ bits, HQQ nbits, bitsandbytes load_in_8bit /
-    load_in_4bit, a compressed-tensors group's num_bits): no 8-bit integer format is priced, so FP8's (the same bytes)
-    stands in where the GPU has FP8, on BF16 activations where the format is weight-only (GPTQ/AWQ/HQQ bits, a group with
-    no input_activations: W8A16; --weight-dtype fp8 alone prices W8A8 FP8 GEMMs, frev9 #3); 4 bits as int4 (W4A16); newc9 #8."""
+    load_in_4bit, a compressed-tensors group's num_bits): 8 bits as int8, on BF16 activations where the format is
+    weight-only (GPTQ/AWQ/HQQ bits, a group with no input_activations: W8A16); 4 bits as int4 (W4A16); newc9 #8."""
     groups = [_d(g) for g in _d(qc.get("config_groups")).values()]
     own = qc.get("bits", qc.get("w_bit", qc.get("nbits")))
     bits = own or next((_d(g.get("weights")).get("num_bits") for g in groups if _d(g.get("weights"))), None)
     bits = bits or (8 if qc.get("load_in_8bit") else 4 if qc.get("load_in_4bit") else None)
     weight_only = own is not None or any(_d(g.get("weights")) and not g.get("input_activations") for g in groups)
     if bits == 8 and weight_only:
-        return "no 8-bit integer format is priced: --weight-dtype fp8 --activation-dtype bf16 prices its bytes (W8A16) on GPUs with FP8"
+        return "--weight-dtype int8 --activation-dtype bf16 prices its bytes (INT8 weights on BF16 activations, W8A16)"
     if bits == 8:
-        return "no 8-bit integer format is priced: --weight-dtype fp8 prices its bytes on GPUs with FP8"
+        return "--weight-dtype int8 prices its bytes (W8A8 INT8)"
     if bits == 4:
         return "--weight-dtype int4 prices its bytes (4-bit weights on BF16 activations)"
     return "give --weight-dtype for its bytes"

@@ -204,11 +204,13 @@ def served_name(model: ModelSpec) -> str:
     return model.hf_ids[0] if model.hf_ids else model.name
 
 
-def quantized_checkpoint(model: ModelSpec, weight) -> str | None:
+def quantized_checkpoint(model: ModelSpec, weight, gpu=None) -> str | None:
     """The registry's checkpoint of `model` already quantized to `weight`, or None: an entry of the same shape (hidden,
     layers, parameters) whose own weights are `weight` and whose Hugging Face id extends one of `model`'s (the same
     release: nvidia/Llama-3.1-70B-Instruct-FP8 for meta-llama/Llama-3.1-70B; never another release of one shape,
-    kimi-k2.5's int4 for kimi-k2, or nvidia/DeepSeek-R1-NVFP4 for deepseek-v3)."""
+    kimi-k2.5's int4 for kimi-k2, or nvidia/DeepSeek-R1-NVFP4 for deepseek-v3). An AMD Quark checkpoint only where Quark's
+    MXFP4 runs (spec.plan.quark_runs_on: CDNA; `gpu` None counts as one): elsewhere quark_elsewhere says why not."""
+    from llm_codesign.spec.plan import quark_runs_on
     from llm_codesign.spec.registry import entries, get_model
 
     stems = [h.split("/")[-1].lower() for h in model.hf_ids]
@@ -219,11 +221,34 @@ def quantized_checkpoint(model: ModelSpec, weight) -> str | None:
         m = get_model(e["name"])
         if m.name == model.name or (m.hidden, m.num_layers, m.total_params) != shape or m.default_precision.weight != weight:
             continue
+        if _is_quark(e) and not quark_runs_on(gpu):
+            continue
         # `model`'s own id first; a stem ends at a dash, so Llama-3.1-70B never takes Llama-3.3-70B's FP8 nor Kimi-K2 K2.5
         for stem in stems:
             if hit := next((h for h in m.hf_ids if re.fullmatch(re.escape(stem) + r"(-.*)?", h.split("/")[-1].lower())), None):
                 return hit
     return None
+
+
+def _is_quark(entry: dict) -> bool:
+    return str(entry.get("quantization_config", {}).get("quant_method", "")).lower() == "quark"
+
+
+def quark_elsewhere(model: ModelSpec, weight, gpu) -> str | None:
+    """Where `gpu` runs no Quark MXFP4 but the registry's checkpoint of `model` at `weight` is AMD's Quark one (quantized_checkpoint
+    with no GPU): the header line saying why export does not name it. vLLM on CUDA loads a Quark OCP MX checkpoint emulated,
+    dequantising each forward (quark/schemes/quark_ocp_mx.py: emulate = not current_platform.supports_mx(), CDNA4 only), SGLang's
+    Quark MXFP4 linears call AITER's gemm_afp4wfp4 (spec/engines/sglang.py), and TensorRT-LLM reads ModelOpt checkpoints;
+    no NVIDIA MXFP4 DeepSeek-R1 checkpoint is published (NVIDIA's FP4 one is NVFP4, nvidia/DeepSeek-R1-0528-FP4)."""
+    from llm_codesign.spec.plan import quark_runs_on
+
+    ck = None if quark_runs_on(gpu) else quantized_checkpoint(model, weight)
+    if ck is None:
+        return None
+    return (f"# weights: {weight.name} is read from a checkpoint already quantized to it: the registry's, {ck}, is AMD Quark's, "
+            f"whose MXFP4 kernels run on CDNA GPUs only ({gpu.name} loads it emulated in vLLM, not at all in SGLang or "
+            "TensorRT-LLM), and no NVIDIA MXFP4 one is published: point the model at such a checkpoint (the answer prices "
+            f"MXFP4 weights on BF16 activations, as NVIDIA's engines run gpt-oss's), or --weight-dtype nvfp4 for NVIDIA's")
 
 
 def weight_option(model: ModelSpec, prec: Precision, engine: str) -> str | None:

@@ -242,6 +242,9 @@ class Engine(ABC):
     # where it launches no speculative decoding under pipeline parallelism: why, with its source (SGLang's server_args
     # check, spec/engines/sglang.py); None where it does
     spec_pp_refusal: ClassVar[str | None] = None
+    # the --spec methods its disaggregated prefill-only servers launch under PP where spec_pp_refusal refuses them elsewhere
+    # (SGLang 0.5.23's, spec/engines/sglang.py); Engine.prefill_spec
+    spec_pp_prefill: ClassVar[tuple[str, ...]] = ()
 
     def runs_spec(self, pp, k):
         """Where it launches `k` draft tokens a step (0: no speculation) on `pp` pipeline stages, a boolean array over the
@@ -251,6 +254,18 @@ class Engine(ABC):
 
         ok = np.ones(np.broadcast(np.asarray(pp), np.asarray(k)).shape, dtype=bool)
         return ok if self.spec_pp_refusal is None else ok & ((np.asarray(pp) <= 1) | (np.asarray(k) <= 0))
+
+    def prefill_spec(self, pp, spec):
+        """The speculation a disaggregated prefill pool on `pp` pipeline stages (an int) is built with: `spec` where runs_spec
+        takes it; None where only the engine's prefill-only servers launch its method under PP (spec_pp_prefill: the pool
+        prices no draft either way, serve.disagg.prefill_pool reads none, as the search's prefill points hold none); refused
+        in one line where neither. The decode pool keeps runs_spec's rule (its Deployment's check)."""
+        if spec is None or bool(self.runs_spec(pp, spec.k).all()):
+            return spec
+        if spec.method in self.spec_pp_prefill:
+            return None
+        raise InputError("pp", int(pp), f"1 on the prefill pool with --spec {spec.method} on {self.title} ({self.spec_pp_refusal}; "
+                         f"its prefill nodes take {' or '.join(self.spec_pp_prefill) or 'no method'} under PP); drop --spec, or pp=1")
 
     def runs_plans(self, plan, *, moe: bool = True):
         """Where it has a launch for `plan` (a Plan of ints or arrays; `moe`: the model has experts), a boolean array over
@@ -693,6 +708,19 @@ def cdna3_mxfp4(prec, gpu) -> tuple[str, str] | None:
         if d is not None and d.name == "mxfp4":
             return field, d.name
     return None
+
+
+# GPU families whose CUDA INT8 W8A8 GEMM no engine here builds (SM100, SM103, SM120): vLLM's CUTLASS scaled_mm wires no INT8
+# kernel there, "Int8 not supported on SM100/SM120. Use FP8 quantization instead, or run on older arch (SM < 100)"
+# (csrc/quantization/w8a8/cutlass/c3x/scaled_mm_helper.hpp:34, vllm-project/vllm#25935; its Triton INT8 kernel sits behind
+# CUTLASS, never reached: #54311, open), and sgl-kernel's int8_scaled_mm has arms for SM75-SM90 alone ("No implemented
+# int8_scaled_mm for current compute capability", sgl-kernel/csrc/gemm/int8_gemm_kernel.cu)
+NO_INT8_GEMM_FAMILIES = ("blackwell", "blackwell_sm120")
+
+
+def int8_w8a8(prec) -> bool:
+    """Whether `prec` runs INT8 x INT8 GEMMs (W8A8): INT8 weights on INT8 activations."""
+    return prec is not None and prec.weight.name == "int8" and prec.activation is not None and prec.activation.name == "int8"
 
 
 def check_kv_format(engine: Engine | None, gpu, kv: str, model=None) -> None:

@@ -2,7 +2,7 @@
 released wheels of the measurement campaigns' versions (0.5.7+) unless a comment says otherwise."""
 from __future__ import annotations
 
-from llm_codesign.spec.engines.base import GIB, MIB, Engine, cdna3_mxfp4, register_engine
+from llm_codesign.spec.engines.base import GIB, MIB, NO_INT8_GEMM_FAMILIES, Engine, cdna3_mxfp4, int8_w8a8, register_engine
 from llm_codesign.spec.engines.vllm import custom_allreduce
 
 # --max-prefill-tokens' default, the prefill batch's token budget and the step budget once chunked prefill is off
@@ -90,6 +90,12 @@ class SGLangEngine(Engine):
     # were PP2 with MTP, a launch that fails at start-up
     spec_pp_refusal = ("server_args.py:5136-5141@0.5.9 asserts speculative_algorithm is None for pp_size > 1; 0.5.23 allows "
                        "it on disaggregated prefill nodes alone")
+    # 0.5.23's check_pipeline_parallel_compat (arg_groups/validation_hook.py:131-165): under PP the algorithm must be EAGLE,
+    # not multi-layer, and without SGLANG_ENABLE_PP_SPEC the server disaggregation_mode "prefill"; --speculative-algorithm
+    # NEXTN (our mtp) is promoted to EAGLE (arg_groups/speculative_hook.py:109-116), while EAGLE3 and STANDALONE (eagle3,
+    # draft) fail the EAGLE assert on any server. So a disaggregated prefill pool runs PP with MTP (its draft unpriced, as
+    # every prefill pool's: Engine.prefill_spec); the decode pool keeps the refusal (the assert's else branch)
+    spec_pp_prefill = ("mtp",)
     # prefill batches run on their own: "Run prefill first if possible", no decodes mixed in unless
     # --enable-mixed-chunk (off by default, server_args.py:729; sglang 0.5.12 managers/scheduler.py:2578-2592)
     mixes_prefill = False
@@ -229,6 +235,10 @@ class SGLangEngine(Engine):
         # (aiter/ops/triton/gemm/basic/gemm_afp4wfp4.py:142, utils/_triton/arch_info.py:19-20@e4048607); gpt-oss's mxfp4
         # checkpoint is refused off gfx95x at load ("Current platform ... not support mxfp4 computation",
         # layers/quantization/mxfp4.py:224-237@0.5.9, :324-333@0.5.23)
+        if int8_w8a8(prec) and gpu.family in NO_INT8_GEMM_FAMILIES:  # sgl-kernel's int8_scaled_mm: SM75-SM90 only
+            return ("activation_dtype", "int8", f"a format SGLang runs on {gpu.name} with INT8 weights: sgl-kernel's "
+                    "int8_scaled_mm has no arm past SM90 (\"No implemented int8_scaled_mm for current compute capability\"); "
+                    "bf16 runs them weight-only (W8A16), or fp8 natively")
         said = cdna3_mxfp4(prec, gpu)
         if said is None:
             return None

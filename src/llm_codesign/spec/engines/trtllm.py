@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llm_codesign.spec.engines.base import PCIE_FAMILIES, Engine, register_engine
+from llm_codesign.spec.engines.base import PCIE_FAMILIES, Engine, int8_w8a8, register_engine
 from llm_codesign.spec.engines.trtllm_bench import BATCH_CAP, DEFAULT_MAX_TOKENS
 
 # AllReduceStrategy.AUTO (cpp/tensorrt_llm/common/customAllReduceUtils.h, selectStrategyLookUpTable,
@@ -134,6 +134,13 @@ class TensorRTLLMEngine(Engine):
     BLOCK_FP8_MOE_FAMILIES_MISSING = ("ada",)
 
     def precision_refusal(self, prec, gpu, *, moe: bool | None = True):
+        if int8_w8a8(prec):
+            # the PyTorch backend's Linear has no SmoothQuant method: get_quant_method takes FP8 (QDQ, rowwise, block), NVFP4,
+            # W4A8, weight-only INT8/INT4 and AWQ, and raises "unsupported quant mode" for W8A8_SQ_* (tensorrt_llm/_torch/
+            # modules/linear.py get_quant_method); INT8 weight-only (W8A16) is its WeightOnlyQuantLinearMethod
+            return ("activation_dtype", "int8", "a format TensorRT-LLM's PyTorch backend runs with INT8 weights: its Linear has "
+                    "no SmoothQuant (W8A8 INT8) method (\"unsupported quant mode\"); bf16 runs them weight-only (W8A16), "
+                    "--backend vllm or sglang runs W8A8 before Blackwell")
         for field, d in (("weight_dtype", prec.weight), ("activation_dtype", prec.activation), ("attn_weight_dtype", prec.attn_weight)):
             if d is not None and d.name == "fp8_block" and moe is True and field != "attn_weight_dtype" and gpu.family in self.BLOCK_FP8_MOE_FAMILIES_MISSING:
                 return (field, d.name, f"a format TensorRT-LLM runs on {gpu.name} for a MoE: it has no block-FP8 grouped GEMM on Ada "

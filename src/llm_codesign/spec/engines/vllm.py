@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llm_codesign.spec.engines.base import CDNA_FAMILIES, GIB, PCIE_FAMILIES, Engine, cdna3_mxfp4, register_engine
+from llm_codesign.spec.engines.base import (
+    CDNA_FAMILIES,
+    GIB,
+    NO_INT8_GEMM_FAMILIES,
+    PCIE_FAMILIES,
+    Engine,
+    cdna3_mxfp4,
+    int8_w8a8,
+    register_engine,
+)
 
 # Custom all-reduce for world sizes 2, 4, 6 and 8 with every GPU peer-to-peer reachable (any two GPUs,
 # NVLink or PCIe, or a fully connected NVLink/xGMI set), inputs below max_size = 8 MiB
@@ -153,6 +162,15 @@ class VLLMEngine(Engine):
         mla = model is not None and any(isinstance(layer.attn, MLA) for layer, _ in model.groups)
         return super().kv_formats(gpu) + (("nvfp4",) if gpu.family == "blackwell" and not mla else ())
 
+    def precision_refusal(self, prec, gpu, *, moe: bool | None = True):
+        # INT8 W8A8 on Blackwell: CutlassInt8ScaledMMLinearKernel takes every CUDA GPU and its SM100/SM120 dispatch has no
+        # INT8 kernel (base.NO_INT8_GEMM_FAMILIES); W8A16 runs Marlin's uint8b128 there (gptq_marlin.py TYPE_MAP)
+        if int8_w8a8(prec) and gpu.family in NO_INT8_GEMM_FAMILIES:
+            return ("activation_dtype", "int8", f"a format vLLM runs on {gpu.name} with INT8 weights: its CUTLASS scaled_mm has "
+                    "no INT8 kernel from SM100 (\"Int8 not supported on SM100. Use FP8 quantization instead\"); bf16 runs them "
+                    "weight-only (W8A16, Marlin), or fp8 natively")
+        return None
+
     def mxfp4_emulation(self, prec, gpu, *, moe: bool | None = True):
         # a dense model's MXFP4 linears on CDNA3 (gfx942): Quark's QuarkOCP_MX sets emulate where not supports_mx() (gfx95x
         # only), keeps the packed weights, and each forward dequantises them with amd-quark's dq_mxfp4, quantise-dequantises
@@ -244,6 +262,8 @@ class VLLMEngine(Engine):
             return None
         if kernel == "w4a16":
             return "triton_kernels" if weight == "mxfp4" else "marlin"
+        if weight == "int8":  # INT8 W8A8 experts: CompressedTensorsW8A8Int8MoEMethod's Triton fused_moe (use_int8_w8a8)
+            return "vllm_triton"
         if kernel == "fp8" or (kernel == "fp8_block" and ep):
             return "flashinfer_cutlass"
         return "vllm_triton"
