@@ -499,6 +499,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     x = EXPORTERS[backend]
     for pool in (prefill, decode):
         engine_runs(model, pool)
+    refuse_headless_draft(decode)
     model, said = launched(model, decode, backend)  # both pools run one checkpoint: the decode pool's weights (as the meta)
     image = f"my-registry/{x.dynamo_image}-runtime:my-tag"
     dec_conc = per_rank(concurrency, 1, instances=decode_instances)  # an instance's requests (its exporter splits them over its ranks)

@@ -946,10 +946,18 @@ def _speculation(req: Speculation, model=None):
     acceptance, `model`'s published one where one is bundled, as the CLI's (one rule everywhere)."""
     from llm_codesign.spec.plan import spec_decoding
 
-    if req.draft_model is not None:  # resolved again by name in the cost model: the registry's only
+    if req.draft_model is not None and req.spec == "eagle3":  # the head's repository, written in the launch file only: the
+        # cost model prices EAGLE-3's one layer from the target's shape (serve.aggregated.draft_model), and an export without
+        # it is refused (explore.export.refuse_headless_draft)
+        from llm_codesign.spec.hub import REPO_ID
+
+        if not REPO_ID.match(req.draft_model.strip()):
+            raise InputError("draft_model", req.draft_model, "the EAGLE-3 head's Hugging Face repository with spec eagle3 (owner/name, "
+                                                             "e.g. yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), which the launch file names")
+    elif req.draft_model is not None:  # resolved again by name in the cost model: the registry's only
         _registry_model(req.draft_model, "draft_model")
         if req.spec != "draft":
-            raise InputError("draft_model", req.draft_model, "used with spec draft (mtp and eagle3 draft with the model's own head)")
+            raise InputError("draft_model", req.draft_model, "used with spec draft or eagle3 (mtp drafts with the model's own module)")
     return spec_decoding(req.spec, draft_len=req.draft_len, acceptance=req.acceptance,
                          acceptance_rates=tuple(req.acceptance_rates) if req.acceptance_rates else None, draft_model=req.draft_model,
                          model=model)
