@@ -586,7 +586,7 @@ def _requests(concurrency: int, replicas: int, source: str) -> str:
 
 @app.command("export-point")
 def export_point(
-    path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it."),
+    path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it (`pareto --out DIR`: DIR/frontier.json)."),
     index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write; - for standard output."),
     engine: Optional[str] = typer.Option(None, "--backend", "--engine", help=_written() + " (default: the frontier's engine)."),
@@ -602,10 +602,14 @@ def export_point(
     from llm_codesign.spec.plan import Deployment
 
     _check_out(out, {"PATH": path})
+    # the folder `pareto --out DIR` wrote holds it as frontier.json; its frontier.csv carries no point's record (newc10 #12)
+    what = "the JSON of `llm-codesign pareto --json`, or the frontier.json `pareto --out DIR` writes beside frontier.csv"
+    if str(path).lower().endswith(".csv"):
+        raise InputError("path", path, what)
     try:
-        doc = parse_nested(json.loads, read_text(path, "path", "the JSON of `llm-codesign pareto --json`"), "path", path)
+        doc = parse_nested(json.loads, read_text(path, "path", what), "path", path)
     except json.JSONDecodeError as e:
-        raise InputError("path", path, f"the JSON of `llm-codesign pareto --json` ({type(e).__name__})") from None
+        raise InputError("path", path, f"{what} ({type(e).__name__})") from None
     if series not in ("aggregated", "disagg"):
         raise InputError("series", series, "aggregated or disagg (the disaggregated frontier of pareto --disagg --json)")
     results = doc.get("comparisons") or [doc] if isinstance(doc, dict) else []
