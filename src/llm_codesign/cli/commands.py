@@ -549,8 +549,11 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
     priced when it is written, after the figure's process has its job). `limits`: max_num_tokens and
     the SLO filters (and max_accuracy_drop, the aggregated search's alone). `engines`: each GPU's engine (by its
     reference), resolved once at the edge."""
+    from dataclasses import replace
+
     from llm_codesign.api import pareto as run
     from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.frontier import model_reference
     from llm_codesign.explore.search import point_breakdowns
 
     isl, osl = workload.isl, workload.osl
@@ -566,6 +569,7 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
                 cal, engine = calibration_for(g, calibration), engines[gref]
                 # the profile by name, so that its points' intervals are the profile's own (measure.intervals.table_for)
                 r = run(m, g, workload=workload, engine=engine.name, calibration=calibration, progress=cb, **space, **limits).priced(gpu_hour_price)
+                r = replace(r, model_ref=model_reference(mref, m))  # the path typed, which its commands name (crev10 #3)
                 # at the frontier's own workload, its prefix hits with it (as its points and their energy were priced)
                 pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
                     m, cal, [(p.deployment, p.concurrency) for p in r.points], r.workload)))
@@ -575,6 +579,7 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
 
                     rd = run(m, g, workload=workload, engine=engine.name, calibration=calibration, disagg=True, **space,
                              **{k: v for k, v in limits.items() if k != "max_accuracy_drop"}).priced(gpu_hour_price)
+                    rd = replace(rd, model_ref=model_reference(mref, m))
                     pending.append((len(results), lambda m=m, cal=cal, rd=rd: [
                         decode_breakdown(m, cal, p, isl=isl, osl=osl) for p in rd.points]))
                     results.append(rd)

@@ -576,6 +576,19 @@ def import_(
         con.print(imp.note, highlight=False)
 
 
+def _frontier_model(r: dict, given: str | None) -> str:
+    """The model a saved frontier's point is exported for: --model, else the reference its commands name (model_ref: a
+    config.json's absolute path), else its name (a registry one). A frontier of a shape no file names (a dict) needs
+    --model, said in one line rather than as 'custom' not found."""
+    from llm_codesign.explore.frontier import UNNAMED_MODEL
+
+    ref = given or r.get("model_ref") or r.get("model")
+    if ref == UNNAMED_MODEL:
+        raise InputError("model", None, f"the config.json of {r.get('model')!r} (--model PATH): the frontier was searched from a shape "
+                                        "no file names (a Python dict or ModelSpec)")
+    return ref
+
+
 def _requests(concurrency: int, replicas: int, source: str) -> str:
     """import's requests in flight: per instance, and across the replicas behind a load balancer where there are several
     (a benchmark's global --max-concurrency 48 on 2 replicas is 24 per instance, newc5 #9); `source`: where the count came from."""
@@ -592,6 +605,8 @@ def export_point(
     engine: Optional[str] = typer.Option(None, "--backend", "--engine", help=_written() + " (default: the frontier's engine)."),
     series: str = typer.Option("aggregated", "--series", help="aggregated: the frontier of aggregated plans; disagg: the "
                                "disaggregated frontier of `pareto --disagg --json`, written as Dynamo's file."),
+    model: Optional[str] = typer.Option(None, "--model", help="The model's config.json, where the frontier's names none here "
+                                        "(one searched from a Python dict, or a path moved since; default: the frontier's model_ref)."),
 ):
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json
@@ -624,6 +639,7 @@ def export_point(
         raise InputError("path", path, f"a frontier priced with the bundled profile or a profile's file (this one: {r['calibration_unrecorded']}, "
                                        "which no path names; write it and search again)")
     rec = p["deployment"]
+    r = {**r, "model": _frontier_model(r, model)}  # the reference the commands and the file name it by (crev10 #3)
     if series == "disagg":
         return _disagg_point(r, p, index, out, engine)
     dep = Deployment.from_dict(rec)
