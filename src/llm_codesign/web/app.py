@@ -835,11 +835,11 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
         dep = replace(dep, cuda_graph_max_bs=req.cuda_graph_max_bs)
     r = _priced(m, dep, wl, req, profile, breakdown=req.breakdown, replicas=req.replicas)
     if req.export:  # the plan at the batch priced (offline: the batch of the most tok/s/GPU)
-        r["export"] = _priced_export(m, dep, req, r, replace(wl, concurrency=r["concurrency"]), profile, replicas=req.replicas)
+        r["export"] = _priced_export(m, dep, req, r, wl=replace(wl, concurrency=r["concurrency"]), profile=profile, replicas=req.replicas)
     return _plain(r)
 
 
-def _priced_export(m, dep, req: EstimateRequest, r: dict, wl, profile: str | None, *, replicas: int) -> dict:
+def _priced_export(m, dep, req: EstimateRequest, r: dict, *, wl, profile: str | None, replicas: int) -> dict:
     """The launch file of `dep` at the batch `r` priced, its header's figures priced with the capture the file writes, as CLI
     export prices it (explore.search.with_capture, capture_line): the header quoted the answer's eager TPOT, 29.32 ms and
     655.5 tok/s/GPU, for a file padded to 78 that runs and re-imports at 14.52 ms and 1306 (crev10 #2)."""
@@ -887,7 +887,7 @@ def _point_estimate(m, req: EstimateRequest, wl, profile: str | None) -> dict:
     r["point_breakdown"] = [] if r["tpot_ms"] is None else [{k: o[k] for k in keep if k in o} for o in decode_rows(r["breakdown"])]
     if not req.breakdown:
         r.pop("breakdown")
-    r["export"] = _priced_export(m, dep, req, r, wl, profile, replicas=rec["replicas"])
+    r["export"] = _priced_export(m, dep, req, r, wl=wl, profile=profile, replicas=rec["replicas"])
     return _plain(r)
 
 
