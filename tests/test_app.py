@@ -415,9 +415,13 @@ def test_estimate_prices_speculation_as_the_cli_and_exports_the_plan(client):
     plain = client.post("/api/estimate", json={k: v for k, v in body.items() if k not in ("spec", "draft_len", "acceptance")}).json()
     assert got["tpot_ms"] < plain["tpot_ms"]  # 2.5 tokens a step at batch 8 outrun the draft's cost
     # `export`: the plan's launch configuration at the batch priced, the file export-point writes for it
+    # (without the EAGLE-3 head's repository no engine launches it: the export is its one line, crev10 #6)
     e = client.post("/api/estimate", json={**body, "export": True}).json()["export"]
+    assert e["text"] is None and e["error"].startswith("draft_model: None is not valid; the drafter's checkpoint with --spec eagle3")
+    head = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+    e = client.post("/api/estimate", json={**body, "draft_model": head, "export": True}).json()["export"]
     assert e["engine"] == "trtllm" and e["file_name"] == "extra_llm_api_options.yaml" and e["error"] is None
-    assert '"concurrency": 8' in e["text"] and "max_draft_len: 3" in e["text"]
+    assert '"concurrency": 8' in e["text"] and "max_draft_len: 3" in e["text"] and f"speculative_model: {head}" in e["text"]
 
 
 def test_disagg_is_the_clis(client):
