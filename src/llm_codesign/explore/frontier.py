@@ -109,7 +109,8 @@ UNNAMED_MODEL = "<your config.json>"
 def model_reference(given, spec) -> str:
     """How the commands a frontier prints name its model again (`estimate MODEL ...`, export-point): a registry name or
     Hugging Face id as given; a config.json path (or its folder) absolute, so that the command works from any folder; a
-    shape no file names (a dict, a ModelSpec not the registry's) UNNAMED_MODEL. The name alone ('q_awq4' for
+    ModelSpec given itself by its name where the registry's, else its checkpoint (hf_ids: a Hub id, a local folder); a
+    shape no file names (a dict, a bare config read in Python) UNNAMED_MODEL. The name alone ('q_awq4' for
     q_awq4.json) names no model these commands find (crev10 #3)."""
     from pathlib import Path
 
@@ -123,7 +124,7 @@ def model_reference(given, spec) -> str:
     if getattr(spec, "name", None) and bundled(spec.name) == spec:
         return spec.name
     hf = getattr(spec, "hf_ids", ()) or ()
-    if hf and Path(hf[0]).is_absolute() and Path(hf[0]).exists():  # read from a local folder (spec.model)
+    if hf and (not Path(hf[0]).is_absolute() or Path(hf[0]).exists()):  # a Hub id, or the local folder it was read from
         return hf[0]
     return UNNAMED_MODEL
 
