@@ -628,6 +628,7 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
     page.select_option("#p_spec", "")
     page.fill("#p_draft_len", "")
     page.fill("#p_acceptance", "")
+    page.fill("#p_draft_model", "")
     page.fill("#dc_instances", "2")
     page.fill("#p_concurrencies", "1,64")
     page.click("#run-price")
