@@ -230,7 +230,7 @@ def more_exports(tmp_path_factory):
     d = tmp_path_factory.mktemp("import_more")
     cli_ok("export", *L8, "--tp", 1, "--backend", "trtllm", "--concurrency", 16, "-o", d / "t.yaml")
     cli_ok("export", *L8, "--tp", 1, "--backend", "vllm", "--spec", "eagle3", "--draft-len", 3, "--acceptance-rates", "0.8,0.6,0.5",
-           "--concurrency", 16, "-o", d / "e.yaml")
+           "--draft-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "--concurrency", 16, "-o", d / "e.yaml")
     return d
 
 

@@ -150,8 +150,9 @@ def test_a_speculative_disaggregated_point_exports_at_its_own_acceptance(tmp_pat
     export-point ("acceptance: not given"): the point's record now carries its acceptance (as rates at its draft length),
     and the file's predicted figures are the row's."""
     front = tmp_path / "dis.json"
+    # the head named (an EAGLE-3 file without one is refused: no engine has a default drafter, crev10 #6)
     front.write_text(cli_ok("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", 2, "--disagg", "--osl", 128, "--spec", "eagle3",
-                            "--acceptance", "2.5", "--json"))
+                            "--acceptance", "2.5", "--draft-model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "--json"))
     rows = [c for c in json.loads(front.read_text())["comparisons"] if c.get("mode") == "disaggregated"][0]["frontier"]
     rec = rows[3]["deployment"]
     assert rec["spec"] == "eagle3" and rec["acceptance_rates"]

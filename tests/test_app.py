@@ -424,9 +424,13 @@ def test_estimate_prices_speculation_as_the_cli_and_exports_the_plan(client):
     plain = client.post("/api/estimate", json={k: v for k, v in body.items() if k not in ("spec", "draft_len", "acceptance")}).json()
     assert got["tpot_ms"] < plain["tpot_ms"]  # 2.5 tokens a step at batch 8 outrun the draft's cost
     # `export`: the plan's launch configuration at the batch priced, the file export-point writes for it
+    # (without the EAGLE-3 head's repository no engine launches it: the export is its one line, crev10 #6)
     e = client.post("/api/estimate", json={**body, "export": True}).json()["export"]
+    assert e["text"] is None and e["error"].startswith("draft_model: None is not valid; the drafter's checkpoint with --spec eagle3")
+    head = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+    e = client.post("/api/estimate", json={**body, "draft_model": head, "export": True}).json()["export"]
     assert e["engine"] == "trtllm" and e["file_name"] == "extra_llm_api_options.yaml" and e["error"] is None
-    assert '"concurrency": 8' in e["text"] and "max_draft_len: 3" in e["text"]
+    assert '"concurrency": 8' in e["text"] and "max_draft_len: 3" in e["text"] and f"speculative_model: {head}" in e["text"]
 
 
 def test_disagg_is_the_clis(client):
@@ -551,7 +555,9 @@ def test_disagg_answers_the_lines_under_the_clis_table_and_the_front_end(client)
     ("/api/estimate", {"spec": "draft", "acceptance": 2, "draft_model": "/etc/passwd.json"}, "draft_model",
      "draft_model: '/etc/passwd.json' is not valid; a bundled model"),
     ("/api/estimate", {"spec": "eagle3", "acceptance": 2, "draft_model": "llama-3.1-8b"}, "draft_model",
-     "draft_model: 'llama-3.1-8b' is not valid; used with spec draft"),
+     "draft_model: 'llama-3.1-8b' is not valid; the EAGLE-3 head's Hugging Face repository with spec eagle3"),
+    ("/api/estimate", {"spec": "mtp", "acceptance": 1.5, "draft_model": "llama-3.1-8b"}, "draft_model",
+     "draft_model: 'llama-3.1-8b' is not valid; used with spec draft or eagle3"),
     ("/api/estimate", {"acceptance_rates": [0.5, 1.5]}, "acceptance_rates.1", "acceptance_rates.1: 1.5 is not valid; Input should be less than"),
 ])
 def test_a_bad_plan_or_speculation_is_422_naming_the_field(client, path, body, field, text):

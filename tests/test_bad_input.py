@@ -587,7 +587,8 @@ def test_bench_on_a_cpu_names_the_flag_it_needs(tmp_path):
 @pytest.mark.parametrize("args,field,valid", [
     (["mix", "llama-3.1-8b", "--gpu", "h100", "--lengths", "{f}"], "lengths", "a CSV text file with columns isl,osl"),
     (["import", "{f}", "--gpu", "h100"], "path", "an export or an engine's command line or YAML"),
-    (["export-point", "{f}", "--index", "0", "-o", "{out}"], "path", "the JSON of `llm-codesign pareto --json`"),
+    (["export-point", "{f}", "--index", "0", "-o", "{out}"], "path",
+     "the JSON of `llm-codesign pareto --json`, or the frontier.json `pareto --out DIR` writes beside frontier.csv"),
     (["compare", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--gpu-hour-price", "{f}"], "gpu_hour_price", "a TOML price file"),
 ])
 @pytest.mark.parametrize("what", ["folder", "device"])

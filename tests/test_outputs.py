@@ -253,7 +253,9 @@ def test_missing_folders_are_created_for_outputs(tmp_path, monkeypatch):
     # before: the README's own `pareto --out out/ds` failed in a fresh folder
     code, out, err = cli(*PARETO, "--out", "out/ds", "--json")
     assert code == 0, err
-    assert sorted(p.name for p in (tmp_path / "out" / "ds").iterdir()) == ["frontier.csv", "frontier.png", "report.html"]
+    # frontier.json: --json's answer, which export-point reads (newc10 #12)
+    assert sorted(p.name for p in (tmp_path / "out" / "ds").iterdir()) == ["frontier.csv", "frontier.json", "frontier.png", "report.html"]
+    assert json.loads((tmp_path / "out" / "ds" / "frontier.json").read_text()) == json.loads(out)
     code, _, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang", "-o", "a/b/run.sh")
     assert code == 0 and os.access("a/b/run.sh", os.X_OK), err
     Path("f").write_text("")  # a file where a folder would go: refused, nothing made

@@ -606,6 +606,7 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
     for f, v in (("#p_num_gpus", "4"), ("#p_tp", "4"), ("#p_concurrency", "16"), ("#p_acceptance", "2.6"), ("#p_draft_len", "3")):
         page.fill(f, v)
     page.select_option("#p_spec", "eagle3")
+    page.fill("#p_draft_model", "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")  # the head the launch file names (crev10 #6)
     page.select_option("#p_weight_dtype", "fp8")
     page.click("#run-price")
     page.wait_for_selector("#priced-table")
@@ -627,6 +628,7 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
     page.select_option("#p_spec", "")
     page.fill("#p_draft_len", "")
     page.fill("#p_acceptance", "")
+    page.fill("#p_draft_model", "")
     page.fill("#dc_instances", "2")
     page.fill("#p_concurrencies", "1,64")
     page.click("#run-price")

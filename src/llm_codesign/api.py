@@ -20,7 +20,7 @@ from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
 from llm_codesign.explore.compare import Comparison
 from llm_codesign.explore.export import ImportEstimate, recorded_profile, same_profile
-from llm_codesign.explore.frontier import Frontier, FrontierPoint
+from llm_codesign.explore.frontier import Frontier, FrontierPoint, model_reference
 from llm_codesign.explore.lengths import Mix
 from llm_codesign.measure.calibrate import Profile
 from llm_codesign.serve.disagg import DisaggEstimate
@@ -200,7 +200,8 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
     from llm_codesign.measure.intervals import table_for
     from llm_codesign.spec.plan import check_budget_holds
 
-    m, g = get_model(_one(model, "model", "a model")), get_gpu(_one(gpu, "gpu", "a GPU id"))
+    given = _one(model, "model", "a model")
+    m, g = get_model(given), get_gpu(_one(gpu, "gpu", "a GPU id"))
     w = _workload(workload, "isl=..., osl=...")
     # what the search does not price is refused rather than dropped without a word (the frontier was the same)
     if w.concurrency is not None:
@@ -229,7 +230,9 @@ def pareto(model: str | ModelSpec, gpu: str | Gpu, *, num_gpus: int = 8, instanc
                    progress=progress)
     # each point's intervals, once per point after the search (not per evaluated deployment); the profile it was priced
     # with kept, for export_point to record
-    return replace(f.banded(m, table=table_for(_ref(calibration), gpu=g)), calibration=calibration)
+    # with the shape searched and how commands name it again (a config.json's path, not its stem: crev10 #3)
+    return replace(f.banded(m, table=table_for(_ref(calibration), gpu=g)), calibration=calibration, model_spec=m,
+                   model_ref=model_reference(given, m))
 
 
 def _search_mode(disagg, progress, w: Workload, step_tokens, max_accuracy_drop) -> None:
@@ -531,7 +534,8 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
     calibration = priced
     p = frontier.points[index]
     d = p.to_dict()
-    name, text = point_config(get_model(frontier.model), p.deployment, concurrency=p.concurrency, replicas=p.replicas,
+    model = frontier.model_spec if frontier.model_spec is not None else get_model(frontier.model)  # the shape searched
+    name, text = point_config(model, p.deployment, concurrency=p.concurrency, replicas=p.replicas,
                               isl=frontier.workload.isl, osl=frontier.workload.osl,
                               predicted={k: d[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")},
                               calibration=calibration, file_name=file_name)

@@ -4,6 +4,7 @@ The commands live here (specs, roofline, estimate, pareto), in cli_accuracy (val
 and cli_design (lint, design); importing those modules registers their commands on the shared app."""
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from typing import Optional
@@ -553,8 +554,11 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
     priced when it is written, after the figure's process has its job). `limits`: max_num_tokens and
     the SLO filters (and max_accuracy_drop, the aggregated search's alone). `engines`: each GPU's engine (by its
     reference), resolved once at the edge."""
+    from dataclasses import replace
+
     from llm_codesign.api import pareto as run
     from llm_codesign.cost.calibration import calibration_for
+    from llm_codesign.explore.frontier import model_reference
     from llm_codesign.explore.search import point_breakdowns
 
     isl, osl = workload.isl, workload.osl
@@ -570,6 +574,7 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
                 cal, engine = calibration_for(g, calibration), engines[gref]
                 # the profile by name, so that its points' intervals are the profile's own (measure.intervals.table_for)
                 r = run(m, g, workload=workload, engine=engine.name, calibration=calibration, progress=cb, **space, **limits).priced(gpu_hour_price)
+                r = replace(r, model_ref=model_reference(mref, m))  # the path typed, which its commands name (crev10 #3)
                 # at the frontier's own workload, its prefix hits with it (as its points and their energy were priced)
                 pending.append((len(results), lambda m=m, cal=cal, r=r: point_breakdowns(
                     m, cal, [(p.deployment, p.concurrency) for p in r.points], r.workload)))
@@ -579,6 +584,7 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
 
                     rd = run(m, g, workload=workload, engine=engine.name, calibration=calibration, disagg=True, **space,
                              **{k: v for k, v in limits.items() if k != "max_accuracy_drop"}).priced(gpu_hour_price)
+                    rd = replace(rd, model_ref=model_reference(mref, m))
                     pending.append((len(results), lambda m=m, cal=cal, rd=rd: [
                         decode_breakdown(m, cal, p, isl=isl, osl=osl) for p in rd.points]))
                     results.append(rd)
@@ -614,7 +620,8 @@ def pareto(
     max_accuracy_drop: Optional[float] = typer.Option(None, "--max-accuracy-drop",
                                                       help="Keep precisions within this accuracy drop (percent) of the model's best precision "
                                                            "(published pairs, else the proxy; unknown drops are left out)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png and report.html (created if missing)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Folder for frontier.csv, frontier.png, report.html and frontier.json (--json's "
+                                      "answer, which export-point reads; created if missing)."),
     csv_path: Optional[str] = typer.Option(None, "--csv", help="The frontier's points as CSV, with each metric's 80% interval."), plot_path: Optional[str] = typer.Option(None, "--plot", help=".png or .svg"),
     html_path: Optional[str] = typer.Option(None, "--html", help="A self-contained HTML report: the figure, the points, each point's operators."),
     disagg: bool = typer.Option(False, "--disagg", help="Also the disaggregated frontier (prefill and decode instances)."),
@@ -679,13 +686,15 @@ def pareto(
     if out is not None:  # its folders are created only when the results are written (write_all); "" refused there
         check_writable("out", out, folder=True)
         paths = {"csv": csv_path or str(Path(out) / "frontier.csv"), "plot": plot_path or str(Path(out) / "frontier.png"),
-                 "html": html_path or str(Path(out) / "report.html")}
+                 "html": html_path or str(Path(out) / "report.html"),
+                 # --json's answer beside them: export-point reads it, the CSV holds no record of a point (newc10 #12)
+                 "json": str(Path(out) / "frontier.json")}
     if paths["plot"] and not paths["plot"].endswith((".png", ".svg")):
         raise InputError("plot", paths["plot"], "a .png or .svg path")
     for key, p in paths.items():  # every output checked before the search, not after
         if p is not None:
             check_writable(key, p)
-    given = {"csv": csv_path, "plot": plot_path, "html": html_path}  # a path --out chose is --out's
+    given = {"csv": csv_path, "plot": plot_path, "html": html_path, "json": None}  # a path --out chose is --out's
     check_paths([(f"--{k}" if given[k] else "--out", p) for k, p in paths.items()],
                 {"MODEL": model_refs, "--gpu": gpu_refs, "--calibration": calibration, "--gpu-hour-price": gpu_hour_price})
     check_search_size(gpus_, inst or None, n_gpus, fixed=sum(x is not None for x in (tp, pp, attention_dp, kvp)),
@@ -711,6 +720,10 @@ def pareto(
             jobs.append((lambda p: write_csv(results, p), paths["csv"]))
         if paths["html"]:
             jobs.append((lambda p: write_html(results, breakdowns(), p, profile=calibration), paths["html"]))
+        doc = slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),
+                                              "seconds": sum(r["seconds"] for r in slim), "frontier": [p for r in slim for p in r["frontier"]]}
+        if paths.get("json"):
+            jobs.append((lambda p: Path(p).write_text(json.dumps(doc, indent=2, default=float, allow_nan=False) + "\n"), paths["json"]))
         con, tables = None if as_json else _console(), None
 
         def render_tables():
@@ -726,8 +739,7 @@ def pareto(
         if plotter is not None:
             plotter.close()
     if as_json:
-        return _dump(slim[0] if len(slim) == 1 else {"comparisons": slim, "evaluated": sum(r["evaluated"] for r in slim),
-                                                      "seconds": sum(r["seconds"] for r in slim), "frontier": [p for r in slim for p in r["frontier"]]})
+        return _dump(doc)
     con.file.write(tables.get())
     if note := acceptance_note(sd, draft_len):
         con.print(note, highlight=False)

@@ -122,6 +122,16 @@ def export(
     spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K, acceptance: Optional[float] = O_ACC,
     acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT, max_num_tokens: Optional[int] = O_MNT,
     cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill (with --concurrency)."),
+    cuda_graph_max_bs: Optional[int] = typer.Option(None, "--cuda-graph-max-bs", min=0, max=MAX_CONCURRENCY,
+                                                    help="With --concurrency: the largest decode batch per rank replayed from a CUDA graph, "
+                                                         "as estimate's, written and priced (0: graphs off). Default: graphs padded up to "
+                                                         "the batch per rank where the engine's default capture misses it."),
+    max_batch: Optional[int] = typer.Option(None, "--max-batch", min=1, max=MAX_CONCURRENCY,
+                                            help="With --concurrency: the engine's batch cap per attention-DP rank, as estimate's, written and priced."),
+    chunked_prefill: Optional[bool] = typer.Option(None, "--chunked-prefill/--no-chunked-prefill",
+                                                   help="With --concurrency: whether the engine splits a prompt over steps, as estimate's "
+                                                        "(TensorRT-LLM enable_chunked_prefill; SGLang --no-chunked-prefill writes "
+                                                        "--chunked-prefill-size -1 and --max-prefill-tokens). Default: the engine's."),
     prefill: Optional[str] = typer.Option(None, "--prefill", help="Dynamo: prefill instance plan, e.g. tp=8,ep=8."),
     decode: Optional[str] = typer.Option(None, "--decode", help="Dynamo: decode instance plan, e.g. attention_dp=8,ep=8."),
     prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16, help="Dynamo: prefill workers of the --prefill plan."),
@@ -157,6 +167,8 @@ def export(
             raise InputError("replicas", replicas, "set with --concurrency only (without it, the frontier point chosen states its instances)")
         if cpp:
             raise InputError("cpp", cpp, "set with --concurrency only (the frontier search prices no chunked pipeline parallelism)")
+    _launch_options_alone(cuda_graph_max_bs=cuda_graph_max_bs, max_batch=max_batch, chunked_prefill=chunked_prefill,
+                          without=None if concurrency is not None and not disagg else "a Dynamo deployment" if disagg else "--concurrency")
     _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
     backend = backend or engine_for(_gpu(gpu)).name
@@ -183,11 +195,19 @@ def export(
                                 calibration=calibration, export_dynamo=export_dynamo, arrival=arrival)
     else:
         engine = priced = backend
+        capture = None
         dep = _deployment(m, gpu, gpus_, tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp, weight_dtype=weight_dtype,
                           activation_dtype=activation_dtype, kv_dtype=kv_dtype, backend=engine, spec=spec, draft_len=draft_len, acceptance=acceptance,
                           acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
         check_replica_gpus(dep, gpus_ if concurrency is not None else None, replicas)  # --gpus is one instance's with --concurrency
         plan_note_line(dep)
+        from llm_codesign.explore.export import refuse_headless_draft
+
+        refuse_headless_draft(dep)  # before the search or pricing: no file could be written (crev10 #6)
+        if cuda_graph_max_bs is not None or max_batch is not None or chunked_prefill is not None:  # as estimate states them
+            from dataclasses import replace
+
+            dep = replace(dep, cuda_graph_max_bs=cuda_graph_max_bs, max_batch=max_batch, chunked_prefill=chunked_prefill)
         plan_note = dep.plan_note
         if concurrency is None:
             from llm_codesign.explore.search import refuse_without_decode
@@ -208,11 +228,14 @@ def export(
             chosen = {"slo": slo, "default": not slo_given, "plan": dep.plan.label(), "replicas": n_rep, "concurrency": conc}
         else:
             from llm_codesign.api import estimate as run
-            from llm_codesign.explore.search import with_capture
+            from llm_codesign.explore.search import capture_line, with_capture
             from llm_codesign.spec.plan import Workload
 
-            dep = with_capture(dep, concurrency)  # priced with the capture the file writes
-            r = run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, arrival=arrival), calibration=calibration).to_dict()
+            wl = Workload(isl=isl, osl=osl, concurrency=concurrency, arrival=arrival)
+            asked, dep = dep, with_capture(dep, concurrency)  # priced with the capture the file writes
+            r = run(m, dep, wl, calibration=calibration).to_dict()
+            if dep != asked:  # estimate at these flags prices the engine's default capture: both said (crev10 #2)
+                capture = capture_line(dep, run(m, asked, wl, calibration=calibration).to_dict()["tpot_ms"])
             conc, n_rep = int(r["concurrency"]), replicas or 1
             predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
             intervals = r.get("intervals")
@@ -225,6 +248,8 @@ def export(
             summary["intervals"] = intervals
         if chosen:
             summary["chosen_by"] = chosen
+        if capture:
+            summary["capture"] = capture
         if not chosen and r.get("over_capacity"):  # what estimate says of requests the deployment cannot run at once
             summary["over_capacity"] = r["over_capacity"]
         if not chosen and r.get("queue"):  # and of TTFT's wait for a slot (render.intervals.queue_text)
@@ -278,6 +303,15 @@ def export(
     kv = summary["decode"]["kv_dtype"] if disagg else dep.precision.kv.name  # the priced decode Deployment's (frev9 #5)
     if note := head_dim_note(m, priced, _gpu(gpu), kv):  # lint R4's head size on the engine's attention kernels, as estimate says it
         con.print(f"[yellow]{note}[/yellow]", highlight=False)
+
+
+def _launch_options_alone(*, without: str | None, **given) -> None:
+    """export's --cuda-graph-max-bs, --max-batch and --chunked-prefill state one instance's launch as estimate's do: refused
+    (one line) where `without` names what leaves no such instance (the SLO's search, Dynamo's pools)."""
+    for name, v in given.items():
+        if v is not None and without is not None:
+            raise InputError(name, v, "unset without --concurrency (the frontier search states its own)" if without == "--concurrency"
+                             else "unset with a Dynamo deployment (its decode capture is written padded to its batch)")
 
 
 def _slo_text(slo: dict) -> str:
@@ -555,6 +589,19 @@ def _import_lines(imp, r: dict) -> None:
         con.print(imp.note, highlight=False)
 
 
+def _frontier_model(r: dict, given: str | None) -> str:
+    """The model a saved frontier's point is exported for: --model, else the reference its commands name (model_ref: a
+    config.json's absolute path), else its name (a registry one). A frontier of a shape no file names (a dict) needs
+    --model, said in one line rather than as 'custom' not found."""
+    from llm_codesign.explore.frontier import UNNAMED_MODEL
+
+    ref = given or r.get("model_ref") or r.get("model")
+    if ref == UNNAMED_MODEL:
+        raise InputError("model", None, f"the config.json of {r.get('model')!r} (--model PATH): the frontier was searched from a shape "
+                                        "no file names (a Python dict or ModelSpec)")
+    return ref
+
+
 def _requests(concurrency: int, replicas: int, source: str) -> str:
     """import's requests in flight: per instance, and across the replicas behind a load balancer where there are several
     (a benchmark's global --max-concurrency 48 on 2 replicas is 24 per instance, newc5 #9); `source`: where the count came from."""
@@ -565,12 +612,14 @@ def _requests(concurrency: int, replicas: int, source: str) -> str:
 
 @app.command("export-point")
 def export_point(
-    path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it."),
+    path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it (`pareto --out DIR`: DIR/frontier.json)."),
     index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write; - for standard output."),
     engine: Optional[str] = typer.Option(None, "--backend", "--engine", help=_written() + " (default: the frontier's engine)."),
     series: str = typer.Option("aggregated", "--series", help="aggregated: the frontier of aggregated plans; disagg: the "
                                "disaggregated frontier of `pareto --disagg --json`, written as Dynamo's file."),
+    model: Optional[str] = typer.Option(None, "--model", help="The model's config.json, where the frontier's names none here "
+                                        "(one searched from a Python dict, or a path moved since; default: the frontier's model_ref)."),
 ):
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json
@@ -581,10 +630,14 @@ def export_point(
     from llm_codesign.spec.plan import Deployment
 
     _check_out(out, {"PATH": path})
+    # the folder `pareto --out DIR` wrote holds it as frontier.json; its frontier.csv carries no point's record (newc10 #12)
+    what = "the JSON of `llm-codesign pareto --json`, or the frontier.json `pareto --out DIR` writes beside frontier.csv"
+    if str(path).lower().endswith(".csv"):
+        raise InputError("path", path, what)
     try:
-        doc = parse_nested(json.loads, read_text(path, "path", "the JSON of `llm-codesign pareto --json`"), "path", path)
+        doc = parse_nested(json.loads, read_text(path, "path", what), "path", path)
     except json.JSONDecodeError as e:
-        raise InputError("path", path, f"the JSON of `llm-codesign pareto --json` ({type(e).__name__})") from None
+        raise InputError("path", path, f"{what} ({type(e).__name__})") from None
     if series not in ("aggregated", "disagg"):
         raise InputError("series", series, "aggregated or disagg (the disaggregated frontier of pareto --disagg --json)")
     results = doc.get("comparisons") or [doc] if isinstance(doc, dict) else []
@@ -599,6 +652,7 @@ def export_point(
         raise InputError("path", path, f"a frontier priced with the bundled profile or a profile's file (this one: {r['calibration_unrecorded']}, "
                                        "which no path names; write it and search again)")
     rec = p["deployment"]
+    r = {**r, "model": _frontier_model(r, model)}  # the reference the commands and the file name it by (crev10 #3)
     if series == "disagg":
         return _disagg_point(r, p, index, out, engine)
     dep = Deployment.from_dict(rec)

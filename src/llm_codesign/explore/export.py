@@ -153,6 +153,17 @@ def engine_runs(model: ModelSpec, dep: Deployment) -> None:
     check(model, dep)
 
 
+def refuse_headless_draft(dep: Deployment) -> None:
+    """An EAGLE-3 (or draft-model) launch names its drafter: none of the engines has a default one, so a file without it
+    fails at start (vLLM: "num_speculative_tokens was provided but without speculative model.", SpeculativeConfig.
+    __post_init__, vllm/config/speculative.py, which sets a model itself only for mtp/ngram/suffix; SGLang's EAGLE3 reads
+    --speculative-draft-model-path; TensorRT-LLM's Eagle3DecodingConfig its speculative_model). Estimate prices the
+    drafter's cost without one; the launch file cannot be written without it (crev10 #6)."""
+    if dep.spec is not None and dep.spec.method in ("eagle3", "draft") and not dep.spec.draft_model:
+        raise InputError("draft_model", None, f"the drafter's checkpoint with --spec {dep.spec.method} (--draft-model REPO, "
+                                              "e.g. an EAGLE-3 head's repository): the engines have no default drafter")
+
+
 def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency: int, replicas: int = 1,
                   file_name: str = "config.yaml", extra: dict | None = None) -> str:
     """The launch configuration of one instance of `dep` in `engine` (text of the file to write)."""
@@ -166,6 +177,7 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
         raise InputError("backend", dep.backend, f"the exported engine ({engine}): the estimate must price the engine that runs it")
     if concurrency < 1:
         raise InputError("concurrency", concurrency, "a positive integer")
+    refuse_headless_draft(dep)
     head = [_header(model, dep, concurrency=concurrency, replicas=replicas, extra=extra),
             f"# {spec['engine']} {spec['version']} options ({spec['source']})"]
     model, said = launched(model, dep, engine)
@@ -488,6 +500,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     x = EXPORTERS[backend]
     for pool in (prefill, decode):
         engine_runs(model, pool)
+    refuse_headless_draft(decode)
     model, said = launched(model, decode, backend)  # both pools run one checkpoint: the decode pool's weights (as the meta)
     image = f"my-registry/{x.dynamo_image}-runtime:my-tag"
     dec_conc = per_rank(concurrency, 1, instances=decode_instances)  # an instance's requests (its exporter splits them over its ranks)

@@ -102,6 +102,33 @@ class DisaggPoint:
 _PLAN_FLAGS = (("tp", "--tp"), ("pp", "--pp"), ("ep", "--ep"), ("moe_tp", "--moe-tp"), ("attention_dp", "--attention-dp"), ("kvp", "--kvp"))
 
 
+# what a frontier of a shape no file names (a dict, a ModelSpec built in Python) puts where the commands name the model
+UNNAMED_MODEL = "<your config.json>"
+
+
+def model_reference(given, spec) -> str:
+    """How the commands a frontier prints name its model again (`estimate MODEL ...`, export-point): a registry name or
+    Hugging Face id as given; a config.json path (or its folder) absolute, so that the command works from any folder; a
+    ModelSpec given itself by its name where the registry's, else its checkpoint (hf_ids: a Hub id, a local folder); a
+    shape no file names (a dict, a bare config read in Python) UNNAMED_MODEL. The name alone ('q_awq4' for
+    q_awq4.json) names no model these commands find (crev10 #3)."""
+    from pathlib import Path
+
+    from llm_codesign.spec.registry import bundled
+
+    if isinstance(given, (str, Path)) and str(given).strip():
+        ref = str(given).strip()
+        if bundled(ref) is None and Path(ref).expanduser().exists():
+            return str(Path(ref).expanduser().resolve())
+        return ref
+    if getattr(spec, "name", None) and bundled(spec.name) == spec:
+        return spec.name
+    hf = getattr(spec, "hf_ids", ()) or ()
+    if hf and (not Path(hf[0]).is_absolute() or Path(hf[0]).exists()):  # a Hub id, or the local folder it was read from
+        return hf[0]
+    return UNNAMED_MODEL
+
+
 def estimate_command(model: str, rec: dict, *, isl: int, osl: int, prefix_hit: float = 0.0, arrival: str | None = None,
                      calibration: object = None) -> str:
     """The `estimate` command line that prices an aggregated frontier point again from its record (FrontierPoint.record:
@@ -242,12 +269,18 @@ class Frontier:
     min_gpus: int | None = None
     # the default formats left out of the search, one line each (explore.search.not_searched: an unmeasured accuracy)
     not_searched: tuple = ()
+    # the shape searched (lc.export_point prices its points' files from it, not by `model`'s name, which a config.json of
+    # one's own does not resolve: 'q_awq4', 'custom', crev10 #3), and how a command names it again (model_reference)
+    model_spec: object = field(default=None, repr=False, compare=False)
+    model_ref: str | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self, *, plot: bool = False) -> dict:
         """What `pareto --json` prints; with `plot`, the cloud and the ideal bound as well (what the
         figure and the HTML report draw)."""
         w = self.workload
         out = {"model": self.model, "gpu": self.gpu.id}
+        if self.model_ref and self.model_ref != self.model:  # the config.json path the commands name (export-point reads it)
+            out["model_ref"] = self.model_ref
         if self.mode == "disaggregated":  # no prefix cache is priced there
             out |= {"mode": self.mode, **self.gpus(), "isl": w.isl, "osl": w.osl}
         else:
@@ -269,9 +302,10 @@ class Frontier:
         one's disagg_command."""
         d = p.to_dict()
         w = self.workload
+        ref = self.model_ref or self.model
         if self.mode == "disaggregated":
-            return d | {"disagg_command": disagg_command(self.model, d["deployment"], isl=w.isl, osl=w.osl, calibration=self.calibration)}
-        return d | {"estimate_command": estimate_command(self.model, d["deployment"], isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit,
+            return d | {"disagg_command": disagg_command(ref, d["deployment"], isl=w.isl, osl=w.osl, calibration=self.calibration)}
+        return d | {"estimate_command": estimate_command(ref, d["deployment"], isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit,
                                                           arrival=w.arrival if w.arrival != DEFAULT_ARRIVAL else None, calibration=self.calibration)}
 
     def gpus(self) -> dict:

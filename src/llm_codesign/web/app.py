@@ -863,9 +863,23 @@ def _estimate(req: EstimateRequest, *, hub_cache: bool = False) -> dict:
         dep = replace(dep, cuda_graph_max_bs=req.cuda_graph_max_bs)
     r = _priced(m, dep, wl, req, profile, breakdown=req.breakdown, replicas=req.replicas)
     if req.export:  # the plan at the batch priced (offline: the batch of the most tok/s/GPU)
-        r["export"] = _export(m, dep, req, conc=r["concurrency"], replicas=req.replicas,
-                              predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
+        r["export"] = _priced_export(m, dep, req, r, wl=replace(wl, concurrency=r["concurrency"]), profile=profile, replicas=req.replicas)
     return _plain(r)
+
+
+def _priced_export(m, dep, req: EstimateRequest, r: dict, *, wl, profile: str | None, replicas: int) -> dict:
+    """The launch file of `dep` at the batch `r` priced, its header's figures priced with the capture the file writes, as CLI
+    export prices it (explore.search.with_capture, capture_line): the header quoted the answer's eager TPOT, 29.32 ms and
+    655.5 tok/s/GPU, for a file padded to 78 that runs and re-imports at 14.52 ms and 1306 (crev10 #2)."""
+    from llm_codesign.explore.search import capture_line, with_capture
+
+    keys = ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")
+    written = with_capture(dep, int(r["concurrency"]))
+    x = r if written == dep else _priced(m, written, wl, req, profile, breakdown=False, replicas=replicas)
+    out = _export(m, written, req, conc=r["concurrency"], replicas=replicas, predicted={k: x[k] for k in keys})
+    out["predicted"] = {k: x[k] for k in keys}
+    out["capture"] = None if written == dep else capture_line(written, r["tpot_ms"])
+    return out
 
 
 def _point_estimate(m, req: EstimateRequest, wl, profile: str | None) -> dict:
@@ -901,8 +915,7 @@ def _point_estimate(m, req: EstimateRequest, wl, profile: str | None) -> dict:
     r["point_breakdown"] = [] if r["tpot_ms"] is None else [{k: o[k] for k in keep if k in o} for o in decode_rows(r["breakdown"])]
     if not req.breakdown:
         r.pop("breakdown")
-    r["export"] = _export(m, dep, req, conc=wl.concurrency, replicas=rec["replicas"],
-                          predicted={k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")})
+    r["export"] = _priced_export(m, dep, req, r, wl=wl, profile=profile, replicas=rec["replicas"])
     return _plain(r)
 
 
@@ -961,10 +974,18 @@ def _speculation(req: Speculation, model=None):
     acceptance, `model`'s published one where one is bundled, as the CLI's (one rule everywhere)."""
     from llm_codesign.spec.plan import spec_decoding
 
-    if req.draft_model is not None:  # resolved again by name in the cost model: the registry's only
+    if req.draft_model is not None and req.spec == "eagle3":  # the head's repository, written in the launch file only: the
+        # cost model prices EAGLE-3's one layer from the target's shape (serve.aggregated.draft_model), and an export without
+        # it is refused (explore.export.refuse_headless_draft)
+        from llm_codesign.spec.hub import REPO_ID
+
+        if not REPO_ID.match(req.draft_model.strip()):
+            raise InputError("draft_model", req.draft_model, "the EAGLE-3 head's Hugging Face repository with spec eagle3 (owner/name, "
+                                                             "e.g. yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), which the launch file names")
+    elif req.draft_model is not None:  # resolved again by name in the cost model: the registry's only
         _registry_model(req.draft_model, "draft_model")
         if req.spec != "draft":
-            raise InputError("draft_model", req.draft_model, "used with spec draft (mtp and eagle3 draft with the model's own head)")
+            raise InputError("draft_model", req.draft_model, "used with spec draft or eagle3 (mtp drafts with the model's own module)")
     return spec_decoding(req.spec, draft_len=req.draft_len, acceptance=req.acceptance,
                          acceptance_rates=tuple(req.acceptance_rates) if req.acceptance_rates else None, draft_model=req.draft_model,
                          model=model)

@@ -75,7 +75,12 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         # head_dims): the server needs the backend named, which it does not pick itself; estimate prices it (Engine.triton_attention)
         o["attention-backend"] = fallback
     o["max-running-requests"] = concurrency if dep.max_batch is None else dep.max_batch * adp  # the server's, split over its ranks
-    o["chunked-prefill-size"] = dep.step_tokens
+    if dep.chunked_prefill is False:  # chunking off as SGLang spells it, the prefill batch's budget beside it, as import reads
+        # them (SGLangExporter.settings, chunked_prefill: -1 disables it, ServerArgs; managers/scheduler.py init_chunked_prefill)
+        o["chunked-prefill-size"] = -1
+        o["max-prefill-tokens"] = dep.step_tokens
+    else:
+        o["chunked-prefill-size"] = dep.step_tokens
     o["mem-fraction-static"] = exporter("sglang").written_kv_fraction(dep)
     # the deployment's capture where it states one the default would not (written_capture; 0.5.23 spells it per phase:
     # --cuda-graph-max-bs-decode, and --disable-decode-cuda-graph for none; sglang/srt/arg_groups/fields/exec_.py:629-665,

@@ -57,6 +57,9 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["attention-backend"] = fallback
     o["max-num-seqs"] = launch_batch(dep, concurrency, adp)  # each DP rank schedules its own batch
     o["max-num-batched-tokens"] = dep.step_tokens
+    if dep.chunked_prefill is False:  # the file's import reads no switch back (VLLMExporter has no chunked_prefill): refused
+        raise InputError("chunked_prefill", dep.chunked_prefill, "on or unset for vllm (its export writes enable-chunked-prefill: true; "
+                                                   "chunking off is written for sglang and trtllm)")
     o["enable-chunked-prefill"] = True
     o["gpu-memory-utilization"] = exporter("vllm").written_kv_fraction(dep)
     # the deployment's capture where it states one: --max-cudagraph-capture-size counts tokens, a decode request's 1 + k

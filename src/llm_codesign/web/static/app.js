@@ -588,7 +588,9 @@ function exportBox(x, id) {
   if (x.error) return [head, el("div", x.error, "hint")];
   const pre = el("pre", x.text);
   pre.id = `${id}-text`;
-  return [head, download(`${id}-download`, `download ${x.file_name}`, x.file_name, "text/plain", () => x.text), pre];
+  // the file's capture where it is not the answer's (its header priced with it, as CLI export says: crev10 #2)
+  const cap = x.capture ? [el("div", x.capture, "hint")] : [];
+  return [head, ...cap, download(`${id}-download`, `download ${x.file_name}`, x.file_name, "text/plain", () => x.text), pre];
 }
 
 async function runLint(s, req) {
