@@ -906,7 +906,6 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
 
     bplan, bbatch = best
     base = None
-    bq = float(ref.terms["loss"])
     # the gain is over the baseline, else over the reference shape (the nearest published model) at the same SLO
     # on the plans of its own kind: a MoE baseline of a dense search priced without EP or attention DP read 359.8 tok/s/GPU
     # (moe30 on 8x B200, bf16) where its own plans give 5,141, and every design a +282% gain over it
@@ -916,7 +915,7 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     at = {"objective": float(base_v[0]) if np.isfinite(base_v[0]) else None, "deployment": _dep(bplans, binst, int(bp[0]), int(bb[0]))}
     if baseline is not None:
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
-                "quality_proxy": bq, **at, "outside_grid": outside_grid(baseline), "is_moe": bool(baseline.is_moe),
+                "quality_proxy": float(ref.terms["loss"]), **at, "outside_grid": outside_grid(baseline), "is_moe": bool(baseline.is_moe),
                 "hint": moe_hint(baseline, moe)}
     bo = at["objective"] or None
     f = shape_arrays(cand)

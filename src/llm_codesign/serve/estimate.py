@@ -198,14 +198,12 @@ class Estimate:
             out["eager_decode"] = self.eager_decode.to_dict()
         if self.knee is not None:  # offline: the knee chosen, and the most tok/s/GPU's batch it leaves (offline_knee)
             out["offline_knee"] = self.knee
-        if self.request_cost is not None:  # absent where no fitted per-request cost is a material share of TTFT
-            out["request_cost_note"] = self.request_cost
-        if self.rank_skew is not None:  # absent where the fitted rank skew is no material share of TTFT
-            out["rank_skew_note"] = self.rank_skew
-        if self.adp_hold is not None:  # absent where no attention-DP hold is priced
-            out["adp_hold_note"] = self.adp_hold
-        if self.attention_note is not None:  # absent where the engine's fast attention kernels take the head size
-            out["attention_note"] = self.attention_note
+        # each absent where it says nothing: no fitted per-request cost or rank skew a material share of TTFT, no
+        # attention-DP hold priced, the engine's fast attention kernels taking the head size
+        for key, note in (("request_cost_note", self.request_cost), ("rank_skew_note", self.rank_skew),
+                          ("adp_hold_note", self.adp_hold), ("attention_note", self.attention_note)):
+            if note is not None:
+                out[key] = note
         if note := chunking_note(dep, w.isl):  # absent where prompts are chunked, or refused past the budget
             out["chunking_note"] = note
         if self.spec is not None:
