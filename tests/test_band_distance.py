@@ -97,6 +97,26 @@ def test_mix_says_its_requests_lengths_not_the_mean(tmp_path):
                                                "1,024 (serving runs; 8.0x past it, as far as the edge folds measure)")
 
 
+def test_mix_says_the_requests_farthest_past_the_range_not_from_the_mean(tmp_path):
+    # frev10 #1: 9 x ISL 200 and 1 x ISL 120,000 on vLLM (range 1,024-8,192): mean 0.9 x 200 + 0.1 x 120,000 = 12,180;
+    # 200 lies 1,024 / 200 = 5.1x below, 120,000 lies 120,000 / 8,192 = 14.6x above: the 120,000s are said, grown
+    # ln 14.648 / ln 8 = 2.6843 / 2.0794 = 1.29 (the mean's distance picked the 200s and dropped the 120,000s)
+    f = tmp_path / "m.csv"
+    f.write_text("isl,osl,count\n200,256,9\n120000,256,1\n")
+    d = lc.mix("llama-3.1-8b", lc.deployment("llama-3.1-8b", gpu="h100", backend="vllm"), lengths=str(f), concurrency=16).to_dict()
+    isl = [w for w in d["intervals"]["ttft_ms"]["widened"] if w.startswith("ISL")]
+    assert len(isl) == 1 and isl[0].startswith(
+        "ISL 120,000 (10% of the requests; the mix's mean 12,180) above vLLM's largest measured 8,192 (serving runs; 14.6x past it, "
+        "the edge folds measure its term at 8x only: past it grown with the log-distance, x1.29 (ln 14.6 / ln 8))")
+
+
+def test_the_edge_distance_text_and_growth_share_one_threshold():
+    # frev10 #2: 8.3x is within 8 x 1.05 = 8.4: the text says the folds' distance and the term is not grown (was x1.018 =
+    # ln 8.3 / ln 8); 8.5x is past it: ln 8.5 / ln 8 = 2.1401 / 2.0794 = 1.029, said and grown alike
+    assert iv.growth(8.3) == 1.0 and iv._edge_distance("isl", 8.3).endswith("as far as the edge folds measure")
+    assert iv.growth(8.5) == pytest.approx(1.029, abs=1e-3) and iv._edge_distance("isl", 8.5).endswith("x1.03 (ln 8.5 / ln 8)")
+
+
 def test_a_small_profiles_own_spread_is_said_beside_the_bundled_band():
     # newc10 #15: 12 runs make no band (MIN_ROWS 39); their own 10th / 90th percentiles of log(measured / predicted)
     ctx = iv.Context("serving", "vllm", "cdna3", "dense", "5-32", "balanced", ("dense", "gqa"), "fp8")

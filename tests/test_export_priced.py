@@ -69,6 +69,19 @@ def test_cli_export_says_the_capture_and_takes_estimates_launch_options(tmp_path
     assert 14.52 < e["predicted"]["tpot_ms"] < 29.32
 
 
+def test_no_capture_line_where_the_padded_file_decodes_as_the_default():
+    # frev10 #6: 300 requests on SGLang (H100, llama-3.1-8b): the file pads graphs to 300 past the default 256, but the KV
+    # cache holds 274 and the batch that decodes prices alike, TPOT 41.07 ms both: a line "estimate's default capture
+    # (without it): TPOT 41.07 ms" claimed a difference that isn't there
+    from llm_codesign.web.app import EstimateRequest, _estimate
+
+    code, out, err = cli("export", "llama-3.1-8b", "--gpu", "h100", "--backend", "sglang", "-o", "-", "--concurrency", "300")
+    assert code == 0, err
+    assert "TPOT 41.07 ms" in " ".join((out + err).split()) and "default capture" not in out + err
+    r = _estimate(EstimateRequest(model="llama-3.1-8b", gpu="h100", backend="sglang", concurrency=300, export=True))
+    assert round(r["export"]["predicted"]["tpot_ms"], 2) == round(r["tpot_ms"], 2) == 41.07 and r["export"]["capture"] is None
+
+
 def test_sglang_with_chunking_off_is_written_as_sglang_reads_it(tmp_path):
     # crev10 #10: a 20,000-token prompt priced whole over the 16,384 prefill budget; the file writes -1 and the budget
     args = ["llama-3.1-8b", "--gpu", "mi355x", "--tp", "1", "--isl", "20000", "--osl", "256", "--concurrency", "8", "--backend", "sglang",

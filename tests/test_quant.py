@@ -202,3 +202,15 @@ def test_a_zero_point_key_that_is_no_boolean_is_one_line(key, field, value):
     assert (e.value.field, str(e.value)) == (field, f"{field}: {value!r} is not valid; true or false")
     lc.get_model({**Q14, "quantization_config": {**qc, key: False} if key != "symmetric" else qc | {"config_groups": {
         "group_0": {"targets": ["Linear"], "weights": {"type": "int", "num_bits": 4, "group_size": 128, "symmetric": False}}}}})
+
+
+def test_one_grouped_int_layout_for_every_width():
+    # frev10 #4a: int4_grouped was int_grouped with bits 4, written twice; one function, its bytes a weight:
+    # INT4 in groups of 128 with AWQ's 4-bit zero: (4 + (16 + 4) / 128) / 8 = 4.15625 / 8 = 0.51953; GPTQ INT8 symmetric:
+    # (8 + 16 / 128) / 8 = 1.015625; group -1 (a channel's scale over the whole input): 4 / 8 = 0.5
+    from llm_codesign.spec import precision
+
+    assert not hasattr(precision, "int4_grouped")
+    assert precision.int_grouped(4, 128, 4).bytes_per_weight() == pytest.approx(4.15625 / 8, rel=1e-12)
+    assert precision.int_grouped(8, 128).bytes_per_weight() == pytest.approx(1.015625, rel=1e-12)
+    assert precision.int_grouped(4, -1).bytes_per_weight() == 0.5

@@ -21,12 +21,11 @@ DEC = dict(system="h100_sxm", framework="sglang", version="0.5.14", op_name="gen
 def test_split_count_follows_get_num_kv_splits():
     # one sequence, 2 query heads on 1 KV head (group 2): grid 1 x ceil(2 / min(16, 2)) = 1; floor(132 x log2(131072 / 64))
     # = 132 x 11 = 1,452 cores -> min(1,452, 8) = 8 splits of 16,384 keys
-    split, grid = cost.triton_decode_split(1, 2, 1, 131072, H100)
-    assert (float(split), float(grid)) == (8.0, 1.0)
+    assert float(cost.triton_decode_split(1, 2, 1, 131072, H100)) == 8.0
     # 256 sequences x 8 KV heads of group 4: grid 2,048 > 132 x log2(4096 / 64) = 792 cores: one split
-    assert float(cost.triton_decode_split(256, 32, 8, 4096, H100)[0]) == 1.0
+    assert float(cost.triton_decode_split(256, 32, 8, 4096, H100)) == 1.0
     # MHA (group 1) counts every query head: 4 x 16 = 64, floor(132 x 4) = 528 -> ceil(528 / 64) = 9, capped at 8
-    assert float(cost.triton_decode_split(4, 16, 16, 1024, H100)[0]) == 8.0
+    assert float(cost.triton_decode_split(4, 16, 16, 1024, H100)) == 8.0
 
 
 def test_decode_floor_prices_the_split_cap_at_long_context():

@@ -158,7 +158,7 @@ def triton_decode_split(seqs, heads, kv_heads, keys, gpu: Gpu):
     grid = np.maximum(np.asarray(seqs, float) * blocks, 1.0)
     cores = np.floor(gpu.sms * np.maximum(np.log2(keys / 64.0), 1.0))
     most = np.minimum(np.ceil(cores / grid - 1e-9), TRITON_DECODE_MAX_SPLITS)
-    return np.ceil(keys / np.ceil(keys / np.maximum(most, 1.0) - 1e-9) - 1e-9), grid
+    return np.ceil(keys / np.ceil(keys / np.maximum(most, 1.0) - 1e-9) - 1e-9)
 
 
 def triton_decode_floor(keys, split, head_dim):
@@ -406,14 +406,15 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
     semaphore (hopper/flash_fwd_launch_template.h:75 UsePersistentScheduler@0251105a), so no CTA per item is launched.
     SGLang's Triton kernel (`triton`, a bool or one per element) runs its matmuls at its own
     share of the BF16 peak, the cache's FP8 (`math` fp8) read with the BF16 query (TRITON_PREFILL_EFF), a CTA per
-    work item and the calibrated fixed cost, ramp and exponentials (`at.triton`: Engine.triton_attention)."""
+    work item, the calibrated fixed cost and exponentials, and no ramp (`at.triton`: Engine.triton_attention;
+    docs/modelling-notes.md#leftD)."""
     flops = np.asarray(flops, float)
     ramp = 1.0 if keys is None else 1.0 + cal.attn_prefill_s_half / np.maximum(np.asarray(keys, float), 1.0)
     fp8 = math == "fp8"
     eff = np.where(fa3, cal.attn_prefill_eff_fa3_fp8 if fp8 else cal.attn_prefill_eff_fa3,
                    cal.attn_prefill_eff_fp8 if fp8 else cal.attn_prefill_eff)
     rate = gpu.peak(math) * eff
-    if np.any(triton):  # `math` may be one per element (fp8 then an array)
+    if np.any(triton):
         rate = np.where(triton, gpu.peak("bf16") * np.where(fp8, TRITON_PREFILL_EFF[True], TRITON_PREFILL_EFF[False]), rate)
     t_exp = 0.0 if scores is None else np.asarray(scores, float) * cal.attn_prefill_score_s
     t_c = (flops / rate + t_exp) * np.where(triton, 1.0, ramp)

@@ -267,7 +267,7 @@ class GqaDecode:
                 items = np.where(fa3, f_items, np.nan)
         self.floor = 0.0
         if np.any(triton):
-            self.floor = np.where(triton, cost.triton_decode_floor(keys, cost.triton_decode_split(seqs, heads, kv_heads, keys, gpu)[0],
+            self.floor = np.where(triton, cost.triton_decode_floor(keys, cost.triton_decode_split(seqs, heads, kv_heads, keys, gpu),
                                                                    head_dim), 0.0)
             # its tile loads are masked past the split's end (decode_attention.py:_fwd_grouped_kernel_stage1's
             # tl.load(mask=offs_n < split_kv_end)@0.5.14): the keys themselves are read, no whole tiles

@@ -472,10 +472,14 @@ def with_capture(dep: Deployment, concurrency: int, *, instances: int = 1) -> De
     return replace(dep, cuda_graph_max_bs=point_graphs(dep.engine, rank, gpu=dep.gpu, plan=dep.plan, k=float(dep.draft_len)))
 
 
-def capture_line(dep: Deployment, default_tpot_ms: float | None) -> str:
+def capture_line(dep: Deployment, default_tpot_ms: float | None, tpot_ms: float | None = None) -> str | None:
     """What an export priced with the capture it writes (with_capture) says beside estimate's answer at the same flags, which
     prices the engine's default capture: llama-3.1-70b on 4x H200 FP8 at 78 requests, TPOT 14.52 ms padded to 78 against
-    29.32 ms with TensorRT-LLM's default (1-32, 64, 128 unpadded: 78 decodes eager), the 2x crev10 #2 found unsaid."""
+    29.32 ms with TensorRT-LLM's default (1-32, 64, 128 unpadded: 78 decodes eager), the 2x crev10 #2 found unsaid. None
+    where the file's TPOT (`tpot_ms`) prints as the default's: padding to the concurrency changes nothing where the batch
+    that runs (the KV cache's 274 of 300 requests on SGLang's default 256, admitted ones sharing slots) decodes alike (frev10 #6)."""
+    if tpot_ms is not None and default_tpot_ms is not None and f"{tpot_ms:.2f}" == f"{default_tpot_ms:.2f}":
+        return None
     n = dep.cuda_graph_max_bs
     was = "" if default_tpot_ms is None else f"; estimate's default capture (without it): TPOT {default_tpot_ms:.2f} ms"
     return f"priced with graphs padded to {n} a rank, as the file writes them (estimate --cuda-graph-max-bs {n}){was}"

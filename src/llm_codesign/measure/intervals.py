@@ -652,6 +652,10 @@ BEYOND = 2.0
 # ISL/OSL 1,024 and 8,192, so 2,754 of the 2,773 serving edge-fold runs (A, B, C) sit 8x (ln 8 = 2.08 e-folds) past it (the
 # offline folds 1-20x); one distance measures no growth per e-fold (docs/modelling-notes.md#islwide-edge-distance)
 EDGE_FOLD_RATIO = 8.0
+# how far past EDGE_FOLD_RATIO a ratio still reads as the folds' own distance (their runs' lengths are not exact powers
+# of two); one threshold for the text (_edge_distance) and the band (growth): frev10 #2 had the text say "as far as the
+# edge folds measure" at 8.3x while growth(8.3) grew the term x1.018
+EDGE_FOLD_SLACK = 1.05
 
 
 def _edge_distance(q: str, ratio: float) -> str:
@@ -659,7 +663,7 @@ def _edge_distance(q: str, ratio: float) -> str:
     'not this far'); "" for concurrency (a frontier's points differ there, its text said once over their span)."""
     if q not in ("isl", "osl"):
         return ""
-    far = "as far as the edge folds measure" if ratio <= EDGE_FOLD_RATIO * 1.05 else \
+    far = "as far as the edge folds measure" if growth(ratio) == 1.0 else \
         (f"the edge folds measure its term at {EDGE_FOLD_RATIO:.0f}x only: past it grown with the log-distance, "
          f"x{growth(ratio):.2f} (ln {ratio:,.1f} / ln {EDGE_FOLD_RATIO:.0f})")
     return f"; {ratio:,.1f}x past it, {far}"
@@ -667,12 +671,12 @@ def _edge_distance(q: str, ratio: float) -> str:
 
 def growth(ratio: float) -> float:
     """How much the lengths term grows at an ISL or OSL `ratio` past its engine's range: ln(ratio) / ln(EDGE_FOLD_RATIO)
-    beyond the edge folds' 8x, 1 within it. The term per e-fold the folds measure (t / ln 8) held past the one distance
+    beyond the edge folds' 8x (x EDGE_FOLD_SLACK, as the text says it), 1 within it. The term per e-fold the folds measure (t / ln 8) held past the one distance
     they measure, as design's accuracy err grows by 1x the log-distance beyond any studied range (cli/design.py's
     legend): an extrapolation stated, not a measurement; the edge folds' 12 held-out run x metrics at 14.6x (A's) lay
     inside their slices' bounds, no slope either way (docs/modelling-notes.md#fixD-band-distance). Within 8x not scaled
     down (no slope measured there: #islwide-edge-distance)."""
-    return max(1.0, math.log(ratio) / math.log(EDGE_FOLD_RATIO)) if ratio > 0 else 1.0
+    return math.log(ratio) / math.log(EDGE_FOLD_RATIO) if ratio > EDGE_FOLD_RATIO * EDGE_FOLD_SLACK else 1.0
 
 
 def grown(why: list, table: dict) -> dict:
@@ -780,10 +784,21 @@ def _releases(models: tuple[str, ...]) -> frozenset[str]:
     return frozenset(release_of(m) for m in models)
 
 
+def _envelope(ctx: Context, table: dict) -> dict:
+    """The envelopes, per mode: the bundled runs', or with a profile's own runs too where they cover its engine and GPU family."""
+    return table["own_envelope"] if "own_envelope" in table and covered(ctx, table) else table["envelope"]
+
+
+def measured_range(ctx: Context, table: dict, q: str) -> tuple[float, float] | None:
+    """The smallest and largest `q` (RANGED) the question's engine's runs measure in its mode (`reasons`' range); None where none."""
+    r = _envelope(ctx, table).get(ctx.mode, {}).get("ranges", {}).get(ctx.engine, {}).get(q)
+    return tuple(r) if r else None
+
+
 def reasons(ctx: Context, table: dict) -> list[Widening]:
     """Each way the question lies outside what its mode's runs cover (Widening, without its factors): the bundled
     runs', or with a profile's own runs too where they cover its engine and GPU family (`covered`)."""
-    every = table["own_envelope"] if "own_envelope" in table and covered(ctx, table) else table["envelope"]
+    every = _envelope(ctx, table)
     env = every.get(ctx.mode, {})
     run, fam = RUNS[ctx.mode], family_name(ctx.family)
     out = []

@@ -572,7 +572,7 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
         if q.weight.name != p.weight.name:
             return quark_mxfp4(model, q, gpu)
         # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16), and its
-        # own groups (an AWQ checkpoint's int4 at 4.156 bits, not --weight-dtype int4's 4.5: spec.precision.int4_grouped)
+        # own groups (an AWQ checkpoint's int4 at 4.156 bits, not --weight-dtype int4's 4.5: spec.precision.int_grouped)
         return replace(p, kv=q.kv) if activation is None else replace(q, weight=p.weight, attn_weight=p.attn_weight)
     if activation:
         p = replace(p, activation=get_dtype(activation, "activation_dtype"))

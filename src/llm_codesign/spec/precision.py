@@ -38,7 +38,7 @@ DTYPES: dict[str, Dtype] = {
     "nvfp4": Dtype("nvfp4", 4, 8, 16, 16, "fp4"),
     "mxfp4": Dtype("mxfp4", 4, 8, 32, 32, "fp4"),
     # weight-only INT4, one BF16 scale per 32 values (compressed-tensors pack-quantized, Kimi-K2.5; --weight-dtype int4);
-    # dequantised to the activation precision in the GEMM. A checkpoint's own groups: int4_grouped
+    # dequantised to the activation precision in the GEMM. A checkpoint's own groups: int_grouped
     "int4": Dtype("int4", 4, 16, 32, 32, "bf16"),
     # INT8, one scale per output channel (weights) and per token (activations): W8A8 on INT8 tensor cores (compressed-tensors
     # int-quantized, e.g. RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8: vLLM CompressedTensorsW8A8Int8, strategy
@@ -54,20 +54,16 @@ MATH_ORDER = ("fp4", "fp8", "bf16")  # fastest first
 
 
 def int_grouped(bits: int, group: int, zero_bits: int = 0) -> Dtype:
-    """A weight-only INT checkpoint's layout at `bits` (4 or 8): int4_grouped's groups of `group` values, each a 16-bit scale
-    and a `zero_bits` zero point. GPTQ 8 bits in groups of 128, symmetric: 8 + 16/128 = 8.125 bits, 1.016 bytes a weight."""
+    """A weight-only INT checkpoint's layout as its quantization_config lays it out, at `bits` (4 or 8) a value, one 16-bit
+    (BF16/FP16) scale and, where the format stores one, a `zero_bits` zero point per `group` values along the input (vLLM's
+    AWQ qweight [K, N/8] int32, qzeros [K/g, N/8] int32, scales [K/g, N]: awq.py AWQLinearMethod.create_weights@000796ac;
+    GPTQ's Marlin form the same scales and no zero point, zero_points=False, sym only: gptq_marlin.py TYPE_MAP,
+    GPTQMarlinLinearMethod.create_weights@00161ce0). INT4 group 128 with AWQ's zero point: 4 + 16/128 + 4/128 = 4.156
+    bits; GPTQ 8 bits in groups of 128, symmetric: 8 + 16/128 = 8.125. group -1 (one scale per output channel over the
+    whole input, gptq_marlin.py's group_size = input_size) adds 16/K bits, 0.004 at K 4,096: read as none (weight_block 0)."""
     return replace(DTYPES[f"int{bits}"], scale_bits=16 + zero_bits, weight_block=max(int(group), 0))
 
 
-def int4_grouped(group: int, zero_bits: int = 0) -> Dtype:
-    """Weight-only INT4 as a checkpoint's quantization_config lays it out: 4 bits a value, one 16-bit (BF16/FP16) scale
-    and, where the format stores one, a `zero_bits` zero point per `group` values along the input (vLLM's AWQ qweight
-    [K, N/8] int32, qzeros [K/g, N/8] int32, scales [K/g, N]: awq.py AWQLinearMethod.create_weights@000796ac; GPTQ's
-    Marlin form the same scales and no zero point, zero_points=False, sym only: gptq_marlin.py TYPE_MAP,
-    GPTQMarlinLinearMethod.create_weights@00161ce0). Group 128 with AWQ's zero point: 4 + 16/128 + 4/128 = 4.156 bits.
-    group -1 (one scale per output channel over the whole input, gptq_marlin.py's group_size = input_size) adds 16/K bits,
-    0.004 at K 4,096: read as none (weight_block 0)."""
-    return replace(DTYPES["int4"], scale_bits=16 + zero_bits, weight_block=max(int(group), 0))
 MATH_BITS = {"fp4": 4, "fp8": 8, "int8": 8, "bf16": 16}
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llm_codesign.spec.precision import Precision, get_dtype, int4_grouped, int_grouped
+from llm_codesign.spec.precision import Precision, get_dtype, int_grouped
 
 # the quant_method values read here, as the note on any other one lists them
 READ_METHODS = ("fp8", "fbgemm_fp8", "mxfp4", "compressed-tensors", "awq", "gptq", "quark", "modelopt")
@@ -89,7 +89,7 @@ def _compressed_tensors(qc: dict) -> tuple[Precision | None, str]:
         # (vLLM compressed_tensors_wNa16.py CompressedTensorsWNA16.create_weights: weight_zero_point [N/8, K/g] int32 where
         # not symmetric); Kimi-K2.5's symmetric groups of 32: 4 + 16/32 = 4.5 bits, as before
         group = -1 if w.get("strategy") == "channel" else w.get("group_size") or 32
-        p = replace(p, weight=int4_grouped(group, 0 if w.get("symmetric", True) else 4))
+        p = replace(p, weight=int_grouped(4, group, 0 if w.get("symmetric", True) else 4))
     return _attn_kept(_names(qc.get("ignore")), p), ""
 
 
@@ -97,7 +97,7 @@ def _weight_only_int(qc: dict, method: str) -> tuple[Precision | None, str]:
     """AWQ and GPTQ: weight-only INT (`bits`, `w_bit` in older AWQ configs), activations BF16/FP16, every linear layer
     quantized unless modules_to_not_convert names it: 4 bits is W4A16 (vLLM awq.py AWQConfig / gptq.py GPTQConfig
     .from_config, their Marlin forms awq_marlin.py / gptq_marlin.py, W4A16 GEMMs@04843c7c), GPTQ's 8 bits W8A16; 2 and 3
-    bits (and AWQ's 8) no format here. Its bytes from its groups (int4_grouped): group_size (q_group_size in older AWQ configs; 128, AutoAWQ's and
+    bits (and AWQ's 8) no format here. Its bytes from its groups (int_grouped): group_size (q_group_size in older AWQ configs; 128, AutoAWQ's and
     AutoGPTQ's default, where absent), a 16-bit scale a group, and a 4-bit zero point a group where the kernel reads one:
     AWQ's (zero_point, on in every AutoAWQ config: awq_marlin keeps qzeros as Marlin zero points) and an asymmetric
     GPTQ's (sym false: the GPTQ kernel reads qzeros); a symmetric GPTQ's Marlin form reads none (zero_points=False,

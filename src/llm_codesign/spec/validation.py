@@ -190,7 +190,7 @@ def _quant(qc: dict) -> None:
     for k in ("sym", "zero_point"):  # GPTQ's and AWQ's zero point (spec.quant._weight_only_int: "false" read as true)
         if qc.get(k) is not None:
             as_bool(f"config.quantization_config.{k}", qc[k])
-    for k in ("group_size", "q_group_size"):  # their groups: -1 is one a row (spec.precision.int4_grouped)
+    for k in ("group_size", "q_group_size"):  # their groups: -1 is one a row (spec.precision.int_grouped)
         g = qc.get(k)
         if g is not None and g != -1:
             as_int(f"config.quantization_config.{k}", g, lo=1, hi=1 << 20, what="-1 (one scale per output channel) or an integer from 1 to 1,048,576")
