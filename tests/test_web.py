@@ -1114,15 +1114,18 @@ def test_a_disaggregated_price_gives_each_rows_intervals_as_disagg_prints_them(p
     # each reason with its own between-group term from the shipped table (re-measured whenever the bands are rebuilt)
     # and what the band took of it at each level: the largest of the four reasons' terms is the band's, the others within
     # it (crev9 #6; measure.intervals.standing, the terms re-measured whenever the bands are rebuilt)
-    from llm_codesign.measure.intervals import standing
+    from llm_codesign.measure.intervals import QUADRATURE, standing
 
     between = bundled()["between"]
     lv = {k: {80: t["t80"], 95: max(t["t80"], t["t95"])} for k, t in between.items()}
     top = {lvl: max(lv[k][lvl] for k in ("family", "low_load", "kernel", "model")) for lvl in (80, 95)}
     took = {k: standing(lv[k], top, lv["campaign"], (80, 95)) for k in between}
-    # the kernel reason at 512 requests (no low-load reason there) is the band's at both levels, at 1 request within the
-    # low-load term at 80%: one line for both rows (render.intervals.said_across), not one a row
-    took["kernel"] = "the band's term at some loads, within another reason's at others"
+    # since fixD the low-load term (a distance term, measure.intervals.DISTANCE) goes in quadrature with the others' largest
+    # at 1 request; the kernel reason is that largest there (QUADRATURE[False]) and the band's alone at 512 requests (no
+    # low-load reason): one line for both rows (render.intervals.said_across). fixT: QUADRATURE's "(each measured without
+    # the other)" broke said_across's and _plain's match, so the page and disagg printed the kernel line once a row
+    took["low_load"] = QUADRATURE[True]
+    took["kernel"] = f"the band's term at every load, {QUADRATURE[False].removesuffix(', the band' + chr(39) + 's')} at some"
     terms = {k: f"(x{math.exp(t['t80']):.2f}/x{math.exp(max(t['t80'], t['t95'])):.2f} at 80/95%: {took[k]})" for k, t in bundled()["between"].items()}
     assert [n for n in notes if n.startswith("beyond the runs")] == [
         f"beyond the runs: no disaggregated run on any CDNA4 GPU {terms['family']}",
