@@ -33,8 +33,14 @@ def test_designs_baseline_line_names_its_objective_as_the_table_does_and_the_pro
                                       r"\(TP1, batch \d+\)", line), line
     code, out, _ = cli("design", "--params", "8e9", "--gpu", "h100", "--gpus", "1", "--regime", "latency", "--top", "1",
                        "--max-candidates", "20")
-    assert code == 0 and re.fullmatch(r"reference llama-3\.1-8b \(no baseline: the nearest published dense model\): 8\.0B params, "
-                                      r"quality proxy 1\.\d{4} nats/token", out.splitlines()[0]), out.splitlines()[0]
+    # since fixE read the KV heads at the reference's query heads, none of these 20 shapes beats llama-3.1-8b at equal
+    # quality in the latency regime (the best -2.3% tok/s/user; the rows are 8.35B to its 8.0B, and weight streaming sets
+    # decode's speed at one request): that is said first (render.design_lines.baseline_lines), the reference's line beneath
+    first, second = out.splitlines()[:2]
+    assert code == 0 and re.fullmatch(r"no design beats llama-3\.1-8b at equal quality proxy: the best is -\d+\.\d% tok/s/user "
+                                      r"\(the rows below are the least slow\)", first), first
+    assert re.fullmatch(r"reference llama-3\.1-8b \(no baseline: the nearest published dense model\): 8\.0B params, "
+                        r"quality proxy 1\.\d{4} nats/token", second), second
 
 
 def test_lints_cost_column_says_each_rules_measure(tmp_path):

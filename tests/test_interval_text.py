@@ -120,3 +120,21 @@ def test_a_frontiers_reason_whose_standing_differs_by_point_is_said_once():
     beside = replace(alone, note="within a larger reason's at 80%; the band's term at 95%")  # a point at one request
     assert merged([alone, beside, alone]) == [f"no serving run on any Hopper GPU (x1.08/x1.30 at 80/95%: {MIXED_NOTE})"]
     assert merged([alone, alone]) == ["no serving run on any Hopper GPU (x1.08/x1.30 at 80/95%)"]
+
+
+def test_a_rows_reason_in_quadrature_at_one_load_and_alone_at_the_next_is_said_once():
+    """fixT: QUADRATURE's note holds a parenthesis ("(each measured without the other)"), which _plain's and said_across's
+    match stopped at: the page and disagg printed a disaggregated table's kernel reason once a row (MI355X, 1 and 512
+    requests: in quadrature with the low-load term at 1, the band's alone at 512)."""
+    from llm_codesign.render.intervals import MIXED_NOTE, said_across
+
+    why = "no GEMM bf16 kernel table on CDNA4"
+    quad = f"{why} (x1.12/x1.36 at 80/95%: {iv.QUADRATURE[False]})"
+    assert _plain(quad) == why
+    alone = f"{why} (x1.12/x1.36 at 80/95%: {iv.STANDING['band']})"
+    assert said_across([quad, alone]) == [f"{why} (x1.12/x1.36 at 80/95%: the band's term at every load, in quadrature with "
+                                          "the lengths or load term past the runs (each measured without the other) at some)"]
+    within = f"{why} (x1.12/x1.36 at 80/95%: {iv.STANDING['larger']})"
+    # the band's at one load, within another reason's at the next: MIXED_NOTE's words, as before
+    assert said_across([alone, within]) == [f"{why} (x1.12/x1.36 at 80/95%: {MIXED_NOTE.replace('points', 'loads')})"]
+    assert said_across([quad, quad]) == [quad]

@@ -131,7 +131,8 @@ def _span(b: dict, lvl: str) -> str:
 def _plain(w) -> str:
     """A reason (measure.intervals.Widening, or its text from JSON) without its factors ' (x1.08/x1.29 at 80/95%)' and
     what the band took of them (': the largest term, the band's'): the extrapolation alone."""
-    return re.sub(r" \(x[0-9.]+(/x[0-9.]+)* at [0-9/]+%(: [^()]*)?\)$", "", str(w))
+    # the note may hold one parenthesis (measure.intervals.QUADRATURE's): without it such a line kept its factors (fixT)
+    return re.sub(r" \(x[0-9.]+(/x[0-9.]+)* at [0-9/]+%(: (?:[^()]|\([^()]*\))*)?\)$", "", str(w))
 
 
 def said_once(bands: dict) -> list[str]:
@@ -157,9 +158,21 @@ def said_across(reasons: list[str], where: str = "loads") -> list[str]:
     groups: dict[str, list[str]] = {}
     for s in reasons:
         plain = _plain(s)
-        m = re.fullmatch(r" \((x[0-9.]+(?:/x[0-9.]+)* at [0-9/]+%)(?:: [^()]*)?\)", s[len(plain):])
+        # the note may hold one parenthesis (QUADRATURE's "(each measured without the other)"): fixT, it split the line
+        m = re.fullmatch(r" \((x[0-9.]+(?:/x[0-9.]+)* at [0-9/]+%)(?:: (?:[^()]|\([^()]*\))*)?\)", s[len(plain):])
         groups.setdefault(f"{plain} ({m.group(1)}" if m else s, []).append(s)
-    return [ss[0] if len(set(ss)) == 1 else f"{key}: {MIXED_NOTE.replace('points', where)})" for key, ss in groups.items()]
+    return [ss[0] if len(set(ss)) == 1 else f"{key}: {_across_note({x[len(key) + 2:-1] for x in ss}, where)})"
+            for key, ss in groups.items()]
+
+
+def _across_note(notes: set[str], where: str) -> str:
+    """said_across's note for lines differing in it: where each says the band took the reason and one way says it went in
+    quadrature with a distance term (measure.intervals.QUADRATURE), the band's at every load, in quadrature at some
+    (_merged_note's words); else MIXED_NOTE's."""
+    quad = {n for n in notes if n.startswith("in quadrature")}
+    if len(quad) == 1 and all(n.endswith("the band's") for n in notes):
+        return f"the band's term at every {where.removesuffix('s')}, {quad.pop().removesuffix(', the band' + chr(39) + 's')} at some"
+    return MIXED_NOTE.replace("points", where)
 
 
 def short_range(b: dict, metric: str) -> str:

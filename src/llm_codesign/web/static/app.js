@@ -398,7 +398,7 @@ function metricRows(e) {
     ["output tokens/s per GPU", fix(e.output_tok_s_per_gpu, 1) + iv("output_tok_s_per_gpu")]];
 }
 // render/intervals.py said_once: each reason once by its words (_plain), its factors labelled by metric where they differ
-const FACTORS = / \(x[0-9.]+(\/x[0-9.]+)* at [0-9/]+%(: [^()]*)?\)$/;
+const FACTORS = / \(x[0-9.]+(\/x[0-9.]+)* at [0-9/]+%(: (?:[^()]|\([^()]*\))*)?\)$/;  // QUADRATURE's note holds a parenthesis
 function saidOnce(b) {
   const names = {ttft_ms: "TTFT", tpot_ms: "TPOT", tok_s_per_user: "tok/s/user", output_tok_s_per_gpu: "tok/s/GPU"};
   const groups = new Map();
@@ -416,12 +416,18 @@ function saidOnce(b) {
 function saidAcross(reasons, where) {
   const groups = new Map();
   reasons.forEach((s) => {
-    const plain = s.replace(FACTORS, ""), m = s.slice(plain.length).match(/^ \((x[0-9.]+(?:\/x[0-9.]+)* at [0-9/]+%)(?:: [^()]*)?\)$/);
+    const plain = s.replace(FACTORS, ""), m = s.slice(plain.length).match(/^ \((x[0-9.]+(?:\/x[0-9.]+)* at [0-9/]+%)(?:: (?:[^()]|\([^()]*\))*)?\)$/);
     const key = m ? `${plain} (${m[1]}` : s;
     if (!groups.has(key)) groups.set(key, new Set());
     groups.get(key).add(s); });
-  return [...groups].map(([key, ss]) => ss.size === 1 ? [...ss][0]
-    : `${key}: the band's term at some ${where}, within another reason's at others)`);
+  return [...groups].map(([key, ss]) => ss.size === 1 ? [...ss][0] : `${key}: ${acrossNote([...ss].map((x) => x.slice(key.length + 2, -1)), where)})`);
+}
+// render/intervals.py _across_note: the band's at every load, in quadrature at some, where each row's note says the band took it
+function acrossNote(notes, where) {
+  const quad = [...new Set(notes.filter((n) => n.startsWith("in quadrature")))];
+  if (quad.length === 1 && notes.every((n) => n.endsWith("the band's")))
+    return `the band's term at every ${where.replace(/s$/, "")}, ${quad[0].slice(0, -", the band's".length)} at some`;
+  return `the band's term at some ${where}, within another reason's at others`;
 }
 // render/intervals.py basis_rows: the runs, why centred, the bounds the hardware stops, each reason once
 function basisRows(b, e) {
