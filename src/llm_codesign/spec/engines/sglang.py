@@ -161,11 +161,11 @@ class SGLangEngine(Engine):
         (export_engines.sglang.aiter_attention). One per element where lint prices shapes whose head sizes are arrays."""
         import numpy as np
 
-        from llm_codesign.spec.engines.head_dims import SGLANG_FALLBACK, TRITON_PRICED_FAMILIES, head_dim_support
+        from llm_codesign.spec.engines.head_dims import TRITON_PRICED_FAMILIES, head_dim_support
         from llm_codesign.spec.kinds import GQA
 
         hds = [np.asarray(layer.attn.head_dim) for layer, _ in model.groups if isinstance(layer.attn, GQA)]
-        if gpu.family not in TRITON_PRICED_FAMILIES or SGLANG_FALLBACK != "triton" or not hds:
+        if gpu.family not in TRITON_PRICED_FAMILIES or not hds:
             return False
         out = np.vectorize(lambda *h: any(head_dim_support("sglang", gpu, int(x), kv) for x in h), otypes=[bool])(*hds)
         return bool(out) if out.ndim == 0 else out
