@@ -239,6 +239,32 @@ def triton_decode_floor(keys, split, head_dim):
     return per * pad * TRITON_DECODE_DIM_KEY_S
 
 
+# Its grid (decode_attention.py@0.5.14): stage 1 launches MAX_KV_SPLITS (8) CTAs per (sequence, head block) whatever the
+# sequence's split count (grid, :469-473; :206 for MHA), the idle ones exiting at `if split_kv_end > split_kv_start`
+# (:341), and stage 2 one CTA per (sequence, query head) walking all 8 split slots (_decode_softmax_reducev_fwd grid :623,
+# loop :567). At large batch and few keys (one split each) the GPU's time is those CTAs': 2,048 sequences of 2 keys, 16
+# heads over 2 KV heads at head dim 512, 32,768 CTAs of each stage in 198 us. Seconds of the whole H100 per CTA (x 132 SMs:
+# one SM's), from the shipped table's rows of at most 8 keys: stage 2, 2.0 ns at head dim 512 (fitted with stage 1 on its 48
+# GQA rows of 1,024+ sequences, 4.3 and 2.0 ns, within -9 to +6%), scaled by the value width below (an assumption: no
+# head-dim 256 row varies it apart from stage 1's); stage 1 per block shape, the median each row implies beside that stage
+# 2: 4.4 ns at 512 (66 rows of 8,192+ CTAs: IQR 4.2-4.6) and 2.6 ns at 256 (96 rows: IQR 2.4-2.75); 128 and below not timed,
+# priced as 256
+TRITON_DECODE_CTA_S = {512: 4.4e-9, 256: 2.6e-9}
+TRITON_MERGE_CTA_S = 2.0e-9
+
+
+def triton_decode_grid(seqs, heads, kv_heads, head_dim, gpu: Gpu):
+    """Seconds SGLang's Triton decode spends launching and retiring its two grids (TRITON_DECODE_CTA_S,
+    TRITON_MERGE_CTA_S): the floor of a large batch of short sequences, however few keys each has."""
+    seqs, heads = np.asarray(seqs, float), np.asarray(heads, float)
+    group = heads / np.maximum(np.asarray(kv_heads, float), 1.0)
+    blocks = np.where(group <= 1.0, heads, np.ceil(heads / np.minimum(16.0, group) - 1e-9))
+    d = np.asarray(head_dim, float)
+    stage1 = seqs * blocks * TRITON_DECODE_MAX_SPLITS * np.where(d > 256, TRITON_DECODE_CTA_S[512], TRITON_DECODE_CTA_S[256])
+    stage2 = seqs * heads * TRITON_MERGE_CTA_S * np.minimum(d, 512.0) / 512.0
+    return (stage1 + stage2) * H100_SMS / gpu.sms
+
+
 def runs_flashmla_decode(engine: Engine | None, gpu: Gpu) -> bool:
     """Whether an engine's dense MLA decode runs FlashMLA on this GPU (Engine.flashmla_decode; None: the kernel tables'
     TensorRT-LLM). vLLM's and SGLang's defaults on Hopper are FlashAttention-3's MLA kernel (vLLM platforms/cuda.py
@@ -433,7 +459,8 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     FlashAttention-3's kernel (`fa3`: runs_fa3_decode) streams an FP8 cache at its own rate (attn_decode_bw_eff_fa3_fp8)
     after a launch that casts the query to FP8 (kernel_overhead_s). `serial_s`: time the math waits on inside the
     kernel's loop, added to it (flashmla_fp8_transpose_time). `floor_s`: the longest CTA's own loop, under which the kernel
-    does not finish however few CTAs share the GPU (triton_decode_floor: SGLang's Triton kernel), its fixed cost within."""
+    does not finish however few CTAs share the GPU (triton_decode_floor: SGLang's Triton kernel), or its grids' CTAs take
+    (triton_decode_grid), its fixed cost within."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel runs its MMAs in FP8 where the GPU has them and the kernel does (fp8_math), and pays
     # for dequantisation, seen as its own bandwidth efficiency

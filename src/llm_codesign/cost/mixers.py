@@ -228,7 +228,8 @@ class GqaDecode:
     a table row's kernel_source): priced as the engine's kernel on the GPU (FlashAttention-3's on Hopper: the table's
     Triton rows run 0.84x its price at head dim 256, 1.03x at 512 where its splits fill the GPU), reading the keys
     themselves (its tile loads are masked, no whole tiles), under the floor of its longest split's loop
-    (triton_decode_floor over triton_decode_split's count, at most 8 splits)."""
+    (triton_decode_floor over triton_decode_split's count, at most 8 splits) and of its two grids' CTAs
+    (triton_decode_grid: 8 stage-1 CTAs per sequence and head block, one merge CTA per sequence and query head)."""
 
     def __init__(self, gpu: Gpu, engine, *, tokens, seqs, kv_heads, heads, head_dim, keys, ctx, window, kv_fp8, triton=False):
         def each(f):  # an engine's fact, one per element where the caller gives an engine per element
@@ -267,8 +268,8 @@ class GqaDecode:
                 items = np.where(fa3, f_items, np.nan)
         self.floor = 0.0
         if np.any(triton):
-            self.floor = np.where(triton, cost.triton_decode_floor(keys, cost.triton_decode_split(seqs, heads, kv_heads, keys, gpu),
-                                                                   head_dim), 0.0)
+            loop = cost.triton_decode_floor(keys, cost.triton_decode_split(seqs, heads, kv_heads, keys, gpu), head_dim)
+            self.floor = np.where(triton, np.maximum(loop, cost.triton_decode_grid(seqs, heads, kv_heads, head_dim, gpu)), 0.0)
             # its tile loads are masked past the split's end (decode_attention.py:_fwd_grouped_kernel_stage1's
             # tl.load(mask=offs_n < split_kv_end)@0.5.14): the keys themselves are read, no whole tiles
             tile = np.where(triton, 1.0, tile)
