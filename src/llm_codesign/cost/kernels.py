@@ -148,22 +148,22 @@ TRITON_DECODE_DIM_KEY_S = 170e-9 / 512.0
 # BLOCK_N 64, BLOCK_M 128 to head dim 128, 64 to 256, 32 above; one pipeline stage (num_stages 1, :622), 8 warps past 64 (:122)
 TRITON_PREFILL_BLOCK_N = 64.0
 # Its whole tiles' matmuls run at a share of the BF16 peak per block shape and variant, measured on the shipped H100 table
-# (data/measurements/kernels_hopper, SGLang 0.5.14) beside the calibrated fixed, per-item and exponential costs: "bf16";
+# (data/measurements/kernels_hopper, SGLang 0.5.14) beside the calibrated fixed and exponential costs: "bf16";
 # "fp8", an FP8 cache read with the BF16 query (forward_extend passes the layer's query and the cache's buffers,
 # triton_backend.py:1160-1175), the path serving runs; "fp8q", the table's FP8 context rows, whose q, k and v the
 # collector casts to FP8 before the call (ai-dynamo/aiconfigurator collector/sglang/collect_attn.py run_attention_torch:
 # a kernel compiled for FP8 inputs), no serving path. Head dim 512 (32 x 64 tiles), 8k+ prompts, full attention, 81 rows
 # each: 0.102 (IQR 0.099-0.104), 0.062 (0.060-0.062), 0.102 (0.100-0.105). Head dim 256 (64 x 64 tiles, window 1024),
 # fitted with the skipped tile below on the 1k+ prompts of two or more CTA waves (the 24 unskipped rows alone: 0.053-0.054,
-# 0.078-0.081, 0.059-0.062). An FP8 cache runs 0.6x BF16's rate at 512 and 1.5x at 256: the compiled variants differ (one
+# 0.077-0.081, 0.059-0.062). An FP8 cache runs 0.6x BF16's rate at 512 and 1.5x at 256: the compiled variants differ (one
 # stage, no warp specialisation: latency-bound), not their math. Head dims to 128 (128 x 64 tiles) are not timed: priced as
 # 256's, an assumption. FlashAttention-3 runs 5-10x these rates
-TRITON_PREFILL_EFF = {512: {"bf16": 0.102, "fp8": 0.062, "fp8q": 0.102}, 256: {"bf16": 0.0545, "fp8": 0.082, "fp8q": 0.0605}}
+TRITON_PREFILL_EFF = {512: {"bf16": 0.102, "fp8": 0.062, "fp8q": 0.102}, 256: {"bf16": 0.0544, "fp8": 0.082, "fp8q": 0.0604}}
 # a visited tile wholly outside the window (SKIP_TILE): its mask and block-wide reduction, seconds of the whole H100 per
 # tile (x 132 SMs: one CTA's), per variant, fitted with the rates above at head dim 256 (64 x 64; none timed at 32 x 64,
 # priced alike): 0.37, 0.19 and 0.12 of a computed tile's time; per row on the rows skipping at least a tile per computed
-# one (119 each): IQR 27.2-29.2, 8.5-10.0 and 7.6-9.4 ns
-TRITON_PREFILL_SKIP_S = {"bf16": 28.8e-9, "fp8": 9.6e-9, "fp8q": 8.5e-9}
+# one (119 each): IQR 27.2-29.2, 8.5-9.9 and 7.6-9.4 ns
+TRITON_PREFILL_SKIP_S = {"bf16": 28.7e-9, "fp8": 9.6e-9, "fp8q": 8.5e-9}
 H100_SMS = 132.0
 
 
@@ -201,7 +201,7 @@ def triton_prefill_tiles(extend, prefix, window, head_dim):
     return comp, skip, bm
 
 
-def triton_prefill_compute(extend, prefix, window, head_dim, qkv_d, seq_heads, gpu: Gpu, *, fp8=False, fp8_query=False):
+def triton_prefill_compute(extend, prefix, window, head_dim, gpu: Gpu, *, qkv_d, seq_heads, fp8=False, fp8_query=False):
     """Seconds SGLang's Triton extend kernel spends in its tiles for `seq_heads` (sequence, query head) pairs of a chunk of
     `extend` queries after `prefix` cached keys (triton_prefill_tiles): the computed tiles' matmuls (BLOCK_M x BLOCK_N
     pairs x 2 x `qkv_d`, a head's query-key plus value width) at its rate for the block shape and variant
@@ -502,8 +502,9 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
     engines' call) runs a persistent tile scheduler, a CTA per SM pulling (sequence, head, query-tile) tiles off a
     semaphore (hopper/flash_fwd_launch_template.h:75 UsePersistentScheduler@0251105a), so no CTA per item is launched.
     SGLang's Triton kernel (`triton`, a bool or one per element) takes `triton_s`, its whole tiles' matmuls and skipped
-    tiles (triton_prefill_compute), for the matmuls' time, with a CTA per work item, the calibrated fixed cost and
-    exponentials, and no ramp (`at.triton`: Engine.triton_attention; docs/modelling-notes.md#leftD, #tritonW-window-batch)."""
+    tiles (triton_prefill_compute), for the matmuls' time, with the calibrated fixed cost and exponentials, no ramp and no
+    cost per work item (its CTAs' own is within its tiles' rate: a one-tile CTA, 1-token prompts at head dim 256, runs 88 ns
+    of the GPU where a tile is priced 78) (`at.triton`: Engine.triton_attention; docs/modelling-notes.md#leftD, #tritonW-window-batch)."""
     flops = np.asarray(flops, float)
     ramp = 1.0 if keys is None else 1.0 + cal.attn_prefill_s_half / np.maximum(np.asarray(keys, float), 1.0)
     fp8 = math == "fp8"
@@ -515,7 +516,7 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     live = flops > 0
     fixed = np.where(fa3, cal.attn_prefill_overhead_fa3_s, cal.attn_prefill_overhead_s)
-    item_s = np.where(fa3, 0.0, cal.attn_prefill_head_s)
+    item_s = np.where(np.asarray(fa3, bool) | np.asarray(triton, bool), 0.0, cal.attn_prefill_head_s)
     t = np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
     return masked(live, t, t_c, t_m)
 

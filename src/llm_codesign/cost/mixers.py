@@ -305,7 +305,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     kv_fp8 = prec.kv.math == "fp8"
     blocks = 1.0  # the kernel's work in keys a sequence over the keys it attends
     serial = 0.0  # FlashMLA's FP8 V transpose (flashmla_fp8_transpose_time)
-    floor = 0.0  # Triton's longest split (triton_decode_floor)
+    floor = 0.0  # Triton's longest split or its grids' CTAs (triton_decode_floor, triton_decode_grid)
     extra = 0.0  # FlashMLA's combine and metadata launches (flashmla_extra_launches)
     if kv_l is None:  # MLA's latent kernels: unsplit, every key read once, FP8 math on an FP8 cache
         read, merge, rope_fused, mmha, fa3, fp8_math = ctx_l, 1.0, False, False, False, True
@@ -358,8 +358,8 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: P
     triton = (a.kernel == "gqa") & np.asarray(at.triton, bool)
     tri_s = 0.0  # its whole tiles and the window's skipped ones: the chunk after its cached keys
     if np.any(triton):
-        tri_s = cost.triton_prefill_compute(tp_tok / seqs, np.asarray(b.pf_ctx, float), getattr(a, "window", 0), a.head_dim, qkv_d,
-                                            seqs * heads_l, at.gpu, fp8=pmath == "fp8")
+        tri_s = cost.triton_prefill_compute(tp_tok / seqs, np.asarray(b.pf_ctx, float), getattr(a, "window", 0), a.head_dim, at.gpu,
+                                            qkv_d=qkv_d, seq_heads=seqs * heads_l, fp8=pmath == "fp8")
     times = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, at.gpu, at.cal, math=pmath,
                                         seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys,
                                         fa3=(a.kernel == "gqa" and cost.runs_fa3_prefill(at.engine, at.gpu)) & ~triton,

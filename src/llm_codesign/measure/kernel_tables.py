@@ -313,7 +313,7 @@ def _kv_bytes(name: str) -> float:
 # own rates, cost.kernels.runs_fa3_prefill; Engine.attention_kernels would price another against TensorRT-LLM's);
 # their other kernels (SGLang's Triton backend, vLLM's FlashAttention-4) are no engine's default there. SGLang's Triton
 # backend runs where its default kernels take no head size (Engine.triton_attention): priced by its own rules
-# (cost.kernels.triton_decode_split, TRITON_PREFILL_EFF), `triton` rows
+# (cost.kernels.triton_decode_split, triton_decode_grid, triton_prefill_compute), `triton` rows
 ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}
 TRITON_SOURCE = ("sglang", "triton")
 
@@ -392,8 +392,8 @@ def _prefill(rows, gpu):
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows]) & ~fp8q
     tri_s = np.zeros(len(rows))
     if triton.any():  # its whole and skipped tiles (cost.kernels.triton_prefill_compute), a prompt with no cached prefix
-        tri_s[triton] = cost.triton_prefill_compute(S[triton], 0.0, w[triton], d[triton], 2 * d[triton], (B * H)[triton], gpu,
-                                                    fp8=fp8[triton], fp8_query=fp8q[triton])
+        tri_s[triton] = cost.triton_prefill_compute(S[triton], 0.0, w[triton], d[triton], gpu, qkv_d=2 * d[triton],
+                                                    seq_heads=(B * H)[triton], fp8=fp8[triton], fp8_query=fp8q[triton])
     # the serving step's kernel: per-engine rows (a framework column) run their engine's, the tables' own TensorRT-LLM's
     names = [engine_of(r) for r in rows]
     runs = {n: cost.runs_fa3_prefill(get_engine(n), gpu) for n in set(names)}  # once per engine of the group
