@@ -98,8 +98,8 @@ def test_estimate_prices_the_backend_sglang_runs():
 def test_decode_reads_the_keys_not_whole_tiles():
     # its 32-key tile loads are masked past the split's end, so 128 sequences of 2 keys (head dim 512, one head on one KV
     # head, BF16) read 128 x 2 keys x 2 (K, V) x 512 x 2 B, where FA3's price reads whole tiles of fa3_tile's keys: the
-    # two prices differ by exactly the extra bytes at the calibrated decode bandwidth (both memory-bound; its grid's floor,
-    # 128 x 8 x 4.4 + 128 x 2.0 ns = 4.8 us, under the fixed cost)
+    # two prices differ by exactly the extra bytes at the calibrated decode bandwidth (both memory-bound; its grids' floor,
+    # 128 x 8 stage-1 CTAs x 4.0 ns and 1.3 MB, 4.6 us, under the fixed cost)
     cal = calibration_for(H100)
     row = dict(DEC, batch_size="128", num_heads="1", num_key_value_heads="1", head_dim="512", step="1", latency_ms="0.01")
     tri, _ = Table("decode_attention", [dict(row, kernel_source="triton")]).predict(lambda g: cal)
@@ -107,18 +107,26 @@ def test_decode_reads_the_keys_not_whole_tiles():
     tile = float(cost.fa3_tile(512, 1.0, False, False)[1])
     extra = 128 * (tile - 2) * 2 * 512 * 2.0 / (H100.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff)
     assert tile > 2 and (fa3[0] - tri[0]) * 1e-3 == pytest.approx(extra, rel=1e-9)
-    assert float(cost.triton_decode_grid(128, 1, 1, 512, H100)) == pytest.approx(128 * 8 * 4.4e-9 + 128 * 2.0e-9, rel=1e-12)
+    # the grid: 128 x 1 head block x 8 CTAs x 4.0 ns; one live split's FP32 partial, 128 x 1 head x 512 x 4 B, written and read
+    sec, nbytes = cost.triton_decode_grid(128, 1, 1, 2, H100, head_dim=512)
+    assert (float(sec), float(nbytes)) == pytest.approx((128 * 8 * 4.0e-9, 128 * 512 * 4.0 * 2), rel=1e-12)
 
 
-def test_decode_at_large_batch_pays_its_grids_ctas():
+def test_decode_at_large_batch_pays_its_grids_ctas_and_bytes():
     # the shipped table's row: 2,048 sequences of 2 keys, 16 heads on 2 KV heads (group 8: head blocks of 8, 2 a
-    # sequence), head dim 512, BF16: 197.6 us. Stage 1 launches 2,048 x 2 x 8 = 32,768 CTAs (7 of each 8 idle: one split),
-    # stage 2 2,048 x 16 = 32,768: 32,768 x 4.4 ns + 32,768 x 2.0 ns = 209.7 us (+6.1%); priced before as FA3's items and
-    # the keys' bytes, 59.5 us (-70%)
+    # sequence), head dim 512, BF16: 197.6 us. Stage 1 launches 2,048 x 2 x 8 = 32,768 CTAs (7 of each 8 idle: one split)
+    # at 4.0 ns, 131.1 us; then its bytes at 3.35 TB/s x 0.852: keys 2,048 x 2 x 2 KV heads x 2 x 512 x 2 B = 16.8 MB,
+    # query and output 2,048 x 16 x 2 x 512 x 2 B = 67.1 MB, the live split's FP32 partials written and read back
+    # 2,048 x 16 x 512 x 4 B x 2 = 134.2 MB: 218.1 MB, 76.4 us. 207.5 us (+5.0%); priced before as FA3's items and the keys'
+    # bytes, 59.5 us (-70%)
+    cal = calibration_for(H100)
     row = dict(DEC, kernel_source="triton", batch_size="2048", num_heads="16", num_key_value_heads="2", head_dim="512", step="1",
                latency_ms="0.197632")
-    pred, _ = Table("decode_attention", [row]).predict(lambda g: calibration_for(g))
-    assert pred[0] == pytest.approx((32768 * 4.4e-9 + 32768 * 2.0e-9) * 1e3, rel=1e-9)
-    assert abs(pred[0] / 0.197632 - 1) < 0.07
-    # head dim 256 (group 2, one head block a KV head): 2,048 x 8 x 8 x 2.6 ns + 2,048 x 16 x 2.0 x 256 / 512 ns
-    assert float(cost.triton_decode_grid(2048, 16, 8, 256, H100)) == pytest.approx(131072 * 2.6e-9 + 32768 * 1.0e-9, rel=1e-12)
+    pred, _ = Table("decode_attention", [row]).predict(lambda g: cal)
+    nbytes = 2048 * 2 * 2 * 2 * 512 * 2.0 + 2048 * 16 * 2 * 512 * 2.0 + 2048 * 16 * 512 * 4.0 * 2
+    want = 32768 * 4.0e-9 + nbytes / (H100.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff)
+    assert pred[0] == pytest.approx(want * 1e3, rel=1e-9)
+    assert abs(pred[0] / 0.197632 - 1) < 0.06
+    # head dim 256 (group 2, one head block a KV head): 2,048 x 8 x 8 CTAs x 2.4 ns; 64 keys at batch 2,048 split once
+    sec, nbytes = cost.triton_decode_grid(2048, 16, 8, 64, H100, head_dim=256)
+    assert (float(sec), float(nbytes)) == pytest.approx((131072 * 2.4e-9, 2048 * 16 * 1 * 256 * 8.0), rel=1e-12)

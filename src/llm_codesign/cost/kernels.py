@@ -241,28 +241,30 @@ def triton_decode_floor(keys, split, head_dim):
 
 # Its grid (decode_attention.py@0.5.14): stage 1 launches MAX_KV_SPLITS (8) CTAs per (sequence, head block) whatever the
 # sequence's split count (grid, :469-473; :206 for MHA), the idle ones exiting at `if split_kv_end > split_kv_start`
-# (:341), and stage 2 one CTA per (sequence, query head) walking all 8 split slots (_decode_softmax_reducev_fwd grid :623,
-# loop :567). At large batch and few keys (one split each) the GPU's time is those CTAs': 2,048 sequences of 2 keys, 16
-# heads over 2 KV heads at head dim 512, 32,768 CTAs of each stage in 198 us. Seconds of the whole H100 per CTA (x 132 SMs:
-# one SM's), from the shipped table's rows of at most 8 keys: stage 2, 2.0 ns at head dim 512 (fitted with stage 1 on its 48
-# GQA rows of 1,024+ sequences, 4.3 and 2.0 ns, within -9 to +6%), scaled by the value width below (an assumption: no
-# head-dim 256 row varies it apart from stage 1's); stage 1 per block shape, the median each row implies beside that stage
-# 2: 4.4 ns at 512 (66 rows of 8,192+ CTAs: IQR 4.2-4.6) and 2.6 ns at 256 (96 rows: IQR 2.4-2.75); 128 and below not timed,
-# priced as 256
-TRITON_DECODE_CTA_S = {512: 4.4e-9, 256: 2.6e-9}
-TRITON_MERGE_CTA_S = 2.0e-9
+# (:341; a split's keys round up to 32, :324-326, so at 32 keys or fewer one is live), each live one writing its FP32
+# partial output (att_out, :403-416); stage 2, a kernel after it, one CTA per (sequence, query head), reads the live
+# splits' partials and writes the output (_fwd_kernel_stage2, grid :623, loop :567-575). At large batch and few keys the
+# two run one after the other on those CTAs and bytes: 2,048 sequences of 2 keys, 16 heads over 2 KV heads at head dim
+# 512, 32,768 stage-1 CTAs and 218 MB (keys 17, query and output 67, partials 134) in 198 us. Seconds of the whole H100 per stage-1 CTA
+# (x 132 SMs: one SM's), per block shape, the median each shipped-table row of at most 8 keys and 8,192+ CTAs implies
+# beside its bytes at the calibrated decode bandwidth: 4.0 ns at head dim 512 (66 rows: IQR 3.8-4.25), 2.4 at 256 (96
+# rows: IQR 2.2-2.6); 128 and below not timed, priced as 256. Stage 2's CTAs cost their bytes: fitted a constant of their
+# own beside stage 1's on the 48 GQA rows of 1,024+ sequences at head dim 512, it comes to -0.1 ns
+TRITON_DECODE_CTA_S = {512: 4.0e-9, 256: 2.4e-9}
 
 
-def triton_decode_grid(seqs, heads, kv_heads, head_dim, gpu: Gpu):
-    """Seconds SGLang's Triton decode spends launching and retiring its two grids (TRITON_DECODE_CTA_S,
-    TRITON_MERGE_CTA_S): the floor of a large batch of short sequences, however few keys each has."""
+def triton_decode_grid(seqs, heads, kv_heads, keys, gpu: Gpu, *, head_dim):
+    """(seconds, bytes) of SGLang's Triton decode's grids beside the price's reads (TRITON_DECODE_CTA_S): its stage-1 CTAs,
+    and the FP32 partial outputs of the live splits (triton_decode_split's count, one a 32 keys) written and read back. The
+    kernel ends no sooner than those CTAs and all its bytes one after the other: the floor of a large batch of few keys."""
     seqs, heads = np.asarray(seqs, float), np.asarray(heads, float)
     group = heads / np.maximum(np.asarray(kv_heads, float), 1.0)
     blocks = np.where(group <= 1.0, heads, np.ceil(heads / np.minimum(16.0, group) - 1e-9))
     d = np.asarray(head_dim, float)
-    stage1 = seqs * blocks * TRITON_DECODE_MAX_SPLITS * np.where(d > 256, TRITON_DECODE_CTA_S[512], TRITON_DECODE_CTA_S[256])
-    stage2 = seqs * heads * TRITON_MERGE_CTA_S * np.minimum(d, 512.0) / 512.0
-    return (stage1 + stage2) * H100_SMS / gpu.sms
+    cta = np.where(d > 256, TRITON_DECODE_CTA_S[512], TRITON_DECODE_CTA_S[256]) * H100_SMS / gpu.sms
+    live = np.minimum(triton_decode_split(seqs, heads, kv_heads, keys, gpu),
+                      np.ceil(np.maximum(np.asarray(keys, float), 1.0) / TRITON_DECODE_TILE - 1e-9))
+    return seqs * blocks * TRITON_DECODE_MAX_SPLITS * cta, seqs * heads * live * d * 4.0 * 2.0
 
 
 def runs_flashmla_decode(engine: Engine | None, gpu: Gpu) -> bool:
@@ -444,7 +446,8 @@ def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> b
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0, floor_s=0.0):
+                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0, floor_s=0.0,
+                          grid=(0.0, 0.0)):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
@@ -459,8 +462,10 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     FlashAttention-3's kernel (`fa3`: runs_fa3_decode) streams an FP8 cache at its own rate (attn_decode_bw_eff_fa3_fp8)
     after a launch that casts the query to FP8 (kernel_overhead_s). `serial_s`: time the math waits on inside the
     kernel's loop, added to it (flashmla_fp8_transpose_time). `floor_s`: the longest CTA's own loop, under which the kernel
-    does not finish however few CTAs share the GPU (triton_decode_floor: SGLang's Triton kernel), or its grids' CTAs take
-    (triton_decode_grid), its fixed cost within."""
+    does not finish however few CTAs share the GPU (triton_decode_floor: SGLang's Triton kernel), its fixed cost within.
+    `grid`: (seconds, bytes) its grids' CTAs take and the bytes they move beside `nbytes` (triton_decode_grid), under which
+    it does not finish either: those CTAs and all its bytes one after the other, at the plain decode bandwidth (most of
+    them the BF16 query and output and the FP32 partials, whatever the cache)."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel runs its MMAs in FP8 where the GPU has them and the kernel does (fp8_math), and pays
     # for dequantisation, seen as its own bandwidth efficiency
@@ -485,6 +490,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
          + decode_merge_share(split, gpu) * cal.attn_decode_split_s)
     t = np.maximum(t, floor_s)  # the floor is measured as the whole kernel's time over its longest split's keys
+    t = np.maximum(t, grid[0] + (np.asarray(nbytes, float) + grid[1]) / (gpu.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff))
     return masked(live, t, t_c, t_m)
 
 

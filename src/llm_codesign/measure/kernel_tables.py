@@ -361,6 +361,7 @@ def _decode(rows, gpu):
     k = GqaDecode(gpu, [get_engine(engine_of(r)) for r in rows], tokens=B, seqs=B, kv_heads=KV, heads=H, head_dim=d, keys=ctx,
                   ctx=held, window=w, kv_fp8=fp8, triton=_triton(rows))
     floor = np.broadcast_to(k.floor, B.shape)
+    grid = tuple(np.broadcast_to(x, B.shape) for x in k.grid)
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
@@ -371,7 +372,8 @@ def _decode(rows, gpu):
             if m.any():
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items[m], kv_fp8=flag, group=k.group[m],
                                                   split=k.merge[m], rope_fused=k.rope_fused[m], mmha=mmha[m], fa3=k.fa3[m],
-                                                  fp8_math=fp8_math[m], floor_s=floor[m])[0]
+                                                  fp8_math=fp8_math[m], floor_s=floor[m],
+                                                  grid=(grid[0][m], grid[1][m]))[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=k.fa3)
 
