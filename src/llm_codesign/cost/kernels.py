@@ -490,7 +490,9 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
          + decode_merge_share(split, gpu) * cal.attn_decode_split_s)
     t = np.maximum(t, floor_s)  # the floor is measured as the whole kernel's time over its longest split's keys
-    t = np.maximum(t, grid[0] + (np.asarray(nbytes, float) + grid[1]) / (gpu.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff))
+    grid_s = np.asarray(grid[0], float)  # only where a grid is given: the bytes at this bandwidth are no other kernel's floor
+    t = np.where(grid_s > 0, np.maximum(t, grid_s + (np.asarray(nbytes, float) + grid[1])
+                                        / (gpu.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff)), t)
     return masked(live, t, t_c, t_m)
 
 
