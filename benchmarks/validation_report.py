@@ -359,7 +359,8 @@ def main() -> None:
               "TensorRT-LLM's, `Engine.attention_kernels`, cited, not fitted, but SGLang's and vLLM's GQA prefill and decode, priced as "
               "FlashAttention-3's kernel (`fa3`), its prefill rates and fixed cost and its decode FP8 rate fitted on these rows, "
               "`Engine.fa3_prefill`, `Engine.fa3_decode`; SGLang's Triton backend, what it runs where those take no head size, "
-              "by its own rules, `cost.kernels.triton_decode_split` and `TRITON_PREFILL_EFF`, cited and measured, not fitted; all-reduce: each engine's own, `Engine.own_allreduce`, NCCL past its "
+              "by its own rules, `cost.kernels.triton_decode_split`, `triton_decode_grid`, `triton_prefill_tiles` and "
+              "`TRITON_PREFILL_EFF`, cited and measured on these rows (not by calibrate); all-reduce: each engine's own, `Engine.own_allreduce`, NCCL past its "
               "limits, its four quantities fitted on the CUDA-graph rows by `benchmarks/fit_hopper_allreduce.py`, eager rows "
               "with the engine's serving-fitted eager launch). Rows not priced are listed with their reason by `validate`.", ""]
     for kind in ("gemm", "moe", "prefill_attention", "decode_attention", "comm"):

@@ -139,11 +139,81 @@ TRITON_DECODE_TILE = 32.0
 # the kernel runs 1.0-25x FlashAttention-3's time. Scaled by the head dim padded to a power of 2 (BLOCK_DMODEL =
 # next_power_of_2(Lk), decode_attention.py:460), an assumption: only head dim 512 is measured with so few CTAs
 TRITON_DECODE_DIM_KEY_S = 170e-9 / 512.0
-# its extend (prefill) kernel's share of the BF16 peak at long prompts (8k+ tokens, full attention): 99 TFLOP/s of H100's
-# 989, 0.100 (81 rows, IQR 0.097-0.102); on an FP8 cache read with the BF16 query (forward_extend passes the layer's query
-# and the cache's buffers, triton_backend.py:1160-1175; the table's attn_dtype bfloat16, kv_cache_dtype fp8 rows) 60 TF/s,
-# 0.061 (IQR 0.059-0.061): the dequantisation in its loop. FlashAttention-3 runs 5-6x that rate
-TRITON_PREFILL_EFF = {False: 0.100, True: 0.061}
+# Its extend (prefill) kernel, triton_ops/extend_attention.py@0.5.14: a CTA per (sequence, query head, BLOCK_M queries)
+# (grid, :621) loops over BLOCK_N-key tiles of the chunk up to its causal end (stage 2, :445-450; the cached prefix first,
+# stage 1, :349, over its last `window` keys where a window is set: window_kv_indptr, update_sliding_window_buffer,
+# triton_backend.py:1608-1612) and runs both dots on whole tiles, masking past the diagonal (tl.where, :524). Under a
+# sliding window it still visits every tile and skips the loads and dots of one wholly outside the window
+# (SKIP_TILE, :375-379 and :487-491: a BLOCK_M x BLOCK_N mask and its block-wide max). Hopper's blocks (:93-100):
+# BLOCK_N 64, BLOCK_M 128 to head dim 128, 64 to 256, 32 above; one pipeline stage (num_stages 1, :622), 8 warps past 64 (:122)
+TRITON_PREFILL_BLOCK_N = 64.0
+# Its whole tiles' matmuls run at a share of the BF16 peak per block shape and variant, measured on the shipped H100 table
+# (data/measurements/kernels_hopper, SGLang 0.5.14) beside the calibrated fixed and exponential costs: "bf16";
+# "fp8", an FP8 cache read with the BF16 query (forward_extend passes the layer's query and the cache's buffers,
+# triton_backend.py:1160-1175), the path serving runs; "fp8q", the table's FP8 context rows, whose q, k and v the
+# collector casts to FP8 before the call (ai-dynamo/aiconfigurator collector/sglang/collect_attn.py run_attention_torch:
+# a kernel compiled for FP8 inputs), no serving path. Head dim 512 (32 x 64 tiles), 8k+ prompts, full attention, 81 rows
+# each: 0.102 (IQR 0.099-0.104), 0.062 (0.060-0.062), 0.102 (0.100-0.105). Head dim 256 (64 x 64 tiles, window 1024),
+# fitted with the skipped tile below on the 1k+ prompts of two or more CTA waves (the 24 unskipped rows alone: 0.053-0.054,
+# 0.077-0.081, 0.059-0.062). An FP8 cache runs 0.6x BF16's rate at 512 and 1.5x at 256: the compiled variants differ (one
+# stage, no warp specialisation: latency-bound), not their math. Head dims to 128 (128 x 64 tiles) are not timed: priced as
+# 256's, an assumption. FlashAttention-3 runs 5-10x these rates
+TRITON_PREFILL_EFF = {512: {"bf16": 0.102, "fp8": 0.062, "fp8q": 0.102}, 256: {"bf16": 0.0544, "fp8": 0.082, "fp8q": 0.0604}}
+# a visited tile wholly outside the window (SKIP_TILE): its mask and block-wide reduction, seconds of the whole H100 per
+# tile (x 132 SMs: one CTA's), per variant, fitted with the rates above at head dim 256 (64 x 64; none timed at 32 x 64,
+# priced alike): 0.37, 0.19 and 0.12 of a computed tile's time; per row on the rows skipping at least a tile per computed
+# one (119 each): IQR 27.2-29.2, 8.5-9.9 and 7.6-9.4 ns
+TRITON_PREFILL_SKIP_S = {"bf16": 28.7e-9, "fp8": 9.6e-9, "fp8q": 8.5e-9}
+H100_SMS = 132.0
+
+
+def triton_prefill_block_m(head_dim):
+    """SGLang's Triton extend kernel's BLOCK_M on Hopper by head dim (extend_attention.py:93-100@0.5.14)."""
+    d = np.asarray(head_dim, float)
+    return np.where(d <= 128, 128.0, np.where(d <= 256, 64.0, 32.0))
+
+
+def _triton_tiles_one(extend: int, prefix: int, window: int, bm: int) -> tuple[float, float]:
+    """(computed, skipped) tiles of one (sequence, query head): the loops of extend_attention.py's _fwd_kernel."""
+    bn = int(TRITON_PREFILL_BLOCK_N)
+    m = np.arange(-(-extend // bm))
+    end = np.minimum(extend, (m + 1) * bm)  # causal: stage 2 stops at the block's last query
+    n2 = -(-end // bn)
+    seen = min(prefix, window) if window > 0 else prefix  # stage 1: the prefix, its last `window` keys under a window
+    n1 = -(-seen // bn) if seen > 0 else 0
+    if window <= 0:
+        return float((n2 + n1).sum()), 0.0
+    # a tile is skipped where its last key is more than `window` before the block's first query
+    skip2 = np.clip((m * bm - window) // bn, 0, n2)
+    skip1 = np.clip((seen + m * bm - window) // bn, 0, n1)
+    return float((n2 - skip2 + n1 - skip1).sum()), float((skip2 + skip1).sum())
+
+
+def triton_prefill_tiles(extend, prefix, window, head_dim):
+    """Tiles SGLang's Triton extend kernel computes and visits-but-skips per (sequence, query head), a chunk of `extend`
+    queries after `prefix` cached keys under a sliding `window` (0: none): each (computed, skipped, BLOCK_M)."""
+    ext, pre, win, bm = (np.broadcast_to(np.ceil(np.maximum(np.asarray(x, float), 0.0) - 1e-9), np.broadcast_shapes(
+        *(np.shape(y) for y in (extend, prefix, window, head_dim)))) for x in (extend, prefix, window, triton_prefill_block_m(head_dim)))
+    keys = np.stack([ext.ravel(), pre.ravel(), win.ravel(), bm.ravel()], axis=1).astype(np.int64)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    done = np.array([_triton_tiles_one(*map(int, u)) for u in uniq]).reshape(-1, 2)
+    comp, skip = (done[np.ravel(inv), i].reshape(ext.shape) for i in (0, 1))
+    return comp, skip, bm
+
+
+def triton_prefill_compute(extend, prefix, window, head_dim, gpu: Gpu, *, qkv_d, seq_heads, fp8=False, fp8_query=False):
+    """Seconds SGLang's Triton extend kernel spends in its tiles for `seq_heads` (sequence, query head) pairs of a chunk of
+    `extend` queries after `prefix` cached keys (triton_prefill_tiles): the computed tiles' matmuls (BLOCK_M x BLOCK_N
+    pairs x 2 x `qkv_d`, a head's query-key plus value width) at its rate for the block shape and variant
+    (TRITON_PREFILL_EFF: `fp8` an FP8 cache with the BF16 query, `fp8_query` the table's FP8 context rows) and the skipped
+    tiles at TRITON_PREFILL_SKIP_S, scaled from H100's 132 SMs to the GPU's."""
+    comp, skip, bm = triton_prefill_tiles(extend, prefix, window, head_dim)
+    var = np.where(fp8_query, "fp8q", np.where(fp8, "fp8", "bf16"))
+    wide = np.asarray(head_dim, float) > 256
+    eff = np.vectorize(lambda w, v: TRITON_PREFILL_EFF[512 if w else 256][v])(wide, var)
+    skip_s = np.vectorize(TRITON_PREFILL_SKIP_S.get)(var)
+    flops = np.asarray(seq_heads, float) * comp * bm * TRITON_PREFILL_BLOCK_N * 2.0 * np.asarray(qkv_d, float)
+    return flops / (gpu.peak("bf16") * eff) + np.asarray(seq_heads, float) * skip * skip_s * H100_SMS / gpu.sms
 
 
 def triton_decode_split(seqs, heads, kv_heads, keys, gpu: Gpu):
@@ -167,6 +237,34 @@ def triton_decode_floor(keys, split, head_dim):
     per = np.ceil(np.asarray(keys, float) / np.maximum(split, 1.0) / TRITON_DECODE_TILE - 1e-9) * TRITON_DECODE_TILE
     pad = 2.0 ** np.ceil(np.log2(np.maximum(np.asarray(head_dim, float), 1.0)))
     return per * pad * TRITON_DECODE_DIM_KEY_S
+
+
+# Its grid (decode_attention.py@0.5.14): stage 1 launches MAX_KV_SPLITS (8) CTAs per (sequence, head block) whatever the
+# sequence's split count (grid, :469-473; :206 for MHA), the idle ones exiting at `if split_kv_end > split_kv_start`
+# (:341; a split's keys round up to 32, :324-326, so at 32 keys or fewer one is live), each live one writing its FP32
+# partial output (att_out, :403-416); stage 2, a kernel after it, one CTA per (sequence, query head), reads the live
+# splits' partials and writes the output (_fwd_kernel_stage2, grid :623, loop :567-575). At large batch and few keys the
+# two run one after the other on those CTAs and bytes: 2,048 sequences of 2 keys, 16 heads over 2 KV heads at head dim
+# 512, 32,768 stage-1 CTAs and 218 MB (keys 17, query and output 67, partials 134) in 198 us. Seconds of the whole H100 per stage-1 CTA
+# (x 132 SMs: one SM's), per block shape, the median each shipped-table row of at most 8 keys and 8,192+ CTAs implies
+# beside its bytes at the calibrated decode bandwidth: 4.0 ns at head dim 512 (66 rows: IQR 3.8-4.25), 2.4 at 256 (96
+# rows: IQR 2.2-2.6); 128 and below not timed, priced as 256. Stage 2's CTAs cost their bytes: fitted a constant of their
+# own beside stage 1's on the 48 GQA rows of 1,024+ sequences at head dim 512, it comes to -0.1 ns
+TRITON_DECODE_CTA_S = {512: 4.0e-9, 256: 2.4e-9}
+
+
+def triton_decode_grid(seqs, heads, kv_heads, keys, gpu: Gpu, *, head_dim):
+    """(seconds, bytes) of SGLang's Triton decode's grids beside the price's reads (TRITON_DECODE_CTA_S): its stage-1 CTAs,
+    and the FP32 partial outputs of the live splits (triton_decode_split's count, one a 32 keys) written and read back. The
+    kernel ends no sooner than those CTAs and all its bytes one after the other: the floor of a large batch of few keys."""
+    seqs, heads = np.asarray(seqs, float), np.asarray(heads, float)
+    group = heads / np.maximum(np.asarray(kv_heads, float), 1.0)
+    blocks = np.where(group <= 1.0, heads, np.ceil(heads / np.minimum(16.0, group) - 1e-9))
+    d = np.asarray(head_dim, float)
+    cta = np.where(d > 256, TRITON_DECODE_CTA_S[512], TRITON_DECODE_CTA_S[256]) * H100_SMS / gpu.sms
+    live = np.minimum(triton_decode_split(seqs, heads, kv_heads, keys, gpu),
+                      np.ceil(np.maximum(np.asarray(keys, float), 1.0) / TRITON_DECODE_TILE - 1e-9))
+    return seqs * blocks * TRITON_DECODE_MAX_SPLITS * cta, seqs * heads * live * d * 4.0 * 2.0
 
 
 def runs_flashmla_decode(engine: Engine | None, gpu: Gpu) -> bool:
@@ -348,7 +446,8 @@ def decode_rope_fused(gpu: Gpu, kv_fp8: bool, engine: Engine | None = None) -> b
 
 
 def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_heads=0.0, kv_fp8: bool = False, group=1.0, split=1.0,
-                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0, floor_s=0.0):
+                          rope_fused=False, fp8_math=True, mmha=False, fa3=False, serial_s=0.0, floor_s=0.0,
+                          grid=(0.0, 0.0)):
     """Decode attention: KV-cache read at a fraction of HBM bandwidth, or its math, whichever binds,
     plus a cost per work item (softmax/reduction, CTA scheduling) that dominates at large batch
     with short contexts. Query groups wider than the tensor-core kernels take (`group` query heads
@@ -363,7 +462,10 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     FlashAttention-3's kernel (`fa3`: runs_fa3_decode) streams an FP8 cache at its own rate (attn_decode_bw_eff_fa3_fp8)
     after a launch that casts the query to FP8 (kernel_overhead_s). `serial_s`: time the math waits on inside the
     kernel's loop, added to it (flashmla_fp8_transpose_time). `floor_s`: the longest CTA's own loop, under which the kernel
-    does not finish however few CTAs share the GPU (triton_decode_floor: SGLang's Triton kernel), its fixed cost within."""
+    does not finish however few CTAs share the GPU (triton_decode_floor: SGLang's Triton kernel), its fixed cost within.
+    `grid`: (seconds, bytes) its grids' CTAs take and the bytes they move beside `nbytes` (triton_decode_grid), under which
+    it does not finish either: those CTAs and all its bytes one after the other, at the plain decode bandwidth (most of
+    them the BF16 query and output and the FP32 partials, whatever the cache)."""
     flops = np.asarray(flops, float)
     # FP8 KV: the kernel runs its MMAs in FP8 where the GPU has them and the kernel does (fp8_math), and pays
     # for dequantisation, seen as its own bandwidth efficiency
@@ -388,11 +490,14 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
     t = (np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
          + decode_merge_share(split, gpu) * cal.attn_decode_split_s)
     t = np.maximum(t, floor_s)  # the floor is measured as the whole kernel's time over its longest split's keys
+    grid_s = np.asarray(grid[0], float)  # only where a grid is given: the bytes at this bandwidth are no other kernel's floor
+    t = np.where(grid_s > 0, np.maximum(t, grid_s + (np.asarray(nbytes, float) + grid[1])
+                                        / (gpu.hbm_bandwidth_bytes_per_s * cal.attn_decode_bw_eff)), t)
     return masked(live, t, t_c, t_m)
 
 
 def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: str = "bf16", seq_heads=0.0, keys=None, scores=None,
-                           fa3=False, triton=False):
+                           fa3=False, triton=False, triton_s=0.0):
     """Prefill (context) attention: FlashAttention-style, compute-bound at a fraction of peak that
     ramps with the keys each query attends to (short rows leave the softmax pipeline idle), plus a
     cost per (sequence x query head) work item. FP8 has its own fraction of the FP8 peak. `scores`
@@ -404,24 +509,22 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
     the exponentials and the ramp as the GPU pays them, and no cost per work item: on SM90 its varlen launch (both
     engines' call) runs a persistent tile scheduler, a CTA per SM pulling (sequence, head, query-tile) tiles off a
     semaphore (hopper/flash_fwd_launch_template.h:75 UsePersistentScheduler@0251105a), so no CTA per item is launched.
-    SGLang's Triton kernel (`triton`, a bool or one per element) runs its matmuls at its own
-    share of the BF16 peak, the cache's FP8 (`math` fp8) read with the BF16 query (TRITON_PREFILL_EFF), a CTA per
-    work item, the calibrated fixed cost and exponentials, and no ramp (`at.triton`: Engine.triton_attention;
-    docs/modelling-notes.md#leftD)."""
+    SGLang's Triton kernel (`triton`, a bool or one per element) takes `triton_s`, its whole tiles' matmuls and skipped
+    tiles (triton_prefill_compute), for the matmuls' time, with the calibrated fixed cost and exponentials, no ramp and no
+    cost per work item (its CTAs' own is within its tiles' rate: a one-tile CTA, 1-token prompts at head dim 256, runs 88 ns
+    of the GPU where a tile is priced 78) (`at.triton`: Engine.triton_attention; docs/modelling-notes.md#leftD, #tritonW-window-batch)."""
     flops = np.asarray(flops, float)
     ramp = 1.0 if keys is None else 1.0 + cal.attn_prefill_s_half / np.maximum(np.asarray(keys, float), 1.0)
     fp8 = math == "fp8"
     eff = np.where(fa3, cal.attn_prefill_eff_fa3_fp8 if fp8 else cal.attn_prefill_eff_fa3,
                    cal.attn_prefill_eff_fp8 if fp8 else cal.attn_prefill_eff)
     rate = gpu.peak(math) * eff
-    if np.any(triton):
-        rate = np.where(triton, gpu.peak("bf16") * np.where(fp8, TRITON_PREFILL_EFF[True], TRITON_PREFILL_EFF[False]), rate)
     t_exp = 0.0 if scores is None else np.asarray(scores, float) * cal.attn_prefill_score_s
-    t_c = (flops / rate + t_exp) * np.where(triton, 1.0, ramp)
+    t_c = np.where(triton, triton_s + t_exp, (flops / rate + t_exp) * ramp)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     live = flops > 0
     fixed = np.where(fa3, cal.attn_prefill_overhead_fa3_s, cal.attn_prefill_overhead_s)
-    item_s = np.where(fa3, 0.0, cal.attn_prefill_head_s)
+    item_s = np.where(np.asarray(fa3, bool) | np.asarray(triton, bool), 0.0, cal.attn_prefill_head_s)
     t = np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
     return masked(live, t, t_c, t_m)
 

@@ -228,7 +228,8 @@ class GqaDecode:
     a table row's kernel_source): priced as the engine's kernel on the GPU (FlashAttention-3's on Hopper: the table's
     Triton rows run 0.84x its price at head dim 256, 1.03x at 512 where its splits fill the GPU), reading the keys
     themselves (its tile loads are masked, no whole tiles), under the floor of its longest split's loop
-    (triton_decode_floor over triton_decode_split's count, at most 8 splits)."""
+    (triton_decode_floor over triton_decode_split's count, at most 8 splits) and of its grids' CTAs and bytes
+    (triton_decode_grid: 8 stage-1 CTAs per sequence and head block, the live splits' partials written and read back)."""
 
     def __init__(self, gpu: Gpu, engine, *, tokens, seqs, kv_heads, heads, head_dim, keys, ctx, window, kv_fp8, triton=False):
         def each(f):  # an engine's fact, one per element where the caller gives an engine per element
@@ -265,10 +266,11 @@ class GqaDecode:
             else:
                 split, tile, merge = np.where(fa3, f_split, split), np.where(fa3, f_tile, tile), np.where(fa3, f_merge, merge)
                 items = np.where(fa3, f_items, np.nan)
-        self.floor = 0.0
+        self.floor, self.grid = 0.0, (0.0, 0.0)
         if np.any(triton):
             self.floor = np.where(triton, cost.triton_decode_floor(keys, cost.triton_decode_split(seqs, heads, kv_heads, keys, gpu),
                                                                    head_dim), 0.0)
+            self.grid = tuple(np.where(triton, x, 0.0) for x in cost.triton_decode_grid(seqs, heads, kv_heads, keys, gpu, head_dim=head_dim))
             # its tile loads are masked past the split's end (decode_attention.py:_fwd_grouped_kernel_stage1's
             # tl.load(mask=offs_n < split_kv_end)@0.5.14): the keys themselves are read, no whole tiles
             tile = np.where(triton, 1.0, tile)
@@ -304,7 +306,7 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
     kv_fp8 = prec.kv.math == "fp8"
     blocks = 1.0  # the kernel's work in keys a sequence over the keys it attends
     serial = 0.0  # FlashMLA's FP8 V transpose (flashmla_fp8_transpose_time)
-    floor = 0.0  # Triton's longest split (triton_decode_floor)
+    floor, grid = 0.0, (0.0, 0.0)  # Triton's longest split; its grids' CTAs and bytes (triton_decode_floor, triton_decode_grid)
     extra = 0.0  # FlashMLA's combine and metadata launches (flashmla_extra_launches)
     if kv_l is None:  # MLA's latent kernels: unsplit, every key read once, FP8 math on an FP8 cache
         read, merge, rope_fused, mmha, fa3, fp8_math = ctx_l, 1.0, False, False, False, True
@@ -323,12 +325,13 @@ def _core_decode(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: Pr
         k = GqaDecode(gpu, at.engine, tokens=dec_tok, seqs=seqs, kv_heads=kv_l, heads=heads_l, head_dim=a.head_dim, keys=ctx_l,
                       ctx=dec_ctx, window=a.window, kv_fp8=kv_fp8, triton=at.triton)
         mmha, read, items, fp8_math = k.priced(dcal)
-        merge, rope_fused, fa3, floor = k.merge, k.rope_fused, k.fa3, k.floor
+        merge, rope_fused, fa3, floor, grid = k.merge, k.rope_fused, k.fa3, k.floor, k.grid
     dec_bytes = seqs * read * per_tok_kv + dec_tok * heads_l * qo_b
     # FlashMLA's per-sequence overhead (flashmla_keys) as blocks of its per-block math and key stream
     t_flops, t_bytes = dec_flops * blocks, seqs * read * per_tok_kv * blocks + dec_tok * heads_l * qo_b
     times = cost.attention_decode_time(t_flops, t_bytes, gpu, dcal, seq_heads=items, kv_fp8=kv_fp8, group=group, split=merge,
-                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math, serial_s=serial, floor_s=floor)
+                                       rope_fused=rope_fused, mmha=mmha, fa3=fa3, fp8_math=fp8_math, serial_s=serial, floor_s=floor,
+                                       grid=grid)
     f = _attention_factor(at, a, "decode", kv_fp8=kv_fp8, dec_tokens=dec_tok)
     t, tc, tm = (x * f for x in times)
     # launches beside the decode kernel, at the elementwise fixed cost each, not scaled by the kernel's factor
@@ -354,10 +357,15 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: P
     pf_flops = 2.0 * tp_tok * heads_l * keys * qkv_d
     pf_bytes = seqs * (held + tp_tok / seqs) / s.kvp * per_tok_kv + tp_tok * heads_l * qkv_d * 2.0
     pmath = "fp8" if (prec.kv.math == "fp8" and at.gpu.supports("fp8")) else "bf16"
+    triton = (a.kernel == "gqa") & np.asarray(at.triton, bool)
+    tri_s = 0.0  # its whole tiles and the window's skipped ones: the chunk after its cached keys
+    if np.any(triton):
+        tri_s = cost.triton_prefill_compute(tp_tok / seqs, np.asarray(b.pf_ctx, float), getattr(a, "window", 0), a.head_dim, at.gpu,
+                                            qkv_d=qkv_d, seq_heads=seqs * heads_l, fp8=pmath == "fp8")
     times = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, at.gpu, at.cal, math=pmath,
                                         seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys,
-                                        fa3=(a.kernel == "gqa" and cost.runs_fa3_prefill(at.engine, at.gpu)) & ~np.asarray(at.triton, bool),
-                                        triton=(a.kernel == "gqa") & np.asarray(at.triton, bool))
+                                        fa3=(a.kernel == "gqa" and cost.runs_fa3_prefill(at.engine, at.gpu)) & ~triton,
+                                        triton=triton, triton_s=tri_s)
     f = _attention_factor(at, a, "prefill", kv_fp8=prec.kv.math == "fp8")
     return _attention(P / "core_prefill", pf_flops, pf_bytes, tuple(x * f for x in times), at)
 

@@ -313,7 +313,7 @@ def _kv_bytes(name: str) -> float:
 # own rates, cost.kernels.runs_fa3_prefill; Engine.attention_kernels would price another against TensorRT-LLM's);
 # their other kernels (SGLang's Triton backend, vLLM's FlashAttention-4) are no engine's default there. SGLang's Triton
 # backend runs where its default kernels take no head size (Engine.triton_attention): priced by its own rules
-# (cost.kernels.triton_decode_split, TRITON_PREFILL_EFF), `triton` rows
+# (cost.kernels.triton_decode_split, triton_decode_grid, triton_prefill_compute), `triton` rows
 ATTENTION_SOURCES = {"trtllm": "torch_flow", "sglang": "fa3", "vllm": "vllm_flash_attn_fa3"}
 TRITON_SOURCE = ("sglang", "triton")
 
@@ -361,6 +361,7 @@ def _decode(rows, gpu):
     k = GqaDecode(gpu, [get_engine(engine_of(r)) for r in rows], tokens=B, seqs=B, kv_heads=KV, heads=H, head_dim=d, keys=ctx,
                   ctx=held, window=w, kv_fp8=fp8, triton=_triton(rows))
     floor = np.broadcast_to(k.floor, B.shape)
+    grid = tuple(np.broadcast_to(x, B.shape) for x in k.grid)
 
     def price(cal: Calibration):
         t = np.empty(len(rows))
@@ -371,7 +372,8 @@ def _decode(rows, gpu):
             if m.any():
                 t[m] = cost.attention_decode_time(flops[m], nbytes[m], gpu, cal, seq_heads=items[m], kv_fp8=flag, group=k.group[m],
                                                   split=k.merge[m], rope_fused=k.rope_fused[m], mmha=mmha[m], fa3=k.fa3[m],
-                                                  fp8_math=fp8_math[m], floor_s=floor[m])[0]
+                                                  fp8_math=fp8_math[m], floor_s=floor[m],
+                                                  grid=(grid[0][m], grid[1][m]))[0]
         return t * 1e3
     return _engine_factor(rows, gpu, "decode", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=k.fa3)
 
@@ -385,11 +387,15 @@ def _prefill(rows, gpu):
     keys = np.where((w > 0) & (w < S), (w * (w + 1) / 2 + (S - w) * w) / S, (S + 1) / 2)
     flops = 2.0 * B * H * S * keys * 2 * d
     nbytes = B * S * (KV * 2 * d * kvb + H * 2 * d * 2.0)
-    # SGLang's Triton rows with an FP8 query (attn_dtype fp8) run at its BF16 rate, 99 TFLOP/s as the BF16 rows: not
-    # the dequantising path serving runs on an FP8 cache (its BF16 query, TRITON_PREFILL_EFF), priced as BF16
+    # SGLang's Triton rows with an FP8 query (attn_dtype fp8: q, k and v cast to FP8) run a kernel of their own, not the
+    # path serving runs on an FP8 cache (its BF16 query): TRITON_PREFILL_EFF's "fp8q", its matmuls on the BF16 peak
     triton = _triton(rows)
-    fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") and not (t and r.get("attn_dtype") == "fp8")
-                    for r, t in zip(rows, triton, strict=True)])
+    fp8q = triton & np.array([r.get("attn_dtype") == "fp8" for r in rows])
+    fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows]) & ~fp8q
+    tri_s = np.zeros(len(rows))
+    if triton.any():  # its whole and skipped tiles (cost.kernels.triton_prefill_compute), a prompt with no cached prefix
+        tri_s[triton] = cost.triton_prefill_compute(S[triton], 0.0, w[triton], d[triton], gpu, qkv_d=2 * d[triton],
+                                                    seq_heads=(B * H)[triton], fp8=fp8[triton], fp8_query=fp8q[triton])
     # the serving step's kernel: per-engine rows (a framework column) run their engine's, the tables' own TensorRT-LLM's
     names = [engine_of(r) for r in rows]
     runs = {n: cost.runs_fa3_prefill(get_engine(n), gpu) for n in set(names)}  # once per engine of the group
@@ -401,7 +407,8 @@ def _prefill(rows, gpu):
             m = fp8 == flag
             if m.any():
                 t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math=kind, seq_heads=(B * H)[m],
-                                                      keys=keys[m], scores=(B * H * S * keys)[m], fa3=fa3[m], triton=triton[m])
+                                                      keys=keys[m], scores=(B * H * S * keys)[m], fa3=fa3[m], triton=triton[m],
+                                                      triton_s=tri_s[m])
                 out[m] = t * 1e3
         return out
     return _engine_factor(rows, gpu, "prefill", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=fa3)
