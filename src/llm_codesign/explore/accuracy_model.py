@@ -459,8 +459,9 @@ def envelope_judgement(model, weight_dtype: str, *, pc: dict) -> dict | None:
     if pos["inside"]:
         return None
     ref, name, _ = reference_model(n, baseline=None, moe=model.is_moe, budget_tol=0.1)
-    ref_terms = model_terms(ref, weight_dtype, pc=pc)
-    t = model_terms(model, weight_dtype, pc=pc, ref_heads=query_heads(ref))
+    tok = tokens_of(ref)  # both at the reference's training tokens, as design judges its shapes (the data term cancels)
+    ref_terms = model_terms(ref, weight_dtype, pc=pc, tokens=tok)
+    t = model_terms(model, weight_dtype, pc=pc, ref_heads=query_heads(ref), tokens=tok)
     q = quality_delta(t, ref_terms)
     return {"outside": pos["outside"], "reference": name, "reference_loss": float(np.ravel(ref_terms["loss"])[0]),
             "delta": float(np.ravel(q["delta"])[0]), "sigma": float(np.ravel(q["sigma"])[0]), "extrapolated": extrapolated(t)}
@@ -653,7 +654,7 @@ def _provenance(model, fmt: str, ref: str, why: str, tok: dict | None) -> str:
     own = model.default_precision.weight.name
     said = []
     if fmt == ref != own:
-        said.append(f"{fmt} prices the unquantized original, not this {own} checkpoint")
+        said.append(f"{fmt} prices the {'unquantized ' if fmt == 'bf16' else ''}original, not this {own} checkpoint")
     elif ref != own and releases_of(model)[1] != "name":  # a bundled entry's release is said by its row's "vs"
         said.append(f"the drop is against {ref}, {why}")
     if tok and tok["by"] == "shape":
