@@ -60,7 +60,7 @@ def family(title: str, setting: str, models, note: str) -> dict:
     terms = {}
     for name, shape in models:
         m = get_model(shape)
-        terms[name] = am.model_terms(m, am.reference_precision(m), tokens=am.tokens_of(shape) if name == shape else None)
+        terms[name] = am.model_terms(m, am.reference_precision(m), tokens=am.tokens_of(m) if name == shape else None)
     loss = {n: float(terms[n]["loss"]) for n in terms}
     mean = {n: float(np.mean([scores[n][b] for b in benches])) for n in terms}
     names = list(terms)

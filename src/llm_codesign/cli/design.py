@@ -470,7 +470,8 @@ def design(
     rows = [(*row[:4], row[4] if inside else f"{row[4]}\n{row[5]}", *row[6:]) for row in rows]
     heads = f"{'|/'.join(short.rsplit('/', 1))}:n gain|%:n"
     columns = f"#:n shape:t params:n active:n {'loss_%|±test' if inside else 'loss_%|±test|envelope'}:n {heads} deployment:t lint:k"
-    budget = f"{params / 1e9:.0f}B ± {100 * budget_tol:g}% params" + (f", {active_params / 1e9:.3g}B active" if active_params is not None else "")
+    # the budget as asked, three significant figures as the params: line says it (a %.0f read 1.5e9 as "2B", newc11 #10)
+    budget = f"{_params(params)} ± {100 * budget_tol:g}% params" + (f", {_params(active_params)} active" if active_params is not None else "")
     # the search's size on a line of its own: folded at 80 columns, one title broke "in 1.5 / s)" between a figure and its unit
     sc = r.get("screened", {})
     thinned = f", thinned to {sc['priced']:,} of {sc['admitted']:,} admitted" if sc.get("priced", 0) < sc.get("admitted", 0) else ""

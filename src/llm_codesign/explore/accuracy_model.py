@@ -371,16 +371,43 @@ def model_features(model, ref_heads: float | None = None) -> dict:
             "window_fraction": win / mixers, "head_dim": hd_sum / attn if attn else 128.0}
 
 
-def tokens_of(name: str) -> float | None:
-    t = published()["tokens"].get(base_name(name))
-    return float(t["tokens"]) if t else None
+def releases_of(model) -> tuple[tuple[str, ...], str]:
+    """The registry releases whose facts (training tokens, trained weight format) `model` shares, and how they were found:
+    a bundled name's own release ("name", base_name); for any other model (a config.json, a Hub id outside the registry)
+    the releases of the bundled entries with its shape ("shape", spec.registry.shape_releases: Qwen3-30B-A3B-FP8's
+    config.json is qwen3-30b-a3b's shape); ((), "") where neither holds."""
+    from llm_codesign.spec.registry import is_bundled, shape_releases
+
+    if is_bundled(model.name):
+        return (base_name(model.name),), "name"
+    rel = shape_releases(model)
+    return rel, "shape" if rel else ""
+
+
+def training_tokens(model) -> dict | None:
+    """The pre-training tokens the proxy's data term takes for `model`: the one decision estimate, compare, design's
+    baseline and reference, the API and the page all read (a bundled name took published.toml's count, the same shape's
+    config.json the default: qwen3-30b-a3b 1.9211 against 1.9394 nats, newc11 #6). The developer's stated count of its
+    release (published.toml [tokens]), found by name or, outside the registry, by shape where every release of that shape
+    states one and the same count; None: quality.toml's assumed count. {tokens, source, url, release, by}."""
+    rel, how = releases_of(model)
+    ts = [published()["tokens"].get(r) for r in rel]
+    if not ts or any(t is None for t in ts) or len({float(t["tokens"]) for t in ts}) > 1:
+        return None
+    return {"tokens": float(ts[0]["tokens"]), "source": ts[0]["source"], "url": ts[0]["url"], "release": rel[0], "by": how}
+
+
+def tokens_of(model) -> float | None:
+    """training_tokens' count alone (None: the assumed default)."""
+    t = training_tokens(model)
+    return t["tokens"] if t else None
 
 
 def model_loss(model, weight_dtype: str | None = None, *, c: dict | None = None, pc: dict | None = None,
                known_tokens: bool = False, with_sigma: bool = False):
-    """Proxy loss of a ModelSpec; known_tokens uses the developer's stated training tokens where published."""
+    """Proxy loss of a ModelSpec; known_tokens uses its release's stated training tokens (training_tokens) where published."""
     f = model_features(model)
-    tok = tokens_of(model.name) if known_tokens else None
+    tok = tokens_of(model) if known_tokens else None
     r = loss(model.total_params, model.active_params, model.hidden, model.num_layers,
              weight_dtype or model.default_precision.weight.name, tokens=tok, c=c, pc=pc, with_sigma=with_sigma, **f)
     return (float(r[0]), float(r[1])) if with_sigma else float(r)
@@ -401,11 +428,13 @@ def model_terms(model, weight_dtype: str | None = None, *, c: dict | None = None
                       weight_dtype or model.default_precision.weight.name, tokens=tokens, c=c, pc=pc, heads=query_heads(model), **f)
 
 
-def shape_terms(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | None = None, *, ref_heads: float | None = None) -> dict:
+def shape_terms(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | None = None, *, ref_heads: float | None = None,
+                tokens=None) -> dict:
     """loss_terms of explore.design candidate arrays (GQA attention, gated FFN or experts); `ref_heads`: the reference's
-    query heads, the KV-sharing term then read at them (model_features)."""
-    return loss_terms(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], weight_dtype, c=c, pc=pc,
-                      **_shape_arch(cand, pc or proxy_constants(), ref_heads))
+    query heads, the KV-sharing term then read at them (model_features); `tokens`: their training tokens (the reference's,
+    so the data term cancels in quality_delta), else the default."""
+    return loss_terms(cand["total_params"], cand["active_params"], cand["hidden"], cand["layers"], weight_dtype, tokens=tokens,
+                      c=c, pc=pc, **_shape_arch(cand, pc or proxy_constants(), ref_heads))
 
 
 def _shape_arch(cand: dict, pc: dict, ref_heads: float | None = None) -> dict:
@@ -430,8 +459,9 @@ def envelope_judgement(model, weight_dtype: str, *, pc: dict) -> dict | None:
     if pos["inside"]:
         return None
     ref, name, _ = reference_model(n, baseline=None, moe=model.is_moe, budget_tol=0.1)
-    ref_terms = model_terms(ref, weight_dtype, pc=pc)
-    t = model_terms(model, weight_dtype, pc=pc, ref_heads=query_heads(ref))
+    tok = tokens_of(ref)  # both at the reference's training tokens, as design judges its shapes (the data term cancels)
+    ref_terms = model_terms(ref, weight_dtype, pc=pc, tokens=tok)
+    t = model_terms(model, weight_dtype, pc=pc, ref_heads=query_heads(ref), tokens=tok)
     q = quality_delta(t, ref_terms)
     return {"outside": pos["outside"], "reference": name, "reference_loss": float(np.ravel(ref_terms["loss"])[0]),
             "delta": float(np.ravel(q["delta"])[0]), "sigma": float(np.ravel(q["sigma"])[0]), "extrapolated": extrapolated(t)}
@@ -534,16 +564,39 @@ def format_drops(override: str | None = None) -> dict:
 
 
 def reference_precision(model) -> str:
-    """The model's own best precision: its base checkpoint's native weight format."""
+    """The precision a model's accuracy drop is measured against (reference_basis says why)."""
+    return reference_basis(model)[0]
+
+
+def reference_basis(model) -> tuple[str, str]:
+    """(the model's best precision, why): its release's trained weight format. A bundled entry's base checkpoint's native
+    format (DeepSeek-V3's fp8_block, gpt-oss's mxfp4, llama-3.1-70b-fp8's bf16); another model's (a config.json, a Hub
+    id) its own format where it is the trained format of a bundled release of its shape (DeepSeek-V3's config.json:
+    fp8_block), else those releases' format where they agree; else BF16, the unquantized weights: a quantization_config
+    (GPTQ, AWQ, FP8) is read as post-training quantization of them, not as the model's reference (an INT4 GPTQ
+    checkpoint read "accuracy drop vs int4 (reference) 0.00%", newc11 #1)."""
     from llm_codesign.spec.registry import get_model
 
-    b = base_name(model.name)
-    if b != model.name.lower():
-        try:
-            return get_model(b).default_precision.weight.name
-        except InputError:
-            pass
-    return model.default_precision.weight.name
+    own = model.default_precision.weight.name
+    rel, how = releases_of(model)
+    if how == "name":
+        b = rel[0]
+        if b != model.name.lower():
+            try:
+                return get_model(b).default_precision.weight.name, f"{b}'s weights, the release this entry packages"
+            except InputError:
+                pass
+        return own, "its own weights"
+    refs = {r: get_model(r).default_precision.weight.name for r in rel}
+    # a shape is not an identity (Qwen2.5-72B has Qwen2-72B's): what it settles is the format the shape was trained in
+    if own in refs.values():
+        return own, f"the trained format of {next(r for r, f in refs.items() if f == own)}, whose shape it has"
+    if len(set(refs.values())) == 1:
+        return next(iter(refs.values())), f"the trained format of {' and '.join(refs)}, whose shape it has"
+    if own == "bf16":
+        return "bf16", "its own weights"
+    why = "its releases' formats differ" if refs else "no bundled model has its shape"
+    return "bf16", f"the unquantized weights its {own} checkpoint quantizes (post-training assumed: {why})"
 
 
 def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dict:
@@ -552,7 +605,7 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     and `source` = published | proxy | none."""
     pc = proxy_constants(pc_override)
     fmt = precision.weight.name if hasattr(precision, "weight") else str(precision or model.default_precision.weight.name)
-    ref = reference_precision(model)
+    ref, ref_why = reference_basis(model)
     rows = rows_of(model.name)
     here = [r for r in rows if r["precision"] == fmt]
     requant = _requantised(fmt, ref) and not here
@@ -570,7 +623,8 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     out = {"source": source, "precision": fmt, "reference_precision": ref, "scores": scores,
            "relative_drop_pct": drop, "drop_uncertainty_pct": sigma, "drop_source": drop_source, "drop_basis": basis,
            "proxy_loss": loss_v, "proxy_loss_uncertainty": loss_s, "short": short,
-           "drop_band": drop_source == "proxy" and basis.startswith("proxy band")}
+           "drop_band": drop_source == "proxy" and basis.startswith("proxy band"), "reference_basis": ref_why,
+           "training_tokens": training_tokens(model)}
     ex = extrapolated(model_terms(model, fmt, pc=pc))
     if ex:  # terms outside their studied ranges: the loss and its spread are extrapolations there
         out["extrapolated"] = ex
@@ -586,9 +640,27 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
                        f"delta from {ref} to {fmt}; the proxy loss covers the architecture only")
     elif source == "proxy" and not rows:
         out["note"] = f"no published score for {model.name}; the drop is the proxy's (published format deltas)"
+    if said := _provenance(model, fmt, ref, ref_why, out["training_tokens"]):
+        out["note"] = f"{out['note']}; {said}" if out.get("note") else said
     if head:
         out |= _headline_fields(head, out, fmt=fmt, ref=ref)
     return out
+
+
+def _provenance(model, fmt: str, ref: str, why: str, tok: dict | None) -> str:
+    """What accuracy_of's answer takes from beyond this checkpoint, in words ('' where a bundled name answers of itself):
+    the weights priced at the reference format of a quantized checkpoint (the original's, not its own), the reference
+    of a model outside the registry, and training tokens found by its shape (releases_of)."""
+    own = model.default_precision.weight.name
+    said = []
+    if fmt == ref != own:
+        said.append(f"{fmt} prices the {'unquantized ' if fmt == 'bf16' else ''}original, not this {own} checkpoint")
+    elif ref != own and releases_of(model)[1] != "name":  # a bundled entry's release is said by its row's "vs"
+        said.append(f"the drop is against {ref}, {why}")
+    if tok and tok["by"] == "shape":
+        shape = "" if "whose shape" in "".join(said) else ", whose shape it has"
+        said.append(f"its proxy loss at {tok['release']}'s {tok['tokens'] / 1e12:g}T training tokens{shape} ({tok['source']})")
+    return "; ".join(said)
 
 
 def _drop(fmt: str, ref: str, rows: list, here: list, *, pc: dict, pc_override: str | None) -> tuple:

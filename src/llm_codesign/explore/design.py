@@ -305,11 +305,13 @@ class Reference:
     tol: float
     qc: dict | None = field(default=None, repr=False, compare=False)  # the constants the terms were drawn with
     pc: dict | None = field(default=None, repr=False, compare=False)
+    # its training tokens (accuracy_model.training_tokens, as estimate prices it), every shape judged at them; None: the default
+    tokens: float | None = None
 
     def to_dict(self) -> dict:
         m = self.model
         return {"name": self.name, "basis": self.basis, "shape": _spec_shape(m), "total_params": int(m.total_params),
-                "active_params": int(m.active_params), "quality_proxy": float(self.terms["loss"]),
+                "active_params": int(m.active_params), "quality_proxy": float(self.terms["loss"]), "training_tokens": self.tokens,
                 "rule": f"loss delta <= {self.k:g} x sigma_delta" + (f" + {self.tol:g} x the reference's loss" if self.tol else "")}
 
 
@@ -326,7 +328,8 @@ def reference(params: float, *, baseline: ModelSpec | None, moe: bool, weight_dt
     nearest the budget (total and, with `active`, active parameters): as it is when within the budget tolerance, else
     its shape scaled to the budget."""
     m, name, basis = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol, active=active)
-    return Reference(name, basis, m, accuracy_model.model_terms(m, weight_dtype, c=qc, pc=pc), k, tol, qc, pc)
+    tok = accuracy_model.tokens_of(m)  # its quality proxy estimate's (newc11 #6); the shapes' delta to it does not move
+    return Reference(name, basis, m, accuracy_model.model_terms(m, weight_dtype, c=qc, pc=pc, tokens=tok), k, tol, qc, pc, tokens=tok)
 
 
 def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, outside_envelope: bool, moe: bool = False,
@@ -336,7 +339,7 @@ def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, 
     the envelope every shape is judged at (a search's budget); None: each at its own total."""
     from llm_codesign.explore import envelope
 
-    t = accuracy_model.shape_terms(cand, weight_dtype, qc, pc, ref_heads=accuracy_model.query_heads(ref.model))
+    t = accuracy_model.shape_terms(cand, weight_dtype, qc, pc, ref_heads=accuracy_model.query_heads(ref.model), tokens=ref.tokens)
     qd = accuracy_model.quality_delta(t, ref.terms, k=ref.k, tol=ref.tol)
     n = len(cand["hidden"])
     # a search's rows at its budget's envelope, one for the search: judged each at its own total, rows 74.8B and 73.3B of
@@ -925,7 +928,7 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     # why each row differs from the reference: the proxy's terms one by one (accuracy_model.delta_terms), with what
     # it costs in parameters and KV cache; the reference's terms at the search's weight format (Reference.terms)
     sub = {k: v[rank] for k, v in cand.items()}
-    t = accuracy_model.shape_terms(sub, prec.weight.name, ref.qc, ref.pc, ref_heads=accuracy_model.query_heads(ref.model))
+    t = accuracy_model.shape_terms(sub, prec.weight.name, ref.qc, ref.pc, ref_heads=accuracy_model.query_heads(ref.model), tokens=ref.tokens)
     why = accuracy_model.delta_terms(t, ref.terms,
                                      active=sub["active_params"], ref_active=float(ref.model.active_params), c=ref.qc, pc=ref.pc) if rank else None
     ref_kv = kv_bytes_per_token(ref.model, prec)

@@ -56,6 +56,35 @@ def release_of(name: str) -> str:
     return str(e.get("release", e["name"])).lower() if e is not None else key
 
 
+def _shape_key(m: ModelSpec) -> tuple:
+    """What a ModelSpec's weights are laid out as, its name, precision and notes aside: two configs of one key are one shape."""
+    return (m.hidden, m.vocab, m.tie_embeddings, m.groups, m.layout)
+
+
+@lru_cache(maxsize=1)
+def _by_shape() -> dict[tuple, tuple[str, ...]]:
+    out: dict[tuple, set[str]] = {}
+    for e in entries():
+        try:
+            m = _load_entry(e["name"].lower())
+        except InputError:  # an entry the cost model cannot represent (list_models says which) has no shape to match
+            continue
+        out.setdefault(_shape_key(m), set()).add(release_of(e["name"]))
+    return {k: tuple(sorted(v)) for k, v in out.items()}
+
+
+def shape_releases(model: ModelSpec) -> tuple[str, ...]:
+    """The releases (release_of) of the bundled entries whose shape `model` has, sorted; () for a shape none has: a config.json
+    or Hub id of a bundled model's quantization or fine-tune (Qwen3-30B-A3B-FP8's is qwen3-30b-a3b's shape; DeepSeek-V3's
+    is deepseek-r1's and deepseek-v3's)."""
+    return _by_shape().get(_shape_key(model), ())
+
+
+def is_bundled(name: str) -> bool:
+    """Whether `name` is a bundled entry's name or Hugging Face id (nothing loaded)."""
+    return str(name).strip().lower() in _index()
+
+
 def bundled(ref: str) -> ModelSpec | None:
     """The bundled model a registry name or Hugging Face id names, or None: nothing read beyond the package (no
     config path, no Hugging Face cache or Hub), for a reader of ids that must stay offline."""
