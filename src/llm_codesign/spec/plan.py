@@ -925,6 +925,22 @@ def check_spec_model(model: ModelSpec, spec: SpecDecoding | None) -> None:
     MTP load DeepSeek's model.layers.61), so no engine runs it; a model not read from a config (None) is not judged."""
     if spec is not None and spec.method == "mtp":
         check_mtp_module(model)
+    if spec is not None and spec.method == "draft" and spec.draft_model:
+        check_draft_vocab(model, spec.draft_model)
+
+
+def check_draft_vocab(model: ModelSpec, name: str) -> None:
+    """Refuse a drafter whose vocabulary is not the target's: its proposed token ids are verified as the target's, so the
+    engines take a draft model of the target's tokenizer only. vLLM raises "Target and draft model should have the same
+    vocabulary size" (SpeculativeConfig.verify_equal_vocab_size_if_draft_model, vllm/config/speculative.py:2040-2055,
+    called by DraftModelProposer, v1/spec_decode/draft_model.py:56-61@0.33.0) unless use_heterogeneous_vocab (greedy drafts
+    mapped over the two tokenizers' intersection, :1995-2009), which no answer here prices; SGLang and TensorRT-LLM
+    verify the draft's ids against the target's logits with no mapping. A vocabulary size is what a config states of
+    the tokenizer (Qwen3's 151,936 against Llama 3.1's 128,256)."""
+    draft = get_model(name)
+    if draft.vocab != model.vocab:
+        raise InputError("draft_model", name, f"a drafter with {model.name}'s tokenizer (vocabulary {model.vocab:,}; {draft.name}'s "
+                                              f"{draft.vocab:,}): the engines verify its token ids as the target's")
 
 
 def check_mtp_module(model) -> None:
