@@ -134,3 +134,11 @@ def test_sglang_on_rocm_names_no_modelopt_fp8_checkpoint_and_vllm_does(tmp_path)
     assert "is NVIDIA ModelOpt's, which sglang on ROCm does not load" in text and "nvidia/Llama-3.1-70B-Instruct-FP8 \\" not in text
     code, out, err = cli("export", *args, "--backend", "vllm", "-o", str(tmp_path / "v.yaml"))
     assert code == 0 and "model: nvidia/Llama-3.1-70B-Instruct-FP8" in next(tmp_path.glob("v.yaml*")).read_text()
+
+
+def test_lint_r4_calls_the_split_groups_an_error_with_a_width_that_holds_them(tmp_path):
+    # TP2, 4 and 8 split down_proj's 231 groups; 29696 = 128 x 8 x 29 is the nearest width whole at TP8 (29568 -> 29696)
+    code, out, _ = cli("lint", _write(tmp_path, "q72awq", AWQ72), "--gpu", "h100", "--json")
+    r4 = [f for f in json.loads(out)["findings"] if f["rule"] == "R4" and f["where"] == "inter"]
+    assert len(r4) == 1 and r4[0]["severity"] == "error" and r4[0]["figures"]["tp_refused"] == [2, 4, 8]
+    assert r4[0]["fix"].startswith("inter 29568 -> 29696 (whole groups of 128 at TP8)")
