@@ -616,12 +616,12 @@ def draft_path(name: str | None) -> str | None:
     target's (explore.export.instruct_first: llama-3.1-8b -> meta-llama/Llama-3.1-8B-Instruct); a Hub id or a folder as
     given. vLLM's speculative_config.model, SGLang's --speculative-draft-model-path and TensorRT-LLM's speculative_model
     each read a Hub id or a local folder, so a registry name written verbatim fails at load (newc11 #5)."""
-    from llm_codesign.explore.export import instruct_first
     from llm_codesign.spec.registry import entries, get_model
 
     if not name or name.lower() not in {e["name"].lower() for e in entries()}:
         return name
-    m = instruct_first(get_model(name))
-    if not m.hf_ids:
+    ids = get_model(name).hf_ids
+    if not ids:
         raise InputError("draft_model", name, "a drafter's Hugging Face id or checkpoint folder: the registry names no checkpoint for it")
-    return m.hf_ids[0]
+    # instruct_first's rule (explore.export imports this module, so not called from here): the id + "-instruct" where listed
+    return next((h for h in ids if h.lower() == ids[0].lower() + "-instruct"), ids[0])
