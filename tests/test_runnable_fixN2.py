@@ -5,6 +5,7 @@ for SGLang on ROCm. Each refusal is one line naming field, value and what is val
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -129,7 +130,12 @@ def test_sglang_on_rocm_names_no_modelopt_fp8_checkpoint_and_vllm_does(tmp_path)
     args = ["llama-3.1-70b", "--gpu", "mi300x", "--tp", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--concurrency", "32"]
     code, out, err = cli("export", *args, "--backend", "sglang", "-o", str(tmp_path / "s.sh"))
     assert code == 0, out + err
-    text = next(tmp_path.glob("s.sh*")).read_text()
+    path = next(tmp_path.glob("s.sh*"))
+    text = path.read_text()
+    # the file reads back as the deployment priced: the BF16 checkpoint quantized online is W:fp8, the same TPOT
+    code, back, err = cli("import", str(path), "--gpu", "mi300x")
+    tpot = re.compile(r"TPOT ([0-9.]+) ms")
+    assert code == 0 and "W:fp8 A:fp8 KV:fp8" in back and tpot.search(back).group(1) == tpot.search(out).group(1), back + err
     assert "--model-path meta-llama/Llama-3.1-70B-Instruct " in text and "--quantization fp8" in text
     assert "is NVIDIA ModelOpt's, which sglang on ROCm does not load" in text and "nvidia/Llama-3.1-70B-Instruct-FP8 \\" not in text
     code, out, err = cli("export", *args, "--backend", "vllm", "-o", str(tmp_path / "v.yaml"))
