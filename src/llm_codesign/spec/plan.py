@@ -934,9 +934,10 @@ def check_draft_vocab(model: ModelSpec, name: str) -> None:
     engines take a draft model of the target's tokenizer only. vLLM raises "Target and draft model should have the same
     vocabulary size" (SpeculativeConfig.verify_equal_vocab_size_if_draft_model, vllm/config/speculative.py:2040-2055,
     called by DraftModelProposer, v1/spec_decode/draft_model.py:56-61@0.33.0) unless use_heterogeneous_vocab (greedy drafts
-    mapped over the two tokenizers' intersection, :1995-2009), which no answer here prices; SGLang and TensorRT-LLM
-    verify the draft's ids against the target's logits with no mapping. A vocabulary size is what a config states of
-    the tokenizer (Qwen3's 151,936 against Llama 3.1's 128,256)."""
+    mapped over the two tokenizers' intersection, :1995-2009), which no answer here prices. SGLang's and TensorRT-LLM's
+    draft-model paths are not read here; their verification takes the draft's ids as the target's, as every draft-model
+    scheme does (Leviathan et al. 2023). A vocabulary size is what a config states of the tokenizer (Qwen3's 151,936
+    against Llama 3.1's 128,256)."""
     draft = get_model(name)
     if draft.vocab != model.vocab:
         raise InputError("draft_model", name, f"a drafter with {model.name}'s tokenizer (vocabulary {model.vocab:,}; {draft.name}'s "
