@@ -96,7 +96,8 @@ def test_kv_heads_not_dividing_tp8():
     # 6 KV heads: TP2 takes them (6 % 2 = 0), TP4 and TP8 neither divide them nor are divided by them. One error for both,
     # proposing 8: of 48's divisors (1 2 3 4 6 8 12 16 24 48) TP 2, 4 and 8 all take 1 2 4 8 16 24 48 (3, 6 and 12 fail
     # TP4 or TP8), and the nearest at or above 6 is 8
-    cfg = {**BASE, "num_attention_heads": 48, "num_key_value_heads": 6}
+    # 7168 / 48 = 149.3: head_dim stated (149, the floor this shape was priced at before fixN2 refused a floored one)
+    cfg = {**BASE, "num_attention_heads": 48, "num_key_value_heads": 6, "head_dim": 149}
     fs = [f for f in run(from_hf_config(cfg, "kv6"), "h100") if f.rule == "R7" and f.where.startswith("kv_heads@") and f.severity == "error"]
     assert [f.where for f in fs] == ["kv_heads@TP4,TP8"] and fs[0].figures["proposed"] == 8
 

@@ -86,13 +86,15 @@ def test_one_head_dim_rule_for_lint_estimate_and_export(tmp_path):
         "num_attention_heads": 40, "num_key_value_heads": 5, "num_hidden_layers": 30, "vocab_size": 50257,
         "max_position_embeddings": 8192, "tie_word_embeddings": False, "torch_dtype": "bfloat16"}))
     cfg = str(bad / "config.json")
+    # newc11 #2 (fixN2): where no kernel of the engine runs it (lint R4's error), estimate refuses it in lint's words
+    # rather than pricing it as if it ran, and names the engines that run it
     code, out, err = cli("estimate", cfg, "--gpu", "h100", "--tp", "1", "--concurrency", "8", "--json")
-    note = json.loads(out)["attention_note"]
-    assert code == 0 and note.startswith("head_dim 125: TensorRT-LLM's decode kernels are built for head sizes 32, 48, 64, 80, 96, 104, ")
-    assert note.endswith("the model does not run; priced as if it ran (lint R4)")
+    rule = "TensorRT-LLM's decode kernels are built for head sizes 32, 48, 64, 80, 96, 104, "
+    assert code == 2 and (out + err).strip().startswith(f"error: head_dim: 125 is not valid; a head size trtllm runs on H100 SXM: {rule}")
+    assert (out + err).strip().endswith("(lint R4); --backend vllm or sglang run it")
     code, out, err = cli("lint", cfg, "--gpu", "h100", "--json")
     r4 = [f for f in json.loads(out)["findings"] if f["rule"] == "R4" and f["where"] == "head_dim"]
-    assert [f["severity"] for f in r4] == ["error"] and r4[0]["message"].startswith(note.split("; priced")[0])
+    assert [f["severity"] for f in r4] == ["error"] and r4[0]["message"].startswith(f"head_dim 125: {rule}")
     code, out, err = cli("export", cfg, "--gpu", "h100", "--tp", "1", "--gpus", "1", "--concurrency", "8", "--backend", "vllm",
                          "-o", str(tmp_path / "v.yaml"))
     assert code == 0 and ("head_dim 125: vLLM's FlashAttention backend takes multiples of 8 up to 256: it runs its Triton attention "

@@ -25,6 +25,7 @@ from llm_codesign.explore.export_engines.base import (
     CHECKPOINT_PLACEHOLDER,
     check_nested,
     code_lines,
+    modelopt_elsewhere,
     parse_flags,
     per_rank,
     quantized_checkpoint,
@@ -116,13 +117,13 @@ def launched(model: ModelSpec, dep: Deployment, engine: str) -> tuple[ModelSpec,
     # a checkpoint already quantized before online quantization (vLLM's and SGLang's `quantization: fp8` is per-tensor dynamic
     # FP8 of the BF16 weights, another load path and accuracy than the checkpoint whose accuracy the answer quotes): every
     # engine serves the one checkpoint, at its own format, so no quantization option is written (weight_option: None)
-    if ck := quantized_checkpoint(model, w, dep.gpu):
+    if ck := quantized_checkpoint(model, w, dep.gpu, engine):
         from llm_codesign.spec.registry import get_model
 
         return (replace(model, hf_ids=(ck,), default_precision=get_model(ck).default_precision),
                 [f"# weights: {w.name}, read from {ck} (the registry's {w.name} checkpoint of this shape)"])
     if x.quantization_option and weight_option(model, dep.precision, engine) in ONLINE_QUANTIZATION:
-        return model, where
+        return model, where + [said for said in (modelopt_elsewhere(model, w, dep.gpu, engine),) if said]
     if said := quark_elsewhere(model, w, dep.gpu):
         # AMD's MXFP4 R1 on NVIDIA: not the launch's checkpoint, and no --quantization mxfp4 either: that is gpt-oss's loader,
         # which on the FP8 checkpoint named here fails at start (vLLM's ModelConfig._verify_quantization: the config's fp8

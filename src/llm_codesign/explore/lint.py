@@ -19,7 +19,7 @@ from llm_codesign.spec.engines.head_dims import FAST_HEAD_DIMS, head_dim_support
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import Plan, validity
+from llm_codesign.spec.plan import REASONS, Plan, quant_group, reason_text, validity
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 RULES = {
@@ -861,7 +861,29 @@ def _quantization_readiness(model, shards: dict, gpu: Gpu, engine: Engine | None
                                    100.0 * (pad / d - 1), f"{name} -> {to} (the nearest multiple of {step}: every scale block "
                                    f"and R2's tile grid{on}; or keep this tensor in a wider format)", shape=_with_dim(model, name, to)))
                 break
-    return out + _head_dims(model, engine, gpu, kv)
+    return out + _head_dims(model, engine, gpu, kv) + _group_split(model, gpu)
+
+
+def _group_split(model: ModelSpec, gpu: Gpu) -> list[Finding]:
+    """R4's quantization groups: an error where an INT checkpoint's row-parallel widths (spec.plan.group_widths) split its
+    groups at a TP up to the GPU's scale-up domain (8 at most), the plans estimate, pareto and export refuse (validity's
+    quant_groups: vLLM's AWQ/GPTQ linear methods raise at load); the fix widens the dense FFN to whole groups at TP8."""
+    g = quant_group(model)
+    if not g:
+        return []
+    top = min(max(int(gpu.scale_up_domain), 1), 8)
+    bad = [t for t in (2, 4, 8) if t <= top and int(validity(model, gpu, Plan(tp=t), t)) >= 0
+           and REASONS[int(validity(model, gpu, Plan(tp=t), t))] == "quant_groups"]
+    if not bad:
+        return []
+    inter = next((int(layer.ffn.inter) for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)), 0)
+    step = g * top
+    to = math.ceil(inter / step) * step if inter else 0
+    said = reason_text(model, gpu, REASONS.index("quant_groups"))
+    return [Finding("R4", "error", "inter", f"tp {', '.join(map(str, bad))}: {said}", 0.0,
+                    f"inter {inter} -> {to} (whole groups of {g} at TP{top}), or serve at a TP that holds whole groups" if to else
+                    "serve at a TP that holds whole groups", {"group_size": g, "tp_refused": bad},
+                    shape=_with_dim(model, "inter", to) if to and to != inter else None)]
 
 
 def _head_dims(model: ModelSpec, engine: Engine | None, gpu, kv: str | None = None) -> list[Finding]:

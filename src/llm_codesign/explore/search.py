@@ -29,11 +29,13 @@ from llm_codesign.serve.aggregated import (
 )
 from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format, check_runs
+from llm_codesign.spec.engines.head_dims import check_head_dims
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import (
     MAX_STEP_TOKENS,
+    REASONS,
     Deployment,
     Plan,
     SpecDecoding,
@@ -43,7 +45,9 @@ from llm_codesign.spec.plan import (
     divisors,
     precision_for,
     precision_notes,
+    quant_group,
     quark_mxfp4,
+    reason_text,
     validity,
 )
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -102,7 +106,38 @@ class SearchSpace:
 
 def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engine: Engine = TRTLLM) -> tuple[Plan, np.ndarray]:
     """Every valid plan (as arrays) that `engine` launches (Engine.runs_plans: not TensorRT-LLM's attention DP x TP) and its
-    instance size; where the space's fixed sizes leave only plans the engine does not launch, its one-line refusal."""
+    instance size; where the space's fixed sizes leave only plans the engine does not launch, its one-line refusal, and
+    where they leave only plans whose shards split an INT checkpoint's quantization groups, that one (quant_groups)."""
+    a = _plan_rows(model, space)
+    plan = Plan(*(a[:, i] for i in range(6)))
+    code = validity(model, gpu, plan, a[:, 6])
+    ok = code < 0
+    runs = engine.runs_plans(plan, moe=model.is_moe)
+    if (ok & ~runs).any() and not (ok & runs).any():
+        check_runs(engine, gpu, plan.at(int(np.argmax(ok & ~runs))), moe=model.is_moe)
+    ok &= runs
+    if not ok.any():
+        grouped = code == REASONS.index("quant_groups")
+        if grouped.any():
+            raise InputError("deployment", plan.label(int(np.argmax(grouped))), reason_text(model, gpu, REASONS.index("quant_groups")))
+        raise InputError("deployment", f"{space.num_gpus}x{gpu.id}", "no valid plan: the fixed parallel sizes do not divide this model's heads/experts/layers")
+    a = a[ok]
+    return Plan(*(a[:, i] for i in range(6))), a[:, 6]
+
+
+def group_skips(model: ModelSpec, gpu: Gpu, space: SearchSpace) -> tuple[str, ...]:
+    """The line a frontier says where plans were left out because their shards split the checkpoint's quantization groups
+    (spec.plan.quant_group: vLLM refuses them at load), with how many; none where no plan was."""
+    if not quant_group(model):
+        return ()
+    a = _plan_rows(model, space)
+    code = validity(model, gpu, Plan(*(a[:, i] for i in range(6))), a[:, 6])
+    n = int((code == REASONS.index("quant_groups")).sum())
+    return (f"{n} plan{'s' if n != 1 else ''} left out: {reason_text(model, gpu, REASONS.index('quant_groups'))}",) if n else ()
+
+
+def _plan_rows(model: ModelSpec, space: SearchSpace) -> np.ndarray:
+    """The space's plans before validity: rows of (tp, pp, ep, moe_tp, adp, kvp, instance GPUs)."""
     N = space.num_gpus
     if N < 1:
         raise InputError("gpus", N, "a positive integer")
@@ -126,17 +161,7 @@ def plans(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engine: Engine = TR
                 rows.append((tp, pp, 1, 1, adp, kvp, n))
     if not rows:
         raise InputError("gpus", N, "a GPU count that admits at least one plan with the fixed sizes")
-    a = np.asarray(rows, dtype=np.int64)
-    plan = Plan(*(a[:, i] for i in range(6)))
-    ok = validity(model, gpu, plan, a[:, 6]) < 0
-    runs = engine.runs_plans(plan, moe=model.is_moe)
-    if (ok & ~runs).any() and not (ok & runs).any():
-        check_runs(engine, gpu, plan.at(int(np.argmax(ok & ~runs))), moe=model.is_moe)
-    ok &= runs
-    if not ok.any():
-        raise InputError("deployment", f"{N}x{gpu.id}", "no valid plan: the fixed parallel sizes do not divide this model's heads/experts/layers")
-    a = a[ok]
-    return Plan(*(a[:, i] for i in range(6))), a[:, 6]
+    return np.asarray(rows, dtype=np.int64)
 
 
 def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
@@ -251,6 +276,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     if max_ttft_ms is not None:
         as_float("max_ttft_ms", max_ttft_ms, lo=0.0, lo_open=True)
     model.check_context(isl, osl)
+    check_head_dims(model, engine.name, gpu)  # lint R4's error, as estimate refuses it
     workload = Workload(isl=isl, osl=osl, prefix_hit=prefix_hit, arrival=arrival)  # the frontier's (arrival checked here, before any search)
     t0 = time.perf_counter()
     plan, inst = plans(model, gpu, space, engine=engine)
@@ -267,7 +293,7 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
                     cloud=thinned_cloud(c, sel), roofline_bound=roofline_bound(model, gpu, precs, space.num_gpus, accepted=max(
                         [space.spec.at(int(k)).accepted() for k in ks if k] if space.spec else [], default=1.0), context=isl + osl / 2.0),
                     reachable=reachable(c, min_tps_user, max_ttft_ms, precs) if not len(sel) else {},
-                    not_searched=not_searched(model, gpu, space, engine))
+                    not_searched=not_searched(model, gpu, space, engine) + group_skips(model, gpu, space))
 
 
 def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engine: Engine,

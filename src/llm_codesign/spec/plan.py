@@ -13,9 +13,10 @@ import numpy as np
 
 from llm_codesign.errors import InputError, MissingInput
 from llm_codesign.spec.engines import check_kv_format, check_runs, engine_for, get_engine
+from llm_codesign.spec.engines.head_dims import check_head_dims
 from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL, check_arrival, memory_fraction
-from llm_codesign.spec.kinds import DenseFfn, MoE
+from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import DTYPES, Precision, executable, get_dtype
 from llm_codesign.spec.registry import get_model
@@ -32,6 +33,7 @@ REASONS = (
     "scale_up",           # a TP/Helix group larger than the scale-up domain
     "no_moe",             # ep/moe_tp > 1 on a dense model
     "dense_width",        # dense FFN width not divisible by tp*kvp
+    "quant_groups",       # a row-parallel shard of an INT4/INT8 checkpoint holds part of a quantization group
 )
 MESSAGES = {
     "gpus_mismatch": "the parallel sizes must multiply to the GPU count: tp*attention_dp*kvp*pp = ep*moe_tp*pp = gpus",
@@ -43,6 +45,8 @@ MESSAGES = {
     "scale_up": "a tensor-parallel group must fit in one scale-up domain ({link}) of {domain}",
     "no_moe": "ep and moe_tp must be 1 for a dense model",
     "dense_width": "the dense FFN width must be divisible by tp*kvp (width {dense_width})",
+    "quant_groups": ("each rank's share of {group_widths} must be whole groups of {group} values ({group_note}): the engines "
+                     "refuse a shard that splits a quantization group at load (vLLM's AWQ/GPTQ linear methods); tp {group_tp}"),
 }
 
 # what each vendor's scale-up domain is, as a refusal names it (AMD: the Infinity Fabric links between the 8 GPUs of a node)
@@ -180,7 +184,36 @@ def validity(model: ModelSpec, gpu: Gpu, plan: Plan, num_gpus) -> np.ndarray:
     for layer, _ in model.groups:
         if isinstance(layer.ffn, DenseFfn):
             flag("dense_width", layer.ffn.inter % (tp * kvp) != 0)
+    g = quant_group(model)
+    for width, split in group_widths(model) if g else ():  # o_proj over tp, the dense FFN's down_proj over tp*kvp
+        flag("quant_groups", width % ((tp if split == "tp" else tp * kvp) * g) != 0)
     return reason
+
+
+def quant_group(model: ModelSpec) -> int:
+    """The quantization group of the checkpoint's INT4/INT8 weights (AWQ's and GPTQ's group_size, compressed-tensors' pack-
+    quantized group: spec.precision.int_grouped), 0 where its weights are another format or one scale per channel. Its
+    row-parallel layers split their input over the ranks, and each rank must hold whole groups: vLLM's AWQ linear method
+    raises "The input size is not aligned with the quantized weight shape. This can be caused by too large tensor parallel
+    size" where input_size_per_partition % group_size != 0 (model_executor/layers/quantization/auto_awq.py:819-824@0.33.0), and
+    GPTQ/AWQ Marlin the same through verify_group_size_divides_partition (distributed/utils.py:137-152, called from
+    quantization/utils/marlin_utils.py:199-204@0.33.0). MoE experts are not judged: vLLM's GPTQ MoE falls back to its
+    MoeWNA16 kernels where Marlin refuses the shard (auto_gptq.py:239-248@0.33.0)."""
+    w = model.default_precision.weight
+    return int(w.weight_block) if w.name in ("int4", "int8") and w.weight_block > 0 else 0
+
+
+def group_widths(model: ModelSpec) -> list[tuple]:
+    """The input widths of the row-parallel layers an INT checkpoint quantizes, with the size that splits each: attention's
+    o_proj (heads x v_head_dim, over tp) where the attention weights are the grouped format, each dense FFN's down_proj
+    (its width, over tp*kvp, as dense_width)."""
+    out = []
+    if model.default_precision.attn_weight in (None, model.default_precision.weight):
+        out += [(layer.attn.heads * layer.attn.v_head_dim, "tp") for layer, _ in model.groups if isinstance(layer.attn, (GQA, MLA))]
+    out += [(layer.ffn.inter, "tp*kvp") for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)]
+    if any(np.ndim(w) for w, _ in out):  # swept shapes (arrays: lint's and design's): each as it is
+        return out
+    return sorted(set(out), key=lambda x: (x[1], int(x[0])))
 
 
 def divisors(n: int) -> list[int]:
@@ -202,7 +235,21 @@ def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
         kv_heads=sorted({int(np.max(k)) for k in kvh}), experts=moe.experts if moe else 0,
         moe_width=moe.expert_inter if moe else 0, layers=model.num_layers,
         domain=f"{gpu.scale_up_domain} GPU{'' if gpu.scale_up_domain == 1 else 's'}", link=SCALE_UP_LINKS.get(gpu.vendor, SCALE_UP_LINKS["nvidia"]),
-        dense_width=sorted(set(dense)))
+        dense_width=sorted(set(dense)), **_group_words(model))
+
+
+def _group_words(model: ModelSpec) -> dict:
+    """reason_text's words for quant_groups: the widths in groups, and the TPs whose shards hold whole groups (Qwen2.5-72B-AWQ:
+    down_proj 29568 = 231 groups of 128, so TP 1 only of the powers of two; at TP8 a rank holds 3696 = 28.875 groups)."""
+    g, widths = quant_group(model), group_widths(model)
+    if not g or not widths:
+        return {"group_widths": "", "group": 0, "group_note": "", "group_tp": ""}
+    names = {"tp": "o_proj", "tp*kvp": "down_proj"}
+    whole = math.gcd(*(int(w) // g if int(w) % g == 0 else 0 for w, _ in widths))
+    ok = [t for t in divisors(whole) if t <= 64] if whole else []
+    return {"group_widths": ", ".join(f"{names[s]} {w} (over {s})" for w, s in widths), "group": g,
+            "group_note": "; ".join(f"{w} = {w / g:g} groups" for w, _ in widths),
+            "group_tp": f"{', '.join(map(str, ok))} hold{'s' if len(ok) == 1 else ''} whole groups" if ok else "no TP holds whole groups"}
 
 
 @dataclass(frozen=True)
@@ -864,6 +911,7 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     # the model's own refusal first (a dense model's MXFP4 advice differs from a MoE's): Deployment's own check, which
     # knows no model, would pre-empt it (review frev #7)
     check_runs(engine_for(gpu, backend), gpu, prec=prec.on(gpu), moe=model.is_moe)
+    check_head_dims(model, engine_for(gpu, backend).name, gpu, prec.kv.name)  # lint R4's error: a head size no kernel runs
     dep = Deployment(gpu=gpu, num_gpus=n, plan=plan, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch,
                      chunked_prefill=chunked_prefill, plan_note=attention_dp_note(plan, gpus_given=bool(num_gpus)))
     check_step_budget(dep)
@@ -877,6 +925,23 @@ def check_spec_model(model: ModelSpec, spec: SpecDecoding | None) -> None:
     MTP load DeepSeek's model.layers.61), so no engine runs it; a model not read from a config (None) is not judged."""
     if spec is not None and spec.method == "mtp":
         check_mtp_module(model)
+    if spec is not None and spec.method == "draft" and spec.draft_model:
+        check_draft_vocab(model, spec.draft_model)
+
+
+def check_draft_vocab(model: ModelSpec, name: str) -> None:
+    """Refuse a drafter whose vocabulary is not the target's: its proposed token ids are verified as the target's, so the
+    engines take a draft model of the target's tokenizer only. vLLM raises "Target and draft model should have the same
+    vocabulary size" (SpeculativeConfig.verify_equal_vocab_size_if_draft_model, vllm/config/speculative.py:2040-2055,
+    called by DraftModelProposer, v1/spec_decode/draft_model.py:56-61@0.33.0) unless use_heterogeneous_vocab (greedy drafts
+    mapped over the two tokenizers' intersection, :1995-2009), which no answer here prices. SGLang's and TensorRT-LLM's
+    draft-model paths are not read here; their verification takes the draft's ids as the target's, as every draft-model
+    scheme does (Leviathan et al. 2023). A vocabulary size is what a config states of the tokenizer (Qwen3's 151,936
+    against Llama 3.1's 128,256)."""
+    draft = get_model(name)
+    if draft.vocab != model.vocab:
+        raise InputError("draft_model", name, f"a drafter with {model.name}'s tokenizer (vocabulary {model.vocab:,}; {draft.name}'s "
+                                              f"{draft.vocab:,}): the engines verify its token ids as the target's")
 
 
 def check_mtp_module(model) -> None:

@@ -225,8 +225,12 @@ def check_config(cfg: dict, outer: dict | None = None) -> None:
     if H and kv and not cfg.get("kv_lora_rank") and (kv > H or H % kv):
         raise InputError("config.num_key_value_heads", kv, f"a divisor of num_attention_heads ({H}): each KV head serves a whole group of query heads")
     h = cfg.get("hidden_size")
-    if H and h and not cfg.get("head_dim") and h < H:
-        raise InputError("config.hidden_size", h, f"at least num_attention_heads ({H}) without a head_dim (head_dim = hidden_size // heads)")
+    if H and h and not cfg.get("head_dim") and not cfg.get("kv_lora_rank") and h % H:
+        # head_dim = hidden_size // heads would floor it (4095 / 32 -> 127, a q_proj 4064 wide on a 4095 residual), a shape no
+        # trained checkpoint has: transformers' attention refused it ("hidden_size must be divisible by num_heads") before
+        # its head_dim default; a config that means another head size states head_dim, which is priced as given (newc11 #2)
+        raise InputError("config.hidden_size", h, f"a multiple of num_attention_heads ({H}), or give head_dim (head_dim = hidden_size "
+                                                  "// heads otherwise)")
     E = cfg.get("n_routed_experts") or cfg.get("num_local_experts") or cfg.get("num_experts") or 0
     for k in ("num_experts_per_tok", "top_k_experts", "moe_topk"):
         if E and cfg.get(k) and cfg[k] > E:

@@ -204,12 +204,13 @@ def served_name(model: ModelSpec) -> str:
     return model.hf_ids[0] if model.hf_ids else model.name
 
 
-def quantized_checkpoint(model: ModelSpec, weight, gpu=None) -> str | None:
+def quantized_checkpoint(model: ModelSpec, weight, gpu=None, engine: str | None = None) -> str | None:
     """The registry's checkpoint of `model` already quantized to `weight`, or None: an entry of the same shape (hidden,
     layers, parameters) whose own weights are `weight` and whose Hugging Face id extends one of `model`'s (the same
     release: nvidia/Llama-3.1-70B-Instruct-FP8 for meta-llama/Llama-3.1-70B; never another release of one shape,
     kimi-k2.5's int4 for kimi-k2, or nvidia/DeepSeek-R1-NVFP4 for deepseek-v3). An AMD Quark checkpoint only where Quark's
-    MXFP4 runs (spec.plan.quark_runs_on: CDNA; `gpu` None counts as one): elsewhere quark_elsewhere says why not."""
+    MXFP4 runs (spec.plan.quark_runs_on: CDNA; `gpu` None counts as one): elsewhere quark_elsewhere says why not; NVIDIA's
+    ModelOpt FP8 one only where `engine` loads it on `gpu` (modelopt_fp8_loads: not SGLang on ROCm; None counts as loading)."""
     from llm_codesign.spec.plan import quark_runs_on
     from llm_codesign.spec.registry import entries, get_model
 
@@ -221,7 +222,7 @@ def quantized_checkpoint(model: ModelSpec, weight, gpu=None) -> str | None:
         m = get_model(e["name"])
         if m.name == model.name or (m.hidden, m.num_layers, m.total_params) != shape or m.default_precision.weight != weight:
             continue
-        if _is_quark(e) and not quark_runs_on(gpu):
+        if (_is_quark(e) and not quark_runs_on(gpu)) or (_is_modelopt(e) and weight.name == "fp8" and not modelopt_fp8_loads(engine, gpu)):
             continue
         # `model`'s own id first; a stem ends at a dash, so Llama-3.1-70B never takes Llama-3.3-70B's FP8 nor Kimi-K2 K2.5
         for stem in stems:
@@ -232,6 +233,34 @@ def quantized_checkpoint(model: ModelSpec, weight, gpu=None) -> str | None:
 
 def _is_quark(entry: dict) -> bool:
     return str(entry.get("quantization_config", {}).get("quant_method", "")).lower() == "quark"
+
+
+def _is_modelopt(entry: dict) -> bool:
+    """A TensorRT Model Optimizer checkpoint: its hf_quant_config.json (the registry's `quant` files, nvidia--*) or quant_method."""
+    return bool(entry.get("quant")) or str(entry.get("quantization_config", {}).get("quant_method", "")).lower() == "modelopt"
+
+
+def modelopt_fp8_loads(engine: str | None, gpu) -> bool:
+    """Whether `engine` on `gpu` loads NVIDIA's ModelOpt FP8 checkpoint (nvidia/Llama-3.1-70B-Instruct-FP8). SGLang 0.5.23 on
+    ROCm does not: its quant method, modelopt_fp8, is not in ModelConfig._verify_quantization's rocm_supported_quantization, which
+    raises "modelopt_fp8 quantization is currently not supported in ROCm" (sglang/srt/configs/model_config.py:2002-2016,
+    2156-2160@0.5.23 wheel). vLLM 0.33.0 on ROCm does: RocmPlatform.supported_quantization lists modelopt and modelopt_fp4
+    (vllm/platforms/rocm.py:668-692), ModelOptFp8Config asks capability 80 (model_executor/layers/quantization/modelopt.py:
+    449-450) and its per-tensor FP8 weights are rescaled to e4m3fnuz on gfx942 (modelopt.py:2181-2183, is_fp8_fnuz); the
+    newcomer's "modelopt is not supported in rocm" is an older list. TensorRT-LLM runs on NVIDIA only. ModelOpt NVFP4 on
+    SGLang ROCm loads as petit_nvfp4, which model_config.py's compatible_quantization_methods maps to modelopt."""
+    return not (engine == "sglang" and gpu is not None and gpu.vendor == "amd")
+
+
+def modelopt_elsewhere(model: ModelSpec, weight, gpu, engine: str) -> str | None:
+    """The header line where the registry's `weight` checkpoint of `model` is NVIDIA's ModelOpt FP8 one, which `engine` on
+    `gpu` does not load (modelopt_fp8_loads), and the launch quantizes the BF16 checkpoint as it loads instead."""
+    if modelopt_fp8_loads(engine, gpu) or not (ck := quantized_checkpoint(model, weight)):
+        return None
+    return (f"# weights: {weight.name} quantized as the BF16 checkpoint loads (--quantization {weight.name}): the registry's "
+            f"{weight.name} checkpoint, {ck}, is NVIDIA ModelOpt's, which {engine} on ROCm does not load (its modelopt_fp8 is not "
+            "in SGLang's ROCm quantization list); or point the model at an FP8 checkpoint of the fp8 or quark methods "
+            "(AMD publishes amd/*-FP8-KV ones)")
 
 
 def quark_elsewhere(model: ModelSpec, weight, gpu) -> str | None:
@@ -580,3 +609,19 @@ def read_value(engine: str, table: str, value) -> str | None:
         if theirs == value:
             return ours
     return None
+
+
+def draft_path(name: str | None) -> str | None:
+    """Where the engines load a drafter (`--draft-model`) from: a registry name's instruction-tuned Hugging Face id, as the
+    target's (explore.export.instruct_first: llama-3.1-8b -> meta-llama/Llama-3.1-8B-Instruct); a Hub id or a folder as
+    given. vLLM's speculative_config.model, SGLang's --speculative-draft-model-path and TensorRT-LLM's speculative_model
+    each read a Hub id or a local folder, so a registry name written verbatim fails at load (newc11 #5)."""
+    from llm_codesign.spec.registry import entries, get_model
+
+    if not name or name.lower() not in {e["name"].lower() for e in entries()}:
+        return name
+    ids = get_model(name).hf_ids
+    if not ids:
+        raise InputError("draft_model", name, "a drafter's Hugging Face id or checkpoint folder: the registry names no checkpoint for it")
+    # instruct_first's rule (explore.export imports this module, so not called from here): the id + "-instruct" where listed
+    return next((h for h in ids if h.lower() == ids[0].lower() + "-instruct"), ids[0])

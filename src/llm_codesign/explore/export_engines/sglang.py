@@ -9,6 +9,7 @@ from llm_codesign.errors import InputError, MissingInput
 from llm_codesign.explore.export_engines.base import (
     Exporter,
     command_words,
+    draft_path,
     engine_spec,
     env_words,
     exporter,
@@ -96,7 +97,7 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["speculative-eagle-topk"] = 1
         o["speculative-num-draft-tokens"] = dep.spec.k + 1
         if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model:
-            o["speculative-draft-model-path"] = dep.spec.draft_model
+            o["speculative-draft-model-path"] = draft_path(dep.spec.draft_model)
     return o
 
 

@@ -11,6 +11,7 @@ from llm_codesign.explore.export_engines.base import (
     check_nested,
     code_lines,
     command_words,
+    draft_path,
     engine_spec,
     env_words,
     exporter,
@@ -65,7 +66,7 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         "trtllm", "cuda_graph_config", enable_padding=True,
         max_batch_size=min(dep.cuda_graph_max_bs or o["max_batch_size"], o["max_batch_size"]))
     if dep.spec is not None:
-        draft = {"speculative_model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
+        draft = {"speculative_model": draft_path(dep.spec.draft_model)} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
         o["speculative_config"] = nested("trtllm", "speculative_config", decoding_type=engine_spec("trtllm")["spec_method"][dep.spec.method],
                                          max_draft_len=dep.spec.k, **draft)
     return o

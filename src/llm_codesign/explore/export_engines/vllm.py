@@ -12,6 +12,7 @@ from llm_codesign.explore.export_engines.base import (
     Flags,
     code_lines,
     command_words,
+    draft_path,
     engine_spec,
     env_words,
     exporter,
@@ -73,7 +74,7 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     if dep.piecewise_graphs and graphs != 0:  # the decode graphs as pieces between the attention ops (graph_mode)
         o["compilation-config"] = nested("vllm", "compilation-config", cudagraph_mode="PIECEWISE")
     if dep.spec is not None:
-        draft = {"model": dep.spec.draft_model} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
+        draft = {"model": draft_path(dep.spec.draft_model)} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
         o["speculative-config"] = nested("vllm", "speculative-config", method=engine_spec("vllm")["spec_method"][dep.spec.method],
                                          num_speculative_tokens=dep.spec.k, **draft)
     return o

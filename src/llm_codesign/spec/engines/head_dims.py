@@ -138,3 +138,18 @@ def head_dim_note(model, engine: str, gpu, kv: str | None = None) -> str | None:
                           else "priced as the fast kernel (its Triton kernels are timed on Hopper only)")
             return f"head_dim {hd}: {rule}: {then}; {priced} (lint R4)"
     return None
+
+
+def check_head_dims(model, engine: str, gpu, kv: str | None = None) -> None:
+    """Refuse a model whose attention head size no kernel of `engine` on `gpu` runs (head_dim_support's "none": TensorRT-LLM
+    off its MMHA instantiations, vLLM below 32 off multiples of 8), in lint R4's words, naming the engines that run it: the
+    one rule estimate, pareto, export and import share with lint's R4 error (newc11 #2: head_dim 127 priced as if it ran)."""
+    from llm_codesign.errors import InputError
+    from llm_codesign.spec.engines.base import engines_on
+
+    for hd in gqa_head_dims(model):
+        said = head_dim_support(engine, gpu, hd, kv)
+        if said and said[0] == "none":
+            others = [e for e in engines_on(gpu) if e != engine and (head_dim_support(e, gpu, hd, kv) or ("",))[0] != "none"]
+            alt = f"; --backend {' or '.join(others)} run{'s' if len(others) == 1 else ''} it" if others else ""
+            raise InputError("head_dim", hd, f"a head size {engine} runs on {gpu.name}: {said[1]} (lint R4){alt}")
