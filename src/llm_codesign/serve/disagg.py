@@ -358,8 +358,7 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     admit = admission(0.0, 0.0 if arrival == "burst" else busy)
     if arrival == "burst":
         shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
-        q = burst_at_rank(np.asarray(C, float) / np.asarray(n_p, float), prefill["adp"], prefill["at_random"])
-        paid = serial_front(front, q)  # an idle pool: nothing hides it
+        paid = serial_front(front, burst_at_rank(C / np.asarray(n_p, float), prefill["adp"], prefill["at_random"]))  # nothing hides it
         base = base + _idle_paid(prefill, None, n_p)
         rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         if on_arrival:  # the bootstrap overlaps the wave's queue at the prefill pool
