@@ -116,7 +116,7 @@ def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     t_kv = kv_hand_off(model, gpu, costs.cal, prec, isl, prefill_gpus=g[ip], total_gpus=U, decode_plan=plan.take(id_))[:, None, None]
     t_dec = np.broadcast_to(dec["t_stage"], (P, B, K))[id_] * sizes[id_, 1, None, None]  # one decode iteration
     decode_time = max(osl - 1, 0) * tpot
-    pre = {k: pf[k][ip, None, None] for k in ("per_instance", "t_step", "queue_s", "t_alone", "t_loaded", "t_idle", "adp")}
+    pre = {k: pf[k][ip, None, None] for k in ("per_instance", "t_step", "queue_s", "t_alone", "t_loaded", "t_idle", "adp", "at_random")}
     rate, ttft, *_ = first_token(C, base, t_kv, t_decode_step=t_dec, decode_time=decode_time, prefill=pre, n_p=npp[:, None, None],
                                    on_arrival=costs.engine.first_token_on_kv_arrival, front=costs.ttft_overhead,
                                    overlaps=cost_overlaps(costs.engine, DEFAULT_ARRIVAL))

@@ -1188,7 +1188,7 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     # (docs/modelling-notes.md#request-overhead-overlap): only the phase part of t_wait (EngineCosts.phase_steps, the
     # arrival's: the running step's rest, and the poll interval's) hides it; the steps queued ahead and the attention-DP
     # hold start only once the request is in the engine's queue
-    front = costs.ttft_overhead * (q + 1.0) / 2.0
+    front = serial_front(costs.ttft_overhead, q)
     slack = (costs.phase_steps(arrival, fl.rounds) + (np.maximum(fl.recv_interval, 1.0) - 1.0) / 2.0) * t_iter
     before = front_end_wait(t_wait, front, slack=slack, overlaps=cost_overlaps(engine, arrival))
     # what the first token and TPOT sum, kept for a breakdown (evaluate's time_parts): the wait in decode steps, the front
@@ -1197,6 +1197,17 @@ def _request_times(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: 
     said = parts | {"prefill_span": span, "wait": t_wait + 0.0 * span, "front_end": before - t_wait, "prompt_stall": others[0],
                     "cohort_stall": others[1]}
     return q, t_pf_stage, span + before, tpot, life, said, t_req_pf
+
+
+def serial_front(cost, q):
+    """A request's share of the per-request work `cost` (ttft_overhead) at a rank that serves it one request at a time
+    (SGLang runs one scheduler process a rank, sglang 0.5.12 data_parallel_controller.py:571-606), `q` the requests the
+    request finds at its rank in the same burst or receive window, itself included: served in turn, the k-th waits k x
+    cost, (q + 1) / 2 x cost on average (1, 2.5, 32.5 x cost at q = 1, 4, 64). The one queue _request_times (a rank's
+    cohort) and serve.disagg.first_token (a burst at a prefill rank, serve.disagg.burst_at_rank) price. A q under one
+    is a rank's mean load where a burst has fewer requests than ranks: a request reaching a rank is still there itself,
+    and with nobody ahead pays its own cost once, never less: q is taken at 1 at least (docs/modelling-notes.md#disaggU-one-queue)."""
+    return np.asarray(cost, float) * (np.maximum(np.asarray(q, float), 1.0) + 1.0) / 2.0
 
 
 def cost_overlaps(engine: Engine, arrival: str) -> bool:

@@ -48,6 +48,7 @@ from llm_codesign.serve.aggregated import (
     prompt_budget,
     run_flags,
     seqs_text,
+    serial_front,
     whole_seqs,
 )
 from llm_codesign.serve.eager import eager_note
@@ -128,7 +129,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
                      max_seqs=costs.engine.max_batch(gpu), engine=costs.engine)
     queue_s = (adp if at_random else 1.0) / per_inst
     return {"t_alone": t_alone, "t_loaded": t_loaded, "t_idle": t_idle, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
-            "fits": mem["max_seqs_per_rank"] >= 1}
+            "at_random": float(at_random) + 0.0 * adp, "fits": mem["max_seqs_per_rank"] >= 1}
 
 
 # the MoE operators whose work is the whole instance's tokens, gathered from every attention-DP rank (the routed experts
@@ -357,7 +358,7 @@ def first_token(C, base, t_kv, *, t_decode_step, decode_time, prefill: dict, n_p
     admit = admission(0.0, 0.0 if arrival == "burst" else busy)
     if arrival == "burst":
         shared = shared_steps(np.asarray(C, float) / np.asarray(n_p, float) - 1.0, prefill)
-        paid = serial_front(front, np.asarray(C, float) / (np.asarray(n_p, float) * prefill["adp"]))  # an idle pool: nothing hides it
+        paid = serial_front(front, burst_at_rank(C / np.asarray(n_p, float), prefill["adp"], prefill["at_random"]))  # nothing hides it
         base = base + _idle_paid(prefill, None, n_p)
         rate, ttft = lockstep_waves(C, base + paid + admit + shared, decode_time, prefill["per_instance"], n_p)
         if on_arrival:  # the bootstrap overlaps the wave's queue at the prefill pool
@@ -397,11 +398,14 @@ def _idle_paid(prefill: dict, others, n_p):
     return (1.0 - np.clip(rho, 0.0, 1.0)) * t_idle
 
 
-def serial_front(cost, q):
-    """A burst's per-request work at a prefill rank receiving `q` requests together: each attention-DP rank's scheduler
-    serves its own one at a time, (q + 1) / 2 of the per-request `cost` on average, estimate's rule (serve.aggregated.
-    _request_times, _front_bound; crev10 #4)."""
-    return np.asarray(cost, float) * (np.maximum(np.asarray(q, float), 1.0) + 1.0) / 2.0
+def burst_at_rank(per_instance, adp, at_random):
+    """The requests a burst's request finds at its prefill rank, itself included (serve.aggregated.serial_front's q), where
+    `per_instance` = C / n_p reach each instance (the router spreads them, lockstep_waves) and its `adp` attention-DP ranks
+    take them balanced (`at_random` 0: every rank gets N / adp, the rank's load, at most one each where N <= adp) or at
+    random (1: prefill_pool's "random", SGLang's bootstrap_room % dp_size: each of the N - 1 others lands on the request's
+    rank with chance 1 / adp, so 1 + (N - 1) / adp, above one however few the burst)."""
+    n, adp = np.asarray(per_instance, float), np.asarray(adp, float)
+    return np.where(np.asarray(at_random, float) > 0, 1.0 + np.maximum(n - 1.0, 0.0) / adp, n / adp)
 
 
 def lockstep_waves(C, base, decode_time, per_instance, n_p) -> tuple:
