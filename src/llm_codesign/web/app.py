@@ -594,8 +594,8 @@ class DesignResponse(_Open):
     evaluated: int
     designs: list[dict[str, Any]]
     resolved: Optional[dict[str, Any]] = Field(None, description="How many priced shapes' quality the proxy resolves (`shapes` of "
-                                               "`of`), whether one of them beats the reference, and the best unresolved gain: the "
-                                               "line `design` prints beneath its table where some are not resolved.")
+                                               "`of`), the rows shown among them (`rows`), whether one of them beats the reference, "
+                                               "the best of them (gain, shape, row) and the best unresolved gain: resolved_line says it.")
     baseline_lines: list[str] = Field(default_factory=list, description="The lines `design` prints above its table "
                                       "(render.design_lines.baseline_lines): no row beating the baseline where none does, "
                                       "the baseline's own row (size, proxy loss, objective at its best deployment) and its "
