@@ -157,3 +157,21 @@ def test_page_shows_the_cli_lines(d8):
     _, every = d8
     assert got["resolved_line"] == resolved_line(every) and got["quality_line"] == quality_rule_line(every)
     assert re.search(r"needs 1\.121$", got["quality_line"]) and json.dumps(got["resolved"]) == json.dumps(every["resolved"])
+
+
+def test_quality_rule_line_keeps_a_narrow_window_apart_and_says_an_open_envelope():
+    # a 70B search outside the envelope at k 3 (design-a-shape's second run) had z 2.9996 and 3.0004 about its k: three
+    # decimals print "from 3 to 3", so the line takes four; its shapes are "in budget" alone, the envelope open
+    w = {"k": 3.0, "from": 2.99962, "to": 3.00041, "shapes": 5, "admitted": 3, "no_band": 1, "no_band_admitted": 1, "banded": 4,
+         "next": {"hidden": 1024, "layers": 8, "heads": 8, "kv_heads": 4, "inter": 2560, "z": 3.00041}}
+    r = {"reference": {"rule": "loss delta <= 3 x sigma_delta", "name": "llama-3.1-70b"}, "envelope": {"applied": False},
+         "screened": {"quality_limit": w}}
+    assert quality_rule_line(r) == (
+        "equal quality: loss delta <= 3 x sigma_delta (--quality-sigmas, --quality-tol); --quality-sigmas from 2.9996 to 3.0004 "
+        "admits the same 3 of the 5 grid shapes in budget (--outside-envelope): 1 differ from llama-3.1-70b only where the proxy "
+        "states no uncertainty (no test band: 1 pass, at a loss no worse than its, whatever the value), and the nearest of the 4 "
+        "others, h1024 L8 H8/4 ffn2560, needs 3.0004")
+    r["screened"]["quality_limit"] = w | {"to": None, "next": None}  # no banded shape beyond k: open above, three decimals
+    assert quality_rule_line(r).endswith("--quality-sigmas from 3 up admits the same 3 of the 5 grid shapes in budget "
+                                         "(--outside-envelope): 1 differ from llama-3.1-70b only where the proxy states no "
+                                         "uncertainty (no test band: 1 pass, at a loss no worse than its, whatever the value)")

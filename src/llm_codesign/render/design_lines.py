@@ -151,9 +151,12 @@ def quality_rule_line(r: dict) -> str:
     if not w:
         return out
     who = (r.get("baseline") or r["reference"])["name"]
-    z = lambda x: f"{x:.3f}".rstrip("0").rstrip(".")  # noqa: E731 (1.121; 0; 2.001 beside a k of 2)
+    # 1.121; 0; 2.001 beside a k of 2: as many decimals (3 to 6) as keep the window's two ends apart
+    digits = next((n for n in range(3, 7) if w["to"] is None or f"{w['from']:.{n}f}" != f"{w['to']:.{n}f}"), 6)
+    z = lambda x: f"{x:.{digits}f}".rstrip("0").rstrip(".")  # noqa: E731
     span = f"from {z(w['from'])} to {z(w['to'])}" if w["to"] is not None else f"from {z(w['from'])} up"
-    out += (f"; --quality-sigmas {span} admits the same {w['admitted']:,} of the {w['shapes']:,} grid shapes in budget and envelope: "
+    where = "in budget and envelope" if (r.get("envelope") or {}).get("applied", True) else "in budget (--outside-envelope)"
+    out += (f"; --quality-sigmas {span} admits the same {w['admitted']:,} of the {w['shapes']:,} grid shapes {where}: "
             f"{w['no_band']:,} differ from {who} only where the proxy states no uncertainty (no test band: {w['no_band_admitted']:,} "
             f"pass, at a loss no worse than its, whatever the value)")
     if w["next"]:
