@@ -175,3 +175,7 @@ def test_quality_rule_line_keeps_a_narrow_window_apart_and_says_an_open_envelope
     assert quality_rule_line(r).endswith("--quality-sigmas from 3 up admits the same 3 of the 5 grid shapes in budget "
                                          "(--outside-envelope): 1 differ from llama-3.1-70b only where the proxy states no "
                                          "uncertainty (no test band: 1 pass, at a loss no worse than its, whatever the value)")
+    # no shape without a band (a MoE search against qwen3-30b-a3b: 0 of 28): the line names the nearest beyond k alone
+    r["screened"]["quality_limit"] = w | {"no_band": 0, "no_band_admitted": 0}
+    assert quality_rule_line(r).endswith("--quality-sigmas from 2.9996 to 3.0004 admits the same 3 of the 5 grid shapes in budget "
+                                         "(--outside-envelope): the nearest beyond it, h1024 L8 H8/4 ffn2560, needs 3.0004")

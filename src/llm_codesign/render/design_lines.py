@@ -156,12 +156,13 @@ def quality_rule_line(r: dict) -> str:
     z = lambda x: f"{x:.{digits}f}".rstrip("0").rstrip(".")  # noqa: E731
     span = f"from {z(w['from'])} to {z(w['to'])}" if w["to"] is not None else f"from {z(w['from'])} up"
     where = "in budget and envelope" if (r.get("envelope") or {}).get("applied", True) else "in budget (--outside-envelope)"
-    out += (f"; --quality-sigmas {span} admits the same {w['admitted']:,} of the {w['shapes']:,} grid shapes {where}: "
-            f"{w['no_band']:,} differ from {who} only where the proxy states no uncertainty (no test band: {w['no_band_admitted']:,} "
-            f"pass, at a loss no worse than its, whatever the value)")
-    if w["next"]:
-        out += f", and the nearest of the {w['banded']:,} others, {shape_label(w['next'])}, needs {z(w['next']['z'])}"
-    return out
+    said = [f"{w['no_band']:,} differ from {who} only where the proxy states no uncertainty (no test band: {w['no_band_admitted']:,} "
+            "pass, at a loss no worse than its, whatever the value)"] if w["no_band"] else []
+    if w["next"]:  # a MoE search against qwen3-30b-a3b: every shape has a band
+        which = f"of the {w['banded']:,} others" if w["no_band"] else "beyond it"
+        said.append(f"the nearest {which}, {shape_label(w['next'])}, needs {z(w['next']['z'])}")
+    return out + f"; --quality-sigmas {span} admits the same {w['admitted']:,} of the {w['shapes']:,} grid shapes {where}" + (
+        ": " + ", and ".join(said) if said else "")
 
 
 def resolved_line(r: dict) -> str | None:
