@@ -107,7 +107,11 @@ def test_design_ranks_as_the_cli_and_the_page_says_its_marks(client):
     body = {"params": 8e9, "gpu": "h200", "num_gpus": 8, "max_candidates": 300, "top": 10}
     first = client.post("/api/design", json=body).json()
     every = client.post("/api/design", json={**body, "rank_all": True}).json()
-    assert first["resolved"] == every["resolved"] and (first["resolved"]["shapes"], first["resolved"]["of"]) == (8, 111)
+    # over every priced shape, the same for both rankings; the rows shown among them differ (designG: rank_all's ten, none)
+    shown = ("rows", "best_resolved_row")
+    assert {k: v for k, v in first["resolved"].items() if k not in shown} == {k: v for k, v in every["resolved"].items() if k not in shown}
+    assert (first["resolved"]["shapes"], first["resolved"]["of"]) == (8, 111) and every["resolved"]["rows"] == []
+    assert first["resolved"]["rows"] == [i + 1 for i, d in enumerate(first["designs"]) if d["quality"]["resolved"]]
     res = [d["quality"]["resolved"] for d in first["designs"]]
     assert res == sorted(res, reverse=True)  # no resolved row after an unresolved one
     obj = [d["objective"] for d in every["designs"]]
@@ -123,7 +127,9 @@ def test_design_ranks_as_the_cli_and_the_page_says_its_marks(client):
     assert code == 0, err
     text = " ".join(out.split())
     line = got["notes"][-1]
-    assert line.startswith("quality resolved (err ± <= |loss| + ±test) for 8 of 111 priced shapes; the best shape") and line in text
+    assert line == every["resolved_line"] and line in text and got["notes"][-2] == every["quality_line"] in text
+    assert line.startswith("quality resolved (err ± <= |loss| + ±test) for 8 of 111 priced shapes: the best of them ")
+    assert "on none of the rows above: design 1 without --rank-all; the best shape whose quality it cannot resolve" in line
     assert got["notes"][0].startswith("?: quality not resolved") and "ranked after" not in got["notes"][0]
     bad = client.post("/api/design", json={**body, "rank_all": "yes"})
     assert bad.status_code == 422 and bad.json()["field"] == "rank_all"

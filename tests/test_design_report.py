@@ -201,13 +201,15 @@ def test_design_and_estimate_band_ttft_on_the_same_arrival(monkeypatch):
 def test_the_report_says_designs_search_lines(run):
     # branch uxleft: the page lacked two lines design's CLI prints beneath its table, where the rows sit against the
     # budget with design 1's gain at equal parameters (params_line) and what the FFN-ratio pass priced (ffn_pass_line);
-    # the page's list holds exactly those lines of the same result
-    from llm_codesign.render.design_lines import ffn_pass_line, params_line
+    # the page's list holds exactly those lines of the same result (designG: and the quality lines, the --quality-sigmas
+    # window and the resolved rows, this 8B search's 1.314 and 5 of 56 against qwen3-8b)
+    from llm_codesign.render.design_lines import ffn_pass_line, params_line, quality_rule_line, resolved_line
 
     r, page = run
     items = page.split('<ul id="search" class="hint">')[1].split("</ul>")[0].removeprefix("<li>").removesuffix("</li>").split("</li><li>")
-    want = [params_line(r, "tok/s/GPU"), ffn_pass_line(r["grid"]["ffn_pass"])]
+    want = [params_line(r, "tok/s/GPU"), ffn_pass_line(r["grid"]["ffn_pass"]), quality_rule_line(r), resolved_line(r)]
     assert items == [html.escape(x) for x in want] and all(want)
+    assert want[2].endswith("needs 1.314") and want[3].startswith("quality resolved (err ± <= |loss| + ±test) for 5 of 56 priced")
     eq = r["designs"][0]["gain_equal_params_pct"]
     # the equal-params gain is design 1's tok/s/GPU scaled by its parameters over the baseline's (as if weights set the speed)
     d, b = r["designs"][0], r["baseline"]

@@ -583,8 +583,10 @@ def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "t
     SLO (the dict `llm-codesign design --json` prints): each row with its lint counts and its objective's 80% and
     95% intervals (`intervals`), and the top three beside the reference in `side_by_side` (explore.design_report).
     `progress`, where given, is called as `progress(done, total)` with the shapes priced so far. Rows whose quality the proxy
-    resolves (err ± <= |loss| + ±test) rank first, the answer's `resolved` counting them; `rank_all` ranks by the objective
-    alone (the CLI's --rank-all)."""
+    resolves (err ± <= |loss| + ±test) rank first, the answer's `resolved` counting them (the rows shown among them, the best
+    of them and the best unresolved gain); `rank_all` ranks by the objective alone (the CLI's --rank-all). `screened`'s
+    `quality_limit` holds the `quality_sigmas` values that admit the same shapes. render.design_lines.quality_rule_line and
+    resolved_line say both as the CLI and the page do."""
     from llm_codesign.explore.design import Slo, check_options
     from llm_codesign.explore.design import design as run
     from llm_codesign.explore.design_report import complete

@@ -35,6 +35,9 @@ from llm_codesign.render.design_lines import (  # noqa: F401 (shared with design
     ffn_pass_line,
     objective_short,
     params_line,
+    quality_rule_line,
+    resolved_line,
+    shape_label,
     versus_line,
     wins_by,
 )
@@ -449,10 +452,7 @@ def design(
     env = r["envelope"]
     rows = []
     for j, d in enumerate(r["designs"], 1):
-        s = d["shape"]
-        shape = f"h{s['hidden']} L{s['layers']} H{s['heads']}/{s['kv_heads']} " + (
-            f"E{s['experts']} k{s['top_k']} w{s['expert_inter']}" + (f" +sh{s['shared_inter']}" if s["shared_inter"] else "") if "experts" in s else f"ffn{s['inter']}")
-        q, e = d["quality"], d["envelope"]
+        shape, q, e = shape_label(d["shape"]), d["quality"], d["envelope"]
         where = "in" if e["inside"] else _envelope_cell(e["outside"][0])
         rows.append((str(j), shape, f"{d['total_params'] / 1e9:.1f}B", f"{d['active_params'] / 1e9:.1f}B",
                      f"{q['delta_pct']:+.2f}±" + ("n/a" if q.get("test_band_na") else f"{q['sigma_delta_pct']:.2f}") + (" ~" if q.get("flat") else "")
@@ -481,7 +481,8 @@ def design(
                f"proxy loss against {ref['name']}'s; ±test: sigma_delta, the band the equal-quality test uses; err ± beneath: the "
                "model's error of the delta, flat axes and extrapolation included, the band to read as evidence; x beside it: a term "
                "extrapolated beyond its studied range or the model sizes it was measured at; ?: quality not resolved (err ± wider than "
-               "|loss| + ±test: the proxy cannot tell the row from the reference; ranked after the resolved rows); ~: the shapes differ on an axis the proxy is flat on (it cannot tell them apart). "
+               "|loss| + ±test: the proxy cannot tell the row from the reference" + ("" if r.get("rank_all") else "; ranked after the resolved rows")
+               + "); ~: the shapes differ on an axis the proxy is flat on (it cannot tell them apart). "
                + na_said(r["designs"])
                + (envelope_said(env) if inside else "envelope, beneath the loss: in, or the bound it breaks most, above its "
                   "maximum (>) or below its minimum (<), and by what factor (--json: every bound)") + " ("
@@ -493,13 +494,9 @@ def design(
     # a row's objective whose 95% interval spans more than x20 marked, as estimate says "not predictable here"
     if line := unpredictable_footnote([d.get("intervals") for d in r["designs"]], [r["objective"]], "rows"):
         con.print(line, highlight=False)
-    con.print(f"equal quality: {ref['rule']} (--quality-sigmas, --quality-tol)")
-    if (rs := r.get("resolved")) and rs["shapes"] < rs["of"]:  # the test's band is narrower than the error: said, not hidden
-        con.print(f"quality resolved (err ± <= |loss| + ±test) for {rs['shapes']:,} of {rs['of']:,} priced shapes"
-                  + ("" if rs["shapes"] else ": no gain above is at a quality the proxy can tell from the reference's")
-                  + ("" if rs["beats_reference"] or not rs["shapes"] else ": none of them beats the reference")
-                  + (f"; the best shape whose quality it cannot resolve: {rs['best_unresolved_gain_pct']:+.1f}% {short}"
-                     if rs.get("best_unresolved_gain_pct") is not None else ""), highlight=False)
+    con.print(quality_rule_line(r), highlight=False)  # and the --quality-sigmas values that admit the same shapes
+    if line := resolved_line(r):  # the test's band is narrower than the error: said, not hidden, as the page says it
+        con.print(line, highlight=False)
     if line := params_line(r, short):
         con.print(line, highlight=False)
     if line := _batch_line(r, short):

@@ -363,6 +363,33 @@ def judge(cand: dict, ref: Reference, *, weight_dtype: str, qc: dict, pc: dict, 
     return out
 
 
+def quality_window(c: dict, ref: Reference, *, open_envelope: bool = False) -> dict | None:
+    """The --quality-sigmas values that admit the same shapes as `ref.k` among judge()'s shapes the envelope lets through
+    (every one with `open_envelope`, --outside-envelope): a shape with a test band (sigma_test > 0)
+    passes from k = z = (delta - tol x the reference's loss) / sigma_test up, one without passes at every k or none, so
+    the admitted set changes only at the banded shapes' z. {"k", "from", "to" (None: no banded shape beyond k), "shapes",
+    "admitted", "no_band" and "no_band_admitted" (shapes k cannot move), "banded", "next": the first shape k would admit
+    (its grid fields and z)}. An 8B search against llama-3.1-8b: every banded shape differs in KV heads, whose term
+    (proxy.toml [kv_sharing], -0.22 +- 0.11 ln m per halving) needs z >= 2 less the budget's parameter credit (<= 0.1
+    in ln N at +-10%), so 0 to 1.12 admit the same 90 shapes (modelling-notes #designG-small-budgets)."""
+    seen = np.asarray(c["inside"], bool) | open_envelope
+    if not seen.any():
+        return None
+    st, k = np.asarray(c["q_sigma_test"], float), float(ref.k)
+    d = np.asarray(c["q_delta"], float) - ref.tol * float(ref.terms["loss"])
+    band = seen & (st > 0)
+    z = np.where(band, d / np.where(band, st, 1.0), np.nan)
+    below, above = band & (z <= k), band & (z > k)
+    nxt = int(np.argmin(np.where(above, z, np.inf))) if above.any() else None
+    return {"k": k, "from": float(max(0.0, np.max(z[below]) if below.any() else 0.0)),
+            "to": float(z[nxt]) if nxt is not None else None, "shapes": int(seen.sum()), "admitted": int((seen & c["q_passes"]).sum()),
+            "no_band": int((seen & ~band).sum()), "no_band_admitted": int((seen & ~band & c["q_passes"]).sum()), "banded": int(band.sum()),
+            "next": None if nxt is None else {key: int(c[key][nxt]) for key in _SHAPE_KEYS if key in c} | {"z": float(z[nxt])}}
+
+
+_SHAPE_KEYS = ("hidden", "layers", "heads", "kv_heads", "head_dim", "inter", "experts", "top_k", "expert_inter", "shared_inter")
+
+
 def _take(c: dict, idx) -> dict:
     return {k: v[idx] for k, v in c.items()}
 
@@ -436,7 +463,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     grid = grid_rows(axes, moe=moe)
     allc = judge(in_budget(grid, params, budget_tol, vocab, active_params), **jk)
     screened = {"in_budget": int(len(allc["hidden"])), "inside_envelope": int(allc["inside"].sum()),
-                "pass_quality": int(allc["q_passes"].sum()), "admitted": int(allc["admit"].sum())}
+                "pass_quality": int(allc["q_passes"].sum()), "admitted": int(allc["admit"].sum()), "quality_limit": quality_window(allc, ref, open_envelope=outside_envelope)}
     cand = thin(_take(allc, allc["admit"]), max_candidates)
     screened["priced"] = int(len(cand["hidden"]))  # below "admitted" where max_candidates thinned them (an even spread)
     plan, inst = plans_for(num_gpus, gpu, moe=moe, long_context=slo.regime == "long-context")
@@ -954,13 +981,25 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
             # none of the rows beats what they are measured against: said first (a 120B / 5B MoE search against
             # gpt-oss-120b listed -9.3%, -22.2%, ... as designs)
             "beats_reference": bool(bo) and any((d["gain_pct"] or 0.0) > 0 for d in designs),
-            # the rows whose equal quality the proxy resolves, and those that beat the reference among them
-            "resolved": {"shapes": int(res[np.isfinite(obj)].sum()), "of": int(np.isfinite(obj).sum()),
-                         # over every resolved row, not the ones shown: --rank-all's top rows may hold none of them
-                         "beats_reference": bool(bo) and bool((obj[res & np.isfinite(obj)] > bo).any()),
-                         # what the rows ranked after them would have headlined: said, so the ranking hides nothing
-                         "best_unresolved_gain_pct": (100.0 * (float(np.max(obj[~res & np.isfinite(obj)])) / bo - 1.0)
-                                                      if bo and (~res & np.isfinite(obj)).any() else None)}}
+            "resolved": _resolved(cand, obj, res, rank, bo), "rank_all": bool(rank_all)}
+
+
+def _resolved(cand: dict, obj: np.ndarray, res: np.ndarray, rank: list[int], bo: float | None) -> dict:
+    """The priced shapes whose equal quality the proxy resolves (err ± <= |loss| + ±test), over every one, not the rows
+    shown (--rank-all's top rows may hold none of them): how many, the rows shown among them (1-based), whether one beats
+    the reference, the best of them (its gain, shape and row, None where not shown) and the best unresolved gain, what the
+    rows ranked after them would have headlined: said, so neither ranking hides the other (designG: --rank-all at 8B on
+    one H100 shows ten unresolved rows, +67 to +83%, and the best resolved shape, +8.9%, on none of them)."""
+    ok = np.isfinite(obj)
+    gain = (lambda i: 100.0 * (float(obj[i]) / bo - 1.0)) if bo else (lambda i: None)  # noqa: E731
+    best = int(np.argmax(np.where(res & ok, obj, -np.inf))) if (res & ok).any() else None
+    fast = int(np.argmax(np.where(~res & ok, obj, -np.inf))) if (~res & ok).any() else None
+    return {"shapes": int(res[ok].sum()), "of": int(ok.sum()), "rows": [j + 1 for j, i in enumerate(rank) if res[i]],
+            "beats_reference": bool(bo) and bool((obj[res & ok] > bo).any()),
+            "best_resolved_gain_pct": None if best is None else gain(best),
+            "best_resolved_shape": None if best is None else {k: int(cand[k][best]) for k in _SHAPE_KEYS if k in cand},
+            "best_resolved_row": rank.index(best) + 1 if best in rank else None,
+            "best_unresolved_gain_pct": None if fast is None else gain(fast)}
 
 
 def outside_grid(m: ModelSpec) -> list[str]:

@@ -121,3 +121,86 @@ def versus_line(r: dict) -> str | None:
     if not r["designs"]:
         return None
     return wins_by(r["designs"][0], (r.get("baseline") or r["reference"])["name"], objective_short(r["objective"]))
+
+
+def shape_label(s: dict) -> str:
+    """A shape as design's table names it: "h4096 L32 H32/8 ffn14336", a MoE's "... E128 k8 w768 +sh2048"."""
+    head = f"h{s['hidden']} L{s['layers']} H{s['heads']}/{s['kv_heads']} "
+    if s.get("experts"):
+        return head + f"E{s['experts']} k{s['top_k']} w{s['expert_inter']}" + (f" +sh{s['shared_inter']}" if s.get("shared_inter") else "")
+    return head + f"ffn{s['inter']}"
+
+
+def _rows(rows: list[int]) -> str:
+    """1-based row numbers as runs: [1, 2, 3, 5] -> "1-3, 5"."""
+    runs: list[list[int]] = []
+    for n in rows:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(f"{x[0]}-{x[-1]}" if len(x) > 1 else f"{x[0]}" for x in runs)
+
+
+def quality_rule_line(r: dict) -> str:
+    """The equal-quality rule beneath design's table, and the --quality-sigmas values that admit the same shapes
+    (explore.design.quality_window): at 8B none of 0 to 1.12 moves the answer, and the line says why rather than leave
+    a limit that seems not to apply (designG)."""
+    out = f"equal quality: {r['reference']['rule']} (--quality-sigmas, --quality-tol)"
+    w = (r.get("screened") or {}).get("quality_limit")
+    if not w:
+        return out
+    who = (r.get("baseline") or r["reference"])["name"]
+    # 1.121; 0; 2.001 beside a k of 2: as many decimals (3 to 6) as keep the window's two ends apart
+    digits = next((n for n in range(3, 7) if w["to"] is None or f"{w['from']:.{n}f}" != f"{w['to']:.{n}f}"), 6)
+    z = lambda x: f"{x:.{digits}f}".rstrip("0").rstrip(".")  # noqa: E731
+    span = f"from {z(w['from'])} to {z(w['to'])}" if w["to"] is not None else f"from {z(w['from'])} up"
+    where = "in budget and envelope" if (r.get("envelope") or {}).get("applied", True) else "in budget (--outside-envelope)"
+    said = [f"{w['no_band']:,} differ from {who} only where the proxy states no uncertainty (no test band: {w['no_band_admitted']:,} "
+            "pass, at a loss no worse than its, whatever the value)"] if w["no_band"] else []
+    if w["next"]:  # a MoE search against qwen3-30b-a3b: every shape has a band
+        which = f"of the {w['banded']:,} others" if w["no_band"] else "beyond it"
+        said.append(f"the nearest {which}, {shape_label(w['next'])}, needs {z(w['next']['z'])}")
+    return out + f"; --quality-sigmas {span} admits the same {w['admitted']:,} of the {w['shapes']:,} grid shapes {where}" + (
+        ": " + ", and ".join(said) if said else "")
+
+
+def resolved_line(r: dict) -> str | None:
+    """One line beneath design's table where the proxy cannot resolve every priced shape's quality (explore.design._resolved):
+    how many it resolves and which rows shown, the best of them (its row, or its shape where --rank-all shows it on none),
+    and what the best unresolved gain means: a shape the proxy cannot tell from the reference, unproven until trained.
+    None where every shape is resolved. The CLI prints it and the page shows it (POST /api/design's resolved_line)."""
+    rs = r.get("resolved")
+    if not rs or rs["shapes"] >= rs["of"]:
+        return None
+    who, short = (r.get("baseline") or r["reference"])["name"], objective_short(r["objective"])
+    out = f"quality resolved (err ± <= |loss| + ±test) for {rs['shapes']:,} of {rs['of']:,} priced shapes"
+    shown = rs.get("rows", [])
+    if not rs["shapes"]:
+        out += f": no gain above is at a quality the proxy can tell from {who}'s"
+    elif not rs["beats_reference"]:
+        out += f": none of them beats {who}, so no shape is faster at a quality the proxy can tell at this budget"
+    elif (g := rs.get("best_resolved_gain_pct")) is not None:
+        where = (f"row {rs['best_resolved_row']}" if rs.get("best_resolved_row")
+                 else f"{shape_label(rs['best_resolved_shape'])}, on none of the rows above" + (": design 1 without --rank-all" if r.get("rank_all") else ""))
+        out += (f" (rows {_rows(shown)})" if shown else "") + f": the best of them {g:+.1f}% {short}, {where}"
+    if (u := rs.get("best_unresolved_gain_pct")) is not None:
+        out += f"; the best shape whose quality it cannot resolve: {u:+.1f}% {short}"
+        b = rs.get("best_resolved_gain_pct")
+        if b is None or u > b:  # what a faster unresolved row means, said where it outruns every resolved one
+            out += (f", at a quality the proxy cannot tell from {who}'s (its error wider than its loss and the test band together): "
+                    "unproven until such a shape is trained and measured")
+    return out + _off_grid(r["reference"])
+
+
+def _off_grid(ref: dict) -> str:
+    """Why every row differs from the reference in query heads, where it does: design's grid sets them to hidden / head
+    size (explore.design.shapes), and Qwen3's (32B: 64 x 128 = 8192 against hidden 5120) are wider, so no row matches
+    them and each row's error takes the query heads' spread (proxy.toml [query_heads]): 0 of 263 resolved at 32B."""
+    s = ref.get("shape") or {}
+    if not {"heads", "head_dim", "hidden"} <= set(s) or s["heads"] * s["head_dim"] == s["hidden"]:
+        return ""
+    q = s["heads"] * s["head_dim"]
+    return (f"; {ref['name']}'s {s['heads']} query heads x {s['head_dim']} ({q}) are {'wider' if q > s['hidden'] else 'narrower'} than its "
+            f"hidden {s['hidden']}, a layout design's grid (query heads = hidden / head size) does not hold: every row differs from it "
+            "in query heads, which no term prices")

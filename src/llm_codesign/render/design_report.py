@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from llm_codesign.explore.lint import COST_KEY, COST_MEASURE, OBJECTIVE_KEY
-from llm_codesign.render.design_lines import bind_text, ffn_pass_line, params_line
+from llm_codesign.render.design_lines import bind_text, ffn_pass_line, params_line, quality_rule_line, resolved_line
 from llm_codesign.render.intervals import UNINFORMATIVE_TEXT
 from llm_codesign.render.plot import data_limits, gpus_text
 from llm_codesign.render.report import _PLOT_JS, BAND_TEXT
@@ -223,9 +223,11 @@ def _basis_html(cols: list[dict]) -> str:
 
 
 def _search_html(r: dict, objective: str) -> str:
-    """design's lines on where its rows sit against the parameter budget, with design 1's gain at equal parameters, and on
-    what its FFN-ratio pass priced, as the CLI prints them beneath its table (render.design_lines); none where neither is."""
-    lines = [x for x in (params_line(r, _METRIC[objective]), ffn_pass_line(r.get("grid", {}).get("ffn_pass"))) if x]
+    """design's lines on where its rows sit against the parameter budget, with design 1's gain at equal parameters, on
+    what its FFN-ratio pass priced, on the --quality-sigmas values that admit the same shapes and on the rows whose quality
+    the proxy resolves, as the CLI prints them beneath its table (render.design_lines); none where none is."""
+    lines = [x for x in (params_line(r, _METRIC[objective]), ffn_pass_line(r.get("grid", {}).get("ffn_pass")),
+                         quality_rule_line(r) if (r.get("screened") or {}).get("quality_limit") else None, resolved_line(r)) if x]
     return '<ul id="search" class="hint">' + "".join(f"<li>{html.escape(x)}</li>" for x in lines) + "</ul>" if lines else ""
 
 

@@ -594,14 +594,19 @@ class DesignResponse(_Open):
     evaluated: int
     designs: list[dict[str, Any]]
     resolved: Optional[dict[str, Any]] = Field(None, description="How many priced shapes' quality the proxy resolves (`shapes` of "
-                                               "`of`), whether one of them beats the reference, and the best unresolved gain: the "
-                                               "line `design` prints beneath its table where some are not resolved.")
+                                               "`of`), the rows shown among them (`rows`), whether one of them beats the reference, "
+                                               "the best of them (gain, shape, row) and the best unresolved gain: resolved_line says it.")
     baseline_lines: list[str] = Field(default_factory=list, description="The lines `design` prints above its table "
                                       "(render.design_lines.baseline_lines): no row beating the baseline where none does, "
                                       "the baseline's own row (size, proxy loss, objective at its best deployment) and its "
                                       "MoE hint, else the reference's size and proxy loss.")
     versus_line: Optional[str] = Field(None, description="The line `design` prints of design 1 against the baseline (else "
                                        "the reference): loss by term, its bands, params and KV, and the gain with its band.")
+    quality_line: Optional[str] = Field(None, description="The line `design` prints beneath its table of the equal-quality "
+                                        "rule and the quality_sigmas values that admit the same shapes (render.design_lines.quality_rule_line).")
+    resolved_line: Optional[str] = Field(None, description="The line `design` prints beneath its table where the proxy cannot "
+                                         "resolve every priced shape's quality: which rows it resolves, the best of them and what "
+                                         "the best unresolved gain means (render.design_lines.resolved_line).")
     side_by_side: Optional[dict[str, Any]] = Field(None, description="The reference and the top three designs side by side "
                                                    "(explore.design_report): frontiers, speed at the SLO, quality with its band, "
                                                    "envelope, lint findings.")
@@ -1108,7 +1113,7 @@ def _design(req: DesignRequest, job: "_Job", *, inputs, progress=None) -> dict:
         if progress:
             progress(done, total)
 
-    from llm_codesign.render.design_lines import baseline_lines, versus_line
+    from llm_codesign.render.design_lines import baseline_lines, quality_rule_line, resolved_line, versus_line
 
     g, base = inputs
     r = _plain(lc.design(req.params, g, num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
@@ -1117,7 +1122,8 @@ def _design(req: DesignRequest, job: "_Job", *, inputs, progress=None) -> dict:
                          max_candidates=req.max_candidates, top=req.top, active_params=req.active_params,
                          progress=step, rank_all=req.rank_all))
     # the lines `design` prints of the baseline (else the reference) and of design 1 against it: the CLI's own functions
-    return r | {"baseline_lines": baseline_lines(r), "versus_line": versus_line(r)}
+    return r | {"baseline_lines": baseline_lines(r), "versus_line": versus_line(r), "quality_line": quality_rule_line(r),
+                "resolved_line": resolved_line(r)}
 
 
 NDJSON = "application/x-ndjson"

@@ -842,19 +842,8 @@ function designView(r, rankAll) {
     el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; model error %: the model's error of the delta (flat axes and extrapolation included), the band to read as evidence; x beside it: a term extrapolated beyond its studied range or the model sizes it was measured at; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
     table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss % ±test", "n"], ["model error %", "n"], ["envelope", "t"],
                            [r.objective, "n"], ["deployment", "t"]], rows),
-    ...hints([unresolved, na, unpredictableFootnote(r.designs.map((d) => d.intervals), [r.objective], "rows"), resolvedLine(r)], "hint design-note"),
+    ...hints([unresolved, na, unpredictableFootnote(r.designs.map((d) => d.intervals), [r.objective], "rows"), r.quality_line, r.resolved_line], "hint design-note"),
     ...hints([r.versus_line], "said design-versus")];
-}
-
-// cli/design.py's line beneath its table where the proxy cannot resolve every priced shape's quality
-function resolvedLine(r) {
-  const rs = r.resolved, short = LABELS[r.objective] || r.objective, n = (x) => x.toLocaleString("en-US");
-  if (!rs || rs.shapes >= rs.of) return "";
-  const best = rs.best_unresolved_gain_pct;
-  return `quality resolved (err ± <= |loss| + ±test) for ${n(rs.shapes)} of ${n(rs.of)} priced shapes`
-    + (rs.shapes ? "" : ": no gain above is at a quality the proxy can tell from the reference's")
-    + (rs.beats_reference || !rs.shapes ? "" : ": none of them beats the reference")
-    + (best !== null && best !== undefined ? `; the best shape whose quality it cannot resolve: ${best >= 0 ? "+" : ""}${best.toFixed(1)}% ${short}` : "");
 }
 
 // The top designs beside the reference (explore.design_report.side_by_side), as `design --report` shows them: their
