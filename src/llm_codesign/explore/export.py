@@ -186,9 +186,25 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
     opts = x.options(model, dep, concurrency)
     if engine == "trtllm" and (extra or {}).get("isl", 0) > dep.step_tokens:  # such a prompt runs only chunked (prompt_budget)
         opts["enable_chunked_prefill"] = True
+    _vllm_whole_requests(opts, extra)
     if replicas > 1:
         head.append(f"# run {replicas} instances of this configuration behind a load balancer ({dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''} each)")
     return x.render(opts, head=head, model=model, file_name=file_name, env=x.env(dep))
+
+
+def _vllm_whole_requests(opts: dict, extra: dict | None) -> None:
+    """vLLM without chunked prefill: its file caps max-model-len at the step budget (SchedulerConfig.verify_max_model_len
+    refuses a launch whose max_num_batched_tokens is under max_model_len, vllm/config/scheduler.py:317-329@0.33.0), and the
+    server answers 400 to a request past max_model_len (CONTEXT_LIMIT_OPTIONS): a workload of longer requests is refused in
+    one line rather than written into a file that rejects it."""
+    limit, x = opts.get("max-model-len"), extra or {}
+    if opts.get("enable-chunked-prefill") is not False or limit is None or "isl" not in x or "osl" not in x:
+        return
+    if int(x["isl"]) + int(x["osl"]) > limit:
+        raise InputError("isl+osl", int(x["isl"]) + int(x["osl"]), f"at most {limit:,} for vLLM without chunked prefill: its "
+                         f"max-model-len must stay within max-num-batched-tokens ({opts['max-num-batched-tokens']:,}; SchedulerConfig."
+                         "verify_max_model_len, vllm/config/scheduler.py:317-329@0.33.0); raise --max-num-tokens to "
+                         f"{int(x['isl']) + int(x['osl']):,} or more, or turn chunked prefill on")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -465,8 +481,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
         raise InputError("config", dep.plan.label(), reason_text(m, gpu, code))
     es = engine_spec(name)
     documented = set(es["options"]) | set(es.get("command_options", ()))
-    # chunked prefill is always priced: turned off, it is one more option the deployment does not hold
-    ignored = sorted(k for k in _option_names(name, o) if k not in x.reads or (k == "enable-chunked-prefill" and o[k] is False))
+    ignored = sorted(k for k in _option_names(name, o) if k not in x.reads)
     ignored = [k if k.split(".")[0] in documented else f"{k} (not a {name} {es['version']} option)" for k in ignored]
     ignored = sorted(ignored + x.unread(o, m, dep))
     return Imported(name, m, dep, conc, copies, o, tuple(ignored), unset_env(text, name, dep))
