@@ -811,8 +811,10 @@ def _import_dynamo(text: str, path: str, meta: dict, price_pools, *, isl: int, o
     dd = d["deployment"]
     # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
     pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
+    # the decode workers' batch cap per rank, as the file writes it (--max-num-seqs, max_batch_size, max-running-requests):
+    # disagg's --decode-max-batch, export's --max-batch with Dynamo
     r = price_pools(d["model"], pre, dd, prefill_instances=p["instances"], decode_instances=d["instances"], concurrencies=[conc],
-                    isl=isl, osl=osl, arrival=arrival, calibration=calibration)
+                    isl=isl, osl=osl, arrival=arrival, calibration=calibration, decode_max_batch=dd.max_batch)
     out = {"engine": "dynamo", "engine_release": dd.engine.release, "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
            "decode": dd.to_dict() | {"instances": d["instances"]}, **r.rows[0], "arrival": arrival, "notes": list(r.notes)}
     return ImportEstimate(path=str(path), engine="dynamo", model=d["model"], deployment=dd, replicas=1, concurrency=conc,

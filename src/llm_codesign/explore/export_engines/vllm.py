@@ -348,10 +348,18 @@ class VLLMExporter(Exporter):
                        "its kernels priced as -O2 compiles them)")
         return out
 
+    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str) -> list[str]:
+        """Its Dynamo worker's flags; chunking off as --no-enable-chunked-prefill (a bool field's BooleanOptionalAction,
+        vllm/engine/arg_utils.py:386@0.33.0), which flags() would leave out as a false value (the worker then chunked)."""
+        words = super().worker_args(model, dep, concurrency, mode)
+        return words + ["--no-enable-chunked-prefill"] if dep.chunked_prefill is False else words
+
     def worker_options(self, args: dict) -> tuple[dict, str]:
         """A Dynamo vLLM worker's flags, which vLLM's own parser reads (FlexibleArgumentParser with
         AsyncEngineArgs.add_cli_args, dynamo/vllm/args.py:136-137@ai-dynamo 1.6.1): its human-readable integers as the
-        plain command line's (human_values)."""
+        plain command line's (human_values); --no-enable-chunked-prefill as the switch off."""
+        if args.pop("no-enable-chunked-prefill", None) is True:
+            args = {**args, "enable-chunked-prefill": False}
         return super().worker_options(human_values(Flags(args)))
 
     def chunked_prefill(self, o: dict) -> bool | None:
