@@ -42,14 +42,17 @@ def test_the_slo_search_prices_and_writes_the_launch_options(tmp_path):
 
 def test_the_slo_search_under_a_cap_writes_it_and_imports_at_its_point(tmp_path):
     # TensorRT-LLM, 70B FP8 on 4 H200s at >= 40 tok/s/user with graphs up to 16 and a cap of 64: the point chosen runs 15
-    # requests on TP1 x4, its file states max_batch_size 64 and the capture 16; import at the point's 15 prices it again
-    # (import's default load is the file's cap, 64: the import side fixC left)
+    # requests on TP1 x4, its file states max_batch_size 64 and the capture 16; import prices it again at the header's 15
+    # requests (a stated cap's export: its header's load, the cap itself as the load priced 64 requests, TPOT 32.54 ms)
     e = _json("export", "llama-3.1-70b", "--gpu", "h200", "--gpus", "4", "--weight-dtype", "fp8", "--kv-dtype", "fp8", "--min-tps-user", "40",
               "--cuda-graph-max-bs", "16", "--max-batch", "64", "-o", str(tmp_path / "t.yaml"))
     text = (tmp_path / "t.yaml").read_text()
     assert "max_batch_size: 64" in text and "  max_batch_size: 16" in text  # the cap, then cuda_graph_config's
     assert e["concurrency"] <= 64 and e["predicted"]["tok_s_per_user"] >= 40
-    assert _back(tmp_path / "t.yaml", "--concurrency", str(e["concurrency"])) == pytest.approx(e["predicted"], rel=1e-9)
+    assert e["concurrency"] == 15 and round(e["predicted"]["tpot_ms"], 2) == 22.90
+    assert _back(tmp_path / "t.yaml") == pytest.approx(e["predicted"], rel=1e-9)
+    assert _json("import", str(tmp_path / "t.yaml"))["concurrency"] == 15
+    assert round(_json("import", str(tmp_path / "t.yaml"), "--concurrency", "64")["tpot_ms"], 2) == 32.54
 
 
 @pytest.mark.parametrize("engine, name", [("trtllm", "d.yaml"), ("sglang", "d.yaml"), ("vllm", "d.yaml")])
@@ -106,6 +109,12 @@ def test_vllm_emulates_nvfp4_on_amd(model, gpu, dequant):
     r = _json("estimate", model, "--gpu", gpu, "--backend", "vllm", "--weight-dtype", "nvfp4", "--concurrency", "16", "--breakdown")
     ops = {o["name"]: o for o in r["breakdown"] if o["phase"] == "decode"}
     assert ops["layer/mxfp4_dequant"]["bytes"] == pytest.approx(dequant, rel=1e-12)
+    if model == "qwen3-30b-a3b":
+        # the experts' two input QDQs: 16 tokens x (h 2048 + top_k 8 x expert_inter 768 = 8,192 values) x 4 bytes = 524,288 B
+        # a layer x 48 = 25,165,824 B
+        assert ops["layer/nvfp4_experts_qdq"]["bytes"] == pytest.approx(25_165_824, rel=1e-12)
+    else:
+        assert "layer/nvfp4_experts_qdq" not in ops
     assert any(n.startswith(f"vLLM has no NVFP4 kernel on {gpu.upper()} (ROCm): it emulates it") for n in r["precision_notes"])
     assert not any("priced as mxfp4" in n or "no FP4 math" in n for n in r["precision_notes"])  # the mapping it replaced
     if model == "llama-3.1-8b":  # dequantise-then-BF16 is slower than BF16 itself, as vLLM's own warning says

@@ -123,15 +123,17 @@ def export(
     acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT, max_num_tokens: Optional[int] = O_MNT,
     cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill (with --concurrency)."),
     cuda_graph_max_bs: Optional[int] = typer.Option(None, "--cuda-graph-max-bs", min=0, max=MAX_CONCURRENCY,
-                                                    help="With --concurrency: the largest decode batch per rank replayed from a CUDA graph, "
-                                                         "as estimate's, written and priced (0: graphs off). Default: graphs padded up to "
-                                                         "the batch per rank where the engine's default capture misses it."),
+                                                    help="The largest decode batch per rank replayed from a CUDA graph, as estimate's "
+                                                         "(Dynamo: the decode workers'), written and priced (0: graphs off). Default: graphs "
+                                                         "padded up to the batch per rank where the engine's default capture misses it."),
     max_batch: Optional[int] = typer.Option(None, "--max-batch", min=1, max=MAX_CONCURRENCY,
-                                            help="With --concurrency: the engine's batch cap per attention-DP rank, as estimate's, written and priced."),
+                                            help="The engine's batch cap per attention-DP rank, as estimate's (Dynamo: the decode "
+                                                 "workers'; the SLO search: its batches up to it), written and priced."),
     chunked_prefill: Optional[bool] = typer.Option(None, "--chunked-prefill/--no-chunked-prefill",
-                                                   help="With --concurrency: whether the engine splits a prompt over steps, as estimate's "
-                                                        "(TensorRT-LLM enable_chunked_prefill; SGLang --no-chunked-prefill writes "
-                                                        "--chunked-prefill-size -1 and --max-prefill-tokens). Default: the engine's."),
+                                                   help="Whether the engine splits a prompt over steps, as estimate's (Dynamo: both pools'; "
+                                                        "TensorRT-LLM enable_chunked_prefill; SGLang --no-chunked-prefill writes "
+                                                        "--chunked-prefill-size -1, vLLM enable-chunked-prefill false and max-model-len "
+                                                        "at its step budget). Default: the engine's."),
     prefill: Optional[str] = typer.Option(None, "--prefill", help="Dynamo: prefill instance plan, e.g. tp=8,ep=8."),
     decode: Optional[str] = typer.Option(None, "--decode", help="Dynamo: decode instance plan, e.g. attention_dp=8,ep=8."),
     prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16, help="Dynamo: prefill workers of the --prefill plan."),

@@ -22,7 +22,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.pipeline import slowest_stage
 from llm_codesign.spec.engines import AR_NORM_KERNELS, Engine
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.kinds import GQA, DenseFfn, Ffn, Mixer, NoFfn, NoMixer
+from llm_codesign.spec.kinds import GQA, DenseFfn, Ffn, Mixer, MoE, NoFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import DTYPES, Precision, executable, gemm_math
@@ -283,6 +283,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     if emulated:
         ops += [_mxfp4_dequant(a, f, held, s, site=Site(prefix, "layer", group), at=at),
                 _mxfp4_input_qdq(a, f, held, s, site=Site(prefix, "layer", group), at=at)]
+        if isinstance(f, MoE) and prec.weight.name == "nvfp4":  # the emulated experts' own QDQs (_emulated_precisions)
+            ops.append(_nvfp4_experts_qdq(f, s, site=Site(prefix, "layer", group), at=at))
     if "ffn" not in parts:
         return ops
     # norms, residual adds, activation, RoPE: streamed once each
@@ -342,6 +344,15 @@ def _mxfp4_input_qdq(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site,
     if held.weight.name in EMULATED_FP4 and not isinstance(f, NoFfn):
         width, kernels = width + s.h + (f.inter / (s.tp * s.kvp) if isinstance(f, DenseFfn) else s.h), kernels + 2.0
     return _elementwise(site / "mxfp4_act_qdq", s.T * width * 4.0, kernels, at)
+
+
+def _nvfp4_experts_qdq(f: MoE, s: _Step, *, site: Site, at: _At) -> Op:
+    """vLLM's emulated NVFP4 experts quantise-dequantise their inputs before each of their two GEMMs
+    (moe_kernel_quantize_input(..., quantization_emulation=True) on hidden_states and on the activation's output,
+    fused_moe/experts/nvfp4_emulation_moe.py:486-492, 517-523@0.33.0): BF16 in and out, 4 bytes a value, one launch each.
+    Values: the rank's T tokens x h, then its (token, expert) pairs, T x top_k / EP, x expert_inter / MoE-TP."""
+    width = s.h + f.top_k * f.expert_inter / (np.asarray(s.ep, float) * np.asarray(s.moe_tp, float))
+    return _elementwise(site / "nvfp4_experts_qdq", s.T * width * 4.0, 2.0, at)
 
 
 def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Plan, *, b: Batch,

@@ -49,6 +49,8 @@ def _header(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: in
     meta = {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "replicas": replicas, "backend": dep.backend,
             "concurrency": concurrency, "weight_dtype": dep.precision.weight.name, "activation_dtype": dep.precision.activation.name,
             "kv_dtype": dep.precision.kv.name, "cpp": dep.cpp}
+    if dep.max_batch is not None:  # a cap the launch states (export --max-batch): import prices the header's load, not the cap
+        meta["max_batch"] = int(dep.max_batch)
     if dep.spec is not None:
         meta["spec"] = {"method": dep.spec.method, "k": dep.spec.k, "mean_accepted": dep.spec.mean_accepted,
                         "rates": list(dep.spec.at(dep.spec.k).rates if dep.spec.rates else ()), "draft_model": dep.spec.draft_model}
@@ -711,15 +713,26 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
     engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     _refuse_unset_env(imp)
     imp = _within_context_limit(imp, isl, osl)
-    conc = concurrency or imp.concurrency
+    conc, batch = _load(meta, concurrency, imp.concurrency)
     est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc, arrival=arrival), calibration=calibration)
     r = est.to_dict()
     r["deployment"] = imp.deployment.to_dict()
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
-    batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
     return ImportEstimate(path=given, engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
+
+
+def _load(meta: dict, concurrency: int | None, batch: int | None) -> tuple[int | None, str]:
+    """The requests an import prices and where they came from: --concurrency, else an export's own load where its launch
+    states a cap (the header's concurrency and max_batch: the cap may lie above the point's batch, export --max-batch 64 at
+    15 requests, or below it, 78 requests on 64 with the rest waiting, and the cap as the load priced another answer than
+    the header's, #fixC-export's left-over), else the configuration's max batch (`batch`), else none."""
+    own = int(meta["concurrency"]) if meta.get("concurrency") and meta.get("max_batch") is not None else None
+    conc = concurrency or own or batch
+    if not conc:
+        return conc, "no max batch given: the engine's own and the KV cache's"
+    return conc, "--concurrency" if concurrency else "the export's" if own else "the configuration's max batch"
 
 
 def _refuse_unset_env(imp: Imported) -> None:
