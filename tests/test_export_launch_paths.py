@@ -86,6 +86,16 @@ def test_vllm_with_chunking_off_is_written_read_back_and_priced_whole(tmp_path):
     back = _json("import", "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 8 --no-enable-chunked-prefill "
                            "--max-num-batched-tokens 8192 --max-model-len 8192", "--gpu", "h200", "--isl", "4000", "--osl", "256")
     assert back["ignored"] == [] and back["deployment"]["chunked_prefill"] is False
+    # with no --max-num-batched-tokens vLLM raises the budget to max(max_model_len, its default) (arg_utils.py:3194-3198
+    # @0.33.0): --max-model-len 32768 runs a 32,768-token budget, priced as estimate --max-num-tokens 32768 prices it; without
+    # it the model's context, 131,072 (Llama-3.1's)
+    line = "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-num-seqs 8 --no-enable-chunked-prefill"
+    long = ["--gpu", "h200", "--isl", "20000", "--osl", "256"]
+    back = _json("import", line + " --max-model-len 32768", *long)
+    est = _json("estimate", "llama-3.1-8b", "--tp", "1", "--backend", "vllm", "--concurrency", "8", "--no-chunked-prefill",
+                "--max-num-tokens", "32768", *long)
+    assert back["deployment"]["max_num_tokens"] == 32768 and {k: back[k] for k in KEYS} == pytest.approx({k: est[k] for k in KEYS}, rel=1e-9)
+    assert _json("import", line, *long)["deployment"]["max_num_tokens"] == 131072
 
 
 @pytest.mark.parametrize("gpu", ["mi300x", "mi355x"])

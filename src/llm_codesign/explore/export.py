@@ -474,6 +474,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
         # none bundled for the model's method (spec_decoding defaults the published ones, as estimate does): the method's hint
         raise MissingInput("acceptance", f"the configuration drafts tokens but no configuration states how many are accepted; "
                            f"{e.valid}", word="not given") from None
+    dep = _unchunked_budget(name, o, m, dep)
     from llm_codesign.spec.plan import validity
 
     code = int(validity(m, gpu, dep.plan, dep.num_gpus)[()])
@@ -750,6 +751,18 @@ def _refuse_unset_env(imp: Imported) -> None:
 
 
 # each engine's launch option capping a request's prompt + output tokens, as `import` reads it, and the most isl + osl it
+def _unchunked_budget(engine: str, o: dict, model: ModelSpec, dep: Deployment) -> Deployment:
+    """A real vLLM configuration with chunked prefill off and no --max-num-batched-tokens runs the budget vLLM raises to
+    max(max_model_len, its default): `if not self.enable_chunked_prefill: self.max_num_batched_tokens = max(
+    model_config.max_model_len, self.max_num_batched_tokens)` (EngineArgs, vllm/engine/arg_utils.py:3194-3198@0.33.0,
+    :2611-2616@0.24.0); max_model_len is its --max-model-len, else the model's context. An export writes its budget."""
+    if engine != "vllm" or dep.chunked_prefill is not False or dep.max_num_tokens is not None:
+        return dep
+    limit = o.get("max-model-len")
+    limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else model.max_context
+    return replace(dep, max_num_tokens=max(int(limit or 0), int(dep.step_tokens)))
+
+
 # serves under a limit n: vLLM n (OpenAIServing._validate_input answers 400 "This model's maximum context length is n tokens.
 # However, you requested ..." past it: vllm/entrypoints/openai/serving_engine.py@7ded96b3), SGLang n - 1 (TokenizerManager.
 # _validate_one_request raises "Requested token count exceeds the model's maximum context length" where max_new_tokens +
