@@ -130,3 +130,15 @@ def test_vllm_emulates_nvfp4_on_amd(model, gpu, dequant):
     if model == "llama-3.1-8b":  # dequantise-then-BF16 is slower than BF16 itself, as vLLM's own warning says
         bf16 = _json("estimate", model, "--gpu", gpu, "--backend", "vllm", "--concurrency", "16")
         assert r["tpot_ms"] > bf16["tpot_ms"]
+
+
+@pytest.mark.parametrize("args", [
+    ["llama-3.1-70b", "--gpu", "h200", "--backend", "vllm", "--prefill", "tp=4", "--decode", "tp=4", "--concurrency", "96",
+     "--weight-dtype", "fp8", "--kv-dtype", "fp8"],
+    ["llama-3.1-8b", "--gpu", "h200", "--gpus", "1", "--backend", "vllm"],
+])
+def test_vllm_unchunked_requests_past_the_budget_are_one_line_on_every_path(tmp_path, args):
+    # ISL 8,000 + OSL 256 = 8,256 > the 8,192 budget its max-model-len may not pass (Dynamo's pools and the SLO search alike)
+    code, out, err = cli("export", *args, "--isl", "8000", "--osl", "256", "--no-chunked-prefill", "-o", str(tmp_path / "x.yaml"))
+    assert code == 2 and err.startswith("error: isl+osl: 8256 is not valid; at most 8,192 for vLLM without chunked prefill")
+    assert err.count("\n") == 1 and not (tmp_path / "x.yaml").exists()

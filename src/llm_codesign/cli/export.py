@@ -390,16 +390,16 @@ def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibratio
     precision, speculation (its draft length) and step token budget, each point priced with and stating the `launch`
     options given (search's: export's --cuda-graph-max-bs, --max-batch, --chunked-prefill); with a batch cap, the batches a
     rank runs up to it (past it the rest wait: no more tok/s/GPU, a longer TTFT)."""
-    from llm_codesign.spec.plan import check_whole_prompt
-
-    launch = launch or {}
-    check_whole_prompt(dep, isl)  # a prompt the launch schedules whole over its budget, refused as estimate refuses it
     from dataclasses import replace
 
     from llm_codesign.cli.common import nothing_found
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import SearchSpace, search
     from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.plan import check_whole_prompt
+
+    launch = launch or {}
+    check_whole_prompt(dep, isl)  # a prompt the launch schedules whole over its budget, refused as estimate refuses it
 
     space = SearchSpace.build(m, dep.gpu, num_gpus=dep.num_gpus, spec=dep.spec, draft_len=dep.spec.k if dep.spec else None, **fixed)
     space = replace(space, precisions=(dep.precision,), spec_ks=(dep.spec.k,) if dep.spec else space.spec_ks)

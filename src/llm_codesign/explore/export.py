@@ -524,6 +524,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     dec_conc = per_rank(concurrency, 1, instances=decode_instances)  # an instance's requests (its exporter splits them over its ranks)
     # a prefill instance holds the prompts it is computing: at most what its step budget and the queue give it
     pre_conc = per_rank(concurrency, 1, instances=prefill_instances)
+    _vllm_whole_requests(x.options(model, prefill, pre_conc), extra)  # a vLLM prefill pool's max-model-len at its budget
 
     def component(cname, ctype, replicas, args, dep=None):
         c = {"name": "main", "image": image, "command": ["python3", "-m", spec["modules"][ctype if ctype == "frontend" else backend]],
