@@ -142,3 +142,15 @@ def test_vllm_unchunked_requests_past_the_budget_are_one_line_on_every_path(tmp_
     code, out, err = cli("export", *args, "--isl", "8000", "--osl", "256", "--no-chunked-prefill", "-o", str(tmp_path / "x.yaml"))
     assert code == 2 and err.startswith("error: isl+osl: 8256 is not valid; at most 8,192 for vLLM without chunked prefill")
     assert err.count("\n") == 1 and not (tmp_path / "x.yaml").exists()
+
+
+def test_the_pages_vllm_export_without_chunking_is_written_and_imports_at_its_header(tmp_path):
+    # the page's and the JSON API's export: true (web.app._priced_export) goes through export_config as the CLI does
+    from llm_codesign.web.app import EstimateRequest, _estimate
+
+    x = _estimate(EstimateRequest(model="llama-3.1-8b", gpu="h200", backend="vllm", tp=1, isl=4000, osl=256, concurrency=8,
+                                  chunked_prefill=False, export=True))["export"]
+    assert "enable-chunked-prefill: false" in x["text"] and "max-model-len: 8192" in x["text"]
+    assert round(x["predicted"]["ttft_ms"], 1) == 210.2
+    (tmp_path / "p.yaml").write_text(x["text"])
+    assert _back(tmp_path / "p.yaml") == pytest.approx(x["predicted"], rel=1e-9)
