@@ -62,9 +62,9 @@ def test_cli_export_says_the_capture_and_takes_estimates_launch_options(tmp_path
     assert "cuda_graph_config: null" in text and "max_batch_size: 64" in text and "enable_chunked_prefill: true" in text
     est = _json("estimate", *L70, *opts)
     assert e["predicted"] == pytest.approx({k: est[k] for k in KEYS}, rel=1e-9)
-    # the requests past the cap of 64 wait (TTFT 7.0 s); import takes the file's cap as its load unless told (import's side)
-    back = _json("import", str(tmp_path / "o.yaml"), "--concurrency", "78")
-    assert {k: back[k] for k in KEYS} == pytest.approx(e["predicted"], rel=1e-9)
+    # the requests past the cap of 64 wait (TTFT 7.0 s); import prices the header's 78 (a stated cap's export, leftE)
+    back = _json("import", str(tmp_path / "o.yaml"))
+    assert {k: back[k] for k in KEYS} == pytest.approx(e["predicted"], rel=1e-9) and back["concurrency"] == 78
     # eager steps of 64 (the cap): slower than 78 padded in graphs (14.52), faster than 78 eager (the default's, 29.32)
     assert 14.52 < e["predicted"]["tpot_ms"] < 29.32
 
@@ -100,10 +100,9 @@ def test_sglang_with_chunking_off_is_written_as_sglang_reads_it(tmp_path):
       "--acceptance", "2.5"], "error: draft_model: None is not valid; the drafter's checkpoint with --spec eagle3 (--draft-model REPO"),
     (["llama-3.1-8b", "--gpu", "mi355x", "--tp", "1", "--backend", "sglang", "--concurrency", "16", "--spec", "eagle3", "--acceptance", "2.5"],
      "error: draft_model: None is not valid; the drafter's checkpoint with --spec eagle3 (--draft-model REPO"),
-    (["llama-3.1-8b", "--gpu", "h200", "--tp", "1", "--backend", "vllm", "--concurrency", "16", "--no-chunked-prefill"],
-     "error: chunked_prefill: False is not valid; on or unset for vllm"),
-    (["llama-3.1-8b", "--gpu", "h200", "--tp", "1", "--max-batch", "4"],
-     "error: max_batch: 4 is not valid; unset without --concurrency"),
+    # vLLM without chunking: written since leftE; a request past the max-model-len it must write is refused (test_export_launch_paths)
+    (["llama-3.1-8b", "--gpu", "h200", "--tp", "1", "--backend", "vllm", "--concurrency", "16", "--no-chunked-prefill", "--isl", "8000",
+      "--osl", "256"], "error: isl+osl: 8256 is not valid; at most 8,192 for vLLM without chunked prefill"),
 ])
 def test_a_file_the_engine_refuses_or_export_cannot_state_is_one_line(tmp_path, args, line):
     code, out, err = cli("export", *args, "-o", str(tmp_path / "x"))

@@ -123,15 +123,17 @@ def export(
     acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT, max_num_tokens: Optional[int] = O_MNT,
     cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill (with --concurrency)."),
     cuda_graph_max_bs: Optional[int] = typer.Option(None, "--cuda-graph-max-bs", min=0, max=MAX_CONCURRENCY,
-                                                    help="With --concurrency: the largest decode batch per rank replayed from a CUDA graph, "
-                                                         "as estimate's, written and priced (0: graphs off). Default: graphs padded up to "
-                                                         "the batch per rank where the engine's default capture misses it."),
+                                                    help="The largest decode batch per rank replayed from a CUDA graph, as estimate's "
+                                                         "(Dynamo: the decode workers'), written and priced (0: graphs off). Default: graphs "
+                                                         "padded up to the batch per rank where the engine's default capture misses it."),
     max_batch: Optional[int] = typer.Option(None, "--max-batch", min=1, max=MAX_CONCURRENCY,
-                                            help="With --concurrency: the engine's batch cap per attention-DP rank, as estimate's, written and priced."),
+                                            help="The engine's batch cap per attention-DP rank, as estimate's (Dynamo: the decode "
+                                                 "workers'; the SLO search: its batches up to it), written and priced."),
     chunked_prefill: Optional[bool] = typer.Option(None, "--chunked-prefill/--no-chunked-prefill",
-                                                   help="With --concurrency: whether the engine splits a prompt over steps, as estimate's "
-                                                        "(TensorRT-LLM enable_chunked_prefill; SGLang --no-chunked-prefill writes "
-                                                        "--chunked-prefill-size -1 and --max-prefill-tokens). Default: the engine's."),
+                                                   help="Whether the engine splits a prompt over steps, as estimate's (Dynamo: both pools'; "
+                                                        "TensorRT-LLM enable_chunked_prefill; SGLang --no-chunked-prefill writes "
+                                                        "--chunked-prefill-size -1, vLLM enable-chunked-prefill false and max-model-len "
+                                                        "at its step budget). Default: the engine's."),
     prefill: Optional[str] = typer.Option(None, "--prefill", help="Dynamo: prefill instance plan, e.g. tp=8,ep=8."),
     decode: Optional[str] = typer.Option(None, "--decode", help="Dynamo: decode instance plan, e.g. attention_dp=8,ep=8."),
     prefill_instances: int = typer.Option(1, "--prefill-instances", min=1, max=1 << 16, help="Dynamo: prefill workers of the --prefill plan."),
@@ -167,8 +169,6 @@ def export(
             raise InputError("replicas", replicas, "set with --concurrency only (without it, the frontier point chosen states its instances)")
         if cpp:
             raise InputError("cpp", cpp, "set with --concurrency only (the frontier search prices no chunked pipeline parallelism)")
-    _launch_options_alone(cuda_graph_max_bs=cuda_graph_max_bs, max_batch=max_batch, chunked_prefill=chunked_prefill,
-                          without=None if concurrency is not None and not disagg else "a Dynamo deployment" if disagg else "--concurrency")
     _check_out(out, {"MODEL": model, "--gpu": gpu, "--calibration": calibration}, as_json=as_json)
     m = _model(model)
     backend = backend or engine_for(_gpu(gpu)).name
@@ -192,7 +192,8 @@ def export(
                                 concurrency=concurrency or 64, isl=isl, osl=osl, backend=worker, weight_dtype=weight_dtype,
                                 activation_dtype=activation_dtype, kv_dtype=kv_dtype, spec=spec, draft_len=draft_len, acceptance=acceptance,
                                 acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens,
-                                calibration=calibration, export_dynamo=export_dynamo, arrival=arrival)
+                                calibration=calibration, export_dynamo=export_dynamo, arrival=arrival,
+                                launch=dict(cuda_graph_max_bs=cuda_graph_max_bs, max_batch=max_batch, chunked_prefill=chunked_prefill))
     else:
         engine = priced = backend
         capture = None
@@ -217,8 +218,10 @@ def export(
             slo = {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms} if slo_given else dict(INTERACTIVE_SLO)
             if no_decode(osl):  # the default's tok/s/user floor has nothing to hold: its TTFT bound alone
                 slo["min_tps_user"] = None
+            launch = {k: v for k, v in (("cuda_graph_max_bs", cuda_graph_max_bs), ("max_batch", max_batch),
+                                        ("chunked_prefill", chunked_prefill)) if v is not None}
             point = _slo_point(m, dep, fixed=dict(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp),
-                               isl=isl, osl=osl, slo=slo, calibration=calibration, gpus_value=gpus_, arrival=arrival)
+                               isl=isl, osl=osl, slo=slo, calibration=calibration, gpus_value=gpus_, arrival=arrival, launch=launch)
             dep, conc, n_rep = point.deployment, point.concurrency, point.replicas
             predicted = {"ttft_ms": point.ttft_s * 1e3, "tpot_ms": point.tpot_s * 1e3, "tok_s_per_user": point.tok_s_per_user,
                          "output_tok_s_per_gpu": point.output_tok_s_per_gpu}
@@ -305,15 +308,6 @@ def export(
         con.print(f"[yellow]{note}[/yellow]", highlight=False)
 
 
-def _launch_options_alone(*, without: str | None, **given) -> None:
-    """export's --cuda-graph-max-bs, --max-batch and --chunked-prefill state one instance's launch as estimate's do: refused
-    (one line) where `without` names what leaves no such instance (the SLO's search, Dynamo's pools)."""
-    for name, v in given.items():
-        if v is not None and without is not None:
-            raise InputError(name, v, "unset without --concurrency (the frontier search states its own)" if without == "--concurrency"
-                             else "unset with a Dynamo deployment (its decode capture is written padded to its batch)")
-
-
 def _slo_text(slo: dict) -> str:
     parts = [f">= {slo['min_tps_user']:g} tok/s/user" if slo.get("min_tps_user") is not None else "",
              f"TTFT <= {slo['max_ttft_ms']:g} ms" if slo.get("max_ttft_ms") is not None else ""]
@@ -390,21 +384,29 @@ def _chosen_line(chosen: dict, *, precision=None, checkpoints: bool = True, othe
             f"the frontier point with the most tok/s/GPU that meets {why}")
 
 
-def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibration, gpus_value, arrival: str):
+def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibration, gpus_value, arrival: str, launch: dict | None = None):
     """The frontier point with the most output tok/s/GPU that meets `slo`: the plans the fixed sizes
     leave open on dep.num_gpus GPUs (replicas of smaller instances fill them) x every batch, at dep's
-    precision, speculation (its draft length) and step token budget."""
+    precision, speculation (its draft length) and step token budget, each point priced with and stating the `launch`
+    options given (search's: export's --cuda-graph-max-bs, --max-batch, --chunked-prefill); with a batch cap, the batches a
+    rank runs up to it (past it the rest wait: no more tok/s/GPU, a longer TTFT)."""
     from dataclasses import replace
 
     from llm_codesign.cli.common import nothing_found
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.explore.search import SearchSpace, search
     from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.plan import check_whole_prompt
+
+    launch = launch or {}
+    check_whole_prompt(dep, isl)  # a prompt the launch schedules whole over its budget, refused as estimate refuses it
 
     space = SearchSpace.build(m, dep.gpu, num_gpus=dep.num_gpus, spec=dep.spec, draft_len=dep.spec.k if dep.spec else None, **fixed)
     space = replace(space, precisions=(dep.precision,), spec_ks=(dep.spec.k,) if dep.spec else space.spec_ks)
+    if "max_batch" in launch:
+        space = replace(space, batches=tuple(b for b in space.batches if b <= launch["max_batch"]) or (launch["max_batch"],))
     r = search(m, dep.gpu, calibration_for(dep.gpu, calibration), space, isl=isl, osl=osl, engine=get_engine(dep.backend),
-               max_num_tokens=dep.max_num_tokens, arrival=arrival, **slo)
+               max_num_tokens=dep.max_num_tokens, arrival=arrival, launch=launch, **slo)
     if not r.points:
         raise nothing_found([r.to_dict()], gpus_value or dep.num_gpus, slo)
     from llm_codesign.measure.intervals import table_for
@@ -415,7 +417,10 @@ def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibratio
 
 
 def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, backend, weight_dtype, activation_dtype, kv_dtype,
-            spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo, arrival):
+            spec, draft_len, acceptance, acceptance_rates, draft_model, max_num_tokens, calibration, export_dynamo, arrival, launch=None):
+    """Dynamo's file of the two pools and its predicted figures, priced by disagg's one path (price_pools). `launch`: export's
+    --cuda-graph-max-bs and --max-batch, the decode workers' capture and batch cap per rank (disagg's --decode-cuda-graph-max-bs
+    and --decode-max-batch), and --chunked-prefill, both pools' (the prefill pool's is the one it prices), written as priced."""
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.explore.disagg_search import price_pools
     from llm_codesign.explore.search import with_capture
@@ -433,8 +438,12 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     for pool, plan in (("prefill", pp_), ("decode", dp_)):  # a pool's GPUs read off tp x attention_dp, as disagg says it
         if note := attention_dp_note(plan):
             typer.echo(f"note: {pool}: {note}", err=True)
-    pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
-    dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens)
+    launch = launch or {}
+    chunked, cap = launch.get("chunked_prefill"), launch.get("max_batch")
+    pre = Deployment(gpu=g, num_gpus=int(pp_.gpus), plan=pp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens,
+                     chunked_prefill=chunked)
+    dec = Deployment(gpu=g, num_gpus=int(dp_.gpus), plan=dp_, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens,
+                     chunked_prefill=chunked, max_batch=cap, cuda_graph_max_bs=launch.get("cuda_graph_max_bs"))
     check_runs(pre.engine, g, prec=prec, moe=m.is_moe)  # a format whose MoE kernel the engine lacks here, as lc.deployment's
     # the decode workers' CUDA graphs padded up to their batch per rank where the engine's default misses it (as a search's
     # points state theirs): the export writes it, and disagg's one code path (price_pools) prices it, so that this
@@ -443,7 +452,8 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     dec = with_capture(dec, concurrency, instances=n_dec)
     r = price_pools(m, g, prefill=pp_, decode=dp_, precision=prec, engine=backend, spec=sd, max_num_tokens=max_num_tokens,
                     prefill_instances=n_pre, decode_instances=n_dec, concurrencies=[concurrency], isl=isl, osl=osl,
-                    calibration=calibration, decode_cuda_graph_max_bs=dec.cuda_graph_max_bs, arrival=arrival)
+                    calibration=calibration, decode_cuda_graph_max_bs=dec.cuda_graph_max_bs, arrival=arrival, decode_max_batch=cap,
+                    chunked_prefill=chunked)
     row = r.rows[0]
     predicted = {k: row[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
     text = export_dynamo(m, prefill=pre, decode=dec, prefill_instances=n_pre, decode_instances=n_dec, concurrency=concurrency,
@@ -451,7 +461,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
                                 **priced_with(calibration)})
     summary = {"prefill": pre.to_dict() | {"instances": n_pre}, "decode": dec.to_dict() | {"instances": n_dec},
                "concurrency": concurrency, "predicted": predicted}
-    if dec.cuda_graph_max_bs is not None:
+    if dec.cuda_graph_max_bs is not None and launch.get("cuda_graph_max_bs") is None:
         n = dec.cuda_graph_max_bs
         summary["capture"] = f"decode priced with graphs padded to {n} a rank (disagg --decode-cuda-graph-max-bs {n})"
     return text, summary

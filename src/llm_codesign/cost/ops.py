@@ -22,7 +22,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.pipeline import slowest_stage
 from llm_codesign.spec.engines import AR_NORM_KERNELS, Engine
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.kinds import GQA, DenseFfn, Ffn, Mixer, NoFfn, NoMixer
+from llm_codesign.spec.kinds import GQA, DenseFfn, Ffn, Mixer, MoE, NoFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import DTYPES, Precision, executable, gemm_math
@@ -265,11 +265,10 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     a = layer.attn if "attn" in parts else NoMixer()
     f = layer.ffn if "ffn" in parts else NoFfn()
     triton = engine is not None and engine.triton_attention(model, gpu, prec.kv.name)  # the format the launch names
-    prec = executable(prec, gpu)[0]  # a format the GPU cannot run is priced as engines map it
-    held = prec  # what the weights are held in; an engine that emulates MXFP4 runs BF16 GEMMs on them dequantised
+    # an engine that emulates a 4-bit format (Engine.mxfp4_emulation, asked of the checkpoint's: vLLM's NVFP4 on AMD, which
+    # executable maps to the GPU's MXFP4) runs BF16 GEMMs on the weights dequantised; the rest as engines map it
     emulated = engine is not None and engine.mxfp4_emulation(prec, gpu, moe=model.is_moe) is not None
-    if emulated:
-        prec = replace(prec, weight=_bf16_if_mxfp4(prec.weight), attn_weight=_bf16_if_mxfp4(prec.attn_weight))
+    held, prec = _emulated_precisions(model, prec, executable(prec, gpu)[0]) if emulated else (None, executable(prec, gpu)[0])
     s = _step(model, gpu, prec, sh, b, engine=engine)
     dense_tp = s.tp * s.kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
     fused = False
@@ -284,6 +283,8 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     if emulated:
         ops += [_mxfp4_dequant(a, f, held, s, site=Site(prefix, "layer", group), at=at),
                 _mxfp4_input_qdq(a, f, held, s, site=Site(prefix, "layer", group), at=at)]
+        if isinstance(f, MoE) and prec.weight.name == "nvfp4":  # the emulated experts' own QDQs (_emulated_precisions)
+            ops.append(_nvfp4_experts_qdq(f, s, site=Site(prefix, "layer", group), at=at))
     if "ffn" not in parts:
         return ops
     # norms, residual adds, activation, RoPE: streamed once each
@@ -295,8 +296,25 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     return ops
 
 
-def _bf16_if_mxfp4(d):
-    return DTYPES["bf16"] if d is not None and d.name == "mxfp4" else d
+# the 4-bit formats an engine emulates (Engine.mxfp4_emulation): each forward dequantises them to BF16 for a BF16 GEMM
+EMULATED_FP4 = ("mxfp4", "nvfp4")
+
+
+def _bf16_if_fp4(d):
+    return DTYPES["bf16"] if d is not None and d.name in EMULATED_FP4 else d
+
+
+def _emulated_precisions(model: ModelSpec, asked: Precision, run: Precision) -> tuple[Precision, Precision]:
+    """(what the emulated linears hold, what the GEMMs run) where the engine emulates the checkpoint's 4-bit format: its
+    linears as BF16 GEMMs at BF16 activations on the weights dequantised each forward (`held` names the halves emulated, in
+    their 4-bit format). A MoE's NVFP4 experts are not: vLLM's Nvfp4QuantizationEmulationTritonExperts dequantises each
+    tile of 4-bit weights inside its Triton GEMM (fused_moe/experts/nvfp4_emulation_moe.py:88-110, 494-530@0.33.0), priced
+    weight-only (W4A16), its attention linears emulated."""
+    bf16 = DTYPES["bf16"]
+    experts = model.is_moe and asked.weight.name == "nvfp4"
+    held = Precision(bf16 if experts else asked.weight, bf16, asked.kv, asked.attn)
+    gemms = Precision(asked.weight if experts else _bf16_if_fp4(run.weight), bf16, run.kv, _bf16_if_fp4(asked.attn))
+    return held, gemms
 
 
 def _mxfp4_dequant(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site, at: _At) -> Op:
@@ -304,10 +322,12 @@ def _mxfp4_dequant(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site, a
     a linear (amd-quark's dq_mxfp4; two a half: QKV and output, gate/up and down) reads every MXFP4 weight this GPU holds,
     packed with its E8M0 scales (0.53125 bytes a weight), and writes it in BF16 (2 bytes), which the BF16 GEMM then reads
     (priced there). The input's quantise-dequantise: _mxfp4_input_qdq."""
-    n_attn = a.weight_bytes_per_gpu(s.h, 1.0, s.tp, s.kvp) if held.attn.name == "mxfp4" else 0.0
-    n_ffn = f.weight_bytes_per_gpu(s.h, 1.0, tp=s.tp, kvp=s.kvp, ep=s.ep, moe_tp=s.moe_tp, expert_bytes=0.0) if held.weight.name == "mxfp4" else 0.0
-    halves = (held.attn.name == "mxfp4") * float(not isinstance(a, NoMixer)) + (held.weight.name == "mxfp4") * float(not isinstance(f, NoFfn))
-    return _elementwise(site / "mxfp4_dequant", (n_attn + n_ffn) * (DTYPES["mxfp4"].bytes_per_weight() + 2.0), 2.0 * halves, at)
+    at_a, at_f = held.attn.name in EMULATED_FP4, held.weight.name in EMULATED_FP4
+    n_attn = a.weight_bytes_per_gpu(s.h, 1.0, s.tp, s.kvp) * (held.attn.bytes_per_weight() + 2.0) if at_a else 0.0
+    n_ffn = (f.weight_bytes_per_gpu(s.h, 1.0, tp=s.tp, kvp=s.kvp, ep=s.ep, moe_tp=s.moe_tp, expert_bytes=0.0)
+             * (held.weight.bytes_per_weight() + 2.0) if at_f else 0.0)
+    halves = at_a * float(not isinstance(a, NoMixer)) + at_f * float(not isinstance(f, NoFfn))
+    return _elementwise(site / "mxfp4_dequant", n_attn + n_ffn, 2.0 * halves, at)
 
 
 def _mxfp4_input_qdq(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site, at: _At) -> Op:
@@ -319,11 +339,20 @@ def _mxfp4_input_qdq(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site,
     shard (O's over TP x Helix's ranks: spec.kinds._o_bytes_per_gpu)
     (a mixer other than GQA, none of which an emulated MXFP4 checkpoint has, read as two linears of h)."""
     width, kernels = 0.0, 0.0
-    if held.attn.name == "mxfp4" and not isinstance(a, NoMixer):
+    if held.attn.name in EMULATED_FP4 and not isinstance(a, NoMixer):
         width, kernels = s.h + (a.heads * a.v_head_dim / (s.tp * s.kvp) if isinstance(a, GQA) else s.h), 2.0
-    if held.weight.name == "mxfp4" and not isinstance(f, NoFfn):
+    if held.weight.name in EMULATED_FP4 and not isinstance(f, NoFfn):
         width, kernels = width + s.h + (f.inter / (s.tp * s.kvp) if isinstance(f, DenseFfn) else s.h), kernels + 2.0
     return _elementwise(site / "mxfp4_act_qdq", s.T * width * 4.0, kernels, at)
+
+
+def _nvfp4_experts_qdq(f: MoE, s: _Step, *, site: Site, at: _At) -> Op:
+    """vLLM's emulated NVFP4 experts quantise-dequantise their inputs before each of their two GEMMs
+    (moe_kernel_quantize_input(..., quantization_emulation=True) on hidden_states and on the activation's output,
+    fused_moe/experts/nvfp4_emulation_moe.py:486-492, 517-523@0.33.0): BF16 in and out, 4 bytes a value, one launch each.
+    Values: the rank's T tokens x h, then its (token, expert) pairs, T x top_k / EP, x expert_inter / MoE-TP."""
+    width = s.h + f.top_k * f.expert_inter / (np.asarray(s.ep, float) * np.asarray(s.moe_tp, float))
+    return _elementwise(site / "nvfp4_experts_qdq", s.T * width * 4.0, 2.0, at)
 
 
 def forward_ops(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, sh: Plan, *, b: Batch,

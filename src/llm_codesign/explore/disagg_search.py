@@ -184,14 +184,16 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
                 decode_max_num_tokens: int | None = None, prefill_instances: int = 1, decode_instances: int = 1,
                 concurrencies=(1, 8, 32, 128, 512), isl: int = 1024, osl: int = 1024, decode_max_batch: int | None = None,
                 arrival: str = DEFAULT_ARRIVAL, prefill_routing: str | None = None, decode_recv_interval: int = 1, decode_moe_a2a: str = "",
-                calibration=None, decode_cuda_graph_max_bs: int | None = None, decode_piecewise_graphs: bool = False):
+                calibration=None, decode_cuda_graph_max_bs: int | None = None, decode_piecewise_graphs: bool = False,
+                chunked_prefill: bool | None = None):
     """One disaggregated deployment over `concurrencies`: one instance of each pool built from its plan (`tp=4,ep=4`
     text, as `disagg --prefill/--decode` takes it, or a Plan) on its GPU (`decode_gpu`: the decode pool's where it
     differs), one engine on both (spec.engines.engine_for_pools), priced by serve.disagg.estimate_disagg and each row
     banded with its metrics' 80% and 95% intervals (measure.intervals.band_disagg_rows). The one code path of `disagg`,
     `lc.disagg` and the page's disaggregated estimate. `calibration`: a profile's path, a Calibration or None;
     `decode_cuda_graph_max_bs` the decode workers' padded CUDA-graph capture per rank (None: the engine's default; 0: off),
-    `decode_piecewise_graphs` whether they replay vLLM's piecewise graphs (Deployment.piecewise_graphs)."""
+    `decode_piecewise_graphs` whether they replay vLLM's piecewise graphs (Deployment.piecewise_graphs); `chunked_prefill` both
+    pools' launch option (Deployment.chunked_prefill; None: the engine's default), the prefill pool's priced."""
     from llm_codesign.spec.engines import engine_for_pools, get_engine
 
     dg = decode_gpu or gpu
@@ -204,9 +206,9 @@ def price_pools(model: ModelSpec, gpu: Gpu, *, prefill: Plan | str, decode: Plan
     if spec is not None and pre["spec"] is None:
         notes.append(f"prefill pool {plans_[0].label()} with {spec.method}: {get_engine(one['backend']).title} launches it on its "
                      "prefill-only servers alone (disaggregation-mode prefill, from 0.5.23); no prefill pool's draft is priced")
-    pools = (Deployment(gpu=gpu, num_gpus=int(plans_[0].gpus), plan=plans_[0], max_num_tokens=max_num_tokens, **pre),
+    pools = (Deployment(gpu=gpu, num_gpus=int(plans_[0].gpus), plan=plans_[0], max_num_tokens=max_num_tokens, chunked_prefill=chunked_prefill, **pre),
              Deployment(gpu=dg, num_gpus=int(plans_[1].gpus), plan=plans_[1], max_num_tokens=decode_max_num_tokens or max_num_tokens,
-                        cuda_graph_max_bs=decode_cuda_graph_max_bs, piecewise_graphs=decode_piecewise_graphs, **one))
+                        cuda_graph_max_bs=decode_cuda_graph_max_bs, piecewise_graphs=decode_piecewise_graphs, chunked_prefill=chunked_prefill, **one))
     for d in pools:  # a format whose MoE kernel the engine lacks on either pool's GPU, as lc.deployment's
         check_runs(d.engine, d.gpu, prec=d.precision, moe=model.is_moe)
     return priced_pools(model, *pools, prefill_instances=prefill_instances, decode_instances=decode_instances, concurrencies=concurrencies,

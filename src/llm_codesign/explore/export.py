@@ -50,6 +50,8 @@ def _header(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: in
     meta = {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "replicas": replicas, "backend": dep.backend,
             "concurrency": concurrency, "weight_dtype": dep.precision.weight.name, "activation_dtype": dep.precision.activation.name,
             "kv_dtype": dep.precision.kv.name, "cpp": dep.cpp}
+    if dep.max_batch is not None:  # a cap the launch states (export --max-batch): import prices the header's load, not the cap
+        meta["max_batch"] = int(dep.max_batch)
     if dep.spec is not None:
         meta["spec"] = {"method": dep.spec.method, "k": dep.spec.k, "mean_accepted": dep.spec.mean_accepted,
                         "rates": list(dep.spec.at(dep.spec.k).rates if dep.spec.rates else ()), "draft_model": dep.spec.draft_model}
@@ -187,9 +189,25 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
     opts = x.options(model, dep, concurrency)
     if engine == "trtllm" and (extra or {}).get("isl", 0) > dep.step_tokens:  # such a prompt runs only chunked (prompt_budget)
         opts["enable_chunked_prefill"] = True
+    _vllm_whole_requests(opts, extra)
     if replicas > 1:
         head.append(f"# run {replicas} instances of this configuration behind a load balancer ({dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''} each)")
     return x.render(opts, head=head, model=model, file_name=file_name, env=x.env(dep))
+
+
+def _vllm_whole_requests(opts: dict, extra: dict | None) -> None:
+    """vLLM without chunked prefill: its file caps max-model-len at the step budget (SchedulerConfig.verify_max_model_len
+    refuses a launch whose max_num_batched_tokens is under max_model_len, vllm/config/scheduler.py:317-329@0.33.0), and the
+    server answers 400 to a request past max_model_len (CONTEXT_LIMIT_OPTIONS): a workload of longer requests is refused in
+    one line rather than written into a file that rejects it."""
+    limit, x = opts.get("max-model-len"), extra or {}
+    if opts.get("enable-chunked-prefill") is not False or limit is None or "isl" not in x or "osl" not in x:
+        return
+    if int(x["isl"]) + int(x["osl"]) > limit:
+        raise InputError("isl+osl", int(x["isl"]) + int(x["osl"]), f"at most {limit:,} for vLLM without chunked prefill: its "
+                         f"max-model-len must stay within max-num-batched-tokens ({opts['max-num-batched-tokens']:,}; SchedulerConfig."
+                         "verify_max_model_len, vllm/config/scheduler.py:317-329@0.33.0); raise --max-num-tokens to "
+                         f"{int(x['isl']) + int(x['osl']):,} or more, or turn chunked prefill on")
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -457,6 +475,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
         # none bundled for the model's method (spec_decoding defaults the published ones, as estimate does): the method's hint
         raise MissingInput("acceptance", f"the configuration drafts tokens but no configuration states how many are accepted; "
                            f"{e.valid}", word="not given") from None
+    dep = _unchunked_budget(name, o, m, dep)
     from llm_codesign.spec.plan import validity
 
     code = int(validity(m, gpu, dep.plan, dep.num_gpus)[()])
@@ -466,8 +485,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
         raise InputError("config", dep.plan.label(), reason_text(m, gpu, code))
     es = engine_spec(name)
     documented = set(es["options"]) | set(es.get("command_options", ()))
-    # chunked prefill is always priced: turned off, it is one more option the deployment does not hold
-    ignored = sorted(k for k in _option_names(name, o) if k not in x.reads or (k == "enable-chunked-prefill" and o[k] is False))
+    ignored = sorted(k for k in _option_names(name, o) if k not in x.reads)
     ignored = [k if k.split(".")[0] in documented else f"{k} (not a {name} {es['version']} option)" for k in ignored]
     ignored = sorted(ignored + x.unread(o, m, dep))
     return Imported(name, m, dep, conc, copies, o, tuple(ignored), unset_env(text, name, dep))
@@ -507,6 +525,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     dec_conc = per_rank(concurrency, 1, instances=decode_instances)  # an instance's requests (its exporter splits them over its ranks)
     # a prefill instance holds the prompts it is computing: at most what its step budget and the queue give it
     pre_conc = per_rank(concurrency, 1, instances=prefill_instances)
+    _vllm_whole_requests(x.options(model, prefill, pre_conc), extra)  # a vLLM prefill pool's max-model-len at its budget
 
     def component(cname, ctype, replicas, args, dep=None):
         c = {"name": "main", "image": image, "command": ["python3", "-m", spec["modules"][ctype if ctype == "frontend" else backend]],
@@ -697,15 +716,26 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
     engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     _refuse_unset_env(imp)
     imp = _within_context_limit(imp, isl, osl)
-    conc = concurrency or imp.concurrency
+    conc, batch = _load(meta, concurrency, imp.concurrency)
     est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc, arrival=arrival), calibration=calibration)
     r = est.to_dict()
     r["deployment"] = imp.deployment.to_dict()
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
-    batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
     return ImportEstimate(path=given, engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
+
+
+def _load(meta: dict, concurrency: int | None, batch: int | None) -> tuple[int | None, str]:
+    """The requests an import prices and where they came from: --concurrency, else an export's own load where its launch
+    states a cap (the header's concurrency and max_batch: the cap may lie above the point's batch, export --max-batch 64 at
+    15 requests, or below it, 78 requests on 64 with the rest waiting, and the cap as the load priced another answer than
+    the header's, #fixC-export's left-over), else the configuration's max batch (`batch`), else none."""
+    own = int(meta["concurrency"]) if meta.get("concurrency") and meta.get("max_batch") is not None else None
+    conc = concurrency or own or batch
+    if not conc:
+        return conc, "no max batch given: the engine's own and the KV cache's"
+    return conc, "--concurrency" if concurrency else "the export's" if own else "the configuration's max batch"
 
 
 def _refuse_unset_env(imp: Imported) -> None:
@@ -723,6 +753,18 @@ def _refuse_unset_env(imp: Imported) -> None:
 
 
 # each engine's launch option capping a request's prompt + output tokens, as `import` reads it, and the most isl + osl it
+def _unchunked_budget(engine: str, o: dict, model: ModelSpec, dep: Deployment) -> Deployment:
+    """A real vLLM configuration with chunked prefill off and no --max-num-batched-tokens runs the budget vLLM raises to
+    max(max_model_len, its default): `if not self.enable_chunked_prefill: self.max_num_batched_tokens = max(
+    model_config.max_model_len, self.max_num_batched_tokens)` (EngineArgs, vllm/engine/arg_utils.py:3194-3198@0.33.0,
+    :2611-2616@0.24.0); max_model_len is its --max-model-len, else the model's context. An export writes its budget."""
+    if engine != "vllm" or dep.chunked_prefill is not False or dep.max_num_tokens is not None:
+        return dep
+    limit = o.get("max-model-len")
+    limit = limit if isinstance(limit, int) and not isinstance(limit, bool) and limit > 0 else model.max_context
+    return replace(dep, max_num_tokens=max(int(limit or 0), int(dep.step_tokens)))
+
+
 # serves under a limit n: vLLM n (OpenAIServing._validate_input answers 400 "This model's maximum context length is n tokens.
 # However, you requested ..." past it: vllm/entrypoints/openai/serving_engine.py@7ded96b3), SGLang n - 1 (TokenizerManager.
 # _validate_one_request raises "Requested token count exceeds the model's maximum context length" where max_new_tokens +
@@ -797,8 +839,10 @@ def _import_dynamo(text: str, path: str, meta: dict, price_pools, *, isl: int, o
     dd = d["deployment"]
     # priced as the export was: both pools on the decode pool's GPU, precision, engine and step budget
     pre = replace(dd, plan=p["deployment"].plan, num_gpus=p["deployment"].num_gpus)
+    # the decode workers' batch cap per rank, as the file writes it (--max-num-seqs, max_batch_size, max-running-requests):
+    # disagg's --decode-max-batch, export's --max-batch with Dynamo
     r = price_pools(d["model"], pre, dd, prefill_instances=p["instances"], decode_instances=d["instances"], concurrencies=[conc],
-                    isl=isl, osl=osl, arrival=arrival, calibration=calibration)
+                    isl=isl, osl=osl, arrival=arrival, calibration=calibration, decode_max_batch=dd.max_batch)
     out = {"engine": "dynamo", "engine_release": dd.engine.release, "model": d["model"].name, "prefill": p["deployment"].to_dict() | {"instances": p["instances"]},
            "decode": dd.to_dict() | {"instances": d["instances"]}, **r.rows[0], "arrival": arrival, "notes": list(r.notes)}
     return ImportEstimate(path=str(path), engine="dynamo", model=d["model"], deployment=dd, replicas=1, concurrency=conc,

@@ -265,11 +265,13 @@ class _Grid(NamedTuple):
 def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, isl: int, osl: int,
            engine: Engine = TRTLLM, max_num_tokens: int | None = None, min_tps_user: float | None = None,
            max_ttft_ms: float | None = None, progress=None, max_accuracy_drop: float | None = None, prefix_hit: float = 0.0,
-           arrival: str = DEFAULT_ARRIVAL) -> Frontier:
+           arrival: str = DEFAULT_ARRIVAL, launch: dict | None = None) -> Frontier:
     """Evaluate the whole space; return the frontier, each point with its deployment and accuracy, and the cloud.
     max_accuracy_drop (percent, against the model's best precision) keeps only the precisions known to be within it.
     prefix_hit: the share of each prompt already in the prefix cache, not prefilled (as estimate's Workload); `arrival`:
-    how requests reach each deployment (spec.harness.ARRIVALS), its TTFT turns on it."""
+    how requests reach each deployment (spec.harness.ARRIVALS), its TTFT turns on it. `launch`: launch options every point
+    states and is priced with (export's --cuda-graph-max-bs, --max-batch, --chunked-prefill: cuda_graph_max_bs, max_batch,
+    chunked_prefill, as Deployment's; none given: the search's own, graphs padded to each point's batch)."""
     # an SLO that is NaN or negative filtered nothing, or everything, without a word
     if min_tps_user is not None:
         as_float("min_tps_user", min_tps_user, lo=0.0)
@@ -284,9 +286,9 @@ def search(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, *, 
     ks = np.asarray(space.spec_ks if space.spec is not None else (0,), dtype=np.int64)
     grid = _Grid(plan, inst, np.asarray(space.batches, dtype=np.int64), ks, precs, tuple(space.step_tokens) or (max_num_tokens,))
     c, total = _evaluate_grid(model, gpu, cal, space, grid, isl=isl, osl=osl, engine=engine, prefix_hit=prefix_hit, arrival=workload.arrival,
-                              progress=progress)
+                              progress=progress, launch=launch or {})
     sel, front = select_frontier(c, min_tps_user, max_ttft_ms)
-    points = tuple(_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine, isl=isl) for j in front)
+    points = tuple(_point(model, gpu, space, grid, c=c, j=j, accs=accs, engine=engine, isl=isl, launch=launch or {}) for j in front)
     points = with_energy(model, cal, points, workload)
     return Frontier(model=model.name, gpu=gpu, num_gpus=space.num_gpus, workload=workload, min_gpus=min(space.instance_gpus or (0,)) or None,
                     backend=engine.name, points=points, evaluated=int(total), fitting=int(c["fits"].sum()), seconds=time.perf_counter() - t0,
@@ -328,7 +330,7 @@ def searched_precisions(model: ModelSpec, gpu: Gpu, space: SearchSpace, *, engin
 
 
 def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSpace, grid: _Grid, *, isl, osl, engine: Engine,
-                   prefix_hit, progress, arrival: str = DEFAULT_ARRIVAL) -> tuple[dict, int]:
+                   prefix_hit, progress, arrival: str = DEFAULT_ARRIVAL, launch: dict | None = None) -> tuple[dict, int]:
     """Every deployment of the grid in vectorised chunks: the columns select_frontier reads (and each
     deployment's flat index, precision and budget), and how many were evaluated. Batches beyond what
     any plan of a chunk runs at once are judged by the memory fit alone (they fit none) and left out
@@ -359,7 +361,7 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
             # each point with the CUDA graphs its export writes (cuda_graph_config padded up to its batch per rank,
             # export_engines/trtllm.py), which its Deployment carries (_point): none of its batches runs eagerly
             at = Serving(gpu=gpu, prec=prec, plan=sub, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget,
-                         cuda_graph_max_bs=SEARCH_GRAPHS)
+                         **{"cuda_graph_max_bs": SEARCH_GRAPHS, **(launch or {})})
             most = max_running(model, at, isl=isl, osl=osl)
             held = np.nonzero(batches <= np.max(most))[0]
             r = evaluate(model, at, cal=cal, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl,
@@ -436,7 +438,7 @@ def _pool(workers: int):
 
 
 def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: dict, j: int, accs: list, engine: Engine,
-           isl: int = 0) -> FrontierPoint:
+           isl: int = 0, launch: dict | None = None) -> FrontierPoint:
     """Frontier point `j` of the columns `c`: its deployment (its step token budget resolved, as a
     record rebuilds it), its metrics (checked against the serving invariants) and its precision's accuracy. An `isl`-token
     prompt over the engine's default budget where it schedules prompts whole by default (TensorRT-LLM) was priced chunked
@@ -455,9 +457,11 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
     # largest); priced alike, as a capture at or above the batch misses no step (_frontier_priced prices them together)
     graphs = point_graphs(engine, int(grid.batches[ib]), gpu=gpu, plan=sub, k=k, largest=np.max(grid.batches))
     one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=engine.name, spec=spec,
-                     max_num_tokens=engine.step_tokens(gpu) if budget is None else budget,
+                     max_num_tokens=engine.launch_step_tokens(gpu, (launch or {}).get("chunked_prefill")) if budget is None else budget,
                      cuda_graph_max_bs=graphs,
                      chunked_prefill=True if budget is None and not engine.chunks_prefill and isl / sub.kvp > engine.step_tokens(gpu) else None)
+    if launch:  # the launch options the search priced every point with, stated as given (search's `launch`)
+        one = replace(one, **launch)
     vals = {k: float(c[k][j]) for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_s", "tpot_s")}
     # the frontier is what leaves the search: guarded here, not the whole space (issue 20)
     check_values(f"pareto {model.name} {sub.label()} on {n_inst}x{gpu.id}", vals, floor_s=weight_floor_s(model, one),

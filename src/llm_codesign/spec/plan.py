@@ -601,8 +601,10 @@ def precision_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     checkpoint format priced as BF16 (ModelSpec.unpriced_quant), a format the GPU cannot run as the engines map it
     (spec.precision.executable), a Quark MXFP4 checkpoint's BF16 attention, and an engine's MXFP4 emulation
     (Engine.mxfp4_emulation: vLLM's Quark on CDNA3)."""
-    run, said = executable(dep.precision, dep.gpu)
-    emulated = dep.engine.mxfp4_emulation(run, dep.gpu, moe=model.is_moe)
+    _, said = executable(dep.precision, dep.gpu)
+    emulated = dep.engine.mxfp4_emulation(dep.precision, dep.gpu, moe=model.is_moe)  # the checkpoint's format, as cost.ops asks
+    if emulated:  # the emulation's line says what runs in place of the GPU's FP4 mapping (vLLM's NVFP4 on AMD)
+        said = tuple(n for n in said if not n.startswith("nvfp4 has no") and "has no FP4 math" not in n)
     # a checkpoint format read as BF16 (ModelSpec.unpriced_quant), while the weights run at that fallback (no other
     # --weight-dtype given): said in --json, the API and the page, not only on stderr (newc9 #8)
     fallback = (model.unpriced_quant,) if model.unpriced_quant and dep.precision.weight == model.default_precision.weight else ()

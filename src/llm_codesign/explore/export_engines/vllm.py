@@ -58,10 +58,12 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["attention-backend"] = fallback
     o["max-num-seqs"] = launch_batch(dep, concurrency, adp)  # each DP rank schedules its own batch
     o["max-num-batched-tokens"] = dep.step_tokens
-    if dep.chunked_prefill is False:  # the file's import reads no switch back (VLLMExporter has no chunked_prefill): refused
-        raise InputError("chunked_prefill", dep.chunked_prefill, "on or unset for vllm (its export writes enable-chunked-prefill: true; "
-                                                   "chunking off is written for sglang and trtllm)")
-    o["enable-chunked-prefill"] = True
+    o["enable-chunked-prefill"] = dep.chunked_prefill is not False
+    if dep.chunked_prefill is False:
+        # V1 honours it: a waiting prompt over the step's token budget is not scheduled (the loop breaks, so prompts run
+        # whole, v1/core/sched/scheduler.py:1335-1344@0.33.0), and SchedulerConfig.verify_max_model_len refuses a launch whose
+        # max_num_batched_tokens is under max_model_len (config/scheduler.py:317-329): the context is capped at the budget
+        o["max-model-len"] = min(dep.step_tokens, model.max_context or dep.step_tokens)
     o["gpu-memory-utilization"] = exporter("vllm").written_kv_fraction(dep)
     # the deployment's capture where it states one: --max-cudagraph-capture-size counts tokens, a decode request's 1 + k
     # (VllmConfig._set_cudagraph_sizes, uniform_decode_query_len; vllm/config/vllm.py:2398-2470@0.33.0), --enforce-eager none
@@ -347,11 +349,25 @@ class VLLMExporter(Exporter):
                        "its kernels priced as -O2 compiles them)")
         return out
 
+    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str) -> list[str]:
+        """Its Dynamo worker's flags; chunking off as --no-enable-chunked-prefill (a bool field's BooleanOptionalAction,
+        vllm/engine/arg_utils.py:386@0.33.0), which flags() would leave out as a false value (the worker then chunked)."""
+        words = super().worker_args(model, dep, concurrency, mode)
+        return words + ["--no-enable-chunked-prefill"] if dep.chunked_prefill is False else words
+
     def worker_options(self, args: dict) -> tuple[dict, str]:
         """A Dynamo vLLM worker's flags, which vLLM's own parser reads (FlexibleArgumentParser with
         AsyncEngineArgs.add_cli_args, dynamo/vllm/args.py:136-137@ai-dynamo 1.6.1): its human-readable integers as the
-        plain command line's (human_values)."""
+        plain command line's (human_values); --no-enable-chunked-prefill as the switch off."""
+        if args.pop("no-enable-chunked-prefill", None) is True:
+            args = {**args, "enable-chunked-prefill": False}
         return super().worker_options(human_values(Flags(args)))
+
+    def chunked_prefill(self, o: dict) -> bool | None:
+        """False where --enable-chunked-prefill is off (--no-enable-chunked-prefill; EngineArgs.enable_chunked_prefill,
+        vllm/engine/arg_utils.py:713@0.33.0): V1's scheduler then runs each prompt whole within max-num-batched-tokens
+        (v1/core/sched/scheduler.py:1335-1344), priced as estimate --no-chunked-prefill prices it. None: on, its default."""
+        return False if o.get("enable-chunked-prefill") is False else None
 
     def kv_fraction(self, o: dict) -> float | None:
         """--gpu-memory-utilization: the share of the GPU weights, activations and KV cache take (Engine.kv_budget "total")."""

@@ -93,6 +93,8 @@ class AtomEngine(Engine):
         # :136-218) call gemm_afp4wfp4*, which assert an FP4 GPU. Refused for a dense model only: a MoE's MXFP4 experts run its
         # Triton MoE with BF16 activations on gfx94x (atom/model_ops/moe.py:1044-1051, 1368), priced weight-only, and gpt-oss's
         # dense linears are BF16
+        if nv := _nvfp4(prec):
+            return nv
         said = cdna3_mxfp4(prec, gpu) if moe is False else None
         if said is None:
             return None
@@ -110,6 +112,20 @@ class AtomEngine(Engine):
         (ATOM_ENABLE_ALLREDUCE_RMSNORM_FUSION, on by default: atom/utils/envs.py:156-157,
         atom/models/deepseek_v2.py:153, 2902)."""
         return self.own_allreduce(nbytes, n, family) & (family in CDNA_FAMILIES)
+
+
+def _nvfp4(prec) -> tuple[str, str, str] | None:
+    """NVFP4 in ATOM@ffdf3bb5: no parser reads a ModelOpt checkpoint (quant_method "modelopt"): get_quant_parser falls back
+    to GenericParser (atom/quant_spec.py:169-181), which reads any "fp4" in the config as fp4x2 and forces 1x32 blocks
+    ("MXFP4 (fp4x2) uses microscaling with 1x32 block scaling by definition", :370, 404-409), MXFP4's layout, not NVFP4's
+    16-element blocks with FP8 scales and a global scale; no NVFP4 linear or MoE kernel is wired (fused_moe/config.py:92, 188
+    name it in vLLM's vendored config only). Refused on every AMD GPU, MoE or dense."""
+    for field, d in (("weight_dtype", prec.weight if prec is not None else None), ("attn_weight_dtype", prec.attn_weight if prec is not None else None)):
+        if d is not None and d.name == "nvfp4":
+            return (field, d.name, "a format ATOM runs: it has no NVFP4 path (its generic quant parser reads a ModelOpt FP4 "
+                                   "checkpoint as MXFP4's 1x32 blocks, atom/quant_spec.py:404-409@ffdf3bb5); --weight-dtype mxfp4 "
+                                   "(an MXFP4 checkpoint) or fp8 runs natively, or --backend vllm runs NVFP4 emulated")
+    return None
 
 
 ATOM = register_engine(AtomEngine(

@@ -78,6 +78,22 @@ def _large_gpu(gpu) -> bool:
     return gpu.memory_bytes >= 70 * GIB and "a100" not in gpu.name.lower()
 
 
+def _amd_nvfp4(prec, gpu, *, moe: bool | None = True) -> str | None:
+    """vLLM's NVFP4 (a ModelOpt checkpoint, modelopt_fp4) on an AMD GPU, CDNA3 and CDNA4 alike: its linears' one ROCm kernel is
+    EmulationNvFp4LinearKernel (_POSSIBLE_NVFP4_KERNELS[ROCM], model_executor/kernels/linear/__init__.py:592-611@0.33.0, the
+    same at 0.24.0), which QDQs the input and dequantises the whole weight to BF16 each forward before torch.matmul
+    (run_nvfp4_emulations, layers/quantization/utils/nvfp4_emulation_utils.py:750-776); a MoE's experts fall through
+    select_nvfp4_moe_backend to EMULATION (fused_moe/oracle/nvfp4.py:191-320: Marlin's experts need CUDA,
+    experts/marlin_moe.py:592-594), whose Triton kernel dequantises each 4-bit tile in the GEMM (nvfp4_emulation_moe.py:
+    88-110, 334-362). No FP4 matrix-core path on gfx950 either: CDNA4's FP4 is MXFP4, not NVFP4's 16-element FP8 scales."""
+    if gpu is None or gpu.vendor != "amd" or prec is None or "nvfp4" not in (prec.weight.name, prec.attn.name):
+        return None
+    experts = ("its experts on its Triton emulation MoE, 4-bit tiles dequantised in the GEMM (priced W4A16), the other linears "
+               if moe is not False else "its linears ")
+    return (f"vLLM has no NVFP4 kernel on {gpu.name} (ROCm): it emulates it, {experts}dequantised to BF16 each forward before a "
+            "BF16 GEMM (priced so: slower than BF16; fp8 runs natively" + (", mxfp4 on the MI355X's FP4 cores)" if gpu.supports("fp4") else ")"))
+
+
 class VLLMEngine(Engine):
     # its per-request cost is the OpenAI server's front end, before EngineCore's queue: JSON parsing and the HF tokenizer
     # in the API process (default.toml [default.ttft_overhead_s]; Dynamo's front end tokenises on its own task,
@@ -179,6 +195,8 @@ class VLLMEngine(Engine):
         # apply_weights @039541c7; quark_w4a4_mxfp4.py@0320f490 the same; utils/mxfp4_utils.py _dequant_mxfp4 @01b817db).
         # A MoE's experts are not this path (gpt-oss's run triton_kernels' matmul_ogs on ROCm, its weights laid out for it off
         # gfx950 too: mxfp4_utils.py _swizzle_mxfp4 @01b817db): priced weight-only
+        if (nv := _amd_nvfp4(prec, gpu, moe=moe)) is not None:
+            return nv
         said = cdna3_mxfp4(prec, gpu) if moe is False else None
         if said is None:
             return None
