@@ -574,12 +574,15 @@ def test_validate_out_writes_the_bounds_and_prints_the_coverage(tmp_path):
         b = iv.band("ttft_ms", p["ttft_ms"], c)
         assert float(row["predicted_ttft_ms_lo"]) == pytest.approx(b["lo80"]) and float(row["predicted_ttft_ms_hi"]) == pytest.approx(b["hi80"])
         assert float(row["predicted_output_tok_s_per_user_lo"]) < float(row["predicted_output_tok_s_per_user_hi"])
+        # the 95% beside it, named as a frontier's (newc11 #13): the file can check the 95% coverage it states
+        assert float(row["predicted_ttft_ms_lo95"]) == pytest.approx(b["lo95"]) and float(row["predicted_ttft_ms_hi95"]) == pytest.approx(b["hi95"])
+        assert float(row["predicted_ttft_ms_lo95"]) <= float(row["predicted_ttft_ms_lo"]) < float(row["predicted_ttft_ms_hi"]) <= float(row["predicted_ttft_ms_hi95"])
     _, found = iv.row_intervals(rows, preds)
     f = found["ttft_ms"]
     assert f"TTFT {100 * f['inside80'] / f['n']:.1f}% / {100 * f['inside95'] / f['n']:.1f}% of {f['n']} measured runs" in " ".join(r.stdout.split())
     # the level the file's _lo/_hi carry, stated where it is written (newcomer review 2026-12-06 item 10: frontier.csv says _lo80)
-    assert (f"wrote {out} (CSV, one row per run: the input's columns, predicted_<metric> and its 80% interval, "
-            "predicted_<metric>_lo and _hi)") in " ".join(r.stdout.split())
+    assert (f"wrote {out} (CSV, one row per run: the input's columns, predicted_<metric>, its 80% interval "
+            "predicted_<metric>_lo and _hi, its 95% _lo95 and _hi95)") in " ".join(r.stdout.split())
 
 
 def test_a_profile_of_ones_own_narrows_the_bands_it_covers_and_says_so(tmp_path, monkeypatch):

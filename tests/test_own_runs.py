@@ -49,7 +49,8 @@ def test_validate_out_says_where_it_wrote(tmp_path):
     code, out, _ = cli("validate", "--serving", _runs(tmp_path), "--out", str(dest))
     # and which level its _lo/_hi columns are (newcomer review 2026-12-06 item 10)
     assert code == 0 and " ".join(out.split()).endswith(
-        f"wrote {dest} (CSV, one row per run: the input's columns, predicted_<metric> and its 80% interval, predicted_<metric>_lo and _hi)")
+        f"wrote {dest} (CSV, one row per run: the input's columns, predicted_<metric>, its 80% interval predicted_<metric>_lo and _hi, "
+        "its 95% _lo95 and _hi95)")
     assert dest.read_text().count("\n") == 4
     # a name without an extension is written as the same CSV, and said to be one (newc9 #16: "wrote val", unsaid)
     bare = tmp_path / "val"

@@ -84,8 +84,8 @@ def validate(
                                           "all-reduce; hopper/ep_comm, DeepEP's dispatch and combine)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns, or the name of a "
                                           "bundled one (e.g. serving_inferencex_mi355x.csv)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their 80% intervals "
-                                      "(predicted_<metric>_lo, _hi) here (CSV; - for standard output)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their intervals here: "
+                                      "predicted_<metric>_lo and _hi the 80%, _lo95 and _hi95 the 95% (CSV; - for standard output)."),
     clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them, keep each measurement once, and drop runs whose own series rules out every reading of their concurrency, whose run name records none, or whose series is recorded mostly at TP sizes the heads do not divide (llm_codesign.measure.audit)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
@@ -126,10 +126,12 @@ def validate(
         _print_columns(rep["columns"], _console(stderr=out == "-"))
         _print_arrival(rows, _console(stderr=out == "-"))
     if out and out != "-":
-        # the level of predicted_<metric>_lo/_hi, issue 40's names, which a newcomer could not tell (frontier.csv's say _lo80);
-        # and what the file is, whatever its name says: `--out val` wrote a CSV under no extension, unsaid (newc9 #16)
-        _console().print(f"wrote {out} (CSV, one row per " + ("run: the input's columns, predicted_<metric> and its 80% interval, "
-                         "predicted_<metric>_lo and _hi)" if serving else "kernel measurement: the input's columns and predicted_ms)"),
+        # the level of predicted_<metric>_lo/_hi, issue 40's names, which a newcomer could not tell (frontier.csv's say _lo80),
+        # beside the 95% named as a frontier's (outputs.VALIDATE_BOUND_SUFFIX, newc11 #13); and what the file is, whatever its
+        # name says: `--out val` wrote a CSV under no extension, unsaid (newc9 #16)
+        _console().print(f"wrote {out} (CSV, one row per " + ("run: the input's columns, predicted_<metric>, its 80% interval "
+                         "predicted_<metric>_lo and _hi, its 95% _lo95 and _hi95)" if serving else
+                         "kernel measurement: the input's columns and predicted_ms)"),
                          highlight=False)
 
 

@@ -67,6 +67,7 @@ from statistics import NormalDist
 import numpy as np
 
 from llm_codesign.measure.stats import BAND_NAMES, CONCURRENCY_BANDS
+from llm_codesign.outputs import VALIDATE_BOUND_SUFFIX, bound_columns
 from llm_codesign.serve.aggregated import DECODE_LAUNCH_RANGE_S, launch_range
 from llm_codesign.spec.plan import accepted_within, cached_tokens
 
@@ -550,7 +551,7 @@ def residuals(rows: list[dict], preds: list[dict]) -> list[tuple[Context, dict[s
 
 def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = None) -> tuple[list[dict], dict]:
     """`validate --out`'s interval columns and the coverage they found: per row, predicted_<column>_lo and
-    _hi (the 80% interval) for each predicted metric; per metric the runs that measure it (as stated in
+    _hi (the 80% interval) and _lo95 and _hi95 (the 95%) for each predicted metric (outputs.VALIDATE_BOUND_SUFFIX); per metric the runs that measure it (as stated in
     the file, nothing derived) and the share inside the 80% and the 95% interval."""
     cols, found = [], {}
     for r, p, ctx in zip(rows, preds, row_contexts(rows, preds), strict=True):
@@ -560,7 +561,7 @@ def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = N
             if not (math.isfinite(x) and x > 0):
                 continue
             b = band(m, x, ctx, table=table)
-            out |= {f"predicted_{COLUMNS[m]}_lo": b["lo80"], f"predicted_{COLUMNS[m]}_hi": b["hi80"]}
+            out |= {c: b[k] for k, c in bound_columns(f"predicted_{COLUMNS[m]}", table=VALIDATE_BOUND_SUFFIX).items()}
             y = _number(r.get(COLUMNS[m]))
             if math.isfinite(y) and y > 0:
                 f = found.setdefault(m, {"n": 0, "inside80": 0, "inside95": 0})
