@@ -27,3 +27,57 @@ def test_a_data_parallel_launch_line_splits_the_endpoints_concurrency_over_its_r
     code, text, err = cli("import", NEMO_DP, "--gpu", "h100", "--concurrency", "32")
     assert code == 0, err
     assert "16 requests on the busiest data-parallel rank (--concurrency 32 at the one endpoint, split over its 2 data-parallel ranks)" in text
+
+
+def test_a_profile_slice_takes_the_finite_sample_conformal_rule():
+    """#15: the k-th order statistic bounds a new exchangeable residual's tail with probability k/(n+1): the 90th percentile
+    needs ceil((n+1) 0.9) <= n, n >= 9 (n = 9: ceil(9.0) = 9; n = 8: ceil(8.1) = 9 > 8), the 97.5th n >= 39
+    (n = 38: ceil(38.025) = 39 > 38). 30 runs -2.9% ... +2.9% (log(1 + (i - 15)/500), i = 1..30): the 80% band runs from
+    the floor(31 x 0.1) = 3rd smallest, log(1 - 12/500), to the ceil(31 x 0.9) = 28th, log(1 + 13/500); no 95%."""
+    import math
+
+    from llm_codesign.measure import intervals as iv
+
+    assert iv.OWN_MIN_ROWS == 9 and iv.MIN_ROWS == 39
+    assert math.isfinite(iv.conformal(list(range(9)), 0.9)) and math.isnan(iv.conformal(list(range(8)), 0.9))
+    assert math.isfinite(iv.conformal(list(range(39)), 0.975)) and math.isnan(iv.conformal(list(range(38)), 0.975))
+    r = [math.log(1 + (i - 15) / 500) for i in range(1, 31)]
+    c = iv.cell(r)
+    assert (c["n"], c["q100"], c["q900"]) == (30, round(math.log(1 - 12 / 500), 4), round(math.log(1 + 13 / 500), 4))
+    assert math.isnan(c["q025"]) and math.isnan(c["q975"])
+    ctx = iv.Context("serving", "vllm", "hopper", "dense", "5-32", "balanced", ("dense", "gqa"), "bf16")
+    own = iv.build([(ctx, {"tpot_ms": x}) for x in r], min_rows=iv.OWN_MIN_ROWS)
+    assert own["slices"]["tpot_ms"]["serving|vllm|hopper"]["n"] == 30  # kept: under MIN_ROWS, over OWN_MIN_ROWS
+    assert "serving|vllm|hopper" not in iv.build([(ctx, {"tpot_ms": x}) for x in r])["slices"]["tpot_ms"]
+
+
+def test_thirty_own_runs_narrow_the_80_band_and_keep_the_bundled_95(tmp_path):
+    """#15: a profile's own 30 vLLM Hopper runs, 80% within -10%/+10% of the prediction (q100 = -0.1, q900 = 0.1 about
+    q500 = 0): the 80% band is p x exp(-0.1) ... p x exp(0.1), no campaign term (an own slice); its 95% has no order
+    statistic at 30 (q025, q975 NaN), so it is the bundled band's 95% for the same question, which holds the 80%."""
+    import math
+    from importlib import resources
+
+    import pytest
+
+    prof = tmp_path / "mine.toml"
+    slice_ = '"serving|vllm|hopper" = {n = 30, q025 = nan, q100 = -0.1, q500 = 0.0, q900 = 0.1, q975 = nan, mad = 0.05}\n'
+    env = ('\n[intervals.envelope]\nserving = {metrics = ["tpot_ms"], families = ["hopper"], engines = ["vllm"], '
+           'runs = {"vllm|hopper" = 30}, ranges = {vllm = {concurrency = [1.0, 64.0]}}}\nkinds = ["gqa", "dense"]\n'
+           'formats = ["hopper|fp8|dense", "hopper|bf16|dense"]\nmodels = ["llama-3.1-70b"]\n\n[intervals.slices.tpot_ms]\n')
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text() + env + slice_)
+    args = ("estimate", "llama-3.1-70b", "--gpu", "h100", "--tp", "8", "--concurrency", "64", "--backend", "vllm", "--json")
+    code, out, err = cli(*args, "--calibration", str(prof))
+    assert code == 0, err
+    r = json.loads(out)
+    b, p = r["intervals"]["tpot_ms"], r["tpot_ms"]
+    assert b["source"] == "mine.toml's own 30 serving runs with vLLM, on Hopper GPUs" and b["widened"] == []
+    assert [b["lo80"], b["hi80"]] == pytest.approx([p * math.exp(-0.1), p * math.exp(0.1)], rel=1e-9)
+    # the bundled 95% of this question as this profile's envelope has it (its slice set aside): wider than the own 80%
+    prof.write_text(resources.files("llm_codesign").joinpath("data/calibration/fitted.toml").read_text() + env.replace(
+        '"vllm|hopper" = 30', '"vllm|hopper" = 39'))
+    code, out, err = cli(*args, "--calibration", str(prof))
+    assert code == 0, err
+    bundled = json.loads(out)["intervals"]["tpot_ms"]
+    assert [b["lo95"], b["hi95"]] == pytest.approx([bundled["lo95"], bundled["hi95"]], rel=1e-9)
+    assert b["lo95"] < b["lo80"] < p < b["hi80"] < b["hi95"]

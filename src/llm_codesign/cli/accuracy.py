@@ -279,7 +279,7 @@ def _print_own_intervals(text: str, con) -> None:
     """What the profile's own intervals cover: its answers there take them instead of the bundled ones."""
     import tomllib
 
-    from llm_codesign.measure.intervals import MIN_ROWS, engine_title, family_name
+    from llm_codesign.measure.intervals import MIN_ROWS, OWN_MIN_ROWS, engine_title, family_name
 
     own = tomllib.loads(text)["intervals"]
     # the engine x GPU family slices, the ones answers take (intervals._slice): "vLLM on Waves GPUs" (engine x arrival) and
@@ -292,12 +292,13 @@ def _print_own_intervals(text: str, con) -> None:
                     if k.count("|") == 2 for mode, e, f in [k.split("|")]
                     if e in env.get(mode, {}).get("engines", ()) and f in env.get(mode, {}).get("families", ())})
     if cover:
-        con.print(f"intervals: answers with this profile on {', '.join(cover)} take the bands of its own runs instead of the bundled ones, "
-                  "and say so; every other engine and GPU family keeps the bundled bands and their widenings", highlight=False)
+        con.print(f"intervals: answers with this profile on {', '.join(cover)} take the bands of its own runs instead of the bundled ones "
+                  f"(the 95% too from {MIN_ROWS} runs; below, the bundled 95%), and say so; every other engine and GPU family keeps the "
+                  "bundled bands and their widenings", highlight=False)
     else:  # it read "answers ... on none of its engines and GPU families (too few runs) take the bands of its own runs"
         runs = own.get("envelope", {}).get("serving", {}).get("runs", {})
         have = ", ".join(f"{n} with {engine_title(k.split('|')[0])} on {family_name(k.split('|')[1])} GPUs" for k, n in sorted(runs.items()))
-        con.print(f"intervals: a band of the profile's own needs {MIN_ROWS} runs of one engine on one GPU family" + (f"; it has {have}" if have else "")
+        con.print(f"intervals: a band of the profile's own needs {OWN_MIN_ROWS} runs of one engine on one GPU family" + (f"; it has {have}" if have else "")
                   + ", so answers with this profile keep the bundled bands and their widenings, and say so", highlight=False)
 
 
