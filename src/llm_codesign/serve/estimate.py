@@ -11,6 +11,7 @@ from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ffns import moe_step_activation
 from llm_codesign.cost.ops import Batch, forward_ops
+from llm_codesign.cost.roofline import op_side
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     binding_resource,
@@ -127,7 +128,7 @@ class Estimate:
     max_batch: int  # the most requests that run at once
     memory: Memory
     energy: dict  # serve.energy.Energy.at: tokens per joule (GPU alone, with the node's share) and the power model's figures
-    decode_bound: str
+    decode_bound: str  # compute, memory, communication or host; starred where the kernel's rates bind past the ridge (bound_why)
     prefill_bound: str
     accepted_per_step: float
     precision_notes: tuple[str, ...]  # a format this GPU cannot execute, priced as the engines map it
@@ -137,6 +138,7 @@ class Estimate:
     accuracy: dict | None = None
     cost: dict | None = None
     intervals: dict | None = None
+    bound_why: dict | None = None  # {"decode"/"prefill": why its bound is starred} (_starred), where one is
     moe_activation: str | None = None  # the format the MoE runs on at this load where AITER's switch takes it off A:'s
     eager_decode: EagerDecode | None = None  # where a decode step runs outside the CUDA graphs captured
     request_cost: str | None = None  # where a fitted per-request cost is a material share of TTFT (request_cost_note)
@@ -178,6 +180,7 @@ class Estimate:
             **_per_joule(self.energy), "tokens_per_joule_at_tdp": self.tokens_per_joule_at_tdp, "max_batch": self.max_batch,
             "memory": self.memory.to_dict(), "power": _power(self.energy),
             "decode_bound": self.decode_bound, "prefill_bound": self.prefill_bound, "accepted_per_step": self.accepted_per_step,
+            **({"bound_why": self.bound_why} if self.bound_why else {}),
             # fits: the memory holds the load (fits_memory, the same); queued: those past what runs at once (Estimate.queued)
             "fits": self.fits, "fits_memory": self.fits, "queued": self.queued, "precision_notes": list(self.precision_notes),
             # the formats the model prices (spec.precision.executable), as the CLI's title and the web page's say them:
@@ -511,7 +514,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         memory=Memory(weights=s("weights_bytes"), kv=s("kv_bytes") - s("state_bytes"), state=s("state_bytes"), activations=s("activation_bytes"),
                       free=s("free_bytes"), capacity=dep.gpu.memory_bytes),
         energy=energy(model, dep, workload, concurrency, calibration=cal).at(),
-        decode_bound=_decode_bound(dec_ops, per, rows), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
+        **_bounds(dec_ops, pf_ops, per, rows, dep.gpu), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=precision_notes(model, dep) + _expert_notes(model, dep),
         over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
@@ -627,16 +630,43 @@ def rank_skew_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float) ->
             f"{costs.eager_skew * 1e6:.1f} us x sqrt(2 ln {ranks:.0f}) a launch), its mechanism open (docs/modelling-notes.md#skew-overlap)")
 
 
-def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
-    """What the decode step spends most time on: its operators by resource (serve.aggregated.resource_times, as
-    binding_resource sums them), or the host, its rows of the breakdown (step, sequences, eager launches) together, where
-    they exceed each. An eager step's row is its launches beyond its kernels (serve.aggregated._eager_decode: the step
-    takes the longer of the two), so where it is priced the host's launches outlast every kernel together: host."""
+def _bounds(dec_ops, pf_ops, per: float, rows, gpu) -> dict:
+    """Estimate's decode_bound and prefill_bound, each with why where starred (bound_why): _decode_bound, _starred."""
+    dec, dec_why = _decode_bound(dec_ops, per, rows, gpu)
+    tot = resource_times(pf_ops, per)
+    pf, pf_why = _starred(binding_resource(pf_ops, per), tot, pf_ops, per, gpu)
+    return {"decode_bound": dec, "prefill_bound": pf, "bound_why": {k: v for k, v in (("decode", dec_why), ("prefill", pf_why)) if v}}
+
+
+def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...], gpu) -> tuple[str, str | None]:
+    """What the decode step spends most time on (and why, where starred: _starred): its operators by resource
+    (serve.aggregated.resource_times, as binding_resource sums them), or the host, its rows of the breakdown (step,
+    sequences, eager launches) together, where they exceed each. An eager step's row is its launches beyond its kernels
+    (serve.aggregated._eager_decode: the step takes the longer of the two), so where it is priced the host's launches
+    outlast every kernel together: host."""
     host = [o.time_s for o in rows if o.phase == "decode" and o.kind == "host"]
     if any(o.time_s > 0 for o in rows if o.name in ("host/eager_launches", "host/draft_pieces")):
-        return "host"
+        return "host", None
     tot = resource_times(ops, per) | {"host": sum(host)}
-    return max(tot, key=tot.get)
+    return _starred(max(tot, key=tot.get), tot, ops, per, gpu)
+
+
+def _starred(bound: str, tot: dict, ops, per: float, gpu) -> tuple[str, str | None]:
+    """`bound` starred as roofline stars an operator (cost.roofline.op_side, one function for both: newc11 #12) where most
+    of its time is operators whose kernel's own rates bind the other side of the GPU's ridge, with why: the longest of them,
+    its FLOP/B against the GPU's ridge and the kernel's. A MoE W4A16 decode on an MI355X is 'compute*': its expert GEMMs
+    at 5.9 FLOP/B read as compute only through the dequantising kernel's rate, which no CDNA4 table times."""
+    if bound not in ("compute", "memory"):
+        return bound, None
+    side = {id(op): op_side(op, gpu) for op in ops if op.kind != "comm"}
+    off = [(float(np.sum(op_step_time(op, per))), op) for op in ops
+           if id(op) in side and side[id(op)].modelled == bound and side[id(op)].kernel_ridge is not None]
+    if sum(t for t, _ in off) <= tot[bound] / 2:
+        return bound, None
+    _, op = max(off, key=lambda x: x[0])
+    s = side[id(op)]
+    return f"{bound}*", (f"{op.name.split('/', 1)[-1]} at {s.intensity:.1f} FLOP/B against the GPU's ridge of {s.ridge:.0f}: its kernel's own "
+                         f"rates (tiles, waves, efficiency) put the ridge at {s.kernel_ridge:.1f}, roofline's *")
 
 
 def _eager_decode(dep: Deployment, rows: tuple[OperatorTime, ...], sp, tp: dict, *, batch: float, tpot_s: float, ttft_s: float,
