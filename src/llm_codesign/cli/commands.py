@@ -464,6 +464,8 @@ def _largest_batch_text(r: dict) -> str:
     """The "largest batch" row: what sets it (max_batch_text), and where requests are past it what the engine does with
     them (over_capacity; the step budget's is the row's own words, so only its outcome is added). The page's twin:
     app.js largestBatchText."""
+    if "in_step" in r:  # requests in step past the full context's count: the engine preempts (serve.estimate._in_step, newc11 #7)
+        return f"{r['max_batch_text']}[yellow]; {r['in_step']}[/yellow]"
     if "over_capacity" not in r:
         return r["max_batch_text"]
     rest = WAIT_REST if r["max_batch_by"] == "step budget" else f": {r['over_capacity']}"

@@ -133,6 +133,7 @@ class Estimate:
     accepted_per_step: float
     precision_notes: tuple[str, ...]  # a format this GPU cannot execute, priced as the engines map it
     over_capacity: str | None = None  # what the engine does with the requests its KV cache cannot hold
+    in_step: str | None = None  # requests in step past the full-context count: the engine's preemption, said (_in_step)
     spec: SpecPayoff | None = None
     breakdown: tuple[OperatorTime, ...] | None = None
     accuracy: dict | None = None
@@ -195,6 +196,8 @@ class Estimate:
             out["max_batch_by"], out["max_batch_text"] = self.batch_limit["by"], self.batch_limit["text"]
         if self.over_capacity is not None:
             out["over_capacity"] = self.over_capacity
+        if self.in_step is not None:
+            out["in_step"] = self.in_step
         if self.queue is not None:  # absent where every request runs at once
             out["queue"] = self.queue
         if self.eager_decode is not None:  # absent where every decode step replays a CUDA graph
@@ -517,10 +520,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         **_bounds(dec_ops, pf_ops, per, rows, dep.gpu), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=precision_notes(model, dep) + _expert_notes(model, dep),
-        over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
-                                     whole=whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=dep.spec.k if dep.spec is not None else 0.0,
-                                                      seq_len=workload.isl + workload.osl, free=s("kv_bytes") + s("free_bytes")))
-        if concurrency > max_batch else None,
+        **_capacity(model, dep, workload, concurrency=concurrency, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
+                    free=s("kv_bytes") + s("free_bytes")),
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
         breakdown=rows if breakdown else None,
         moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None),
@@ -842,6 +843,42 @@ def _ep_upcast(model: ModelSpec, dep: Deployment) -> str:
         return ""
     return (f"; {dep.engine.title} holds these {prec.weight.name} experts as {held[True]} under EP (converted at load): "
             f"EP=1 or another engine keeps {prec.weight.name}")
+
+
+def _capacity(model: ModelSpec, dep: Deployment, workload: Workload, *, concurrency: int, max_batch: int, budget_binds: bool,
+              free: float) -> dict:
+    """Estimate's over_capacity (past max_batch: _over_capacity) and in_step (within it, past what the cache holds at the
+    full context where requests run in step: _in_step), from the sequences of ISL+OSL the KV bytes `free` hold (whole_seqs)."""
+    whole = whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=dep.spec.k if dep.spec is not None else 0.0,
+                       seq_len=workload.isl + workload.osl, free=free)
+    over = _over_capacity(dep, workload, max_batch=max_batch, budget_binds=budget_binds, whole=whole) if concurrency > max_batch else None
+    return {"over_capacity": over, "in_step": None if over is not None or budget_binds else _in_step(dep, workload, concurrency, whole)}
+
+
+# the arrivals that keep a closed loop's identical requests in step (spec.harness.ARRIVAL_TEXT): every request reaches
+# ISL + OSL tokens at once, so an engine that sizes its batch at a mean context runs out of KV blocks at each wave's end
+IN_STEP = ("waves", "burst")
+
+
+def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) -> str | None:
+    """What an engine sizing its KV cache at the mean context (Engine.kv_budget's share < 1: vLLM, SGLang, ATOM) does with
+    requests kept in step (IN_STEP) past the `whole` sequences of ISL+OSL its cache holds: none of them admits at the
+    mean, each admits a request whose prompt's blocks fit and grows it a block at a time. vLLM, out of blocks for a running
+    request's next token, preempts the newest running request, frees its blocks and requeues it at the front to recompute
+    its prompt and output so far (v1/core/sched/scheduler.py Scheduler.schedule: `preempted_req = self.running.pop()`,
+    num_computed_tokens = 0, waiting.prepend_request@v0.11); SGLang retracts decoding requests (ScheduleBatch.retract_decode,
+    scheduler.update_running_batch@0.5.x) and raises its new-token ratio. Staggered (closed_loop) a sequence holds
+    ISL + OSL/2 on average, the mean sizing's premise; in step all hold ISL + OSL at the wave's end, so past `whole` the
+    engine preempts: newc11 #7 (290 Llama-3.1-8B requests, 1024/1024, on an H100: 72.5 GiB at the full context against a
+    55.4 GiB pool). Said, not priced (the recompute and the desynchronisation it causes); None where it does not arise."""
+    share = dep.engine.kv_budget[2]
+    if share >= 1.0 or workload.arrival not in IN_STEP or concurrency <= whole or workload.osl <= 1:
+        return None
+    isl, osl = workload.isl, workload.osl
+    return (f"in step ({workload.arrival}), the {concurrency} requests reach {isl}+{osl} tokens together and the KV cache holds "
+            f"{whole} of them at that length: {dep.backend} sizes its batch at the mean context ({isl}+{share * osl:.10g}) and, out of "
+            f"blocks near each wave's end, preempts the newest {concurrency - whole} or so to recompute later (not priced: "
+            "TPOT and tok/s/GPU are the mean sizing's; --arrival closed_loop staggers them, or fewer requests fit)")
 
 
 def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool, whole: int | None = None) -> str:

@@ -484,6 +484,7 @@ function kneeText(e) {
 
 // the "largest batch" row (cli/commands.py _largest_batch_text): what sets it, and what happens to the requests past it
 function largestBatchText(e) {
+  if (e.in_step) return `${e.max_batch_text}; ${e.in_step}`;  // requests in step past the full context: preempted (cli twin)
   if (!e.over_capacity) return e.max_batch_text;
   return e.max_batch_by === "step budget" ? `${e.max_batch_text}; the rest wait for whole requests to finish (longer TTFT)`
     : `${e.max_batch_text}: ${e.over_capacity}`;
