@@ -85,7 +85,7 @@ def test_a_profile_with_too_few_runs_says_how_many_it_has():
     with con.capture() as got:
         _print_own_intervals('[intervals.slices.ttft_ms]\n[intervals.envelope.serving]\nruns = {"sglang|hopper" = 6, "vllm|hopper" = 7}\n',
                              con)
-    assert got.get() == ("intervals: a band of the profile's own needs 39 runs of one engine on one GPU family; it has 6 with SGLang "
+    assert got.get() == ("intervals: a band of the profile's own needs 9 runs of one engine on one GPU family; it has 6 with SGLang "
                          "on Hopper GPUs, 7 with vLLM on Hopper GPUs, so answers with this profile keep the bundled bands and their widenings, and say so\n")
 
 

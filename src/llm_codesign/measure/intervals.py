@@ -991,10 +991,17 @@ def _listed(names: list[str]) -> str:
 
 def _slice(metric: str, ctx: Context, table: dict) -> tuple[dict, tuple[str, ...], bool] | None:
     """The most specific slice of `metric` for `ctx` along HIERARCHY: the profile's own first, down to its
-    engine x family (a profile's runs answer for its engines and GPUs only), then the bundled ones."""
+    engine x family (a profile's runs answer for its engines and GPUs only), then the bundled ones. Of the profile's own,
+    the most specific of MIN_ROWS runs, else the widest under it (OWN_MIN_ROWS at least: its 80% its own, its 95% the
+    bundled one, band)."""
     slices = table["slices"].get(metric, {})
     own = table.get("own", {}).get(metric, {}) if covered(ctx, table) else {}
+    # the most specific own slice of MIN_ROWS runs (both levels its own), else the widest of OWN_MIN_ROWS (its 80% its own:
+    # band): 12 runs in a load band do not displace the engine x family's 40
     for level in HIERARCHY[:3]:
+        if ctx.key(level) in own and own[ctx.key(level)]["n"] >= MIN_ROWS:
+            return own[ctx.key(level)], level, True
+    for level in reversed(HIERARCHY[:3]):  # its slices hold OWN_MIN_ROWS at least (profile_section)
         if ctx.key(level) in own:
             return own[ctx.key(level)], level, True
     for level in levels_for(metric, ctx.mode):
