@@ -696,23 +696,21 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
     engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     _refuse_unset_env(imp)
     imp = _within_context_limit(imp, isl, osl)
-    conc, endpoint = _per_rank_concurrency(concurrency, imp.replicas, stated_dp=not meta)
-    conc = conc or imp.concurrency
+    conc, endpoint = _per_rank_concurrency(concurrency, imp.replicas, stated_dp=not meta, default=imp.concurrency)
     est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc, arrival=arrival), calibration=calibration)
     r = est.to_dict()
     r["deployment"] = imp.deployment.to_dict()
-    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
+    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)} | (
+        {"endpoint_concurrency": endpoint} if endpoint else {})
     batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
-    if endpoint:
-        r["endpoint_concurrency"] = endpoint
-        batch = f"--concurrency {endpoint} at the one endpoint, split over its {imp.replicas} data-parallel ranks"
+    batch = f"--concurrency {endpoint} at the one endpoint, split over its {imp.replicas} data-parallel ranks" if endpoint else batch
     return ImportEstimate(path=given, engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
 
 
-def _per_rank_concurrency(concurrency: int | None, replicas: int, *, stated_dp: bool) -> tuple[int | None, int | None]:
-    """(requests a data-parallel copy runs, the endpoint's count where it was split; else None). An engine's own launch line
+def _per_rank_concurrency(concurrency: int | None, replicas: int, *, stated_dp: bool, default: int | None = None) -> tuple[int | None, int | None]:
+    """(requests a data-parallel copy runs, `default` where no count is given; the endpoint's count where it was split, else None). An engine's own launch line
     with data-parallel copies (vLLM --data-parallel-size of a dense model, SGLang --dp-size) is one API server that
     balances requests over its ranks: `vllm bench serve --max-concurrency 32` against it keeps 32 in flight in all, 16 a
     rank (newc11 #11). vLLM's front end sends each request to its least-loaded rank (DPLBAsyncMPClient.
@@ -722,7 +720,7 @@ def _per_rank_concurrency(concurrency: int | None, replicas: int, *, stated_dp: 
     ceil(C / ranks), the count priced. An export's replicas (`stated_dp` False) are separate instances
     behind the user's own balancer, each at --concurrency (export writes it so)."""
     if not stated_dp or replicas <= 1 or concurrency is None:
-        return concurrency, None
+        return concurrency or default, None
     return -(-concurrency // replicas), concurrency
 
 

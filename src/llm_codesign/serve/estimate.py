@@ -181,7 +181,6 @@ class Estimate:
             **_per_joule(self.energy), "tokens_per_joule_at_tdp": self.tokens_per_joule_at_tdp, "max_batch": self.max_batch,
             "memory": self.memory.to_dict(), "power": _power(self.energy),
             "decode_bound": self.decode_bound, "prefill_bound": self.prefill_bound, "accepted_per_step": self.accepted_per_step,
-            **({"bound_why": self.bound_why} if self.bound_why else {}),
             # fits: the memory holds the load (fits_memory, the same); queued: those past what runs at once (Estimate.queued)
             "fits": self.fits, "fits_memory": self.fits, "queued": self.queued, "precision_notes": list(self.precision_notes),
             # the formats the model prices (spec.precision.executable), as the CLI's title and the web page's say them:
@@ -196,8 +195,7 @@ class Estimate:
             out["max_batch_by"], out["max_batch_text"] = self.batch_limit["by"], self.batch_limit["text"]
         if self.over_capacity is not None:
             out["over_capacity"] = self.over_capacity
-        if self.in_step is not None:
-            out["in_step"] = self.in_step
+        out |= {k: v for k, v in (("bound_why", self.bound_why), ("in_step", self.in_step)) if v}  # where starred / in step past the cache
         if self.queue is not None:  # absent where every request runs at once
             out["queue"] = self.queue
         if self.eager_decode is not None:  # absent where every decode step replays a CUDA graph
