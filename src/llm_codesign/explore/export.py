@@ -701,9 +701,8 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
     r = est.to_dict()
     r["deployment"] = imp.deployment.to_dict()
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)} | (
-        {"endpoint_concurrency": endpoint} if endpoint else {})
-    batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
-    batch = f"--concurrency {endpoint} at the one endpoint, split over its {imp.replicas} data-parallel ranks" if endpoint else batch
+        {"endpoint_concurrency": endpoint} if endpoint else {})  # a launch line's data-parallel ranks' shared count (newc11 #11)
+    batch = _batch_source(concurrency, conc, endpoint, imp.replicas)
     return ImportEstimate(path=given, engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
@@ -722,6 +721,16 @@ def _per_rank_concurrency(concurrency: int | None, replicas: int, *, stated_dp: 
     if not stated_dp or replicas <= 1 or concurrency is None:
         return concurrency or default, None
     return -(-concurrency // replicas), concurrency
+
+
+def _batch_source(concurrency: int | None, conc: int | None, endpoint: int | None, replicas: int) -> str:
+    """Where import's requests in flight came from (ImportEstimate.batch): --concurrency (`endpoint`: the one endpoint's,
+    split over its data-parallel ranks, _per_rank_concurrency), the configuration's max batch, or none given."""
+    if not conc:
+        return "no max batch given: the engine's own and the KV cache's"
+    if endpoint:
+        return f"--concurrency {endpoint} at the one endpoint, split over its {replicas} data-parallel ranks"
+    return "--concurrency" if concurrency else "the configuration's max batch"
 
 
 def _refuse_unset_env(imp: Imported) -> None:
