@@ -864,8 +864,9 @@ def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) 
     mean, each admits a request whose prompt's blocks fit and grows it a block at a time. vLLM, out of blocks for a running
     request's next token, preempts the newest running request, frees its blocks and requeues it at the front to recompute
     its prompt and output so far (v1/core/sched/scheduler.py Scheduler.schedule: `preempted_req = self.running.pop()`,
-    num_computed_tokens = 0, waiting.prepend_request@v0.11); SGLang retracts decoding requests (ScheduleBatch.retract_decode,
-    scheduler.update_running_batch@0.5.x) and raises its new-token ratio. Staggered (closed_loop) a sequence holds
+    num_computed_tokens = 0, waiting.prepend_request@v0.11); SGLang retracts decoding requests, the fewest outputs and
+    longest prompts first (managers/schedule_batch.py ScheduleBatch.retract_decode, called from the scheduler's
+    update_running_batch when check_decode_mem fails) and raises its new-token ratio. Staggered (closed_loop) a sequence holds
     ISL + OSL/2 on average, the mean sizing's premise; in step all hold ISL + OSL at the wave's end, so past `whole` the
     engine preempts: newc11 #7 (290 Llama-3.1-8B requests, 1024/1024, on an H100: 72.5 GiB at the full context against a
     55.4 GiB pool). Said, not priced (the recompute and the desynchronisation it causes); None where it does not arise."""
@@ -875,7 +876,7 @@ def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) 
     isl, osl = workload.isl, workload.osl
     return (f"in step ({workload.arrival}), the {concurrency} requests reach {isl}+{osl} tokens together and the KV cache holds "
             f"{whole} of them at that length: {dep.backend} sizes its batch at the mean context ({isl}+{share * osl:.10g}) and, out of "
-            f"blocks near each wave's end, preempts the newest {concurrency - whole} or so to recompute later (not priced: "
+            f"blocks near each wave's end, preempts about {concurrency - whole} of them to recompute later (not priced: "
             "TPOT and tok/s/GPU are the mean sizing's; --arrival closed_loop staggers them, or fewer requests fit)")
 
 
