@@ -118,7 +118,8 @@ def test_the_edge_distance_text_and_growth_share_one_threshold():
 
 
 def test_a_small_profiles_own_spread_is_said_beside_the_bundled_band():
-    # newc10 #15: 12 runs make no band (MIN_ROWS 39); their own 10th / 90th percentiles of log(measured / predicted)
+    # newc10 #15: 12 runs made no band (MIN_ROWS 39; since fixN3 a profile's slice takes 9, so a table of 12 runs and no slice
+    # is one written before); their own 10th / 90th percentiles of log(measured / predicted)
     ctx = iv.Context("serving", "vllm", "cdna3", "dense", "5-32", "balanced", ("dense", "gqa"), "fp8")
     rs = [math.log(1 + x / 100) for x in (-8, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 9)]
     s = iv.own_spread([(ctx, {"tpot_ms": r}) for r in rs])["vllm|cdna3"]["tpot_ms"]
@@ -127,9 +128,12 @@ def test_a_small_profiles_own_spread_is_said_beside_the_bundled_band():
     assert (s["n"], s["q100"], s["q900"]) == (12, pytest.approx(-0.0608, abs=1e-4), pytest.approx(0.0286, abs=1e-4))
     t = iv.bundled() | {"profile": "mine.toml", "own_runs": {"serving": {"vllm|cdna3": 12}}, "own_spread": {"serving": {"vllm|cdna3": {"tpot_ms": s}}}}
     # expm1(-0.0608) = -5.9%, expm1(0.0286) = +2.9%
-    assert iv._why_bundled("tpot_ms", ctx, t) == ("too few of its runs (12 with vLLM on CDNA3 GPUs; 39 per slice needed); their TPOT, priced "
+    old = "a profile written before fixN3 took 39 a slice; `calibrate --serving` again makes one from 9"
+    assert iv._why_bundled("tpot_ms", ctx, t) == (f"no slice of its runs (12 with vLLM on CDNA3 GPUs; {old}); their TPOT, priced "
                                                    "with the profile fitted on them (in sample): 80% of the 12 within -5.9%/+2.9% of the prediction")
-    assert iv._why_bundled("ttft_ms", ctx, t) == "too few of its runs (12 with vLLM on CDNA3 GPUs; 39 per slice needed)"
+    assert iv._why_bundled("ttft_ms", ctx, t) == f"no slice of its runs (12 with vLLM on CDNA3 GPUs; {old})"
+    t7 = t | {"own_runs": {"serving": {"vllm|cdna3": 7}}}  # under OWN_MIN_ROWS: too few (ceil(8 x 0.9) = 8 > 7)
+    assert iv._why_bundled("ttft_ms", ctx, t7) == "too few of its runs (7 with vLLM on CDNA3 GPUs; 9 per slice needed)"
 
 
 def test_a_reason_merged_over_points_says_how_the_band_took_it_where_every_point_took_it():

@@ -159,7 +159,7 @@ def test_a_profile_with_too_few_runs_for_bands_of_its_own_says_it_keeps_the_bund
     con = Console(width=2000)
     with con.capture() as got:
         _print_own_intervals("[intervals.slices.ttft_ms]\n[intervals.envelope]\n", con)
-    assert got.get() == ("intervals: a band of the profile's own needs 39 runs of one engine on one GPU family, so answers with this "
+    assert got.get() == ("intervals: a band of the profile's own needs 9 runs of one engine on one GPU family, so answers with this "
                          "profile keep the bundled bands and their widenings, and say so\n")
 
 

@@ -574,12 +574,15 @@ def test_validate_out_writes_the_bounds_and_prints_the_coverage(tmp_path):
         b = iv.band("ttft_ms", p["ttft_ms"], c)
         assert float(row["predicted_ttft_ms_lo"]) == pytest.approx(b["lo80"]) and float(row["predicted_ttft_ms_hi"]) == pytest.approx(b["hi80"])
         assert float(row["predicted_output_tok_s_per_user_lo"]) < float(row["predicted_output_tok_s_per_user_hi"])
+        # the 95% beside it, named as a frontier's (newc11 #13): the file can check the 95% coverage it states
+        assert float(row["predicted_ttft_ms_lo95"]) == pytest.approx(b["lo95"]) and float(row["predicted_ttft_ms_hi95"]) == pytest.approx(b["hi95"])
+        assert float(row["predicted_ttft_ms_lo95"]) <= float(row["predicted_ttft_ms_lo"]) < float(row["predicted_ttft_ms_hi"]) <= float(row["predicted_ttft_ms_hi95"])
     _, found = iv.row_intervals(rows, preds)
     f = found["ttft_ms"]
     assert f"TTFT {100 * f['inside80'] / f['n']:.1f}% / {100 * f['inside95'] / f['n']:.1f}% of {f['n']} measured runs" in " ".join(r.stdout.split())
     # the level the file's _lo/_hi carry, stated where it is written (newcomer review 2026-12-06 item 10: frontier.csv says _lo80)
-    assert (f"wrote {out} (CSV, one row per run: the input's columns, predicted_<metric> and its 80% interval, "
-            "predicted_<metric>_lo and _hi)") in " ".join(r.stdout.split())
+    assert (f"wrote {out} (CSV, one row per run: the input's columns, predicted_<metric>, its 80% interval "
+            "predicted_<metric>_lo and _hi, its 95% _lo95 and _hi95)") in " ".join(r.stdout.split())
 
 
 def test_a_profile_of_ones_own_narrows_the_bands_it_covers_and_says_so(tmp_path, monkeypatch):
@@ -685,7 +688,9 @@ def test_a_profile_with_too_few_runs_like_the_question_says_so(tmp_path):
                     + '"serving|vllm|blackwell" = {n = 40, q025 = -0.2, q100 = -0.1, q500 = 0.0, q900 = 0.1, q975 = 0.2}\n')
     args = ("estimate", "llama-3.1-8b", "--concurrency", "16", "--calibration", str(prof), "--json")
     few = json.loads(run(*args, "--gpu", "h100").stdout)["intervals"]["ttft_ms"]["source"]
-    assert few.startswith(f"the bundled profile's (not mine.toml's: too few of its runs (20 with TensorRT-LLM on Hopper GPUs; {iv.MIN_ROWS} per slice needed)) ")
+    # 20 runs and no slice: a profile written before a slice took OWN_MIN_ROWS (fixN3), which calibrate writes again
+    assert few.startswith("the bundled profile's (not mine.toml's: no slice of its runs (20 with TensorRT-LLM on Hopper GPUs; a profile "
+                          f"written before fixN3 took {iv.MIN_ROWS} a slice; `calibrate --serving` again makes one from {iv.OWN_MIN_ROWS})) ")
     none = json.loads(run(*args, "--gpu", "mi355x").stdout)["intervals"]["ttft_ms"]["source"]
     assert none.startswith("the bundled profile's (not mine.toml's: none of its runs is like this one) ")
     # and `calibrate --serving` writes the counts: build's envelope, per mode, runs per engine|family
@@ -848,9 +853,9 @@ def test_a_vllm_only_profile_leaves_other_engines_bands_as_bundled(tmp_path, n):
     b = vllm["intervals"]["tpot_ms"]
     if n < iv.MIN_ROWS:
         assert b["source"].startswith(f"the bundled profile's (not mine.toml's: too few of its runs ({n} with vLLM on Hopper GPUs; "
-                                      f"{iv.MIN_ROWS} per slice needed)) ")
+                                      f"{iv.OWN_MIN_ROWS} per slice needed)) ")
         assert any(w.startswith(f"no bundled serving run on any Hopper GPU; your profile has {n} with vLLM (too few for a band: "
-                                f"{iv.MIN_ROWS} needed)") for w in b["widened"])  # newc5 #17
+                                f"{iv.OWN_MIN_ROWS} needed)") for w in b["widened"])  # newc5 #17
     else:  # its own slice, +-10% at 80% and +-20% at 95% about the prediction (no campaign term, no widening)
         assert b["source"] == "mine.toml's own 40 serving runs with vLLM, on Hopper GPUs" and b["widened"] == []
         p = vllm["tpot_ms"]
@@ -1001,7 +1006,7 @@ def test_disagg_intervals_read_the_rows_decode_batch(monkeypatch):
 def test_family_widening_counts_a_profiles_too_few_own_runs(tmp_path):
     """newc5 #17: six own vLLM H100 runs (under MIN_ROWS = 39, ceil((n+1) 0.975) <= n) leave the bundled band and its
     Hopper widening, which now says why: 'no bundled serving run on any Hopper GPU; your profile has 6 (too few for a
-    band: 39 needed)', of its engine only; without a profile the words are as before."""
+    band: 9 needed)' since fixN3, 39 before), of its engine only; without a profile the words are as before."""
     from importlib import resources
 
     prof = tmp_path / "mine.toml"
@@ -1013,7 +1018,7 @@ def test_family_widening_counts_a_profiles_too_few_own_runs(tmp_path):
     fam = [w for w in iv.reasons(ctx, iv.bundled()) if w.kind == "family"]
     assert [str(w) for w in fam] == ["no serving run on any Hopper GPU"]
     own = [str(w) for w in iv.reasons(ctx, iv._profile_table(str(prof), None)) if w.kind == "family"]
-    assert own == ["no bundled serving run on any Hopper GPU; your profile has 6 with vLLM (too few for a band: 39 needed)"]
+    assert own == ["no bundled serving run on any Hopper GPU; your profile has 6 with vLLM (too few for a band: 9 needed)"]
     trt = replace(ctx, engine="trtllm")  # another engine's question: its runs are not counted
     assert [str(w) for w in iv.reasons(trt, iv._profile_table(str(prof), None)) if w.kind == "family"] == ["no serving run on any Hopper GPU"]
 

@@ -190,10 +190,11 @@ def test_calibrate_and_validate_to_standard_output(tmp_path, monkeypatch):
     Path("s.csv").write_text(SERVING)
     code, out, err = cli("validate", "--serving", "s.csv", "--out", "-")
     lines = out.splitlines()
-    # each prediction with its 80% interval beside it (measure.intervals)
-    bounded = ",".join(f"predicted_{m},predicted_{m}_hi,predicted_{m}_lo" for m in ("output_tok_s_per_gpu", "output_tok_s_per_user", "tpot_ms"))
+    # each prediction with its 80% (_lo, _hi) and 95% (_lo95, _hi95, newc11 #13) interval beside it (measure.intervals)
+    bounded = ",".join(f"predicted_{m},predicted_{m}_hi,predicted_{m}_hi95,predicted_{m}_lo,predicted_{m}_lo95"
+                       for m in ("output_tok_s_per_gpu", "output_tok_s_per_user", "tpot_ms"))
     assert code == 0 and lines[0] == SERVING.splitlines()[0] + ",predicted_fits," + bounded + \
-        ",predicted_ttft_ms,predicted_ttft_ms_hi,predicted_ttft_ms_lo" and len(lines) == 2, err
+        ",predicted_ttft_ms,predicted_ttft_ms_hi,predicted_ttft_ms_hi95,predicted_ttft_ms_lo,predicted_ttft_ms_lo95" and len(lines) == 2, err
     assert "serving validation" in err and sorted(p.name for p in tmp_path.iterdir()) == ["g.csv", "p.toml", "s.csv"]
 
 

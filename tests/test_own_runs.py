@@ -49,7 +49,8 @@ def test_validate_out_says_where_it_wrote(tmp_path):
     code, out, _ = cli("validate", "--serving", _runs(tmp_path), "--out", str(dest))
     # and which level its _lo/_hi columns are (newcomer review 2026-12-06 item 10)
     assert code == 0 and " ".join(out.split()).endswith(
-        f"wrote {dest} (CSV, one row per run: the input's columns, predicted_<metric> and its 80% interval, predicted_<metric>_lo and _hi)")
+        f"wrote {dest} (CSV, one row per run: the input's columns, predicted_<metric>, its 80% interval predicted_<metric>_lo and _hi, "
+        "its 95% _lo95 and _hi95)")
     assert dest.read_text().count("\n") == 4
     # a name without an extension is written as the same CSV, and said to be one (newc9 #16: "wrote val", unsaid)
     bare = tmp_path / "val"
@@ -84,7 +85,7 @@ def test_a_profile_with_too_few_runs_says_how_many_it_has():
     with con.capture() as got:
         _print_own_intervals('[intervals.slices.ttft_ms]\n[intervals.envelope.serving]\nruns = {"sglang|hopper" = 6, "vllm|hopper" = 7}\n',
                              con)
-    assert got.get() == ("intervals: a band of the profile's own needs 39 runs of one engine on one GPU family; it has 6 with SGLang "
+    assert got.get() == ("intervals: a band of the profile's own needs 9 runs of one engine on one GPU family; it has 6 with SGLang "
                          "on Hopper GPUs, 7 with vLLM on Hopper GPUs, so answers with this profile keep the bundled bands and their widenings, and say so\n")
 
 

@@ -47,7 +47,7 @@ def test_the_api_says_which_columns_of_a_serving_file_it_did_not_read(tmp_path):
     assert llm_codesign.validate_serving(_runs(tmp_path))["columns"] == {"not_read": [], "absent_metrics": []}
 
 
-# a profile holding 3 H200 vLLM runs of its own (too few for a slice, MIN_ROWS 39), its [intervals] as calibrate --serving
+# a profile holding 3 H200 vLLM runs of its own (too few for a slice, OWN_MIN_ROWS 9), its [intervals] as calibrate --serving
 # writes them: they put Hopper within the runs (measure.intervals._profile_table), the band itself the bundled Blackwell one's
 OWN_H200 = """[intervals.slices]
 [intervals.envelope]
@@ -73,8 +73,8 @@ def test_a_band_not_widened_for_hopper_names_the_profiles_own_hopper_runs(tmp_pa
     code, out, _ = cli(*(a.format("h200") for a in ask))
     b = json.loads(out)["intervals"]["tpot_ms"]
     assert code == 0 and [w.split(" (x")[0] for w in b["widened"]] == [
-        "no bundled serving run on any Hopper GPU; your profile has 3 with vLLM (too few for a band: 39 needed)"]  # newc5 #17
-    assert b["source"] == ("the bundled profile's (not own.toml's: too few of its runs (3 with vLLM on Hopper GPUs; 39 per slice needed)) "
+        "no bundled serving run on any Hopper GPU; your profile has 3 with vLLM (too few for a band: 9 needed)"]  # newc5 #17
+    assert b["source"] == ("the bundled profile's (not own.toml's: too few of its runs (3 with vLLM on Hopper GPUs; 9 per slice needed)) "
                            "286 serving runs with vLLM, on Blackwell GPUs, in the load band 5-32 requests")
     # 40 of them (a slice's worth) that measure no TPOT: the bundled band, not widened for Hopper, and says whose runs cover it
     (tmp_path / "own.toml").write_text(OWN_H200.replace('"vllm|hopper" = 3', '"vllm|hopper" = 40'))

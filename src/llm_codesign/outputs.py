@@ -21,6 +21,20 @@ _SIGNALS = tuple(s for s in (getattr(signal, n, None) for n in ("SIGINT", "SIGTE
 WRITTEN: list[str] = []  # the outputs this process put in place, in order: the CLI names them if a signal ends it after
 
 
+# The one naming table of the interval bounds every writer puts in a file (newc11 #13), each a band's key
+# (measure.intervals.band: lo80 ... hi95) -> the column's suffix after the metric: a frontier's CSV and JSON records
+# (serve.metrics.interval_columns), sweep's Parquet and the report's CSV name the level in each; `validate --out` keeps
+# issue 40's `_lo`/`_hi` for its 80% and names its 95% as the frontier does.
+BOUND_SUFFIX = {"lo80": "lo80", "hi80": "hi80", "lo95": "lo95", "hi95": "hi95"}
+VALIDATE_BOUND_SUFFIX = BOUND_SUFFIX | {"lo80": "lo", "hi80": "hi"}
+
+
+def bound_columns(metric: str, keys=tuple(BOUND_SUFFIX), *, table: dict | None = None) -> dict[str, str]:
+    """{band key: column name} of `metric`'s bounds `keys` as `table` (BOUND_SUFFIX unless given) names them."""
+    table = BOUND_SUFFIX if table is None else table
+    return {k: f"{metric}_{table[k]}" for k in keys}
+
+
 def tmp_path(path: str | Path, suffix: str | None = None) -> Path:
     """The temporary file beside `path` (its suffix kept: writers that pick a format by it, matplotlib, keep it)."""
     p = Path(path)

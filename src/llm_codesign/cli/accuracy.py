@@ -84,8 +84,8 @@ def validate(
                                           "all-reduce; hopper/ep_comm, DeepEP's dispatch and combine)."),
     serving: Optional[str] = typer.Option(None, "--serving", help="Serving-measurement CSV in the canonical columns, or the name of a "
                                           "bundled one (e.g. serving_inferencex_mi355x.csv)."),
-    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their 80% intervals "
-                                      "(predicted_<metric>_lo, _hi) here (CSV; - for standard output)."),
+    out: Optional[str] = typer.Option(None, "--out", help="Write the input rows plus predictions and their intervals here: "
+                                      "predicted_<metric>_lo and _hi the 80%, _lo95 and _hi95 the 95% (CSV; - for standard output)."),
     clean: bool = typer.Option(False, "--clean", help="Serving: re-derive plans from the run names that state them, keep each measurement once, and drop runs whose own series rules out every reading of their concurrency, whose run name records none, or whose series is recorded mostly at TP sizes the heads do not divide (llm_codesign.measure.audit)."),
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
@@ -126,10 +126,12 @@ def validate(
         _print_columns(rep["columns"], _console(stderr=out == "-"))
         _print_arrival(rows, _console(stderr=out == "-"))
     if out and out != "-":
-        # the level of predicted_<metric>_lo/_hi, issue 40's names, which a newcomer could not tell (frontier.csv's say _lo80);
-        # and what the file is, whatever its name says: `--out val` wrote a CSV under no extension, unsaid (newc9 #16)
-        _console().print(f"wrote {out} (CSV, one row per " + ("run: the input's columns, predicted_<metric> and its 80% interval, "
-                         "predicted_<metric>_lo and _hi)" if serving else "kernel measurement: the input's columns and predicted_ms)"),
+        # the level of predicted_<metric>_lo/_hi, issue 40's names, which a newcomer could not tell (frontier.csv's say _lo80),
+        # beside the 95% named as a frontier's (outputs.VALIDATE_BOUND_SUFFIX, newc11 #13); and what the file is, whatever its
+        # name says: `--out val` wrote a CSV under no extension, unsaid (newc9 #16)
+        _console().print(f"wrote {out} (CSV, one row per " + ("run: the input's columns, predicted_<metric>, its 80% interval "
+                         "predicted_<metric>_lo and _hi, its 95% _lo95 and _hi95)" if serving else
+                         "kernel measurement: the input's columns and predicted_ms)"),
                          highlight=False)
 
 
@@ -277,7 +279,7 @@ def _print_own_intervals(text: str, con) -> None:
     """What the profile's own intervals cover: its answers there take them instead of the bundled ones."""
     import tomllib
 
-    from llm_codesign.measure.intervals import MIN_ROWS, engine_title, family_name
+    from llm_codesign.measure.intervals import MIN_ROWS, OWN_MIN_ROWS, engine_title, family_name
 
     own = tomllib.loads(text)["intervals"]
     # the engine x GPU family slices, the ones answers take (intervals._slice): "vLLM on Waves GPUs" (engine x arrival) and
@@ -290,12 +292,13 @@ def _print_own_intervals(text: str, con) -> None:
                     if k.count("|") == 2 for mode, e, f in [k.split("|")]
                     if e in env.get(mode, {}).get("engines", ()) and f in env.get(mode, {}).get("families", ())})
     if cover:
-        con.print(f"intervals: answers with this profile on {', '.join(cover)} take the bands of its own runs instead of the bundled ones, "
-                  "and say so; every other engine and GPU family keeps the bundled bands and their widenings", highlight=False)
+        con.print(f"intervals: answers with this profile on {', '.join(cover)} take the bands of its own runs instead of the bundled ones "
+                  f"(the 95% too from {MIN_ROWS} runs; below, the bundled 95%), and say so; every other engine and GPU family keeps the "
+                  "bundled bands and their widenings", highlight=False)
     else:  # it read "answers ... on none of its engines and GPU families (too few runs) take the bands of its own runs"
         runs = own.get("envelope", {}).get("serving", {}).get("runs", {})
         have = ", ".join(f"{n} with {engine_title(k.split('|')[0])} on {family_name(k.split('|')[1])} GPUs" for k, n in sorted(runs.items()))
-        con.print(f"intervals: a band of the profile's own needs {MIN_ROWS} runs of one engine on one GPU family" + (f"; it has {have}" if have else "")
+        con.print(f"intervals: a band of the profile's own needs {OWN_MIN_ROWS} runs of one engine on one GPU family" + (f"; it has {have}" if have else "")
                   + ", so answers with this profile keep the bundled bands and their widenings, and say so", highlight=False)
 
 

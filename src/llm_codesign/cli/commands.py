@@ -335,7 +335,7 @@ def estimate(
                  # what sets it (Estimate.batch_limit: the step budget, a cap or the KV cache; newc9 #1: not always memory)
                  ("largest batch", _largest_batch_text(r)),
                  ("memory per GPU", _memory_text(r["memory"], dep.gpu)),
-                 ("decode step bound by", r["decode_bound"]), ("prefill bound by", r["prefill_bound"])):
+                 ("decode step bound by", _bound_text(r, "decode")), ("prefill bound by", _bound_text(r, "prefill"))):
         t.add_row(k, str(v))
     if "eager_decode" in r:  # a decode batch the CUDA graphs miss runs eagerly: why TPOT jumps, and the capture that avoids it
         t.add_row("CUDA graphs", f"[yellow]{r['eager_decode']['note']}[/yellow]")
@@ -445,10 +445,27 @@ def _padded_row(m, dep, wl, r: dict, *, calibration) -> tuple:
              f"{padded.cuda_graph_max_bs} (as export writes it; --cuda-graph-max-bs {padded.cuda_graph_max_bs} here)"),)
 
 
+def _bound_text(r: dict, phase: str) -> str:
+    """A "bound by" row: the resource, and where starred (serve.estimate._starred, roofline's `*`) why, with the kernel
+    tables the band says are missing where one is (its widening's "no ... kernel table": the rate assumed, not timed).
+    newc11 #12: "compute" alone read as "FP4 math would help, HBM would not" for 5.9 FLOP/B against a ridge of 315."""
+    bound, why = r[f"{phase}_bound"], (r.get("bound_why") or {}).get(phase)
+    if not why:
+        return bound
+    metric = "tpot_ms" if phase == "decode" else "ttft_ms"
+    widened = ((r.get("intervals") or {}).get(metric) or {}).get("widened") or ()
+    table = "MoE" if "moe/" in why else "attention" if "core_" in why else "GEMM"  # the starred operator's kernel table
+    missing = list(dict.fromkeys(p.strip() for w in widened for p in str(w).split(" (x")[0].split(";")
+                                 if "kernel table" in p and f"no {table} " in p))
+    return f"{bound} ({why}" + (f"; the rate assumed: {', '.join(missing)})" if missing else ")")
+
+
 def _largest_batch_text(r: dict) -> str:
     """The "largest batch" row: what sets it (max_batch_text), and where requests are past it what the engine does with
     them (over_capacity; the step budget's is the row's own words, so only its outcome is added). The page's twin:
     app.js largestBatchText."""
+    if "in_step" in r:  # requests in step past the full context's count: the engine preempts (serve.estimate._in_step, newc11 #7)
+        return f"{r['max_batch_text']}[yellow]; {r['in_step']}[/yellow]"
     if "over_capacity" not in r:
         return r["max_batch_text"]
     rest = WAIT_REST if r["max_batch_by"] == "step budget" else f": {r['over_capacity']}"

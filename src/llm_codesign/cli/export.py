@@ -520,7 +520,9 @@ def import_(
     backend: Optional[str] = typer.Option(None, "--backend", "--engine", help="The engine of a YAML whose keys do not tell (default: "
                                           "found from the file)."),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
-                                              help="Requests in flight per instance: a benchmark's global count over the replicas (default: the configuration's max batch)."),
+                                              help="Requests in flight per instance: a benchmark's global count over the replicas; of an engine's own launch line with "
+                                              "data parallelism (--data-parallel-size, --dp-size: one endpoint), the endpoint's, split over its ranks "
+                                              "(default: the configuration's max batch)."),
     isl: Optional[int] = tokens_option(None, "--isl", hi=None, help="Input tokens per request (default: the export's, else 1024)."),
     osl: Optional[int] = tokens_option(None, "--osl", hi=None, help="Output tokens per request (default: the export's, else 1024)."),
     acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step of the configuration's "
@@ -576,7 +578,7 @@ def _import_lines(imp, r: dict) -> None:
     else:
         # each figure with its 80% interval, as estimate gives it (the 95% and the runs they come from: --json)
         con.print(on_gpus(imp.model.name, d.num_gpus, d.gpu.name, d.plan.label(), imp.replicas)
-                  + f", {d.precision.label()}, {ENGINES[imp.engine].priced_as}: {_requests(r['concurrency'], imp.replicas, imp.batch)}, "
+                  + f", {d.precision.label()}, {ENGINES[imp.engine].priced_as}: {_requests(r['concurrency'], imp.replicas, imp.batch, r.get('endpoint_concurrency'))}, "
                   f"TTFT {r['ttft_ms']:.0f} ms{queue_text(r)}{short(r, 'ttft_ms')}, TPOT {tpot}"
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
     if r["arrival"] != DEFAULT_ARRIVAL:  # the arrival TTFT turns on where not the default: the export's (its header's) or --arrival
@@ -612,11 +614,14 @@ def _frontier_model(r: dict, given: str | None) -> str:
     return ref
 
 
-def _requests(concurrency: int, replicas: int, source: str) -> str:
+def _requests(concurrency: int, replicas: int, source: str, endpoint: int | None = None) -> str:
     """import's requests in flight: per instance, and across the replicas behind a load balancer where there are several
-    (a benchmark's global --max-concurrency 48 on 2 replicas is 24 per instance, newc5 #9); `source`: where the count came from."""
+    (a benchmark's global --max-concurrency 48 on 2 replicas is 24 per instance, newc5 #9); `source`: where the count came
+    from; `endpoint`: a launch line's data-parallel server's count, split over its ranks (newc11 #11)."""
     if replicas <= 1:
         return f"{concurrency} requests ({source})"
+    if endpoint:
+        return f"{concurrency} requests on the busiest data-parallel rank ({source})"
     return f"{concurrency} requests per instance ({concurrency * replicas} across {replicas} replicas; {source})"
 
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -63,8 +64,7 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
         math = str(np.ravel(op.math)[0]) if op.kind == "gemm" else "bf16"
         peak = gpu.peak(math)
         intensity = f / by if by else (0.0 if idle else float("inf"))
-        bound, kernel_ridge = ("comm", None) if op.kind == "comm" else (NOT_RUN, None) if idle else \
-            _bound(op, n, t, f=f, by=by, past_ridge=intensity >= peak / bw)
+        bound, kernel_ridge = ("comm", None) if op.kind == "comm" else (NOT_RUN, None) if idle else _bound(op, gpu, n, t)
         ideal = 0.0 if op.kind == "comm" else max(f / peak, by / bw)  # newc5 #3: the roofline's (time_s: modelled)
         rows.append({"name": op.name, "kind": op.kind, "layers": n, "flops": f, "bytes": by,
                      "intensity": intensity, "ridge_point": peak / bw, "math": math, "kernel_ridge_point": kernel_ridge,
@@ -85,19 +85,43 @@ def roofline(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, phas
 NOT_RUN = "not run"
 
 
-def _bound(op, n: float, t: float, *, f: float, by: float, past_ridge: bool) -> tuple[str, float | None]:
-    """An operator's label and, where starred, the kernel's ridge. The label follows the roofline columns (intensity
+class Side(NamedTuple):
+    """Where one operator sits: `ridge_side`, compute where its intensity (FLOPs over bytes) reaches the GPU's ridge (the
+    peak of its math over HBM bandwidth), else memory; `modelled`, the side its priced time binds (the kernel's compute
+    part against its memory part); `kernel_ridge`, the kernel's own ridge (attainable FLOP/s over attainable bandwidth)
+    where the two sides differ (its tiles, waves and efficiencies bind the other side of the GPU's ridge), else None."""
+    ridge_side: str
+    modelled: str
+    intensity: float
+    ridge: float
+    kernel_ridge: float | None
+
+
+def op_side(op, gpu: Gpu) -> Side:
+    """One operator's Side: the one function roofline's bound column and estimate's "bound by" rows read (newc11 #12:
+    estimate said a gpt-oss MXFP4 decode on an MI355X "bound by compute" where roofline starred 5.9 FLOP/B against 315)."""
+    f, by = float(np.sum(op.flops)), float(np.sum(op.bytes))
+    tc, tm = float(np.sum(op.t_compute)), float(np.sum(op.t_memory))
+    math = str(np.ravel(op.math)[0]) if op.kind == "gemm" else "bf16"  # the router and LM head: BF16, as roofline prices them
+    ridge = gpu.peak(math) / gpu.hbm_bandwidth_bytes_per_s
+    intensity = f / by if by else float("inf")
+    side, modelled = ("compute" if intensity >= ridge else "memory"), ("compute" if tc >= tm else "memory")
+    kernel = (f / tc) / (by / tm) if modelled != side and tc > 0 and tm > 0 and by > 0 else None
+    return Side(side, modelled, intensity, ridge, kernel)
+
+
+def _bound(op, gpu: Gpu, n: float, t: float) -> tuple[str, float | None]:
+    """An operator's label and, where starred, the kernel's ridge (op_side). The label follows the roofline columns (intensity
     against the ridge); where the kernel's own rates (tile and wave quantisation, fitted efficiencies) bind the other way
     it says so with the kernel's ridge, its attainable FLOP/s over its attainable bandwidth; over LATENCY_SHARE x its
     longer side it is neither roof (newc7 #5: a 1-row GEMM's launch and tail is most of it)."""
     tc, tm = float(np.sum(op.t_compute)) * n, float(np.sum(op.t_memory)) * n
-    bound = "compute" if past_ridge else "memory"
-    modelled = "compute" if tc >= tm else "memory"
     if t > LATENCY_SHARE * max(tc, tm):
         return "latency", None
-    if modelled != bound and tc > 0 and tm > 0:
-        return f"{modelled}*", (f / tc) / (by / tm)  # the CLI caption explains the star
-    return bound, None
+    s = op_side(op, gpu)
+    if s.kernel_ridge is not None:
+        return f"{s.modelled}*", s.kernel_ridge  # the CLI caption explains the star
+    return s.ridge_side, None
 
 
 def _command_floor(model: ModelSpec, gpu: Gpu, prec: Precision, *, phase: str, batch: int, context: int, plan: Plan) -> dict:

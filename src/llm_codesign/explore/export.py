@@ -716,11 +716,16 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
     engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     _refuse_unset_env(imp)
     imp = _within_context_limit(imp, isl, osl)
-    conc, batch = _load(meta, concurrency, imp.concurrency)
+    conc, endpoint = _per_rank_concurrency(concurrency, imp.replicas, stated_dp=not meta)
+    if endpoint:
+        batch = f"--concurrency {endpoint} at the one endpoint, split over its {imp.replicas} data-parallel ranks"
+    else:
+        conc, batch = _load(meta, concurrency, imp.concurrency)
     est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc, arrival=arrival), calibration=calibration)
     r = est.to_dict()
     r["deployment"] = imp.deployment.to_dict()
-    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
+    r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)} | (
+        {"endpoint_concurrency": endpoint} if endpoint else {})  # a launch line's data-parallel ranks' shared count (newc11 #11)
     return ImportEstimate(path=given, engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
@@ -736,6 +741,22 @@ def _load(meta: dict, concurrency: int | None, batch: int | None) -> tuple[int |
     if not conc:
         return conc, "no max batch given: the engine's own and the KV cache's"
     return conc, "--concurrency" if concurrency else "the export's" if own else "the configuration's max batch"
+
+
+def _per_rank_concurrency(concurrency: int | None, replicas: int, *, stated_dp: bool) -> tuple[int | None, int | None]:
+    """(requests a data-parallel copy runs; the endpoint's count where it was split, else None). An engine's own launch line
+    with data-parallel copies (vLLM --data-parallel-size of a dense model, SGLang --dp-size) is one API server that
+    balances requests over its ranks: `vllm bench serve --max-concurrency 32` against it keeps 32 in flight in all, 16 a
+    rank (newc11 #11). vLLM's front end sends each request to its least-loaded rank (DPLBAsyncMPClient.
+    get_core_engine_for_request, vllm/v1/engine/core_client.py: waiting x 4 + running, at 00080ee1 the larger of that and
+    its own in-flight count), SGLang's DataParallelController round-robins them (its default load_balance_method,
+    managers/data_parallel_controller.py): either keeps the ranks within one request of each other, so the busiest holds
+    ceil(C / ranks), the count priced. An export's replicas (`stated_dp` False) are separate instances
+    behind the user's own balancer, each at --concurrency (export writes it so)."""
+    if not stated_dp or replicas <= 1 or concurrency is None:
+        return concurrency, None
+    return -(-concurrency // replicas), concurrency
+
 
 
 def _refuse_unset_env(imp: Imported) -> None:

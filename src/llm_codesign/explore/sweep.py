@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from llm_codesign.errors import InputError
 from llm_codesign.measure.intervals import METRICS  # the metrics a row carries bounds of: the frontier's, one definition
-from llm_codesign.outputs import write_all
+from llm_codesign.outputs import bound_columns, write_all
 
 # the columns of a sweep's rows, in order (Parquet schema: see _schema)
 COLUMNS = (
@@ -31,7 +31,7 @@ COLUMNS = (
     ("usd_per_m_output_tokens", "float64"), ("usd_per_m_tokens", "float64"),
     # each metric's 80% and 95% bounds and whether its 95% is narrow enough to be a prediction (measure.intervals.band,
     # as pareto's points carry them), and why the bands widen beyond the runs: Frontier.to_records' names (newc7 #10)
-    *((f"{m}_{e}", "float64") for m in METRICS for e in ("lo80", "hi80", "lo95", "hi95")),
+    *((c, "float64") for m in METRICS for c in bound_columns(m).values()),
     *((f"{m}_predictable", "bool") for m in METRICS), ("interval_widened", "string"),
 )
 

@@ -67,6 +67,7 @@ from statistics import NormalDist
 import numpy as np
 
 from llm_codesign.measure.stats import BAND_NAMES, CONCURRENCY_BANDS
+from llm_codesign.outputs import VALIDATE_BOUND_SUFFIX, bound_columns
 from llm_codesign.serve.aggregated import DECODE_LAUNCH_RANGE_S, launch_range
 from llm_codesign.spec.plan import accepted_within, cached_tokens
 
@@ -146,6 +147,11 @@ def _skipped(level: tuple[str, ...], ctx) -> bool:
 
 
 MIN_ROWS = 39  # the fewest residuals whose 97.5th percentile is an order statistic: ceil((n+1) 0.975) <= n
+# A profile's own runs make a slice from the fewest whose 90th percentile is one, ceil((n+1) 0.9) <= n: 9 (split conformal's
+# finite-sample rule, Lei, G'Sell, Rinaldo, Tibshirani & Wasserman 2018, JASA 113:1094, Thm 2.2; Angelopoulos & Bates 2021,
+# arXiv:2107.07511, sec. 1.1: the ceil((n+1)(1-a))/n empirical quantile), its 80% band from them; its 95% is the bundled
+# one until MIN_ROWS (band: no order statistic bounds it). newc11 #15: 30 runs at -2.4/+6.5% had kept the bundled -12.5/+14.5%
+OWN_MIN_ROWS = 9
 MODES = ("serving", "offline", "disaggregated")
 # a slice's typical error below which z would blow up (log units: 0.1%; no slice of the shipped runs is this narrow)
 MAD_FLOOR = 1e-3
@@ -550,7 +556,7 @@ def residuals(rows: list[dict], preds: list[dict]) -> list[tuple[Context, dict[s
 
 def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = None) -> tuple[list[dict], dict]:
     """`validate --out`'s interval columns and the coverage they found: per row, predicted_<column>_lo and
-    _hi (the 80% interval) for each predicted metric; per metric the runs that measure it (as stated in
+    _hi (the 80% interval) and _lo95 and _hi95 (the 95%) for each predicted metric (outputs.VALIDATE_BOUND_SUFFIX); per metric the runs that measure it (as stated in
     the file, nothing derived) and the share inside the 80% and the 95% interval."""
     cols, found = [], {}
     for r, p, ctx in zip(rows, preds, row_contexts(rows, preds), strict=True):
@@ -560,7 +566,7 @@ def row_intervals(rows: list[dict], preds: list[dict], *, table: dict | None = N
             if not (math.isfinite(x) and x > 0):
                 continue
             b = band(m, x, ctx, table=table)
-            out |= {f"predicted_{COLUMNS[m]}_lo": b["lo80"], f"predicted_{COLUMNS[m]}_hi": b["hi80"]}
+            out |= {c: b[k] for k, c in bound_columns(f"predicted_{COLUMNS[m]}", table=VALIDATE_BOUND_SUFFIX).items()}
             y = _number(r.get(COLUMNS[m]))
             if math.isfinite(y) and y > 0:
                 f = found.setdefault(m, {"n": 0, "inside80": 0, "inside95": 0})
@@ -905,12 +911,12 @@ def request_cost_outside(ctx: Context) -> str | None:
 
 def _family_text(ctx: Context, table: dict, run: str, fam: str) -> str:
     """'no serving run on any Hopper GPU', or 'no bundled serving run on any Hopper GPU; your profile has 6 with vLLM (too
-    few for a band: 39 needed)' where a profile's own runs sit on that family but do not cover the question (`covered`): the band
+    few for a band: 9 needed)' where a profile's own runs sit on that family but do not cover the question (`covered`): the band
     stays the bundled one (newc5 #17: the first after calibrating on six H100 runs read as if they were ignored)."""
     own = table.get("own_runs", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", 0)  # the question's engine's alone
     if not own:
         return f"no {run} on any {fam} GPU"
-    why = f"too few for a band: {MIN_ROWS} needed" if own < MIN_ROWS else f"none of {ctx.model_class} models"
+    why = _too_few(own) if own < MIN_ROWS else f"none of {ctx.model_class} models"
     return f"no bundled {run} on any {fam} GPU; your profile has {own} with {engine_title(ctx.engine)} ({why})"
 
 
@@ -985,10 +991,17 @@ def _listed(names: list[str]) -> str:
 
 def _slice(metric: str, ctx: Context, table: dict) -> tuple[dict, tuple[str, ...], bool] | None:
     """The most specific slice of `metric` for `ctx` along HIERARCHY: the profile's own first, down to its
-    engine x family (a profile's runs answer for its engines and GPUs only), then the bundled ones."""
+    engine x family (a profile's runs answer for its engines and GPUs only), then the bundled ones. Of the profile's own,
+    the most specific of MIN_ROWS runs, else the widest under it (OWN_MIN_ROWS at least: its 80% its own, its 95% the
+    bundled one, band)."""
     slices = table["slices"].get(metric, {})
     own = table.get("own", {}).get(metric, {}) if covered(ctx, table) else {}
+    # the most specific own slice of MIN_ROWS runs (both levels its own), else the widest of OWN_MIN_ROWS (its 80% its own:
+    # band): 12 runs in a load band do not displace the engine x family's 40
     for level in HIERARCHY[:3]:
+        if ctx.key(level) in own and own[ctx.key(level)]["n"] >= MIN_ROWS:
+            return own[ctx.key(level)], level, True
+    for level in reversed(HIERARCHY[:3]):  # its slices hold OWN_MIN_ROWS at least (profile_section)
         if ctx.key(level) in own:
             return own[ctx.key(level)], level, True
     for level in levels_for(metric, ctx.mode):
@@ -1028,17 +1041,25 @@ def _family_by_own_runs(ctx: Context, table: dict, mine: bool) -> str:
             f"{engine_title(ctx.engine)} (so not widened for the GPU family)")
 
 
+def _too_few(n: int, *, per: bool = False) -> str:
+    """Why `n` own runs of an engine on a GPU family make no slice: under OWN_MIN_ROWS, too few; else a profile written
+    before calibrate made slices from OWN_MIN_ROWS (it took MIN_ROWS), which `calibrate --serving` writes again."""
+    if n < OWN_MIN_ROWS:
+        return f"{OWN_MIN_ROWS} per slice needed" if per else f"too few for a band: {OWN_MIN_ROWS} needed"
+    return f"a profile written before fixN3 took {MIN_ROWS} a slice; `calibrate --serving` again makes one from {OWN_MIN_ROWS}"
+
+
 def _why_bundled(metric: str, ctx: Context, table: dict) -> str:
     """Why a profile's own runs give no band here: none of them, or too few for a slice of their own (its engine x
-    family, the widest own level, holds fewer than MIN_ROWS), or none measuring the metric."""
+    family, the widest own level, holds fewer than OWN_MIN_ROWS), or none measuring the metric."""
     n = table.get("own_runs", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", 0)
     if not n:
         return table["why_bundled"]
-    if n < MIN_ROWS:  # nor do they drop a widening (`covered`); their own spread said beside the band (own_spread)
+    if n < MIN_ROWS and not covered(ctx, table):  # nor do they drop a widening; their own spread said beside the band (own_spread)
         s = table.get("own_spread", {}).get(ctx.mode, {}).get(f"{ctx.engine}|{ctx.family}", {}).get(metric)
         own = "" if not s else (f"; their {LABELS[metric]}, priced with the profile fitted on them (in sample): 80% of the "
                                 f"{s['n']} within {math.expm1(s['q100']):+.1%}/{math.expm1(s['q900']):+.1%} of the prediction")
-        return f"too few of its runs ({n} with {engine_title(ctx.engine)} on {family_name(ctx.family)} GPUs; {MIN_ROWS} per slice needed){own}"
+        return f"{'too few of its runs' if n < OWN_MIN_ROWS else 'no slice of its runs'} ({n} with {engine_title(ctx.engine)} on {family_name(ctx.family)} GPUs; {_too_few(n, per=True)}){own}"
     if not covered(ctx, table):  # runs of another model class
         return (f"none of its {n} runs with {engine_title(ctx.engine)} on {family_name(ctx.family)} GPUs is of a "
                 f"{'MoE' if ctx.model_class == 'moe' else 'dense'} model")
@@ -1060,9 +1081,12 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     out, lo, hi = {}, math.inf, -math.inf
     for lvl in sorted(levels):  # each interval holds the narrower ones (their terms may differ)
         below, above = within(metric, c, found, t, lvl, own=mine)
-        # the term added beyond the slice's own bound (conformalised over groups, the module's docstring), not in quadrature
-        lo = min(lo, c["q500"] - (below + k_lo[lvl]))
-        hi = max(hi, c["q500"] + (above + k_hi[lvl]))
+        if mine and not math.isfinite(below + above):  # an own slice under MIN_ROWS: no order statistic at this level
+            lo_b, hi_b = _bundled_bounds(metric, ctx, t, lvl)
+            lo, hi = min(lo, lo_b), max(hi, hi_b)
+        else:  # the term added beyond the slice's own bound (conformalised over groups, the module's docstring), not in quadrature
+            lo = min(lo, c["q500"] - (below + k_lo[lvl]))
+            hi = max(hi, c["q500"] + (above + k_hi[lvl]))
         for name, q in ((f"lo{lvl}", lo), (f"hi{lvl}", hi)):
             x = v * np.exp(q)
             out[name] = float(x) if x.ndim == 0 else x
@@ -1072,6 +1096,13 @@ def band(metric: str, value, ctx: Context, *, table: dict | None = None, levels=
     # newc5 #17: a 95% interval wider than PREDICTABLE_SPAN (high / low) is no basis for a decision; its ratio in the JSON,
     # a frontier's per point (POINTWISE: branch uxleft, its points carried none)
     return out | {"n": c["n"], "source": source, "widened": widened} | predictability(out[f"lo{max(levels)}"], out[f"hi{max(levels)}"])
+
+
+def _bundled_bounds(metric: str, ctx: Context, table: dict, level: float) -> tuple[float, float]:
+    """The `level`% bounds (log units about the prediction) the bundled slices give where a profile's own slice is too small
+    for that level's order statistic (OWN_MIN_ROWS <= n < MIN_ROWS: its 95%), its envelope and widenings as the profile's."""
+    b = band(metric, 1.0, ctx, table={k: v for k, v in table.items() if k != "own"}, levels=(level,))
+    return math.log(b[f"lo{level}"]), math.log(b[f"hi{level}"])
 
 
 def slice_reasons(metric: str, c: dict, ctx: Context, table: dict) -> list[Widening]:
@@ -1377,30 +1408,31 @@ def profile_section(rows: list[dict], preds: list[dict]) -> str:
     """The [intervals] section `calibrate --serving` appends to the profile it writes: the slices and the
     envelope of its own runs, priced with the profile it fitted (`preds`)."""
     records = residuals(rows, preds)
-    table = build(records)
+    table = build(records, min_rows=OWN_MIN_ROWS)
     del table["spread"]  # a profile's own slices keep their own quantiles (within)
     # the model classes of its runs per engine|family (`covered`): an own vLLM Blackwell slice of 120 dense Llama-3.1-70B
     # runs, 3.8% TPOT median, put the 635 MoE vLLM Blackwell runs' TPOT at 34.6 / 55.0% inside their 80 / 95% bands
     # (bundled 79.2 / 96.7; fixcal's out-of-sample check; not in build's envelope: the bundled table would change).
-    # A class counts with a slice's worth of its own runs (MIN_ROWS):
+    # A class counts with a slice's worth of its own runs (OWN_MIN_ROWS):
     # 39 dense runs and one MoE run do not make the dense runs' band a MoE question's
     from collections import Counter
 
     for mode, env in table["envelope"].items():
         if isinstance(env, dict) and "runs" in env:
             env["classes"] = {k: sorted(m for m, n in Counter(c.model_class for c, _ in records
-                                                              if c.mode == mode and f"{c.engine}|{c.family}" == k).items() if n >= MIN_ROWS)
+                                                              if c.mode == mode and f"{c.engine}|{c.family}" == k).items() if n >= OWN_MIN_ROWS)
                               for k in env["runs"]}
             env["own_spread"] = own_spread([x for x in records if x[0].mode == mode])
     return to_toml(table, ["the prediction intervals of this profile's own runs (llm_codesign.measure.intervals): they",
                            "replace the bundled ones for questions like them (same engine, GPU family and model class),",
-                           f"where they number {MIN_ROWS} at least; fewer keep the bundled bands (too few for a band)"], prefix="intervals")
+                           f"where they number {OWN_MIN_ROWS} at least (the 80%; the 95% from {MIN_ROWS}); fewer keep the bundled bands"],
+                   prefix="intervals")
 
 
 def own_spread(records: list[tuple[Context, dict[str, float]]]) -> dict:
     """Per engine|family and metric of a profile's runs: {"n", "q100", "q900"}, the 10th and 90th percentiles of
-    r = log(measured / predicted), priced with the profile fitted on them (in sample). Below MIN_ROWS they make no band
-    (no 97.5th order statistic) and the bundled one answers; this is what an answer says of them beside it (newc10 #15:
+    r = log(measured / predicted), priced with the profile fitted on them (in sample). Below OWN_MIN_ROWS they make no band
+    (no 90th order statistic) and the bundled one answers; this is what an answer says of them beside it (newc10 #15:
     12 runs at 6.5% p90 read the bundled -20/+31% with nothing of their own). Said, not shrunk toward: an in-sample spread
     of a dozen runs understates a new run's error, and no fold measures how a small profile's spread predicts its next runs."""
     by: dict[str, dict[str, list[float]]] = {}

@@ -244,7 +244,7 @@ def clean_form(rows: list[dict], path: str) -> list[dict]:
 
 
 def predicted_rows(rows: list[dict], preds: list[dict]) -> list[dict]:
-    """Each input row with its predictions beside it as `predicted_<metric>` (and `_lo`, `_hi`): `validate --out`'s rows."""
+    """Each input row with its predictions beside it as `predicted_<metric>` (and its 80% `_lo`, `_hi` and 95% `_lo95`, `_hi95`): `validate --out`'s rows."""
     def name(k: str) -> str:
         return k if k.startswith("predicted") else f"predicted_{k}"
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import point_row
+from llm_codesign.outputs import bound_columns
 from llm_codesign.render.accuracy import accuracy_said
 from llm_codesign.render.intervals import CAPPED_TEXT, capped_bounds, frontier_reasons
 from llm_codesign.render.plot import (
@@ -30,7 +31,7 @@ from llm_codesign.render.plot import (
 
 _METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
 # each point's 80% interval per metric (measure.intervals), blank where the search gave none
-_BANDS = tuple(f"{m}_{end}80" for m in _METRICS for end in ("lo", "hi"))
+_BANDS = tuple(c for m in _METRICS for c in bound_columns(m, ("lo80", "hi80")).values())
 _DEP_FIELDS = ("plan", "instance_gpus", "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec",
                "draft_len")
 # the series' engine beside its GPU: `pareto --gpu b200,mi355x` prices each on its vendor's (TensorRT-LLM, SGLang), which the

@@ -11,6 +11,7 @@ from llm_codesign.cost import gemm
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.ffns import moe_step_activation
 from llm_codesign.cost.ops import Batch, forward_ops
+from llm_codesign.cost.roofline import op_side
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     binding_resource,
@@ -127,16 +128,18 @@ class Estimate:
     max_batch: int  # the most requests that run at once
     memory: Memory
     energy: dict  # serve.energy.Energy.at: tokens per joule (GPU alone, with the node's share) and the power model's figures
-    decode_bound: str
+    decode_bound: str  # compute, memory, communication or host; starred where the kernel's rates bind past the ridge (bound_why)
     prefill_bound: str
     accepted_per_step: float
     precision_notes: tuple[str, ...]  # a format this GPU cannot execute, priced as the engines map it
     over_capacity: str | None = None  # what the engine does with the requests its KV cache cannot hold
+    in_step: str | None = None  # requests in step past the full-context count: the engine's preemption, said (_in_step)
     spec: SpecPayoff | None = None
     breakdown: tuple[OperatorTime, ...] | None = None
     accuracy: dict | None = None
     cost: dict | None = None
     intervals: dict | None = None
+    bound_why: dict | None = None  # {"decode"/"prefill": why its bound is starred} (_starred), where one is
     moe_activation: str | None = None  # the format the MoE runs on at this load where AITER's switch takes it off A:'s
     eager_decode: EagerDecode | None = None  # where a decode step runs outside the CUDA graphs captured
     request_cost: str | None = None  # where a fitted per-request cost is a material share of TTFT (request_cost_note)
@@ -192,6 +195,7 @@ class Estimate:
             out["max_batch_by"], out["max_batch_text"] = self.batch_limit["by"], self.batch_limit["text"]
         if self.over_capacity is not None:
             out["over_capacity"] = self.over_capacity
+        out |= {k: v for k, v in (("bound_why", self.bound_why), ("in_step", self.in_step)) if v}  # where starred / in step past the cache
         if self.queue is not None:  # absent where every request runs at once
             out["queue"] = self.queue
         if self.eager_decode is not None:  # absent where every decode step replays a CUDA graph
@@ -511,13 +515,11 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         memory=Memory(weights=s("weights_bytes"), kv=s("kv_bytes") - s("state_bytes"), state=s("state_bytes"), activations=s("activation_bytes"),
                       free=s("free_bytes"), capacity=dep.gpu.memory_bytes),
         energy=energy(model, dep, workload, concurrency, calibration=cal).at(),
-        decode_bound=_decode_bound(dec_ops, per, rows), prefill_bound=binding_resource(pf_ops, per), accepted_per_step=s("accepted_per_step"),
+        **_bounds(dec_ops, pf_ops, per, rows, dep.gpu), accepted_per_step=s("accepted_per_step"),
         # a format this GPU cannot execute is priced as the engines map it, and the answer says so
         precision_notes=precision_notes(model, dep) + _expert_notes(model, dep),
-        over_capacity=_over_capacity(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
-                                     whole=whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=dep.spec.k if dep.spec is not None else 0.0,
-                                                      seq_len=workload.isl + workload.osl, free=s("kv_bytes") + s("free_bytes")))
-        if concurrency > max_batch else None,
+        **_capacity(model, dep, workload, concurrency=concurrency, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
+                    free=s("kv_bytes") + s("free_bytes")),
         spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
         breakdown=rows if breakdown else None,
         moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None),
@@ -627,16 +629,43 @@ def rank_skew_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float) ->
             f"{costs.eager_skew * 1e6:.1f} us x sqrt(2 ln {ranks:.0f}) a launch), its mechanism open (docs/modelling-notes.md#skew-overlap)")
 
 
-def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...]) -> str:
-    """What the decode step spends most time on: its operators by resource (serve.aggregated.resource_times, as
-    binding_resource sums them), or the host, its rows of the breakdown (step, sequences, eager launches) together, where
-    they exceed each. An eager step's row is its launches beyond its kernels (serve.aggregated._eager_decode: the step
-    takes the longer of the two), so where it is priced the host's launches outlast every kernel together: host."""
+def _bounds(dec_ops, pf_ops, per: float, rows, gpu) -> dict:
+    """Estimate's decode_bound and prefill_bound, each with why where starred (bound_why): _decode_bound, _starred."""
+    dec, dec_why = _decode_bound(dec_ops, per, rows, gpu)
+    tot = resource_times(pf_ops, per)
+    pf, pf_why = _starred(binding_resource(pf_ops, per), tot, pf_ops, per, gpu)
+    return {"decode_bound": dec, "prefill_bound": pf, "bound_why": {k: v for k, v in (("decode", dec_why), ("prefill", pf_why)) if v}}
+
+
+def _decode_bound(ops, per: float, rows: tuple[OperatorTime, ...], gpu) -> tuple[str, str | None]:
+    """What the decode step spends most time on (and why, where starred: _starred): its operators by resource
+    (serve.aggregated.resource_times, as binding_resource sums them), or the host, its rows of the breakdown (step,
+    sequences, eager launches) together, where they exceed each. An eager step's row is its launches beyond its kernels
+    (serve.aggregated._eager_decode: the step takes the longer of the two), so where it is priced the host's launches
+    outlast every kernel together: host."""
     host = [o.time_s for o in rows if o.phase == "decode" and o.kind == "host"]
     if any(o.time_s > 0 for o in rows if o.name in ("host/eager_launches", "host/draft_pieces")):
-        return "host"
+        return "host", None
     tot = resource_times(ops, per) | {"host": sum(host)}
-    return max(tot, key=tot.get)
+    return _starred(max(tot, key=tot.get), tot, ops, per, gpu)
+
+
+def _starred(bound: str, tot: dict, ops, per: float, gpu) -> tuple[str, str | None]:
+    """`bound` starred as roofline stars an operator (cost.roofline.op_side, one function for both: newc11 #12) where most
+    of its time is operators whose kernel's own rates bind the other side of the GPU's ridge, with why: the longest of them,
+    its FLOP/B against the GPU's ridge and the kernel's. A MoE W4A16 decode on an MI355X is 'compute*': its expert GEMMs
+    at 5.9 FLOP/B read as compute only through the dequantising kernel's rate, which no CDNA4 table times."""
+    if bound not in ("compute", "memory"):
+        return bound, None
+    side = {id(op): op_side(op, gpu) for op in ops if op.kind != "comm"}
+    off = [(float(np.sum(op_step_time(op, per))), op) for op in ops
+           if id(op) in side and side[id(op)].modelled == bound and side[id(op)].kernel_ridge is not None]
+    if sum(t for t, _ in off) <= tot[bound] / 2:
+        return bound, None
+    _, op = max(off, key=lambda x: x[0])
+    s = side[id(op)]
+    return f"{bound}*", (f"{op.name.split('/', 1)[-1]} at {s.intensity:.1f} FLOP/B against the GPU's ridge of {s.ridge:.0f}: its kernel's own "
+                         f"rates (tiles, waves, efficiency) put the ridge at {s.kernel_ridge:.1f}, roofline's *")
 
 
 def _eager_decode(dep: Deployment, rows: tuple[OperatorTime, ...], sp, tp: dict, *, batch: float, tpot_s: float, ttft_s: float,
@@ -812,6 +841,43 @@ def _ep_upcast(model: ModelSpec, dep: Deployment) -> str:
         return ""
     return (f"; {dep.engine.title} holds these {prec.weight.name} experts as {held[True]} under EP (converted at load): "
             f"EP=1 or another engine keeps {prec.weight.name}")
+
+
+def _capacity(model: ModelSpec, dep: Deployment, workload: Workload, *, concurrency: int, max_batch: int, budget_binds: bool,
+              free: float) -> dict:
+    """Estimate's over_capacity (past max_batch: _over_capacity) and in_step (within it, past what the cache holds at the
+    full context where requests run in step: _in_step), from the sequences of ISL+OSL the KV bytes `free` hold (whole_seqs)."""
+    whole = whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=dep.spec.k if dep.spec is not None else 0.0,
+                       seq_len=workload.isl + workload.osl, free=free)
+    over = _over_capacity(dep, workload, max_batch=max_batch, budget_binds=budget_binds, whole=whole) if concurrency > max_batch else None
+    return {"over_capacity": over, "in_step": None if over is not None or budget_binds else _in_step(dep, workload, concurrency, whole)}
+
+
+# the arrivals that keep a closed loop's identical requests in step (spec.harness.ARRIVAL_TEXT): every request reaches
+# ISL + OSL tokens at once, so an engine that sizes its batch at a mean context runs out of KV blocks at each wave's end
+IN_STEP = ("waves", "burst")
+
+
+def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) -> str | None:
+    """What an engine sizing its KV cache at the mean context (Engine.kv_budget's share < 1: vLLM, SGLang, ATOM) does with
+    requests kept in step (IN_STEP) past the `whole` sequences of ISL+OSL its cache holds: none of them admits at the
+    mean, each admits a request whose prompt's blocks fit and grows it a block at a time. vLLM, out of blocks for a running
+    request's next token, preempts the newest running request, frees its blocks and requeues it at the front to recompute
+    its prompt and output so far (v1/core/sched/scheduler.py Scheduler.schedule: `preempted_req = self.running.pop()`,
+    num_computed_tokens = 0, waiting.prepend_request@v0.11); SGLang retracts decoding requests, the fewest outputs and
+    longest prompts first (managers/schedule_batch.py ScheduleBatch.retract_decode, called from the scheduler's
+    update_running_batch when check_decode_mem fails) and raises its new-token ratio. Staggered (closed_loop) a sequence holds
+    ISL + OSL/2 on average, the mean sizing's premise; in step all hold ISL + OSL at the wave's end, so past `whole` the
+    engine preempts: newc11 #7 (290 Llama-3.1-8B requests, 1024/1024, on an H100: 72.5 GiB at the full context against a
+    55.4 GiB pool). Said, not priced (the recompute and the desynchronisation it causes); None where it does not arise."""
+    share = dep.engine.kv_budget[2]
+    if share >= 1.0 or workload.arrival not in IN_STEP or concurrency <= whole or workload.osl <= 1:
+        return None
+    isl, osl = workload.isl, workload.osl
+    return (f"in step ({workload.arrival}), the {concurrency} requests reach {isl}+{osl} tokens together and the KV cache holds "
+            f"{whole} of them at that length: {dep.backend} sizes its batch at the mean context ({isl}+{share * osl:.10g}) and, out of "
+            f"blocks near each wave's end, preempts about {concurrency - whole} of them to recompute later (not priced: "
+            "TPOT and tok/s/GPU are the mean sizing's; --arrival closed_loop staggers them, or fewer requests fit)")
 
 
 def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool, whole: int | None = None) -> str:

@@ -8,6 +8,7 @@ import numpy as np
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
+from llm_codesign.outputs import bound_columns
 from llm_codesign.serve.aggregated import Serving, deployment_ops
 from llm_codesign.serve.aggregated import evaluate as _evaluate
 from llm_codesign.serve.invariants import check_metrics
@@ -171,5 +172,5 @@ def interval_columns(bands: dict | None) -> dict:
     why they are widened beyond the runs, every metric's reasons once, in `interval_widened` (empty where none is)."""
     if not bands:
         return {}
-    cols = {f"{m}_{e}": b[e] for m, b in bands.items() for e in ("lo80", "hi80", "lo95", "hi95")}
+    cols = {c: b[e] for m, b in bands.items() for e, c in bound_columns(m).items()}  # outputs' one naming table
     return cols | {"interval_widened": "; ".join(dict.fromkeys(str(w) for b in bands.values() for w in b.get("widened", ())))}

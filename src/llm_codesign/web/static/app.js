@@ -23,6 +23,11 @@ let GPUS = {};  // the catalog by id, for the what-if form's base figures and th
 let enginePicked = false;  // whether the engine menu was chosen (by hand or a link), else it follows the GPUs' vendor
 let bundledModel = "llama-3.1-8b";  // the dropdown's model while a pasted config stands in for it
 
+// a "bound by" row, starred with why where the kernel's rates bind past the GPU's ridge (estimate's bound_why; cli _bound_text)
+function boundText(e, phase) {
+  const why = (e.bound_why || {})[phase];
+  return why ? `${e[phase + '_bound']} (${why})` : e[phase + '_bound'];
+}
 // memory in GiB, the unit nvidia-smi reports the capacity in, as estimate's table says it (newc5 #10); --json keeps GB (1e9 B)
 function memoryText(m) {
   const gib = (gb) => (gb == null ? gb : gb * 1e9 / 2 ** 30);
@@ -479,6 +484,7 @@ function kneeText(e) {
 
 // the "largest batch" row (cli/commands.py _largest_batch_text): what sets it, and what happens to the requests past it
 function largestBatchText(e) {
+  if (e.in_step) return `${e.max_batch_text}; ${e.in_step}`;  // requests in step past the full context: preempted (cli twin)
   if (!e.over_capacity) return e.max_batch_text;
   return e.max_batch_by === "step budget" ? `${e.max_batch_text}; the rest wait for whole requests to finish (longer TTFT)`
     : `${e.max_batch_text}: ${e.over_capacity}`;
@@ -568,7 +574,7 @@ async function selectPoint(si, pi) {
     const summary = [["deployment", `${e.plan}, ${e.precision_as_run}, ${e.backend}, ${p.deployment.instance_gpus}x ${s.gpu} per instance`],
       ["concurrency", e.concurrency], ...metricRows(e),
       ["memory per GPU", memoryText(m)],
-      ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...costRows(e), ...basisRows(e.intervals, e)];
+      ["decode bound by", boundText(e, 'decode')], ["prefill bound by", boundText(e, 'prefill')], ...eagerRows(e), ...costRows(e), ...basisRows(e.intervals, e)];
     // the rows' shares of TPOT sum to it, in estimate --breakdown's order (serve/estimate.py decode_rows: the operators slowest
     // first, the host's step and per-sequence costs, the prompts' stalls per token); a row's share of TPOT is its share here
     const total = e.point_breakdown.reduce((a, o) => a + o.tpot_ms, 0);
@@ -692,7 +698,7 @@ function showPriced(e) {
     // share slots (`fits` is the memory's alone: serve/estimate.py Estimate.fits)
     ["largest batch", largestBatchText(e)],
     ["memory per GPU", memoryText(m)],
-    ["decode bound by", e.decode_bound], ["prefill bound by", e.prefill_bound], ...eagerRows(e), ...costRows(e), ...basisRows(e.intervals, e)];
+    ["decode bound by", boundText(e, 'decode')], ["prefill bound by", boundText(e, 'prefill')], ...eagerRows(e), ...costRows(e), ...basisRows(e.intervals, e)];
   if (sp) {
     rows.push(["speculation", `${sp.method} k=${sp.draft_len}, ${fix(e.accepted_per_step, 2)} tokens/step, speed-up ${fix(sp.speedup_at_concurrency, 2)}x `
                + `here, ${fix(sp.speedup_at_1, 2)}x at batch 1`],
