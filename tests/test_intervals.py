@@ -825,6 +825,23 @@ def test_ttft_slices_split_by_arrival_at_the_engines_levels_before_the_gpu_famil
         "39 serving runs with SGLang, on Blackwell GPUs, MoE models, in the load band 33+ requests, balanced ISL/OSL (waves; this answer: bursts)")
 
 
+def test_a_burst_band_from_other_arrivals_says_so_and_takes_the_family_term():
+    # crev11 #6: no bundled run was sent as a burst, so a burst's TTFT band is another arrival's slice (here the waves
+    # runs' of the test above: (20, 180) and (5, 195) about 100) and said so, widened by the family term (TERM_OF), as
+    # the waves band is where its slice is another family's. With family t80 = 0.1, t95 = 0.2 and no campaign term each
+    # bound moves by that term beyond the slice's own: 20 e^-0.1 = 18.097, 180 e^0.1 = 198.93, 5 e^-0.2 = 4.0937,
+    # 195 e^0.2 = 238.17. TPOT (no arrival levels) is not widened for it; a waves question is not either
+    bw = iv.Context("serving", "sglang", "blackwell", "moe", "33+", "balanced", ("mla", "moe"), "fp8_block", arrival="waves")
+    t = _table([(bw, {"ttft_ms": r, "tpot_ms": r}) for r in GOLDEN])
+    t["between"] = {"family": {"t80": 0.1, "t95": 0.2, "groups": 3}}
+    b = iv.band("ttft_ms", 100.0, replace(bw, arrival="burst"), table=t)
+    assert (b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((18.097, 198.93, 4.0937, 238.17), rel=1e-4)
+    assert [w.kind for w in b["widened"]] == ["arrival"]
+    assert b["widened"][0] == "no bundled serving run arrived in bursts (the band is of runs in waves) (x1.11/x1.22 at 80/95%)"
+    assert iv.band("tpot_ms", 100.0, replace(bw, arrival="burst"), table=t)["widened"] == []
+    assert iv.band("ttft_ms", 100.0, bw, table=t)["widened"] == []
+
+
 @pytest.mark.parametrize("n", [5, 40])
 def test_a_vllm_only_profile_leaves_other_engines_bands_as_bundled(tmp_path, n):
     """fixcal (newcomer review 2026-12-06): a profile whose own runs are vLLM's on Hopper, 5 of them, dropped the Hopper

@@ -163,7 +163,9 @@ UNRUN = ("eager",)
 # closest folds measure to an engine cost carried to models unlike its runs; newc6 #1). Its own kind so that the bands of
 # the metrics it cannot move (DECODE_ONLY) drop it by kind, not by matching its text. "what_if", a GPU no run measured
 # (what_if_gpu), by the held-out GPU families' term: a GPU whose runs no fit saw, priced from its figures (newc9 #5)
-TERM_OF = {"request_cost": "model", "prefix_lengths": "lengths", "what_if": "family"}
+# "arrival": a band of an arrival no run was sent as (arrival_reason), by the family term, the waves band's where its
+# slice is another family's
+TERM_OF = {"request_cost": "model", "prefix_lengths": "lengths", "what_if": "family", "arrival": "family"}
 # a prefix-cache hit (Context.prefix_hit): no bundled run used a prefix cache (no serving CSV has a prefix or hit column),
 # so no fold measures a term for it. Where the tokens a request prefills lie more than BEYOND below its engine's smallest
 # measured ISL, "prefix_lengths": the lengths term (held-out runs under 1/2 their engine's smallest ISL: a prefill length
@@ -1081,6 +1083,7 @@ def slice_reasons(metric: str, c: dict, ctx: Context, table: dict) -> list[Widen
     slice's kind: an MI355X's TTFT in waves, its CDNA4 runs all closed loops), the family reason an unmeasured family
     takes, as an H100's does (crev10 #8: the Blackwell runs' band had read without it)."""
     why = [w for w in reasons(ctx, table) if metric not in DECODE_ONLY or w.kind != "request_cost"]
+    why += arrival_reason(metric, c, ctx)
     fams = c.get("families")
     # a profile's own runs covering the family drop its widening (`covered`, _family_by_own_runs says whose runs)
     if not fams or ctx.family in fams or any(w.kind == "family" for w in why) or covered(ctx, table):
@@ -1089,6 +1092,18 @@ def slice_reasons(metric: str, c: dict, ctx: Context, table: dict) -> list[Widen
     what = (f"no {run} in {ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)} on any {fam} GPU" if metric in ARRIVAL_METRICS and ctx.arrival
             else f"too few {run}s on {fam} GPUs for a slice of their own ({MIN_ROWS} needed)")
     return [Widening("family", f"{what} (the band is {whose}'s)"), *why]
+
+
+def arrival_reason(metric: str, c: dict, ctx: Context) -> list[Widening]:
+    """[the arrival reason] where the slice `c` of an arrival-set metric (ARRIVAL_METRICS) holds no run sent as the
+    question's arrival (no bundled run was sent as a burst: its TTFT waits behind the wave's prompts, a mechanism the
+    closed loops' band does not hold; crev11 #6), else []. Widened by the family term (TERM_OF), the term the waves band
+    takes where its slice is another family's: a band carried from runs of another kind (docs/modelling-notes.md#fixADP-wait-band)."""
+    runs = c.get("arrivals")
+    if metric not in ARRIVAL_METRICS or not ctx.arrival or not runs or ctx.arrival in runs:
+        return []
+    name = ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)
+    return [Widening("arrival", f"no bundled {RUNS[ctx.mode]} arrived in {name} (the band is of runs in {_listed([ARRIVAL_NAMES.get(a, a) for a in runs])})")]
 
 
 def _factored(w: Widening, why: list, ctx: Context, metric: str, table: dict, *, own: bool, levels) -> Widening:
