@@ -617,7 +617,6 @@ def _requests(concurrency: int, replicas: int, source: str) -> str:
     return f"{concurrency} requests per instance ({concurrency * replicas} across {replicas} replicas; {source})"
 
 
-@app.command("export-point")
 def _point_answer(m, dep, *, isl, osl, concurrency, arrival, calibration) -> dict:
     """estimate's answer (Estimate.to_dict) at a chosen point's deployment and requests: its notes of a fitted TTFT share
     (serve.estimate.fitted_ttft_notes), which a frontier's point does not carry."""
@@ -627,6 +626,7 @@ def _point_answer(m, dep, *, isl, osl, concurrency, arrival, calibration) -> dic
     return run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, arrival=arrival), calibration=calibration).to_dict()
 
 
+@app.command("export-point")
 def export_point(
     path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it (`pareto --out DIR`: DIR/frontier.json)."),
     index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
