@@ -860,12 +860,14 @@ def test_the_fitted_attention_dp_wait_widens_ttft_alone_by_its_term():
 
 
 def test_the_attention_dp_hold_is_priced_where_the_engine_holds():
-    # TensorRT-LLM holds only with more requests than ranks (adp_hold_needs_every_rank_decoding); one rank, none
+    # TensorRT-LLM holds only with more requests than ranks (adp_hold_needs_every_rank_decoding); one rank, none; vLLM's
+    # hold is fitted to 0 steps (no adp_hold_runs): no reason
     from llm_codesign.spec.engines import ENGINES
 
     trt = ENGINES["trtllm"]
     assert iv.adp_holds(trt, 4, 32) and not iv.adp_holds(trt, 4, 4) and not iv.adp_holds(trt, 1, 64)
     assert not iv.adp_holds(trt, 4, None) and not iv.adp_holds(ENGINES["sglang"], 4, 64)  # offline; SGLang holds none
+    assert not iv.adp_holds(ENGINES["vllm"], 4, 64)
 
 
 @pytest.mark.parametrize("n", [5, 40])

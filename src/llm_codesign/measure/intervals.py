@@ -301,8 +301,9 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
 def adp_holds(engine, adp, concurrency) -> bool:
     """Whether `engine` prices its fitted attention-DP hold at `adp` ranks and `concurrency` requests
     (EngineCosts.adp_hold_steps' condition: Engine.holds_adp_requests, more than one rank and, where it holds only while
-    every rank decodes, more requests than ranks)."""
-    if engine is None or not engine.holds_adp_requests or concurrency is None or int(adp) <= 1:
+    every rank decodes, more requests than ranks), a hold runs informed (Engine.adp_hold_runs: TensorRT-LLM's 60 steps;
+    vLLM's bundled adp_wait_steps is 0, fitted.toml)."""
+    if engine is None or not engine.holds_adp_requests or not engine.adp_hold_runs or concurrency is None or int(adp) <= 1:
         return False
     return not engine.adp_hold_needs_every_rank_decoding or float(concurrency) > int(adp)
 
