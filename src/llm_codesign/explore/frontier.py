@@ -355,9 +355,10 @@ class Frontier:
                                            osl=w.osl, spec=dep.spec is not None, disaggregated=disagg, arrival=w.arrival,
                                            prefix_hit=w.prefix_hit)
             # the point's own concurrency where it lies beyond the runs' (its band widens, naming it), and its fitted
-            # attention-DP hold where priced (the reason of its own: intervals.ADP_WAIT)
+            # attention-DP hold where priced (the reason of its own: intervals.ADP_WAIT; an aggregated step's, not a
+            # disaggregated decode pool's, whose TTFT serve.disagg prices without it)
             ctx = replace(contexts[key], concurrency=None if p.concurrency is None else float(p.concurrency),
-                          adp_hold=iv.adp_holds(ENGINES.get(self.backend), np.max(dep.plan.adp), p.concurrency))
+                          adp_hold=not disagg and iv.adp_holds(ENGINES.get(self.backend), np.max(dep.plan.adp), p.concurrency))
             groups.setdefault(iv.grouped(ctx, table=table), []).append(i)
         out = list(self.points)
         for ctx, idx in groups.items():
