@@ -218,6 +218,7 @@ KIND_FOLDS = {"campaign": "held-out runs with no reason to widen, every fold",
               "spec": "the published runs with speculative decoding",
               "load": f"held-out runs at over {iv.BEYOND:g}x their engine's largest measured concurrency (the load top folds, the campaign folds')",
               "low_load": f"held-out runs at under 1/{iv.BEYOND:g} their engine's smallest measured concurrency (the load bottom folds, the campaign folds')",
+              "adp_wait": "TensorRT-LLM's attention-DP runs whose TTFT prices the fitted hold, in sample, each model one group (adp_wait_term)",
               "lengths": f"held-out runs at over {iv.BEYOND:g}x their engine's largest measured ISL or OSL or under 1/{iv.BEYOND:g} its smallest (the edge folds, the campaign folds')"}
 
 
@@ -285,6 +286,30 @@ def between(fold_list: list[Fold], scores: dict, *, levels=iv.LEVELS, exclude: F
     return out
 
 
+def adp_wait_term(records: list, table: dict, *, levels=iv.LEVELS) -> dict:
+    """The fitted attention-DP wait's term (intervals.ADP_WAIT, docs/modelling-notes.md#fixADP-wait-band): no fold holds
+    its runs out (every campaign's fit keeps the hold), so measured in sample: the TTFTs of the bundled profile's runs
+    whose hold is priced (Context.adp_hold), scored against `table` without the term (need<level>), each model one group
+    weighing re_weights' share, as `between` pools a kind's folds. The hold misses by model (gpt-oss-120b's, not
+    DeepSeek's), so the models are the groups a new question's may differ as."""
+    by: dict[str, list] = {}
+    for ctx, res in records:
+        if ctx.adp_hold and "ttft_ms" in res:
+            by.setdefault(ctx.model, []).append((ctx, {"ttft_ms": res["ttft_ms"]}))
+    if not by:
+        return {}
+    t = table | {"between": {k: v for k, v in table.get("between", {}).items() if k != "adp_wait"}}
+    groups: dict[int, list] = {lvl: [] for lvl in levels}
+    runs = []
+    for _, recs in sorted(by.items()):
+        s = iv.scores(recs, t, levels=levels)["ttft_ms"]
+        runs.append(len(recs))
+        for lvl in levels:
+            groups[lvl].append(np.asarray(s[f"need{lvl}"], float))
+    return {**nested_terms({lvl: pooled(groups[lvl], lvl, re_weights(groups[lvl], runs)) for lvl in levels}),
+            "n": sum(runs), "groups": len(runs), "folds": KIND_FOLDS["adp_wait"]}
+
+
 def nested_terms(terms: dict[int, float]) -> dict[str, float]:
     """Each level's term as intervals.toml stores it (t80, t95), a wider level's never below a narrower's. Each is measured
     against its own level's within-slice bounds (need80 beyond the 80% bounds, need95 beyond the wider 95% ones), so the
@@ -320,6 +345,7 @@ def shipped(sets: dict[str, list], fold_list: list[Fold], scores: dict) -> dict:
     (they measure the spec term), the kernel tables' coverage and the between-group terms of every fold."""
     records = [x for k in (*SERVING, "offline", "disagg") for x in sets[k] if not x[0].spec]
     terms = between(fold_list, scores)
+    terms["adp_wait"] = adp_wait_term([x for k in SERVING for x in sets[k]], {**iv.bundled(), "between": terms})
     if "spec" in terms:  # what the term rests on and the speculative runs it cannot use, which an answer names (newc9 #4)
         terms["spec"] |= {"folds": spec_folds(sets), "unpriced": unpriced_spec()}
     return {"between": terms, **iv.build(records), "kernel_tables": iv.kernel_tables()}

@@ -340,3 +340,17 @@ def test_a_quantized_point_launches_the_registrys_checkpoint_of_its_format(tmp_p
     # with no such checkpoint in the registry, the header says to point at one
     r = runner.invoke(app, ["export", "llama-3.1-8b", "--gpu", "h200", "--weight-dtype", "fp8", "--engine", "trtllm", "-o", str(tmp_path / "e.yaml")])
     assert r.exit_code == 0 and "point the model at such a checkpoint" in (tmp_path / "e.yaml").read_text()
+
+
+def test_export_says_sglangs_fitted_request_cost_as_estimate_does(tmp_path):
+    # newc11 #9: the chosen MI355X point runs 284 requests per instance; SGLang's fitted per-request cost (fitted.toml
+    # ttft_overhead_s 24.8903 ms), served one at a time to a wave, is (284 + 1) / 2 x 24.8903 = 3546.9 ms of its TTFT:
+    # export says it in estimate's words (serve.estimate.fitted_ttft_notes), in its text and its JSON
+    from conftest import cli
+
+    args = ["export", "qwen3-30b-a3b", "--gpu", "mi355x", "--gpus", "8", "--weight-dtype", "fp8", "--kv-dtype", "fp8",
+            "--min-tps-user", "50", "-o", str(tmp_path / "q30.sh")]
+    out = json.loads(cli(*args, "--json")[1])
+    assert out["concurrency"] == 284
+    assert len(out["fitted_notes"]) == 1 and out["fitted_notes"][0].startswith("3547 ms of TTFT (80%) is SGLang's fitted per-request cost")
+    assert "note: 3547 ms of TTFT (80%) is SGLang's fitted per-request cost" in " ".join(cli(*args)[1].split())

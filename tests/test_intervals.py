@@ -830,6 +830,51 @@ def test_ttft_slices_split_by_arrival_at_the_engines_levels_before_the_gpu_famil
         "39 serving runs with SGLang, on Blackwell GPUs, MoE models, in the load band 33+ requests, balanced ISL/OSL (waves; this answer: bursts)")
 
 
+def test_a_burst_band_from_other_arrivals_says_so_and_takes_the_family_term():
+    # crev11 #6: no bundled run was sent as a burst, so a burst's TTFT band is another arrival's slice (here the waves
+    # runs' of the test above: (20, 180) and (5, 195) about 100) and said so, widened by the family term (TERM_OF), as
+    # the waves band is where its slice is another family's. With family t80 = 0.1, t95 = 0.2 and no campaign term each
+    # bound moves by that term beyond the slice's own: 20 e^-0.1 = 18.097, 180 e^0.1 = 198.93, 5 e^-0.2 = 4.0937,
+    # 195 e^0.2 = 238.17. TPOT (no arrival levels) is not widened for it; a waves question is not either
+    bw = iv.Context("serving", "sglang", "blackwell", "moe", "33+", "balanced", ("mla", "moe"), "fp8_block", arrival="waves")
+    t = _table([(bw, {"ttft_ms": r, "tpot_ms": r}) for r in GOLDEN])
+    t["between"] = {"family": {"t80": 0.1, "t95": 0.2, "groups": 3}}
+    b = iv.band("ttft_ms", 100.0, replace(bw, arrival="burst"), table=t)
+    assert (b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((18.097, 198.93, 4.0937, 238.17), rel=1e-4)
+    assert [w.kind for w in b["widened"]] == ["arrival"]
+    assert b["widened"][0] == "no bundled serving run arrived in bursts (the band is of runs in waves) (x1.11/x1.22 at 80/95%)"
+    assert iv.band("tpot_ms", 100.0, replace(bw, arrival="burst"), table=t)["widened"] == []
+    assert iv.band("ttft_ms", 100.0, bw, table=t)["widened"] == []
+
+
+def test_the_fitted_attention_dp_wait_widens_ttft_alone_by_its_term():
+    # newc11 #8: a TTFT band with TensorRT-LLM's fitted attention-DP hold priced (Context.adp_hold) takes the adp_wait
+    # term beyond the slice's own bounds: the waves slice's (20, 180) and (5, 195) about 100 with adp_wait t80 = 0.4,
+    # t95 = 0.5 (over the campaign's 0.03): 20 e^-0.4 = 13.406, 180 e^0.4 = 268.53, 5 e^-0.5 = 3.0327, 195 e^0.5 = 321.5;
+    # TPOT's band does not (the hold is before the first token)
+    bw = iv.Context("serving", "trtllm", "blackwell", "moe", "33+", "balanced", ("gqa", "moe"), "nvfp4", arrival="waves",
+                    adp_hold=True)
+    t = _table([(bw, {"ttft_ms": r, "tpot_ms": r}) for r in GOLDEN])
+    t["between"] = {"campaign": {"t80": 0.03, "t95": 0.03, "groups": 5}, "adp_wait": {"t80": 0.4, "t95": 0.5, "groups": 4}}
+    b = iv.band("ttft_ms", 100.0, bw, table=t)
+    assert (b["lo80"], b["hi80"], b["lo95"], b["hi95"]) == pytest.approx((13.406, 268.53, 3.0327, 321.5), rel=1e-4)
+    assert [w.kind for w in b["widened"]] == ["adp_wait"] and b["widened"][0].startswith("the fitted attention-DP wait")
+    assert iv.band("tpot_ms", 100.0, bw, table=t)["widened"] == []
+    # without the hold: the campaign term alone, 20 e^-0.03 = 19.409
+    assert iv.band("ttft_ms", 100.0, replace(bw, adp_hold=False), table=t)["lo80"] == pytest.approx(19.409, rel=1e-4)
+
+
+def test_the_attention_dp_hold_is_priced_where_the_engine_holds():
+    # TensorRT-LLM holds only with more requests than ranks (adp_hold_needs_every_rank_decoding); one rank, none; vLLM's
+    # hold is fitted to 0 steps (no adp_hold_runs): no reason
+    from llm_codesign.spec.engines import ENGINES
+
+    trt = ENGINES["trtllm"]
+    assert iv.adp_holds(trt, 4, 32) and not iv.adp_holds(trt, 4, 4) and not iv.adp_holds(trt, 1, 64)
+    assert not iv.adp_holds(trt, 4, None) and not iv.adp_holds(ENGINES["sglang"], 4, 64)  # offline; SGLang holds none
+    assert not iv.adp_holds(ENGINES["vllm"], 4, 64)
+
+
 @pytest.mark.parametrize("n", [5, 40])
 def test_a_vllm_only_profile_leaves_other_engines_bands_as_bundled(tmp_path, n):
     """fixcal (newcomer review 2026-12-06): a profile whose own runs are vLLM's on Hopper, 5 of them, dropped the Hopper

@@ -224,6 +224,10 @@ def compare(
     for r in rows:
         for note in (r["precision_notes"] if r["best"] else ()):  # a row refused has no price to say how it ran
             ran.setdefault(note, []).append(r["gpu"] if len({x["model"] for x in rows}) == 1 else f"{r['model']} on {r['gpu']}")
+    for r in rows:  # a fitted share of a row's TTFT whose mechanism is open, as estimate says it (newc11 #9)
+        for note in (r["best"] or {}).get("fitted_notes", ()):
+            con.print(f"[yellow]TTFT of {r['gpu']} {r['weight_dtype']}" + (f" ({r['model']})" if len(names) > 1 else "")
+                      + f": {note}[/yellow]", highlight=False)
     for note, at in ran.items():
         con.print(f"[yellow]precision as run: {', '.join(dict.fromkeys(at))}: {note}[/yellow]", highlight=False)
     if beyond:

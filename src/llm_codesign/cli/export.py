@@ -229,6 +229,7 @@ def export(
             if no_decode(osl):  # one output token: no TPOT nor tok/s/user, as estimate's answer (serve.metrics.without_decode)
                 predicted, intervals = without_decode(predicted), without_decode({"intervals": intervals})["intervals"]
             chosen = {"slo": slo, "default": not slo_given, "plan": dep.plan.label(), "replicas": n_rep, "concurrency": conc}
+            r = _point_answer(m, dep, isl=isl, osl=osl, concurrency=conc, arrival=arrival, calibration=calibration)
         else:
             from llm_codesign.api import estimate as run
             from llm_codesign.explore.search import capture_line, with_capture
@@ -245,6 +246,10 @@ def export(
         summary = {"deployment": dep.to_dict(), "concurrency": conc, "replicas": n_rep, "predicted": predicted}
         if notes := precision_notes(m, dep):  # a format the engines run otherwise, as estimate's precision_notes (crev9 #7)
             summary["precision_notes"] = list(notes)
+        from llm_codesign.serve.estimate import fitted_ttft_notes
+
+        if notes := fitted_ttft_notes(r):  # a fitted TTFT share whose mechanism is open, as estimate says it (newc11 #9)
+            summary["fitted_notes"] = notes
         if plan_note:  # the GPUs read off tp x attention_dp (spec.plan.attention_dp_note), as estimate --json says it
             summary["plan_note"] = plan_note
         if intervals:
@@ -295,6 +300,8 @@ def export(
     from llm_codesign.render.intervals import arrival_footer
 
     con.print(arrival_footer(arrival), highlight=False)  # the arrival the predicted TTFT turns on (newc4 #1: 1912 ms in waves, 130 in a loop)
+    for note in summary.get("fitted_notes", ()):
+        con.print(f"[yellow]note: {note}[/yellow]", highlight=False)
     for note in summary.get("precision_notes", ()):  # the file runs them so (W16A8's activations at BF16: crev9 #7)
         con.print(f"note: {note}", highlight=False)
     if caps := capped_footnote([("", summary.get("intervals"))]):  # the bounds above that stop at the ideal step
@@ -623,6 +630,15 @@ def _requests(concurrency: int, replicas: int, source: str, endpoint: int | None
     if endpoint:
         return f"{concurrency} requests on the busiest data-parallel rank ({source})"
     return f"{concurrency} requests per instance ({concurrency * replicas} across {replicas} replicas; {source})"
+
+
+def _point_answer(m, dep, *, isl, osl, concurrency, arrival, calibration) -> dict:
+    """estimate's answer (Estimate.to_dict) at a chosen point's deployment and requests: its notes of a fitted TTFT share
+    (serve.estimate.fitted_ttft_notes), which a frontier's point does not carry."""
+    from llm_codesign.api import estimate as run
+    from llm_codesign.spec.plan import Workload
+
+    return run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, arrival=arrival), calibration=calibration).to_dict()
 
 
 @app.command("export-point")

@@ -11,6 +11,7 @@ from llm_codesign.cost.ffns import AITER_SWIGLU_BOUND
 from llm_codesign.serve.metrics import interval_columns
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+from llm_codesign.spec.engines import ENGINES
 from llm_codesign.spec.plan import Deployment, Workload
 from llm_codesign.spec.precision import executable
 
@@ -353,8 +354,11 @@ class Frontier:
                 contexts[key] = iv.context(model, self.gpu, dep.precision, engine=self.backend, concurrency=p.concurrency, isl=w.isl,
                                            osl=w.osl, spec=dep.spec is not None, disaggregated=disagg, arrival=w.arrival,
                                            prefix_hit=w.prefix_hit)
-            # the point's own concurrency where it lies beyond the runs' (its band widens, naming it)
-            ctx = replace(contexts[key], concurrency=None if p.concurrency is None else float(p.concurrency))
+            # the point's own concurrency where it lies beyond the runs' (its band widens, naming it), and its fitted
+            # attention-DP hold where priced (the reason of its own: intervals.ADP_WAIT; an aggregated step's, not a
+            # disaggregated decode pool's, whose TTFT serve.disagg prices without it)
+            ctx = replace(contexts[key], concurrency=None if p.concurrency is None else float(p.concurrency),
+                          adp_hold=not disagg and iv.adp_holds(ENGINES.get(self.backend), np.max(dep.plan.adp), p.concurrency))
             groups.setdefault(iv.grouped(ctx, table=table), []).append(i)
         out = list(self.points)
         for ctx, idx in groups.items():

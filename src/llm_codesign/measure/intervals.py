@@ -157,7 +157,7 @@ MODES = ("serving", "offline", "disaggregated")
 MAD_FLOOR = 1e-3
 # what each between-group term stands for: a new campaign (every bundled answer), then the reasons a
 # question lies outside the calibrated envelope
-WIDEN = ("family", "kernel", "moe", "engine", "shape", "model", "spec", "load", "low_load", "lengths")
+WIDEN = ("family", "kernel", "moe", "engine", "shape", "model", "spec", "load", "low_load", "lengths", "adp_wait")
 BETWEEN = ("campaign", *WIDEN)
 # reasons no shipped run measures by construction, so intervals.toml holds no term for them. "eager": a decode step
 # outside the CUDA graphs (serve.eager.EagerDecode), priced from its host launches (serve.aggregated.decode_launch_host:
@@ -169,7 +169,16 @@ UNRUN = ("eager",)
 # closest folds measure to an engine cost carried to models unlike its runs; newc6 #1). Its own kind so that the bands of
 # the metrics it cannot move (DECODE_ONLY) drop it by kind, not by matching its text. "what_if", a GPU no run measured
 # (what_if_gpu), by the held-out GPU families' term: a GPU whose runs no fit saw, priced from its figures (newc9 #5)
-TERM_OF = {"request_cost": "model", "prefix_lengths": "lengths", "what_if": "family"}
+# "arrival": a band of an arrival no run was sent as (arrival_reason), by the family term, the waves band's where its
+# slice is another family's
+TERM_OF = {"request_cost": "model", "prefix_lengths": "lengths", "what_if": "family", "arrival": "family"}
+# "adp_wait": TensorRT-LLM's fitted attention-DP hold (adp_wait_steps, 60 decode iterations) priced in a TTFT. It serves the
+# DeepSeek runs it was fitted on and misses gpt-oss-120b's (its 1k-prompt runs read 3-4x over, none in the 80% band): no
+# mechanism read prices both (docs/modelling-notes.md#fixADP-wait-band), so a TTFT band with it widens by its own term,
+# measured on the clean sample's and InferenceX's TensorRT-LLM attention-DP runs, each model one group
+# (benchmarks/interval_folds.adp_wait_term); TTFT's alone (ARRIVAL_METRICS: the hold is before the first token)
+ADP_WAIT = ("the fitted attention-DP wait (adp_wait_steps, cause unread): fitted on DeepSeek-R1/V3 runs, it prices "
+            "gpt-oss-120b's 1k-prompt runs 3-4x over")
 # a prefix-cache hit (Context.prefix_hit): no bundled run used a prefix cache (no serving CSV has a prefix or hit column),
 # so no fold measures a term for it. Where the tokens a request prefills lie more than BEYOND below its engine's smallest
 # measured ISL, "prefix_lengths": the lengths term (held-out runs under 1/2 their engine's smallest ISL: a prefill length
@@ -225,6 +234,8 @@ class Context:
     prefix_hit: float = 0.0
     # a GPU no run measured (what_if_gpu: a GPU .toml of one's own, the page's what-if GPU), in words; "": a catalog GPU
     what_if: str = ""
+    # the engine's fitted attention-DP hold is priced in its TTFT (EngineCosts.adp_hold_steps > 0): ADP_WAIT's reason
+    adp_hold: bool = False
 
     @property
     def load_below(self) -> str:
@@ -263,7 +274,8 @@ def format_label(prec) -> str:
 
 def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: float, spec: bool = False,
             disaggregated: bool = False, arrival: str = "", eager: tuple[float, float] = (0.0, 0.0),
-            eager_ttft: tuple[float, float] = (0.0, 0.0), eager_piecewise: bool = False, prefix_hit: float = 0.0) -> Context:
+            eager_ttft: tuple[float, float] = (0.0, 0.0), eager_piecewise: bool = False, prefix_hit: float = 0.0,
+            adp: int = 1) -> Context:
     """The Context of a question: `prec` as asked (mapped here to what `gpu` executes), `concurrency`
     None for offline max throughput (its `arrival` is then not said: every request queued at once)."""
     from llm_codesign.cost.ffns import moe_step_activation
@@ -288,7 +300,18 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
                    format_label(run), spec, unfitted_moe(gpu, run, engine) if model.is_moe else (), model.name,
                    None if concurrency is None else float(concurrency), float(isl), float(osl), "" if concurrency is None else arrival,
                    gemm_fmt if gemm_fmt != format_label(run) else "", tuple(eager), eager_ttft=tuple(eager_ttft),
-                   eager_piecewise=bool(eager_piecewise), prefix_hit=float(prefix_hit), what_if=what_if_gpu(gpu))
+                   eager_piecewise=bool(eager_piecewise), prefix_hit=float(prefix_hit), what_if=what_if_gpu(gpu),
+                   adp_hold=adp_holds(ENGINES.get(engine), adp, concurrency))
+
+
+def adp_holds(engine, adp, concurrency) -> bool:
+    """Whether `engine` prices its fitted attention-DP hold at `adp` ranks and `concurrency` requests
+    (EngineCosts.adp_hold_steps' condition: Engine.holds_adp_requests, more than one rank and, where it holds only while
+    every rank decodes, more requests than ranks), a hold runs informed (Engine.adp_hold_runs: TensorRT-LLM's 60 steps;
+    vLLM's bundled adp_wait_steps is 0, fitted.toml)."""
+    if engine is None or not engine.holds_adp_requests or not engine.adp_hold_runs or concurrency is None or int(adp) <= 1:
+        return False
+    return not engine.adp_hold_needs_every_rank_decoding or float(concurrency) > int(adp)
 
 
 def what_if_gpu(gpu) -> str:
@@ -481,7 +504,8 @@ def row_contexts(rows: list[dict], preds: list[dict]) -> list[Context | None]:
         conc = (r.get("concurrency") or "").strip()
         out.append(context(model, gpu, _precision(model, r), engine=(r.get("backend") or "trtllm").strip().lower(),
                            concurrency=float(conc) if conc else None, isl=float(_int(r, "isl")), osl=float(_int(r, "osl")),
-                           spec=bool((r.get("spec_method") or "").strip()), disaggregated=disagg, arrival=settings(r)["arrival"]))
+                           spec=bool((r.get("spec_method") or "").strip()), disaggregated=disagg, arrival=settings(r)["arrival"],
+                           adp=_int(r, "attention_dp")))
     return out
 
 
@@ -848,6 +872,8 @@ def reasons(ctx: Context, table: dict) -> list[Widening]:
         i = next((i for i, w in enumerate(out) if w.kind == "moe"), None)
         out = out + [Widening("moe", lent)] if i is None else [*out[:i], Widening("moe", f"{out[i].what}; {lent}"), *out[i + 1:]]
     out += [Widening("request_cost", f) for f in [request_cost_outside(ctx)] if f is not None]
+    if ctx.adp_hold:
+        out.append(Widening("adp_wait", ADP_WAIT))
     out += [_prefix(ctx, env, run)] if ctx.prefix_hit else []
     if ctx.spec:
         out.append(Widening("spec", _spec_text(table.get("between", {}).get("spec", {}), run)))
@@ -1111,7 +1137,9 @@ def slice_reasons(metric: str, c: dict, ctx: Context, table: dict) -> list[Widen
     where the slice lies across GPU families without the question's (a family the envelope holds, but with no run in this
     slice's kind: an MI355X's TTFT in waves, its CDNA4 runs all closed loops), the family reason an unmeasured family
     takes, as an H100's does (crev10 #8: the Blackwell runs' band had read without it)."""
-    why = [w for w in reasons(ctx, table) if metric not in DECODE_ONLY or w.kind != "request_cost"]
+    why = [w for w in reasons(ctx, table) if (metric not in DECODE_ONLY or w.kind != "request_cost")
+           and (metric in ARRIVAL_METRICS or w.kind != "adp_wait")]
+    why += arrival_reason(metric, c, ctx)
     fams = c.get("families")
     # a profile's own runs covering the family drop its widening (`covered`, _family_by_own_runs says whose runs)
     if not fams or ctx.family in fams or any(w.kind == "family" for w in why) or covered(ctx, table):
@@ -1120,6 +1148,24 @@ def slice_reasons(metric: str, c: dict, ctx: Context, table: dict) -> list[Widen
     what = (f"no {run} in {ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)} on any {fam} GPU" if metric in ARRIVAL_METRICS and ctx.arrival
             else f"too few {run}s on {fam} GPUs for a slice of their own ({MIN_ROWS} needed)")
     return [Widening("family", f"{what} (the band is {whose}'s)"), *why]
+
+
+# the arrivals no bundled run of any mode was sent as (every campaign's harness: closed loops or waves). A disaggregated
+# waves question also takes a slice of closed loops (no disaggregated run in waves): not said here, as it would widen every
+# default disaggregated band; left (docs/modelling-notes.md#fixADP-wait-band)
+UNSENT_ARRIVALS = ("burst",)
+
+
+def arrival_reason(metric: str, c: dict, ctx: Context) -> list[Widening]:
+    """[the arrival reason] where the slice `c` of an arrival-set metric (ARRIVAL_METRICS) holds no run sent as the
+    question's arrival (no bundled run was sent as a burst: its TTFT waits behind the wave's prompts, a mechanism the
+    closed loops' band does not hold; crev11 #6), else []. Widened by the family term (TERM_OF), the term the waves band
+    takes where its slice is another family's: a band carried from runs of another kind (docs/modelling-notes.md#fixADP-wait-band)."""
+    runs = c.get("arrivals")
+    if metric not in ARRIVAL_METRICS or ctx.arrival not in UNSENT_ARRIVALS or not runs or ctx.arrival in runs:
+        return []
+    name = ARRIVAL_NAMES.get(ctx.arrival, ctx.arrival)
+    return [Widening("arrival", f"no bundled {RUNS[ctx.mode]} arrived in {name} (the band is of runs in {_listed([ARRIVAL_NAMES.get(a, a) for a in runs])})")]
 
 
 def _factored(w: Widening, why: list, ctx: Context, metric: str, table: dict, *, own: bool, levels) -> Widening:

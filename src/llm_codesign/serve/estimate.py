@@ -576,6 +576,17 @@ def offline_knee(r, grid, *, max_batch: int | None = None) -> tuple[int, dict]:
 MATERIAL_SHARE = 0.10
 
 
+# an answer's notes of a fitted TTFT share whose mechanism is open (Estimate.to_dict's keys), each surface quoting a TTFT
+# says them in these words (fitted_ttft_notes): estimate's rows, export's and compare's notes (newc11 #9)
+FITTED_TTFT_NOTES = ("request_cost_note", "adp_hold_note")
+
+
+def fitted_ttft_notes(answer: dict) -> list[str]:
+    """The notes of `answer` (Estimate.to_dict) naming a fitted share of its TTFT whose mechanism is open: SGLang's
+    per-request cost (request_cost_note), TensorRT-LLM's attention-DP hold (adp_hold_note); [] where neither is."""
+    return [answer[k] for k in FITTED_TTFT_NOTES if answer.get(k)]
+
+
 def request_cost_note(dep: Deployment, cal: Calibration, rows, *, ttft_s: float, moe: bool) -> str | None:
     """Where an engine's fitted per-request cost (Engine.request_cost_fitted_on: SGLang's 24.9 ms) is MATERIAL_SHARE of
     TTFT or more (its breakdown row, first/front_end), a line naming the cost, what it was fitted on and that its
