@@ -620,11 +620,13 @@ def export_point(
                                "disaggregated frontier of `pareto --disagg --json`, written as Dynamo's file."),
     model: Optional[str] = typer.Option(None, "--model", help="The model's config.json, where the frontier's names none here "
                                         "(one searched from a Python dict, or a path moved since; default: the frontier's model_ref)."),
+    draft_model: Optional[str] = typer.Option(None, "--draft-model", help="The EAGLE-3 head's repository, where the frontier "
+                                              "searched --spec eagle3 without one (the file names it; the price is the point's)."),
 ):
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json
 
-    from llm_codesign.explore.export import engine_spec, point_config
+    from llm_codesign.explore.export import engine_spec, point_config, with_drafter
     from llm_codesign.explore.frontier import estimate_command
     from llm_codesign.outputs import write_text
     from llm_codesign.spec.plan import Deployment
@@ -655,7 +657,7 @@ def export_point(
     r = {**r, "model": _frontier_model(r, model)}  # the reference the commands and the file name it by (crev10 #3)
     if series == "disagg":
         return _disagg_point(r, p, index, out, engine)
-    dep = Deployment.from_dict(rec)
+    dep = with_drafter(Deployment.from_dict(rec), draft_model)
     if engine and engine != dep.backend:
         raise InputError("backend", engine, f"the engine the frontier was priced for ({dep.backend}); search again with --backend {engine}")
     _check_suffix(out, dep.backend)

@@ -164,6 +164,21 @@ def refuse_headless_draft(dep: Deployment) -> None:
                                               "e.g. an EAGLE-3 head's repository): the engines have no default drafter")
 
 
+def with_drafter(dep: Deployment, draft_model: str | None) -> Deployment:
+    """A frontier point's plan with the EAGLE-3 head's repository export-point names (--draft-model, lc.export_point's
+    draft_model): pareto searches EAGLE-3 without one, priced from the target's shape (serve.aggregated.draft_model),
+    so its points' files need it, which the export asks for by that name (crev11 #8). A draft model is priced by its
+    own shape, so it is the frontier's, not given after the search; the head is the point's acceptance's, not re-read."""
+    if draft_model is None:
+        return dep
+    if dep.spec is None or dep.spec.method != "eagle3":
+        raise InputError("draft_model", draft_model, "left out: only an EAGLE-3 point's head is named at export (a draft "
+                                                     "model is priced by its shape: search again with --draft-model)")
+    if dep.spec.draft_model and dep.spec.draft_model != draft_model:
+        raise InputError("draft_model", draft_model, f"left out or the frontier's own ({dep.spec.draft_model})")
+    return replace(dep, spec=replace(dep.spec, draft_model=draft_model))
+
+
 def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency: int, replicas: int = 1,
                   file_name: str = "config.yaml", extra: dict | None = None) -> str:
     """The launch configuration of one instance of `dep` in `engine` (text of the file to write)."""

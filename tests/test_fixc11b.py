@@ -1,0 +1,39 @@
+"""crev11 #8, #10 (branch fixC11b): an EAGLE-3 frontier searched without its head exports with export-point
+--draft-model at the point's own figures; a long queue's text writes counts and times as the rest of the tool."""
+import json
+
+import pytest
+
+import llm_codesign as lc
+from llm_codesign.errors import InputError
+from llm_codesign.render.intervals import count, queue_text
+from conftest import cli, cli_ok
+
+HEAD = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+
+
+def test_queue_text_writes_a_whole_count_and_its_times_as_durations():
+    # 1,048,575 cohorts of 119.22 ms: 1,048,575 x 0.11922 s = 125,011 s = 34.7 h (was "1.05e+06 cohorts")
+    q = {"queue": {"ttft_ms": 1_048_575 * 119.22, "cohorts": 1_048_575 * 119.22 / 119.22, "cycle_ms": 119.22}}
+    assert queue_text(q) == " (34.7 h of it queue: 1,048,575 cohorts of 119.2 ms, which the bands include)"
+    assert count(4095.0000000001) == "4,095" and count(2.5) == "2.5" and count(1) == "1"
+
+
+def test_an_eagle3_frontier_without_its_head_exports_with_draft_model(tmp_path):
+    front = tmp_path / "pe.json"
+    front.write_text(cli_ok("pareto", "llama-3.1-8b", "--gpu", "h200", "--gpus", 1, "--spec", "eagle3", "--acceptance", 2.5, "--json"))
+    out = tmp_path / "pe3.yaml"
+    code, _, err = cli("export-point", str(front), "--index", "3", "-o", str(out))
+    assert code == 2 and "--draft-model REPO" in err  # the option the refusal names is export-point's own
+    cli_ok("export-point", front, "--index", 3, "-o", out, "--draft-model", HEAD)
+    head = json.loads(out.read_text().splitlines()[0][len("# llm-codesign export: "):])
+    p = json.loads(front.read_text())["frontier"][3]
+    assert head["spec"]["draft_model"] == HEAD and f"speculative_model: {HEAD}" in out.read_text()
+    for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu"):  # the head is named, not priced: the point's figures
+        assert head["predicted"][k] == pytest.approx(p[k], rel=1e-9), k
+    f = lc.pareto("llama-3.1-8b", "h200", num_gpus=1, spec="eagle3", acceptance=2.5)
+    (text,) = lc.export_point(f, 3, draft_model=HEAD).values()
+    assert f"speculative_model: {HEAD}" in text
+    plain = lc.pareto("llama-3.1-8b", "h200", num_gpus=1)
+    with pytest.raises(InputError, match="only an EAGLE-3 point's head is named at export"):
+        lc.export_point(plain, 0, draft_model=HEAD)
