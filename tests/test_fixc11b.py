@@ -37,3 +37,17 @@ def test_an_eagle3_frontier_without_its_head_exports_with_draft_model(tmp_path):
     plain = lc.pareto("llama-3.1-8b", "h200", num_gpus=1)
     with pytest.raises(InputError, match="only an EAGLE-3 point's head is named at export"):
         lc.export_point(plain, 0, draft_model=HEAD)
+
+
+def test_a_vllm_export_is_priced_at_the_max_num_seqs_it_writes(tmp_path):
+    # max-num-seqs 16 caps vLLM's capture at min(2 x 16, 512) = 32 tokens (graphs_default), so the file's 512-token
+    # chunks run eager: the export is priced so (TTFT 254.00 ms, as estimate --max-batch 16), not at the default's
+    # 512-token capture (236.25 ms), and its import answers the same (crev11 #4)
+    out = tmp_path / "v1.yaml"
+    cli_ok("export", "llama-3.1-8b", "--gpu", "h100", "--tp", 1, "--backend", "vllm", "--concurrency", 16, "--isl", 4096, "--osl", 256,
+           "--chunked-prefill", "--max-num-tokens", 512, "-o", out)
+    head = json.loads(out.read_text().splitlines()[0][len("# llm-codesign export: "):])
+    back = json.loads(cli_ok("import", out, "--json"))
+    assert head["predicted"]["ttft_ms"] == pytest.approx(254.0036, abs=1e-3) and "max-num-seqs: 16" in out.read_text()
+    for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu"):
+        assert back[k] == pytest.approx(head["predicted"][k], rel=1e-9), k
