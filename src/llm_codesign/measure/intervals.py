@@ -867,7 +867,8 @@ def _spec_text(t: dict, run: str) -> str:
     if measured(t):
         return text + f"; its term from {t.get('folds', 'held-out runs with it')}"
     return text + (f"; its term not measured ({_count(t.get('groups', 0), 'group')}: {t.get('folds', 'published runs')}): widened "
-                   "by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")
+                   "by the campaign term once more, in quadrature on top of the others: a new group and a new campaign; "
+                   "its factor what that adds to the campaign term")
 
 
 # the metrics a decode step alone sets, which a per-request cost before the prefill does not move (request_cost_outside)
@@ -1101,7 +1102,10 @@ def _factored(w: Widening, why: list, ctx: Context, metric: str, table: dict, *,
     if w.kind in NO_TERM:
         return w
     if w.kind in UNRUN or not measured(terms.get(w.term, {})):
-        f = {lvl: max(eager_terms(ctx, metric, lvl)) for lvl in levels} if w.kind in UNRUN else between([], t, levels=levels)
+        # an unmeasured reason's factor: what the campaign term C once more in quadrature adds to C, hypot(C, C) - C
+        # (R1 MTP on MI355X: C = 0.0297, x1.012; it printed C's own x1.03: crev11, noted, crev9 #6's rule)
+        f = {lvl: max(eager_terms(ctx, metric, lvl)) for lvl in levels} if w.kind in UNRUN else {
+            lvl: math.hypot(c, c) - c for lvl, c in between([], t, levels=levels).items()}
         return replace(w, factors=tuple(math.exp(f[lvl]) for lvl in levels), levels=tuple(levels))
     mine = between([w.term], grown([w], table), own=True, levels=levels)
     # the largest of the measured terms the band takes (before an unmeasured one's quadrature), and the campaign's
