@@ -51,3 +51,24 @@ def test_a_vllm_export_is_priced_at_the_max_num_seqs_it_writes(tmp_path):
     assert head["predicted"]["ttft_ms"] == pytest.approx(254.0036, abs=1e-3) and "max-num-seqs: 16" in out.read_text()
     for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu"):
         assert back[k] == pytest.approx(head["predicted"][k], rel=1e-9), k
+
+
+def test_cpp_is_exported_only_where_the_engine_runs_it(tmp_path):
+    # Llama-3.1-70B PP4 on H100, one 8,192-token prompt in 2,048-token chunks: pipelined (--cpp) TTFT ~0.8 s, one chunk
+    # after another ~1.7 s (crev11 #5). TensorRT-LLM and vLLM have no launch option for it: refused, one line, exit 2.
+    # SGLang's scheduler pipelines a chunked request over its micro-batches by default: written, and its import
+    # (the header's cpp) prices what export predicted.
+    args = ["llama-3.1-70b", "--gpu", "h100", "--pp", "4", "--concurrency", "1", "--isl", "8192", "--osl", "256",
+            "--chunked-prefill", "--max-num-tokens", "2048", "--cpp"]
+    for e in ("trtllm", "vllm"):
+        code, out, err = cli("export", *args, "--backend", e, "-o", str(tmp_path / f"{e}.out"))
+        assert code == 2 and err.strip() == (f"error: cpp: True is not valid; left out for {e}: no {e} launch option pipelines "
+                                             "one request's prefill chunks over PP stages (SGLang's scheduler does: --backend sglang)")
+        assert not (tmp_path / f"{e}.out").exists()
+    out = tmp_path / "sglang.sh"
+    cli_ok("export", *args, "--backend", "sglang", "-o", out)
+    head = json.loads(next(x for x in out.read_text().splitlines() if x.startswith("# llm-codesign export: "))[len("# llm-codesign export: "):])
+    back = json.loads(cli_ok("import", out, "--json"))
+    assert head["cpp"] is True and back["ttft_ms"] == pytest.approx(head["predicted"]["ttft_ms"], rel=1e-9)
+    plain = json.loads(cli_ok("estimate", *args[:-1], "--backend", "sglang", "--json"))
+    assert back["ttft_ms"] < 0.6 * plain["ttft_ms"]  # pipelined over 4 stages: about half the one-after-another TTFT

@@ -201,9 +201,10 @@ def export(
                           acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
         check_replica_gpus(dep, gpus_ if concurrency is not None else None, replicas)  # --gpus is one instance's with --concurrency
         plan_note_line(dep)
-        from llm_codesign.explore.export import refuse_headless_draft
+        from llm_codesign.explore.export import refuse_cpp, refuse_headless_draft
 
         refuse_headless_draft(dep)  # before the search or pricing: no file could be written (crev10 #6)
+        refuse_cpp(dep, dep.backend)  # nor a file that runs unpipelined what is priced pipelined (crev11 #5)
         if cuda_graph_max_bs is not None or max_batch is not None or chunked_prefill is not None:  # as estimate states them
             from dataclasses import replace
 
