@@ -121,7 +121,8 @@ def export(
                                            help="With --concurrency: instances of this configuration (stated in the file); default 1."),
     spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K, acceptance: Optional[float] = O_ACC,
     acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT, max_num_tokens: Optional[int] = O_MNT,
-    cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill (with --concurrency)."),
+    cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill (with --concurrency; SGLang runs it, "
+                             "TensorRT-LLM and vLLM have no option for it: refused)."),
     cuda_graph_max_bs: Optional[int] = typer.Option(None, "--cuda-graph-max-bs", min=0, max=MAX_CONCURRENCY,
                                                     help="With --concurrency: the largest decode batch per rank replayed from a CUDA graph, "
                                                          "as estimate's, written and priced (0: graphs off). Default: graphs padded up to "
