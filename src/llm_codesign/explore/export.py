@@ -180,7 +180,7 @@ def refuse_cpp(dep: Deployment, engine: str) -> None:
     chunks one after another (Llama-3.1-70B PP4 on H100, 8,192-token prompt in 2,048-token chunks: TTFT 793 ms priced,
     1,715 ms as the same file without its header is priced), so it is refused rather than written."""
     if dep.cpp and engine not in CPP_ENGINES:
-        raise InputError("cpp", True, f"left out for {engine}: no {engine} launch option pipelines one request's prefill chunks "
+        raise InputError("cpp", dep.cpp, f"left out for {engine}: no {engine} launch option pipelines one request's prefill chunks "
                                       f"over PP stages (SGLang's scheduler does: --backend sglang)")
 
 
