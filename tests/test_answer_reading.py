@@ -71,6 +71,7 @@ def test_an_unmeasured_spec_term_widens_on_top_of_the_campaign_term():
     # the campaign term as the table holds it (its 95% never below its 80%: `between`'s floor), read here so that a
     # regeneration of intervals.toml moves the expected values with it
     c80, c95 = camp["t80"], max(camp["t80"], camp["t95"])
+    a80, a95 = c80 * (math.sqrt(2) - 1), c95 * (math.sqrt(2) - 1)  # what C once more in quadrature adds: hypot(C, C) - C
 
     def spec_band(spec: bool):
         ctx = iv.context(get_model("llama-3.1-8b"), get_gpu("b200"), Precision.of("fp8", kv="fp8"), engine="trtllm",
@@ -84,8 +85,9 @@ def test_an_unmeasured_spec_term_widens_on_top_of_the_campaign_term():
     assert str(spec[0]) == ("speculative decoding: no serving run with it among the band's runs (256 bundled runs used MTP but "
                             "record no acceptance rate: not priced, in no band); its term not measured (one group: 5 published "
                             "runs with speculative decoding): widened by the campaign term once more, in quadrature on top of the others: a new group and a new "
-                            f"campaign (x{math.exp(c80):.2f}/x{math.exp(c95):.2f} at 80/95%)")
-    assert spec[0].factors == pytest.approx((math.exp(c80), math.exp(c95)))
+                            f"campaign; its factor what that adds to the campaign term (x{math.exp(a80):.2f}/x{math.exp(a95):.2f} at 80/95%)")
+    # what the band takes of it, not the campaign term's own factor: hypot(C, C) - C = C x (sqrt 2 - 1) (crev11, noted)
+    assert spec[0].factors == pytest.approx((math.exp(a80), math.exp(a95)))
     # the band with --spec is wider than the same question without it: each bound's distance from the slice's median
     # is within + hypot(T, campaign) where it was within + T (T: the question's term without spec; the two group terms
     # independent, in quadrature, and added beyond the slice's own bound)

@@ -21,7 +21,7 @@ def test_with_queue_adds_the_queue_at_the_spread_of_its_cohorts():
     assert [b[k] for k in ("lo80", "hi80", "lo95", "hi95", "centre")] == pytest.approx([2600, 4400, 1900, 7000, 3400])
     assert b["span95"] == pytest.approx(7000 / 1900) and b["predictable"] and b["queue_ms"] == 3000.0 and "capped" not in b
     assert b["widened"] == ["a", "b"] and b["n"] == 10
-    assert b["source"] == "10 runs, for the TTFT once a request runs; its 3 s queue at TPOT's spread (its basis)"
+    assert b["source"] == "10 runs, for the TTFT once a request runs; its queue at TPOT's spread (its basis)"
     # no TPOT band (one output token: a cohort is its prefill): the queue at TTFT's own ratios, 200 + 3000 x 200/400 = 1700
     one = intervals.with_queue(own, 400.0, 3000.0)
     assert (one["lo80"], one["hi80"]) == pytest.approx((1700, 6800)) and one["source"].endswith("queue at the same spread")

@@ -500,7 +500,8 @@ def calibrate(*, kernels: str | list[str] | None = None, serving: str | None = N
     return p.write(output) if output is not None else p
 
 
-def export_point(frontier: Frontier, index: int, *, file_name: str | None = None, calibration: str | Profile | None = None) -> dict:
+def export_point(frontier: Frontier, index: int, *, file_name: str | None = None, calibration: str | Profile | None = None,
+                 draft_model: str | None = None) -> dict:
     """The engine's launch configuration of one point of an aggregated frontier (`frontier.points[index]`: 0 the
     throughput end, the last the interactive end), as `llm-codesign export-point` writes it from `pareto --json`
     (explore.export.point_config, one code path): its plan, precision, step token budget and batch, its predicted
@@ -508,8 +509,9 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
     itself by (default: the engine's own; no folder, path separator or control character). The header records the
     profile the frontier was priced with (the Frontier keeps it: lc.pareto's `calibration`), as `pareto --json` records
     it; `calibration` may name that one again (a path, or a Profile written to one: an unwritten one given to pareto
-    and written since), and another is refused, the launch file's figures being that profile's."""
-    from llm_codesign.explore.export import point_config
+    and written since), and another is refused, the launch file's figures being that profile's. `draft_model`: the
+    EAGLE-3 head's repository where the frontier searched without one (export-point --draft-model, explore.export.with_drafter)."""
+    from llm_codesign.explore.export import point_config, with_drafter
     from llm_codesign.spec.validation import as_int
 
     if not isinstance(frontier, Frontier) or frontier.mode != "aggregated":
@@ -536,7 +538,7 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
     p = frontier.points[index]
     d = p.to_dict()
     model = frontier.model_spec if frontier.model_spec is not None else get_model(frontier.model)  # the shape searched
-    name, text = point_config(model, p.deployment, concurrency=p.concurrency, replicas=p.replicas,
+    name, text = point_config(model, with_drafter(p.deployment, draft_model), concurrency=p.concurrency, replicas=p.replicas,
                               isl=frontier.workload.isl, osl=frontier.workload.osl,
                               predicted={k: d[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")},
                               calibration=calibration, file_name=file_name)

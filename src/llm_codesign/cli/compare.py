@@ -189,7 +189,8 @@ def compare(
         con.print("* " + engines_footnote(engines, question.arrival), highlight=False)
         loop = [f"{r['gpu']} {r['weight_dtype']} {r['best']['ttft_closed_loop_ms']:,.0f} ms" for r in rows if (r["best"] or {}).get("ttft_closed_loop_ms") is not None]
         if loop:  # the same deployments' TTFT with staggered arrivals: what sets the GPUs apart without an engine's waves artefact
-            con.print(f"* TTFT in a closed loop (each row's deployment, arrivals staggered): {'; '.join(dict.fromkeys(loop))}", highlight=False)
+            # the TTFT* note's second line, indented under it: one "*" for the one starred column (crev11, noted)
+            con.print(f"  TTFT in a closed loop (each row's deployment, arrivals staggered): {'; '.join(dict.fromkeys(loop))}", highlight=False)
     notes = _accuracy_notes(rows)
     if len(names := list(dict.fromkeys(r["model"] for r in rows))) > 1:
         # each model's cells are on its own measure (its benchmark, or its change against its own reference precision); the

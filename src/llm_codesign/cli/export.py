@@ -121,7 +121,8 @@ def export(
                                            help="With --concurrency: instances of this configuration (stated in the file); default 1."),
     spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K, acceptance: Optional[float] = O_ACC,
     acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT, max_num_tokens: Optional[int] = O_MNT,
-    cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill (with --concurrency)."),
+    cpp: bool = typer.Option(False, "--cpp", help="Chunked pipeline parallelism for prefill (with --concurrency; SGLang runs it, "
+                             "TensorRT-LLM and vLLM have no option for it: refused)."),
     cuda_graph_max_bs: Optional[int] = typer.Option(None, "--cuda-graph-max-bs", min=0, max=MAX_CONCURRENCY,
                                                     help="The largest decode batch per rank replayed from a CUDA graph, as estimate's "
                                                          "(Dynamo: the decode workers'), written and priced (0: graphs off). Default: graphs "
@@ -202,9 +203,10 @@ def export(
                           acceptance_rates=acceptance_rates, draft_model=draft_model, max_num_tokens=max_num_tokens, cpp=cpp)
         check_replica_gpus(dep, gpus_ if concurrency is not None else None, replicas)  # --gpus is one instance's with --concurrency
         plan_note_line(dep)
-        from llm_codesign.explore.export import refuse_headless_draft
+        from llm_codesign.explore.export import refuse_cpp, refuse_headless_draft
 
         refuse_headless_draft(dep)  # before the search or pricing: no file could be written (crev10 #6)
+        refuse_cpp(dep, dep.backend)  # nor a file that runs unpipelined what is priced pipelined (crev11 #5)
         if cuda_graph_max_bs is not None or max_batch is not None or chunked_prefill is not None:  # as estimate states them
             from dataclasses import replace
 
@@ -651,11 +653,13 @@ def export_point(
                                "disaggregated frontier of `pareto --disagg --json`, written as Dynamo's file."),
     model: Optional[str] = typer.Option(None, "--model", help="The model's config.json, where the frontier's names none here "
                                         "(one searched from a Python dict, or a path moved since; default: the frontier's model_ref)."),
+    draft_model: Optional[str] = typer.Option(None, "--draft-model", help="The EAGLE-3 head's repository, where the frontier "
+                                              "searched --spec eagle3 without one (the file names it; the price is the point's)."),
 ):
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json
 
-    from llm_codesign.explore.export import engine_spec, point_config
+    from llm_codesign.explore.export import engine_spec, point_config, with_drafter
     from llm_codesign.explore.frontier import estimate_command
     from llm_codesign.outputs import write_text
     from llm_codesign.spec.plan import Deployment
@@ -686,7 +690,7 @@ def export_point(
     r = {**r, "model": _frontier_model(r, model)}  # the reference the commands and the file name it by (crev10 #3)
     if series == "disagg":
         return _disagg_point(r, p, index, out, engine)
-    dep = Deployment.from_dict(rec)
+    dep = with_drafter(Deployment.from_dict(rec), draft_model)
     if engine and engine != dep.backend:
         raise InputError("backend", engine, f"the engine the frontier was priced for ({dep.backend}); search again with --backend {engine}")
     _check_suffix(out, dep.backend)

@@ -167,6 +167,41 @@ def refuse_headless_draft(dep: Deployment) -> None:
                                               "e.g. an EAGLE-3 head's repository): the engines have no default drafter")
 
 
+# engines whose launch runs chunked pipeline parallelism (one request's prefill chunks on several PP stages at once):
+# SGLang's scheduler keeps one chunked request across its micro-batches, so its next chunk enters stage 0 while the
+# last is on a later stage, with no option to ask ("In the context pipeline parallelism, after the last chunk, the
+# current microbatch still track outdated chunked_req", srt/managers/scheduler.py:2463-2466@0.5.11 wheel, the same
+# line at 0.5.5.post2 and 0.5.9; docs.sglang.io "Pipeline Parallelism for Long Context": "Different chunks of the same
+# request can be processed simultaneously by different nodes"). vLLM's V1 scheduler skips a request in flight in another
+# micro-batch (spec/engines/vllm.py budget_batch), as TensorRT-LLM's PP loop schedules around its inflight_req_ids
+# (tensorrt_llm/_torch/pyexecutor/py_executor.py, _executor_loop_pp); no launch option of either turns it on (crev11 #5).
+CPP_ENGINES = ("sglang",)
+
+
+def refuse_cpp(dep: Deployment, engine: str) -> None:
+    """A --cpp export to an engine whose launch file cannot run it: priced pipelined, the file would run one request's
+    chunks one after another (Llama-3.1-70B PP4 on H100, 8,192-token prompt in 2,048-token chunks: TTFT 793 ms priced,
+    1,715 ms as the same file without its header is priced), so it is refused rather than written."""
+    if dep.cpp and engine not in CPP_ENGINES:
+        raise InputError("cpp", dep.cpp, f"left out for {engine}: no {engine} launch option pipelines one request's prefill chunks "
+                                      f"over PP stages (SGLang's scheduler does: --backend sglang)")
+
+
+def with_drafter(dep: Deployment, draft_model: str | None) -> Deployment:
+    """A frontier point's plan with the EAGLE-3 head's repository export-point names (--draft-model, lc.export_point's
+    draft_model): pareto searches EAGLE-3 without one, priced from the target's shape (serve.aggregated.draft_model),
+    so its points' files need it, which the export asks for by that name (crev11 #8). A draft model is priced by its
+    own shape, so it is the frontier's, not given after the search; the head is the point's acceptance's, not re-read."""
+    if draft_model is None:
+        return dep
+    if dep.spec is None or dep.spec.method != "eagle3":
+        raise InputError("draft_model", draft_model, "left out: only an EAGLE-3 point's head is named at export (a draft "
+                                                     "model is priced by its shape: search again with --draft-model)")
+    if dep.spec.draft_model and dep.spec.draft_model != draft_model:
+        raise InputError("draft_model", draft_model, f"left out or the frontier's own ({dep.spec.draft_model})")
+    return replace(dep, spec=replace(dep.spec, draft_model=draft_model))
+
+
 def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency: int, replicas: int = 1,
                   file_name: str = "config.yaml", extra: dict | None = None) -> str:
     """The launch configuration of one instance of `dep` in `engine` (text of the file to write)."""
@@ -181,6 +216,7 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
     if concurrency < 1:
         raise InputError("concurrency", concurrency, "a positive integer")
     refuse_headless_draft(dep)
+    refuse_cpp(dep, engine)
     head = [_header(model, dep, concurrency=concurrency, replicas=replicas, extra=extra),
             f"# {spec['engine']} {spec['version']} options ({spec['source']})"]
     model, said = launched(model, dep, engine)

@@ -493,12 +493,16 @@ def with_capture(dep: Deployment, concurrency: int, *, instances: int = 1) -> De
     what export predicts is what its file runs: the engine's default where it captures that batch, else padded graphs up
     to it (an export at 600 requests wrote TensorRT-LLM's max_batch_size 600 but was priced eager, TPOT 129.5 against its
     import's 99.2 ms, review 2026-12-06). A capture `dep` states already is kept. One helper for export's fixed plan and
-    its --prefill/--decode pools."""
-    if dep.cuda_graph_max_bs is not None:
-        return dep
+    its --prefill/--decode pools. The batch cap the file writes (launch_batch: vLLM's max-num-seqs, which sets vLLM's
+    capture, min(2 x max_num_seqs, 512) tokens, spec.engines.vllm.graphs_default) is priced too: at 16 requests the
+    default's 512-token capture held a 512-token chunk the file's 32 runs eager (TTFT 236 -> 254 ms, crev11 #4)."""
     from llm_codesign.explore.export_engines.base import per_rank
 
     rank = per_rank(concurrency, int(np.asarray(dep.plan.adp).reshape(-1)[0]), instances=instances)
+    if dep.max_batch is None and dep.engine.name == "vllm":  # the file's max-num-seqs (launch_batch), vLLM's capture's input
+        dep = replace(dep, max_batch=rank)
+    if dep.cuda_graph_max_bs is not None:
+        return dep
     return replace(dep, cuda_graph_max_bs=point_graphs(dep.engine, rank, gpu=dep.gpu, plan=dep.plan, k=float(dep.draft_len)))
 
 
@@ -512,6 +516,8 @@ def capture_line(dep: Deployment, default_tpot_ms: float | None, tpot_ms: float 
         return None
     n = dep.cuda_graph_max_bs
     was = "" if default_tpot_ms is None else f"; estimate's default capture (without it): TPOT {default_tpot_ms:.2f} ms"
+    if n is None:  # vLLM's default capture at the max-num-seqs the file writes (with_capture, crev11 #4)
+        return f"priced with vLLM's capture at the file's max-num-seqs {dep.max_batch} (estimate --max-batch {dep.max_batch}){was}"
     return f"priced with graphs padded to {n} a rank, as the file writes them (estimate --cuda-graph-max-bs {n}){was}"
 
 

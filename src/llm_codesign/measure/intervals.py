@@ -899,7 +899,8 @@ def _spec_text(t: dict, run: str) -> str:
     if measured(t):
         return text + f"; its term from {t.get('folds', 'held-out runs with it')}"
     return text + (f"; its term not measured ({_count(t.get('groups', 0), 'group')}: {t.get('folds', 'published runs')}): widened "
-                   "by the campaign term once more, in quadrature on top of the others: a new group and a new campaign")
+                   "by the campaign term once more, in quadrature on top of the others: a new group and a new campaign; "
+                   "its factor what that adds to the campaign term")
 
 
 # the metrics a decode step alone sets, which a per-request cost before the prefill does not move (request_cost_outside)
@@ -1178,7 +1179,10 @@ def _factored(w: Widening, why: list, ctx: Context, metric: str, table: dict, *,
     if w.kind in NO_TERM:
         return w
     if w.kind in UNRUN or not measured(terms.get(w.term, {})):
-        f = {lvl: max(eager_terms(ctx, metric, lvl)) for lvl in levels} if w.kind in UNRUN else between([], t, levels=levels)
+        # an unmeasured reason's factor: what the campaign term C once more in quadrature adds to C, hypot(C, C) - C
+        # (R1 MTP on MI355X: C = 0.0297, x1.012; it printed C's own x1.03: crev11, noted, crev9 #6's rule)
+        f = {lvl: max(eager_terms(ctx, metric, lvl)) for lvl in levels} if w.kind in UNRUN else {
+            lvl: math.hypot(c, c) - c for lvl, c in between([], t, levels=levels).items()}
         return replace(w, factors=tuple(math.exp(f[lvl]) for lvl in levels), levels=tuple(levels))
     mine = between([w.term], grown([w], table), own=True, levels=levels)
     # the largest of the measured terms the band takes (before an unmeasured one's quadrature), and the campaign's
@@ -1360,7 +1364,8 @@ def with_queue(own: dict, own_value: float, queue_ms: float, per: dict | None = 
     run measured, none queued behind a batch cap) plus the queue scaled by the spread of what a cohort's time is made of:
     `per`, TPOT's band about `per_value` (a cohort is a prefill and osl decode steps), else `own`'s ratios (one output
     token: prefill only). Each bound added as if the two errors moved together, so the band covers the TTFT as quoted,
-    queue included, at no less than its level; it scaled the whole TTFT by the TTFT runs' spread, which none of them queued
+    queue included, at no less than its level (the queue's time is the answer's `queue`, rendered once by
+    render.intervals.queue_text: crev11 #10 found '1.25e+05 s' here beside the head's '34.7 h'); it scaled the whole TTFT by the TTFT runs' spread, which none of them queued
     (70B TP8 H200, 64 requests on 16 slots: TTFT 30.0 s, 29.7 s of it queue, 80% 16.9-64.3 s), newc7 #7."""
     ref, at = (per, per_value) if per is not None and per_value else (own, own_value)
     out = {k: own[k] + queue_ms * ref[k] / at for k in own if k[:2] in ("lo", "hi") or k == "centre"}
@@ -1368,7 +1373,7 @@ def with_queue(own: dict, own_value: float, queue_ms: float, per: dict | None = 
     widened = [*own.get("widened", ()), *(w for w in (ref.get("widened", ()) if ref is not own else ()) if getattr(w, "kind", w) not in kinds)]
     how = "TPOT's spread (its basis)" if ref is not own else "the same spread"
     return {**{k: v for k, v in own.items() if k != "capped"}, **out, "widened": widened, "queue_ms": float(queue_ms),
-            "source": f"{own['source']}, for the TTFT once a request runs; its {queue_ms / 1e3:.3g} s queue at {how}",
+            "source": f"{own['source']}, for the TTFT once a request runs; its queue at {how}",
             **predictability(out["lo95"], out["hi95"])}
 
 

@@ -45,6 +45,12 @@ def duration(ms: float, metric: str = "ttft_ms") -> str:
     return " ".join(_duration(ms, metric, value=True))
 
 
+def count(n: float) -> str:
+    """A count as text: a whole one with thousands separators ('4,095'; within 1e-6 of whole, as a quotient of
+    whole cohorts' seconds reads), else to 3 significant figures ('2.5')."""
+    return f"{round(n):,}" if abs(n - round(n)) <= 1e-6 * max(1.0, abs(n)) else f"{n:.3g}"
+
+
 def queue_text(r: dict) -> str:
     """' (28.8 s of it queue: 3 cohorts of 9.6 s, which the bands include)' after a TTFT where requests wait for a slot (Estimate.queue), so that
     the wait the batch cap sets reads apart from the run-to-run spread of the intervals after it (newc7 #7): estimate's
@@ -54,8 +60,8 @@ def queue_text(r: dict) -> str:
     q = r.get("queue")
     if not q:
         return ""
-    n = q["cohorts"]
-    return f" ({duration(q['ttft_ms'])} of it queue: {n:.3g} cohort{'s' if n != 1 else ''} of {duration(q['cycle_ms'])}, which the bands include)"
+    n = q["cohorts"]  # a whole count as the tool writes counts ("1,048,575", not "1.05e+06": crev11 #10)
+    return f" ({duration(q['ttft_ms'])} of it queue: {count(n)} cohort{'s' if n != 1 else ''} of {duration(q['cycle_ms'])}, which the bands include)"
 
 
 def _range(metric: str, lo: float, hi: float) -> str:
