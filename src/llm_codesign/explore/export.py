@@ -48,12 +48,42 @@ ONLINE_QUANTIZATION = ("fp8", "fp8_per_block")  # methods that quantize a BF16 c
 def _header(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: int, extra: dict | None = None) -> str:
     meta = {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "replicas": replicas, "backend": dep.backend,
             "concurrency": concurrency, "weight_dtype": dep.precision.weight.name, "activation_dtype": dep.precision.activation.name,
-            "kv_dtype": dep.precision.kv.name, "cpp": dep.cpp}
+            "kv_dtype": dep.precision.kv.name, "cpp": dep.cpp, **attn_said(dep.precision), **shape_said(model)}
     if dep.spec is not None:
         meta["spec"] = {"method": dep.spec.method, "k": dep.spec.k, "mean_accepted": dep.spec.mean_accepted,
                         "rates": list(dep.spec.at(dep.spec.k).rates if dep.spec.rates else ()), "draft_model": dep.spec.draft_model}
     meta.update(extra or {})
     return HEADER + json.dumps(meta, default=float)
+
+
+def model_shape(model: ModelSpec) -> str:
+    """A digest of `model`'s shape, its name, checkpoint ids and notes left out: a config.json read as a dict ("custom"),
+    from its path ("q_awq4") or pasted under another name is one shape, the one an export's import may be given."""
+    import hashlib
+
+    return hashlib.sha256(repr(replace(model, name="", hf_ids=(), notes=())).encode()).hexdigest()[:16]
+
+
+def shape_said(model: ModelSpec) -> dict:
+    """What a header records of a model the registry does not hold: its shape's digest (model_shape), by which `import`
+    takes the config.json it was exported from under any name (a dict frontier's file said "custom", and its config.json,
+    q_awq4.json, was refused by name: crev11 #7). A bundled model is named by its registry name alone."""
+    from llm_codesign.spec.registry import bundled
+
+    return {} if bundled(model.name) == model else {"model_shape": model_shape(model)}
+
+
+def same_model(model: ModelSpec, meta: dict) -> bool:
+    """Whether `model` is the one an export's header states: by name, or by shape where it records one (shape_said)."""
+    return model.name == meta.get("model") or (bool(meta.get("model_shape")) and model_shape(model) == meta["model_shape"])
+
+
+def attn_said(prec: Precision) -> dict:
+    """The attention projections' format a header records where the weights are MXFP4 (the one format whose checkpoint keeps
+    them wider: AMD's Quark MXFP4 R1, BF16, spec.plan.quark_mxfp4), which `import` reads back (_precision): without it an
+    MI355X MXFP4 R1 point re-imported with MXFP4 attention, 3-8% faster and 3.3 GB lighter than the checkpoint it names
+    (crev11 #3)."""
+    return {"attn_weight_dtype": prec.attn.name} if prec.weight.name == "mxfp4" else {}
 
 
 def priced_with(calibration: str | None) -> dict:
@@ -87,14 +117,23 @@ def same_profile(a: str | None, b: str | None) -> bool:
 
 
 def point_config(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: int = 1, isl: int | None, osl: int | None,
-                 predicted: dict, calibration: str | None = None, file_name: str | None = None) -> tuple[str, str]:
+                 predicted: dict, calibration: str | None = None, file_name: str | None = None, arrival: str | None = None,
+                 prefix_hit: float = 0.0) -> tuple[str, str]:
     """(file name, text) of the launch configuration of one frontier point: one instance of `dep` with `concurrency`
     requests in flight, `replicas` of it, its predicted metrics and the profile they were priced with in the header.
     `file_name` (the name the file launches itself by) defaults to the engine's own (EXPORTERS). The one code path of
     `export-point`, `lc.export_point` and the page's launch configuration."""
     name = file_name or (EXPORTERS[dep.backend].file_name if dep.backend in EXPORTERS else "config.yaml")
     return name, export_config(model, dep, engine=dep.backend, concurrency=concurrency, replicas=replicas, file_name=name,
-                               extra={"isl": isl, "osl": osl, "predicted": predicted, **priced_with(calibration)})
+                               extra={"isl": isl, "osl": osl, **workload_said(arrival, prefix_hit), "predicted": predicted,
+                                      **priced_with(calibration)})
+
+
+def workload_said(arrival: str | None, prefix_hit: float = 0.0) -> dict:
+    """What a file's header records of the workload its predicted figures were priced at beyond the lengths: the arrival
+    and the prefix cache's hit share, each where not the default, which `import` reads back (a burst point of a frontier
+    at --prefix-hit 0.5 re-imported in waves with no hits: TTFT 1596 -> 188 ms, TPOT 14.15 -> 30.48, crev11 #1)."""
+    return {**({"arrival": arrival} if arrival and arrival != DEFAULT_ARRIVAL else {}), **({"prefix_hit": prefix_hit} if prefix_hit else {})}
 
 
 def launched(model: ModelSpec, dep: Deployment, engine: str) -> tuple[ModelSpec, list[str]]:
@@ -283,7 +322,7 @@ UNPRICED_KV = {
 }
 
 
-def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: dict) -> Precision:
+def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: dict, gpu=None) -> Precision:
     base = model.default_precision
     # no quantization option: the weight format is the checkpoint's, which the header states (a checkpoint of the header's
     # release read back as the header's model, _exported_model, keeps the format it was exported at)
@@ -308,7 +347,11 @@ def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: 
         p = Precision.of(w.name, None, kvd.name)
     if meta.get("activation_dtype"):
         p = replace(p, activation=get_dtype(meta["activation_dtype"], "activation_dtype"))
-    return p
+    if aw := meta.get("attn_weight_dtype"):  # attn_said; one written before it was (crev11 #3) names the Quark checkpoint on CDNA
+        return replace(p, attn_weight=None if aw == p.weight.name else get_dtype(aw, "attn_weight_dtype"))
+    from llm_codesign.spec.plan import quark_mxfp4
+
+    return quark_mxfp4(model, p, gpu) if "weight_dtype" in meta and gpu is not None else p
 
 
 def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp: bool = False, real: bool = False) -> tuple[Deployment, int | None]:
@@ -318,7 +361,7 @@ def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp:
         switch(k, o.get(k))
     plan, conc = x.plan_from(o, model)
     quant, kv, spec, mnt = x.settings(o, meta)
-    prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta)
+    prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta, gpu)
     # the launch's batch cap, per attention-DP rank: the engine runs that many and queues the rest (Deployment.max_batch).
     # `conc` is the instance's: TensorRT-LLM max_batch_size and vLLM max_num_seqs x the DP ranks (each rank's scheduler
     # caps its own), SGLang's max_running_requests, which it splits as max(1, n // attn_dp_size) a rank
@@ -350,9 +393,17 @@ def read_export(text: str, origin: str = "export", *, model: ModelSpec | None = 
     if unknown:
         raise InputError("export", unknown[0], f"a documented {engine} {engine_spec(engine)['version']} option")
     check_nested(engine, o)
-    model = model if model is not None and model.name == meta.get("model") else _exported_model(model_ref, meta, origin)
+    model = model if model is not None and same_model(model, meta) else _exported_model(model_ref, meta, origin)
     dep, conc = _deployment(engine, o, model, gpu=get_gpu(meta["gpu"]), meta=meta, cpp=bool(meta.get("cpp")))
     return Imported(engine, model, dep, conc, int(meta.get("replicas", 1)), o, unset_env=unset_env(text, engine, dep))
+
+
+def spec_of(model) -> ModelSpec:
+    """A model given to `import` (a registry name, Hugging Face id or config.json path; from Python also a config.json's
+    dict or a ModelSpec, as every lc function takes it, crev11 #7) as its ModelSpec."""
+    from llm_codesign.spec.registry import get_model
+
+    return model if isinstance(model, ModelSpec) else get_model(model)
 
 
 def _exported_model(model_ref: str, meta: dict, origin: str) -> ModelSpec:
@@ -425,7 +476,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
     from llm_codesign.spec.registry import get_model
 
     if any(line.startswith(HEADER) for line in text.splitlines()):
-        return read_export(text, origin, model=get_model(model) if model is not None else None)
+        return read_export(text, origin, model=spec_of(model) if model is not None else None)
     name = engine if engine is not None else config_engine(text, origin)  # --backend "" refused, not found from the file
     if name not in EXPORTERS:
         raise InputError("backend", name, "one of: " + ", ".join(EXPORTERS))
@@ -436,7 +487,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
     if model is None and not model_ref:
         raise MissingInput("model", f"this {name} configuration names no model: give --model (a bundled name or Hugging Face id)")
     try:
-        m = get_model(model if model is not None else model_ref)  # --model '' is the user's, refused by name, not the file's
+        m = spec_of(model if model is not None else model_ref)  # --model '' is the user's, refused by name, not the file's
     except InputError as e:
         if model is not None:
             raise
@@ -526,7 +577,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
             "prefill": {"plan": prefill.plan.label(), "instances": prefill_instances, "num_gpus": prefill.num_gpus},
             "decode": {"plan": decode.plan.label(), "instances": decode_instances, "num_gpus": decode.num_gpus},
             "weight_dtype": decode.precision.weight.name, "activation_dtype": decode.precision.activation.name,
-            "kv_dtype": decode.precision.kv.name}
+            "kv_dtype": decode.precision.kv.name, **attn_said(decode.precision)}
     if decode.spec is not None:
         meta["spec"] = {"method": decode.spec.method, "k": decode.spec.k, "mean_accepted": decode.spec.mean_accepted,
                         "rates": list(decode.spec.at(decode.spec.k).rates if decode.spec.rates else ()), "draft_model": decode.spec.draft_model}
@@ -554,7 +605,7 @@ def read_dynamo(text: str, origin: str = "export", *, model: ModelSpec | None = 
         args = parse_flags(comp["podTemplate"]["spec"]["containers"][0]["args"], origin, engine=backend)
         args.pop("disaggregation-mode")
         o, model_ref = exporter(backend).worker_options(args)
-        m = model if model is not None and model.name == meta.get("model") else _exported_model(model_ref, meta, origin)
+        m = model if model is not None and same_model(model, meta) else _exported_model(model_ref, meta, origin)
         dep, conc = _deployment(backend, o, m, gpu=gpu, meta=meta)
         out[comp["type"]] = {"model": m, "deployment": dep, "instances": int(comp["replicas"]), "concurrency": conc}
     return out
@@ -646,15 +697,17 @@ def command_line(arg: str) -> bool:
     return head.startswith("python") and words[1] == "-m" and len(words) > 2 and words[2].startswith(_MODULES)
 
 
-def import_config(path: str, *, price, price_pools, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
+def import_config(path: str, *, price, price_pools, gpu=None, model=None, backend: str | None = None, concurrency: int | None = None,
                   isl: int | None = None, osl: int | None = None, acceptance: float | None = None, acceptance_rates=None,
-                  calibration: str | None = None, text: str | None = None, arrival: str | None = None) -> ImportEstimate:
+                  calibration: str | None = None, text: str | None = None, arrival: str | None = None,
+                  prefix_hit: float | None = None) -> ImportEstimate:
     """The deployment the configuration at `path` starts (read_config: an export, or an engine's own command line or
     YAML; `gpu` a Gpu where it names none, `model` a registry name where it names none or one the registry lacks),
     priced by `price` (llm_codesign.api.estimate, which both callers pass: it sits a layer above this one; a Dynamo export's
     pools by `price_pools`, explore.disagg_search.priced_pools, passed alike: that module imports this one's frontier) at
-    `concurrency` requests per instance (default: its max batch), `isl`/`osl` and `arrival` (default: the export's, else
-    1024 and waves: an export's header records the arrival its predicted TTFT was priced at, crev10 #1); an exported Dynamo
+    `concurrency` requests per instance (default: the export's, which its header records, else the configuration's max
+    batch), `isl`/`osl`, `arrival` and `prefix_hit` (default: the export's, else 1024, waves and 0: an export's header
+    records the arrival and prefix hits its predicted figures were priced at, crev10 #1, crev11 #1); an exported Dynamo
     deployment priced as `disagg` prices its pools. `calibration`: a profile's path or None (the bundled
     one). `text`: the configuration itself, `path` then only its name in messages; a `path` that is an engine's command
     line (command_line) is taken as its text, named "the command line", with no folder: the files it names (`--config x.yaml`) are found in the working folder, as its shell
@@ -672,12 +725,13 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
     meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
     arrival = check_arrival(meta.get("arrival", DEFAULT_ARRIVAL) if arrival is None else arrival)  # export writes it where it is not the default
+    hit = meta.get("prefix_hit", 0.0) if prefix_hit is None else prefix_hit  # so do export-point and the page (workload_said)
     rates = acceptance_rates_of(acceptance_rates)
     if meta and "DynamoGraphDeployment" in text:
-        from llm_codesign.spec.registry import get_model
-
+        if hit:
+            raise InputError("prefix_hit", hit, "0 with a Dynamo export (the disaggregated pools are priced with no prefix cache)")
         r = _import_dynamo(text, path, meta, price_pools, isl=isl, osl=osl, arrival=arrival, calibration=calibration, concurrency=concurrency,
-                           model=get_model(model) if model is not None else None)
+                           model=spec_of(model) if model is not None else None)
         _as_exported(r, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
         return r
     if not meta and gpu is None:
@@ -685,23 +739,26 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
                            "(e.g. --gpu h200)")
     from llm_codesign.spec.plan import Workload
 
-    if meta and model is not None:  # an export's model given as the header names it, from anywhere (a local model's path)
-        from llm_codesign.spec.registry import get_model
-
-        if (m := get_model(model).name) != meta.get("model"):
-            _refuse_stated("model", model, m, meta.get("model"), Path(path).name)
+    if meta and model is not None and not same_model(m := spec_of(model), meta):  # as the header names it or its shape, from anywhere
+        own = f"{meta.get('model')} (or its config.json, of the shape the header records)" if meta.get("model_shape") else meta.get("model")
+        _refuse_stated("model", model if isinstance(model, (str, Path)) else m.name, m.name, own, Path(path).name)
     imp = read_config(text, path, engine=backend, model=model, gpu=gpu, acceptance=acceptance, acceptance_rates=rates)
     if meta:
         _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
     engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
     _refuse_unset_env(imp)
     imp = _within_context_limit(imp, isl, osl)
-    conc = concurrency or imp.concurrency
-    est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc, arrival=arrival), calibration=calibration)
+    # the export's own concurrency, as its header records it per instance: its batch cap may be smaller (export --max-batch 64
+    # at 256 priced a 77.5 s queue that the cap's 64 lost, crev11 #2) or, under attention DP, the cap a rank x the ranks larger
+    # (250 read back as 32 x 8 = 256)
+    stated = int(meta["concurrency"]) if meta.get("concurrency") else None
+    conc = concurrency or stated or imp.concurrency
+    est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc, prefix_hit=hit, arrival=arrival), calibration=calibration)
     r = est.to_dict()
     r["deployment"] = imp.deployment.to_dict()
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)}
-    batch = ("--concurrency" if concurrency else "the configuration's max batch") if conc else "no max batch given: the engine's own and the KV cache's"
+    batch = ("--concurrency" if concurrency else "the export's" if stated else "the configuration's max batch") if conc else \
+        "no max batch given: the engine's own and the KV cache's"
     return ImportEstimate(path=given, engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
@@ -760,7 +817,8 @@ def _as_exported(imp, name: str, *, gpu, model: str | None, backend: str | None,
     from llm_codesign.spec.registry import get_model
 
     stated = {"gpu": (gpu.id if gpu is not None else None, imp.deployment.gpu.id, gpu.id if gpu is not None else None),
-              "model": (get_model(model).name if model is not None else None, imp.model.name, model)}
+              "model": (named := spec_of(model).name if model is not None else None, imp.model.name,
+                        model if isinstance(model, (str, Path)) else named)}
     for field_, (given, own, shown) in stated.items():
         if given is not None and given != own:
             _refuse_stated(field_, shown, given, own, name)
