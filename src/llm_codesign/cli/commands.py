@@ -805,10 +805,8 @@ _FRONTIER_VALUES = (("tok_s_per_user", 1), ("output_tok_s_per_gpu", 0), ("ttft_m
 
 
 def _numbered(results: list[dict]) -> list[dict]:
-    """`results` with each point's `series` and `index`, as export-point takes them (--series, --index): a pareto --disagg
-    --json lists the disaggregated points after the aggregated ones, and its point 55 was `--series disagg --index 7`, which
-    nothing in it said (crev11 #9). A series' points are counted over its frontiers in the JSON's order, as export-point
-    counts them."""
+    """`results` with each point's `index` counted as export-point counts it (--series, --index): over its series' frontiers
+    in the JSON's order (several GPUs' or models'), where each Frontier.to_dict counts its own (crev11 #9)."""
     seen = {"aggregated": 0, "disagg": 0}
     for r in results:
         series = "disagg" if r.get("mode") == "disaggregated" else "aggregated"

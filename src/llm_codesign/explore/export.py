@@ -322,7 +322,7 @@ UNPRICED_KV = {
 }
 
 
-def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: dict, gpu=None) -> Precision:
+def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: dict, *, gpu=None) -> Precision:
     base = model.default_precision
     # no quantization option: the weight format is the checkpoint's, which the header states (a checkpoint of the header's
     # release read back as the header's model, _exported_model, keeps the format it was exported at)
@@ -361,7 +361,7 @@ def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp:
         switch(k, o.get(k))
     plan, conc = x.plan_from(o, model)
     quant, kv, spec, mnt = x.settings(o, meta)
-    prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta, gpu)
+    prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta, gpu=gpu)
     # the launch's batch cap, per attention-DP rank: the engine runs that many and queues the rest (Deployment.max_batch).
     # `conc` is the instance's: TensorRT-LLM max_batch_size and vLLM max_num_seqs x the DP ranks (each rank's scheduler
     # caps its own), SGLang's max_running_requests, which it splits as max(1, n // attn_dp_size) a rank
@@ -465,7 +465,7 @@ def _option_names(engine: str, o: dict) -> list[str]:
 CAPTURE_FLAGS = frozenset({"cuda-graph-max-bs-decode", "cuda-graph-bs-decode", "max-cudagraph-capture-size", "cudagraph-capture-sizes"})
 
 
-def read_config(text: str, origin: str = "config", *, engine: str | None = None, model: str | None = None, gpu=None,
+def read_config(text: str, origin: str = "config", *, engine: str | None = None, model: str | dict | ModelSpec | None = None, gpu=None,
                 acceptance: float | None = None, acceptance_rates: tuple[float, ...] = ()) -> Imported:
     """The deployment a configuration starts: a file `export` wrote (read_export), or the engine's own
     configuration as people run it: a `vllm serve MODEL ...` command line or `--config` YAML, a `python -m
@@ -715,7 +715,6 @@ def import_config(path: str, *, price, price_pools, gpu=None, model=None, backen
     from pathlib import Path
 
     from llm_codesign.errors import read_text
-    from llm_codesign.spec.engines import engine_for
 
     given = str(path)
     if text is None and command_line(given):  # the command line itself, as `import` and lc.import_config take it
@@ -739,14 +738,7 @@ def import_config(path: str, *, price, price_pools, gpu=None, model=None, backen
                            "(e.g. --gpu h200)")
     from llm_codesign.spec.plan import Workload
 
-    if meta and model is not None and not same_model(m := spec_of(model), meta):  # as the header names it or its shape, from anywhere
-        own = f"{meta.get('model')} (or its config.json, of the shape the header records)" if meta.get("model_shape") else meta.get("model")
-        _refuse_stated("model", model if isinstance(model, (str, Path)) else m.name, m.name, own, Path(path).name)
-    imp = read_config(text, path, engine=backend, model=model, gpu=gpu, acceptance=acceptance, acceptance_rates=rates)
-    if meta:
-        _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
-    engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
-    _refuse_unset_env(imp)
+    imp = _read_checked(text, path, meta, model=model, gpu=gpu, backend=backend, acceptance=acceptance, rates=rates)
     imp = _within_context_limit(imp, isl, osl)
     # the export's own concurrency, as its header records it per instance: its batch cap may be smaller (export --max-batch 64
     # at 256 priced a 77.5 s queue that the cap's 64 lost, crev11 #2) or, under attention DP, the cap a rank x the ranks larger
@@ -762,6 +754,24 @@ def import_config(path: str, *, price, price_pools, gpu=None, model=None, backen
     return ImportEstimate(path=given, engine=imp.engine, model=imp.model, deployment=imp.deployment, replicas=imp.replicas,
                           concurrency=r["concurrency"], batch=batch, answer=r, estimate=est, ignored=imp.ignored, unset_env=imp.unset_env,
                           note=profile_note(meta, calibration))
+
+
+def _read_checked(text: str, path: str, meta: dict, *, model, gpu, backend: str | None, acceptance: float | None,
+                  rates: tuple[float, ...]) -> Imported:
+    """read_config of an aggregated configuration, with import's checks: an export's model (by its name, or by its shape where
+    the header records one: shape_said), GPU, engine and acceptance as it states them, an engine the GPU runs, and the
+    variables the engine needs set."""
+    from llm_codesign.spec.engines import engine_for
+
+    if meta and model is not None and not same_model(m := spec_of(model), meta):  # as the header names it or its shape, from anywhere
+        own = f"{meta.get('model')} (or its config.json, of the shape the header records)" if meta.get("model_shape") else meta.get("model")
+        _refuse_stated("model", model if isinstance(model, (str, Path)) else m.name, m.name, own, Path(path).name)
+    imp = read_config(text, path, engine=backend, model=model, gpu=gpu, acceptance=acceptance, acceptance_rates=rates)
+    if meta:
+        _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
+    engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
+    _refuse_unset_env(imp)
+    return imp
 
 
 def _refuse_unset_env(imp: Imported) -> None:
