@@ -99,7 +99,7 @@ def test_import_at_the_exports_own_batch_repeats_its_prediction(exported):
     p = exported / "v.yaml"
     r = lc.import_config(p)
     head = json.loads(next(x for x in p.read_text().splitlines() if x.startswith("# llm-codesign export: "))[len("# llm-codesign export: "):])
-    assert r.concurrency == 16 and r.batch == "the configuration's max batch"
+    assert r.concurrency == 16 and r.batch == "the export's"  # its header's concurrency (crev11 #2)
     assert r.to_dict()["tpot_ms"] == pytest.approx(head["predicted"]["tpot_ms"], rel=1e-9)
 
 
@@ -400,7 +400,8 @@ def test_import_of_a_local_models_export_from_another_directory(tmp_path, monkey
     assert lc.import_config("c.yaml", model=str(src / "mymodel")).to_dict() == here
     assert plain(here) == json.loads(cli_ok("import", "c.yaml", "--model", src / "mymodel", "--json"))
     code, out, err = cli("import", "c.yaml", "--model", "llama-3.1-8b")
-    assert code == 2 and "error: model: 'llama-3.1-8b' is not valid; left out or mymodel: c.yaml is an export" in out + err
+    assert code == 2 and ("error: model: 'llama-3.1-8b' is not valid; left out or mymodel (or its config.json, of the shape the header "
+                          "records): c.yaml is an export") in " ".join((out + err).split())
     assert get_model(str(src / "mymodel")).name == "mymodel"
 
 

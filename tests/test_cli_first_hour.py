@@ -114,7 +114,7 @@ def test_export_and_import_give_each_figure_its_80pct_interval_as_estimate_does(
         f"{band('output_tok_s_per_gpu')} at 16 requests " + arrival_footer("waves"))  # the arrival its TTFT turns on, beneath it
     code, out, _ = cli("import", path)
     assert code == 0 and " ".join(out.split()) + "\n" == (
-        "llama-3.1-70b on 8x H200 SXM, TP8, W:bf16 A:bf16 KV:bf16, vllm (defaults as 0.11-0.14): 16 requests (the configuration's max batch), "
+        "llama-3.1-70b on 8x H200 SXM, TP8, W:bf16 A:bf16 KV:bf16, vllm (defaults as 0.11-0.14): 16 requests (the export's), "
         f"TTFT {e['ttft_ms']:.0f} ms {band('ttft_ms')}, TPOT {e['tpot_ms']:.2f} ms {band('tpot_ms')}, "
         f"{e['output_tok_s_per_gpu']:.0f} tok/s/GPU {band('output_tok_s_per_gpu')}\n")
 

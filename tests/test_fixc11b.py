@@ -3,11 +3,11 @@
 import json
 
 import pytest
+from conftest import cli, cli_ok
 
 import llm_codesign as lc
 from llm_codesign.errors import InputError
 from llm_codesign.render.intervals import count, queue_text
-from conftest import cli, cli_ok
 
 HEAD = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
 

@@ -406,18 +406,22 @@ def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path |
                calibration=_calibration(deployment.gpu, calibration), arrival=arrival)
 
 
-def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str | None = None, backend: str | None = None,
-                  concurrency: int | None = None, isl: int | None = None, osl: int | None = None, acceptance: float | None = None,
-                  acceptance_rates: str | tuple | list | None = None, calibration: str | Profile | None = None,
-                  engine: str | None = None, arrival: str | None = None) -> ImportEstimate:
+def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str | Path | dict | ModelSpec | None = None,
+                  backend: str | None = None, concurrency: int | None = None, isl: int | None = None, osl: int | None = None,
+                  acceptance: float | None = None, acceptance_rates: str | tuple | list | None = None,
+                  calibration: str | Profile | None = None, engine: str | None = None, arrival: str | None = None,
+                  prefix_hit: float | None = None) -> ImportEstimate:
     """The deployment an engine configuration starts, priced as `llm-codesign import` prices it (explore.export.
     import_config, one code path; `import` is Python's keyword): `path` a file `export` wrote, or the engine's own `vllm
     serve ...` / `sglang.launch_server ...` command line, vLLM `--config` YAML, TensorRT-LLM extra_llm_api_options YAML
     or `trtllm-serve` command; `gpu` the GPU an engine's configuration runs on (an export states its own), `model` the
-    model where it names none or one the registry lacks, `backend` (or `engine`) the engine of a YAML whose keys do not
+    model where it names none or one the registry lacks (as get_model takes it: a name, a config.json path, its dict or
+    a ModelSpec; an export's model by its name or its shape, which its header records for a shape the registry lacks),
+    `backend` (or `engine`) the engine of a YAML whose keys do not
     tell (any of its names: an export's own, or on a Dynamo export dynamo or its workers'), `concurrency` requests per
-    instance (default: its max batch; a Dynamo export's, its own), `isl`/`osl` (default: the export's, else 1024), `arrival`
-    (spec.harness.ARRIVALS; default: the export's, which its header records, else waves),
+    instance (default: an export's own, which its header records, else the configuration's max batch), `isl`/`osl`
+    (default: the export's, else 1024), `arrival` (spec.harness.ARRIVALS) and `prefix_hit` (the share of each prompt in
+    the prefix cache, 0 to <1; both default to the export's, which its header records, else waves and 0),
     `acceptance`/`acceptance_rates` its speculation's (one rate per draft token; an export's own only: it is priced at
     it). Returns an `ImportEstimate` (its `estimate` the Estimate with its
     intervals, `ignored` the options not modelled); `to_dict()` is what `import --json` prints."""
@@ -429,10 +433,11 @@ def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str 
 
     if not isinstance(path, (str, Path)) or not str(path).strip():
         raise InputError("path", shown(path), "an export's or an engine configuration's path")
-    for k, v, what in (("model", model, "a registry name, Hugging Face id or config.json path"),
-                       ("backend", backend, "an engine's name (llm-codesign engines)"), ("engine", engine, "an engine's name (llm-codesign engines)")):
+    for k, v, what in (("backend", backend, "an engine's name (llm-codesign engines)"), ("engine", engine, "an engine's name (llm-codesign engines)")):
         if v is not None and not (isinstance(v, str) and v.strip()):
             raise InputError(k, shown(v), what + ", or None")
+    if model is not None and not isinstance(model, (dict, ModelSpec)) and not (isinstance(model, (str, Path)) and str(model).strip()):
+        raise InputError("model", shown(model), "a registry name, Hugging Face id, config.json path, its dict or a ModelSpec, or None")
     if concurrency is not None:
         as_int("concurrency", concurrency, hi=MAX_CONCURRENCY, what=f"requests in flight per instance, an integer from 1 to {MAX_CONCURRENCY:,}")
     for k, v in (("isl", isl), ("osl", osl)):
@@ -442,7 +447,8 @@ def import_config(path: str | Path, *, gpu: str | Gpu | None = None, model: str 
         as_float("acceptance", acceptance, lo=1.0, what="mean accepted tokens per step, a number of at least 1")
     g = get_gpu(gpu) if gpu is not None else None
     return run(str(path), price=estimate, price_pools=priced_pools, gpu=g, model=model, backend=engine_arg(engine, backend), concurrency=concurrency, isl=isl,
-               osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=_ref(calibration, objects=False), arrival=arrival)
+               osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=_ref(calibration, objects=False), arrival=arrival,
+               prefix_hit=prefix_hit)
 
 
 def _texts(value, field: str, what: str) -> list[str]:
@@ -539,7 +545,8 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
     d = p.to_dict()
     model = frontier.model_spec if frontier.model_spec is not None else get_model(frontier.model)  # the shape searched
     name, text = point_config(model, with_drafter(p.deployment, draft_model), concurrency=p.concurrency, replicas=p.replicas,
-                              isl=frontier.workload.isl, osl=frontier.workload.osl,
+                              isl=frontier.workload.isl, osl=frontier.workload.osl, arrival=frontier.workload.arrival,
+                              prefix_hit=frontier.workload.prefix_hit,
                               predicted={k: d[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")},
                               calibration=calibration, file_name=file_name)
     return {name: text}

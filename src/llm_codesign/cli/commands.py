@@ -727,7 +727,7 @@ def pareto(
         results, breakdowns = _pareto_runs(model_refs, gpu_refs, space=space, limits=limits, workload=workload, engines=engines,
                                            calibration=calibration, disagg=disagg, gpu_hour_price=gpu_hour_price)
         # what --json prints (with the profile it was priced with, for export-point to record) and the tables show
-        slim = [r.to_dict() for r in results]
+        slim = _numbered([r.to_dict() for r in results])
         if not any(r.points for r in results):  # nothing to show: one line naming what to change, nothing written
             raise nothing_found(slim, gpus_, {"min_tps_user": min_tps_user, "max_ttft_ms": max_ttft_ms})
         jobs = []  # all of them written, or none; the figure first, so that its process draws while the rest is written
@@ -819,6 +819,18 @@ def _profile_bands(fr: list[dict]) -> list[str]:
 
 # pareto's table's values, each to its digits
 _FRONTIER_VALUES = (("tok_s_per_user", 1), ("output_tok_s_per_gpu", 0), ("ttft_ms", 0), ("tpot_ms", 2))
+
+
+def _numbered(results: list[dict]) -> list[dict]:
+    """`results` with each point's `index` counted as export-point counts it (--series, --index): over its series' frontiers
+    in the JSON's order (several GPUs' or models'), where each Frontier.to_dict counts its own (crev11 #9)."""
+    seen = {"aggregated": 0, "disagg": 0}
+    for r in results:
+        series = "disagg" if r.get("mode") == "disaggregated" else "aggregated"
+        for p in r["frontier"]:
+            p |= {"series": series, "index": seen[series]}
+            seen[series] += 1
+    return results
 
 
 def _print_frontiers(con, results: list[dict], *, isl: int, osl: int, prefix_hit: float, names: dict[str, str]) -> None:

@@ -531,7 +531,7 @@ def import_(
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
                                               help="Requests in flight per instance: a benchmark's global count over the replicas; of an engine's own launch line with "
                                               "data parallelism (--data-parallel-size, --dp-size: one endpoint), the endpoint's, split over its ranks "
-                                              "(default: the configuration's max batch)."),
+                                              "(default: an export's own, else the configuration's max batch)."),
     isl: Optional[int] = tokens_option(None, "--isl", hi=None, help="Input tokens per request (default: the export's, else 1024)."),
     osl: Optional[int] = tokens_option(None, "--osl", hi=None, help="Output tokens per request (default: the export's, else 1024)."),
     acceptance: Optional[float] = typer.Option(None, "--acceptance", help="Mean accepted tokens per step of the configuration's "
@@ -541,6 +541,8 @@ def import_(
     calibration: Optional[str] = O_CAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
     arrival: Optional[str] = typer.Option(None, "--arrival", help="How requests arrive: waves, closed_loop or burst, as estimate "
                                           "takes it (default: the export's, else waves)."),
+    prefix_hit: Optional[float] = typer.Option(None, "--prefix-hit", help="Share of each prompt already in the prefix cache "
+                                               "(0 to <1), as estimate takes it (default: the export's, else 0)."),
 ):
     """The deployment an engine configuration starts, priced as `estimate` prices it.
 
@@ -551,7 +553,8 @@ def import_(
     from llm_codesign.explore.export import import_config
 
     kw = dict(price=estimate, price_pools=priced_pools, gpu=_gpu(gpu) if gpu is not None else None, model=model, backend=backend, concurrency=concurrency,
-              isl=isl, osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration, arrival=arrival)
+              isl=isl, osl=osl, acceptance=acceptance, acceptance_rates=acceptance_rates, calibration=calibration, arrival=arrival,
+              prefix_hit=prefix_hit)
     if _command_line(path):
         # the command line itself (`import 'vllm serve MODEL --tensor-parallel-size 8'`), as the help says it is taken:
         # import_config reads it as text (shlex, never run), as lc.import_config does. Asked before Path.exists(), which
@@ -592,6 +595,8 @@ def _import_lines(imp, r: dict) -> None:
                   + f"{r['output_tok_s_per_gpu']:.0f} tok/s/GPU{short(r, 'output_tok_s_per_gpu')}", highlight=False)
     if r["arrival"] != DEFAULT_ARRIVAL:  # the arrival TTFT turns on where not the default: the export's (its header's) or --arrival
         con.print(arrival_footer(r["arrival"]), highlight=False)
+    if r.get("prefix_hit"):  # the prefix hits TTFT turns on: the export's (its header's) or --prefix-hit, as pareto says them
+        con.print(f"{r['prefix_hit']:.0%} prefix-cache hits: that share of each prompt is not prefilled", highlight=False)
     for note in r.get("notes") or ():  # a Dynamo file's: what disagg prints under its table
         con.print(note, highlight=False)
     if r.get("over_capacity"):  # what estimate and export say of the requests the deployment cannot run at once
@@ -646,7 +651,8 @@ def _point_answer(m, dep, *, isl, osl, concurrency, arrival, calibration) -> dic
 @app.command("export-point")
 def export_point(
     path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it (`pareto --out DIR`: DIR/frontier.json)."),
-    index: int = typer.Option(..., "--index", min=0, help="The frontier point, in the JSON's order (0: the throughput end, the last: the interactive end)."),
+    index: int = typer.Option(..., "--index", min=0, help="The frontier point, in its series' order (0: the throughput end, the last: "
+                              "the interactive end): each point of `pareto --json` states its series and index."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write; - for standard output."),
     engine: Optional[str] = typer.Option(None, "--backend", "--engine", help=_written() + " (default: the frontier's engine)."),
     series: str = typer.Option("aggregated", "--series", help="aggregated: the frontier of aggregated plans; disagg: the "
@@ -662,6 +668,7 @@ def export_point(
     from llm_codesign.explore.export import engine_spec, point_config, with_drafter
     from llm_codesign.explore.frontier import estimate_command
     from llm_codesign.outputs import write_text
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
     from llm_codesign.spec.plan import Deployment
 
     _check_out(out, {"PATH": path})
@@ -681,7 +688,8 @@ def export_point(
         raise InputError("path", path, "a pareto --disagg --json result (a disaggregated frontier)" if series == "disagg" else
                          "a pareto --json result with an aggregated frontier")
     if index >= len(points):
-        raise InputError("index", index, f"a point of the frontier, 0 to {len(points) - 1}")
+        raise InputError("index", index, f"a point of the {series} series, 0 to {len(points) - 1} (each point of pareto --json states "
+                                         "its `series` and `index`: --series and --index)")
     r, p = points[index]
     if r.get("calibration_unrecorded"):  # the launch file's header would claim the bundled profile for its figures
         raise InputError("path", path, f"a frontier priced with the bundled profile or a profile's file (this one: {r['calibration_unrecorded']}, "
@@ -698,7 +706,7 @@ def export_point(
     # as lc.export_point writes it (explore.export.point_config), with the profile the frontier was priced with (pareto --json)
     _, text = point_config(m, dep, concurrency=int(rec["concurrency_per_instance"]), replicas=int(rec.get("replicas", 1)), isl=r.get("isl"),
                            osl=r.get("osl"), predicted={k: p[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")},
-                           calibration=r.get("calibration"), file_name=_file_name(out))
+                           calibration=r.get("calibration"), file_name=_file_name(out), arrival=r.get("arrival"), prefix_hit=r.get("prefix_hit", 0.0))
     write_text(out, text, executable=text.startswith("#!"))
     es = engine_spec(dep.backend)
     con = _console(stderr=out == "-")
@@ -706,5 +714,6 @@ def export_point(
               f"requests, max_num_tokens {rec['max_num_tokens']}, x{rec.get('replicas', 1)}): {'standard output' if out == '-' else out}")
     # the estimate that prices the point again, its capture included (a frontier's JSON from before it carried one: built)
     cmd = p.get("estimate_command") or estimate_command(r["model"], rec, isl=r.get("isl", 1024), osl=r.get("osl", 1024),
-                                                        prefix_hit=r.get("prefix_hit", 0.0), calibration=r.get("calibration"))
+                                                        prefix_hit=r.get("prefix_hit", 0.0), calibration=r.get("calibration"),
+                                                        arrival=r["arrival"] if r.get("arrival", DEFAULT_ARRIVAL) != DEFAULT_ARRIVAL else None)
     con.print(f"priced again by: {cmd}", highlight=False, soft_wrap=True)

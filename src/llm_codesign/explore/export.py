@@ -49,7 +49,7 @@ ONLINE_QUANTIZATION = ("fp8", "fp8_per_block")  # methods that quantize a BF16 c
 def _header(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: int, extra: dict | None = None) -> str:
     meta = {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "replicas": replicas, "backend": dep.backend,
             "concurrency": concurrency, "weight_dtype": dep.precision.weight.name, "activation_dtype": dep.precision.activation.name,
-            "kv_dtype": dep.precision.kv.name, "cpp": dep.cpp}
+            "kv_dtype": dep.precision.kv.name, "cpp": dep.cpp, **attn_said(dep.precision), **shape_said(model)}
     if dep.max_batch is not None:  # a cap the launch states (export --max-batch): import prices the header's load, not the cap
         meta["max_batch"] = int(dep.max_batch)
     if dep.spec is not None:
@@ -57,6 +57,36 @@ def _header(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: in
                         "rates": list(dep.spec.at(dep.spec.k).rates if dep.spec.rates else ()), "draft_model": dep.spec.draft_model}
     meta.update(extra or {})
     return HEADER + json.dumps(meta, default=float)
+
+
+def model_shape(model: ModelSpec) -> str:
+    """A digest of `model`'s shape, its name, checkpoint ids and notes left out: a config.json read as a dict ("custom"),
+    from its path ("q_awq4") or pasted under another name is one shape, the one an export's import may be given."""
+    import hashlib
+
+    return hashlib.sha256(repr(replace(model, name="", hf_ids=(), notes=())).encode()).hexdigest()[:16]
+
+
+def shape_said(model: ModelSpec) -> dict:
+    """What a header records of a model the registry does not hold: its shape's digest (model_shape), by which `import`
+    takes the config.json it was exported from under any name (a dict frontier's file said "custom", and its config.json,
+    q_awq4.json, was refused by name: crev11 #7). A bundled model is named by its registry name alone."""
+    from llm_codesign.spec.registry import bundled
+
+    return {} if bundled(model.name) == model else {"model_shape": model_shape(model)}
+
+
+def same_model(model: ModelSpec, meta: dict) -> bool:
+    """Whether `model` is the one an export's header states: by name, or by shape where it records one (shape_said)."""
+    return model.name == meta.get("model") or (bool(meta.get("model_shape")) and model_shape(model) == meta["model_shape"])
+
+
+def attn_said(prec: Precision) -> dict:
+    """The attention projections' format a header records where the weights are MXFP4 (the one format whose checkpoint keeps
+    them wider: AMD's Quark MXFP4 R1, BF16, spec.plan.quark_mxfp4), which `import` reads back (_precision): without it an
+    MI355X MXFP4 R1 point re-imported with MXFP4 attention, 3-8% faster and 3.3 GB lighter than the checkpoint it names
+    (crev11 #3)."""
+    return {"attn_weight_dtype": prec.attn.name} if prec.weight.name == "mxfp4" else {}
 
 
 def priced_with(calibration: str | None) -> dict:
@@ -90,14 +120,23 @@ def same_profile(a: str | None, b: str | None) -> bool:
 
 
 def point_config(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: int = 1, isl: int | None, osl: int | None,
-                 predicted: dict, calibration: str | None = None, file_name: str | None = None) -> tuple[str, str]:
+                 predicted: dict, calibration: str | None = None, file_name: str | None = None, arrival: str | None = None,
+                 prefix_hit: float = 0.0) -> tuple[str, str]:
     """(file name, text) of the launch configuration of one frontier point: one instance of `dep` with `concurrency`
     requests in flight, `replicas` of it, its predicted metrics and the profile they were priced with in the header.
     `file_name` (the name the file launches itself by) defaults to the engine's own (EXPORTERS). The one code path of
     `export-point`, `lc.export_point` and the page's launch configuration."""
     name = file_name or (EXPORTERS[dep.backend].file_name if dep.backend in EXPORTERS else "config.yaml")
     return name, export_config(model, dep, engine=dep.backend, concurrency=concurrency, replicas=replicas, file_name=name,
-                               extra={"isl": isl, "osl": osl, "predicted": predicted, **priced_with(calibration)})
+                               extra={"isl": isl, "osl": osl, **workload_said(arrival, prefix_hit), "predicted": predicted,
+                                      **priced_with(calibration)})
+
+
+def workload_said(arrival: str | None, prefix_hit: float = 0.0) -> dict:
+    """What a file's header records of the workload its predicted figures were priced at beyond the lengths: the arrival
+    and the prefix cache's hit share, each where not the default, which `import` reads back (a burst point of a frontier
+    at --prefix-hit 0.5 re-imported in waves with no hits: TTFT 1596 -> 188 ms, TPOT 14.15 -> 30.48, crev11 #1)."""
+    return {**({"arrival": arrival} if arrival and arrival != DEFAULT_ARRIVAL else {}), **({"prefix_hit": prefix_hit} if prefix_hit else {})}
 
 
 def launched(model: ModelSpec, dep: Deployment, engine: str) -> tuple[ModelSpec, list[str]]:
@@ -338,7 +377,7 @@ UNPRICED_KV = {
 }
 
 
-def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: dict) -> Precision:
+def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: dict, *, gpu=None) -> Precision:
     base = model.default_precision
     # no quantization option: the weight format is the checkpoint's, which the header states (a checkpoint of the header's
     # release read back as the header's model, _exported_model, keeps the format it was exported at)
@@ -363,7 +402,11 @@ def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: 
         p = Precision.of(w.name, None, kvd.name)
     if meta.get("activation_dtype"):
         p = replace(p, activation=get_dtype(meta["activation_dtype"], "activation_dtype"))
-    return p
+    if aw := meta.get("attn_weight_dtype"):  # attn_said; one written before it was (crev11 #3) names the Quark checkpoint on CDNA
+        return replace(p, attn_weight=None if aw == p.weight.name else get_dtype(aw, "attn_weight_dtype"))
+    from llm_codesign.spec.plan import quark_mxfp4
+
+    return quark_mxfp4(model, p, gpu) if "weight_dtype" in meta and gpu is not None else p
 
 
 def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp: bool = False, real: bool = False) -> tuple[Deployment, int | None]:
@@ -373,7 +416,7 @@ def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp:
         switch(k, o.get(k))
     plan, conc = x.plan_from(o, model)
     quant, kv, spec, mnt = x.settings(o, meta)
-    prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta)
+    prec = _real_precision(model, engine, quant, kv) if real else _precision(model, engine, quant, kv, meta, gpu=gpu)
     # the launch's batch cap, per attention-DP rank: the engine runs that many and queues the rest (Deployment.max_batch).
     # `conc` is the instance's: TensorRT-LLM max_batch_size and vLLM max_num_seqs x the DP ranks (each rank's scheduler
     # caps its own), SGLang's max_running_requests, which it splits as max(1, n // attn_dp_size) a rank
@@ -405,9 +448,17 @@ def read_export(text: str, origin: str = "export", *, model: ModelSpec | None = 
     if unknown:
         raise InputError("export", unknown[0], f"a documented {engine} {engine_spec(engine)['version']} option")
     check_nested(engine, o)
-    model = model if model is not None and model.name == meta.get("model") else _exported_model(model_ref, meta, origin)
+    model = model if model is not None and same_model(model, meta) else _exported_model(model_ref, meta, origin)
     dep, conc = _deployment(engine, o, model, gpu=get_gpu(meta["gpu"]), meta=meta, cpp=bool(meta.get("cpp")))
     return Imported(engine, model, dep, conc, int(meta.get("replicas", 1)), o, unset_env=unset_env(text, engine, dep))
+
+
+def spec_of(model) -> ModelSpec:
+    """A model given to `import` (a registry name, Hugging Face id or config.json path; from Python also a config.json's
+    dict or a ModelSpec, as every lc function takes it, crev11 #7) as its ModelSpec."""
+    from llm_codesign.spec.registry import get_model
+
+    return model if isinstance(model, ModelSpec) else get_model(model)
 
 
 def _exported_model(model_ref: str, meta: dict, origin: str) -> ModelSpec:
@@ -469,7 +520,7 @@ def _option_names(engine: str, o: dict) -> list[str]:
 CAPTURE_FLAGS = frozenset({"cuda-graph-max-bs-decode", "cuda-graph-bs-decode", "max-cudagraph-capture-size", "cudagraph-capture-sizes"})
 
 
-def read_config(text: str, origin: str = "config", *, engine: str | None = None, model: str | None = None, gpu=None,
+def read_config(text: str, origin: str = "config", *, engine: str | None = None, model: str | dict | ModelSpec | None = None, gpu=None,
                 acceptance: float | None = None, acceptance_rates: tuple[float, ...] = ()) -> Imported:
     """The deployment a configuration starts: a file `export` wrote (read_export), or the engine's own
     configuration as people run it: a `vllm serve MODEL ...` command line or `--config` YAML, a `python -m
@@ -477,10 +528,9 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
     `model`) or `trtllm-serve` command. A real configuration names no GPU (`gpu`, a Gpu) and no acceptance
     of its speculation (`acceptance`/`acceptance_rates`); `model` overrides the one it names. Options the
     deployment does not hold are returned as `ignored`, not refused; a model the registry lacks is one line."""
-    from llm_codesign.spec.registry import get_model
 
     if any(line.startswith(HEADER) for line in text.splitlines()):
-        return read_export(text, origin, model=get_model(model) if model is not None else None)
+        return read_export(text, origin, model=spec_of(model) if model is not None else None)
     name = engine if engine is not None else config_engine(text, origin)  # --backend "" refused, not found from the file
     if name not in EXPORTERS:
         raise InputError("backend", name, "one of: " + ", ".join(EXPORTERS))
@@ -491,7 +541,7 @@ def read_config(text: str, origin: str = "config", *, engine: str | None = None,
     if model is None and not model_ref:
         raise MissingInput("model", f"this {name} configuration names no model: give --model (a bundled name or Hugging Face id)")
     try:
-        m = get_model(model if model is not None else model_ref)  # --model '' is the user's, refused by name, not the file's
+        m = spec_of(model if model is not None else model_ref)  # --model '' is the user's, refused by name, not the file's
     except InputError as e:
         if model is not None:
             raise
@@ -582,7 +632,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
             "prefill": {"plan": prefill.plan.label(), "instances": prefill_instances, "num_gpus": prefill.num_gpus},
             "decode": {"plan": decode.plan.label(), "instances": decode_instances, "num_gpus": decode.num_gpus},
             "weight_dtype": decode.precision.weight.name, "activation_dtype": decode.precision.activation.name,
-            "kv_dtype": decode.precision.kv.name}
+            "kv_dtype": decode.precision.kv.name, **attn_said(decode.precision)}
     if decode.spec is not None:
         meta["spec"] = {"method": decode.spec.method, "k": decode.spec.k, "mean_accepted": decode.spec.mean_accepted,
                         "rates": list(decode.spec.at(decode.spec.k).rates if decode.spec.rates else ()), "draft_model": decode.spec.draft_model}
@@ -610,7 +660,7 @@ def read_dynamo(text: str, origin: str = "export", *, model: ModelSpec | None = 
         args = parse_flags(comp["podTemplate"]["spec"]["containers"][0]["args"], origin, engine=backend)
         args.pop("disaggregation-mode")
         o, model_ref = exporter(backend).worker_options(args)
-        m = model if model is not None and model.name == meta.get("model") else _exported_model(model_ref, meta, origin)
+        m = model if model is not None and same_model(model, meta) else _exported_model(model_ref, meta, origin)
         dep, conc = _deployment(backend, o, m, gpu=gpu, meta=meta)
         out[comp["type"]] = {"model": m, "deployment": dep, "instances": int(comp["replicas"]), "concurrency": conc}
     return out
@@ -702,15 +752,17 @@ def command_line(arg: str) -> bool:
     return head.startswith("python") and words[1] == "-m" and len(words) > 2 and words[2].startswith(_MODULES)
 
 
-def import_config(path: str, *, price, price_pools, gpu=None, model: str | None = None, backend: str | None = None, concurrency: int | None = None,
+def import_config(path: str, *, price, price_pools, gpu=None, model=None, backend: str | None = None, concurrency: int | None = None,
                   isl: int | None = None, osl: int | None = None, acceptance: float | None = None, acceptance_rates=None,
-                  calibration: str | None = None, text: str | None = None, arrival: str | None = None) -> ImportEstimate:
+                  calibration: str | None = None, text: str | None = None, arrival: str | None = None,
+                  prefix_hit: float | None = None) -> ImportEstimate:
     """The deployment the configuration at `path` starts (read_config: an export, or an engine's own command line or
     YAML; `gpu` a Gpu where it names none, `model` a registry name where it names none or one the registry lacks),
     priced by `price` (llm_codesign.api.estimate, which both callers pass: it sits a layer above this one; a Dynamo export's
     pools by `price_pools`, explore.disagg_search.priced_pools, passed alike: that module imports this one's frontier) at
-    `concurrency` requests per instance (default: its max batch), `isl`/`osl` and `arrival` (default: the export's, else
-    1024 and waves: an export's header records the arrival its predicted TTFT was priced at, crev10 #1); an exported Dynamo
+    `concurrency` requests per instance (default: the export's, which its header records, else the configuration's max
+    batch), `isl`/`osl`, `arrival` and `prefix_hit` (default: the export's, else 1024, waves and 0: an export's header
+    records the arrival and prefix hits its predicted figures were priced at, crev10 #1, crev11 #1); an exported Dynamo
     deployment priced as `disagg` prices its pools. `calibration`: a profile's path or None (the bundled
     one). `text`: the configuration itself, `path` then only its name in messages; a `path` that is an engine's command
     line (command_line) is taken as its text, named "the command line", with no folder: the files it names (`--config x.yaml`) are found in the working folder, as its shell
@@ -718,7 +770,6 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
     from pathlib import Path
 
     from llm_codesign.errors import read_text
-    from llm_codesign.spec.engines import engine_for
 
     given = str(path)
     if text is None and command_line(given):  # the command line itself, as `import` and lc.import_config take it
@@ -728,12 +779,13 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
     meta = _meta(text, path) if any(line.startswith(HEADER) for line in text.splitlines()) else {}
     isl, osl = isl or meta.get("isl", 1024), osl or meta.get("osl", 1024)
     arrival = check_arrival(meta.get("arrival", DEFAULT_ARRIVAL) if arrival is None else arrival)  # export writes it where it is not the default
+    hit = meta.get("prefix_hit", 0.0) if prefix_hit is None else prefix_hit  # so do export-point and the page (workload_said)
     rates = acceptance_rates_of(acceptance_rates)
     if meta and "DynamoGraphDeployment" in text:
-        from llm_codesign.spec.registry import get_model
-
+        if hit:
+            raise InputError("prefix_hit", hit, "0 with a Dynamo export (the disaggregated pools are priced with no prefix cache)")
         r = _import_dynamo(text, path, meta, price_pools, isl=isl, osl=osl, arrival=arrival, calibration=calibration, concurrency=concurrency,
-                           model=get_model(model) if model is not None else None)
+                           model=spec_of(model) if model is not None else None)
         _as_exported(r, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
         return r
     if not meta and gpu is None:
@@ -741,23 +793,10 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
                            "(e.g. --gpu h200)")
     from llm_codesign.spec.plan import Workload
 
-    if meta and model is not None:  # an export's model given as the header names it, from anywhere (a local model's path)
-        from llm_codesign.spec.registry import get_model
-
-        if (m := get_model(model).name) != meta.get("model"):
-            _refuse_stated("model", model, m, meta.get("model"), Path(path).name)
-    imp = read_config(text, path, engine=backend, model=model, gpu=gpu, acceptance=acceptance, acceptance_rates=rates)
-    if meta:
-        _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
-    engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
-    _refuse_unset_env(imp)
+    imp = _read_checked(text, path, meta, model=model, gpu=gpu, backend=backend, acceptance=acceptance, rates=rates)
     imp = _within_context_limit(imp, isl, osl)
-    conc, endpoint = _per_rank_concurrency(concurrency, imp.replicas, stated_dp=not meta)
-    if endpoint:
-        batch = f"--concurrency {endpoint} at the one endpoint, split over its {imp.replicas} data-parallel ranks"
-    else:
-        conc, batch = _load(meta, concurrency, imp.concurrency)
-    est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc, arrival=arrival), calibration=calibration)
+    conc, endpoint, batch = _load(meta, concurrency, imp)
+    est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc, prefix_hit=hit, arrival=arrival), calibration=calibration)
     r = est.to_dict()
     r["deployment"] = imp.deployment.to_dict()
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)} | (
@@ -767,16 +806,38 @@ def import_config(path: str, *, price, price_pools, gpu=None, model: str | None 
                           note=profile_note(meta, calibration))
 
 
-def _load(meta: dict, concurrency: int | None, batch: int | None) -> tuple[int | None, str]:
-    """The requests an import prices and where they came from: --concurrency, else an export's own load where its launch
-    states a cap (the header's concurrency and max_batch: the cap may lie above the point's batch, export --max-batch 64 at
-    15 requests, or below it, 78 requests on 64 with the rest waiting, and the cap as the load priced another answer than
-    the header's, #fixC-export's left-over), else the configuration's max batch (`batch`), else none."""
-    own = int(meta["concurrency"]) if meta.get("concurrency") and meta.get("max_batch") is not None else None
-    conc = concurrency or own or batch
+def _read_checked(text: str, path: str, meta: dict, *, model, gpu, backend: str | None, acceptance: float | None,
+                  rates: tuple[float, ...]) -> Imported:
+    """read_config of an aggregated configuration, with import's checks: an export's model (by its name, or by its shape where
+    the header records one: shape_said), GPU, engine and acceptance as it states them, an engine the GPU runs, and the
+    variables the engine needs set."""
+    from llm_codesign.spec.engines import engine_for
+
+    if meta and model is not None and not same_model(m := spec_of(model), meta):  # as the header names it or its shape, from anywhere
+        own = f"{meta.get('model')} (or its config.json, of the shape the header records)" if meta.get("model_shape") else meta.get("model")
+        _refuse_stated("model", model if isinstance(model, (str, Path)) else m.name, m.name, own, Path(path).name)
+    imp = read_config(text, path, engine=backend, model=model, gpu=gpu, acceptance=acceptance, acceptance_rates=rates)
+    if meta:
+        _as_exported(imp, Path(path).name, gpu=gpu, model=model, backend=backend, acceptance=acceptance, rates=rates)
+    engine_for(imp.deployment.gpu, imp.engine)  # a TensorRT-LLM YAML on an AMD GPU (--gpu mi355x) runs nowhere
+    _refuse_unset_env(imp)
+    return imp
+
+
+def _load(meta: dict, concurrency: int | None, imp: Imported) -> tuple[int | None, int | None, str]:
+    """(requests an import prices, the one endpoint's count where an engine's own launch line splits it over data-parallel
+    ranks, where the count came from): --concurrency (split: _per_rank_concurrency), else the export's own concurrency as its
+    header records it per instance (its batch cap may be smaller, export --max-batch 64 at 256 priced a 77.5 s queue that the
+    cap's 64 lost, crev11 #2; or, under attention DP, the cap a rank x the ranks larger, 250 read back as 32 x 8 = 256), else
+    the configuration's max batch, else none."""
+    conc, endpoint = _per_rank_concurrency(concurrency, imp.replicas, stated_dp=not meta)
+    stated = int(meta["concurrency"]) if meta.get("concurrency") else None
+    conc = conc or stated or imp.concurrency
     if not conc:
-        return conc, "no max batch given: the engine's own and the KV cache's"
-    return conc, "--concurrency" if concurrency else "the export's" if own else "the configuration's max batch"
+        return conc, None, "no max batch given: the engine's own and the KV cache's"
+    if endpoint:
+        return conc, endpoint, f"--concurrency {endpoint} at the one endpoint, split over its {imp.replicas} data-parallel ranks"
+    return conc, None, "--concurrency" if concurrency else "the export's" if stated else "the configuration's max batch"
 
 
 def _per_rank_concurrency(concurrency: int | None, replicas: int, *, stated_dp: bool) -> tuple[int | None, int | None]:
@@ -857,10 +918,10 @@ def _as_exported(imp, name: str, *, gpu, model: str | None, backend: str | None,
     were chosen for them): another one given is refused in one line rather than dropped without a word (`import
     vllm.yaml --gpu b200` priced the export's H200). An engine is compared by name, an unknown one refused as every
     --backend is (get_engine: `TRT-LLM` is trtllm); a Dynamo export's is dynamo or its workers' (its header's)."""
-    from llm_codesign.spec.registry import get_model
 
     stated = {"gpu": (gpu.id if gpu is not None else None, imp.deployment.gpu.id, gpu.id if gpu is not None else None),
-              "model": (get_model(model).name if model is not None else None, imp.model.name, model)}
+              "model": (named := spec_of(model).name if model is not None else None, imp.model.name,
+                        model if isinstance(model, (str, Path)) else named)}
     for field_, (given, own, shown) in stated.items():
         if given is not None and given != own:
             _refuse_stated(field_, shown, given, own, name)

@@ -9,9 +9,9 @@ import numpy as np
 
 from llm_codesign.cost.ffns import AITER_SWIGLU_BOUND
 from llm_codesign.serve.metrics import interval_columns
+from llm_codesign.spec.engines import ENGINES
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
-from llm_codesign.spec.engines import ENGINES
 from llm_codesign.spec.plan import Deployment, Workload
 from llm_codesign.spec.precision import executable
 
@@ -290,7 +290,7 @@ class Frontier:
 
         # the releases whose defaults the points price (Engine.release), as estimate's answer says them
         out |= {"backend": self.backend, "engine_release": get_engine(self.backend).release, "evaluated": self.evaluated, "fitting": self.fitting, "seconds": self.seconds,
-                "frontier": [self._point_dict(p) for p in self.points]}
+                "frontier": [self._point_dict(p, i) for i, p in enumerate(self.points)]}
         if self.fitting and not self.points and self.reachable:  # the SLOs filtered every fitting deployment: how near they came
             out["reachable"] = self.reachable
         if self.not_searched:
@@ -298,16 +298,20 @@ class Frontier:
         out |= self.profile()  # last, where `pareto --json` put it before the Frontier kept it
         return (out | {"cloud": self.cloud, "roofline_bound": self.roofline_bound}) if plot else out
 
-    def _point_dict(self, p) -> dict:
-        """A point's to_dict with the command that prices it again: an aggregated one's estimate_command, a disaggregated
-        one's disagg_command."""
+    def _point_dict(self, p, index: int) -> dict:
+        """A point's to_dict with the command that prices it again (an aggregated one's estimate_command, a disaggregated
+        one's disagg_command), its series and its `index` in it, as export-point (--series, --index) and lc.export_point
+        take them: a pareto --disagg --json lists both series in one list, and its point 55 was `--series disagg --index 7`,
+        which nothing in it said (crev11 #9)."""
         d = p.to_dict()
         w = self.workload
         ref = self.model_ref or self.model
         if self.mode == "disaggregated":
-            return d | {"disagg_command": disagg_command(ref, d["deployment"], isl=w.isl, osl=w.osl, calibration=self.calibration)}
+            return d | {"disagg_command": disagg_command(ref, d["deployment"], isl=w.isl, osl=w.osl, calibration=self.calibration),
+                        "series": "disagg", "index": index}
         return d | {"estimate_command": estimate_command(ref, d["deployment"], isl=w.isl, osl=w.osl, prefix_hit=w.prefix_hit,
-                                                          arrival=w.arrival if w.arrival != DEFAULT_ARRIVAL else None, calibration=self.calibration)}
+                                                          arrival=w.arrival if w.arrival != DEFAULT_ARRIVAL else None, calibration=self.calibration),
+                    "series": "aggregated", "index": index}
 
     def gpus(self) -> dict:
         """The GPUs searched: `max_gpus` the most a point takes, `min_gpus` the fewest where a range was searched (each

@@ -1047,7 +1047,7 @@ def _export(m, dep, req: EstimateRequest, *, conc: int | None, replicas: int, pr
     name = EXPORTERS[dep.backend].file_name if dep.backend in EXPORTERS else "config.yaml"
     try:  # as export-point and lc.export_point write it (explore.export.point_config)
         name, text = point_config(m, dep, concurrency=conc or 1, replicas=replicas, isl=req.isl, osl=req.osl, predicted=predicted,
-                                  file_name=name)
+                                  file_name=name, arrival=req.arrival, prefix_hit=req.prefix_hit)  # the workload priced (crev11 #1)
     except InputError as e:
         return {"engine": dep.backend, "file_name": name, "text": None, "error": " ".join(str(e).split())}
     return {"engine": dep.backend, "file_name": name, "text": text, "error": None}
