@@ -47,9 +47,7 @@ from pydantic_core import PydanticCustomError
 from llm_codesign.errors import InputError
 from llm_codesign.serve.metrics import NO_DECODE_WHY
 from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
-# the what-if keys and their checks are a GPU file's with `base` (spec.hardware.what_if: one code path for both)
-from llm_codesign.spec.hardware import WHAT_IF_FIELDS
-from llm_codesign.spec.hardware import what_if_valid as _what_if_valid  # noqa: F401  (tests, _not_served's callers)
+from llm_codesign.spec.hardware import WHAT_IF_FIELDS  # also a GPU file's with `base`: spec.hardware.what_if
 from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, MAX_RECV_INTERVAL, check_arrival
 from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
 
