@@ -326,7 +326,9 @@ def what_if_gpu(gpu) -> str:
     if (gpu.id in cat and not gpu.base_id) or any(g.figures() == gpu.figures() for g in cat.values()):
         return ""
     kin = [g for g in cat.values() if g.family == gpu.family]
-    how = "figures from the what-if form" if gpu.base_id else "figures from its TOML"
+    # a what-if GPU (base_id) from the page's form, or from a GPU file's `base` + what-if keys (spec.hardware.what_if)
+    page = dict(gpu.sources).get("what_if", "").endswith("(the page's form)")
+    how = ("figures from the what-if form" if page else "what-if figures from its TOML") if gpu.base_id else "figures from its TOML"
     near = cat.get(gpu.base_id) or min(kin, default=None, key=lambda g: abs(math.log(gpu.hbm_bandwidth_bytes_per_s / g.hbm_bandwidth_bytes_per_s)))
     if near is None:
         return f"a GPU no run measured ({gpu.id}): {how}"

@@ -66,7 +66,7 @@ class Gpu:
     # whole scale_up_bandwidth (NVSwitch, a PCIe switch); "mesh", one point-to-point link to each of the domain's other
     # GPUs, each scale_up_bandwidth / (domain - 1) (AMD's 8-GPU xGMI boards; scale_up_link_bytes_per_s)
     scale_up_topology: str = "switch"
-    # the catalog GPU this one is derived from (the page's what-if GPU: web.app._what_if), "" for none: its TDP and board
+    # the catalog GPU this one is derived from (what_if: the page's what-if GPU, a GPU file with `base`), "" for none: its TDP and board
     # are the base's, so the bundled power figures carry (serve.energy.board_power), and its price where no figure differs
     # (explore.pricing.gpu_hour_price, same_figures)
     base_id: str = ""
@@ -184,6 +184,8 @@ def gpu_from_toml(text: str, origin: str) -> Gpu:
     # unknown keys first, each with its closest valid name: a misspelt required one ("hbm_bandwith_tbs") is named as such
     # ("did you mean hbm_bandwidth_bytes_per_s?"); checked after the required ones, the only key left to name was a
     # valid optional one ("it has scale_up_bandwidth_bytes_per_s: a misspelling?")
+    if "base" in d:  # the what-if form (base + what-if keys), as the API's what_if
+        return _gpu_from_base(d, origin)
     _check_keys(d, origin)
     for f in _REQUIRED:
         if f not in d:
@@ -293,3 +295,125 @@ def get_gpu(name_or_path: str) -> Gpu:
         raise InputError("gpu", name_or_path, did_you_mean(near) + "one of: " + ", ".join(catalog())
                          + " (or a path to a GPU .toml)")
     return catalog()[gid]
+
+
+# what-if key (the page's form, the API's what_if, a GPU file with `base`) -> (GPU TOML field, the key's unit in the
+# TOML's, the unit's name)
+WHAT_IF_FIELDS = {
+    "hbm_tb_s": ("hbm_bandwidth_bytes_per_s", 1e12, "TB/s"), "memory_gb": ("memory_bytes", 1e9, "GB"),
+    "bf16_tflops": ("peak_flops.bf16", 1e12, "TFLOP/s"), "fp8_tflops": ("peak_flops.fp8", 1e12, "TFLOP/s"),
+    "fp4_tflops": ("peak_flops.fp4", 1e12, "TFLOP/s"), "scale_up_gb_s": ("scale_up_bandwidth_bytes_per_s", 1e9, "GB/s"),
+    "scale_up_domain": ("scale_up_domain", 1, "GPUs"),
+}
+
+
+def what_if_valid(form: str, base=None) -> str:
+    """What check_gpu accepts for a what-if key, in the key's unit (its ranges: spec.validation); memory_gb on `base`, whose
+    headline capacity follows it at the base's headline/driver ratio and is held to the same range (newc10 #11: 1 GB on
+    an H100, 1e9 x 80 / 85.52 = 0.935 GB headline, was refused as "a number from 1 to 1e+06")."""
+    from llm_codesign.spec.validation import GPU_NUMBERS, PEAK_FLOPS
+
+    toml, scale, unit = WHAT_IF_FIELDS[form]
+    if toml.startswith("peak_flops"):
+        lo, hi = PEAK_FLOPS[0] / scale, PEAK_FLOPS[1] / scale
+        return (f"dense {unit} from {lo:g} to {hi:g}" + ("" if form == "bf16_tflops" else " (0: the tensor cores lack it)"))
+    if form == "scale_up_domain":
+        return "a whole number of GPUs from 1 to 1048576"
+    if form == "scale_up_gb_s":
+        return (f"0 (no scale-up link) or from {GPU_NUMBERS['hbm_bandwidth_bytes_per_s'][0] / scale:g} to "
+                f"{GPU_NUMBERS[toml][1] / scale:g} {unit} per GPU, one direction; positive where the domain holds more than one GPU")
+    lo, hi, lo_open = GPU_NUMBERS[toml]
+    if form == "memory_gb" and base is not None and base.hbm_bytes > 0:  # hbm_bytes = memory x hbm / memory of the base
+        r = base.memory_bytes / base.hbm_bytes
+        lo, hi = max(lo, GPU_NUMBERS["hbm_bytes"][0] * r), min(hi, GPU_NUMBERS["hbm_bytes"][1] * r)
+        return (f"a number from {lo / scale:.4g} to {hi / scale:.4g} {unit} ({base.id}'s driver reports {r:.4g}x its data sheet's "
+                f"capacity, which follows memory_gb and is held to {GPU_NUMBERS['hbm_bytes'][0] / scale:g} {unit} or more)")
+    return (f"a number more than {lo / scale:g} and at most {hi / scale:g} {unit}" if lo_open
+            else f"a number from {lo / scale:g} to {hi / scale:g} {unit}")
+
+
+def _what_if_figures(base: Gpu, name: str, given: dict) -> dict:
+    """The GPU-file dict of a what-if GPU: its base's figures with the given keys' (in the keys' units)."""
+    d = {"id": name, "family": base.family, "sms": base.sms, "hbm_bytes": base.hbm_bytes, "memory_bytes": base.memory_bytes,
+         "hbm_bandwidth_bytes_per_s": base.hbm_bandwidth_bytes_per_s, "l2_bytes": base.l2_bytes,
+         "scale_up_bandwidth_bytes_per_s": base.scale_up_bandwidth_bytes_per_s, "scale_up_domain": base.scale_up_domain,
+         "scale_out_bandwidth_bytes_per_s": base.scale_out_bandwidth_bytes_per_s, "tdp_w": base.tdp_w,
+         "peak_flops": dict(base.peak_flops), "scale_up_topology": base.scale_up_topology}
+    for f, v in given.items():
+        toml, scale, _ = WHAT_IF_FIELDS[f]
+        if toml.startswith("peak_flops."):
+            d["peak_flops"][toml.split(".", 1)[1]] = v * scale
+        else:
+            d[toml] = v * scale if f != "scale_up_domain" else v
+    if "memory_gb" in given and base.memory_bytes > 0:  # the headline capacity keeps its ratio to the driver's
+        d["hbm_bytes"] = base.hbm_bytes * d["memory_bytes"] / base.memory_bytes
+    return d
+
+
+def what_if(base: Gpu, name: str, given: dict, field: str = "what_if", how: str = "the page's form") -> Gpu:
+    """A what-if GPU (the page's form, the API's `what_if`, a GPU file with `base`): `base`'s figures with the `given`
+    what-if keys' (WHAT_IF_FIELDS, in their units), checked as a GPU TOML is; a figure the check refuses is named
+    `{field}.{key}` in the key's unit. It keeps the base's family (so its calibration), SMs, tiles, caches, NIC and TDP."""
+    from dataclasses import replace
+
+    d = _what_if_figures(base, name, given)
+    # a mesh's per-GPU links are its base's own (MI300X: 7 xGMI links to 7 peers, crevA); a domain of another size is no
+    # board of those links (one GPU has no peer; larger AMD domains, UALink/Helios, are switched), so it is priced switched
+    switched = d["scale_up_domain"] != base.scale_up_domain and base.scale_up_topology != "switch"
+    if switched:
+        d["scale_up_topology"] = "switch"
+    try:
+        check_gpu(d, f"what-if GPU {name} (from {base.id})")
+    except InputError as e:
+        # hbm_bytes follows memory_gb; a domain without a link is the bandwidth's fault, as in a TOML
+        form = "memory_gb" if e.field == "gpu.hbm_bytes" else next(
+            (f for f, (t, _, _) in WHAT_IF_FIELDS.items() if e.field == f"gpu.{t}"), None)
+        if form is None:
+            raise
+        valid = what_if_valid(form, base)
+        if form == "scale_up_gb_s" and not d["scale_up_bandwidth_bytes_per_s"]:
+            valid = f"a positive figure: its scale-up domain holds {d['scale_up_domain']} GPUs (or make that 1)"
+        raise InputError(f"{field}.{form}", given.get(form, e.value / WHAT_IF_FIELDS[form][1]), valid) from None
+    peaks = {k: float(v) for k, v in d["peak_flops"].items() if v > 0}
+    fp4 = base.fp4_formats or ("nvfp4", "mxfp4")  # gpu_from_toml's default where a TOML names none
+    changed = ", ".join(f"{f} = {v:g}" for f, v in given.items()) or "nothing"
+    if switched:
+        changed += f" (a scale-up domain other than {base.id}'s {base.scale_up_domain} GPUs is priced switched, not its mesh)"
+    return replace(base, id=name, name=f"what-if GPU from {base.name}", aliases=(), hbm_bytes=float(d["hbm_bytes"]),
+                   memory_bytes=float(d["memory_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
+                   scale_up_bandwidth_bytes_per_s=float(d["scale_up_bandwidth_bytes_per_s"]),
+                   scale_up_domain=int(d["scale_up_domain"]), scale_up_topology=d["scale_up_topology"], peak_flops=tuple(sorted(peaks.items())),
+                   fp4_formats=fp4 if "fp4" in peaks else (), sources=(("what_if", f"{base.id} with {changed} ({how})"),),
+                   base_id=base.id)
+
+
+# the keys a GPU file with `base` takes: what the API's what_if takes (WHAT_IF_FIELDS), its id, its base
+_BASE_KEYS = ("base", "id", *WHAT_IF_FIELDS)
+
+
+def _gpu_from_base(d: dict, origin: str) -> Gpu:
+    """A GPU file that names a catalog GPU as its `base` and the what-if keys it changes (hbm_tb_s = 6): the API's what-if
+    GPU (what_if), read from a file; its keys and their errors are the API's, named gpu.<key>."""
+    for k in d:
+        if k not in _BASE_KEYS:
+            raise InputError("gpu", k, did_you_mean(close_matches(k, _BASE_KEYS)) + f"a key a GPU file with a base takes ({origin} "
+                             f"has it), one of: {', '.join(_BASE_KEYS)} (a file with every figure has no base)")
+    base_ref = d["base"]
+    if not isinstance(base_ref, str) or base_ref.strip().lower().endswith(".toml"):
+        raise InputError("gpu.base", base_ref, "a catalog GPU id, one of: " + ", ".join(catalog()))
+    try:
+        base = get_gpu(base_ref)
+    except InputError as e:
+        raise InputError("gpu.base", base_ref, e.valid) from None
+    if "id" not in d:
+        raise MissingInput("gpu.id", f"{origin} must define id (its name in the answers), e.g. my-{base.id}")
+    gid = _check_id(d["id"])
+    given = {}
+    for k in WHAT_IF_FIELDS:
+        if k in d:
+            v = d[k]
+            whole = k == "scale_up_domain"
+            if isinstance(v, bool) or not isinstance(v, int | float) or (whole and not isinstance(v, int)):
+                raise InputError(f"gpu.{k}", v, what_if_valid(k, base))
+            given[k] = v
+    return what_if(base, gid, given, field="gpu", how=f"{origin}'s what-if keys")

@@ -47,6 +47,7 @@ from pydantic_core import PydanticCustomError
 from llm_codesign.errors import InputError
 from llm_codesign.serve.metrics import NO_DECODE_WHY
 from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
+from llm_codesign.spec.hardware import WHAT_IF_FIELDS  # also a GPU file's with `base`: spec.hardware.what_if
 from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, MAX_RECV_INTERVAL, check_arrival
 from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
 
@@ -700,94 +701,18 @@ def _not_served(known: dict) -> str:
         f"it with the CLI and a GPU .toml (docs/howto/compare-gpus.md#a-gpu-that-is-not-in-the-catalog)"))
 
 
-# what-if form field -> (GPU TOML field, the form's unit in the TOML's, the unit's name)
-WHAT_IF_FIELDS = {
-    "hbm_tb_s": ("hbm_bandwidth_bytes_per_s", 1e12, "TB/s"), "memory_gb": ("memory_bytes", 1e9, "GB"),
-    "bf16_tflops": ("peak_flops.bf16", 1e12, "TFLOP/s"), "fp8_tflops": ("peak_flops.fp8", 1e12, "TFLOP/s"),
-    "fp4_tflops": ("peak_flops.fp4", 1e12, "TFLOP/s"), "scale_up_gb_s": ("scale_up_bandwidth_bytes_per_s", 1e9, "GB/s"),
-    "scale_up_domain": ("scale_up_domain", 1, "GPUs"),
-}
-
-
-def _what_if_valid(form: str, base=None) -> str:
-    """What check_gpu accepts for a form field, in the form's unit (its ranges: spec.validation); memory_gb on `base`, whose
-    headline capacity follows it at the base's headline/driver ratio and is held to the same range (newc10 #11: 1 GB on
-    an H100, 1e9 x 80 / 85.52 = 0.935 GB headline, was refused as "a number from 1 to 1e+06")."""
-    from llm_codesign.spec.validation import GPU_NUMBERS, PEAK_FLOPS
-
-    toml, scale, unit = WHAT_IF_FIELDS[form]
-    if toml.startswith("peak_flops"):
-        lo, hi = PEAK_FLOPS[0] / scale, PEAK_FLOPS[1] / scale
-        return (f"dense {unit} from {lo:g} to {hi:g}" + ("" if form == "bf16_tflops" else " (0: the tensor cores lack it)"))
-    if form == "scale_up_domain":
-        return "a whole number of GPUs from 1 to 1048576"
-    if form == "scale_up_gb_s":
-        return (f"0 (no scale-up link) or from {GPU_NUMBERS['hbm_bandwidth_bytes_per_s'][0] / scale:g} to "
-                f"{GPU_NUMBERS[toml][1] / scale:g} {unit} per GPU, one direction; positive where the domain holds more than one GPU")
-    lo, hi, lo_open = GPU_NUMBERS[toml]
-    if form == "memory_gb" and base is not None and base.hbm_bytes > 0:  # hbm_bytes = memory x hbm / memory of the base
-        r = base.memory_bytes / base.hbm_bytes
-        lo, hi = max(lo, GPU_NUMBERS["hbm_bytes"][0] * r), min(hi, GPU_NUMBERS["hbm_bytes"][1] * r)
-        return (f"a number from {lo / scale:.4g} to {hi / scale:.4g} {unit} ({base.id}'s driver reports {r:.4g}x its data sheet's "
-                f"capacity, which follows memory_gb and is held to {GPU_NUMBERS['hbm_bytes'][0] / scale:g} {unit} or more)")
-    return (f"a number more than {lo / scale:g} and at most {hi / scale:g} {unit}" if lo_open
-            else f"a number from {lo / scale:g} to {hi / scale:g} {unit}")
 
 
 def _what_if(w: WhatIfGpu):
-    """The what-if GPU: its base's figures with the form's, checked as a GPU TOML is; a figure the
+    """The what-if GPU: its base's figures with the form's (spec.hardware.what_if), checked as a GPU TOML is; a figure the
     check refuses is named by its form field, in the form's unit."""
-    from dataclasses import replace
-
-    from llm_codesign.spec.hardware import _alias_table, _norm
-    from llm_codesign.spec.validation import check_gpu
+    from llm_codesign.spec.hardware import _alias_table, _norm, what_if
 
     base = _gpu(w.base, "what_if.base")
     name = w.id.strip().lower()
     if not name or _norm(name) in _alias_table():
         raise InputError("what_if.id", w.id, "a name that is none of the catalog's GPUs, e.g. what-if")
-    d = {"id": name, "family": base.family, "sms": base.sms, "hbm_bytes": base.hbm_bytes, "memory_bytes": base.memory_bytes,
-         "hbm_bandwidth_bytes_per_s": base.hbm_bandwidth_bytes_per_s, "l2_bytes": base.l2_bytes,
-         "scale_up_bandwidth_bytes_per_s": base.scale_up_bandwidth_bytes_per_s, "scale_up_domain": base.scale_up_domain,
-         "scale_out_bandwidth_bytes_per_s": base.scale_out_bandwidth_bytes_per_s, "tdp_w": base.tdp_w,
-         "peak_flops": dict(base.peak_flops), "scale_up_topology": base.scale_up_topology}
-    given = {f: getattr(w, f) for f in WHAT_IF_FIELDS if getattr(w, f) is not None}
-    for f, v in given.items():
-        toml, scale, _ = WHAT_IF_FIELDS[f]
-        if toml.startswith("peak_flops."):
-            d["peak_flops"][toml.split(".", 1)[1]] = v * scale
-        else:
-            d[toml] = v * scale if f != "scale_up_domain" else v
-    # a mesh's per-GPU links are its base's own (MI300X: 7 xGMI links to 7 peers, crevA); a domain of another size is no
-    # board of those links (one GPU has no peer; larger AMD domains, UALink/Helios, are switched), so it is priced switched
-    switched = d["scale_up_domain"] != base.scale_up_domain and base.scale_up_topology != "switch"
-    if switched:
-        d["scale_up_topology"] = "switch"
-    if "memory_gb" in given and base.memory_bytes > 0:  # the headline capacity keeps its ratio to the driver's
-        d["hbm_bytes"] = base.hbm_bytes * d["memory_bytes"] / base.memory_bytes
-    try:
-        check_gpu(d, f"what-if GPU {name} (from {base.id})")
-    except InputError as e:
-        # hbm_bytes follows memory_gb; a domain without a link is the bandwidth's fault, as in a TOML
-        form = "memory_gb" if e.field == "gpu.hbm_bytes" else next(
-            (f for f, (t, _, _) in WHAT_IF_FIELDS.items() if e.field == f"gpu.{t}"), None)
-        if form is None:
-            raise
-        valid = _what_if_valid(form, base)
-        if form == "scale_up_gb_s" and not d["scale_up_bandwidth_bytes_per_s"]:
-            valid = f"a positive figure: its scale-up domain holds {d['scale_up_domain']} GPUs (or make that 1)"
-        raise InputError(f"what_if.{form}", given.get(form, e.value / WHAT_IF_FIELDS[form][1]), valid) from None
-    peaks = {k: float(v) for k, v in d["peak_flops"].items() if v > 0}
-    fp4 = base.fp4_formats or ("nvfp4", "mxfp4")  # gpu_from_toml's default where a TOML names none
-    changed = ", ".join(f"{f} = {v:g}" for f, v in given.items()) or "nothing"
-    if switched:
-        changed += f" (a scale-up domain other than {base.id}'s {base.scale_up_domain} GPUs is priced switched, not its mesh)"
-    return replace(base, id=name, name=f"what-if GPU from {base.name}", aliases=(), hbm_bytes=float(d["hbm_bytes"]),
-                   memory_bytes=float(d["memory_bytes"]), hbm_bandwidth_bytes_per_s=float(d["hbm_bandwidth_bytes_per_s"]),
-                   scale_up_bandwidth_bytes_per_s=float(d["scale_up_bandwidth_bytes_per_s"]),
-                   scale_up_domain=int(d["scale_up_domain"]), scale_up_topology=d["scale_up_topology"], peak_flops=tuple(sorted(peaks.items())),
-                   fp4_formats=fp4 if "fp4" in peaks else (), sources=(("what_if", f"{base.id} with {changed} (the page's form)"),),
-                   base_id=base.id)
+    return what_if(base, name, {f: getattr(w, f) for f in WHAT_IF_FIELDS if getattr(w, f) is not None})
 
 
 def _registry_valid() -> str:
