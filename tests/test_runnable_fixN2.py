@@ -90,6 +90,19 @@ def test_an_int_checkpoint_is_refused_at_a_tp_whose_shards_split_its_groups(tmp_
                        str(tmp_path / "a.yaml")], "quantization group")
 
 
+def test_a_width_not_whole_in_groups_leaves_no_tp_and_the_tps_listed_divide_the_heads():
+    # fixR11 (frev11 #2). down_proj 10304 = 80.5 groups of 128: no TP holds whole groups, TP1 included (gcd(0, 20) was 20,
+    # which listed "tp 1, 2, 4, 5, 10, 20")
+    mixed = AWQ72 | {"hidden_size": 2560, "intermediate_size": 10304, "num_attention_heads": 32, "num_key_value_heads": 32}
+    m = from_hf_config(mixed, "mixed")
+    assert REASONS[int(validity(m, H100, Plan(tp=1), 1))] == "quant_groups"
+    assert reason_text(m, H100, REASONS.index("quant_groups")).endswith("; no TP holds whole groups")
+    # down_proj 10240 = 80 groups, o_proj 2560 = 20: gcd 20, but of its divisors 1, 2, 4, 5, 10, 20 only those of the
+    # 32 heads are TPs: gcd(20, 32) = 4 -> tp 1, 2, 4
+    m = from_hf_config(mixed | {"intermediate_size": 10240}, "whole")
+    assert reason_text(m, H100, REASONS.index("quant_groups")).endswith("; tp 1, 2, 4 hold whole groups")
+
+
 def test_pareto_leaves_out_the_plans_that_split_groups_and_says_how_many(tmp_path):
     # 8 GPUs, instances of 1, 2, 4 or 8 GPUs as tp x pp x kvp: 1 + 3 + 6 + 10 = 20 ordered splits; 4 of them (tp = kvp = 1,
     # pp = the instance) split no down_proj, so 16 are left out
