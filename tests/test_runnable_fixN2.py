@@ -161,3 +161,14 @@ def test_lint_r4_calls_the_split_groups_an_error_with_a_width_that_holds_them(tm
     r4 = [f for f in json.loads(out)["findings"] if f["rule"] == "R4" and f["where"] == "inter"]
     assert len(r4) == 1 and r4[0]["severity"] == "error" and r4[0]["figures"]["tp_refused"] == [2, 4, 8]
     assert r4[0]["fix"].startswith("inter 29568 -> 29696 (whole groups of 128 at TP8)")
+
+
+def test_lint_r4_widens_only_the_width_that_splits(tmp_path):
+    # fixR11 (frev11 #3): 32 heads x head_dim 80 = o_proj 2560 = 20 groups of 128, 2.5 a rank at TP8 (2560 / 1024), while
+    # inter 10240 = 80 groups, 10 a rank: the fix names o_proj, not "inter 10240 -> 10240", and proposes no shape
+    phi80 = AWQ72 | {"hidden_size": 2560, "intermediate_size": 10240, "num_attention_heads": 32, "num_key_value_heads": 32}
+    code, out, _ = cli("lint", _write(tmp_path, "phi80", phi80), "--gpu", "h100", "--json")
+    r4 = [f for f in json.loads(out)["findings"] if f["rule"] == "R4" and f["severity"] == "error"]
+    assert len(r4) == 1 and r4[0]["where"] == "o_proj" and r4[0]["figures"]["tp_refused"] == [8]
+    assert r4[0]["fix"].startswith("o_proj's heads x head_dim 2560 -> a multiple of 1024 (whole groups of 128 at TP8)")
+    assert "inter" not in r4[0]["fix"]
