@@ -172,3 +172,15 @@ def test_lint_r4_widens_only_the_width_that_splits(tmp_path):
     assert len(r4) == 1 and r4[0]["where"] == "o_proj" and r4[0]["figures"]["tp_refused"] == [8]
     assert r4[0]["fix"].startswith("o_proj's heads x head_dim 2560 -> a multiple of 1024 (whole groups of 128 at TP8)")
     assert "inter" not in r4[0]["fix"]
+
+
+def test_a_drafter_and_a_target_take_their_checkpoint_by_one_rule():
+    # fixR11 (frev11 #5): draft_path and export's instruct_first share instruct_ids: the first id + "-instruct" where listed
+    from llm_codesign.explore.export import instruct_first
+    from llm_codesign.explore.export_engines.base import instruct_ids
+    from llm_codesign.spec.registry import get_model
+    assert instruct_ids(("a/M", "b/x", "a/m-Instruct")) == ("a/m-Instruct", "a/M", "b/x")
+    assert instruct_ids(("a/M-Instruct", "a/M")) == ("a/M-Instruct", "a/M") and instruct_ids(("/ckpt/m",)) == ("/ckpt/m",)
+    m = get_model("llama-3.1-8b")
+    assert draft_path("llama-3.1-8b") == instruct_first(m).hf_ids[0] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert draft_path("/ckpt/drafter") == "/ckpt/drafter"
