@@ -508,7 +508,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
 
 
 def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: str = "bf16", seq_heads=0.0, keys=None, scores=None,
-                           fa3=False, triton=False, triton_s=0.0):
+                           fa3=False, triton_s=None):
     """Prefill (context) attention: FlashAttention-style, compute-bound at a fraction of peak that
     ramps with the keys each query attends to (short rows leave the softmax pipeline idle), plus a
     cost per (sequence x query head) work item. FP8 has its own fraction of the FP8 peak. `scores`
@@ -520,8 +520,8 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
     the exponentials and the ramp as the GPU pays them, and no cost per work item: on SM90 its varlen launch (both
     engines' call) runs a persistent tile scheduler, a CTA per SM pulling (sequence, head, query-tile) tiles off a
     semaphore (hopper/flash_fwd_launch_template.h:75 UsePersistentScheduler@0251105a), so no CTA per item is launched.
-    SGLang's Triton kernel (`triton`, a bool or one per element) takes `triton_s`, its whole tiles' matmuls and skipped
-    tiles (triton_prefill_compute), for the matmuls' time, with the calibrated fixed cost and exponentials, no ramp and no
+    SGLang's Triton kernel (`triton_s`, its whole tiles' matmuls and skipped tiles: triton_prefill_compute; one per
+    element, NaN where an element is not Triton; None: none is) takes that for the matmuls' time, with the calibrated fixed cost and exponentials, no ramp and no
     cost per work item (its CTAs' own is within its tiles' rate: a one-tile CTA, 1-token prompts at head dim 256, runs 88 ns
     of the GPU where a tile is priced 78) (`at.triton`: Engine.triton_attention; docs/modelling-notes.md#leftD, #tritonW-window-batch)."""
     flops = np.asarray(flops, float)
@@ -531,11 +531,12 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
                    cal.attn_prefill_eff_fp8 if fp8 else cal.attn_prefill_eff)
     rate = gpu.peak(math) * eff
     t_exp = 0.0 if scores is None else np.asarray(scores, float) * cal.attn_prefill_score_s
-    t_c = np.where(triton, triton_s + t_exp, (flops / rate + t_exp) * ramp)
+    triton = np.zeros(np.shape(flops), bool) if triton_s is None else np.isfinite(np.asarray(triton_s, float))
+    t_c = np.where(triton, np.nan_to_num(np.asarray(0.0 if triton_s is None else triton_s, float)) + t_exp, (flops / rate + t_exp) * ramp)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     live = flops > 0
     fixed = np.where(fa3, cal.attn_prefill_overhead_fa3_s, cal.attn_prefill_overhead_s)
-    item_s = np.where(np.asarray(fa3, bool) | np.asarray(triton, bool), 0.0, cal.attn_prefill_head_s)
+    item_s = np.where(np.asarray(fa3, bool) | triton, 0.0, cal.attn_prefill_head_s)
     t = np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
     return masked(live, t, t_c, t_m)
 
