@@ -38,7 +38,8 @@ from llm_codesign.spec.engines import get_engine  # noqa: E402
 from llm_codesign.spec.hardware import get_gpu  # noqa: E402
 from llm_codesign.spec.registry import get_model  # noqa: E402
 
-SGLANG_COST = 0.0248903  # fitted.toml [default.ttft_overhead_s] sglang
+# SGLang's fitted per-request cost (fitted.toml [default.ttft_overhead_s], 24.9 ms; no family overrides it), read as rates() reads it
+SGLANG_COST = calibration_for(get_gpu("h200")).ttft_overhead("sglang")
 DISAGG = Path(__file__).resolve().parents[1] / "src/llm_codesign/data/measurements/serving_disagg_blackwell.csv"
 GRID_MS = np.array([0.0, 1.0, 2.0, 3.0, 5.0, 7.5, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 60.0, SGLANG_COST * 1e3])
 
@@ -90,7 +91,7 @@ def cap_table(name: str, rows: list[dict]) -> None:
         print(f"{name:10s} {cls:5s} {engine:6s} {len(sel):4d} runs, cost {np.median(cost) * 1e3:5.2f} ms (cap {1 / np.median(cost):6.1f}/s): "
               f"measured rate a rank median {np.median(meas):6.2f}/s max {meas.max():6.2f}/s, share of cap max {um.max():.3f} "
               f"(>= 1: {int(np.sum(um >= 1.0))}); predicted max {up.max():.3f} (binds: {int(np.sum(up >= 0.999))}); "
-              f"at 24.9 ms max {us.max():.2f} (>= 1: {int(np.sum(us >= 1.0))})")
+              f"at {SGLANG_COST * 1e3:.1f} ms max {us.max():.2f} (>= 1: {int(np.sum(us >= 1.0))})")
 
 
 def class_fit(campaign: str, engine: str, memo: dict) -> None:
@@ -111,7 +112,7 @@ def class_fit(campaign: str, engine: str, memo: dict) -> None:
         best = int(np.argmin(ape))
         print(f"{campaign} {engine:6s} {c:5s} {int(s.sum()):4d} runs: TTFT median APE (signed) at no cost {ape[0] * 100:5.1f}% "
               f"({np.median(err[0]) * 100:+5.1f}), bundled {np.median(np.abs(bundled[s] / measured[s] - 1.0)) * 100:5.1f}%; best cost "
-              f"{GRID_MS[best]:g} ms -> {ape[best] * 100:5.1f}% ({np.median(err[best]) * 100:+5.1f}); at 24.9 ms "
+              f"{GRID_MS[best]:g} ms -> {ape[best] * 100:5.1f}% ({np.median(err[best]) * 100:+5.1f}); at {SGLANG_COST * 1e3:.1f} ms "
               f"{np.median(np.abs(err[-1])) * 100:5.1f}% ({np.median(err[-1]) * 100:+5.1f}); 1-4 requests ({int((s & low).sum())}): "
               f"measured less priced at no cost median {np.median((measured - priced[0])[s & low]) if (s & low).any() else np.nan:+.1f} ms")
 

@@ -132,6 +132,24 @@ def test_vllm_emulates_nvfp4_on_amd(model, gpu, dequant):
         assert r["tpot_ms"] > bf16["tpot_ms"]
 
 
+def test_vllm_emulates_a_moes_dense_layers_and_shared_experts_not_only_its_attention():
+    # fixR11 (frev11 #1): only the routed experts run W4A16; DeepSeek-R1's 3 dense-FFN layers and 58 layers' shared experts
+    # are vLLM's emulated linears (dequantised to BF16, a BF16 GEMM), as a dense model's are. One request, TP8 on MI355X:
+    r = _json("roofline", "deepseek-r1-nvfp4", "--gpu", "mi355x", "--tp", "8", "--backend", "vllm")
+    ops = {o["name"]: o for o in r["ops"]}
+    # dense gate/up: 2 x 18,432 / 8 x 7,168 = 33,030,144 weights x 3 layers = 99,090,432, read at 2 BF16 bytes
+    # (198,180,864 B) + 1 token's input 7,168 x 2 B x 3 and output 4,608 x 2 B x 3 = 70,656 B; was 0.5625 B a weight
+    assert ops["layer0/ffn/gate_up"]["bytes"] == pytest.approx(198_251_520, rel=1e-12)
+    # dense dequant: 3 x 18,432 x 7,168 / 8 = 49,545,216 weights x 3 layers x (0.5625 read + 2 written) = 380,878,848 B
+    assert ops["layer0/mxfp4_dequant"]["bytes"] == pytest.approx(380_878_848, rel=1e-12)
+    # shared experts: 3 x 7,168 x 2,048 / 8 = 5,505,024 weights x 58 layers x 2.5625 = 818,184,192 B, two launches a layer
+    assert ops["layer1/mxfp4_dequant"]["bytes"] == pytest.approx(818_184_192, rel=1e-12)
+    # their input QDQs: 1 token x (h 7,168 + shared_inter 2,048 / 8 = 256) x 4 B x 58 = 1,722,368 B
+    assert ops["layer1/mxfp4_act_qdq"]["bytes"] == pytest.approx(1_722_368, rel=1e-12)
+    assert ops["layer1/moe/shared_gate_up"]["bytes"] > 2.0 * ops["layer1/moe/shared_gate_up"]["flops"] / 2.0  # BF16 weights
+    assert "layer1/nvfp4_experts_qdq" in ops  # the routed experts keep their W4A16 path
+
+
 @pytest.mark.parametrize("args", [
     ["llama-3.1-70b", "--gpu", "h200", "--backend", "vllm", "--prefill", "tp=4", "--decode", "tp=4", "--concurrency", "96",
      "--weight-dtype", "fp8", "--kv-dtype", "fp8"],

@@ -97,6 +97,19 @@ def test_per_head_fallback_math_runs_at_flops_per_sm_clock(h100, b200):
     assert t_h == pytest.approx(0.13800, rel=1e-4) and t_b == pytest.approx(0.12136, rel=1e-4)
 
 
+def test_triton_prefill_is_one_argument_its_seconds_nan_where_not_triton(h100, cal_h100):
+    # fixR11 (frev11 #6): triton_s alone says which elements run Triton. 1 PFLOP at 0.5 of the BF16 peak, no fixed cost:
+    # element 0 Triton at 2 ms of matmuls (no cost per item: 1,000 items x 1 us left out), element 1 FlashAttention's path
+    # (1e15 / (peak x 0.5) + 1,000 x 1 us)
+    from dataclasses import replace
+
+    c = replace(cal_h100, attn_prefill_eff=0.5, attn_prefill_overhead_s=0.0, attn_prefill_head_s=1e-6)
+    t, _, _ = cost.attention_prefill_time(np.array([1e15, 1e15]), 1.0, h100, c, seq_heads=1000.0, triton_s=np.array([2e-3, np.nan]))
+    assert t == pytest.approx([2e-3, 1e15 / (h100.peak("bf16") * 0.5) + 1e-3], rel=1e-12)
+    none, _, _ = cost.attention_prefill_time(1e15, 1.0, h100, c, seq_heads=1000.0)  # None: nothing Triton
+    assert float(none) == pytest.approx(float(t[1]), rel=1e-12)
+
+
 def test_fp8_prefill_attention_has_its_own_efficiency(h100, cal_h100):
     # FP8 context attention runs at its own share of the FP8 peak (the kernel tables: FP8-KV prefill is
     # 1.3-1.45x faster than BF16 at large sizes, not the 2x of the peaks). By hand, 1 PFLOP compute-bound:

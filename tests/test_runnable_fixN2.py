@@ -90,6 +90,19 @@ def test_an_int_checkpoint_is_refused_at_a_tp_whose_shards_split_its_groups(tmp_
                        str(tmp_path / "a.yaml")], "quantization group")
 
 
+def test_a_width_not_whole_in_groups_leaves_no_tp_and_the_tps_listed_divide_the_heads():
+    # fixR11 (frev11 #2). down_proj 10304 = 80.5 groups of 128: no TP holds whole groups, TP1 included (gcd(0, 20) was 20,
+    # which listed "tp 1, 2, 4, 5, 10, 20")
+    mixed = AWQ72 | {"hidden_size": 2560, "intermediate_size": 10304, "num_attention_heads": 32, "num_key_value_heads": 32}
+    m = from_hf_config(mixed, "mixed")
+    assert REASONS[int(validity(m, H100, Plan(tp=1), 1))] == "quant_groups"
+    assert reason_text(m, H100, REASONS.index("quant_groups")).endswith("; no TP holds whole groups")
+    # down_proj 10240 = 80 groups, o_proj 2560 = 20: gcd 20, but of its divisors 1, 2, 4, 5, 10, 20 only those of the
+    # 32 heads are TPs: gcd(20, 32) = 4 -> tp 1, 2, 4
+    m = from_hf_config(mixed | {"intermediate_size": 10240}, "whole")
+    assert reason_text(m, H100, REASONS.index("quant_groups")).endswith("; tp 1, 2, 4 hold whole groups")
+
+
 def test_pareto_leaves_out_the_plans_that_split_groups_and_says_how_many(tmp_path):
     # 8 GPUs, instances of 1, 2, 4 or 8 GPUs as tp x pp x kvp: 1 + 3 + 6 + 10 = 20 ordered splits; 4 of them (tp = kvp = 1,
     # pp = the instance) split no down_proj, so 16 are left out
@@ -148,3 +161,26 @@ def test_lint_r4_calls_the_split_groups_an_error_with_a_width_that_holds_them(tm
     r4 = [f for f in json.loads(out)["findings"] if f["rule"] == "R4" and f["where"] == "inter"]
     assert len(r4) == 1 and r4[0]["severity"] == "error" and r4[0]["figures"]["tp_refused"] == [2, 4, 8]
     assert r4[0]["fix"].startswith("inter 29568 -> 29696 (whole groups of 128 at TP8)")
+
+
+def test_lint_r4_widens_only_the_width_that_splits(tmp_path):
+    # fixR11 (frev11 #3): 32 heads x head_dim 80 = o_proj 2560 = 20 groups of 128, 2.5 a rank at TP8 (2560 / 1024), while
+    # inter 10240 = 80 groups, 10 a rank: the fix names o_proj, not "inter 10240 -> 10240", and proposes no shape
+    phi80 = AWQ72 | {"hidden_size": 2560, "intermediate_size": 10240, "num_attention_heads": 32, "num_key_value_heads": 32}
+    code, out, _ = cli("lint", _write(tmp_path, "phi80", phi80), "--gpu", "h100", "--json")
+    r4 = [f for f in json.loads(out)["findings"] if f["rule"] == "R4" and f["severity"] == "error"]
+    assert len(r4) == 1 and r4[0]["where"] == "o_proj" and r4[0]["figures"]["tp_refused"] == [8]
+    assert r4[0]["fix"].startswith("o_proj's heads x head_dim 2560 -> a multiple of 1024 (whole groups of 128 at TP8)")
+    assert "inter" not in r4[0]["fix"]
+
+
+def test_a_drafter_and_a_target_take_their_checkpoint_by_one_rule():
+    # fixR11 (frev11 #5): draft_path and export's instruct_first share instruct_ids: the first id + "-instruct" where listed
+    from llm_codesign.explore.export import instruct_first
+    from llm_codesign.explore.export_engines.base import instruct_ids
+    from llm_codesign.spec.registry import get_model
+    assert instruct_ids(("a/M", "b/x", "a/m-Instruct")) == ("a/m-Instruct", "a/M", "b/x")
+    assert instruct_ids(("a/M-Instruct", "a/M")) == ("a/M-Instruct", "a/M") and instruct_ids(("/ckpt/m",)) == ("/ckpt/m",)
+    m = get_model("llama-3.1-8b")
+    assert draft_path("llama-3.1-8b") == instruct_first(m).hf_ids[0] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert draft_path("/ckpt/drafter") == "/ckpt/drafter"

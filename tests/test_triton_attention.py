@@ -110,6 +110,12 @@ def test_decode_reads_the_keys_not_whole_tiles():
     # the grid: 128 x 1 head block x 8 CTAs x 4.0 ns; one live split's FP32 partial, 128 x 1 head x 512 x 4 B, written and read
     sec, nbytes = cost.triton_decode_grid(128, 1, 1, 2, H100, head_dim=512)
     assert (float(sec), float(nbytes)) == pytest.approx((128 * 8 * 4.0e-9, 128 * 512 * 4.0 * 2), rel=1e-12)
+    # fixR11 (frev11 #4): live splits as the kernel cuts them. 300 keys, 16 heads on 2 KV heads (2 head blocks): 8 splits
+    # (ceil(floor(132 x log2(300 / 64)) / 2) = 147, at most 8), each ceil(ceil(300 / 8) / 32) x 32 = 64 keys, so
+    # ceil(300 / 64) = 5 live (not min(8, ceil(300 / 32)) = 8): 16 heads x 5 x 512 x 4 B x 2 = 327,680 B; 2 x 8 CTAs x 4.0 ns
+    assert float(cost.triton_decode_split(1, 16, 2, 300, H100)) == 8.0
+    sec, nbytes = cost.triton_decode_grid(1, 16, 2, 300, H100, head_dim=512)
+    assert (float(sec), float(nbytes)) == pytest.approx((2 * 8 * 4.0e-9, 327_680), rel=1e-12)
 
 
 def test_decode_at_large_batch_pays_its_grids_ctas_and_bytes():

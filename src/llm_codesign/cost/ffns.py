@@ -68,8 +68,9 @@ def moe_ops(f: MoE, M: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     T_all = T * s.adp  # the MoE group sees every attention-DP rank's tokens
     ops = [_gemm(M / "router", s.M, f.experts, h, at, **_BF16), _topk(f, M, at, T)]
     if np.any(f.shared_inter):
-        ops.append(_gemm(M / "shared_gate_up", s.M, (f.mats - 1) * f.shared_inter / dense_tp, h, at, fused_quant=s.shared_quant, **ff))
-        ops.append(_gemm(M / "shared_down", s.M, h, f.shared_inter / dense_tp, at, **ff))
+        sf, quant = (ff, s.shared_quant) if s.sf is None else (s.sf, None)  # emulated BF16 linears: no input quantise
+        ops.append(_gemm(M / "shared_gate_up", s.M, (f.mats - 1) * f.shared_inter / dense_tp, h, at, fused_quant=quant, **sf))
+        ops.append(_gemm(M / "shared_down", s.M, h, f.shared_inter / dense_tp, at, **sf))
     # the busiest EP rank sets the step: the experts it reads, its busiest expert's tokens and its
     # own (routed_load; cal.moe_routing_alpha is the routing skew, 0 uniform)
     alpha = at.cal.moe_routing_alpha

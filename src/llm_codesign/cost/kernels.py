@@ -12,7 +12,7 @@ from llm_codesign.cost.arrays import masked
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.engines.base import CDNA_FAMILIES
-from llm_codesign.spec.hardware import Gpu
+from llm_codesign.spec.hardware import Gpu, get_gpu
 
 
 def decode_work_items(tokens, kv_heads, q_heads, cal: Calibration, kv_fp8):
@@ -164,7 +164,7 @@ TRITON_PREFILL_EFF = {512: {"bf16": 0.102, "fp8": 0.062, "fp8q": 0.102}, 256: {"
 # priced alike): 0.37, 0.19 and 0.12 of a computed tile's time; per row on the rows skipping at least a tile per computed
 # one (119 each): IQR 27.2-29.2, 8.5-9.9 and 7.6-9.4 ns
 TRITON_PREFILL_SKIP_S = {"bf16": 28.7e-9, "fp8": 9.6e-9, "fp8q": 8.5e-9}
-H100_SMS = 132.0
+H100_SMS = float(get_gpu("h100").sms)  # the GPU the rates above were timed on (132: the catalog's H100 SXM)
 
 
 def triton_prefill_block_m(head_dim):
@@ -222,19 +222,30 @@ def triton_decode_split(seqs, heads, kv_heads, keys, gpu: Gpu):
     in MHA, ceil(heads / min(16, group)) in GQA: _decode_grouped_att_m_fwd BLOCK_H 16), the keys then cut into
     ceil(keys / ceil(keys / that)) splits. Its other bound, ceil(longest / shortest), is 1 for equal lengths."""
     keys = np.maximum(np.asarray(keys, float), 1.0)
-    heads, kv_heads = np.asarray(heads, float), np.maximum(np.asarray(kv_heads, float), 1.0)
-    group = heads / kv_heads
-    blocks = np.where(group <= 1.0, heads, np.ceil(heads / np.minimum(16.0, group) - 1e-9))
-    grid = np.maximum(np.asarray(seqs, float) * blocks, 1.0)
+    grid = np.maximum(np.asarray(seqs, float) * _triton_head_blocks(heads, kv_heads), 1.0)
     cores = np.floor(gpu.sms * np.maximum(np.log2(keys / 64.0), 1.0))
     most = np.minimum(np.ceil(cores / grid - 1e-9), TRITON_DECODE_MAX_SPLITS)
     return np.ceil(keys / np.ceil(keys / np.maximum(most, 1.0) - 1e-9) - 1e-9)
 
 
+def _triton_head_blocks(heads, kv_heads):
+    """The head blocks of SGLang's Triton decode grid: its query heads in MHA, ceil(heads / min(16, group)) in GQA
+    (_decode_grouped_att_m_fwd BLOCK_H 16, decode_attention.py@0.5.14)."""
+    heads = np.asarray(heads, float)
+    group = heads / np.maximum(np.asarray(kv_heads, float), 1.0)
+    return np.where(group <= 1.0, heads, np.ceil(heads / np.minimum(16.0, group) - 1e-9))
+
+
+def _triton_split_keys(keys, split):
+    """The keys of one Triton decode split: ceil(ceil(keys / split) / 32) x 32 (kv_len_per_split, decode_attention.py
+    :324-326@0.5.14)."""
+    return np.ceil(np.asarray(keys, float) / np.maximum(split, 1.0) / TRITON_DECODE_TILE - 1e-9) * TRITON_DECODE_TILE
+
+
 def triton_decode_floor(keys, split, head_dim):
     """The serial loop of one Triton decode split: its keys (whole 32-key blocks) at TRITON_DECODE_DIM_KEY_S per key and
     padded head dim. The kernel ends no sooner than its longest split, however few CTAs the grid fills the GPU with."""
-    per = np.ceil(np.asarray(keys, float) / np.maximum(split, 1.0) / TRITON_DECODE_TILE - 1e-9) * TRITON_DECODE_TILE
+    per = _triton_split_keys(keys, split)
     pad = 2.0 ** np.ceil(np.log2(np.maximum(np.asarray(head_dim, float), 1.0)))
     return per * pad * TRITON_DECODE_DIM_KEY_S
 
@@ -255,16 +266,16 @@ TRITON_DECODE_CTA_S = {512: 4.0e-9, 256: 2.4e-9}
 
 def triton_decode_grid(seqs, heads, kv_heads, keys, gpu: Gpu, *, head_dim):
     """(seconds, bytes) of SGLang's Triton decode's grids beside the price's reads (TRITON_DECODE_CTA_S): its stage-1 CTAs,
-    and the FP32 partial outputs of the live splits (triton_decode_split's count, one a 32 keys) written and read back. The
+    and the FP32 partial outputs of the live splits (the keys over _triton_split_keys' per split) written and read back. The
     kernel ends no sooner than those CTAs and all its bytes one after the other: the floor of a large batch of few keys."""
     seqs, heads = np.asarray(seqs, float), np.asarray(heads, float)
-    group = heads / np.maximum(np.asarray(kv_heads, float), 1.0)
-    blocks = np.where(group <= 1.0, heads, np.ceil(heads / np.minimum(16.0, group) - 1e-9))
     d = np.asarray(head_dim, float)
     cta = np.where(d > 256, TRITON_DECODE_CTA_S[512], TRITON_DECODE_CTA_S[256]) * H100_SMS / gpu.sms
-    live = np.minimum(triton_decode_split(seqs, heads, kv_heads, keys, gpu),
-                      np.ceil(np.maximum(np.asarray(keys, float), 1.0) / TRITON_DECODE_TILE - 1e-9))
-    return seqs * blocks * TRITON_DECODE_MAX_SPLITS * cta, seqs * heads * live * d * 4.0 * 2.0
+    # the live splits: the keys over each split's, rounded up to 32 (300 keys at 8 splits: 64 a split, 5 live)
+    keys = np.maximum(np.asarray(keys, float), 1.0)
+    live = np.ceil(keys / _triton_split_keys(keys, triton_decode_split(seqs, heads, kv_heads, keys, gpu)) - 1e-9)
+    return (seqs * _triton_head_blocks(heads, kv_heads) * TRITON_DECODE_MAX_SPLITS * cta,
+            seqs * heads * live * d * 4.0 * 2.0)
 
 
 def runs_flashmla_decode(engine: Engine | None, gpu: Gpu) -> bool:
@@ -497,7 +508,7 @@ def attention_decode_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, seq_head
 
 
 def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: str = "bf16", seq_heads=0.0, keys=None, scores=None,
-                           fa3=False, triton=False, triton_s=0.0):
+                           fa3=False, triton_s=None):
     """Prefill (context) attention: FlashAttention-style, compute-bound at a fraction of peak that
     ramps with the keys each query attends to (short rows leave the softmax pipeline idle), plus a
     cost per (sequence x query head) work item. FP8 has its own fraction of the FP8 peak. `scores`
@@ -509,8 +520,8 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
     the exponentials and the ramp as the GPU pays them, and no cost per work item: on SM90 its varlen launch (both
     engines' call) runs a persistent tile scheduler, a CTA per SM pulling (sequence, head, query-tile) tiles off a
     semaphore (hopper/flash_fwd_launch_template.h:75 UsePersistentScheduler@0251105a), so no CTA per item is launched.
-    SGLang's Triton kernel (`triton`, a bool or one per element) takes `triton_s`, its whole tiles' matmuls and skipped
-    tiles (triton_prefill_compute), for the matmuls' time, with the calibrated fixed cost and exponentials, no ramp and no
+    SGLang's Triton kernel (`triton_s`, its whole tiles' matmuls and skipped tiles: triton_prefill_compute; one per
+    element, NaN where an element is not Triton; None: none is) takes that for the matmuls' time, with the calibrated fixed cost and exponentials, no ramp and no
     cost per work item (its CTAs' own is within its tiles' rate: a one-tile CTA, 1-token prompts at head dim 256, runs 88 ns
     of the GPU where a tile is priced 78) (`at.triton`: Engine.triton_attention; docs/modelling-notes.md#leftD, #tritonW-window-batch)."""
     flops = np.asarray(flops, float)
@@ -520,11 +531,12 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
                    cal.attn_prefill_eff_fp8 if fp8 else cal.attn_prefill_eff)
     rate = gpu.peak(math) * eff
     t_exp = 0.0 if scores is None else np.asarray(scores, float) * cal.attn_prefill_score_s
-    t_c = np.where(triton, triton_s + t_exp, (flops / rate + t_exp) * ramp)
+    triton = np.zeros(np.shape(flops), bool) if triton_s is None else np.isfinite(np.asarray(triton_s, float))
+    t_c = np.where(triton, np.nan_to_num(np.asarray(0.0 if triton_s is None else triton_s, float)) + t_exp, (flops / rate + t_exp) * ramp)
     t_m = np.asarray(nbytes, float) / (gpu.hbm_bandwidth_bytes_per_s * cal.bw_eff)
     live = flops > 0
     fixed = np.where(fa3, cal.attn_prefill_overhead_fa3_s, cal.attn_prefill_overhead_s)
-    item_s = np.where(np.asarray(fa3, bool) | np.asarray(triton, bool), 0.0, cal.attn_prefill_head_s)
+    item_s = np.where(np.asarray(fa3, bool) | triton, 0.0, cal.attn_prefill_head_s)
     t = np.maximum(t_c, t_m) + fixed + np.asarray(seq_heads, float) * item_s
     return masked(live, t, t_c, t_m)
 

@@ -358,14 +358,15 @@ def _core_prefill(a: Attention, b: Batch, at: _At, P: Site, *, s: _Step, prec: P
     pf_bytes = seqs * (held + tp_tok / seqs) / s.kvp * per_tok_kv + tp_tok * heads_l * qkv_d * 2.0
     pmath = "fp8" if (prec.kv.math == "fp8" and at.gpu.supports("fp8")) else "bf16"
     triton = (a.kernel == "gqa") & np.asarray(at.triton, bool)
-    tri_s = 0.0  # its whole tiles and the window's skipped ones: the chunk after its cached keys
+    tri_s = None  # its whole tiles and the window's skipped ones: the chunk after its cached keys (NaN: not Triton)
     if np.any(triton):
         tri_s = cost.triton_prefill_compute(tp_tok / seqs, np.asarray(b.pf_ctx, float), getattr(a, "window", 0), a.head_dim, at.gpu,
                                             qkv_d=qkv_d, seq_heads=seqs * heads_l, fp8=pmath == "fp8")
+        tri_s = np.where(triton, tri_s, np.nan)
     times = cost.attention_prefill_time(np.where(tp_tok > 0, pf_flops, 0.0), pf_bytes, at.gpu, at.cal, math=pmath,
                                         seq_heads=seqs * heads_l, keys=keys, scores=tp_tok * heads_l * keys,
                                         fa3=(a.kernel == "gqa" and cost.runs_fa3_prefill(at.engine, at.gpu)) & ~triton,
-                                        triton=triton, triton_s=tri_s)
+                                        triton_s=tri_s)
     f = _attention_factor(at, a, "prefill", kv_fp8=prec.kv.math == "fp8")
     return _attention(P / "core_prefill", pf_flops, pf_bytes, tuple(x * f for x in times), at)
 

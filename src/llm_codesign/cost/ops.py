@@ -202,6 +202,7 @@ class _Step(NamedTuple):
     fa: dict  # attention GEMMs: math, activation and weight bytes, kernel, weight format
     ff: dict  # FFN and expert GEMMs
     shared_quant: bool | None = None  # the shared expert's first GEMM's `fused_quant` (Engine.moe_input_quant_fused)
+    sf: dict | None = None  # the shared experts' GEMMs where not `ff` (emulated BF16 linears: _shared_emulated)
 
 
 def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, b: Batch, *, engine: Engine | None) -> _Step:
@@ -268,8 +269,10 @@ def layer_ops(model: ModelSpec, layer: Layer, count, gpu: Gpu, cal: Calibration,
     # an engine that emulates a 4-bit format (Engine.mxfp4_emulation, asked of the checkpoint's: vLLM's NVFP4 on AMD, which
     # executable maps to the GPU's MXFP4) runs BF16 GEMMs on the weights dequantised; the rest as engines map it
     emulated = engine is not None and engine.mxfp4_emulation(prec, gpu, moe=model.is_moe) is not None
-    held, prec = _emulated_precisions(model, prec, executable(prec, gpu)[0]) if emulated else (None, executable(prec, gpu)[0])
+    held, prec = _emulated_precisions(layer.ffn, prec, executable(prec, gpu)[0]) if emulated else (None, executable(prec, gpu)[0])
     s = _step(model, gpu, prec, sh, b, engine=engine)
+    if emulated and _shared_emulated(f, prec):  # the shared experts run vLLM's emulated linear: BF16 GEMMs (_emulated_precisions)
+        s = s._replace(sf=_step(model, gpu, replace(prec, weight=DTYPES["bf16"]), sh, b, engine=engine).ff)
     dense_tp = s.tp * s.kvp  # Helix re-uses the KV-parallel GPUs as TP for everything after attention
     fused = False
     if engine is not None:
@@ -304,14 +307,21 @@ def _bf16_if_fp4(d):
     return DTYPES["bf16"] if d is not None and d.name in EMULATED_FP4 else d
 
 
-def _emulated_precisions(model: ModelSpec, asked: Precision, run: Precision) -> tuple[Precision, Precision]:
+def _shared_emulated(f: Ffn, gemms: Precision) -> bool:
+    """Whether `f` has shared experts beside NVFP4 routed experts run W4A16 (_emulated_precisions): those are linears,
+    emulated like a dense FFN's (dequantised to BF16, a BF16 GEMM: _mxfp4_dequant, _mxfp4_input_qdq)."""
+    return isinstance(f, MoE) and bool(np.any(f.shared_inter)) and gemms.weight.name == "nvfp4"
+
+
+def _emulated_precisions(ffn: Ffn, asked: Precision, run: Precision) -> tuple[Precision, Precision]:
     """(what the emulated linears hold, what the GEMMs run) where the engine emulates the checkpoint's 4-bit format: its
     linears as BF16 GEMMs at BF16 activations on the weights dequantised each forward (`held` names the halves emulated, in
     their 4-bit format). A MoE's NVFP4 experts are not: vLLM's Nvfp4QuantizationEmulationTritonExperts dequantises each
     tile of 4-bit weights inside its Triton GEMM (fused_moe/experts/nvfp4_emulation_moe.py:88-110, 494-530@0.33.0), priced
-    weight-only (W4A16), its attention linears emulated."""
+    weight-only (W4A16), its attention linears emulated. Only the routed experts: decided per layer's FFN (`ffn`), a
+    MoE model's dense-FFN layers are emulated linears, and so are its shared experts (_shared_emulated)."""
     bf16 = DTYPES["bf16"]
-    experts = model.is_moe and asked.weight.name == "nvfp4"
+    experts = isinstance(ffn, MoE) and asked.weight.name == "nvfp4"
     held = Precision(bf16 if experts else asked.weight, bf16, asked.kv, asked.attn)
     gemms = Precision(asked.weight if experts else _bf16_if_fp4(run.weight), bf16, run.kv, _bf16_if_fp4(asked.attn))
     return held, gemms
@@ -327,6 +337,9 @@ def _mxfp4_dequant(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site, a
     n_ffn = (f.weight_bytes_per_gpu(s.h, 1.0, tp=s.tp, kvp=s.kvp, ep=s.ep, moe_tp=s.moe_tp, expert_bytes=0.0)
              * (held.weight.bytes_per_weight() + 2.0) if at_f else 0.0)
     halves = at_a * float(not isinstance(a, NoMixer)) + at_f * float(not isinstance(f, NoFfn))
+    if s.sf is not None:  # the shared experts' two linears (_shared_emulated), sharded like a dense FFN
+        n_ffn = n_ffn + f.mats * s.h * f.shared_inter / (s.tp * s.kvp) * (DTYPES["nvfp4"].bytes_per_weight() + 2.0)
+        halves = halves + 1.0
     return _elementwise(site / "mxfp4_dequant", n_attn + n_ffn, 2.0 * halves, at)
 
 
@@ -343,6 +356,8 @@ def _mxfp4_input_qdq(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site,
         width, kernels = s.h + (a.heads * a.v_head_dim / (s.tp * s.kvp) if isinstance(a, GQA) else s.h), 2.0
     if held.weight.name in EMULATED_FP4 and not isinstance(f, NoFfn):
         width, kernels = width + s.h + (f.inter / (s.tp * s.kvp) if isinstance(f, DenseFfn) else s.h), kernels + 2.0
+    if s.sf is not None:  # the shared experts' gate/up (h) and down (shared_inter / TP) inputs (_shared_emulated)
+        width, kernels = width + s.h + f.shared_inter / (s.tp * s.kvp), kernels + 2.0
     return _elementwise(site / "mxfp4_act_qdq", s.T * width * 4.0, kernels, at)
 
 

@@ -25,6 +25,7 @@ from llm_codesign.explore.export_engines.base import (
     CHECKPOINT_PLACEHOLDER,
     check_nested,
     code_lines,
+    instruct_ids,
     modelopt_elsewhere,
     parse_flags,
     per_rank,
@@ -175,14 +176,9 @@ def launched(model: ModelSpec, dep: Deployment, engine: str) -> tuple[ModelSpec,
 
 
 def instruct_first(model: ModelSpec) -> ModelSpec:
-    """`model` with its registry's instruction-tuned id first where it lists one (meta-llama/Llama-3.1-70B-Instruct for
-    meta-llama/Llama-3.1-70B): the model a server serves, and the one the published accuracy rows quote (instruct)."""
-    ids = model.hf_ids
-    if not ids or Path(ids[0]).is_absolute() or ids[0].lower().endswith("-instruct"):
-        return model
-    stem = ids[0].lower()
-    hit = next((h for h in ids if h.lower() == stem + "-instruct"), None)
-    return replace(model, hf_ids=(hit, *(h for h in ids if h != hit))) if hit else model
+    """`model` with its registry's instruction-tuned id first where it lists one (export_engines.base.instruct_ids)."""
+    ids = instruct_ids(model.hf_ids)
+    return model if ids == model.hf_ids else replace(model, hf_ids=ids)
 
 
 def engine_runs(model: ModelSpec, dep: Deployment) -> None:

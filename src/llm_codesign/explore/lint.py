@@ -19,7 +19,7 @@ from llm_codesign.spec.engines.head_dims import FAST_HEAD_DIMS, head_dim_support
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
-from llm_codesign.spec.plan import REASONS, Plan, quant_group, reason_text, validity
+from llm_codesign.spec.plan import REASONS, Plan, group_widths, quant_group, reason_text, validity
 from llm_codesign.spec.precision import Precision, executable, gemm_math
 
 RULES = {
@@ -867,7 +867,8 @@ def _quantization_readiness(model, shards: dict, gpu: Gpu, engine: Engine | None
 def _group_split(model: ModelSpec, gpu: Gpu) -> list[Finding]:
     """R4's quantization groups: an error where an INT checkpoint's row-parallel widths (spec.plan.group_widths) split its
     groups at a TP up to the GPU's scale-up domain (8 at most), the plans estimate, pareto and export refuse (validity's
-    quant_groups: vLLM's AWQ/GPTQ linear methods raise at load); the fix widens the dense FFN to whole groups at TP8."""
+    quant_groups: vLLM's AWQ/GPTQ linear methods raise at load); the fix widens the widths that split to whole groups at TP8
+    (the dense FFN's as a shape; o_proj's heads x head_dim said only), or serves at a TP that holds whole groups."""
     g = quant_group(model)
     if not g:
         return []
@@ -876,14 +877,19 @@ def _group_split(model: ModelSpec, gpu: Gpu) -> list[Finding]:
            and REASONS[int(validity(model, gpu, Plan(tp=t), t))] == "quant_groups"]
     if not bad:
         return []
-    inter = next((int(layer.ffn.inter) for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)), 0)
     step = g * top
+    # widen only the widths that split at TP`top` (fixR11: an o_proj of 32 x 80 = 2560 = 20 groups splits at TP8 while
+    # inter 10240 does not, and "inter 10240 -> 10240" changed nothing)
+    split = [(int(w), over) for w, over in group_widths(model) if int(w) % step]
+    inter = next((w for w, over in split if over == "tp*kvp"), 0)
     to = math.ceil(inter / step) * step if inter else 0
+    fix = [f"inter {inter} -> {to}"] if to else []
+    fix += [f"o_proj's heads x head_dim {w} -> a multiple of {step}" for w, over in split if over == "tp"]
     said = reason_text(model, gpu, REASONS.index("quant_groups"))
-    return [Finding("R4", "error", "inter", f"tp {', '.join(map(str, bad))}: {said}", 0.0,
-                    f"inter {inter} -> {to} (whole groups of {g} at TP{top}), or serve at a TP that holds whole groups" if to else
+    return [Finding("R4", "error", "inter" if to else "o_proj", f"tp {', '.join(map(str, bad))}: {said}", 0.0,
+                    f"{'; '.join(fix)} (whole groups of {g} at TP{top}), or serve at a TP that holds whole groups" if fix else
                     "serve at a TP that holds whole groups", {"group_size": g, "tp_refused": bad},
-                    shape=_with_dim(model, "inter", to) if to and to != inter else None)]
+                    shape=_with_dim(model, "inter", to) if to else None)]
 
 
 def _head_dims(model: ModelSpec, engine: Engine | None, gpu, kv: str | None = None) -> list[Finding]:

@@ -392,7 +392,7 @@ def _prefill(rows, gpu):
     triton = _triton(rows)
     fp8q = triton & np.array([r.get("attn_dtype") == "fp8" for r in rows])
     fp8 = np.array([r["kv_cache_dtype"] == "fp8" and gpu.supports("fp8") for r in rows]) & ~fp8q
-    tri_s = np.zeros(len(rows))
+    tri_s = np.full(len(rows), np.nan)  # NaN: not Triton (cost.attention_prefill_time)
     if triton.any():  # its whole and skipped tiles (cost.kernels.triton_prefill_compute), a prompt with no cached prefix
         tri_s[triton] = cost.triton_prefill_compute(S[triton], 0.0, w[triton], d[triton], gpu, qkv_d=2 * d[triton],
                                                     seq_heads=(B * H)[triton], fp8=fp8[triton], fp8_query=fp8q[triton])
@@ -407,8 +407,7 @@ def _prefill(rows, gpu):
             m = fp8 == flag
             if m.any():
                 t, _, _ = cost.attention_prefill_time(flops[m], nbytes[m], gpu, cal, math=kind, seq_heads=(B * H)[m],
-                                                      keys=keys[m], scores=(B * H * S * keys)[m], fa3=fa3[m], triton=triton[m],
-                                                      triton_s=tri_s[m])
+                                                      keys=keys[m], scores=(B * H * S * keys)[m], fa3=fa3[m], triton_s=tri_s[m])
                 out[m] = t * 1e3
         return out
     return _engine_factor(rows, gpu, "prefill", price, [f"kv {r['kv_cache_dtype']}" for r in rows], kv_fp8=fp8, fa3=fa3)

@@ -129,7 +129,7 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
                      max_seqs=costs.engine.max_batch(gpu), engine=costs.engine)
     queue_s = (adp if at_random else 1.0) / per_inst
     return {"t_alone": t_alone, "t_loaded": t_loaded, "t_idle": t_idle, "adp": adp, "t_step": t_step, "per_instance": per_inst, "queue_s": queue_s,
-            "at_random": float(at_random) + 0.0 * adp, "fits": mem["max_seqs_per_rank"] >= 1}
+            "at_random": np.full(np.shape(adp), float(at_random)), "fits": mem["max_seqs_per_rank"] >= 1}
 
 
 # the MoE operators whose work is the whole instance's tokens, gathered from every attention-DP rank (the routed experts

@@ -46,7 +46,7 @@ MESSAGES = {
     "no_moe": "ep and moe_tp must be 1 for a dense model",
     "dense_width": "the dense FFN width must be divisible by tp*kvp (width {dense_width})",
     "quant_groups": ("each rank's share of {group_widths} must be whole groups of {group} values ({group_note}): the engines "
-                     "refuse a shard that splits a quantization group at load (vLLM's AWQ/GPTQ linear methods); tp {group_tp}"),
+                     "refuse a shard that splits a quantization group at load (vLLM's AWQ/GPTQ linear methods); {group_tp}"),
 }
 
 # what each vendor's scale-up domain is, as a refusal names it (AMD: the Infinity Fabric links between the 8 GPUs of a node)
@@ -235,21 +235,23 @@ def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
         kv_heads=sorted({int(np.max(k)) for k in kvh}), experts=moe.experts if moe else 0,
         moe_width=moe.expert_inter if moe else 0, layers=model.num_layers,
         domain=f"{gpu.scale_up_domain} GPU{'' if gpu.scale_up_domain == 1 else 's'}", link=SCALE_UP_LINKS.get(gpu.vendor, SCALE_UP_LINKS["nvidia"]),
-        dense_width=sorted(set(dense)), **_group_words(model))
+        dense_width=sorted(set(dense)), **_group_words(model, math.gcd(*head_counts) if head_counts else 1))
 
 
-def _group_words(model: ModelSpec) -> dict:
+def _group_words(model: ModelSpec, heads: int) -> dict:
     """reason_text's words for quant_groups: the widths in groups, and the TPs whose shards hold whole groups (Qwen2.5-72B-AWQ:
-    down_proj 29568 = 231 groups of 128, so TP 1 only of the powers of two; at TP8 a rank holds 3696 = 28.875 groups)."""
+    down_proj 29568 = 231 groups of 128, so TP 1 only of the powers of two; at TP8 a rank holds 3696 = 28.875 groups), of
+    those that also divide the `heads` (a TP must). A width not whole in groups at TP1 leaves no TP (gcd(0, x) is x, so it
+    is tested first)."""
     g, widths = quant_group(model), group_widths(model)
     if not g or not widths:
         return {"group_widths": "", "group": 0, "group_note": "", "group_tp": ""}
     names = {"tp": "o_proj", "tp*kvp": "down_proj"}
-    whole = math.gcd(*(int(w) // g if int(w) % g == 0 else 0 for w, _ in widths))
-    ok = [t for t in divisors(whole) if t <= 64] if whole else []
+    whole = 0 if any(int(w) % g for w, _ in widths) else math.gcd(*(int(w) // g for w, _ in widths))
+    ok = [t for t in divisors(math.gcd(whole, heads)) if t <= 64] if whole else []
     return {"group_widths": ", ".join(f"{names[s]} {w} (over {s})" for w, s in widths), "group": g,
             "group_note": "; ".join(f"{w} = {w / g:g} groups" for w, _ in widths),
-            "group_tp": f"{', '.join(map(str, ok))} hold{'s' if len(ok) == 1 else ''} whole groups" if ok else "no TP holds whole groups"}
+            "group_tp": f"tp {', '.join(map(str, ok))} hold{'s' if len(ok) == 1 else ''} whole groups" if ok else "no TP holds whole groups"}
 
 
 @dataclass(frozen=True)

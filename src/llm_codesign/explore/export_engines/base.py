@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import replace
 from functools import lru_cache
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
@@ -453,7 +454,6 @@ def code_lines(text: str) -> str:
 def file_beside(path: str, origin: str) -> str:
     """The text of a file a configuration names (`--config`, `--extra_llm_api_options`), relative to the
     configuration's own folder."""
-    from pathlib import Path
 
     # a command line given as text (origin "the command line", no folder): Path(origin).parent is ".", the working folder
     p = Path(path).expanduser() if Path(path).expanduser().is_absolute() or origin == "export" else Path(origin).parent / path
@@ -611,17 +611,26 @@ def read_value(engine: str, table: str, value) -> str | None:
     return None
 
 
-def draft_path(name: str | None) -> str | None:
-    """Where the engines load a drafter (`--draft-model`) from: a registry name's instruction-tuned Hugging Face id, as the
-    target's (explore.export.instruct_first: llama-3.1-8b -> meta-llama/Llama-3.1-8B-Instruct); a Hub id or a folder as
-    given. vLLM's speculative_config.model, SGLang's --speculative-draft-model-path and TensorRT-LLM's speculative_model
-    each read a Hub id or a local folder, so a registry name written verbatim fails at load (newc11 #5)."""
-    from llm_codesign.spec.registry import entries, get_model
+def instruct_ids(ids: tuple) -> tuple:
+    """Hugging Face `ids` with the instruction-tuned one first where they list it (meta-llama/Llama-3.1-70B-Instruct for
+    meta-llama/Llama-3.1-70B: the first id + "-instruct"): the model a server serves, and the one the published accuracy
+    rows quote. A local folder, or a first id already instruction-tuned, as given."""
+    if not ids or Path(ids[0]).is_absolute() or ids[0].lower().endswith("-instruct"):
+        return ids
+    hit = next((h for h in ids if h.lower() == ids[0].lower() + "-instruct"), None)
+    return (hit, *(h for h in ids if h != hit)) if hit else ids
 
-    if not name or name.lower() not in {e["name"].lower() for e in entries()}:
+
+def draft_path(name: str | None) -> str | None:
+    """Where the engines load a drafter (`--draft-model`) from: a registry entry's instruction-tuned Hugging Face id, as the
+    target's (instruct_ids: llama-3.1-8b -> meta-llama/Llama-3.1-8B-Instruct); any other Hub id or a folder as given.
+    vLLM's speculative_config.model, SGLang's --speculative-draft-model-path and TensorRT-LLM's speculative_model
+    each read a Hub id or a local folder, so a registry name written verbatim fails at load (newc11 #5)."""
+    from llm_codesign.spec.registry import get_model, is_bundled
+
+    if not name or not is_bundled(name):
         return name
     ids = get_model(name).hf_ids
     if not ids:
         raise InputError("draft_model", name, "a drafter's Hugging Face id or checkpoint folder: the registry names no checkpoint for it")
-    # instruct_first's rule (explore.export imports this module, so not called from here): the id + "-instruct" where listed
-    return next((h for h in ids if h.lower() == ids[0].lower() + "-instruct"), ids[0])
+    return instruct_ids(ids)[0]
