@@ -153,7 +153,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     running = None if w.concurrency is None else min(w.concurrency, r.max_batch)
     ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=running, isl=w.isl, osl=w.osl,
                             spec=dep.spec is not None, arrival=w.arrival, prefix_hit=w.prefix_hit,
-                            adp=int(dep.plan.adp),
+                            adp=int(r.deployment.plan.adp),  # the plan of ints estimate priced (a one-element array size: test_estimate)
                             # no decode step at one output token (serve.metrics.no_decode): nothing eager to widen by
                             **({} if r.eager_decode is None or w.osl <= 1 else
                                {"eager": r.eager_decode.moves, "eager_ttft": r.eager_decode.ttft_moves,
