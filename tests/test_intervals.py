@@ -1126,8 +1126,10 @@ def test_what_if_gpu_names_the_file_and_its_bandwidth_against_the_nearest_catalo
     # a file with a catalog GPU's figures under its own name prices as that GPU: its runs measure it
     assert iv.what_if_gpu(replace(b200, id="my-b200", aliases=())) == ""
     # the page's what-if GPU (web.app._what_if: base_id set): MI355X at 19.6 TB/s, 19.6 / 8 = x2.45; BF16 2x: x2.00
-    w = replace(mi355x, id="what-if", base_id="mi355x", hbm_bandwidth_bytes_per_s=19.6e12,
-                peak_flops=tuple((k, v * (2 if k == "bf16" else 1)) for k, v in mi355x.peak_flops))
+    # (built as the page builds it, spec.hardware.what_if, whose sources say "the page's form"; a GPU file's `base` says its TOML)
+    from llm_codesign.spec.hardware import what_if
+
+    w = what_if(mi355x, "what-if", {"hbm_tb_s": 19.6, "bf16_tflops": 2 * dict(mi355x.peak_flops)["bf16"] / 1e12})
     assert iv.what_if_gpu(w) == ("a GPU no run measured (what-if): figures from the what-if form, x2.45 the bandwidth and "
                                  "x2.00 the BF16 peak of its base, the MI355X")
 

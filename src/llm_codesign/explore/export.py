@@ -51,8 +51,6 @@ def _header(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: in
     meta = {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "replicas": replicas, "backend": dep.backend,
             "concurrency": concurrency, "weight_dtype": dep.precision.weight.name, "activation_dtype": dep.precision.activation.name,
             "kv_dtype": dep.precision.kv.name, "cpp": dep.cpp, **attn_said(dep.precision), **shape_said(model)}
-    if dep.max_batch is not None:  # a cap the launch states (export --max-batch): import prices the header's load, not the cap
-        meta["max_batch"] = int(dep.max_batch)
     if dep.spec is not None:
         meta["spec"] = {"method": dep.spec.method, "k": dep.spec.k, "mean_accepted": dep.spec.mean_accepted,
                         "rates": list(dep.spec.at(dep.spec.k).rates if dep.spec.rates else ()), "draft_model": dep.spec.draft_model}
