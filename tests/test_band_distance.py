@@ -128,7 +128,7 @@ def test_a_small_profiles_own_spread_is_said_beside_the_bundled_band():
     assert (s["n"], s["q100"], s["q900"]) == (12, pytest.approx(-0.0608, abs=1e-4), pytest.approx(0.0286, abs=1e-4))
     t = iv.bundled() | {"profile": "mine.toml", "own_runs": {"serving": {"vllm|cdna3": 12}}, "own_spread": {"serving": {"vllm|cdna3": {"tpot_ms": s}}}}
     # expm1(-0.0608) = -5.9%, expm1(0.0286) = +2.9%
-    old = "a profile written before fixN3 took 39 a slice; `calibrate --serving` again makes one from 9"
+    old = "a profile written by an older llm-codesign took 39 a slice; `calibrate --serving` again makes one from 9"
     assert iv._why_bundled("tpot_ms", ctx, t) == (f"no slice of its runs (12 with vLLM on CDNA3 GPUs; {old}); their TPOT, priced "
                                                    "with the profile fitted on them (in sample): 80% of the 12 within -5.9%/+2.9% of the prediction")
     assert iv._why_bundled("ttft_ms", ctx, t) == f"no slice of its runs (12 with vLLM on CDNA3 GPUs; {old})"

@@ -690,7 +690,7 @@ def test_a_profile_with_too_few_runs_like_the_question_says_so(tmp_path):
     few = json.loads(run(*args, "--gpu", "h100").stdout)["intervals"]["ttft_ms"]["source"]
     # 20 runs and no slice: a profile written before a slice took OWN_MIN_ROWS (fixN3), which calibrate writes again
     assert few.startswith("the bundled profile's (not mine.toml's: no slice of its runs (20 with TensorRT-LLM on Hopper GPUs; a profile "
-                          f"written before fixN3 took {iv.MIN_ROWS} a slice; `calibrate --serving` again makes one from {iv.OWN_MIN_ROWS})) ")
+                          f"written by an older llm-codesign took {iv.MIN_ROWS} a slice; `calibrate --serving` again makes one from {iv.OWN_MIN_ROWS})) ")
     none = json.loads(run(*args, "--gpu", "mi355x").stdout)["intervals"]["ttft_ms"]["source"]
     assert none.startswith("the bundled profile's (not mine.toml's: none of its runs is like this one) ")
     # and `calibrate --serving` writes the counts: build's envelope, per mode, runs per engine|family

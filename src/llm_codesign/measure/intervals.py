@@ -1075,7 +1075,7 @@ def _too_few(n: int, *, per: bool = False) -> str:
     before calibrate made slices from OWN_MIN_ROWS (it took MIN_ROWS), which `calibrate --serving` writes again."""
     if n < OWN_MIN_ROWS:
         return f"{OWN_MIN_ROWS} per slice needed" if per else f"too few for a band: {OWN_MIN_ROWS} needed"
-    return f"a profile written before fixN3 took {MIN_ROWS} a slice; `calibrate --serving` again makes one from {OWN_MIN_ROWS}"
+    return f"a profile written by an older llm-codesign took {MIN_ROWS} a slice; `calibrate --serving` again makes one from {OWN_MIN_ROWS}"
 
 
 def _why_bundled(metric: str, ctx: Context, table: dict) -> str:
