@@ -799,7 +799,22 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     work = partial(_work_cycle, admitted=admitted, osl=osl, t_iter=t_iter, acc=acc)
     q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
-    life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
+    # requests in step past what the cache holds at the full context, none waiting for a slot: evicted and recomputed
+    full = running  # none evicted
+    if arrival in IN_STEP and engine.recomputes_evicted:
+        held = full_context_seqs(model, prec, gpu, sh, spec, k=k, seq_len=isl + osl, free=mem["free_for_kv"])
+        evicts = (c_rank <= cap) & (held >= 1.0) & ~(np.asarray(fl.ignore_eos, bool) & engine.reserves_all_ignoring_eos)
+        full = np.where(evicts, np.minimum(held, running), running)
+    evictions = in_step_evictions(running, full, isl=isl, osl=osl)
+    one_wave = offline or arrival == "burst"
+    t_tail = t_iter / acc
+    if one_wave and np.any(evictions[0] > 0):  # a wave's evicted decode their rest alone once recomputed: their batch's step
+        tail, _, _ = _decode_stage(model, gpu, prec, sh, costs=costs, b=np.maximum(evictions[0], 1.0), ctx=isl + (osl + evictions[3]) / 2.0,
+                                   k=k, spec=spec, flags=fl, piecewise=at.piecewise_graphs)
+        t_tail = np.where(evictions[0] > 0, tail.iteration(pp, evictions[0], together=True) / acc, t_tail)
+    ev = _evicted_times(r, evictions, pf_span=pf_span, t_token=t_tail, burst=one_wave, share=1.0 if one_wave else 1.0 / np.maximum(fl.rounds, 1.0))
+    ttft, tpot = ttft + ev["evicted_ttft"], tpot + ev["evicted_tpot"]
+    life = life + ev["evicted_tail"] if one_wave else _slot_cycle(ttft, tpot, osl)
     life, ttft, behind, fronted = _cycle_bounds(life, ttft, tpot, osl, work=work(t_req_pf) if closed else None, front=None if offline or arrival == "burst" else admitted * costs.ttft_overhead)
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
@@ -813,13 +828,15 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         **_memory_metrics(mem, running), **_budget_batch(engine, mnt, fill=fill, cap=cap, k=k, pp=pp, adp=adp),
         "max_concurrency": cap * adp, "kv_seqs": mem["max_seqs_per_rank"] * adp,  # what runs at once; what the KV cache alone holds
+        "evicted": ev["evicted"] * adp, "recomputed_tokens": ev["recomputed"] * adp,  # per wave, requests kept in step past the cache
         # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills, nor one whose engine schedules
         # prompts whole a prompt over it: refused for one deployment (spec.plan.check_step_budget, check_whole_prompt), unfit here
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1) & prompt_schedules(engine, fl.chunked_prefill, isl / kvp, mnt, stated=at.max_num_tokens is not None),
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "front_queue": fronted, "adp_hold": costs.adp_hold_steps(adp, C) * t_iter, "batch": per_mb, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "front_queue": fronted, "adp_hold": costs.adp_hold_steps(adp, C) * t_iter, "batch": per_mb, "queued_steps": fl.queued_steps,
+            "evicted_ttft": ev["evicted_ttft"], "evicted_tpot": ev["evicted_tpot"]}}
     return res
 
 
@@ -1543,6 +1560,61 @@ def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=No
     # the stall's two parts, the others' prompt chunks and the cohort's prompts behind (a breakdown's rows; the sum as before)
     prompts = np.maximum(r.running - q, 0.0) * t_req_pf / np.maximum(r.osl - 1.0, 1.0)
     return (t_iter + stall) * time_share, pf_span + np.maximum(r.osl - 1.0, 0.0) * t_iter * time_share, (prompts, stall - prompts)
+
+
+# the arrivals that keep a closed loop's identical requests in step (spec.harness.ARRIVAL_TEXT): every request reaches
+# ISL + OSL tokens at once, so an engine that sizes its batch at a mean context runs out of KV blocks at each wave's end
+IN_STEP = ("waves", "burst")
+
+
+def full_context_seqs(model: ModelSpec, prec: Precision, gpu: Gpu, sh: Plan, spec: SpecDecoding | None, *, k, seq_len, free):
+    """The sequences of `seq_len` (ISL+OSL) tokens `free` KV bytes a rank hold, unrounded (memory.seq_bytes; whole_seqs
+    rounds it and sums the ranks), as an array over the deployments."""
+    from llm_codesign.spec.precision import executable
+
+    _, per_seq, _ = memory.seq_bytes(model, executable(prec, gpu)[0], sh, np.asarray(seq_len, float), spec=spec,
+                                     draft=draft_model(model, spec) if spec is not None else None, k=k)
+    return np.maximum(np.asarray(free, float), 0.0) / np.maximum(per_seq, 1e-9)
+
+
+def in_step_evictions(running, full, *, isl, osl) -> tuple:
+    """What a wave of `running` requests kept in step costs an engine that evicts and recomputes (Engine.recomputes_evicted)
+    where its cache holds `full` (>= 1, unrounded: full_context_seqs) of them at ISL + OSL = L + O tokens, per rank:
+    (evicted P, recomputed tokens R, decode tokens the evicted have left D, the output token t_fill at which the cache
+    fills). The cache holds K = full x (L + O) tokens; with every request at L + t tokens the engine keeps
+    n(t) = min(running, K / (L + t)) running, evicting the newest as blocks run out (vLLM's `self.running.pop()`), so it
+    fills at t_fill = K / running - L and the evicted at t hold L + t tokens, dn = K / (L + t)^2 dt of them:
+    R = integral of (L + t) dn over [t_fill, O] = K ln(running / full), P = running - full, D = P (L + O) - R (their
+    O - t each). The evicted wait in the queue's front until the wave's survivors finish (no block frees before; vLLM
+    schedules no waiting request in a step that preempted, and the freed blocks the survivors take back, so a prefix
+    cache keeps none of them) and then prefill their L + t tokens again. running <= full: no eviction (all zero)."""
+    isl, osl = (np.asarray(x, float) for x in (isl, osl))
+    n, full = np.asarray(running, float), np.maximum(np.asarray(full, float), 1e-9)
+    x = np.maximum(n / full, 1.0)
+    recomputed = full * (isl + osl) * np.log(x)
+    evicted = np.maximum(n - full, 0.0)
+    left = np.maximum(evicted * (isl + osl) - recomputed, 0.0)
+    return evicted, recomputed, left, np.minimum((isl + osl) / x - isl, osl)
+
+
+def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool, share=1.0) -> dict:
+    """What a wave's `evictions` (in_step_evictions': evicted P, recomputed R, decode tokens left D, t_fill) add to its
+    requests, over a `share` of the run's requests (a burst's or an offline batch's wave: 1; in waves, the first, 1 /
+    rounds: the evictions put the slots out of step). The recompute runs at the wave's prefill rate (`pf_span` over its
+    running x new prompt tokens): t_re = R x that. An evicted request finishes t_re and its O - t tokens later than it
+    would, at `t_token` a token (a burst's: its evicted decoding alone, the tail's step; in waves beside the next wave);
+    its first token came long before (t_fill >= O/2 wherever the mean-context count admits the wave, C <= K / (L + O/2)),
+    so TPOT, the mean over the wave, grows by (P t_re + D t_token) / (running (O - 1)). In waves the survivors' slots send
+    their next requests behind the recompute (prepended to the waiting queue), the first token of full / running of them
+    t_re later; a burst has no next wave, and its makespan (its life) grows by t_re and the O - t_fill tokens the first
+    evicted has left. Returns the first token's and TPOT's additions, the burst's life's, and P and R."""
+    evicted, recomputed, left, t_fill = evictions
+    n = np.maximum(np.asarray(r.running, float), 1.0)
+    t_re = np.asarray(pf_span, float) * recomputed / np.maximum(n * r.new, 1.0)
+    tpot = share * (evicted * t_re + left * t_token) / n / np.maximum(r.osl - 1.0, 1.0)
+    ttft = 0.0 * tpot if burst else share * (n - evicted) / n * t_re
+    tail = np.where(evicted > 0, t_re + (r.osl - t_fill) * t_token, 0.0)
+    return {"evicted_ttft": ttft, "evicted_tpot": tpot, "evicted_tail": tail, "evicted": evicted + 0.0 * tpot, "recomputed": recomputed + 0.0 * tpot}
 
 
 def _memory_metrics(mem: dict, running) -> dict:
