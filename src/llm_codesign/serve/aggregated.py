@@ -806,7 +806,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         evicts = (c_rank <= cap) & (held >= 1.0) & ~(np.asarray(fl.ignore_eos, bool) & engine.reserves_all_ignoring_eos)
         full = np.where(evicts, np.minimum(held, running), running)
     evictions = in_step_evictions(running, full, isl=isl, osl=osl)
-    one_wave = offline or arrival == "burst"
+    one_wave = arrival == "burst" and not offline  # an offline batch is in step in its first batch alone, as waves
     t_tail = t_iter / acc
     if one_wave and np.any(evictions[0] > 0):  # a wave's evicted decode their rest alone once recomputed: their batch's step
         tail, _, _ = _decode_stage(model, gpu, prec, sh, costs=costs, b=np.maximum(evictions[0], 1.0), ctx=isl + (osl + evictions[3]) / 2.0,
@@ -814,7 +814,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         t_tail = np.where(evictions[0] > 0, tail.iteration(pp, evictions[0], together=True) / acc, t_tail)
     ev = _evicted_times(r, evictions, pf_span=pf_span, t_token=t_tail, burst=one_wave, share=1.0 if one_wave else 1.0 / np.maximum(fl.rounds, 1.0))
     ttft, tpot = ttft + ev["evicted_ttft"], tpot + ev["evicted_tpot"]
-    life = life + ev["evicted_tail"] if one_wave else _slot_cycle(ttft, tpot, osl)
+    life = life + ev["evicted_tail"] if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
     life, ttft, behind, fronted = _cycle_bounds(life, ttft, tpot, osl, work=work(t_req_pf) if closed else None, front=None if offline or arrival == "burst" else admitted * costs.ttft_overhead)
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
@@ -1599,7 +1599,7 @@ def in_step_evictions(running, full, *, isl, osl) -> tuple:
 
 def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool, share=1.0) -> dict:
     """What a wave's `evictions` (in_step_evictions': evicted P, recomputed R, decode tokens left D, t_fill) add to its
-    requests, over a `share` of the run's requests (a burst's or an offline batch's wave: 1; in waves, the first, 1 /
+    requests, over a `share` of the run's requests (a burst's wave: 1; in waves and an offline batch the first wave's, 1 /
     rounds: the evictions put the slots out of step). The recompute runs at the wave's prefill rate (`pf_span` over its
     running x new prompt tokens): t_re = R x that. An evicted request finishes t_re and its O - t tokens later than it
     would, at `t_token` a token (a burst's: its evicted decoding alone, the tail's step; in waves beside the next wave);
@@ -1607,13 +1607,13 @@ def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool,
     so TPOT, the mean over the wave, grows by (P t_re + D t_token) / (running (O - 1)). In waves the survivors' slots send
     their next requests behind the recompute (prepended to the waiting queue), the first token of full / running of them
     t_re later; a burst has no next wave, and its makespan (its life) grows by t_re and the O - t_fill tokens the first
-    evicted has left. Returns the first token's and TPOT's additions, the burst's life's, and P and R."""
+    evicted has left (an offline batch's by its first wave's share of that). Returns the first token's and TPOT's additions, the burst's life's, and P and R."""
     evicted, recomputed, left, t_fill = evictions
     n = np.maximum(np.asarray(r.running, float), 1.0)
     t_re = np.asarray(pf_span, float) * recomputed / np.maximum(n * r.new, 1.0)
     tpot = share * (evicted * t_re + left * t_token) / n / np.maximum(r.osl - 1.0, 1.0)
     ttft = 0.0 * tpot if burst else share * (n - evicted) / n * t_re
-    tail = np.where(evicted > 0, t_re + (r.osl - t_fill) * t_token, 0.0)
+    tail = share * np.where(evicted > 0, t_re + (r.osl - t_fill) * t_token, 0.0)
     return {"evicted_ttft": ttft, "evicted_tpot": tpot, "evicted_tail": tail, "evicted": evicted + 0.0 * tpot, "recomputed": recomputed + 0.0 * tpot}
 
 

@@ -883,7 +883,7 @@ def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) 
     ISL + OSL/2 on average, the mean sizing's premise; in step all hold ISL + OSL at the wave's end, so past `whole` the
     engine preempts: newc11 #7 (290 Llama-3.1-8B requests, 1024/1024, on an H100: 72.5 GiB at the full context against a
     55.4 GiB pool). Priced where the engine recomputes the evicted (Engine.recomputes_evicted: vLLM, ATOM;
-    serve.aggregated.in_step_evictions): a burst's wave and an offline batch whole, in waves the first wave's (1 / rounds of
+    serve.aggregated.in_step_evictions): a burst's wave whole, in waves (an offline batch too) the first wave's (1 / rounds of
     a run's requests; the evictions put the slots out of step, and the later waves' are not priced, nor any at estimate's
     steady state). SGLang's retraction is said, not priced. None where it does not arise."""
     share = dep.engine.kv_budget[2]
@@ -896,7 +896,7 @@ def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) 
             f"blocks near each wave's end, preempts about {concurrency - whole} of them to recompute later")
     if not dep.engine.recomputes_evicted:
         return said + " (not priced: TPOT and tok/s/GPU are the mean sizing's; --arrival closed_loop staggers them, or fewer requests fit)"
-    if arrival == "burst" or workload.concurrency is None:
+    if arrival == "burst":
         return said + (" (priced: they re-prefill their prompt and output so far once the others finish, which TPOT and "
                        "tok/s/GPU include)")
     return said + (" (priced in a run's first wave alone, its burst: the evictions put the slots out of step, and the steady "
