@@ -900,7 +900,7 @@ def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) 
         return said + (" (priced: they re-prefill their prompt and output so far once the others finish, which TPOT and "
                        "tok/s/GPU include)")
     return said + (" (priced in a run's first wave alone, its burst: the evictions put the slots out of step, and the steady "
-                   "state priced here has no first wave; --arrival burst prices the wave)")
+                   "state priced here has no first wave; --arrival burst at a --concurrency prices the wave)")
 
 
 def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool, whole: int | None = None) -> str:
