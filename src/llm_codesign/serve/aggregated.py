@@ -799,22 +799,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     work = partial(_work_cycle, admitted=admitted, osl=osl, t_iter=t_iter, acc=acc)
     q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
-    # requests in step past what the cache holds at the full context, none waiting for a slot: evicted and recomputed
-    full = running  # none evicted
-    if arrival in IN_STEP and engine.recomputes_evicted:
-        held = full_context_seqs(model, prec, gpu, sh, spec, k=k, seq_len=isl + osl, free=mem["free_for_kv"])
-        evicts = (c_rank <= cap) & (held >= 1.0) & ~(np.asarray(fl.ignore_eos, bool) & engine.reserves_all_ignoring_eos)
-        full = np.where(evicts, np.minimum(held, running), running)
-    evictions = in_step_evictions(running, full, isl=isl, osl=osl)
-    one_wave = arrival == "burst" and not offline  # an offline batch is in step in its first batch alone, as waves
-    t_tail = t_iter / acc
-    if one_wave and np.any(evictions[0] > 0):  # a wave's evicted decode their rest alone once recomputed: their batch's step
-        tail, _, _ = _decode_stage(model, gpu, prec, sh, costs=costs, b=np.maximum(evictions[0], 1.0), ctx=isl + (osl + evictions[3]) / 2.0,
-                                   k=k, spec=spec, flags=fl, piecewise=at.piecewise_graphs)
-        t_tail = np.where(evictions[0] > 0, tail.iteration(pp, evictions[0], together=True) / acc, t_tail)
-    ev = _evicted_times(r, evictions, pf_span=pf_span, t_token=t_tail, burst=one_wave, share=1.0 if one_wave else 1.0 / np.maximum(fl.rounds, 1.0))
-    ttft, tpot = ttft + ev["evicted_ttft"], tpot + ev["evicted_tpot"]
-    life = life + ev["evicted_tail"] if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
+    ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, capped=c_rank <= cap, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline)
     life, ttft, behind, fronted = _cycle_bounds(life, ttft, tpot, osl, work=work(t_req_pf) if closed else None, front=None if offline or arrival == "burst" else admitted * costs.ttft_overhead)
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
@@ -828,15 +813,13 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "step_s": t_stage, "prefill_step_s": t_pf_stage, "draft_s": t_draft + 0.0 * t_stage, "gpus": gpus,
         **_memory_metrics(mem, running), **_budget_batch(engine, mnt, fill=fill, cap=cap, k=k, pp=pp, adp=adp),
         "max_concurrency": cap * adp, "kv_seqs": mem["max_seqs_per_rank"] * adp,  # what runs at once; what the KV cache alone holds
-        "evicted": ev["evicted"] * adp, "recomputed_tokens": ev["recomputed"] * adp,  # per wave, requests kept in step past the cache
         # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills, nor one whose engine schedules
         # prompts whole a prompt over it: refused for one deployment (spec.plan.check_step_budget, check_whole_prompt), unfit here
         "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1) & prompt_schedules(engine, fl.chunked_prefill, isl / kvp, mnt, stated=at.max_num_tokens is not None),
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "front_queue": fronted, "adp_hold": costs.adp_hold_steps(adp, C) * t_iter, "batch": per_mb, "queued_steps": fl.queued_steps,
-            "evicted_ttft": ev["evicted_ttft"], "evicted_tpot": ev["evicted_tpot"]}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "front_queue": fronted, "adp_hold": costs.adp_hold_steps(adp, C) * t_iter, "batch": per_mb, "queued_steps": fl.queued_steps, "evicted_ttft": ev["evicted_ttft"], "evicted_tpot": ev["evicted_tpot"]}}
     return res
 
 
@@ -1607,7 +1590,8 @@ def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool,
     so TPOT, the mean over the wave, grows by (P t_re + D t_token) / (running (O - 1)). In waves the survivors' slots send
     their next requests behind the recompute (prepended to the waiting queue), the first token of full / running of them
     t_re later; a burst has no next wave, and its makespan (its life) grows by t_re and the O - t_fill tokens the first
-    evicted has left (an offline batch's by its first wave's share of that). Returns the first token's and TPOT's additions, the burst's life's, and P and R."""
+    evicted has left (an offline batch's by its first wave's share of that). Returns the first token's and TPOT's
+    additions, the life's, and P and R."""
     evicted, recomputed, left, t_fill = evictions
     n = np.maximum(np.asarray(r.running, float), 1.0)
     t_re = np.asarray(pf_span, float) * recomputed / np.maximum(n * r.new, 1.0)
@@ -1615,6 +1599,33 @@ def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool,
     ttft = 0.0 * tpot if burst else share * (n - evicted) / n * t_re
     tail = share * np.where(evicted > 0, t_re + (r.osl - t_fill) * t_token, 0.0)
     return {"evicted_ttft": ttft, "evicted_tpot": tpot, "evicted_tail": tail, "evicted": evicted + 0.0 * tpot, "recomputed": recomputed + 0.0 * tpot}
+
+
+def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCosts, capped, free, times, arrival: str, offline: bool):
+    """evaluate's first token, TPOT and life (`times`: those, the decode iteration, the tokens it accepts, the wave's
+    prefill span) with the evictions of requests kept in step (IN_STEP) past what the rank's `free` KV bytes hold at
+    ISL + OSL where the engine recomputes them (Engine.recomputes_evicted; none where SGLang's ignore-EOS admission
+    reserves every output, nor where requests wait for a slot: `capped` false): in_step_evictions, _evicted_times. A
+    burst's evicted decode their rest alone once recomputed, at their batch's step; the life is the slot cycle's in a
+    closed loop, the wave's in a burst or an offline batch. Returns them and _evicted_times' figures."""
+    ttft, tpot, life, t_iter, acc, pf_span = times
+    engine, fl = r.scheduler
+    sh, full, t_token = at.plan.broadcast(), r.running, t_iter / acc
+    if arrival in IN_STEP and engine.recomputes_evicted:
+        held = full_context_seqs(model, at.prec, at.gpu, sh, at.spec, k=r.k, seq_len=r.isl + r.osl, free=free)
+        evicts = capped & (held >= 1.0) & ~(np.asarray(fl.ignore_eos, bool) & engine.reserves_all_ignoring_eos)
+        full = np.where(evicts, np.minimum(held, r.running), r.running)
+    evictions = in_step_evictions(r.running, full, isl=r.isl, osl=r.osl)
+    one_wave = arrival == "burst" and not offline  # an offline batch is in step in its first batch alone, as waves
+    if one_wave and np.any(evictions[0] > 0):
+        tail, _, _ = _decode_stage(model, at.gpu, at.prec, sh, costs=costs, b=np.maximum(evictions[0], 1.0), k=r.k, spec=at.spec,
+                                   ctx=r.isl + (r.osl + evictions[3]) / 2.0, flags=fl, piecewise=at.piecewise_graphs)
+        t_token = np.where(evictions[0] > 0, tail.iteration(r.pp, evictions[0], together=True) / acc, t_token)
+    ev = _evicted_times(r, evictions, pf_span=pf_span, t_token=t_token, burst=one_wave,
+                        share=1.0 if one_wave else 1.0 / np.maximum(fl.rounds, 1.0))
+    ttft, tpot = ttft + ev["evicted_ttft"], tpot + ev["evicted_tpot"]
+    life = life + ev["evicted_tail"] if offline or arrival == "burst" else _slot_cycle(ttft, tpot, r.osl)
+    return ttft, tpot, life, ev
 
 
 def _memory_metrics(mem: dict, running) -> dict:

@@ -763,6 +763,25 @@ def _host_rows(add, one, sp, costs, dep: Deployment, *, b: float, hidden: str, s
         "host between their pieces, beyond the step's kernels (serve.aggregated._drafter_pieces_stage)", scale=scale_of("draft_host"))
 
 
+def _wait_rows(add, one, tp, first: dict) -> None:
+    """step_rows' rows of the waits: behind the other cohorts' prompts, in the per-request cost's queue, behind the evicted
+    requests' recompute (and that recompute's share of TPOT), for a slot."""
+    add("first/prompt_queue", "first token", one(tp["prompt_queue"]),
+        "the wait behind the other cohorts' prompts where the rank's work sets a closed loop's cycle (Little's law, "
+        "serve.aggregated._work_cycle: short outputs)", phase="first token")
+    add("first/front_end_queue", "first token", one(tp.get("front_queue", 0.0)),
+        "the wait in the per-request cost's queue where it, served one at a time (ttft_overhead_s x a rank's C / adp requests), "
+        "outlasts the slot cycle: a rank admits at most 1 / ttft_overhead_s requests a second (serve.aggregated._front_bound)", phase="first token")
+    add("first/recompute_queue", "first token", one(tp.get("evicted_ttft", 0.0)),
+        "the next wave's wait behind the evicted requests' recompute (prepended to the waiting queue; in waves the first "
+        "wave's, serve.aggregated.in_step_evictions)", phase="first token")
+    add("preempt/recompute", "per token", one(tp.get("evicted_tpot", 0.0)),
+        "requests kept in step past the full context's KV count: the evicted ones' wait for the others to finish and their "
+        "prompt and output so far prefilled again, over the wave's OSL - 1 tokens (serve.aggregated.in_step_evictions)", scale=1.0)
+    add("first/slot_queue", "first token", one(tp["slot_queue"]),
+        "the wait for a slot: requests beyond those the engine admits wait for whole requests to finish", **first)
+
+
 def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: int | tuple = 1) -> tuple[float, tuple[OperatorTime, ...]]:
     """(TPOT per second of a decode step, the rows of a breakdown beyond the step's operator rows): read off the evaluation
     the metrics come from (serve.aggregated.evaluate's step_parts and time_parts, `priced`; `costs`: the engine's
@@ -795,9 +814,6 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
         scale=share)
     add("prefill/cohort_behind", "per token", one(tp["cohort_stall"]),
         "the wait after its first token for the prompts of its cohort behind it, spread over its OSL - 1 tokens", scale=share)
-    add("preempt/recompute", "per token", one(tp.get("evicted_tpot", 0.0)),
-        "requests kept in step past the full context's KV count: the evicted ones' wait for the others to finish and their "
-        "prompt and output so far prefilled again, over the wave's OSL - 1 tokens (serve.aggregated.in_step_evictions)", scale=1.0)
     first = {"phase": "first token", "always": True}
     # the compute part: the prefill steps to its first token (its prompt's chunks and those sharing its steps, through the
     # pipeline: serve.aggregated._own_prefill), by what each step is made of
@@ -817,17 +833,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
         # what the cost stands for is open, docs/modelling-notes.md#sglang-request-cost), so it grows with a wave (newc4 #11)
         "the engine's fitted cost per request (ttft_overhead_s) x (q + 1) / 2 for the q requests arriving together, "
         "served one at a time; what hides under that wait left out", **first)
-    add("first/prompt_queue", "first token", one(tp["prompt_queue"]),
-        "the wait behind the other cohorts' prompts where the rank's work sets a closed loop's cycle (Little's law, "
-        "serve.aggregated._work_cycle: short outputs)", phase="first token")
-    add("first/front_end_queue", "first token", one(tp.get("front_queue", 0.0)),
-        "the wait in the per-request cost's queue where it, served one at a time (ttft_overhead_s x a rank's C / adp requests), "
-        "outlasts the slot cycle: a rank admits at most 1 / ttft_overhead_s requests a second (serve.aggregated._front_bound)", phase="first token")
-    add("first/recompute_queue", "first token", one(tp.get("evicted_ttft", 0.0)),
-        "the next wave's wait behind the evicted requests' recompute (prepended to the waiting queue; in waves the first "
-        "wave's, serve.aggregated.in_step_evictions)", phase="first token")
-    add("first/slot_queue", "first token", one(tp["slot_queue"]),
-        "the wait for a slot: requests beyond those the engine admits wait for whole requests to finish", **first)
+    _wait_rows(add, one, tp, first)
     return per_token, tuple(rows)
 
 
