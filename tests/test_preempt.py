@@ -93,3 +93,5 @@ def test_waves_price_the_first_wave_alone_and_sglang_says_it():
     assert r["tpot_ms"] == pytest.approx(40.85, abs=0.02)
     assert "priced in a run's first wave alone" in r["in_step"]
     assert not get_engine("sglang").recomputes_evicted and get_engine("vllm").recomputes_evicted
+    sg = _est("--backend", "sglang", "--concurrency", "250", "--arrival", "burst")  # 206 held at 2048 tokens
+    assert "preempts about 44 of them to recompute later (not priced" in sg["in_step"]
