@@ -134,7 +134,7 @@ class Estimate:
     accepted_per_step: float
     precision_notes: tuple[str, ...]  # a format this GPU cannot execute, priced as the engines map it
     over_capacity: str | None = None  # what the engine does with the requests its KV cache cannot hold
-    in_step: str | None = None  # requests in step past the full-context count: the engine's preemption, said (_in_step)
+    in_step: str | None = None  # requests in step past the full-context count: the engine's preemption, said and where priced (_in_step)
     spec: SpecPayoff | None = None
     breakdown: tuple[OperatorTime, ...] | None = None
     accuracy: dict | None = None
