@@ -119,7 +119,8 @@ def test_requests_in_step_past_the_full_context_count_are_said_to_be_preempted()
     """#7: Llama-3.1-8B BF16 on one H100 with vLLM, 1024/1024: a token's KV is 32 layers x 8 heads x 128 x 2 (K, V) x 2 B
     = 131,072 B; the pool (KV + free, 58.385 + 1.120 GB) holds 59.505e9 / (1536 x 131,072) = 295.6 -> 295 at the mean
     context vLLM sizes at, 59.505e9 / (2048 x 131,072) = 221.7 -> 221 at the full one. In waves the 290 reach 2048 tokens
-    together: vLLM preempts about 69 (290 - 221), the newest first, near each wave's end (scheduler.py running.pop()); said, not priced."""
+    together: vLLM preempts about 69 (290 - 221), the newest first, near each wave's end (scheduler.py running.pop()); said,
+    and priced in a burst and a run's first wave (tests/test_preempt.py)."""
     base = ("estimate", "llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--isl", "1024", "--osl", "1024", "--json")
     code, out, err = cli(*base, "--backend", "vllm", "--concurrency", "290")
     assert code == 0, err

@@ -799,7 +799,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     work = partial(_work_cycle, admitted=admitted, osl=osl, t_iter=t_iter, acc=acc)
     q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
-    life = life if offline or arrival == "burst" else _slot_cycle(ttft, tpot, osl)
+    ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, capped=c_rank <= cap, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline)
     life, ttft, behind, fronted = _cycle_bounds(life, ttft, tpot, osl, work=work(t_req_pf) if closed else None, front=None if offline or arrival == "burst" else admitted * costs.ttft_overhead)
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
@@ -819,7 +819,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "front_queue": fronted, "adp_hold": costs.adp_hold_steps(adp, C) * t_iter, "batch": per_mb, "queued_steps": fl.queued_steps}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "front_queue": fronted, "adp_hold": costs.adp_hold_steps(adp, C) * t_iter, "batch": per_mb, "queued_steps": fl.queued_steps, "evicted_ttft": ev["evicted_ttft"], "evicted_tpot": ev["evicted_tpot"]}}
     return res
 
 
@@ -1543,6 +1543,89 @@ def _decode_times(r: _Rank, *, q, t_stage, t_iter, time_share, wave, t_req_pf=No
     # the stall's two parts, the others' prompt chunks and the cohort's prompts behind (a breakdown's rows; the sum as before)
     prompts = np.maximum(r.running - q, 0.0) * t_req_pf / np.maximum(r.osl - 1.0, 1.0)
     return (t_iter + stall) * time_share, pf_span + np.maximum(r.osl - 1.0, 0.0) * t_iter * time_share, (prompts, stall - prompts)
+
+
+# the arrivals that keep a closed loop's identical requests in step (spec.harness.ARRIVAL_TEXT): every request reaches
+# ISL + OSL tokens at once, so an engine that sizes its batch at a mean context runs out of KV blocks at each wave's end
+IN_STEP = ("waves", "burst")
+
+
+def full_context_seqs(model: ModelSpec, prec: Precision, gpu: Gpu, sh: Plan, spec: SpecDecoding | None, *, k, seq_len, free):
+    """The sequences of `seq_len` (ISL+OSL) tokens `free` KV bytes a rank hold, unrounded (memory.seq_bytes; whole_seqs
+    rounds it and sums the ranks), as an array over the deployments."""
+    from llm_codesign.spec.precision import executable
+
+    _, per_seq, _ = memory.seq_bytes(model, executable(prec, gpu)[0], sh, np.asarray(seq_len, float), spec=spec,
+                                     draft=draft_model(model, spec) if spec is not None else None, k=k)
+    return np.maximum(np.asarray(free, float), 0.0) / np.maximum(per_seq, 1e-9)
+
+
+def in_step_evictions(running, full, *, isl, osl) -> tuple:
+    """What a wave of `running` requests kept in step costs an engine that evicts and recomputes (Engine.recomputes_evicted)
+    where its cache holds `full` (>= 1, unrounded: full_context_seqs) of them at ISL + OSL = L + O tokens, per rank:
+    (evicted P, recomputed tokens R, decode tokens the evicted have left D, the output token t_fill at which the cache
+    fills). The cache holds K = full x (L + O) tokens; with every request at L + t tokens the engine keeps
+    n(t) = min(running, K / (L + t)) running, evicting the newest as blocks run out (vLLM's `self.running.pop()`), so it
+    fills at t_fill = K / running - L and the evicted at t hold L + t tokens, dn = K / (L + t)^2 dt of them:
+    R = integral of (L + t) dn over [t_fill, O] = K ln(running / full), P = running - full, D = P (L + O) - R (their
+    O - t each). The evicted wait in the queue's front until the wave's survivors finish (no block frees before; vLLM
+    schedules no waiting request in a step that preempted, and the freed blocks the survivors take back, so a prefix
+    cache keeps none of them) and then prefill their L + t tokens again. running <= full: no eviction (all zero)."""
+    isl, osl = (np.asarray(x, float) for x in (isl, osl))
+    n, full = np.asarray(running, float), np.maximum(np.asarray(full, float), 1e-9)
+    x = np.maximum(n / full, 1.0)
+    recomputed = full * (isl + osl) * np.log(x)
+    evicted = np.maximum(n - full, 0.0)
+    left = np.maximum(evicted * (isl + osl) - recomputed, 0.0)
+    return evicted, recomputed, left, np.minimum((isl + osl) / x - isl, osl)
+
+
+def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool, share=1.0) -> dict:
+    """What a wave's `evictions` (in_step_evictions': evicted P, recomputed R, decode tokens left D, t_fill) add to its
+    requests, over a `share` of the run's requests (a burst's wave: 1; in waves and an offline batch the first wave's, 1 /
+    rounds: the evictions put the slots out of step). The recompute runs at the wave's prefill rate (`pf_span` over its
+    running x new prompt tokens): t_re = R x that. An evicted request finishes t_re and its O - t tokens later than it
+    would, at `t_token` a token (a burst's: its evicted decoding alone, the tail's step; in waves beside the next wave);
+    its first token came long before (t_fill >= O/2 wherever the mean-context count admits the wave, C <= K / (L + O/2)),
+    so TPOT, the mean over the wave, grows by (P t_re + D t_token) / (running (O - 1)). In waves the survivors' slots send
+    their next requests behind the recompute (prepended to the waiting queue), the first token of full / running of them
+    t_re later; a burst has no next wave, and its makespan (its life) grows by t_re and the O - t_fill tokens the first
+    evicted has left (an offline batch's by its first wave's share of that). Returns the first token's and TPOT's
+    additions, the life's, and P and R."""
+    evicted, recomputed, left, t_fill = evictions
+    n = np.maximum(np.asarray(r.running, float), 1.0)
+    t_re = np.asarray(pf_span, float) * recomputed / np.maximum(n * r.new, 1.0)
+    tpot = share * (evicted * t_re + left * t_token) / n / np.maximum(r.osl - 1.0, 1.0)
+    ttft = 0.0 * tpot if burst else share * (n - evicted) / n * t_re
+    tail = share * np.where(evicted > 0, t_re + (r.osl - t_fill) * t_token, 0.0)
+    return {"evicted_ttft": ttft, "evicted_tpot": tpot, "evicted_tail": tail, "evicted": evicted + 0.0 * tpot, "recomputed": recomputed + 0.0 * tpot}
+
+
+def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCosts, capped, free, times, arrival: str, offline: bool):
+    """evaluate's first token, TPOT and life (`times`: those, the decode iteration, the tokens it accepts, the wave's
+    prefill span) with the evictions of requests kept in step (IN_STEP) past what the rank's `free` KV bytes hold at
+    ISL + OSL where the engine recomputes them (Engine.recomputes_evicted; none where SGLang's ignore-EOS admission
+    reserves every output, nor where requests wait for a slot: `capped` false): in_step_evictions, _evicted_times. A
+    burst's evicted decode their rest alone once recomputed, at their batch's step; the life is the slot cycle's in a
+    closed loop, the wave's in a burst or an offline batch. Returns them and _evicted_times' figures."""
+    ttft, tpot, life, t_iter, acc, pf_span = times
+    engine, fl = r.scheduler
+    sh, full, t_token = at.plan.broadcast(), r.running, t_iter / acc
+    if arrival in IN_STEP and engine.recomputes_evicted:
+        held = full_context_seqs(model, at.prec, at.gpu, sh, at.spec, k=r.k, seq_len=r.isl + r.osl, free=free)
+        evicts = capped & (held >= 1.0) & ~(np.asarray(fl.ignore_eos, bool) & engine.reserves_all_ignoring_eos)
+        full = np.where(evicts, np.minimum(held, r.running), r.running)
+    evictions = in_step_evictions(r.running, full, isl=r.isl, osl=r.osl)
+    one_wave = arrival == "burst" and not offline  # an offline batch is in step in its first batch alone, as waves
+    if one_wave and np.any(evictions[0] > 0):
+        tail, _, _ = _decode_stage(model, at.gpu, at.prec, sh, costs=costs, b=np.maximum(evictions[0], 1.0), k=r.k, spec=at.spec,
+                                   ctx=r.isl + (r.osl + evictions[3]) / 2.0, flags=fl, piecewise=at.piecewise_graphs)
+        t_token = np.where(evictions[0] > 0, tail.iteration(r.pp, evictions[0], together=True) / acc, t_token)
+    ev = _evicted_times(r, evictions, pf_span=pf_span, t_token=t_token, burst=one_wave,
+                        share=1.0 if one_wave else 1.0 / np.maximum(fl.rounds, 1.0))
+    ttft, tpot = ttft + ev["evicted_ttft"], tpot + ev["evicted_tpot"]
+    life = life + ev["evicted_tail"] if offline or arrival == "burst" else _slot_cycle(ttft, tpot, r.osl)
+    return ttft, tpot, life, ev
 
 
 def _memory_metrics(mem: dict, running) -> dict:

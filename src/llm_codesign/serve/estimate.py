@@ -14,6 +14,7 @@ from llm_codesign.cost.ops import Batch, forward_ops
 from llm_codesign.cost.roofline import op_side
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
+    IN_STEP,
     binding_resource,
     deployment_ops,
     eager_tpot_moves,
@@ -133,7 +134,7 @@ class Estimate:
     accepted_per_step: float
     precision_notes: tuple[str, ...]  # a format this GPU cannot execute, priced as the engines map it
     over_capacity: str | None = None  # what the engine does with the requests its KV cache cannot hold
-    in_step: str | None = None  # requests in step past the full-context count: the engine's preemption, said (_in_step)
+    in_step: str | None = None  # requests in step past the full-context count: the engine's preemption, said and where priced (_in_step)
     spec: SpecPayoff | None = None
     breakdown: tuple[OperatorTime, ...] | None = None
     accuracy: dict | None = None
@@ -762,6 +763,25 @@ def _host_rows(add, one, sp, costs, dep: Deployment, *, b: float, hidden: str, s
         "host between their pieces, beyond the step's kernels (serve.aggregated._drafter_pieces_stage)", scale=scale_of("draft_host"))
 
 
+def _wait_rows(add, one, tp, first: dict) -> None:
+    """step_rows' rows of the waits: behind the other cohorts' prompts, in the per-request cost's queue, behind the evicted
+    requests' recompute (and that recompute's share of TPOT), for a slot."""
+    add("first/prompt_queue", "first token", one(tp["prompt_queue"]),
+        "the wait behind the other cohorts' prompts where the rank's work sets a closed loop's cycle (Little's law, "
+        "serve.aggregated._work_cycle: short outputs)", phase="first token")
+    add("first/front_end_queue", "first token", one(tp.get("front_queue", 0.0)),
+        "the wait in the per-request cost's queue where it, served one at a time (ttft_overhead_s x a rank's C / adp requests), "
+        "outlasts the slot cycle: a rank admits at most 1 / ttft_overhead_s requests a second (serve.aggregated._front_bound)", phase="first token")
+    add("first/recompute_queue", "first token", one(tp.get("evicted_ttft", 0.0)),
+        "the next wave's wait behind the evicted requests' recompute (prepended to the waiting queue; in waves the first "
+        "wave's, serve.aggregated.in_step_evictions)", phase="first token")
+    add("preempt/recompute", "per token", one(tp.get("evicted_tpot", 0.0)),
+        "requests kept in step past the full context's KV count: the evicted ones' wait for the others to finish and their "
+        "prompt and output so far prefilled again, over the wave's OSL - 1 tokens (serve.aggregated.in_step_evictions)", scale=1.0)
+    add("first/slot_queue", "first token", one(tp["slot_queue"]),
+        "the wait for a slot: requests beyond those the engine admits wait for whole requests to finish", **first)
+
+
 def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: int | tuple = 1) -> tuple[float, tuple[OperatorTime, ...]]:
     """(TPOT per second of a decode step, the rows of a breakdown beyond the step's operator rows): read off the evaluation
     the metrics come from (serve.aggregated.evaluate's step_parts and time_parts, `priced`; `costs`: the engine's
@@ -813,14 +833,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
         # what the cost stands for is open, docs/modelling-notes.md#sglang-request-cost), so it grows with a wave (newc4 #11)
         "the engine's fitted cost per request (ttft_overhead_s) x (q + 1) / 2 for the q requests arriving together, "
         "served one at a time; what hides under that wait left out", **first)
-    add("first/prompt_queue", "first token", one(tp["prompt_queue"]),
-        "the wait behind the other cohorts' prompts where the rank's work sets a closed loop's cycle (Little's law, "
-        "serve.aggregated._work_cycle: short outputs)", phase="first token")
-    add("first/front_end_queue", "first token", one(tp.get("front_queue", 0.0)),
-        "the wait in the per-request cost's queue where it, served one at a time (ttft_overhead_s x a rank's C / adp requests), "
-        "outlasts the slot cycle: a rank admits at most 1 / ttft_overhead_s requests a second (serve.aggregated._front_bound)", phase="first token")
-    add("first/slot_queue", "first token", one(tp["slot_queue"]),
-        "the wait for a slot: requests beyond those the engine admits wait for whole requests to finish", **first)
+    _wait_rows(add, one, tp, first)
     return per_token, tuple(rows)
 
 
@@ -864,11 +877,6 @@ def _capacity(model: ModelSpec, dep: Deployment, workload: Workload, *, concurre
     return {"over_capacity": over, "in_step": None if over is not None or budget_binds else _in_step(dep, workload, concurrency, whole)}
 
 
-# the arrivals that keep a closed loop's identical requests in step (spec.harness.ARRIVAL_TEXT): every request reaches
-# ISL + OSL tokens at once, so an engine that sizes its batch at a mean context runs out of KV blocks at each wave's end
-IN_STEP = ("waves", "burst")
-
-
 def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) -> str | None:
     """What an engine sizing its KV cache at the mean context (Engine.kv_budget's share < 1: vLLM, SGLang, ATOM) does with
     requests kept in step (IN_STEP) past the `whole` sequences of ISL+OSL its cache holds: none of them admits at the
@@ -880,15 +888,25 @@ def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) 
     update_running_batch when check_decode_mem fails) and raises its new-token ratio. Staggered (closed_loop) a sequence holds
     ISL + OSL/2 on average, the mean sizing's premise; in step all hold ISL + OSL at the wave's end, so past `whole` the
     engine preempts: newc11 #7 (290 Llama-3.1-8B requests, 1024/1024, on an H100: 72.5 GiB at the full context against a
-    55.4 GiB pool). Said, not priced (the recompute and the desynchronisation it causes); None where it does not arise."""
+    55.4 GiB pool). Priced where the engine recomputes the evicted (Engine.recomputes_evicted: vLLM, ATOM;
+    serve.aggregated.in_step_evictions): a burst's wave whole, in waves (an offline batch too) the first wave's (1 / rounds of
+    a run's requests; the evictions put the slots out of step, and the later waves' are not priced, nor any at estimate's
+    steady state). SGLang's retraction is said, not priced. None where it does not arise."""
     share = dep.engine.kv_budget[2]
-    if share >= 1.0 or workload.arrival not in IN_STEP or concurrency <= whole or workload.osl <= 1:
+    arrival = workload.priced_arrival
+    if share >= 1.0 or arrival not in IN_STEP or concurrency <= whole or workload.osl <= 1:
         return None
     isl, osl = workload.isl, workload.osl
-    return (f"in step ({workload.arrival}), the {concurrency} requests reach {isl}+{osl} tokens together and the KV cache holds "
+    said = (f"in step ({arrival}), the {concurrency} requests reach {isl}+{osl} tokens together and the KV cache holds "
             f"{whole} of them at that length: {dep.backend} sizes its batch at the mean context ({isl}+{share * osl:.10g}) and, out of "
-            f"blocks near each wave's end, preempts about {concurrency - whole} of them to recompute later (not priced: "
-            "TPOT and tok/s/GPU are the mean sizing's; --arrival closed_loop staggers them, or fewer requests fit)")
+            f"blocks near each wave's end, preempts about {concurrency - whole} of them to recompute later")
+    if not dep.engine.recomputes_evicted:
+        return said + " (not priced: TPOT and tok/s/GPU are the mean sizing's; --arrival closed_loop staggers them, or fewer requests fit)"
+    if arrival == "burst":
+        return said + (" (priced: they re-prefill their prompt and output so far once the others finish, which TPOT and "
+                       "tok/s/GPU include)")
+    return said + (" (priced in a run's first wave alone, its burst: the evictions put the slots out of step, and the steady "
+                   "state priced here has no first wave; --arrival burst at a --concurrency prices the wave)")
 
 
 def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budget_binds: bool, whole: int | None = None) -> str:

@@ -12,6 +12,9 @@ from llm_codesign.spec.engines.vllm import custom_allreduce, experts_over_stage,
 
 
 class AtomEngine(Engine):
+    # preempts running sequences when blocks run out and requeues them to recompute, as vLLM (scheduler.py preempt,
+    # ROCm/ATOM@ffdf3bb5; kv_budget below)
+    recomputes_evicted = True
     # its per-request cost is its OpenAI server's front end, before EngineCore's queue (parsing, HF tokenizer), as vLLM's
     # (default.toml [default.ttft_overhead_s])
     request_cost_overlaps_wait = True

@@ -183,6 +183,11 @@ class Engine(ABC):
     # whether it admits a request that ignores EOS only with its whole remaining output reserved, whatever
     # its usual admission reservation (SGLang's add_one_req_ignore_eos)
     reserves_all_ignoring_eos: ClassVar[bool] = False
+    # whether, out of KV blocks for a running request's next token, it evicts running requests, frees their blocks and
+    # recomputes them later (their prompt and output so far prefilled again): priced where requests kept in step outgrow
+    # the cache (serve.aggregated.in_step_evictions). False: it admits only what it can finish (TensorRT-LLM's
+    # GUARANTEED_NO_EVICT), or its eviction is not priced
+    recomputes_evicted: ClassVar[bool] = False
     # whether a disaggregated prefill instance under attention DP hands each request to a rank picked
     # independently of the ranks' queues (SGLang's), so a rank's prompts queue behind each other while
     # another rank idles; otherwise the ranks are kept balanced and the instance queues as one

@@ -95,6 +95,11 @@ def _amd_nvfp4(prec, gpu, *, moe: bool | None = True) -> str | None:
 
 
 class VLLMEngine(Engine):
+    # out of blocks for a running request's next token, Scheduler.schedule pops the newest running request
+    # (`self.running.pop()` under FCFS), frees its blocks, sets num_computed_tokens = 0 and prepends it to the waiting
+    # queue, which is not scheduled in a step that preempted (`if not preempted_reqs`): it recomputes its prompt and
+    # output so far once blocks free (vllm/v1/core/sched/scheduler.py Scheduler.schedule, _preempt_request@00024d31)
+    recomputes_evicted = True
     # its per-request cost is the OpenAI server's front end, before EngineCore's queue: JSON parsing and the HF tokenizer
     # in the API process (default.toml [default.ttft_overhead_s]; Dynamo's front end tokenises on its own task,
     # aiconfigurator@095f58a5 backend_templates/vllm/run.sh.j2:15)

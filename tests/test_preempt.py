@@ -1,0 +1,97 @@
+"""Requests kept in step past the full context's KV count: the engines' evictions priced (branch preempt,
+docs/modelling-notes.md#preempt-in-step-evictions)."""
+import json
+import math
+
+import numpy as np
+import pytest
+from conftest import cli
+
+from llm_codesign.serve.aggregated import _evicted_times, _Rank, in_step_evictions
+from llm_codesign.spec.engines import get_engine
+
+
+def test_evictions_of_a_wave_in_step_by_hand():
+    """300 requests of 1000 + 1000 tokens where the cache holds 200 at the full length: K = 200 x 2000 = 400,000 tokens,
+    full at t_fill = 400,000 / 300 - 1000 = 333.3 output tokens; the newest evicted as blocks run out until 200 remain:
+    P = 100, R = K ln(300 / 200) = 400,000 x 0.405465 = 162,186 recomputed tokens, D = 100 x 2000 - R = 37,814 tokens
+    the evicted have left. Each evicted one's L + t and O - t sum to L + O: R + D = P (L + O)."""
+    P, R, D, t_fill = (float(x) for x in in_step_evictions(300.0, 200.0, isl=1000, osl=1000))
+    assert P == 100.0
+    assert R == pytest.approx(400_000 * math.log(1.5), rel=1e-12) and R == pytest.approx(162_186.0, abs=1.0)
+    assert D == pytest.approx(37_814.0, abs=1.0) and R + D == pytest.approx(100 * 2000, rel=1e-12)
+    assert t_fill == pytest.approx(1000 / 3, rel=1e-12)
+    # the worked example (newc11 #7): Llama-3.1-8B on an H100 with vLLM, 290 at 1024/1024, the cache holding 221.674 at
+    # 2048 tokens (59.505e9 B / (2048 x 131,072 B)): 68.3 evicted, ln(290 / 221.674) = 0.26869, K = 453,988 tokens,
+    # R = 121,981, D = 68.326 x 2048 - R = 17,951, t_fill = 2048 / 1.30823 - 1024 = 541.5 (>= OSL / 2: the mean-context
+    # count, 295, admits the wave)
+    P, R, D, t_fill = (float(x) for x in in_step_evictions(290.0, 221.674, isl=1024, osl=1024))
+    assert P == pytest.approx(68.326) and R == pytest.approx(121_981, rel=1e-4) and D == pytest.approx(17_951, rel=1e-3)
+    assert t_fill == pytest.approx(541.5, abs=0.1) and t_fill >= 512
+    # within the count, and an array of deployments mixing both: one code path
+    got = in_step_evictions(np.array([150.0, 300.0]), np.array([200.0, 200.0]), isl=1000, osl=1000)
+    assert [float(x) for x in got[0]] == [0.0, 100.0] and float(got[1][0]) == 0.0 == float(got[2][0])
+
+
+def _rank(n, isl, osl):
+    return _Rank(isl=float(isl), osl=float(osl), new=float(isl), cached=0.0, budget=8192.0, k=0.0, running=float(n), pp=1.0,
+                 pipelined=True, scheduler=(get_engine("vllm"), None))
+
+
+def test_what_the_evictions_add_by_hand():
+    """The wave above (300 running, 200 held, 1000/1000), its prompts' prefill span 3 s for 300 x 1000 tokens: the
+    recompute of R = 162,186 tokens takes t_re = 3 x 162,186 / 300,000 = 1.62186 s. At 20 ms a token, TPOT (the wave's
+    mean) grows by (100 x 1.62186 + 37,814 x 0.020) / (300 x 999) = 918.47 / 299,700 = 3.0646 ms; a burst's makespan by
+    t_re + (1000 - 333.3) x 0.020 = 14.955 s, its first tokens by nothing (they came before t_fill). In waves the
+    survivors' next requests (200 of 300) wait t_re: over a run of 20 rounds, whose first wave alone is in step,
+    2/3 x 1.62186 / 20 = 54.06 ms."""
+    ev = in_step_evictions(300.0, 200.0, isl=1000, osl=1000)
+    burst = _evicted_times(_rank(300, 1000, 1000), ev, pf_span=3.0, t_token=0.020, burst=True)
+    assert float(burst["evicted_tpot"]) == pytest.approx(918.466 / 299_700, rel=1e-5)
+    assert float(burst["evicted_tail"]) == pytest.approx(1.62186 + 2000 / 3 * 0.020, rel=1e-5)
+    assert float(burst["evicted_ttft"]) == 0.0
+    waves = _evicted_times(_rank(300, 1000, 1000), ev, pf_span=3.0, t_token=0.020, burst=False, share=1 / 20)
+    assert float(waves["evicted_ttft"]) == pytest.approx(2 / 3 * 1.62186 / 20, rel=1e-5)
+    assert float(waves["evicted_tpot"]) == pytest.approx(918.466 / 299_700 / 20, rel=1e-5)
+    none = _evicted_times(_rank(150, 1000, 1000), in_step_evictions(150.0, 200.0, isl=1000, osl=1000), pf_span=3.0,
+                          t_token=0.020, burst=True)
+    assert float(none["evicted_tpot"]) == 0.0 == float(none["evicted_tail"])
+
+
+BASE = ("estimate", "llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--isl", "1024", "--osl", "1024", "--json")
+
+
+def _est(*args):
+    code, out, err = cli(*BASE, *args)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_a_burst_past_the_full_context_count_pays_its_evictions():
+    """newc11 #7's example sent as one burst: 290 at 1024/1024 on an H100 with vLLM, 221.674 held at 2048 tokens. The
+    evaluation's own figures (its prompts' span 6.1114 s for 290 x 1024 tokens; the evicted 68.3 decoding alone once
+    recomputed at 14.869 ms a step) and in_step_evictions' R = 121,975 and D = 17,957: t_re = 6.1114 x 121,975 / 296,960
+    = 2.5103 s; TPOT 36.52 -> 36.52 + (68.326 x 2.5103 + 17,957 x 0.014869) / (290 x 1023) = 38.00 ms; the makespan
+    290 x 1024 / 6,831 = 43.47 s grows by 2.5103 + 482.5 x 0.014869 = 9.685 s: 6,831 -> 5,587 tok/s/GPU. The first
+    token is the burst's (its evictions come at token 541). The breakdown's rows say it."""
+    r = _est("--backend", "vllm", "--concurrency", "290", "--arrival", "burst")
+    assert r["tpot_ms"] == pytest.approx(38.00, abs=0.02) and r["output_tok_s_per_gpu"] == pytest.approx(5587, rel=2e-3)
+    assert "(priced: they re-prefill their prompt and output so far once the others finish" in r["in_step"]
+    # 221 fit at the full context: nothing evicted, nothing priced; TensorRT-LLM reserves ISL + OSL (GUARANTEED_NO_EVICT)
+    # and never evicts
+    assert "in_step" not in _est("--backend", "vllm", "--concurrency", "221", "--arrival", "burst")
+    code, out, err = cli(*BASE[:-1], "--backend", "vllm", "--concurrency", "290", "--arrival", "burst", "--breakdown")
+    assert code == 0, err
+    assert "preempt/recompute" in out
+
+
+def test_waves_price_the_first_wave_alone_and_sglang_says_it():
+    """In waves estimate prices the steady state (no first wave: SchedulerFlags.rounds inf), which the evictions leave out
+    of step: TPOT is the mean sizing's, as before (40.85 ms), and the line says where it is priced. SGLang retracts
+    (ScheduleBatch.retract_decode) and raises its new-token ratio: said, not priced."""
+    r = _est("--backend", "vllm", "--concurrency", "290")
+    assert r["tpot_ms"] == pytest.approx(40.85, abs=0.02)
+    assert "priced in a run's first wave alone" in r["in_step"]
+    assert not get_engine("sglang").recomputes_evicted and get_engine("vllm").recomputes_evicted
+    sg = _est("--backend", "sglang", "--concurrency", "250", "--arrival", "burst")  # 206 held at 2048 tokens
+    assert "preempts about 44 of them to recompute later (not priced" in sg["in_step"]
