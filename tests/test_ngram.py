@@ -1,5 +1,7 @@
 """--spec ngram (prompt lookup): the host proposer's cost beside the target's verify step, no draft on the GPU, the
 acceptance required, the engines that run it, and the export's flags read back."""
+import re
+
 import numpy as np
 import pytest
 
@@ -64,3 +66,52 @@ def test_an_engine_that_prices_no_prompt_lookup_is_refused_naming_those_that_do(
     with pytest.raises(InputError, match=r"^spec: 'ngram' is not valid; mtp, eagle3 or draft on TensorRT-LLM \(its NGram drafter "
                                          r".*prompt lookup is priced on vllm, sglang \(--engine\)$"):
         deployment("llama-3.1-8b", gpu="h100", engine="trtllm", spec="ngram", draft_len=3, acceptance=2.0)
+
+
+@pytest.mark.parametrize("engine, flags", [
+    ("vllm", {"speculative-config": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 5, "prompt_lookup_min": 5}}),
+    # a chain: the last token and 3 drafts verified, breadth 1 (SGLang's default 10 drafts a tree); no EAGLE steps or topk
+    ("sglang", {"speculative-algorithm": "NGRAM", "speculative-ngram-max-bfs-breadth": "1", "speculative-num-draft-tokens": "4"}),
+])
+def test_the_export_writes_the_engines_flags_and_import_repeats_its_prediction(tmp_path, engine, flags):
+    import json
+
+    import yaml
+    from conftest import cli_ok
+    from test_export import parsed
+
+    import llm_codesign as lc
+
+    p = tmp_path / f"{engine}.out"
+    cli_ok("export", "llama-3.1-8b", "--gpu", "h100", "--engine", engine, "--isl", 2048, "--osl", 256, "--concurrency", 16,
+           "--spec", "ngram", "--draft-len", 3, "--acceptance", 2.0, "-o", p)
+    text = p.read_text()
+    o = yaml.safe_load(text) if engine == "vllm" else parsed("sglang", text)
+    assert {k: o[k] for k in flags} == flags
+    assert not {"speculative-num-steps", "speculative-eagle-topk", "speculative-draft-model-path"} & set(o)
+    r = lc.import_config(p)
+    head = json.loads(next(x for x in text.splitlines() if x.startswith("# llm-codesign export: "))[len("# llm-codesign export: "):])
+    assert (r.deployment.spec.method, r.deployment.spec.k, r.deployment.spec.mean_accepted) == ("ngram", 3, 2.0)
+    assert r.to_dict()["tpot_ms"] == pytest.approx(head["predicted"]["tpot_ms"], rel=1e-9)
+    assert r.to_dict()["ttft_ms"] == pytest.approx(head["predicted"]["ttft_ms"], rel=1e-9)
+
+
+@pytest.mark.parametrize("line, field, valid", [
+    # SGLang's NGRAM at its default breadth drafts a tree of 12, which is not priced
+    ("--speculative-algorithm NGRAM", "speculative-ngram-max-bfs-breadth", "1 with --speculative-algorithm NGRAM (a chain"),
+    ("--speculative-algorithm NGRAM --speculative-ngram-max-bfs-breadth 1 --speculative-num-draft-tokens 1",
+     "speculative-num-draft-tokens", "2 to 17 with NGRAM"),
+])
+def test_an_sglang_ngram_launch_it_cannot_price_is_refused_naming_the_flag(line, field, valid):
+    import llm_codesign as lc
+
+    cmd = f"python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 1 {line}"
+    with pytest.raises(InputError, match=rf"^{field}: .* is not valid; {re.escape(valid)}"):
+        lc.import_config(cmd, gpu="h100", acceptance=2.0)
+
+
+def test_an_sglang_ngram_chain_reads_its_draft_length():
+    from llm_codesign.explore.export_engines.sglang import ngram_draft_len
+
+    assert ngram_draft_len({"speculative-ngram-max-bfs-breadth": "1", "speculative-num-draft-tokens": "6"}) == 5
+    assert ngram_draft_len({"speculative-ngram-max-bfs-breadth": 1}) == 11  # SGLang's 12 where unset
