@@ -115,3 +115,27 @@ def test_an_sglang_ngram_chain_reads_its_draft_length():
 
     assert ngram_draft_len({"speculative-ngram-max-bfs-breadth": "1", "speculative-num-draft-tokens": "6"}) == 5
     assert ngram_draft_len({"speculative-ngram-max-bfs-breadth": 1}) == 11  # SGLang's 12 where unset
+
+
+def test_the_api_prices_and_refuses_prompt_lookup_as_the_cli():
+    pytest.importorskip("fastapi", reason="the serve extra (fastapi) is not installed")
+    pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx")
+    from fastapi.testclient import TestClient
+    from test_app import _cli_json
+
+    from llm_codesign.web.app import create_app
+
+    client = TestClient(create_app())
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "num_gpus": 1, "engine": "vllm", "concurrency": 8, "spec": "ngram", "draft_len": 3,
+            "acceptance": 2.0}
+    r = client.post("/api/estimate", json=body)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    got.pop("point_breakdown"), got.pop("export")
+    assert got == _cli_json("estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--engine", "vllm", "--concurrency", "8",
+                            "--spec", "ngram", "--draft-len", "3", "--acceptance", "2.0")
+    assert got["spec"]["method"] == "ngram" and got["accepted_per_step"] == pytest.approx(2.0)
+    r = client.post("/api/estimate", json={k: v for k, v in body.items() if k != "acceptance"})
+    assert r.status_code == 422 and r.json()["field"] == "acceptance"
+    r = client.post("/api/estimate", json={**body, "engine": "trtllm"})
+    assert r.status_code == 422 and r.json()["field"] == "spec" and "prompt lookup is priced on vllm, sglang" in r.json()["error"]
