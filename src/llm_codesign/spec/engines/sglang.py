@@ -119,7 +119,7 @@ class SGLangEngine(Engine):
     # prompt lookup (--speculative-algorithm NGRAM) matches each request's last max_trie_depth (18) tokens in a C++ trie
     # (NgramCorpus.batch_get -> match_stateful, speculative/cpp_ngram/ngram_corpus.py:100-108@0.5.23 wheel) after a blocking
     # .cpu() of the last step's accepted tokens (NGRAMWorker._prepare_draft_tokens, speculative/ngram_worker.py:232-305; "Host
-    # corpus lookup, so NGRAM stays synchronous", :458): its seconds add to each step, whatever the context (the trie's
+    # corpus lookup, so NGRAM stays synchronous", :464): its seconds add to each step, whatever the context (the trie's
     # inserts run on its own thread, synchronize() :280). Its per-request Python there and in _update_ngram_corpus
     # (:396-420), timed here with the C++ calls stubbed: 3.6-6.4 us a request, 5 (docs/modelling-notes.md#ngram-prompt-lookup);
     # the C++ match itself is not timed (no build here)
