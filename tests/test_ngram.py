@@ -139,3 +139,21 @@ def test_the_api_prices_and_refuses_prompt_lookup_as_the_cli():
     assert r.status_code == 422 and r.json()["field"] == "acceptance"
     r = client.post("/api/estimate", json={**body, "engine": "trtllm"})
     assert r.status_code == 422 and r.json()["field"] == "spec" and "prompt lookup is priced on vllm, sglang" in r.json()["error"]
+
+
+@pytest.mark.parametrize("graphs", [0.0, float("nan")])
+def test_the_host_matcher_neither_launches_nor_hides_launches(h100, graphs):
+    # an eager step (no graphs): the same launches as the verify step alone, the same kernels to hide them under (the
+    # matcher's host seconds hide none); captured under vLLM's default FULL_AND_PIECEWISE: no drafter pieces to replay
+    from llm_codesign.serve.aggregated import _decode_stage
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    m = get_model("llama-3.1-8b")
+    sh, costs = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1))).broadcast(), get_engine("vllm").costs(calibration_for(h100))
+    kw = dict(costs=costs, b=np.array([16.0]), ctx=2048.0, k=3.0, flags=SchedulerFlags(cuda_graph_max_bs=graphs))
+    verify, _, _ = _decode_stage(m, h100, m.default_precision, sh, spec=None, **kw)
+    ngram, t_draft, _ = _decode_stage(m, h100, m.default_precision, sh, spec=SpecDecoding("ngram", 3, mean_accepted=2.0), **kw)
+    assert np.array_equal(ngram.eager, verify.eager) and np.array_equal(ngram.eager_n, verify.eager_n)
+    assert np.all(np.asarray(ngram.draft_host) == 0.0)
+    assert ngram.stage.item() == pytest.approx(verify.stage.item() + 93.0112e-6, rel=1e-12)
+    assert (verify.eager.item() > 0) == (graphs == 0.0)
