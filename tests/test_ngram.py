@@ -157,3 +157,11 @@ def test_the_host_matcher_neither_launches_nor_hides_launches(h100, graphs):
     assert np.all(np.asarray(ngram.draft_host) == 0.0)
     assert ngram.stage.item() == pytest.approx(verify.stage.item() + 93.0112e-6, rel=1e-12)
     assert (verify.eager.item() > 0) == (graphs == 0.0)
+
+
+def test_the_breakdown_names_the_host_match_not_draft_passes():
+    from conftest import cli_ok
+
+    out = " ".join(cli_ok("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang", "--concurrency", 16, "--spec", "ngram",
+                          "--draft-len", 3, "--acceptance", 2.0, "--breakdown").split())
+    assert "spec/draft_passes: the host's prompt-lookup match (the GPU idle" in out and "draft passes proposing" not in out
