@@ -121,7 +121,7 @@ class SGLangEngine(Engine):
     # .cpu() of the last step's accepted tokens (NGRAMWorker._prepare_draft_tokens, speculative/ngram_worker.py:232-305; "Host
     # corpus lookup, so NGRAM stays synchronous", :464): its seconds add to each step, whatever the context (the trie's
     # inserts run on its own thread, synchronize() :280). Its per-request Python there and in _update_ngram_corpus
-    # (:396-420), timed here with the C++ calls stubbed: 3.6-6.4 us a request, 5 (docs/modelling-notes.md#ngram-prompt-lookup);
+    # (:396-420), timed here with the C++ calls stubbed: 2.6-6.4 us a request, 5 (docs/modelling-notes.md#ngram-prompt-lookup);
     # the C++ match itself is not timed (no build here)
     ngram_host = (0.0, 5e-6, 0.0, 0.0)
     # with ignore_eos and the radix cache off, PrefillAdder.add_one_req_ignore_eos reserves every running and
