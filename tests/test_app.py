@@ -548,7 +548,7 @@ def test_disagg_answers_the_lines_under_the_clis_table_and_the_front_end(client)
      "decode_gpu: '/tmp/g.toml' is not valid; a GPU id of the catalog"),
     ("/api/disagg", {"prefill": {"tp": True}, "decode": {"tp": 4}}, "prefill.tp", "prefill.tp: True is not valid; Input should be a number"),
     ("/api/estimate", {"model": "llama-3.1-70b", "spec": "eagle3"}, "acceptance", "acceptance: not given; an EAGLE-3 head's acceptance"),
-    ("/api/estimate", {"spec": "medusa", "acceptance": 2}, "spec", "spec: 'medusa' is not valid; Input should be 'none', 'mtp', 'eagle3' or 'draft'"),
+    ("/api/estimate", {"spec": "medusa", "acceptance": 2}, "spec", "spec: 'medusa' is not valid; Input should be 'none', 'mtp', 'eagle3', 'draft' or 'ngram'"),
     # eagle3: the 8B ships no MTP module, which is refused before its acceptance (crev10 #12, tests/test_vendor_refusals.py)
     ("/api/estimate", {"spec": "eagle3", "draft_len": 2, "acceptance": 3.5}, "acceptance",
      "acceptance: 3.5 is not valid; a mean accepted length between 1 and k+1 = 3"),

@@ -202,7 +202,7 @@ def test_serves_defaults_are_the_apps():
 # ---- 3. no 500, and a refused request keeps its connection
 @pytest.mark.parametrize("change,field,line", [
     # a record's draft length without its method was priced with no speculation (a 200)
-    ({"draft_len": 3}, "deployment.spec", "None is not valid; mtp, eagle3 or draft with draft_len 3 (none with draft_len 0)"),
+    ({"draft_len": 3}, "deployment.spec", "None is not valid; mtp, eagle3, draft, ngram with draft_len 3 (none with draft_len 0)"),
     ({"spec": "eagle3"}, "deployment.draft_len", "0 is not valid; an integer from 1 to 16"),
 ])
 def test_a_points_bad_field_is_named_by_its_path(client, point, change, field, line):

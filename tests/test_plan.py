@@ -38,9 +38,9 @@ def test_builder_fills_sizes_as_engines_do():
 @pytest.mark.parametrize("change,line", [
     # half a speculation was priced as none, in silence: a method without a draft length, a length without a method,
     # an acceptance without either
-    ({"spec": "bogus"}, "spec: 'bogus' is not valid; one of: mtp, eagle3, draft"),
+    ({"spec": "bogus"}, "spec: 'bogus' is not valid; one of: mtp, eagle3, draft, ngram"),
     ({"spec": "mtp"}, "draft_len: 0 is not valid; an integer from 1 to 16"),
-    ({"draft_len": 3}, "spec: None is not valid; mtp, eagle3 or draft with draft_len 3 (none with draft_len 0)"),
+    ({"draft_len": 3}, "spec: None is not valid; mtp, eagle3, draft, ngram with draft_len 3 (none with draft_len 0)"),
     ({"acceptance_rates": [0.8]}, "acceptance_rates: [0.8] is not valid; left out where spec is none (a record without speculation carries none)"),
     # (was a ValueError from int())
     ({"spec": "mtp", "draft_len": "abc", "acceptance": 2.0}, "draft_len: 'abc' is not valid; an integer from 1 to 16"),

@@ -1040,14 +1040,14 @@ def test_a_speculation_figure_without_a_method_is_one_line_in_the_forms_words(pa
     page.fill("#s_acceptance", "2.5")
     page.click("#run")
     page.wait_for_function("document.getElementById('error').textContent !== ''")
-    assert page.text_content("#error") == "speculation: none is not valid with tokens/step given; mtp, eagle3, or tokens/step left empty"
+    assert page.text_content("#error") == "speculation: none is not valid with tokens/step given; mtp, eagle3, ngram, or tokens/step left empty"
     page.fill("#s_acceptance", "")
     page.fill("#p_draft_len", "3")
     page.fill("#p_acceptance_rates", "0.8,0.6,0.5")
     page.click("#run-price")
     page.wait_for_function("document.getElementById('error').textContent.startsWith('speculation')")
     assert page.text_content("#error") == ("speculation: none is not valid with acceptance per draft position and draft tokens given; "
-                                           "mtp, eagle3, draft, or acceptance per draft position and draft tokens left empty")
+                                           "mtp, eagle3, draft, ngram, or acceptance per draft position and draft tokens left empty")
     assert not page.query_selector("#priced-table") and not page.errors
 
 

@@ -187,7 +187,7 @@ def seq_bytes(model: ModelSpec, prec: Precision, sh: Plan, seq_len, *, spec: Spe
     `k` > 0, the draft's layers' KV cache with each token's, all on one stage (MTP on the last; a separate draft
     unpipelined)."""
     per_token = kv_bytes_per_token(model, prec, sh, seq_len)
-    if spec is not None:
+    if spec is not None and draft is not None:  # prompt lookup (ngram) holds no draft cache
         per_token = per_token + np.where(np.asarray(k) > 0, kv_bytes_per_token(draft, prec, replace(sh, pp=np.ones_like(np.asarray(sh.pp, float))),
                                                                                seq_len), 0.0)
     state = state_bytes_per_seq(model, sh)
@@ -220,7 +220,7 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_t
     prec = executable(prec, gpu)[0]  # e.g. NVFP4 re-quantised to MXFP4 on CDNA4 holds MXFP4's scale bytes
     w = weight_bytes_per_gpu(model, prec, sh, expert_bytes=expert_weight_bytes(gpu, prec, engine, sh.ep, gated=model.moe_gated))
     w_draft, k = 0.0, np.asarray(0.0 if spec is None else (spec.k if draft_len is None else draft_len), float)
-    if spec is not None:
+    if spec is not None and draft is not None:  # prompt lookup (ngram) loads no draft weights
         w_draft = np.where(k > 0, draft_weight_bytes_per_gpu(model, draft, spec.method, executable(spec.draft_precision(prec), gpu)[0], sh,
                                                              engine=engine), 0.0)
         w = w + w_draft

@@ -40,8 +40,13 @@ from llm_codesign.spec.plan import Deployment, Plan, SpecDecoding, Workload, acc
 from llm_codesign.spec.precision import Precision
 
 
-def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec:
-    """The model a draft pass runs: DeepSeek MTP module, an EAGLE-3 head, or a separate draft model."""
+def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec | None:
+    """The model a draft pass runs: DeepSeek MTP module, an EAGLE-3 head, or a separate draft model; None for prompt
+    lookup (ngram), which loads no weights and holds no KV cache of its own (SGLang: uses_draft_model is False for NGRAM,
+    arg_groups/kv_cache_hook.py:204@0.5.23; vLLM's NgramProposer.load_model loads nothing, v1/spec_decode/
+    ngram_proposer.py:175-177@0.33.0)."""
+    if not spec.on_gpu:
+        return None
     if spec.method == "mtp":
         # DeepSeek-V3 MTP: one more transformer block of the model's own (last) layer type and the
         # shared LM head (DeepSeek-V3 report, sec. 2.2)
@@ -296,7 +301,9 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
         if spec is not None and np.any(miss) else 0.0
     n = launches(ops) + n_draft / pp
     host = decode_launch_host(n, launches(_collectives(ops)), ranks)
-    kernels = parts.kernels + parts.draft
+    # the draft passes' kernels hide the host's launches as the target's do; prompt lookup's host time (ngram) hides none
+    on_gpu = spec is not None and spec.on_gpu
+    kernels = parts.kernels + (parts.draft if on_gpu else 0.0)
     eager = _eager_decode(b, flags, default=own, host=host, kernels=kernels)
     # the host and its launches where the step misses the graphs (0 elsewhere): what eager_tpot_moves reprices
     parts = parts._replace(eager=eager, eager_host=np.where(miss, host, 0.0), eager_n=np.where(miss, n, 0.0))
@@ -306,12 +313,12 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
         drafted = (0.0, 0.0) if spec is None else draft_pieces(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, k=k, spec=spec)
         parts, host_all, n_all = _piecewise_stage(model, parts, ops, every, miss=miss, ranks=ranks, kernels=kernels,
                                                   host_all=host_all, n_all=n_all, drafted=drafted, pp=pp)
-    elif spec is not None and costs.engine.name in DRAFTER_PIECEWISE and not np.all(miss):
+    elif on_gpu and costs.engine.name in DRAFTER_PIECEWISE and not np.all(miss):
         parts = _drafter_pieces_stage(model, gpu, prec, sh, parts, costs=costs, b=b, ctx=ctx, k=k, spec=spec, miss=miss,
                                       ranks=ranks, kernels=kernels)
     if every is None:
         return parts, t_draft, ops
-    eager_all = np.where(np.asarray(parts.eager) > 0, np.maximum(host_all - parts.kernels_all - t_draft, 0.0), 0.0)
+    eager_all = np.where(np.asarray(parts.eager) > 0, np.maximum(host_all - parts.kernels_all - (t_draft if on_gpu else 0.0), 0.0), 0.0)
     ring = eager_all / pp if costs.engine.name in PP_HOSTS_TOGETHER else eager_all
     held = np.asarray(miss, bool) | np.asarray(parts.piecewise, bool)  # what at_launch reprices: a missed step, a piecewise one
     return parts._replace(eager_all=eager_all, eager_ring=ring, eager_host_all=np.where(held, host_all, 0.0),
@@ -399,6 +406,17 @@ def _drafter_pieces_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan,
     return parts._replace(draft_host=np.where(np.asarray(miss, bool), 0.0, np.maximum(host - kernels, 0.0)))
 
 
+def ngram_propose_time(engine: Engine, b, ctx, k):
+    """Seconds the host's prompt-lookup proposer (--spec ngram) adds to a step of `b` decoding sequences (per attention-DP
+    rank: each rank's worker proposes for its own) at context `ctx`, where k > 0: Engine.ngram_host's fixed cost, per request,
+    per request squared and per context token scanned (vLLM scans each request's whole context, SGLang its trie's last 18).
+    Both engines run it between the target's steps, the GPU idle (their modules cite where), so it is the step's draft time
+    as a draft model's passes are; no draft kernels, launches or graph pieces."""
+    fixed, per_req, per_req2, per_tok = engine.ngram_host
+    b, ctx = np.asarray(b, float), np.asarray(ctx, float)
+    return np.where((np.asarray(k) > 0) & (b > 0), fixed + b * (per_req + per_req2 * b + per_tok * ctx), 0.0)
+
+
 def _draft_ops(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, spec: SpecDecoding):
     """(the draft model, one draft pass's operators) at `b` sequences of context `ctx`: a separate draft model on one
     pipeline stage, an MTP module or EAGLE-3 head on the target's plan."""
@@ -414,7 +432,10 @@ def draft_pieces(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs
     model alike, v1/worker/gpu_model_runner.py:6801-6815), each pass dispatched as one (_determine_batch_execution_and_padding,
     :1773-1815; the first pass :570-596, the rest :668-754), so each pass launches the draft model's splitting ops
     between its pieces as the target's step does (piecewise_launches of the draft model): k x (ops, pieces). The
-    proposer's Python between the passes (metadata, argmax) is not counted: vLLM's spec_worker_kernels are 0."""
+    proposer's Python between the passes (metadata, argmax) is not counted: vLLM's spec_worker_kernels are 0. Prompt lookup
+    (ngram) runs no pass: (0, 0)."""
+    if not spec.on_gpu:
+        return 0.0, 0.0
     dm, dops = _draft_ops(model, gpu, prec, sh, costs=costs, b=b, ctx=ctx, spec=spec)
     n, pieces = piecewise_launches(dm, dops)
     k = np.asarray(k, float)
@@ -425,7 +446,9 @@ def _draft_launches(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, co
     """The kernel launches of a step's draft passes (_draft_passes' operators, counted as ops.launches counts the
     target's): k passes of the draft (an MTP pass with its module's input path), the first over the verified positions
     running the same operators as the rest, and the speculative worker's own kernels (ops.spec_worker_ops) for EAGLE-style
-    drafting (MTP, EAGLE-3)."""
+    drafting (MTP, EAGLE-3). Prompt lookup (ngram) launches none."""
+    if not spec.on_gpu:
+        return 0.0
     dm = draft_model(model, spec)
     dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
     dops = forward_ops(dm, gpu, costs.cal, spec.draft_precision(prec), dsh, b=Batch(dec_seqs=b, dec_ctx=ctx), engine=costs.engine)
@@ -468,7 +491,9 @@ def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
     """The draft passes that propose k tokens for each of `b` decoding sequences at `ctx` (a decode step's, and a mixed
     step's for its decodes): their kernels' time. `ops`: the target's operators at this very decode batch (1 + k tokens
     a sequence) where the caller priced them (decode_step); else, for an MTP block in the target's precision, which is one of
-    their layers, priced here (a mixed step's)."""
+    their layers, priced here (a mixed step's). Prompt lookup (ngram): its host proposer's time (ngram_propose_time)."""
+    if not spec.on_gpu:
+        return ngram_propose_time(costs.engine, b, ctx, k)
     cal = costs.cal
     dm = draft_model(model, spec)
     dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))

@@ -739,6 +739,14 @@ def _times(sp, it: dict, part: str, *, one, stages: float) -> float:
     return one(it[part]) / own if part in it and abs(own) > 1e-30 else stages
 
 
+def drafting(dep: Deployment) -> str:
+    """What drafts a step's next tokens, as a breakdown row says it: the draft passes, or prompt lookup's host match (ngram),
+    the GPU idle meanwhile (serve.aggregated.ngram_propose_time)."""
+    if dep.spec is not None and not dep.spec.on_gpu:
+        return "the host's prompt-lookup match (the GPU idle: serve.aggregated.ngram_propose_time)"
+    return "the draft passes"
+
+
 def _host_rows(add, one, sp, costs, dep: Deployment, *, b: float, hidden: str, scale_of) -> None:
     """step_rows' rows of the step beyond its operators (the fitted costs per step and per sequence, the eager launches, the
     draft passes), each counted as the iteration counts its part (`scale_of`: TPOT seconds per second of it)."""
@@ -756,7 +764,7 @@ def _host_rows(add, one, sp, costs, dep: Deployment, *, b: float, hidden: str, s
         "between the graph pieces (serve.aggregated.piecewise_launches)" if pieces else
         f"a batch of {b:.4g} per rank the CUDA graphs miss ({captured_text(dep)}): every kernel's host launch, as eager",
         scale=scale_of("eager"))
-    add("spec/draft_passes", "draft", one(sp.draft), "the draft passes proposing the next tokens, their share of the stage",
+    add("spec/draft_passes", "draft", one(sp.draft), f"{drafting(dep)} proposing the next tokens, their share of the stage",
         scale=scale_of("draft"))
     add("host/draft_pieces", "host", one(sp.draft_host),
         "the drafter's PIECEWISE graphs in vLLM's default mode (FULL_AND_PIECEWISE): its passes' attention ops launched from the "
@@ -822,7 +830,7 @@ def step_rows(priced, dep: Deployment, costs, *, op_sum: float, at: int = 0, n: 
     add("first/prefill_host", "first token", one(tp["prefill_host"]), f"the host's cost per step and per sequence {steps}", **first)
     add("first/prefill_eager", "first token", one(tp["prefill_eager"]),
         f"the host launches of those eager steps (eager_launch_s, at the stage's slowest rank) {steps}", **first)
-    add("first/prefill_draft", "first token", one(tp["prefill_draft"]), f"the draft passes of the decodes beside {steps}", phase="first token")
+    add("first/prefill_draft", "first token", one(tp["prefill_draft"]), f"{drafting(dep)} of the decodes beside {steps}", phase="first token")
     add("first/idle_engine", "first token", one(tp["prefill_idle"]),
         "what the host's dispatch adds where the request finds the engine idle (idle_launch_s)", phase="first token")
     add("first/first_wave", "first token", one(tp["first_wave"]),

@@ -13,6 +13,7 @@ import numpy as np
 
 from llm_codesign.errors import InputError, MissingInput
 from llm_codesign.spec.engines import check_kv_format, check_runs, engine_for, get_engine
+from llm_codesign.spec.engines.base import ENGINES
 from llm_codesign.spec.engines.head_dims import check_head_dims
 from llm_codesign.spec.hardware import Gpu, get_gpu
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, FRACTION, OFFLINE_ARRIVAL, check_arrival, memory_fraction
@@ -254,6 +255,11 @@ def _group_words(model: ModelSpec, heads: int) -> dict:
             "group_tp": f"tp {', '.join(map(str, ok))} hold{'s' if len(ok) == 1 else ''} whole groups" if ok else "no TP holds whole groups"}
 
 
+# the drafters priced: a model's MTP module, an EAGLE-3 head, a separate draft model, and prompt lookup (n-gram: drafts matched
+# in the request's own tokens on the host, no draft forward pass; serve.aggregated.ngram_propose_time)
+SPEC_METHODS = ("mtp", "eagle3", "draft", "ngram")
+
+
 @dataclass(frozen=True)
 class SpecDecoding:
     """Speculative decoding: method, draft length k and acceptance.
@@ -261,7 +267,7 @@ class SpecDecoding:
     `rates` are per-position conditional acceptance probabilities; `mean_accepted` is the mean number
     of tokens a step emits (accepted drafts plus the target's own token, 1..k+1). One of them is set.
     """
-    method: str  # "mtp", "eagle3" or "draft"
+    method: str  # one of SPEC_METHODS
     k: int
     mean_accepted: float | None = None
     rates: tuple[float, ...] = ()
@@ -269,8 +275,8 @@ class SpecDecoding:
     source: str = ""  # where a default acceptance was read from (published_acceptance); "" where the user gave it
 
     def __post_init__(self):
-        if self.method not in ("mtp", "eagle3", "draft"):
-            raise InputError("spec", self.method, "one of: mtp, eagle3, draft")
+        if self.method not in SPEC_METHODS:
+            raise InputError("spec", self.method, "one of: " + ", ".join(SPEC_METHODS))
         if not 1 <= self.k <= 16:
             raise InputError("draft_len", self.k, "an integer from 1 to 16")
         if self.mean_accepted is None and not self.rates:
@@ -279,6 +285,15 @@ class SpecDecoding:
             raise InputError("acceptance", self.mean_accepted, f"a mean accepted length between 1 and k+1 = {self.k + 1}")
         if any(not 0.0 <= r <= 1.0 for r in self.rates):
             raise InputError("acceptance_rates", self.rates, "probabilities between 0 and 1")
+        if self.method == "ngram" and self.draft_model:
+            raise InputError("draft_model", self.draft_model, "left out with --spec ngram (prompt lookup drafts from the request's "
+                                                              "own tokens; no draft model runs)")
+
+    @property
+    def on_gpu(self) -> bool:
+        """Whether its drafts come from a forward pass on the GPU (MTP, EAGLE-3, a draft model); prompt lookup's (ngram) are
+        matched on the host, between the target's steps (serve.aggregated.ngram_propose_time)."""
+        return self.method != "ngram"
 
     def _rates(self) -> np.ndarray:
         if self.rates:
@@ -408,6 +423,10 @@ class Deployment:
         agree = (np.asarray(p.gpus) == np.asarray(p.moe_gpus)) | ((np.asarray(p.ep) == 1) & (np.asarray(p.moe_tp) == 1))
         whole = bool(np.all(agree & (self.num_gpus % np.asarray(p.gpus) == 0)))
         check_runs(engine, self.gpu, p if whole else None, self.precision, moe=None)  # no model here: lc.deployment adds its
+        if self.spec is not None and self.spec.method == "ngram" and engine.ngram_host is None:
+            runs = ", ".join(e.name for e in ENGINES.values() if e.ngram_host is not None)
+            raise InputError("spec", "ngram", f"mtp, eagle3 or draft on {engine.title} ({engine.ngram_refusal}); prompt lookup is "
+                                              f"priced on {runs} (--engine)")
         if self.spec is not None and not bool(np.all(engine.runs_spec(p.pp, self.spec.k))):  # SGLang's PP + speculation
             raise InputError("pp", int(np.max(p.pp)), f"1 with speculative decoding on {engine.title} ({engine.spec_pp_refusal}); "
                              "drop --spec, or --pp 1")
@@ -458,7 +477,7 @@ class Deployment:
         spec = None
         if d.get("spec") or d.get("draft_len"):  # half a speculation (a method without a draft length, or the reverse) was none, in silence
             if not d.get("spec"):
-                raise InputError("spec", d.get("spec"), f"mtp, eagle3 or draft with draft_len {d['draft_len']!r} (none with draft_len 0)")
+                raise InputError("spec", d.get("spec"), f"{', '.join(SPEC_METHODS)} with draft_len {d['draft_len']!r} (none with draft_len 0)")
             k = d.get("draft_len") or 0
             if isinstance(k, bool) or not isinstance(k, (int, float)) or not math.isfinite(k) or k != int(k):
                 raise InputError("draft_len", k, "an integer from 1 to 16")
@@ -667,6 +686,11 @@ DRAFT_HINT = ("a separate draft model has no default (its acceptance depends on 
               "its measured --acceptance (mean accepted tokens a step) or --acceptance-rates")
 
 
+NGRAM_HINT = ("prompt lookup's hit rate is the workload's own (how much of each output repeats its prompt or itself: code "
+              "edits and retrieval answers hit often, open chat rarely), so none is assumed: give the mean tokens a step your "
+              "traffic accepts, --acceptance between 1 and k+1 (e.g. --draft-len 3 --acceptance 2.0), or --acceptance-rates")
+
+
 def mtp_depth_rates(lengths) -> tuple[float, ...]:
     """Per-position conditional acceptance from mean accepted lengths at k = 1, 2, ...: position i is accepted with
     p_i = L_i - L_(i-1) (L_0 = 1), so its rate given the one before is p_i / p_(i-1): 1.92, 2.58 -> 0.92, 0.66/0.92."""
@@ -764,6 +788,8 @@ def acceptance_hint(method: str) -> str:
                 "--acceptance-rates")
     if method == "draft":
         return DRAFT_HINT
+    if method == "ngram":
+        return NGRAM_HINT
     return (f"none is published for this model: give --acceptance or --acceptance-rates; a model's own MTP module: "
             f"DeepSeek-V3's accepts its first draft token 0.85-0.90 ({MTP_PUBLISHED_SOURCE}), R1's "
             f"{', '.join(f'{x:g}' for x in mtp_depth_scan())} tokens a step at k=1-5 ({MTP_DEPTH_SOURCE}), e.g. --draft-len 1 "
@@ -779,9 +805,9 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
     past the published ones held at the last."""
     if method is None or method == "none":
         if acceptance is not None or acceptance_rates:
-            raise InputError("spec", method, "--spec mtp|eagle3|draft when --acceptance or --acceptance-rates is given")
+            raise InputError("spec", method, f"--spec {'|'.join(SPEC_METHODS)} when --acceptance or --acceptance-rates is given")
         if draft_len is not None:
-            raise InputError("draft_len", draft_len, "used with --spec mtp|eagle3|draft (without it nothing is drafted)")
+            raise InputError("draft_len", draft_len, f"used with --spec {'|'.join(SPEC_METHODS)} (without it nothing is drafted)")
         return None
     if method == "mtp":  # no MTP module: refused before any acceptance is asked for (a rate for a method no engine runs here)
         check_mtp_module(model)

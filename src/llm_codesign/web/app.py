@@ -193,7 +193,7 @@ class WhatIf(_Req):
     what_if: Optional[WhatIfGpu] = Field(None, description="A what-if GPU, named by its `id` wherever a GPU is.")
 
 
-SpecMethod = Literal["none", "mtp", "eagle3", "draft"]
+SpecMethod = Literal["none", "mtp", "eagle3", "draft", "ngram"]
 # how requests arrive, as every pricing command's --arrival (spec.harness: checked there, its one line a 422 naming `arrival`)
 ARRIVAL_HELP = (f"How requests arrive, one of {', '.join(ARRIVALS)} (--arrival): {DEFAULT_ARRIVAL}, identical requests kept in step "
                 "by a closed loop; closed_loop, one request per freed slot (bench_serving --max-concurrency); burst, all at once. "
@@ -203,7 +203,8 @@ ARRIVAL_HELP = (f"How requests arrive, one of {', '.join(ARRIVALS)} (--arrival):
 class Speculation(_Req):
     """Speculative decoding, as estimate's, disagg's and pareto's --spec, --draft-len, --acceptance,
     --acceptance-rates and --draft-model take it."""
-    spec: Optional[SpecMethod] = Field(None, description="The drafter: mtp, eagle3 or draft (a separate draft model); none or omitted: none.")
+    spec: Optional[SpecMethod] = Field(None, description="The drafter: mtp, eagle3, draft (a separate draft model) or ngram (prompt lookup on the host; "
+                                                         "vllm or sglang, its acceptance required); none or omitted: none.")
     draft_len: Optional[Int] = Field(None, ge=1, le=16, description="Draft tokens per step (default 3, or one per acceptance rate).")
     acceptance: Optional[Float] = Field(None, ge=1, le=17, description="Mean tokens a step emits, 1 to draft_len + 1.")
     acceptance_rates: Optional[list[Annotated[Float, Field(ge=0, le=1)]]] = Field(

@@ -93,8 +93,14 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["cuda-graph-max-bs-decode"] = graphs
     if dep.spec is not None:
         o["speculative-algorithm"] = engine_spec("sglang")["spec_method"][dep.spec.method]
-        o["speculative-num-steps"] = dep.spec.k
-        o["speculative-eagle-topk"] = 1
+        if dep.spec.method == "ngram":
+            # a chain of k: the last token and k drafts verified (draft_token_num, NGRAMWorker), breadth 1 where SGLang's
+            # default 10 builds a tree; its topk and steps follow from the breadth (_handle_ngram, arg_groups/
+            # speculative_hook.py:1285-1330@0.5.23)
+            o["speculative-ngram-max-bfs-breadth"] = 1
+        else:
+            o["speculative-num-steps"] = dep.spec.k
+            o["speculative-eagle-topk"] = 1
         o["speculative-num-draft-tokens"] = dep.spec.k + 1
         if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model:
             o["speculative-draft-model-path"] = draft_path(dep.spec.draft_model)
@@ -113,6 +119,7 @@ class SGLangExporter(Exporter):
     reads = frozenset({"moe-a2a-backend", "deepep-mode", "attention-backend", "model-path", "tp-size", "pp-size", "dp-size", "attn-dp-size", "dcp-size", "ep-size", "quantization", "kv-cache-dtype",
                        "max-running-requests", "chunked-prefill-size", "max-prefill-tokens", "mem-fraction-static", "speculative-algorithm", "speculative-num-steps",
                        "speculative-draft-model-path", "speculative-eagle-topk", "speculative-num-draft-tokens",
+                       "speculative-ngram-max-bfs-breadth", "speculative-ngram-min-bfs-breadth",
                        "cuda-graph-max-bs-decode", "cuda-graph-bs-decode", "disable-decode-cuda-graph", "disable-cuda-graph"})
     switches = frozenset({"disable-decode-cuda-graph", "disable-cuda-graph"})
 
@@ -218,7 +225,8 @@ class SGLangExporter(Exporter):
     def settings(self, o: dict, meta: dict) -> tuple:
         """The step budget is --chunked-prefill-size; with chunking off (-1, or any value <= 0) it is the prefill batch's,
         --max-prefill-tokens (SGLang's default 16384), a longer prompt running whole (chunked_prefill)."""
-        spec = read_spec(meta, o.get("speculative-algorithm"), o.get("speculative-num-steps"), "sglang", o.get("speculative-draft-model-path"))
+        spec = read_spec(meta, o.get("speculative-algorithm"), ngram_draft_len(o) if ngram(o) else o.get("speculative-num-steps"), "sglang",
+                         o.get("speculative-draft-model-path"))
         budget = o.get("max-prefill-tokens", MAX_PREFILL_TOKENS) if chunking_off(o) else o.get("chunked-prefill-size")
         return o.get("quantization"), o.get("kv-cache-dtype", "auto"), spec, budget
 
@@ -228,6 +236,25 @@ class SGLangExporter(Exporter):
         # -1 means disable`, managers/scheduler.py init_chunked_prefill). It was refused as max_num_tokens -1 (crev9 #8)."""
         return False if chunking_off(o) else None
 
+
+
+def ngram(o: dict) -> bool:
+    """Whether an SGLang launch drafts by prompt lookup (--speculative-algorithm NGRAM)."""
+    return o.get("speculative-algorithm") == "NGRAM"
+
+
+def ngram_draft_len(o: dict) -> int:
+    """k of an NGRAM launch: --speculative-num-draft-tokens (12 where unset: _handle_ngram, arg_groups/speculative_hook.py:
+    1314-1323@0.5.23) less the last token verified with the drafts, as a chain (--speculative-ngram-max-bfs-breadth 1). Its
+    default breadth of 10 (arg_groups/fields/spec.py:256-259) drafts a tree, which is not priced: one line naming the flag."""
+    breadth = o.get("speculative-ngram-max-bfs-breadth")
+    if whole("speculative-ngram-max-bfs-breadth", breadth, 10) != 1:
+        raise InputError("speculative-ngram-max-bfs-breadth", breadth, "1 with --speculative-algorithm NGRAM (a chain of drafts; "
+                         "SGLang's default 10 drafts a tree, which is not priced here)")
+    n = whole("speculative-num-draft-tokens", o.get("speculative-num-draft-tokens"), 12, hi=17)
+    if n < 2:
+        raise InputError("speculative-num-draft-tokens", n, "2 to 17 with NGRAM: the last token and 1 to 16 drafts")
+    return n - 1
 
 
 def chunking_off(o: dict) -> bool:

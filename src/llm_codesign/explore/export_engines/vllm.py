@@ -77,9 +77,15 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         o["compilation-config"] = nested("vllm", "compilation-config", cudagraph_mode="PIECEWISE")
     if dep.spec is not None:
         draft = {"model": draft_path(dep.spec.draft_model)} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
+        # prompt lookup's n-gram sizes stated at vLLM's own default, 5 and 5 (SpeculativeConfig.__post_init__,
+        # vllm/config/speculative.py:1300-1305@0.33.0): the match's length moves the hit rate, the user's --acceptance
+        lookup = {"prompt_lookup_max": NGRAM_LOOKUP, "prompt_lookup_min": NGRAM_LOOKUP} if dep.spec.method == "ngram" else {}
         o["speculative-config"] = nested("vllm", "speculative-config", method=engine_spec("vllm")["spec_method"][dep.spec.method],
-                                         num_speculative_tokens=dep.spec.k, **draft)
+                                         num_speculative_tokens=dep.spec.k, **draft, **lookup)
     return o
+
+
+NGRAM_LOOKUP = 5  # vLLM's prompt_lookup_min and _max where neither is given (vllm/config/speculative.py:1302-1305@0.33.0)
 
 
 # CompilationConfig.cudagraph_mode (vllm/config/compilation.py:53-63@0.33.0 wheel, CUDAGraphMode): a name in any case

@@ -253,6 +253,11 @@ class Engine(ABC):
     # the --spec methods its disaggregated prefill-only servers launch under PP where spec_pp_refusal refuses them elsewhere
     # (SGLang 0.5.23's, spec/engines/sglang.py); Engine.prefill_spec
     spec_pp_prefill: ClassVar[tuple[str, ...]] = ()
+    # prompt lookup (--spec ngram): its host proposer's seconds a step, (fixed, per decoding request, per request squared,
+    # per context token a request's match scans), read in each engine's source and timed there (its module says where);
+    # None: not priced for this engine, `ngram_refusal` saying why (spec.plan.Deployment refuses it)
+    ngram_host: ClassVar[tuple[float, float, float, float] | None] = None
+    ngram_refusal: ClassVar[str] = "no prompt-lookup proposer is read for it"
 
     def runs_spec(self, pp, k):
         """Where it launches `k` draft tokens a step (0: no speculation) on `pp` pipeline stages, a boolean array over the

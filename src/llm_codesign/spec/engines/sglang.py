@@ -77,7 +77,7 @@ def static_fraction(gpu, tp, pp=1, adp=1, *, spec_method: str | None = None, chu
     reserved = reserved + np.where(adp > 1, bs * adp * 3.0 + np.where(bs > 300, bs * adp * 1.5, 0.0), 0.0)
     if mem > 60 * 1024:
         reserved = np.maximum(reserved, 10 * 1024.0)
-    if spec_method:
+    if spec_method and spec_method != "ngram":  # NGRAM loads no draft model (arg_groups/kv_cache_hook.py:204@0.5.23)
         reserved = reserved + (6 * 1024.0 if spec_method == "draft" else 2 * 1024.0)
     return np.round((mem - reserved) / mem, 3)
 
@@ -116,6 +116,14 @@ class SGLangEngine(Engine):
     # and never under speculative decoding, --enable-mixed-chunk or not: EAGLE, EAGLE3 (NEXTN, DeepSeek's MTP, is run as
     # EAGLE) and STANDALONE (a draft model) turn it off (server_args.py:2390-2395@0.5.9), NGRAM too (:2474)
     mixes_while_speculating = False
+    # prompt lookup (--speculative-algorithm NGRAM) matches each request's last max_trie_depth (18) tokens in a C++ trie
+    # (NgramCorpus.batch_get -> match_stateful, speculative/cpp_ngram/ngram_corpus.py:100-108@0.5.23 wheel) after a blocking
+    # .cpu() of the last step's accepted tokens (NGRAMWorker._prepare_draft_tokens, speculative/ngram_worker.py:232-305; "Host
+    # corpus lookup, so NGRAM stays synchronous", :464): its seconds add to each step, whatever the context (the trie's
+    # inserts run on its own thread, synchronize() :280). Its per-request Python there and in _update_ngram_corpus
+    # (:396-420), timed here with the C++ calls stubbed: 2.6-6.4 us a request, 5 (docs/modelling-notes.md#ngram-prompt-lookup);
+    # the C++ match itself is not timed (no build here)
+    ngram_host = (0.0, 5e-6, 0.0, 0.0)
     # with ignore_eos and the radix cache off, PrefillAdder.add_one_req_ignore_eos reserves every running and
     # new request's whole remaining output (new_token_ratio 1.0; sglang 0.5.12 managers/schedule_policy.py:720-813, 839-840)
     reserves_all_ignoring_eos = True

@@ -635,7 +635,7 @@ function lintCost(f) {
 // ---- one deployment priced: a plan x requests in flight x speculation, aggregated or disaggregated
 // the speculation fields of the search (prefix "s_") or of the pricing form ("p_")
 // A figure of speculation with none chosen is refused here, named by its label: the server's line names the CLI's flags
-// ("spec: None is not valid; --spec mtp|eagle3|draft when --acceptance ...").
+// ("spec: None is not valid; --spec mtp|eagle3|draft|ngram when --acceptance ...").
 const SPEC_FIELDS = ["acceptance", "acceptance_rates", "draft_len", "draft_model"];
 const labelOf = (id) => $(id).parentElement.firstChild.textContent.trim().replace(/^or /, "");  // "or acceptance per ..."
 function speculation(s, prefix) {

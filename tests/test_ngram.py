@@ -1,0 +1,167 @@
+"""--spec ngram (prompt lookup): the host proposer's cost beside the target's verify step, no draft on the GPU, the
+acceptance required, the engines that run it, and the export's flags read back."""
+import re
+
+import numpy as np
+import pytest
+
+from llm_codesign.cost.calibration import calibration_for
+from llm_codesign.cost.memory import fit
+from llm_codesign.errors import InputError
+from llm_codesign.serve.aggregated import decode_step, draft_model, ngram_propose_time
+from llm_codesign.spec.engines import get_engine
+from llm_codesign.spec.plan import Plan, SpecDecoding, deployment
+from llm_codesign.spec.registry import get_model
+
+
+def test_the_proposers_host_cost_is_each_engines_read_cost():
+    # vLLM: 20 us + b (1.6 us + 6 ns b + 1.4 ns ctx); 16 requests at 2,048 tokens of context:
+    # 20 + 16 x (1.6 + 0.096 + 2.8672) = 93.0112 us. SGLang: 5 us a request, whatever the context: 80 us
+    assert ngram_propose_time(get_engine("vllm"), 16.0, 2048.0, 3) == pytest.approx(93.0112e-6, rel=1e-12)
+    assert ngram_propose_time(get_engine("sglang"), 16.0, 2048.0, 3) == pytest.approx(80e-6, rel=1e-12)
+    assert ngram_propose_time(get_engine("sglang"), 16.0, 32768.0, 3) == pytest.approx(80e-6, rel=1e-12)
+    # nothing to propose: no decoding request, or k = 0 (a sweep's point without speculation)
+    assert ngram_propose_time(get_engine("vllm"), np.array([0.0, 16.0]), 2048.0, np.array([3, 0])).tolist() == [0.0, 0.0]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_a_step_is_the_verify_step_plus_the_host_proposer(h100, engine):
+    # k = 3: the target verifies 1 + 3 tokens a sequence, as for every method (the same operators: spec None at k = 3
+    # prices exactly that step), and the proposer's host time adds to it; no draft pass runs on the GPU
+    m = get_model("llama-3.1-8b")
+    sh, costs = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1))).broadcast(), get_engine(engine).costs(calibration_for(h100))
+    spec = SpecDecoding("ngram", 3, mean_accepted=2.0)
+    b = np.array([16.0])
+    verify, _, _ = decode_step(m, h100, m.default_precision, sh, costs=costs, b=b, ctx=2048.0, k=3.0, spec=None)
+    step, t_draft, _ = decode_step(m, h100, m.default_precision, sh, costs=costs, b=b, ctx=2048.0, k=3.0, spec=spec)
+    host = {"vllm": 93.0112e-6, "sglang": 80e-6}[engine]
+    assert t_draft.item() == pytest.approx(host, rel=1e-12)
+    assert step.item() == pytest.approx(verify.item() + host, rel=1e-12)
+    # at a mean 2.0 tokens a step, each token costs half the step: (verify + host) / 2.0
+    assert step.item() / spec.accepted(3) == pytest.approx((verify.item() + host) / 2.0, rel=1e-12)
+
+
+def test_no_draft_weights_or_cache_are_held(h100):
+    m = get_model("llama-3.1-8b")
+    spec = SpecDecoding("ngram", 3, mean_accepted=2.0)
+    assert draft_model(m, spec) is None
+    sh = Plan().broadcast()
+    plain = fit(m, h100, m.default_precision, sh, 2048.0, osl=256.0)
+    ngram = fit(m, h100, m.default_precision, sh, 2048.0, osl=256.0, spec=spec, draft=None)
+    assert float(ngram["draft_weights"]) == 0.0
+    assert float(ngram["kv_per_token"]) == float(plain["kv_per_token"])
+    assert float(ngram["weights"]) == float(plain["weights"])
+
+
+def test_the_acceptance_is_required_and_no_draft_model_is_taken():
+    with pytest.raises(InputError, match=r"^acceptance: not given; prompt lookup's hit rate is the workload's own"):
+        deployment("llama-3.1-8b", gpu="h100", engine="vllm", spec="ngram", draft_len=3)
+    with pytest.raises(InputError, match=r"^draft_model: 'llama-3.2-1b' is not valid; left out with --spec ngram"):
+        deployment("llama-3.1-8b", gpu="h100", engine="vllm", spec="ngram", draft_len=3, acceptance=2.0, draft_model="llama-3.2-1b")
+    with pytest.raises(InputError, match=r"^acceptance: 4.5 is not valid; a mean accepted length between 1 and k\+1 = 4"):
+        deployment("llama-3.1-8b", gpu="h100", engine="vllm", spec="ngram", draft_len=3, acceptance=4.5)
+
+
+def test_an_engine_that_prices_no_prompt_lookup_is_refused_naming_those_that_do():
+    with pytest.raises(InputError, match=r"^spec: 'ngram' is not valid; mtp, eagle3 or draft on TensorRT-LLM \(its NGram drafter "
+                                         r".*prompt lookup is priced on vllm, sglang \(--engine\)$"):
+        deployment("llama-3.1-8b", gpu="h100", engine="trtllm", spec="ngram", draft_len=3, acceptance=2.0)
+
+
+@pytest.mark.parametrize("engine, flags", [
+    ("vllm", {"speculative-config": {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 5, "prompt_lookup_min": 5}}),
+    # a chain: the last token and 3 drafts verified, breadth 1 (SGLang's default 10 drafts a tree); no EAGLE steps or topk
+    ("sglang", {"speculative-algorithm": "NGRAM", "speculative-ngram-max-bfs-breadth": "1", "speculative-num-draft-tokens": "4"}),
+])
+def test_the_export_writes_the_engines_flags_and_import_repeats_its_prediction(tmp_path, engine, flags):
+    import json
+
+    import yaml
+    from conftest import cli_ok
+    from test_export import parsed
+
+    import llm_codesign as lc
+
+    p = tmp_path / f"{engine}.out"
+    cli_ok("export", "llama-3.1-8b", "--gpu", "h100", "--engine", engine, "--isl", 2048, "--osl", 256, "--concurrency", 16,
+           "--spec", "ngram", "--draft-len", 3, "--acceptance", 2.0, "-o", p)
+    text = p.read_text()
+    o = yaml.safe_load(text) if engine == "vllm" else parsed("sglang", text)
+    assert {k: o[k] for k in flags} == flags
+    assert not {"speculative-num-steps", "speculative-eagle-topk", "speculative-draft-model-path"} & set(o)
+    r = lc.import_config(p)
+    head = json.loads(next(x for x in text.splitlines() if x.startswith("# llm-codesign export: "))[len("# llm-codesign export: "):])
+    assert (r.deployment.spec.method, r.deployment.spec.k, r.deployment.spec.mean_accepted) == ("ngram", 3, 2.0)
+    assert r.to_dict()["tpot_ms"] == pytest.approx(head["predicted"]["tpot_ms"], rel=1e-9)
+    assert r.to_dict()["ttft_ms"] == pytest.approx(head["predicted"]["ttft_ms"], rel=1e-9)
+
+
+@pytest.mark.parametrize("line, field, valid", [
+    # SGLang's NGRAM at its default breadth drafts a tree of 12, which is not priced
+    ("--speculative-algorithm NGRAM", "speculative-ngram-max-bfs-breadth", "1 with --speculative-algorithm NGRAM (a chain"),
+    ("--speculative-algorithm NGRAM --speculative-ngram-max-bfs-breadth 1 --speculative-num-draft-tokens 1",
+     "speculative-num-draft-tokens", "2 to 17 with NGRAM"),
+])
+def test_an_sglang_ngram_launch_it_cannot_price_is_refused_naming_the_flag(line, field, valid):
+    import llm_codesign as lc
+
+    cmd = f"python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp-size 1 {line}"
+    with pytest.raises(InputError, match=rf"^{field}: .* is not valid; {re.escape(valid)}"):
+        lc.import_config(cmd, gpu="h100", acceptance=2.0)
+
+
+def test_an_sglang_ngram_chain_reads_its_draft_length():
+    from llm_codesign.explore.export_engines.sglang import ngram_draft_len
+
+    assert ngram_draft_len({"speculative-ngram-max-bfs-breadth": "1", "speculative-num-draft-tokens": "6"}) == 5
+    assert ngram_draft_len({"speculative-ngram-max-bfs-breadth": 1}) == 11  # SGLang's 12 where unset
+
+
+def test_the_api_prices_and_refuses_prompt_lookup_as_the_cli():
+    pytest.importorskip("fastapi", reason="the serve extra (fastapi) is not installed")
+    pytest.importorskip("httpx", reason="FastAPI's TestClient needs httpx")
+    from fastapi.testclient import TestClient
+    from test_app import _cli_json
+
+    from llm_codesign.web.app import create_app
+
+    client = TestClient(create_app())
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "num_gpus": 1, "engine": "vllm", "concurrency": 8, "spec": "ngram", "draft_len": 3,
+            "acceptance": 2.0}
+    r = client.post("/api/estimate", json=body)
+    assert r.status_code == 200, r.text
+    got = r.json()
+    got.pop("point_breakdown"), got.pop("export")
+    assert got == _cli_json("estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--engine", "vllm", "--concurrency", "8",
+                            "--spec", "ngram", "--draft-len", "3", "--acceptance", "2.0")
+    assert got["spec"]["method"] == "ngram" and got["accepted_per_step"] == pytest.approx(2.0)
+    r = client.post("/api/estimate", json={k: v for k, v in body.items() if k != "acceptance"})
+    assert r.status_code == 422 and r.json()["field"] == "acceptance"
+    r = client.post("/api/estimate", json={**body, "engine": "trtllm"})
+    assert r.status_code == 422 and r.json()["field"] == "spec" and "prompt lookup is priced on vllm, sglang" in r.json()["error"]
+
+
+@pytest.mark.parametrize("graphs", [0.0, float("nan")])
+def test_the_host_matcher_neither_launches_nor_hides_launches(h100, graphs):
+    # an eager step (no graphs): the same launches as the verify step alone, the same kernels to hide them under (the
+    # matcher's host seconds hide none); captured under vLLM's default FULL_AND_PIECEWISE: no drafter pieces to replay
+    from llm_codesign.serve.aggregated import _decode_stage
+    from llm_codesign.spec.harness import SchedulerFlags
+
+    m = get_model("llama-3.1-8b")
+    sh, costs = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1))).broadcast(), get_engine("vllm").costs(calibration_for(h100))
+    kw = dict(costs=costs, b=np.array([16.0]), ctx=2048.0, k=3.0, flags=SchedulerFlags(cuda_graph_max_bs=graphs))
+    verify, _, _ = _decode_stage(m, h100, m.default_precision, sh, spec=None, **kw)
+    ngram, t_draft, _ = _decode_stage(m, h100, m.default_precision, sh, spec=SpecDecoding("ngram", 3, mean_accepted=2.0), **kw)
+    assert np.array_equal(ngram.eager, verify.eager) and np.array_equal(ngram.eager_n, verify.eager_n)
+    assert np.all(np.asarray(ngram.draft_host) == 0.0)
+    assert ngram.stage.item() == pytest.approx(verify.stage.item() + 93.0112e-6, rel=1e-12)
+    assert (verify.eager.item() > 0) == (graphs == 0.0)
+
+
+def test_the_breakdown_names_the_host_match_not_draft_passes():
+    from conftest import cli_ok
+
+    out = " ".join(cli_ok("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", "sglang", "--concurrency", 16, "--spec", "ngram",
+                          "--draft-len", 3, "--acceptance", 2.0, "--breakdown").split())
+    assert "spec/draft_passes: the host's prompt-lookup match (the GPU idle" in out and "draft passes proposing" not in out
