@@ -268,9 +268,10 @@ def _whole_requests(model: ModelSpec, dep: Deployment, extra: dict | None) -> No
     """A workload the launch refuses, refused in one line rather than written into a file that rejects it: the one rule
     estimate applies (spec.plan.check_whole_prompt; vLLM without chunked prefill caps its file's max-model-len at the step
     budget, SchedulerConfig.verify_max_model_len, vllm/config/scheduler.py:317-329@0.33.0, so the budget holds a request's
-    prompt and output), and the model's context (its file's max-model-len is capped there too)."""
+    prompt and output), and the model's context (its file's max-model-len is capped there too). Only where the file turns
+    chunked prefill off: left at TensorRT-LLM's default, a prompt over the budget is written chunked (export_config)."""
     x = extra or {}
-    if "isl" in x and "osl" in x:
+    if "isl" in x and "osl" in x and dep.chunked_prefill is False:
         model.check_context(int(x["isl"]), int(x["osl"]))
         check_whole_prompt(dep, int(x["isl"]), osl=int(x["osl"]))
 
