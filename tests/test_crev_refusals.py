@@ -124,10 +124,10 @@ def test_each_engine_names_its_own_chunked_prefill_option_or_refuses_nothing():
     m = get_model("llama-3.1-8b")
     v = deployment(m, gpu="h100", num_gpus=1, backend="vllm", max_num_tokens=8192, chunked_prefill=False)
     with pytest.raises(InputError) as e:
-        check_whole_prompt(v, 20000)
-    assert str(e.value) == ("isl: 20000 is not valid; at most max_num_tokens (8,192): vLLM without chunked prefill serves no "
+        check_whole_prompt(v, 20000, osl=1000)  # vLLM's budget holds the whole request, as its max_model_len (crev12 #3)
+    assert str(e.value) == ("isl+osl: 21000 is not valid; at most max_num_tokens (8,192): vLLM without chunked prefill serves no "
                             "longer prompt: its SchedulerConfig refuses a launch whose max_num_batched_tokens is under "
-                            "max_model_len; raise max_num_tokens (--max-num-batched-tokens) to 20,000 or more, or turn chunked "
+                            "max_model_len; raise max_num_tokens (--max-num-batched-tokens) to 21,000 or more, or turn chunked "
                             "prefill on (--enable-chunked-prefill; --chunked-prefill, the API's chunked_prefill: true)")
     check_whole_prompt(deployment(m, gpu="h100", num_gpus=1, backend="sglang", max_num_tokens=8192, chunked_prefill=False), 20000)
     r = _run("estimate", *L8, "--isl", "20000", "--max-num-tokens", "8192", "--backend", "sglang", "--no-chunked-prefill", "--json")

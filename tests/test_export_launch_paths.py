@@ -158,7 +158,7 @@ def test_vllm_emulates_a_moes_dense_layers_and_shared_experts_not_only_its_atten
 def test_vllm_unchunked_requests_past_the_budget_are_one_line_on_every_path(tmp_path, args):
     # ISL 8,000 + OSL 256 = 8,256 > the 8,192 budget its max-model-len may not pass (Dynamo's pools and the SLO search alike)
     code, out, err = cli("export", *args, "--isl", "8000", "--osl", "256", "--no-chunked-prefill", "-o", str(tmp_path / "x.yaml"))
-    assert code == 2 and err.startswith("error: isl+osl: 8256 is not valid; at most 8,192 for vLLM without chunked prefill")
+    assert code == 2 and err.startswith("error: isl+osl: 8256 is not valid; at most max_num_tokens (8,192): vLLM without chunked prefill")
     assert err.count("\n") == 1 and not (tmp_path / "x.yaml").exists()
 
 

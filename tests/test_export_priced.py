@@ -102,7 +102,7 @@ def test_sglang_with_chunking_off_is_written_as_sglang_reads_it(tmp_path):
      "error: draft_model: None is not valid; the drafter's checkpoint with --spec eagle3 (--draft-model REPO"),
     # vLLM without chunking: written since leftE; a request past the max-model-len it must write is refused (test_export_launch_paths)
     (["llama-3.1-8b", "--gpu", "h200", "--tp", "1", "--backend", "vllm", "--concurrency", "16", "--no-chunked-prefill", "--isl", "8000",
-      "--osl", "256"], "error: isl+osl: 8256 is not valid; at most 8,192 for vLLM without chunked prefill"),
+      "--osl", "256"], "error: isl+osl: 8256 is not valid; at most max_num_tokens (8,192): vLLM without chunked prefill"),
 ])
 def test_a_file_the_engine_refuses_or_export_cannot_state_is_one_line(tmp_path, args, line):
     code, out, err = cli("export", *args, "-o", str(tmp_path / "x"))

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
+from llm_codesign.explore import DESIGN_GPU, DESIGN_TOP
 from llm_codesign.explore.compare import Comparison
 from llm_codesign.explore.export import ImportEstimate, recorded_profile, same_profile
 from llm_codesign.explore.frontier import Frontier, FrontierPoint, model_reference
@@ -153,11 +154,8 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     running = None if w.concurrency is None else min(w.concurrency, r.max_batch)
     ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=running, isl=w.isl, osl=w.osl,
                             spec=dep.spec is not None, arrival=w.arrival, prefix_hit=w.prefix_hit,
-                            adp=int(r.deployment.plan.adp),  # the plan of ints estimate priced (a one-element array size: test_estimate)
-                            # no decode step at one output token (serve.metrics.no_decode): nothing eager to widen by
-                            **({} if r.eager_decode is None or w.osl <= 1 else
-                               {"eager": r.eager_decode.moves, "eager_ttft": r.eager_decode.ttft_moves,
-                                "eager_piecewise": r.eager_decode.piecewise}))
+                            # the plan of ints estimate priced (a one-element array size: test_estimate), its eager decode
+                            **intervals.priced_terms(r.deployment.plan, r.eager_decode, osl=w.osl))
     # TTFT's band about the TTFT once a request runs (what the runs measured), its queue added after (intervals.with_queue)
     queue_ms = r.queue["ttft_ms"] if r.queue else 0.0
     values = {"ttft_ms": r.ttft_s * 1e3 - queue_ms, "tpot_ms": r.tpot_s * 1e3, "tok_s_per_user": r.tok_s_per_user,
@@ -579,11 +577,11 @@ def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", 
                                      engine=engine_for(g, engine_arg(engine, backend)))]
 
 
-def design(params: float, gpu: str | Gpu, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,
+def design(params: float, gpu: str | Gpu = DESIGN_GPU, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,
            baseline: str | ModelSpec | None = None, weight_dtype: str | None = None, activation_dtype: str | None = None,
            kv_dtype: str | None = None, engine: str | None = None, isl: int | None = None, osl: int | None = None,
            min_tps_user: float = 20.0, min_tps_gpu: float = 50.0, budget_tol: float = 0.1, quality_tol: float = 0.0,
-           quality_sigmas: float = 1.0, outside_envelope: bool = False, max_candidates: int = 20000, top: int = 10,
+           quality_sigmas: float = 1.0, outside_envelope: bool = False, max_candidates: int = 20000, top: int = DESIGN_TOP,
            active_params: float | None = None, calibration: Calibration | Profile | str | None = None, progress=None,
            backend: str | None = None, rank_all: bool = False) -> dict:
     """Model shapes at a parameter budget, inside the published models' envelope (unless `outside_envelope`)

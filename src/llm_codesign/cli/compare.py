@@ -81,7 +81,7 @@ def _lo_hi(b: dict, value: float) -> str:
 def engines_footnote(engines: dict, arrival: str) -> str:
     """The line under a comparison whose rows run different engines (`engines`: (GPU, engine) pairs): the GPUs' TTFT
     and TPOT differ by engine as well as by GPU, and SGLang's front end serialises a wave's arrivals
-    (docs/modelling-notes.md#sglang-front-end), so the same engine on every GPU (--backend) sets the GPUs alone apart."""
+    (docs/modelling-notes.md#serial-front-end), so the same engine on every GPU (--backend) sets the GPUs alone apart."""
     by = {}
     for g, e in engines:
         by.setdefault(e, []).append(g)

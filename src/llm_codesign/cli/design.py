@@ -26,7 +26,7 @@ from llm_codesign.cli.common import (
     tokens_option,
 )
 from llm_codesign.errors import InputError
-from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP
+from llm_codesign.explore import DESIGN_GPU, DESIGN_TOP, MAX_CANDIDATES, MAX_TOP
 from llm_codesign.render.design_lines import (  # noqa: F401 (shared with design --report and the page)
     _TERM_NAMES,
     _params,
@@ -297,7 +297,7 @@ def _weight(f) -> str:
 @app.command()
 def design(
     params: float = typer.Option(..., "--params", help="Total-parameter budget, e.g. 70e9."),
-    gpu: str = typer.Option("b200", "--gpu", help="GPU id (see `gpus`) or a GPU .toml file."),
+    gpu: str = typer.Option(DESIGN_GPU, "--gpu", help="GPU id (see `gpus`) or a GPU .toml file."),
     gpus_: int = typer.Option(8, "--gpus", min=1, max=MAX_GPUS, help="GPUs each design is deployed on (replicas of smaller instances fill them)."),
     regime: str = typer.Option("throughput", "--regime", help="latency, throughput or long-context."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="Model to beat at equal quality proxy (default reference: the "
@@ -321,7 +321,7 @@ def design(
     accuracy_proxy: Optional[str] = O_PROXY,
     max_candidates: int = typer.Option(20000, "--max-candidates", min=1, max=MAX_CANDIDATES,
                                        help="Grid search: at most this many shapes priced, an even spread over the grid."),
-    top: int = typer.Option(10, "--top", min=1, max=MAX_TOP, help="Designs listed."),
+    top: int = typer.Option(DESIGN_TOP, "--top", min=1, max=MAX_TOP, help="Designs listed."),
     rank_all: bool = typer.Option(False, "--rank-all", help="Rank by the objective alone; default: rows whose quality the proxy "
                                   "resolves (err ± <= |loss| + ±test) first."),
     search_mode: str = typer.Option("grid", "--search", help="grid (enumerate every shape) or nsga2 (optuna, the dist extra)."),

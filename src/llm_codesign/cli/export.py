@@ -27,6 +27,7 @@ from llm_codesign.cli.common import (
     O_MTP,
     O_OSL,
     O_PP,
+    O_PREFIX,
     O_RATES,
     O_SPEC,
     O_TP,
@@ -109,7 +110,7 @@ def export(
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
     weight_dtype: Optional[str] = O_W, activation_dtype: Optional[str] = O_A, kv_dtype: Optional[str] = O_KV,
-    isl: int = O_ISL, osl: int = O_OSL, arrival: str = O_ARRIVAL,
+    isl: int = O_ISL, osl: int = O_OSL, arrival: str = O_ARRIVAL, prefix_hit: float = O_PREFIX,
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, max=MAX_CONCURRENCY,
                                               help="Requests in flight per instance, the engine's max batch (omit: the plans the "
                                                    "flags leave open and every batch are searched, and the point with the most "
@@ -145,7 +146,8 @@ def export(
 
     Without --concurrency, the frontier point with the most tok/s/GPU that meets the SLO, at the checkpoint's
     precision unless --weight-dtype/--kv-dtype name another."""
-    from llm_codesign.explore.export import dynamo_workers, engine_spec, export_config, export_dynamo, exportable
+    from llm_codesign.explore.export import dynamo_workers, engine_spec, export_config, export_dynamo, exportable, workload_said
+    from llm_codesign.spec.plan import Workload
 
     if backend is not None and backend not in exportable():  # offered: those this GPU runs (Dynamo's default workers: TensorRT-LLM)
         runs = engines_on(_gpu(gpu))
@@ -154,11 +156,15 @@ def export(
     for name, v in (("min_tps_user", min_tps_user), ("max_ttft_ms", max_ttft_ms)):
         if v is not None and not (0 < v < float("inf")):
             raise InputError(name, v, "a positive finite number")
-    from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
+    from llm_codesign.spec.harness import check_arrival
 
     check_arrival(arrival)  # estimate's check and line: the predicted TTFT turns on it
-    said = {} if arrival == DEFAULT_ARRIVAL else {"arrival": arrival}  # the file's header names an arrival other than the default
+    Workload(isl=isl, osl=osl, prefix_hit=prefix_hit, arrival=arrival)  # estimate's checks of the workload, before any search
+    # the file's header names an arrival and prefix hits other than the defaults, as export-point's and the page's (crev12 #6)
+    said = workload_said(arrival, prefix_hit)
     disagg = backend == "dynamo" or prefill is not None or decode is not None
+    if disagg and prefix_hit:  # disagg prices no prefix cache (lc.disagg refuses it too)
+        raise InputError("prefix_hit", prefix_hit, "0 with a Dynamo deployment: disagg prices no prefix cache")
     slo_given = min_tps_user is not None or max_ttft_ms is not None
     if slo_given and (disagg or concurrency is not None):
         raise InputError("min_tps_user" if min_tps_user is not None else "max_ttft_ms", min_tps_user if min_tps_user is not None else max_ttft_ms,
@@ -222,8 +228,8 @@ def export(
                 slo["min_tps_user"] = None
             launch = {k: v for k, v in (("cuda_graph_max_bs", cuda_graph_max_bs), ("max_batch", max_batch),
                                         ("chunked_prefill", chunked_prefill)) if v is not None}
-            point = _slo_point(m, dep, fixed=dict(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp),
-                               isl=isl, osl=osl, slo=slo, calibration=calibration, gpus_value=gpus_, arrival=arrival, launch=launch)
+            point = _slo_point(m, dep, fixed=dict(tp=tp, pp=pp, ep=ep, moe_tp=moe_tp, attention_dp=attention_dp, kvp=kvp), isl=isl,
+                               osl=osl, slo=slo, calibration=calibration, gpus_value=gpus_, arrival=arrival, launch=launch, prefix_hit=prefix_hit)
             dep, conc, n_rep = point.deployment, point.concurrency, point.replicas
             predicted = {"ttft_ms": point.ttft_s * 1e3, "tpot_ms": point.tpot_s * 1e3, "tok_s_per_user": point.tok_s_per_user,
                          "output_tok_s_per_gpu": point.output_tok_s_per_gpu}
@@ -231,13 +237,12 @@ def export(
             if no_decode(osl):  # one output token: no TPOT nor tok/s/user, as estimate's answer (serve.metrics.without_decode)
                 predicted, intervals = without_decode(predicted), without_decode({"intervals": intervals})["intervals"]
             chosen = {"slo": slo, "default": not slo_given, "plan": dep.plan.label(), "replicas": n_rep, "concurrency": conc}
-            r = _point_answer(m, dep, isl=isl, osl=osl, concurrency=conc, arrival=arrival, calibration=calibration)
+            r = _point_answer(m, dep, Workload(isl=isl, osl=osl, concurrency=conc, prefix_hit=prefix_hit, arrival=arrival), calibration=calibration)
         else:
             from llm_codesign.api import estimate as run
             from llm_codesign.explore.search import capture_line, with_capture
-            from llm_codesign.spec.plan import Workload
 
-            wl = Workload(isl=isl, osl=osl, concurrency=concurrency, arrival=arrival)
+            wl = Workload(isl=isl, osl=osl, concurrency=concurrency, prefix_hit=prefix_hit, arrival=arrival)
             asked, dep = dep, with_capture(dep, concurrency)  # priced with the capture the file writes
             r = run(m, dep, wl, calibration=calibration).to_dict()
             if dep != asked:  # estimate at these flags prices the engine's default capture: both said (crev10 #2)
@@ -393,7 +398,8 @@ def _chosen_line(chosen: dict, *, precision=None, checkpoints: bool = True, othe
             f"the frontier point with the most tok/s/GPU that meets {why}")
 
 
-def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibration, gpus_value, arrival: str, launch: dict | None = None):
+def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibration, gpus_value, arrival: str, launch: dict | None = None,
+               prefix_hit: float = 0.0):
     """The frontier point with the most output tok/s/GPU that meets `slo`: the plans the fixed sizes
     leave open on dep.num_gpus GPUs (replicas of smaller instances fill them) x every batch, at dep's
     precision, speculation (its draft length) and step token budget, each point priced with and stating the `launch`
@@ -408,14 +414,14 @@ def _slo_point(m, dep, *, fixed: dict, isl: int, osl: int, slo: dict, calibratio
     from llm_codesign.spec.plan import check_whole_prompt
 
     launch = launch or {}
-    check_whole_prompt(dep, isl)  # a prompt the launch schedules whole over its budget, refused as estimate refuses it
+    check_whole_prompt(dep, isl, osl=osl)  # a request the launch schedules whole over its budget, refused as estimate refuses it
 
     space = SearchSpace.build(m, dep.gpu, num_gpus=dep.num_gpus, spec=dep.spec, draft_len=dep.spec.k if dep.spec else None, **fixed)
     space = replace(space, precisions=(dep.precision,), spec_ks=(dep.spec.k,) if dep.spec else space.spec_ks)
     if "max_batch" in launch:
         space = replace(space, batches=tuple(b for b in space.batches if b <= launch["max_batch"]) or (launch["max_batch"],))
     r = search(m, dep.gpu, calibration_for(dep.gpu, calibration), space, isl=isl, osl=osl, engine=get_engine(dep.backend),
-               max_num_tokens=dep.max_num_tokens, arrival=arrival, launch=launch, **slo)
+               max_num_tokens=dep.max_num_tokens, arrival=arrival, prefix_hit=prefix_hit, launch=launch, **slo)
     if not r.points:
         raise nothing_found([r.to_dict()], gpus_value or dep.num_gpus, slo)
     from llm_codesign.measure.intervals import table_for
@@ -639,13 +645,12 @@ def _requests(concurrency: int, replicas: int, source: str, endpoint: int | None
     return f"{concurrency} requests per instance ({concurrency * replicas} across {replicas} replicas; {source})"
 
 
-def _point_answer(m, dep, *, isl, osl, concurrency, arrival, calibration) -> dict:
-    """estimate's answer (Estimate.to_dict) at a chosen point's deployment and requests: its notes of a fitted TTFT share
-    (serve.estimate.fitted_ttft_notes), which a frontier's point does not carry."""
+def _point_answer(m, dep, wl, *, calibration) -> dict:
+    """estimate's answer (Estimate.to_dict) at a chosen point's deployment and workload `wl`: its notes of a fitted TTFT
+    share (serve.estimate.fitted_ttft_notes), which a frontier's point does not carry."""
     from llm_codesign.api import estimate as run
-    from llm_codesign.spec.plan import Workload
 
-    return run(m, dep, Workload(isl=isl, osl=osl, concurrency=concurrency, arrival=arrival), calibration=calibration).to_dict()
+    return run(m, dep, wl, calibration=calibration).to_dict()
 
 
 @app.command("export-point")

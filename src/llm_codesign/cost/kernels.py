@@ -523,7 +523,8 @@ def attention_prefill_time(flops, nbytes, gpu: Gpu, cal: Calibration, *, math: s
     SGLang's Triton kernel (`triton_s`, its whole tiles' matmuls and skipped tiles: triton_prefill_compute; one per
     element, NaN where an element is not Triton; None: none is) takes that for the matmuls' time, with the calibrated fixed cost and exponentials, no ramp and no
     cost per work item (its CTAs' own is within its tiles' rate: a one-tile CTA, 1-token prompts at head dim 256, runs 88 ns
-    of the GPU where a tile is priced 78) (`at.triton`: Engine.triton_attention; docs/modelling-notes.md#leftD, #tritonW-window-batch)."""
+    of the GPU where a tile is priced 78) (`at.triton`: Engine.triton_attention;
+    docs/modelling-notes.md#leftD-triton-attention, #tritonW-window-batch)."""
     flops = np.asarray(flops, float)
     ramp = 1.0 if keys is None else 1.0 + cal.attn_prefill_s_half / np.maximum(np.asarray(keys, float), 1.0)
     fp8 = math == "fp8"

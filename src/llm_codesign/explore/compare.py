@@ -192,7 +192,7 @@ def compare(a: Ask, *, calibration=None) -> Comparison:
 def _closed_loop(m: ModelSpec, point, a: Ask, cal) -> dict:
     """{"ttft_closed_loop_ms": the TTFT of `point`'s deployment at its requests in flight in a closed loop} where the
     question's GPUs run different engines under another arrival; else {}. SGLang in waves serialises its front end over a
-    wave's requests (docs/modelling-notes.md#sglang-front-end): compare's TTFT* column then reads an engine's arrival
+    wave's requests (docs/modelling-notes.md#serial-front-end): compare's TTFT* column then reads an engine's arrival
     artefact as the GPU's (newc7 #14: MI355X 4,310 ms beside B200's 367 ms on Llama-3.1-70B); the closed loop, as
     estimate's 'TTFT, closed loop' row prices it, sets the GPUs apart on that alone."""
     from llm_codesign.serve.estimate import estimate

@@ -61,16 +61,18 @@ def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) 
     """The shape's best deployment at the SLO (as design ranks it) with its four metrics' intervals there."""
     from types import SimpleNamespace
 
-    from llm_codesign.measure.intervals import bands, capped, context, ideal
+    from llm_codesign.measure.intervals import bands, capped, context, ideal, priced_terms
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+    from llm_codesign.spec.plan import Plan
 
     best = at_best(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine)
     if best is None:
         return None
     isl, osl = slo.lengths()
     # at_best's search prices TTFT at the default arrival (Workload's), so its basis is that arrival's runs, as estimate's is
+    # its plan's attention-DP ranks as estimate's bands take them (priced_terms; design's search prices no eager note)
     ctx = context(m, gpu, prec, engine=engine.name, concurrency=best["deployment"]["concurrency_per_instance"], isl=isl, osl=osl,
-                  arrival=DEFAULT_ARRIVAL)
+                  arrival=DEFAULT_ARRIVAL, **priced_terms(Plan.from_dict(best["deployment"]), osl=osl))
     values = {k: best[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
     # held within what its GPUs allow at its batch, as estimate's (api.estimate); design prices no speculation
     inst = SimpleNamespace(gpu=gpu, num_gpus=best["deployment"]["instance_gpus"], precision=prec)
@@ -201,7 +203,9 @@ def gain_band(d: dict, b: dict, level: int = 80, *, shared: bool | None = None) 
 def _gain_bands(r: dict, *, params, gpu, prec, engine, baseline, moe, budget_tol, table) -> None:
     """Each row's gain_band against the baseline's interval (design_rows), else the reference's (priced here as a
     baseline's is: measure.intervals.context of the reference shape at its deployment)."""
-    from llm_codesign.measure.intervals import band, context
+    from llm_codesign.measure.intervals import band, context, priced_terms
+    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+    from llm_codesign.spec.plan import Plan
 
     obj = r["objective"]
     who = r["baseline"] if r.get("baseline") else r["reference"]
@@ -210,7 +214,9 @@ def _gain_bands(r: dict, *, params, gpu, prec, engine, baseline, moe, budget_tol
     if not who.get("intervals"):
         m0, _, _ = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol, active=r.get("active_params"))
         isl, osl = r["isl_osl"]
-        ctx = context(m0, gpu, prec, engine=engine.name, concurrency=who["deployment"]["concurrency_per_instance"], isl=isl, osl=osl)
+        # as the rows' (_at_slo): at_best's arrival and the plan's attention-DP ranks
+        ctx = context(m0, gpu, prec, engine=engine.name, concurrency=who["deployment"]["concurrency_per_instance"], isl=isl, osl=osl,
+                      arrival=DEFAULT_ARRIVAL, **priced_terms(Plan.from_dict(who["deployment"]), osl=osl))
         who["intervals"] = {obj: band(obj, who["objective"], ctx, table=table)}
     b = who["intervals"][obj] | {"value": who["objective"]}
     for d in r["designs"]:

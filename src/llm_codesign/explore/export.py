@@ -40,7 +40,7 @@ from llm_codesign.explore.export_engines.base import (
 from llm_codesign.spec.engines import check_runs, get_engine
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
 from llm_codesign.spec.model import ModelSpec
-from llm_codesign.spec.plan import Deployment, acceptance_rates_of
+from llm_codesign.spec.plan import Deployment, acceptance_rates_of, check_whole_prompt
 from llm_codesign.spec.precision import Precision, get_dtype
 
 HEADER = "# llm-codesign export: "
@@ -258,25 +258,22 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
     opts = x.options(model, dep, concurrency)
     if engine == "trtllm" and (extra or {}).get("isl", 0) > dep.step_tokens:  # such a prompt runs only chunked (prompt_budget)
         opts["enable_chunked_prefill"] = True
-    _vllm_whole_requests(opts, extra)
+    _whole_requests(model, dep, extra)
     if replicas > 1:
         head.append(f"# run {replicas} instances of this configuration behind a load balancer ({dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''} each)")
     return x.render(opts, head=head, model=model, file_name=file_name, env=x.env(dep))
 
 
-def _vllm_whole_requests(opts: dict, extra: dict | None) -> None:
-    """vLLM without chunked prefill: its file caps max-model-len at the step budget (SchedulerConfig.verify_max_model_len
-    refuses a launch whose max_num_batched_tokens is under max_model_len, vllm/config/scheduler.py:317-329@0.33.0), and the
-    server answers 400 to a request past max_model_len (CONTEXT_LIMIT_OPTIONS): a workload of longer requests is refused in
-    one line rather than written into a file that rejects it."""
-    limit, x = opts.get("max-model-len"), extra or {}
-    if opts.get("enable-chunked-prefill") is not False or limit is None or "isl" not in x or "osl" not in x:
-        return
-    if int(x["isl"]) + int(x["osl"]) > limit:
-        raise InputError("isl+osl", int(x["isl"]) + int(x["osl"]), f"at most {limit:,} for vLLM without chunked prefill: its "
-                         f"max-model-len must stay within max-num-batched-tokens ({opts['max-num-batched-tokens']:,}; SchedulerConfig."
-                         "verify_max_model_len, vllm/config/scheduler.py:317-329@0.33.0); raise --max-num-tokens to "
-                         f"{int(x['isl']) + int(x['osl']):,} or more, or turn chunked prefill on")
+def _whole_requests(model: ModelSpec, dep: Deployment, extra: dict | None) -> None:
+    """A workload the launch refuses, refused in one line rather than written into a file that rejects it: the one rule
+    estimate applies (spec.plan.check_whole_prompt; vLLM without chunked prefill caps its file's max-model-len at the step
+    budget, SchedulerConfig.verify_max_model_len, vllm/config/scheduler.py:317-329@0.33.0, so the budget holds a request's
+    prompt and output), and the model's context (its file's max-model-len is capped there too). Only where the file turns
+    chunked prefill off: left at TensorRT-LLM's default, a prompt over the budget is written chunked (export_config)."""
+    x = extra or {}
+    if "isl" in x and "osl" in x and dep.chunked_prefill is False:
+        model.check_context(int(x["isl"]), int(x["osl"]))
+        check_whole_prompt(dep, int(x["isl"]), osl=int(x["osl"]))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -605,7 +602,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     dec_conc = per_rank(concurrency, 1, instances=decode_instances)  # an instance's requests (its exporter splits them over its ranks)
     # a prefill instance holds the prompts it is computing: at most what its step budget and the queue give it
     pre_conc = per_rank(concurrency, 1, instances=prefill_instances)
-    _vllm_whole_requests(x.options(model, prefill, pre_conc), extra)  # a vLLM prefill pool's max-model-len at its budget
+    _whole_requests(model, prefill, extra)  # a prefill pool that schedules prompts whole (vLLM's max-model-len at its budget)
 
     def component(cname, ctype, replicas, args, dep=None):
         c = {"name": "main", "image": image, "command": ["python3", "-m", spec["modules"][ctype if ctype == "frontend" else backend]],

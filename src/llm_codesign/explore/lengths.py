@@ -177,11 +177,13 @@ def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration, ar
 
     if concurrency < 1:
         raise InputError("concurrency", concurrency, "a positive integer")
-    from llm_codesign.spec.plan import check_whole_prompt
+    from llm_codesign.spec.plan import check_whole_prompt, whole_length
 
     within_context(model, lengths)
-    # the longest prompt as estimate judges one (frev #2): TensorRT-LLM without chunked prefill refuses it, not serves it chunked
-    check_whole_prompt(dep, int(lengths.isl.max()), field="isl (the mix's longest)")
+    # the longest request as estimate judges one (frev #2): TensorRT-LLM without chunked prefill refuses it, not serves it
+    # chunked; vLLM's budget holds its prompt and output together (spec.plan.whole_length)
+    i = int(np.argmax(whole_length(dep.engine, lengths.isl, lengths.osl)))
+    check_whole_prompt(dep, int(lengths.isl[i]), field="isl (the mix's longest)", osl=int(lengths.osl[i]))
     r = evaluate(model, Serving.of(dep), cal=calibration, concurrency=concurrency, isl=lengths.isl, osl=lengths.osl, arrival=arrival)
     fits = np.broadcast_to(r["fits"], lengths.isl.shape)
     w = lengths.weight
@@ -301,9 +303,11 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     priced by price_mix at `concurrency` requests in flight under `arrival` (spec.harness.ARRIVALS; estimate's default).
     `calibration`: a profile's path, a Calibration or None."""
     from llm_codesign.cost.calibration import Calibration, calibration_for
-    from llm_codesign.serve.estimate import as_run, check
+    from llm_codesign.measure.intervals import priced_terms
+    from llm_codesign.serve.estimate import as_run, check, estimate
     from llm_codesign.serve.metrics import no_decode, without_decode
     from llm_codesign.spec.harness import check_arrival
+    from llm_codesign.spec.plan import Workload
 
     check_arrival(arrival)
     check_lengths(lengths, isl_dist, osl_dist)
@@ -311,11 +315,16 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     check(model, dep)
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     r = price_mix(model, dep, mixture, concurrency, calibration=cal, arrival=arrival)
+    # the bands' question, the mix's mean lengths, priced as estimate prices it: its plan's attention-DP ranks and, where
+    # its decode step misses the CUDA graphs, the eager moves widen the mix's bands as they widen estimate's (crev12 #2)
+    at_mean = estimate(model, dep, Workload(isl=max(round(r["mean_isl"]), 1), osl=max(round(r["mean_osl"]), 1),
+                                            concurrency=concurrency, arrival=arrival), calibration=cal)
     # the formats priced, as estimate's title says them (Estimate.to_dict's precision_as_run, newc8 #16)
     r |= {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend, "arrival": arrival,
           "precision": dep.precision.label(), "precision_as_run": as_run(dep)}
     batch, accepted = r.pop("_batch"), r.pop("_accepted")
-    r["intervals"] = _mix_bands(model, dep, r, concurrency, calibration, batch=batch, accepted=accepted, arrival=arrival)  # issue 40: every predicted metric with its intervals
+    r["intervals"] = _mix_bands(model, dep, r, concurrency, calibration, batch=batch, accepted=accepted, arrival=arrival,  # issue 40
+                                terms=priced_terms(at_mean.deployment.plan, at_mean.eager_decode, osl=r["mean_osl"]))
     # a length of one output token decodes nothing: its TPOT and tok/s/user null, and the mix's where every length is so
     # (serve.metrics.without_decode, as estimate's answer says it)
     r["per_length"] = [without_decode(x) if no_decode(x["osl"]) else x for x in r["per_length"]]
@@ -324,13 +333,15 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     return Mix(model=model.name, deployment=dep, concurrency=concurrency, answer=r)
 
 
-def _mix_bands(m, dep, r: dict, concurrency: int, calibration, *, batch: np.ndarray, accepted: np.ndarray, arrival: str) -> dict:
+def _mix_bands(m, dep, r: dict, concurrency: int, calibration, *, batch: np.ndarray, accepted: np.ndarray, arrival: str,
+               terms: dict) -> dict:
     """The intervals of a mix's mean TTFT, TPOT and rates (measure.intervals.band), as estimate's at the mix's mean ISL
-    and OSL in the mix's arrival, as the mix is priced: the runs measured fixed lengths, none a mix."""
+    and OSL in the mix's arrival, as the mix is priced: the runs measured fixed lengths, none a mix. `terms`: what estimate
+    priced there (measure.intervals.priced_terms)."""
     from llm_codesign.measure.intervals import bands, capped, context, table_for
 
     ctx = context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=concurrency, isl=r["mean_isl"], osl=r["mean_osl"],
-                  spec=dep.spec is not None, arrival=arrival)
+                  spec=dep.spec is not None, arrival=arrival, **terms)
     table = table_for(calibration, gpu=dep.gpu)
     values = {"ttft_ms": r["ttft_ms"]["mean"], "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
               "output_tok_s_per_gpu": r["output_tok_s_per_gpu"]}

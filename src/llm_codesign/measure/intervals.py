@@ -304,6 +304,18 @@ def context(model, gpu, prec, *, engine: str, concurrency, isl: float, osl: floa
                    adp_hold=adp_holds(ENGINES.get(engine), adp, concurrency))
 
 
+def priced_terms(plan, eager=None, *, osl: float) -> dict:
+    """context's terms of what was priced, one rule for estimate's, mix's and design's bands (crev12 #2): `plan`'s
+    attention-DP ranks (adp_holds: the fitted hold's widening) and, where the decode step misses the CUDA graphs (`eager`:
+    serve.eager.EagerDecode; None where it does not, or where nothing priced it), TPOT's and TTFT's moves at the launch
+    cost's range's ends (Context.eager, eager_ttft, eager_piecewise); none at one output token (no decode step:
+    serve.metrics.no_decode, nothing eager to widen by)."""
+    adp = {"adp": int(np.max(np.asarray(plan.adp)))}
+    if eager is None or osl <= 1:
+        return adp
+    return adp | {"eager": eager.moves, "eager_ttft": eager.ttft_moves, "eager_piecewise": eager.piecewise}
+
+
 def adp_holds(engine, adp, concurrency) -> bool:
     """Whether `engine` prices its fitted attention-DP hold at `adp` ranks and `concurrency` requests
     (EngineCosts.adp_hold_steps' condition: Engine.holds_adp_requests, more than one rank and, where it holds only while

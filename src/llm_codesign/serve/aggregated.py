@@ -840,7 +840,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         "max_concurrency": cap * adp, "kv_seqs": mem["max_seqs_per_rank"] * adp,  # what runs at once; what the KV cache alone holds
         # a rank given no token of the server's figure (Engine.rank_step_tokens) never prefills, nor one whose engine schedules
         # prompts whole a prompt over it: refused for one deployment (spec.plan.check_step_budget, check_whole_prompt), unfit here
-        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1) & prompt_schedules(engine, fl.chunked_prefill, isl / kvp, mnt, stated=at.max_num_tokens is not None),
+        "fits": (mem["free_for_kv"] > 0) & (c_rank <= cap) & (mnt >= 1) & prompt_schedules(engine, fl.chunked_prefill, isl, mnt, stated=at.max_num_tokens is not None, osl=osl, kvp=kvp),
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {

@@ -664,7 +664,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     model.check_context(isl, osl)
     # the prefill pool's engine refuses a prompt over its budget unchunked; the decode pool's requests are generation-only,
     # which TensorRT-LLM does not check (spec.plan.check_whole_prompt)
-    check_whole_prompt(prefill, isl)
+    check_whole_prompt(prefill, isl, osl=osl)
     C = np.asarray(concurrencies, float)
     r = evaluate_disagg(model, prefill, decode, calibration=calibration, decode_calibration=decode_calibration,
                         prefill_instances=prefill_instances, decode_instances=decode_instances, concurrency=C, isl=isl, osl=osl,

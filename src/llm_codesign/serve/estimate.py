@@ -483,7 +483,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     dep = _one_plan(dep)
     check(model, dep)
     model.check_context(workload.isl, workload.osl)
-    check_whole_prompt(dep, workload.isl)  # an engine that schedules prompts whole refuses one over its budget
+    check_whole_prompt(dep, workload.isl, osl=workload.osl)  # an engine that schedules prompts whole refuses one over its budget
     cal = calibration
     adp = int(np.asarray(dep.plan.adp))
     grid = BATCH_GRID * adp

@@ -21,7 +21,7 @@ from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, MoE
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.precision import DTYPES, Precision, executable, get_dtype
 from llm_codesign.spec.registry import get_model
-from llm_codesign.spec.validation import as_int
+from llm_codesign.spec.validation import as_float, as_int
 
 # reason codes, in the order they are checked; the first failing one is reported
 REASONS = (
@@ -277,13 +277,14 @@ class SpecDecoding:
     def __post_init__(self):
         if self.method not in SPEC_METHODS:
             raise InputError("spec", self.method, "one of: " + ", ".join(SPEC_METHODS))
-        if not 1 <= self.k <= 16:
-            raise InputError("draft_len", self.k, "an integer from 1 to 16")
+        # typed before compared: lc.deployment(acceptance="2.5") is an InputError, not a TypeError (crev12 #5)
+        as_int("draft_len", self.k, lo=1, hi=16, what="an integer from 1 to 16")
         if self.mean_accepted is None and not self.rates:
             raise MissingInput("acceptance", acceptance_hint(self.method), word="not given")
-        if self.mean_accepted is not None and not 1.0 <= self.mean_accepted <= self.k + 1:
-            raise InputError("acceptance", self.mean_accepted, f"a mean accepted length between 1 and k+1 = {self.k + 1}")
-        if any(not 0.0 <= r <= 1.0 for r in self.rates):
+        if self.mean_accepted is not None:
+            as_float("acceptance", self.mean_accepted, lo=1.0, hi=self.k + 1,
+                     what=f"a mean accepted length between 1 and k+1 = {self.k + 1}")
+        if any(not (isinstance(r, Real) and not isinstance(r, bool) and 0.0 <= r <= 1.0) for r in self.rates):
             raise InputError("acceptance_rates", self.rates, "probabilities between 0 and 1")
         if self.method == "ngram" and self.draft_model:
             raise InputError("draft_model", self.draft_model, "left out with --spec ngram (prompt lookup drafts from the request's "
@@ -1022,16 +1023,25 @@ def states_whole_prompts(dep: Deployment) -> bool:
     return bool(whole_prompts(dep.engine, dep.chunked_prefill, stated=dep.max_num_tokens is not None))
 
 
-def prompt_schedules(engine, chunked_prefill, prompt, mnt, *, stated: bool):
-    """Whether a `prompt`-token prompt (per KV-parallel rank; arrays ok) is scheduled under a step budget of `mnt`: always
-    where the launch chunks prompts (whole_prompts false) or the engine is not read to refuse one over its budget
-    (Engine.whole_prompt_refusal None: SGLang), else only within the budget. check_whole_prompt refuses one
-    deployment's prompt by it; serve.aggregated marks a search's point unfit by it."""
+def whole_length(engine, isl, osl, kvp=1):
+    """The tokens a launch that schedules prompts whole must hold in its step budget (arrays ok): the prompt per KV-parallel
+    rank, or the whole request, isl + osl, where the engine bounds that (Engine.whole_request_in_budget: vLLM's
+    max_model_len within max_num_batched_tokens)."""
+    if engine.whole_request_in_budget:
+        return np.asarray(isl, float) + np.asarray(osl, float)
+    return np.asarray(isl, float) / np.asarray(kvp, float) + 0.0 * np.asarray(osl, float)  # broadcast as the other's
+
+
+def prompt_schedules(engine, chunked_prefill, isl, mnt, *, stated: bool, osl=0, kvp=1):
+    """Whether a request of `isl` + `osl` tokens (arrays ok; `kvp` KV-parallel ranks) is scheduled under a step budget of
+    `mnt`: always where the launch chunks prompts (whole_prompts false) or the engine is not read to refuse one over its
+    budget (Engine.whole_prompt_refusal None: SGLang), else only where the budget holds whole_length. check_whole_prompt
+    refuses one deployment's request by it, export's file too; serve.aggregated marks a search's point unfit by it."""
     return (np.logical_not(whole_prompts(engine, chunked_prefill, stated=stated))
-            | (np.asarray(prompt, float) <= np.asarray(mnt, float)) | (engine.whole_prompt_refusal is None))
+            | (whole_length(engine, isl, osl, kvp) <= np.asarray(mnt, float)) | (engine.whole_prompt_refusal is None))
 
 
-def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
+def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl", *, osl: int = 0) -> None:
     """Refuse a prompt longer than the step budget where the launch schedules it whole (states_whole_prompts): TensorRT-LLM's
     LLM API rejects such a request, `if self.args.backend == "pytorch" and not self.args.enable_chunked_prefill and not
     is_gen_only: ... if max_num_tokens and prompt_len / cp_size + query_len > max_num_tokens: raise ValueError("The sum of
@@ -1039,13 +1049,17 @@ def check_whole_prompt(dep: Deployment, isl: int, field: str = "isl") -> None:
     BaseLLM._check_arguments@4c05a748; the whole prompt, prefix hits included; cp_size: our kvp). review crev #5. Each
     engine's own rule, options and source (Engine.whole_prompt_refusal: vLLM's launch check, ATOM's scheduler; none for
     SGLang, which serves the longer prompt whole: serve.aggregated.prompt_budget); the option here as both callers spell it
-    (the CLI's --chunked-prefill, the API's chunked_prefill)."""
-    per = int(isl) / int(np.max(dep.plan.kvp))
-    if not np.all(prompt_schedules(dep.engine, dep.chunked_prefill, per, dep.step_tokens, stated=dep.max_num_tokens is not None)):
+    (the CLI's --chunked-prefill, the API's chunked_prefill). vLLM's budget holds the whole request, `isl` + `osl`
+    (whole_length; the field then "isl+osl"): estimate, mix, the searches and export's file by one rule (crev12 #3)."""
+    kvp = int(np.max(dep.plan.kvp))
+    if not np.all(prompt_schedules(dep.engine, dep.chunked_prefill, isl, dep.step_tokens, stated=dep.max_num_tokens is not None,
+                                   osl=osl, kvp=kvp)):
         why, budget, on = dep.engine.whole_prompt_refusal
-        raise InputError(field, int(isl), f"at most max_num_tokens ({dep.step_tokens:,}): {dep.engine.title} without chunked prefill "
-                                          f"{why}; raise max_num_tokens{f' ({budget})' if budget else ''} to {math.ceil(per):,} or more, or turn "
-                                          f"chunked prefill on ({on}; --chunked-prefill, the API's chunked_prefill: true)")
+        need = float(whole_length(dep.engine, int(isl), int(osl), kvp))
+        field, value = (field.replace("isl", "isl+osl", 1), int(isl) + int(osl)) if dep.engine.whole_request_in_budget else (field, int(isl))
+        raise InputError(field, value, f"at most max_num_tokens ({dep.step_tokens:,}): {dep.engine.title} without chunked prefill "
+                                       f"{why}; raise max_num_tokens{f' ({budget})' if budget else ''} to {math.ceil(need):,} or more, or turn "
+                                       f"chunked prefill on ({on}; --chunked-prefill, the API's chunked_prefill: true)")
 
 
 def check_budget_holds(max_num_tokens: int | None, engine, draft_len: int, field: str = "max_num_tokens") -> None:

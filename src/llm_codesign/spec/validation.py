@@ -38,6 +38,7 @@ def as_int(field: str, v, *, lo: int = 1, hi: int = 1 << 62, what: str = "") -> 
 
 def as_float(field: str, v, *, lo: float = 0.0, hi: float = math.inf, lo_open: bool = False, what: str = "") -> float:
     """A finite number in [lo, hi] ((lo, hi] when lo_open); never a boolean, string, NaN or infinity."""
+    v = float(v) if isinstance(v, np.floating) else v  # a numpy float is a number, said as a plain one (as as_int's)
     ok = _is_number(v) and math.isfinite(v) and (v > lo if lo_open else v >= lo) and v <= hi
     if not ok:
         raise InputError(field, v, what or f"a finite number {'above' if lo_open else 'from'} {lo:g}{'' if hi == math.inf else f' to {hi:g}'}")

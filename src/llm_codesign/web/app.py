@@ -45,6 +45,7 @@ from pydantic import AliasChoices, AllowInfNan, BaseModel, BeforeValidator, Conf
 from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
+from llm_codesign.explore import DESIGN_GPU, DESIGN_TOP
 from llm_codesign.serve.metrics import NO_DECODE_WHY
 from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
 from llm_codesign.spec.hardware import WHAT_IF_FIELDS  # also a GPU file's with `base`: spec.hardware.what_if
@@ -352,6 +353,9 @@ class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
     min_tps_user: Optional[Float] = Field(None, ge=0, le=1e7)
     max_ttft_ms: Optional[Float] = Field(None, gt=0, le=1e9)
     arrival: str = Field(DEFAULT_ARRIVAL, max_length=40, description=ARRIVAL_HELP)
+    # pareto's --prefix-hit and --max-num-tokens, as lc.pareto takes them (crev12 #6: a 422 unknown field here)
+    prefix_hit: Float = Field(0.0, ge=0, lt=1, description="Share of each prompt already in the prefix cache, 0 to <1 (--prefix-hit).")
+    max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS, description="The engine's token budget per step (--max-num-tokens).")
     plot: StrictBool = Field(default=False, description="Also what the HTML report draws (`plot`) and the CSV `pareto --csv` writes (`csv`).")
 
 
@@ -363,7 +367,7 @@ class LintRequest(ModelRef, Precisions, WhatIf):
 
 class DesignRequest(Precisions, WhatIf):
     params: Float = Field(..., ge=1e6, le=1e14, description="Total-parameter budget, e.g. 8e9.")
-    gpu: str = Field("h200", max_length=100)
+    gpu: str = Field(DESIGN_GPU, max_length=100)  # design's defaults are the CLI's and the API's (explore.DESIGN_GPU, DESIGN_TOP)
     num_gpus: Int = Field(8, ge=1, le=MAX_SERVE_GPUS)
     regime: Regime = "throughput"
     moe: StrictBool = False
@@ -381,7 +385,7 @@ class DesignRequest(Precisions, WhatIf):
     # 70B shapes to another #1); a search's time goes with the shapes admitted, and check_size bounds it
     max_candidates: Int = Field(20000, ge=1, le=20000, description="At most this many shapes priced, an even spread over the admitted "
                                 "ones (design's --max-candidates); the answer's screened.priced below screened.admitted says it thinned.")
-    top: Int = Field(5, ge=1, le=20)
+    top: Int = Field(DESIGN_TOP, ge=1, le=20)
     rank_all: StrictBool = Field(default=False, description="Rank by the objective alone (design --rank-all); false: rows whose quality "
                                  "the proxy resolves (err ± <= |loss| + ±test) first, the answer's `resolved` counting them.")
 
@@ -996,7 +1000,8 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
     for gpu in req.gpus:  # each GPU on its vendor's engine where none is named, as `pareto` runs them
         job.check()
         g = _gpu(gpu, "gpus", req.what_if)
-        f = lc.pareto(m, g, num_gpus=n_gpus, instance_gpus=inst, workload=lc.Workload(req.isl, req.osl, arrival=req.arrival), engine=_engine(g, req.engine),
+        f = lc.pareto(m, g, num_gpus=n_gpus, instance_gpus=inst, engine=_engine(g, req.engine), max_num_tokens=req.max_num_tokens,
+                      workload=lc.Workload(req.isl, req.osl, prefix_hit=req.prefix_hit, arrival=req.arrival),
                       weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                       tp=req.tp, pp=req.pp, ep=req.ep, moe_tp=req.moe_tp, attention_dp=req.attention_dp, kvp=req.kvp,
                       min_tps_user=req.min_tps_user, max_ttft_ms=req.max_ttft_ms, spec=spec, draft_len=req.draft_len,

@@ -175,6 +175,10 @@ class Engine(ABC):
     # for the budget ("": our max_num_tokens) and for chunked prefill), spec.plan.check_whole_prompt's line. None: the engine
     # serves the longer prompt whole, alone in its step (SGLang), and it is priced so (serve.aggregated.prompt_budget, crev9 #9)
     whole_prompt_refusal: ClassVar[tuple[str, str, str] | None] = None
+    # what that budget must hold: the prompt (per KV-parallel rank: TensorRT-LLM's LLM API check, ATOM's scheduler), or the
+    # whole request, prompt + generated tokens (vLLM: its max_model_len, which bounds a request's prompt + max_tokens, must
+    # stay within max_num_batched_tokens), spec.plan.prompt_schedules
+    whole_request_in_budget: ClassVar[bool] = False
     # the decode CUDA graphs it captures where the run sets none (SchedulerFlags.cuda_graph_max_bs NaN): the largest
     # batch per rank, and whether a batch between the captured sizes is padded up to the next one (else it runs eagerly,
     # serve.aggregated.graph_misses). Every batch by default; an engine whose default stops or leaves gaps says so, here

@@ -108,6 +108,9 @@ class VLLMEngine(Engine):
     # max_model_len ("... makes vLLM reject longer sequences", vllm/config/scheduler.py): no prompt past the budget is served
     whole_prompt_refusal = ("serves no longer prompt: its SchedulerConfig refuses a launch whose max_num_batched_tokens is "
                             "under max_model_len", "--max-num-batched-tokens", "--enable-chunked-prefill")
+    # max_model_len bounds the prompt and its generated tokens together (the OpenAI server answers 400 past it), so the
+    # budget holds the whole request: SchedulerConfig.verify_max_model_len, vllm/config/scheduler.py:317-329@0.33.0
+    whole_request_in_budget = True
     # its gather moves the activations quantised: the naive DP/EP prepare (allgather_reducescatter's) quantises the hidden
     # states to the experts' format, then dispatches them with their scales (model_executor/layers/fused_moe/prepare_finalize/
     # naive_dp_ep.py:16-52,124-131@0.19.0). Not modelled: the experts kernels that take BF16 and quantise themselves

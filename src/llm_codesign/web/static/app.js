@@ -799,11 +799,13 @@ async function runDesign() {
     if (!s.config.trim()) { showError("baseline: paste a config.json above, or take the baseline from the name"); return; }
     try { baseline = JSON.parse(s.config); } catch (e) { showError(`config: not valid JSON (${e.message})`); return; }
   }
-  const req = {params: num(s.params), gpu: s.gpus[0] || (wi ? wi.id : "h200"), num_gpus: num(s.num_gpus) ?? "", max_candidates: num(s.max_candidates),
+  // no GPU checked: none sent, so the server's default is design's own (explore.DESIGN_GPU, the CLI's and the API's)
+  const gpu = s.gpus[0] || (wi ? wi.id : undefined);
+  const req = {params: num(s.params), ...(gpu ? {gpu} : {}), num_gpus: num(s.num_gpus) ?? "", max_candidates: num(s.max_candidates),
                ...(s.quality_sigmas.trim() ? {quality_sigmas: num(s.quality_sigmas)} : {}),
                ...(s.min_tps_user.trim() ? {min_tps_user: num(s.min_tps_user)} : {}),
                ...(s.d_moe ? {moe: true, ...(s.active_params.trim() ? {active_params: num(s.active_params)} : {})} : {}),
-               regime: s.regime, engine: s.engine || undefined, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...whatIfFor(wi, s.gpus[0] || (wi ? wi.id : "h200")),
+               regime: s.regime, engine: s.engine || undefined, ...(s.weight_dtype ? {weight_dtype: s.weight_dtype} : {}), ...whatIfFor(wi, gpu),
                ...(baseline !== undefined ? {baseline} : {}), ...(s.d_rank === "all" ? {rank_all: true} : {})};
   saveHash();
   $("design").replaceChildren();
