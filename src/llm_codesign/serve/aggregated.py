@@ -43,8 +43,8 @@ from llm_codesign.spec.precision import Precision
 def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec | None:
     """The model a draft pass runs: DeepSeek MTP module, an EAGLE-3 head, or a separate draft model; None for prompt
     lookup (ngram), which loads no weights and holds no KV cache of its own (SGLang: uses_draft_model is False for NGRAM,
-    arg_groups/kv_cache_hook.py:204@0.5.23; vLLM's NgramProposer.load_model loads nothing, v1/spec_decode/
-    ngram_proposer.py:175-177@0.33.0)."""
+    arg_groups/kv_cache_hook.py:204@0.5.23; vLLM's default runner's NgramGPUSpeculator loads no model, only a scratch of
+    max_num_seqs x max_model_len / 256 int64 and its drafts, v1/worker/gpu/spec_decode/ngram/speculator.py:157-207@0.33.0)."""
     if not spec.on_gpu:
         return None
     if spec.method == "mtp":
@@ -409,9 +409,10 @@ def _drafter_pieces_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan,
 def ngram_propose_time(engine: Engine, b, ctx, k):
     """Seconds the host's prompt-lookup proposer (--spec ngram) adds to a step of `b` decoding sequences (per attention-DP
     rank: each rank's worker proposes for its own) at context `ctx`, where k > 0: Engine.ngram_host's fixed cost, per request,
-    per request squared and per context token scanned (vLLM scans each request's whole context, SGLang its trie's last 18).
-    Both engines run it between the target's steps, the GPU idle (their modules cite where), so it is the step's draft time
-    as a draft model's passes are; no draft kernels, launches or graph pieces."""
+    per request squared and per context token scanned (SGLang matches its trie's last 18 tokens). SGLang runs it between
+    the target's steps, the GPU idle (its module cites where), so it is the step's draft time as a draft model's passes
+    are; no draft kernels, launches or graph pieces. vLLM's default runner proposes on the GPU with no host matcher: 0
+    (VLLMEngine.ngram_host)."""
     fixed, per_req, per_req2, per_tok = engine.ngram_host
     b, ctx = np.asarray(b, float), np.asarray(ctx, float)
     return np.where((np.asarray(k) > 0) & (b > 0), fixed + b * (per_req + per_req2 * b + per_tok * ctx), 0.0)
