@@ -9,34 +9,42 @@ import pytest
 from llm_codesign.cost.calibration import calibration_for
 from llm_codesign.cost.memory import fit
 from llm_codesign.errors import InputError
-from llm_codesign.serve.aggregated import decode_step, draft_model, ngram_propose_time
+from llm_codesign.serve.aggregated import decode_step, draft_model, ngram_propose_time, ngram_scan_time
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.plan import Plan, SpecDecoding, deployment
 from llm_codesign.spec.registry import get_model
 
 
-def test_the_proposers_host_cost_is_each_engines_read_cost():
+def test_the_proposers_cost_is_each_engines_read_cost(h100):
     # vLLM 0.33's default runner (Model Runner V2) matches on the GPU (NgramGPUSpeculator): no host time at any batch or
     # context. SGLang: 5 us a request, whatever the context: 80 us at 16 requests
     assert ngram_propose_time(get_engine("vllm"), np.array([16.0, 256.0]), np.array([2048.0, 8704.0]), 3).tolist() == [0.0, 0.0]
     assert ngram_propose_time(get_engine("sglang"), 16.0, 2048.0, 3) == pytest.approx(80e-6, rel=1e-12)
     assert ngram_propose_time(get_engine("sglang"), 16.0, 32768.0, 3) == pytest.approx(80e-6, rel=1e-12)
     # nothing to propose: no decoding request, or k = 0 (a sweep's point without speculation)
-    assert ngram_propose_time(get_engine("vllm"), np.array([0.0, 16.0]), 2048.0, np.array([3, 0])).tolist() == [0.0, 0.0]
+    assert ngram_propose_time(get_engine("sglang"), np.array([0.0, 16.0]), 2048.0, np.array([3, 0])).tolist() == [0.0, 0.0]
+    cal = calibration_for(h100)
+    scan = ngram_scan_time(get_engine("vllm"), h100, cal, np.array([0.0, 16.0, 16.0]), 2048.0, np.array([3, 0, 3]))
+    assert scan.tolist()[:2] == [0.0, 0.0] and scan[2] > 0
+    assert ngram_scan_time(get_engine("sglang"), h100, cal, 16.0, 2048.0, 3) == 0.0  # its match is the host's
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
-def test_a_step_is_the_verify_step_plus_the_host_proposer(h100, engine):
+def test_a_step_is_the_verify_step_plus_the_proposer(h100, engine):
     # k = 3: the target verifies 1 + 3 tokens a sequence, as for every method (the same operators: spec None at k = 3
-    # prices exactly that step), and SGLang's host matcher's time adds to it (vLLM's none); no draft pass runs
+    # prices exactly that step), and SGLang's host matcher's time adds to it, vLLM's GPU scan (2 launches of the H100's
+    # 3 us kernel overhead + 16 x 2,048 x 4 bytes of token ids at its HBM bandwidth x bw_eff); no draft pass runs
     m = get_model("llama-3.1-8b")
     sh, costs = Plan(*(np.array([v]) for v in (1, 1, 1, 1, 1, 1))).broadcast(), get_engine(engine).costs(calibration_for(h100))
     spec = SpecDecoding("ngram", 3, mean_accepted=2.0)
     b = np.array([16.0])
     verify, _, _ = decode_step(m, h100, m.default_precision, sh, costs=costs, b=b, ctx=2048.0, k=3.0, spec=None)
     step, t_draft, _ = decode_step(m, h100, m.default_precision, sh, costs=costs, b=b, ctx=2048.0, k=3.0, spec=spec)
-    host = {"vllm": 0.0, "sglang": 80e-6}[engine]
-    assert t_draft.item() == pytest.approx(host, rel=1e-12, abs=1e-18)
+    cal = calibration_for(h100)
+    scan = 2 * cal.kernel_overhead_s + 16 * 2048 * 4 / (h100.hbm_bandwidth_bytes_per_s * cal.bw_eff)
+    assert 6e-6 < scan < 6.5e-6  # ~0.2 us of reading at 3.35 TB/s beside the two launches
+    host = {"vllm": scan, "sglang": 80e-6}[engine]
+    assert t_draft.item() == pytest.approx(host, rel=1e-12)
     assert step.item() == pytest.approx(verify.item() + host, rel=1e-12)
     # at a mean 2.0 tokens a step, each token costs half the step: (verify + host) / 2.0
     assert step.item() / spec.accepted(3) == pytest.approx((verify.item() + host) / 2.0, rel=1e-12)
@@ -142,9 +150,9 @@ def test_the_api_prices_and_refuses_prompt_lookup_as_the_cli():
     assert r.status_code == 422 and r.json()["field"] == "spec" and "prompt lookup is priced on vllm, sglang" in r.json()["error"]
 
 
-@pytest.mark.parametrize("engine, host", [("vllm", 0.0), ("sglang", 80e-6)])
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
 @pytest.mark.parametrize("graphs", [0.0, float("nan")])
-def test_the_host_matcher_neither_launches_nor_hides_launches(h100, graphs, engine, host):
+def test_the_proposer_neither_launches_nor_hides_launches(h100, graphs, engine):
     # an eager step (no graphs): the same launches as the verify step alone, the same kernels to hide them under (SGLang's
     # matcher's host seconds hide none); captured under vLLM's default FULL_AND_PIECEWISE: no drafter pieces to replay
     from llm_codesign.serve.aggregated import _decode_stage
@@ -157,6 +165,8 @@ def test_the_host_matcher_neither_launches_nor_hides_launches(h100, graphs, engi
     ngram, t_draft, _ = _decode_stage(m, h100, m.default_precision, sh, spec=SpecDecoding("ngram", 3, mean_accepted=2.0), **kw)
     assert np.array_equal(ngram.eager, verify.eager) and np.array_equal(ngram.eager_n, verify.eager_n)
     assert np.all(np.asarray(ngram.draft_host) == 0.0)
+    host = ngram_propose_time(costs.engine, 16.0, 2048.0, 3) + ngram_scan_time(costs.engine, h100, costs.cal, 16.0, 2048.0, 3)
+    assert host == pytest.approx({"vllm": 6.2e-6, "sglang": 80e-6}[engine], rel=0.05)
     assert ngram.stage.item() == pytest.approx(verify.stage.item() + host, rel=1e-12)
     assert (verify.eager.item() > 0) == (graphs == 0.0)
 
@@ -187,4 +197,5 @@ def test_prompt_lookup_keeps_the_overlap_loop(h100, engine):
     out = " ".join(cli_ok("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", engine, "--concurrency", 16, "--spec", "ngram",
                           "--draft-len", 3, "--acceptance", 2.0, "--breakdown").split())
     assert "the engine's overlap scheduler runs the rest of its host work under the step before" in out
-    assert ("spec/draft_passes" in out) == (engine == "sglang")
+    match = {"vllm": "spec/draft_passes: the GPU's prompt-lookup scan", "sglang": "spec/draft_passes: the host's prompt-lookup match"}
+    assert match[engine] in out

@@ -129,12 +129,13 @@ class VLLMEngine(Engine):
     # scan of each request's context and a finalise (v1/worker/gpu/spec_decode/ngram/speculator.py:216-279), no host
     # sync. The async-scheduling refusal for ngram applies to the V1 runner alone (`if not self.use_v2_model_runner`,
     # config/vllm.py:1651-1666), so the loop keeps its host a step ahead (:1685-1719) as for every other method. No host
-    # proposer time is added to the step; the two kernels (int32 token ids read once over a grid of requests x
-    # max_model_len / 256 blocks: ~9 MB at 256 requests of 8.7k tokens, a few microseconds to tens on an H100) and their
-    # two launches are not priced (docs/modelling-notes.md#ngramO-v2-runner). The V1 runner's host matcher
+    # proposer time is added to the step; the two kernels are priced as a memory-bound pass over each request's int32
+    # token ids in two launches (ngram_gpu_scan; serve.aggregated.ngram_scan_time), their launches under the host's lead
+    # not (docs/modelling-notes.md#ngramO-v2-runner). The V1 runner's host matcher
     # (VLLM_USE_V2_MODEL_RUNNER=0: NgramProposer's numba scan after the step's sync, async scheduling off) was timed by
     # benchmarks/ngram_host_cost.py, ~20 us + b (1.6 us + 6 ns b + 1.4 ns ctx); not the default, not priced
     ngram_host = (0.0, 0.0, 0.0, 0.0)
+    ngram_gpu_scan = True
 
     def runs_plans(self, plan, *, moe: bool = True):
         """A MoE's experts expert-parallel over every GPU of a stage or tensor-parallel over them, never EP x MoE-TP:
