@@ -1,5 +1,6 @@
-"""Time the host side of prompt-lookup drafting (--spec ngram) as the engines run it: the figures of Engine.ngram_host
-(spec/engines/vllm.py, spec/engines/sglang.py; docs/modelling-notes.md#ngram-prompt-lookup).
+"""Time the host side of prompt-lookup drafting (--spec ngram) as the engines run it: SGLang's figure of Engine.ngram_host
+(spec/engines/sglang.py; docs/modelling-notes.md#ngram-prompt-lookup). vLLM's is its V1 model runner's host matcher
+(VLLM_USE_V2_MODEL_RUNNER=0), not priced: 0.33's default runner matches on the GPU (docs/modelling-notes.md#ngramO-v2-runner).
 
 vLLM: its own NgramProposer code, read from an unpacked vllm 0.33.0 wheel (`--vllm DIR`, the folder holding vllm/), the
 numba functions and propose / batch_propose run as they are (numba needed: pip install numba), over batches of b requests

@@ -27,6 +27,7 @@ import numpy as np
 from llm_codesign.cost import memory
 from llm_codesign.cost.calibration import BACKEND_KEYED, Calibration
 from llm_codesign.cost.gemm import reuse_gemm_prices
+from llm_codesign.cost.kernels import elementwise_time
 from llm_codesign.cost.ops import Batch, forward_ops, launches, mtp_module_ops, spec_worker_ops, step_time
 from llm_codesign.cost.reuse import PriceMemo, array_key, reusing
 from llm_codesign.errors import InputError
@@ -43,8 +44,8 @@ from llm_codesign.spec.precision import Precision
 def draft_model(model: ModelSpec, spec: SpecDecoding) -> ModelSpec | None:
     """The model a draft pass runs: DeepSeek MTP module, an EAGLE-3 head, or a separate draft model; None for prompt
     lookup (ngram), which loads no weights and holds no KV cache of its own (SGLang: uses_draft_model is False for NGRAM,
-    arg_groups/kv_cache_hook.py:204@0.5.23; vLLM's NgramProposer.load_model loads nothing, v1/spec_decode/
-    ngram_proposer.py:175-177@0.33.0)."""
+    arg_groups/kv_cache_hook.py:204@0.5.23; vLLM's default runner's NgramGPUSpeculator loads no model, only a scratch of
+    max_num_seqs x max_model_len / 256 int64 and its drafts, v1/worker/gpu/spec_decode/ngram/speculator.py:157-207@0.33.0)."""
     if not spec.on_gpu:
         return None
     if spec.method == "mtp":
@@ -409,12 +410,27 @@ def _drafter_pieces_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan,
 def ngram_propose_time(engine: Engine, b, ctx, k):
     """Seconds the host's prompt-lookup proposer (--spec ngram) adds to a step of `b` decoding sequences (per attention-DP
     rank: each rank's worker proposes for its own) at context `ctx`, where k > 0: Engine.ngram_host's fixed cost, per request,
-    per request squared and per context token scanned (vLLM scans each request's whole context, SGLang its trie's last 18).
-    Both engines run it between the target's steps, the GPU idle (their modules cite where), so it is the step's draft time
-    as a draft model's passes are; no draft kernels, launches or graph pieces."""
+    per request squared and per context token scanned (SGLang matches its trie's last 18 tokens). SGLang runs it between
+    the target's steps, the GPU idle (its module cites where), so it is the step's draft time as a draft model's passes
+    are; no draft kernels, launches or graph pieces. vLLM's default runner proposes on the GPU with no host matcher: 0
+    (VLLMEngine.ngram_host)."""
     fixed, per_req, per_req2, per_tok = engine.ngram_host
     b, ctx = np.asarray(b, float), np.asarray(ctx, float)
     return np.where((np.asarray(k) > 0) & (b > 0), fixed + b * (per_req + per_req2 * b + per_tok * ctx), 0.0)
+
+
+def ngram_scan_time(engine: Engine, gpu: Gpu, cal: Calibration, b, ctx, k):
+    """Seconds the GPU's prompt-lookup scan (--spec ngram where Engine.ngram_gpu_scan: vLLM's default runner) adds to a step
+    of `b` decoding sequences at context `ctx`, where k > 0: NgramGPUSpeculator.propose's two kernels, _ngram_scan_kernel
+    over a grid of requests x max_model_len / 256 blocks, each block loading its 256 positions' tokens and the 5-token
+    suffix, then _ngram_finalize_kernel over the blocks' scores (vllm/v1/worker/gpu/spec_decode/ngram/speculator.py:20-150,
+    216-279@0.33.0 wheel): a memory-bound pass over each request's int32 token ids, 4 x ctx bytes a request, in 2 launches
+    (cost.kernels.elementwise_time, the step's other memory-bound kernels' path); 0 elsewhere."""
+    b, ctx = np.asarray(b, float), np.asarray(ctx, float)
+    if not engine.ngram_gpu_scan:
+        return 0.0 * b * ctx
+    t, _, _ = elementwise_time(4.0 * b * ctx, 2.0, gpu, cal)
+    return np.where((np.asarray(k) > 0) & (b > 0), t, 0.0)
 
 
 def _draft_ops(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, costs: EngineCosts, b, ctx, spec: SpecDecoding):
@@ -491,9 +507,10 @@ def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
     """The draft passes that propose k tokens for each of `b` decoding sequences at `ctx` (a decode step's, and a mixed
     step's for its decodes): their kernels' time. `ops`: the target's operators at this very decode batch (1 + k tokens
     a sequence) where the caller priced them (decode_step); else, for an MTP block in the target's precision, which is one of
-    their layers, priced here (a mixed step's). Prompt lookup (ngram): its host proposer's time (ngram_propose_time)."""
+    their layers, priced here (a mixed step's). Prompt lookup (ngram): its host proposer's time (ngram_propose_time) and
+    its GPU scan's (ngram_scan_time), each 0 where the engine does not run one."""
     if not spec.on_gpu:
-        return ngram_propose_time(costs.engine, b, ctx, k)
+        return ngram_propose_time(costs.engine, b, ctx, k) + ngram_scan_time(costs.engine, gpu, costs.cal, b, ctx, k)
     cal = costs.cal
     dm = draft_model(model, spec)
     dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))

@@ -740,9 +740,12 @@ def _times(sp, it: dict, part: str, *, one, stages: float) -> float:
 
 
 def drafting(dep: Deployment) -> str:
-    """What drafts a step's next tokens, as a breakdown row says it: the draft passes, or prompt lookup's host match (ngram),
-    the GPU idle meanwhile (serve.aggregated.ngram_propose_time)."""
+    """What drafts a step's next tokens, as a breakdown row says it: the draft passes, or prompt lookup (ngram): the GPU's
+    scan where the engine matches there (serve.aggregated.ngram_scan_time), else its host match, the GPU idle meanwhile
+    (serve.aggregated.ngram_propose_time)."""
     if dep.spec is not None and not dep.spec.on_gpu:
+        if dep.engine.ngram_gpu_scan:
+            return "the GPU's prompt-lookup scan of each request's tokens (two kernels: serve.aggregated.ngram_scan_time)"
         return "the host's prompt-lookup match (the GPU idle: serve.aggregated.ngram_propose_time)"
     return "the draft passes"
 

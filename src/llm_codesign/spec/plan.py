@@ -293,7 +293,8 @@ class SpecDecoding:
     @property
     def on_gpu(self) -> bool:
         """Whether its drafts come from a forward pass on the GPU (MTP, EAGLE-3, a draft model); prompt lookup's (ngram) are
-        matched on the host, between the target's steps (serve.aggregated.ngram_propose_time)."""
+        matched in the request's own tokens with no pass: on the host between the target's steps (SGLang), or in two small
+        kernels of the step (vLLM's default runner) (serve.aggregated.ngram_propose_time, ngram_scan_time)."""
         return self.method != "ngram"
 
     def _rates(self) -> np.ndarray:

@@ -262,6 +262,9 @@ class Engine(ABC):
     # None: not priced for this engine, `ngram_refusal` saying why (spec.plan.Deployment refuses it)
     ngram_host: ClassVar[tuple[float, float, float, float] | None] = None
     ngram_refusal: ClassVar[str] = "no prompt-lookup proposer is read for it"
+    # whether its prompt lookup matches on the GPU, a scan of each decoding request's token ids in the step's kernels
+    # (serve.aggregated.ngram_scan_time; vLLM's default runner, spec/engines/vllm.py), beside its host seconds (ngram_host)
+    ngram_gpu_scan: ClassVar[bool] = False
 
     def runs_spec(self, pp, k):
         """Where it launches `k` draft tokens a step (0: no speculation) on `pp` pipeline stages, a boolean array over the

@@ -118,9 +118,14 @@ class SGLangEngine(Engine):
     mixes_while_speculating = False
     # prompt lookup (--speculative-algorithm NGRAM) matches each request's last max_trie_depth (18) tokens in a C++ trie
     # (NgramCorpus.batch_get -> match_stateful, speculative/cpp_ngram/ngram_corpus.py:100-108@0.5.23 wheel) after a blocking
-    # .cpu() of the last step's accepted tokens (NGRAMWorker._prepare_draft_tokens, speculative/ngram_worker.py:232-305; "Host
-    # corpus lookup, so NGRAM stays synchronous", :464): its seconds add to each step, whatever the context (the trie's
-    # inserts run on its own thread, synchronize() :280). Its per-request Python there and in _update_ngram_corpus
+    # .cpu() of the last step's accepted tokens (NGRAMWorker._prepare_draft_tokens, speculative/ngram_worker.py:232-305):
+    # its seconds add to each step, whatever the context (the trie's inserts run on its own thread, synchronize() :280).
+    # The overlap loop stays on under NGRAM on CUDA (_handle_ngram turns it off on CPU alone, arg_groups/speculative_hook.py:
+    # 66-70,1285-1292; the worker splices the last step's tokens because "Overlap mode processes results one iteration
+    # behind", ngram_worker.py:95,237-243): the .cpu() holds step n+1's draft preparation and launch until step n's
+    # kernels end, so the match runs with the GPU idle, while the scheduling and step n's result processing still run
+    # under a step, as for every method (the step's fitted host costs, one step queued ahead of a new request). :464's
+    # "NGRAM stays synchronous" is the grammar mask's barrier, not the loop (docs/modelling-notes.md#ngramO-v2-runner). Its per-request Python there and in _update_ngram_corpus
     # (:396-420), timed here with the C++ calls stubbed: 2.6-6.4 us a request, 5 (docs/modelling-notes.md#ngram-prompt-lookup);
     # the C++ match itself is not timed (no build here)
     ngram_host = (0.0, 5e-6, 0.0, 0.0)

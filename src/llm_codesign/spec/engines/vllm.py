@@ -121,17 +121,21 @@ class VLLMEngine(Engine):
     # quantization/mxfp4.py@007d5005; its log line: "For faster performance on SM100, consider setting
     # VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1"), which no campaign here records
     mxfp8_moe_families = ()
-    # prompt lookup (speculative-config method "ngram") proposes on the host after the step's bookkeeping sync, from the CPU
-    # sampled tokens ("ngram ... run after bookkeeping", v1/worker/gpu_model_runner.py:4414-4418,4451-4456@0.33.0 wheel), and
-    # turns async scheduling off (the V1 runner takes it only with EAGLE-type, ngram_gpu or draft-model drafters,
-    # vllm/config/vllm.py:1651-1661,1706-1712): its seconds add to each step. NgramProposer.propose runs numba's
-    # batch_propose_numba on one thread (num_numba_thread_available = min(1, cpu_count // 2) // tp_size, set to 1 below
-    # 8192 tokens, v1/spec_decode/ngram_proposer.py:45-53,103-111), a KMP scan over each request's whole context
-    # (_find_longest_matched_ngram_and_propose_tokens :209-295), then a Python loop testing `i in valid_ngram_requests`
-    # (a list: quadratic in the batch, :128-134). Timed here on that code with numba 0.68 on an AMD EPYC core (docs/
-    # modelling-notes.md#ngram-prompt-lookup): ~20 us a call, 1.6 us a request, 6 ns a request squared, 1.4 ns a context
-    # token (1.6 on Zipf-drawn tokens; range 1.3-3 ns)
-    ngram_host = (20e-6, 1.6e-6, 6e-9, 1.4e-9)
+    # prompt lookup (speculative-config method "ngram") runs on the GPU in the release the exports write, async scheduling
+    # kept: 0.33.0 takes Model Runner V2 by default (VllmConfig.use_v2_model_runner: True unless VLLM_USE_V2_MODEL_RUNNER
+    # says otherwise or a feature it lacks is asked for, and ngram is not one, config/vllm.py:731-767,3053-3087@0.33.0
+    # wheel), whose speculator for "ngram" and "ngram_gpu" alike is NgramGPUSpeculator (v1/worker/gpu/spec_decode/
+    # __init__.py:87-92, SpeculativeConfig.use_ngram, config/speculative.py:2185-2186): two Triton kernels in the step, a
+    # scan of each request's context and a finalise (v1/worker/gpu/spec_decode/ngram/speculator.py:216-279), no host
+    # sync. The async-scheduling refusal for ngram applies to the V1 runner alone (`if not self.use_v2_model_runner`,
+    # config/vllm.py:1651-1666), so the loop keeps its host a step ahead (:1685-1719) as for every other method. No host
+    # proposer time is added to the step; the two kernels are priced as a memory-bound pass over each request's int32
+    # token ids in two launches (ngram_gpu_scan; serve.aggregated.ngram_scan_time), their launches under the host's lead
+    # not (docs/modelling-notes.md#ngramO-v2-runner). The V1 runner's host matcher
+    # (VLLM_USE_V2_MODEL_RUNNER=0: NgramProposer's numba scan after the step's sync, async scheduling off) was timed by
+    # benchmarks/ngram_host_cost.py, ~20 us + b (1.6 us + 6 ns b + 1.4 ns ctx); not the default, not priced
+    ngram_host = (0.0, 0.0, 0.0, 0.0)
+    ngram_gpu_scan = True
 
     def runs_plans(self, plan, *, moe: bool = True):
         """A MoE's experts expert-parallel over every GPU of a stage or tensor-parallel over them, never EP x MoE-TP:
