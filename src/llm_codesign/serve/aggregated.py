@@ -747,7 +747,9 @@ class Serving:
     kv_fraction: float | None = None  # the deployment's launch option (Deployment.kv_fraction); None: the engine's own
     cuda_graph_max_bs: int | None = None  # the deployment's CUDA graphs (Deployment.cuda_graph_max_bs); None: the engine's default
     piecewise_graphs: bool = False  # vLLM's piecewise decode graphs (Deployment.piecewise_graphs); False: one full graph
-    max_batch: int | None = None  # the launch's batch cap per attention-DP rank (Deployment.max_batch); None: the engine's own
+    # the launch's batch cap per attention-DP rank (Deployment.max_batch; a search's per batch, explore.search.file_capture,
+    # inf where none); None: the engine's own
+    max_batch: object = None
 
     @classmethod
     def of(cls, dep: Deployment) -> Serving:
@@ -938,7 +940,7 @@ def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None, kv_
         fl = replace(fl, cuda_graph_max_bs=np.where(np.isnan(g), np.asarray(cuda_graph_max_bs, float), g))
     if max_batch is not None:
         b = np.asarray(fl.max_running_requests, float)
-        fl = replace(fl, max_running_requests=np.where(np.isinf(b), float(max_batch), b))
+        fl = replace(fl, max_running_requests=np.where(np.isinf(b), np.asarray(max_batch, float), b))
     return fl
 
 

@@ -180,6 +180,9 @@ class Engine(ABC):
     # serve.aggregated.graph_misses). Every batch by default; an engine whose default stops or leaves gaps says so, here
     # or, where the GPU, TP or batch limit sets it, in graphs_default (SGLang's, vLLM's)
     cuda_graphs_default: ClassVar[tuple[float, bool]] = (float("inf"), True)
+    # whether its default capture is sized from the batch cap an export writes (graphs_default's max_running: vLLM's
+    # max-num-seqs), so that a frontier point is priced at its file's cap (explore.search.file_capture)
+    capture_from_batch_cap: ClassVar[bool] = False
     # whether it admits a request that ignores EOS only with its whole remaining output reserved, whatever
     # its usual admission reservation (SGLang's add_one_req_ignore_eos)
     reserves_all_ignoring_eos: ClassVar[bool] = False
