@@ -772,11 +772,9 @@ def _frontier_priced(model: ModelSpec, cal: Calibration, points: tuple, workload
         cell = np.array([idx[min(j, len(idx) - 1)] for idx in deps.values() for j in range(width)]).reshape(len(deps), width)
         plan = Plan(*(np.array([d.plan.at(0).sizes[f] for d in deps], dtype=np.int64)[:, None] for f in range(6)))
         conc = np.array([points[i][1] for i in cell.reshape(-1)], dtype=np.int64).reshape(cell.shape)
-        if at.engine.capture_from_batch_cap:
-            def each(f, none):  # noqa: E306  (the cells' launch option f, `none` where a point states none)
-                return np.array([none if (v := getattr(points[i][0], f)) is None else float(v) for i in cell.reshape(-1)]).reshape(cell.shape)
-
-            at = replace(at, max_batch=each("max_batch", np.inf), cuda_graph_max_bs=each("cuda_graph_max_bs", np.nan))
+        if at.engine.capture_from_batch_cap:  # each cell's cap and capture (inf, NaN where its point states none)
+            at = replace(at, **{f: np.array([none if (v := getattr(points[i][0], f)) is None else float(v) for i in cell.reshape(-1)])
+                                .reshape(cell.shape) for f, none in (("max_batch", np.inf), ("cuda_graph_max_bs", np.nan))})
         cell.flags.writeable = False  # held by the cache, as the evaluation is (read_only)
         r = read_only(evaluate_for(model, replace(at, plan=plan), workload, cal=cal, concurrency=conc))
         g = _Priced(r, cell.shape, cell, pdl_per_launch(at.gpu, at.engine.costs(cal)))
