@@ -358,15 +358,13 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
         spec, spec_k = (space.spec, ks[None, None, :]) if space.spec else (None, None)
         with np.errstate(**err):
             # batches past what the roomiest plan of the chunk runs at once fit none of them: not priced
-            # each point with the CUDA graphs its export writes (cuda_graph_config padded up to its batch per rank,
-            # export_engines/trtllm.py), which its Deployment carries (_point): none of its batches runs eagerly
+            # each point with the CUDA graphs its export writes (padded up to its batch per rank, export_engines/trtllm.py; at
+            # vLLM's max-num-seqs = the batch, file_capture), which its Deployment carries (_point): no batch runs eagerly
             at = Serving(gpu=gpu, prec=prec, plan=sub, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget,
                          **{"cuda_graph_max_bs": SEARCH_GRAPHS, **(launch or {})})
             most = max_running(model, at, isl=isl, osl=osl)
             held = np.nonzero(batches <= np.max(most))[0]
-            # an engine whose capture its file's batch cap sizes (vLLM's max-num-seqs): each batch at its file's (file_capture)
-            at = replace(at, **file_capture(engine, batches[None, held, None], gpu=gpu, plan=sub, k=0 if spec_k is None else spec_k,
-                                            launch=launch))
+            at = replace(at, **file_capture(engine, batches[None, held, None], gpu=gpu, plan=sub, k=ks[None, None, :], launch=launch))
             r = evaluate(model, at, cal=cal, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl,
                          prefix_hit=prefix_hit, arrival=arrival)
         # each column over the (plans, batches priced, k) block, its elements' flat indices in the whole grid

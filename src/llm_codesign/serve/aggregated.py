@@ -707,7 +707,9 @@ class _Rank(NamedTuple):
     k: object  # draft tokens a decoding request verifies: it takes 1 + k of a step's budget
     running: object  # sequences running at once
     pp: object
-    pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks with CPP or SGLang's default
+    # chunks of different requests pipeline over PP stages (running >= pp); one request's where the deployment states cpp
+    # or the engine's scheduler does by default (Engine.pipelines_request_chunks: SGLang's)
+    pipelined: object
     scheduler: tuple  # (the engine, the run's SchedulerFlags): how a step's budget goes to prompts (prompt_budget)
     inflight: object = 1.0  # requests in flight on the whole engine (the run's concurrency, every attention-DP rank's)
     ranks: object = 1.0  # attention-DP ranks
@@ -786,8 +788,6 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
-    # one request's chunks pipeline over the stages where the deployment states cpp or the engine does so by default
-    # (Engine.pipelines_request_chunks: SGLang's), else only different requests' chunks (running >= pp)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | engine.pipelines_request_chunks | (running >= pp), (engine, fl), C, adp)
     wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     # a micro-batch's decodes (k + 1 tokens each), below pp a wave's all in one (micro_batches); ops kept only with_ops

@@ -203,15 +203,13 @@ class Estimate:
         if self.knee is not None:  # offline: the knee chosen, and the most tok/s/GPU's batch it leaves (offline_knee)
             out["offline_knee"] = self.knee
         # each absent where it says nothing: no fitted per-request cost or rank skew a material share of TTFT, no
-        # attention-DP hold priced, the engine's fast attention kernels taking the head size
+        # attention-DP hold priced, the engine's fast attention kernels taking the head size, prompts chunked (or refused
+        # past the budget), no PP or a prompt of one chunk
         for key, note in (("request_cost_note", self.request_cost), ("rank_skew_note", self.rank_skew),
-                          ("adp_hold_note", self.adp_hold), ("attention_note", self.attention_note)):
+                          ("adp_hold_note", self.adp_hold), ("attention_note", self.attention_note),
+                          ("chunking_note", chunking_note(dep, w.isl)), ("pipeline_note", pipeline_note(dep, w.isl, prefix_hit=w.prefix_hit))):
             if note is not None:
                 out[key] = note
-        if note := chunking_note(dep, w.isl):  # absent where prompts are chunked, or refused past the budget
-            out["chunking_note"] = note
-        if note := pipeline_note(dep, w.isl, prefix_hit=w.prefix_hit):  # absent without PP, or with a prompt of one chunk
-            out["pipeline_note"] = note
         if self.spec is not None:
             out["spec"] = asdict(self.spec)
         if self.breakdown is not None:
