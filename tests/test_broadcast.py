@@ -87,3 +87,26 @@ def test_once_at_cap_falls_back_where_the_price_varies_along_other_axes():
         return price(sh, t, extra) * hidden
 
     assert np.array_equal(once_at_cap(shaped, by_row, tokens, np.asarray(8.0), np.asarray(0.5)), shaped(by_row, tokens, 0.5))
+
+
+def test_once_at_cap_keeps_one_price_where_what_it_is_not_given_varies_along_the_batches():
+    # leftV: a vLLM search prices each batch at its file's capture (explore.search.file_capture), which its flags carry: the
+    # price at the cap varies along the batches. Every element at the cap: that one price, broadcast (the wave's prefill
+    # step of a 512-token budget, once per plan), not every element again; an element below it: every element priced
+    asked = []
+    pieces = np.array([[[0.0], [0.0], [1.0]]])  # along 3 batches: 1 where the step runs as graph pieces
+
+    def price(sh, tokens, extra):
+        asked.append(np.size(tokens))
+        return np.asarray(sh.tp, float) * 100.0 + np.asarray(tokens, float) + extra - pieces
+
+    sh = Plan(tp=np.array([[[1]], [[2]]]))
+    at_cap = np.full((2, 3, 1), 512.0)
+    got = once_at_cap(price, sh, at_cap, 512.0, np.asarray(0.5))
+    assert asked == [2]  # one price a plan
+    np.testing.assert_array_equal(got, [[[612.5], [612.5], [611.5]], [[712.5], [712.5], [711.5]]])
+    asked.clear()
+    below = at_cap.copy()
+    below[0, 0, 0] = 300.0
+    got = once_at_cap(price, sh, below, 512.0, np.asarray(0.5))
+    assert asked == [2, 6] and got[0, 0, 0] == 400.5 and got[1, 2, 0] == 711.5  # the cap's price, then every element

@@ -70,5 +70,30 @@ def test_cpp_is_exported_only_where_the_engine_runs_it(tmp_path):
     head = json.loads(next(x for x in out.read_text().splitlines() if x.startswith("# llm-codesign export: "))[len("# llm-codesign export: "):])
     back = json.loads(cli_ok("import", out, "--json"))
     assert head["cpp"] is True and back["ttft_ms"] == pytest.approx(head["predicted"]["ttft_ms"], rel=1e-9)
-    plain = json.loads(cli_ok("estimate", *args[:-1], "--backend", "sglang", "--json"))
+    plain = json.loads(cli_ok("estimate", *args[:-1], "--backend", "vllm", "--json"))
     assert back["ttft_ms"] < 0.6 * plain["ttft_ms"]  # pipelined over 4 stages: about half the one-after-another TTFT
+
+
+def test_sglang_pipelines_one_requests_chunks_by_default(tmp_path):
+    # leftV (crev11 #5's left-over): SGLang's scheduler pipelines a chunked request over its PP micro-batches with no flag
+    # (srt/managers/scheduler.py:2463-2466@0.5.11), yet its estimate without --cpp priced the chunks one after another:
+    # Llama-3.1-70B PP4 on H100, one 8,192-token prompt in 2,048-token chunks, TTFT 1,744.38 ms (825.89 with --cpp). Now
+    # 825.89 either way, and estimate == export == import without --cpp; vLLM (1,714.95 ms) and TensorRT-LLM stay serial
+    args = ["llama-3.1-70b", "--gpu", "h100", "--pp", "4", "--concurrency", "1", "--isl", "8192", "--osl", "256",
+            "--max-num-tokens", "2048"]
+    sg, cpp, vl = (json.loads(cli_ok("estimate", *args, *more, "--json"))
+                   for more in (("--backend", "sglang"), ("--backend", "sglang", "--cpp"), ("--backend", "vllm")))
+    assert sg["ttft_ms"] == pytest.approx(825.8934, abs=1e-3) and sg["ttft_ms"] == cpp["ttft_ms"]
+    assert vl["ttft_ms"] == pytest.approx(1714.9488, abs=1e-3)
+    assert sg["pipeline_note"] == ("one request's 4 prefill chunks of 2,048 tokens pipelined over its 4 PP stages: SGLang's "
+                                   "scheduler does so by default (chunked pipeline parallelism, no flag); no bundled run measures it")
+    assert vl["pipeline_note"] == ("one request's 4 prefill chunks of 2,048 tokens cross its 4 PP stages one after another: vLLM "
+                                   "pipelines only different requests' chunks (SGLang's scheduler pipelines one request's by default)")
+    assert "pipeline_note" not in json.loads(cli_ok("estimate", *args[:3], "--pp", "4", "--isl", "2048", "--osl", "256",
+                                                    "--max-num-tokens", "2048", "--concurrency", "1", "--backend", "sglang", "--json"))
+    out = tmp_path / "sglang.sh"
+    exported = json.loads(cli_ok("export", *args, "--backend", "sglang", "-o", out, "--json"))
+    back = json.loads(cli_ok("import", out, "--json"))
+    assert exported["pipeline_note"] == sg["pipeline_note"]
+    for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu"):
+        assert exported["predicted"][k] == pytest.approx(sg[k], rel=1e-12) and back[k] == pytest.approx(sg[k], rel=1e-9), k

@@ -213,3 +213,22 @@ def test_a_sweeps_metrics_are_the_intervals_ones():
     assert names[start:start + 20] == [f"{m}_{e}" for m in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")
                                        for e in ("lo80", "hi80", "lo95", "hi95")] + [
         "ttft_ms_predictable", "tpot_ms_predictable", "tok_s_per_user_predictable", "output_tok_s_per_gpu_predictable"]
+
+
+def test_a_head_size_the_engine_has_no_kernel_for_is_refused_before_any_task(tmp_path):
+    # leftV: fixN2's refusal (head_dims.check_head_dims, lint R4's line) reached a sweep only inside the task that priced
+    # it, after the others had run ("sweep: 2/5 tasks ..." then the error): Gemma 4's head_dim 512 under TensorRT-LLM on
+    # an H200 (Blackwell only) is now refused by plan_tasks, as pareto refuses it, before any task runs
+    from typer.testing import CliRunner
+
+    from llm_codesign.cli import app
+
+    assert len(plan_tasks(["gemma-4-26b-a4b"], ["b200"], num_gpus=1, precisions=["fp8"], backends=["trtllm"])) == 2  # BF16/FP8 KV
+    with pytest.raises(InputError, match=r"^head_dim: 512 is not valid; a head size trtllm runs on H200 SXM: .*\(lint R4\); "
+                                         r"--backend vllm or sglang run it$"):
+        plan_tasks(["gemma-4-26b-a4b"], ["b200", "h200"], num_gpus=1, backends=["trtllm"])
+    plan_tasks(["gemma-4-26b-a4b"], ["h200"], num_gpus=1, backends=["vllm"])  # an engine that runs it: planned
+    out = tmp_path / "s.parquet"
+    r = CliRunner().invoke(app, ["sweep", "gemma-4-26b-a4b", "--gpu", "b200,h200", "--gpus", "1", "--out", str(out)])
+    assert r.exit_code == 2 and not out.exists()
+    assert "tasks" not in r.output and r.output.startswith("error: head_dim: 512 is not valid; a head size trtllm runs on H200")

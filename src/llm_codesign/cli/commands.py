@@ -366,6 +366,8 @@ def estimate(
         t.add_row("shape as run", f"[yellow]{r['attention_note']}[/yellow]")
     if "chunking_note" in r:  # SGLang's chunking off: its prefill budget, a prompt past it run whole (serve.estimate.chunking_note)
         t.add_row("chunked prefill", r["chunking_note"])
+    if "pipeline_note" in r:  # how one request's chunks cross the PP stages, as priced (serve.estimate.pipeline_note)
+        t.add_row("PP prefill", r["pipeline_note"])
     for k, v in basis_rows(r["intervals"], r):
         t.add_row(k, v)
     _console().print(t)

@@ -257,6 +257,8 @@ def export(
 
         if notes := fitted_ttft_notes(r):  # a fitted TTFT share whose mechanism is open, as estimate says it (newc11 #9)
             summary["fitted_notes"] = notes
+        if "pipeline_note" in r:  # one request's chunks over the PP stages, as priced and as the file runs them (estimate's)
+            summary["pipeline_note"] = r["pipeline_note"]
         if plan_note:  # the GPUs read off tp x attention_dp (spec.plan.attention_dp_note), as estimate --json says it
             summary["plan_note"] = plan_note
         if intervals:
@@ -311,6 +313,8 @@ def export(
         con.print(f"[yellow]note: {note}[/yellow]", highlight=False)
     for note in summary.get("precision_notes", ()):  # the file runs them so (W16A8's activations at BF16: crev9 #7)
         con.print(f"note: {note}", highlight=False)
+    if "pipeline_note" in summary:
+        con.print(f"note: {summary['pipeline_note']}", highlight=False)
     if caps := capped_footnote([("", summary.get("intervals"))]):  # the bounds above that stop at the ideal step
         con.print(caps, highlight=False)
     if "capture" in summary:  # the decode pool's capture, as disagg takes it

@@ -200,22 +200,13 @@ def refuse_headless_draft(dep: Deployment) -> None:
                                               "e.g. an EAGLE-3 head's repository): the engines have no default drafter")
 
 
-# engines whose launch runs chunked pipeline parallelism (one request's prefill chunks on several PP stages at once):
-# SGLang's scheduler keeps one chunked request across its micro-batches, so its next chunk enters stage 0 while the
-# last is on a later stage, with no option to ask ("In the context pipeline parallelism, after the last chunk, the
-# current microbatch still track outdated chunked_req", srt/managers/scheduler.py:2463-2466@0.5.11 wheel, the same
-# line at 0.5.5.post2 and 0.5.9; docs.sglang.io "Pipeline Parallelism for Long Context": "Different chunks of the same
-# request can be processed simultaneously by different nodes"). vLLM's V1 scheduler skips a request in flight in another
-# micro-batch (spec/engines/vllm.py budget_batch), as TensorRT-LLM's PP loop schedules around its inflight_req_ids
-# (tensorrt_llm/_torch/pyexecutor/py_executor.py, _executor_loop_pp); no launch option of either turns it on (crev11 #5).
-CPP_ENGINES = ("sglang",)
 
 
 def refuse_cpp(dep: Deployment, engine: str) -> None:
     """A --cpp export to an engine whose launch file cannot run it: priced pipelined, the file would run one request's
     chunks one after another (Llama-3.1-70B PP4 on H100, 8,192-token prompt in 2,048-token chunks: TTFT 793 ms priced,
     1,715 ms as the same file without its header is priced), so it is refused rather than written."""
-    if dep.cpp and engine not in CPP_ENGINES:
+    if dep.cpp and not get_engine(engine).pipelines_request_chunks:  # SGLang's does by default (Engine.pipelines_request_chunks)
         raise InputError("cpp", dep.cpp, f"left out for {engine}: no {engine} launch option pipelines one request's prefill chunks "
                                       f"over PP stages (SGLang's scheduler does: --backend sglang)")
 

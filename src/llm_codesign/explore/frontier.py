@@ -147,6 +147,8 @@ def estimate_command(model: str, rec: dict, *, isl: int, osl: int, prefix_hit: f
     words += _spec_words(rec)
     words += ["--cpp"] if rec.get("cpp") else []
     words += ["--cuda-graph-max-bs", str(rec["cuda_graph_max_bs"])] if rec.get("cuda_graph_max_bs") is not None else []
+    # a vLLM point's max-num-seqs, which sizes its capture (explore.search.file_capture)
+    words += ["--max-batch", str(rec["max_batch"])] if rec.get("max_batch") is not None else []
     words += ["--isl", str(isl), "--osl", str(osl), "--concurrency", str(rec["concurrency_per_instance"])]
     words += ["--replicas", str(rec["replicas"])] if rec.get("replicas", 1) > 1 else []
     words += ["--prefix-hit", f"{prefix_hit:g}"] if prefix_hit else []

@@ -31,7 +31,7 @@ from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format, check_runs
 from llm_codesign.spec.engines.head_dims import check_head_dims
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, SchedulerFlags
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import (
     MAX_STEP_TOKENS,
@@ -358,12 +358,13 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
         spec, spec_k = (space.spec, ks[None, None, :]) if space.spec else (None, None)
         with np.errstate(**err):
             # batches past what the roomiest plan of the chunk runs at once fit none of them: not priced
-            # each point with the CUDA graphs its export writes (cuda_graph_config padded up to its batch per rank,
-            # export_engines/trtllm.py), which its Deployment carries (_point): none of its batches runs eagerly
+            # each point with the CUDA graphs its export writes (padded up to its batch per rank, export_engines/trtllm.py; at
+            # vLLM's max-num-seqs = the batch, file_capture), which its Deployment carries (_point): no batch runs eagerly
             at = Serving(gpu=gpu, prec=prec, plan=sub, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget,
                          **{"cuda_graph_max_bs": SEARCH_GRAPHS, **(launch or {})})
             most = max_running(model, at, isl=isl, osl=osl)
             held = np.nonzero(batches <= np.max(most))[0]
+            at = replace(at, **file_capture(engine, batches[None, held, None], gpu=gpu, plan=sub, k=ks[None, None, :], launch=launch))
             r = evaluate(model, at, cal=cal, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl,
                          prefix_hit=prefix_hit, arrival=arrival)
         # each column over the (plans, batches priced, k) block, its elements' flat indices in the whole grid
@@ -456,9 +457,10 @@ def _point(model: ModelSpec, gpu: Gpu, space: SearchSpace, grid: _Grid, *, c: di
     # the capture its export writes, padded up to its own batch per rank (newc6 #4: the record said 16384, the search's
     # largest); priced alike, as a capture at or above the batch misses no step (_frontier_priced prices them together)
     graphs = point_graphs(engine, int(grid.batches[ib]), gpu=gpu, plan=sub, k=k, largest=np.max(grid.batches))
+    filed = {k_: _scalar(v) for k_, v in file_capture(engine, int(grid.batches[ib]), gpu=gpu, plan=sub, k=k, launch=launch).items()}
     one = Deployment(gpu=gpu, num_gpus=n_inst, plan=sub, precision=grid.precs[int(c["prec"][j])], backend=engine.name, spec=spec,
                      max_num_tokens=engine.launch_step_tokens(gpu, (launch or {}).get("chunked_prefill")) if budget is None else budget,
-                     cuda_graph_max_bs=graphs,
+                     **{"cuda_graph_max_bs": graphs, **filed},
                      chunked_prefill=True if budget is None and not engine.chunks_prefill and isl / sub.kvp > engine.step_tokens(gpu) else None)
     if launch:  # the launch options the search priced every point with, stated as given (search's `launch`)
         one = replace(one, **launch)
@@ -487,6 +489,29 @@ def point_graphs(engine: Engine, batch: int, *, gpu: Gpu, plan: Plan, k=0.0, lar
     return None if padded and bool(np.all(np.asarray(top, float) >= need)) else int(batch)
 
 
+def file_capture(engine: Engine, batch, *, gpu: Gpu, plan: Plan, k=0.0, launch: dict | None = None) -> dict:
+    """Where `engine` sizes its default capture from the batch cap its file writes (Engine.capture_from_batch_cap: vLLM's
+    max_cudagraph_capture_size = min(2 x max_num_seqs x (1 + k), 512; 1,024 on Blackwell) tokens, spec.engines.vllm.
+    graphs_default), the launch a point at `batch` requests a rank states, as its export writes it: max_batch, the cap
+    (launch_batch: the `launch`'s where it states one, else the batch), and cuda_graph_max_bs NaN where the default at
+    that cap captures the batch, else the batch (padded graphs, written_capture); arrays over `batch` and `k` (one pass
+    over a search's grid). {} elsewhere, or where the launch states its capture. At a 512-token chunk the default's
+    512-token capture ran each chunk as graph pieces where the file's max-num-seqs 241 captures 482 (crev11 #4)."""
+    launch = launch or {}
+    if not engine.capture_from_batch_cap or "cuda_graph_max_bs" in launch:
+        return {}
+    b = np.asarray(batch, float)
+    cap = np.broadcast_to(np.asarray(launch.get("max_batch", b), float), b.shape)
+    top, padded = default_capture(engine, gpu, plan, k=k, flags=SchedulerFlags(max_running_requests=cap))
+    return {"max_batch": cap, "cuda_graph_max_bs": np.where(padded & (np.asarray(top, float) >= b), np.nan, b)}
+
+
+def _scalar(v):
+    """file_capture's value at one point as a Deployment states it: an int, None where NaN (the engine's default)."""
+    v = float(np.asarray(v).reshape(-1)[0])
+    return None if np.isnan(v) else int(v)
+
+
 def with_capture(dep: Deployment, concurrency: int, *, instances: int = 1) -> Deployment:
     """`dep` with the decode capture its export writes at `concurrency` requests over `instances` instances (point_graphs
     at the batch per rank, ceil(ceil(C / instances) / attention-DP ranks), as the exporters' per_rank counts it), so that
@@ -499,8 +524,9 @@ def with_capture(dep: Deployment, concurrency: int, *, instances: int = 1) -> De
     from llm_codesign.explore.export_engines.base import per_rank
 
     rank = per_rank(concurrency, int(np.asarray(dep.plan.adp).reshape(-1)[0]), instances=instances)
-    if dep.max_batch is None and dep.engine.name == "vllm":  # the file's max-num-seqs (launch_batch), vLLM's capture's input
-        dep = replace(dep, max_batch=rank)
+    stated = {f: v for f in ("max_batch", "cuda_graph_max_bs") if (v := getattr(dep, f)) is not None}
+    if filed := file_capture(dep.engine, rank, gpu=dep.gpu, plan=dep.plan, k=float(dep.draft_len), launch=stated):
+        return replace(dep, **{f: _scalar(v) for f, v in filed.items()})  # the file's max-num-seqs and capture, as a search's point
     if dep.cuda_graph_max_bs is not None:
         return dep
     return replace(dep, cuda_graph_max_bs=point_graphs(dep.engine, rank, gpu=dep.gpu, plan=dep.plan, k=float(dep.draft_len)))
@@ -731,16 +757,22 @@ def _frontier_priced(model: ModelSpec, cal: Calibration, points: tuple, workload
     groups: dict[Serving, dict[Deployment, list[int]]] = {}
     for i, (dep, conc) in enumerate(points):
         # a capture at or above the point's batch per rank misses no step, as the search's largest batch (BATCHES) does, so
-        # the points of one plan at their own captures (_point) still price in one evaluation
+        # the points of one plan at their own captures (_point) still price in one evaluation; where the file's batch cap
+        # sizes the capture (file_capture: vLLM's), each cell's cap and capture, as the search priced it
         cap, rank = dep.cuda_graph_max_bs, -(-int(conc) // int(np.asarray(dep.plan.adp).reshape(-1)[0]))
-        key = replace(Serving.of(dep), plan=Plan(), cuda_graph_max_bs=int(BATCHES[-1]) if cap and cap >= rank else cap)
-        groups.setdefault(key, {}).setdefault(dep, []).append(i)
+        cells = dep.engine.capture_from_batch_cap
+        key = replace(Serving.of(dep), plan=Plan(), cuda_graph_max_bs=None if cells else int(BATCHES[-1]) if cap and cap >= rank else cap,
+                      max_batch=None if cells else dep.max_batch)
+        groups.setdefault(key, {}).setdefault(dep, []).append(i)  # a vLLM point's own row: its cap varies along the rows
     out: list = [None] * len(points)
     for at, deps in groups.items():
         width = max(len(idx) for idx in deps.values())
         cell = np.array([idx[min(j, len(idx) - 1)] for idx in deps.values() for j in range(width)]).reshape(len(deps), width)
         plan = Plan(*(np.array([d.plan.at(0).sizes[f] for d in deps], dtype=np.int64)[:, None] for f in range(6)))
         conc = np.array([points[i][1] for i in cell.reshape(-1)], dtype=np.int64).reshape(cell.shape)
+        if at.engine.capture_from_batch_cap:  # each cell's cap and capture (inf, NaN where its point states none)
+            at = replace(at, **{f: np.array([none if (v := getattr(points[i][0], f)) is None else float(v) for i in cell.reshape(-1)])
+                                .reshape(cell.shape) for f, none in (("max_batch", np.inf), ("cuda_graph_max_bs", np.nan))})
         cell.flags.writeable = False  # held by the cache, as the evaluation is (read_only)
         r = read_only(evaluate_for(model, replace(at, plan=plan), workload, cal=cal, concurrency=conc))
         g = _Priced(r, cell.shape, cell, pdl_per_launch(at.gpu, at.engine.costs(cal)))

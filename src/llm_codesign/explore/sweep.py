@@ -63,9 +63,11 @@ def plan_tasks(models: Iterable[str], gpus: Iterable[str], *, num_gpus: int, pre
                step_tokens: tuple[int, ...] = (), max_ttft_ms: float | None = None, min_tps_user: float | None = None,
                calibration: str | None = None, gpu_hour_price: str | None = None, prefix_hit: float = 0.0) -> list[Task]:
     """Every task of a sweep, checked before any runs (names resolve, lengths are positive, the prefix-cache
-    hit rate is a share in [0, 1))."""
+    hit rate is a share in [0, 1), each engine runs each model's head size on each GPU: head_dims.check_head_dims,
+    the refusal search applies)."""
     from llm_codesign.explore.search import divisors, parse_precisions, refuse_without_decode, searched_defaults
     from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.engines.head_dims import check_head_dims
     from llm_codesign.spec.hardware import get_gpu
     from llm_codesign.spec.plan import Workload
     from llm_codesign.spec.registry import get_model
@@ -82,6 +84,8 @@ def plan_tasks(models: Iterable[str], gpus: Iterable[str], *, num_gpus: int, pre
     tasks = []
     for mref, gref in itertools.product(models, gpus):
         m, g = get_model(mref), get_gpu(gref)
+        for backend in backends:  # lint R4's error, as search refuses it, before any task runs (not mid-sweep, nothing written)
+            check_head_dims(m, backend, g)
         if precisions:
             precs = [p for w in precisions for p in parse_precisions(w, None, None, m, g)]
         else:

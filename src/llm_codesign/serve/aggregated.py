@@ -749,7 +749,9 @@ class _Rank(NamedTuple):
     k: object  # draft tokens a decoding request verifies: it takes 1 + k of a step's budget
     running: object  # sequences running at once
     pp: object
-    pipelined: object  # chunks of different requests pipeline over PP stages; one request's chunks only with CPP
+    # chunks of different requests pipeline over PP stages (running >= pp); one request's where the deployment states cpp
+    # or the engine's scheduler does by default (Engine.pipelines_request_chunks: SGLang's)
+    pipelined: object
     scheduler: tuple  # (the engine, the run's SchedulerFlags): how a step's budget goes to prompts (prompt_budget)
     inflight: object = 1.0  # requests in flight on the whole engine (the run's concurrency, every attention-DP rank's)
     ranks: object = 1.0  # attention-DP ranks
@@ -789,7 +791,9 @@ class Serving:
     kv_fraction: float | None = None  # the deployment's launch option (Deployment.kv_fraction); None: the engine's own
     cuda_graph_max_bs: int | None = None  # the deployment's CUDA graphs (Deployment.cuda_graph_max_bs); None: the engine's default
     piecewise_graphs: bool = False  # vLLM's piecewise decode graphs (Deployment.piecewise_graphs); False: one full graph
-    max_batch: int | None = None  # the launch's batch cap per attention-DP rank (Deployment.max_batch); None: the engine's own
+    # the launch's batch cap per attention-DP rank (Deployment.max_batch; a search's per batch, explore.search.file_capture,
+    # inf where none); None: the engine's own
+    max_batch: object = None
 
     @classmethod
     def of(cls, dep: Deployment) -> Serving:
@@ -826,7 +830,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
-    r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | (running >= pp), (engine, fl), C, adp)
+    r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | engine.pipelines_request_chunks | (running >= pp), (engine, fl), C, adp)
     wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     # a micro-batch's decodes (k + 1 tokens each), below pp a wave's all in one (micro_batches); ops kept only with_ops
     per_mb = running / micro_batches(running, pp, together=(together := offline or arrival != "closed_loop"))
@@ -980,7 +984,7 @@ def run_flags(flags: SchedulerFlags | None, *, chunked_prefill: bool | None, kv_
         fl = replace(fl, cuda_graph_max_bs=np.where(np.isnan(g), np.asarray(cuda_graph_max_bs, float), g))
     if max_batch is not None:
         b = np.asarray(fl.max_running_requests, float)
-        fl = replace(fl, max_running_requests=np.where(np.isinf(b), float(max_batch), b))
+        fl = replace(fl, max_running_requests=np.where(np.isinf(b), np.asarray(max_batch, float), b))
     return fl
 
 

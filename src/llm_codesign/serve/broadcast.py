@@ -22,12 +22,14 @@ def once_at_cap(price, sh: Plan, tokens, cap, *args):
         return price(sh, tokens, *args)
     lead = (full[0],) + (1,) * (len(full) - 1)
     at_cap = price(sh, np.broadcast_to(cap, lead), *args)
+    below = np.broadcast_to(tokens, full) < cap
+    if not below.any() and _broadcasts(np.shape(at_cap), full):
+        # every element at the cap: at_cap's, along whatever else it varies with that it is not given (a vLLM search's
+        # capture per batch, explore.search.file_capture, in the price's flags)
+        return np.array(np.broadcast_to(at_cap, np.broadcast_shapes(np.shape(at_cap), full)))  # writable, as every other path's
     if np.shape(at_cap) != lead:  # the price varies along other axes too
         return price(sh, tokens, *args)
     tokens = np.broadcast_to(tokens, full)
-    below = tokens < cap
-    if not below.any():
-        return np.array(np.broadcast_to(at_cap, full))  # writable, as every other path's
     rows = np.nonzero(below)[0]
 
     def pick(x):  # an input's value for each element below the cap (by its row)
@@ -39,6 +41,14 @@ def once_at_cap(price, sh: Plan, tokens, cap, *args):
     out = np.array(np.broadcast_to(at_cap, full))
     out[below] = vals
     return out
+
+
+def _broadcasts(*shapes) -> bool:
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        return False
+    return True
 
 
 def once_along_last(price, sh: Plan, b, *args):

@@ -204,13 +204,13 @@ class Estimate:
         if self.knee is not None:  # offline: the knee chosen, and the most tok/s/GPU's batch it leaves (offline_knee)
             out["offline_knee"] = self.knee
         # each absent where it says nothing: no fitted per-request cost or rank skew a material share of TTFT, no
-        # attention-DP hold priced, the engine's fast attention kernels taking the head size
+        # attention-DP hold priced, the engine's fast attention kernels taking the head size, prompts chunked (or refused
+        # past the budget), no PP or a prompt of one chunk
         for key, note in (("request_cost_note", self.request_cost), ("rank_skew_note", self.rank_skew),
-                          ("adp_hold_note", self.adp_hold), ("attention_note", self.attention_note)):
+                          ("adp_hold_note", self.adp_hold), ("attention_note", self.attention_note),
+                          ("chunking_note", chunking_note(dep, w.isl)), ("pipeline_note", pipeline_note(dep, w.isl, prefix_hit=w.prefix_hit))):
             if note is not None:
                 out[key] = note
-        if note := chunking_note(dep, w.isl):  # absent where prompts are chunked, or refused past the budget
-            out["chunking_note"] = note
         if self.spec is not None:
             out["spec"] = asdict(self.spec)
         if self.breakdown is not None:
@@ -256,6 +256,28 @@ def chunking_note(dep: Deployment, isl: int) -> str | None:
     past = f"; each {int(isl):,}-token prompt is one: its prefill runs as one {int(isl):,}-token step" if int(isl) > budget else ""
     return ("chunked prefill off (--chunked-prefill-size -1, or any value <= 0): prefill batches of up to "
             f"{budget:,} tokens (--max-prefill-tokens), a longer prompt run whole, alone{past}")
+
+
+def pipeline_note(dep: Deployment, isl: int, *, prefix_hit: float = 0.0) -> str | None:
+    """How one request's prefill chunks cross a pipeline-parallel instance, as priced (serve.aggregated's _Rank.pipelined):
+    pipelined over the stages where the deployment states cpp or the engine's scheduler does so by default
+    (Engine.pipelines_request_chunks: SGLang's), else one after another. None without PP, with chunked prefill off, or
+    where the prompt's computed tokens take one chunk."""
+    pp = int(np.asarray(dep.plan.pp).reshape(-1)[0])
+    if pp <= 1 or dep.chunked_prefill is False or (dep.chunked_prefill is None and not dep.engine.chunks_prefill):
+        return None  # prompts scheduled whole
+    chunk = int(np.asarray(dep.rank_step_tokens).reshape(-1)[0])
+    n = int(np.ceil(isl * (1.0 - prefix_hit) / max(chunk, 1)))
+    if n <= 1:
+        return None
+    head = f"one request's {n:,} prefill chunks of {chunk:,} tokens"
+    if dep.engine.pipelines_request_chunks:
+        return (f"{head} pipelined over its {pp} PP stages: {dep.engine.title}'s scheduler does so by default (chunked pipeline "
+                "parallelism, no flag); no bundled run measures it")
+    if dep.cpp:
+        return f"{head} pipelined over its {pp} PP stages, as --cpp states (no {dep.engine.title} launch option runs it)"
+    return (f"{head} cross its {pp} PP stages one after another: {dep.engine.title} pipelines only different requests' "
+            "chunks (SGLang's scheduler pipelines one request's by default)")
 
 
 def _arrival_text(w) -> str | None:

@@ -184,6 +184,16 @@ class Engine(ABC):
     # serve.aggregated.graph_misses). Every batch by default; an engine whose default stops or leaves gaps says so, here
     # or, where the GPU, TP or batch limit sets it, in graphs_default (SGLang's, vLLM's)
     cuda_graphs_default: ClassVar[tuple[float, bool]] = (float("inf"), True)
+    # whether its default capture is sized from the batch cap an export writes (graphs_default's max_running: vLLM's
+    # max-num-seqs), so that a frontier point is priced at its file's cap (explore.search.file_capture)
+    capture_from_batch_cap: ClassVar[bool] = False
+    # whether its scheduler pipelines one request's prefill chunks over the PP stages by default (chunked pipeline
+    # parallelism: its next chunk enters stage 0 while the last is on a later stage), so that a prompt's chunks are priced
+    # pipelined without --cpp (SGLang's); else they cross the stages one after another unless the deployment states cpp
+    # (vLLM's V1 scheduler skips a request in flight in another micro-batch, spec/engines/vllm.py budget_batch; TensorRT-LLM's
+    # PP loop schedules around its inflight_req_ids, tensorrt_llm/_torch/pyexecutor/py_executor.py _executor_loop_pp; no
+    # launch option of either turns it on, crev11 #5, docs/modelling-notes.md#fixC11b-capture-cpp)
+    pipelines_request_chunks: ClassVar[bool] = False
     # whether it admits a request that ignores EOS only with its whole remaining output reserved, whatever
     # its usual admission reservation (SGLang's add_one_req_ignore_eos)
     reserves_all_ignoring_eos: ClassVar[bool] = False

@@ -155,6 +155,11 @@ class SGLangEngine(Engine):
     # managers/data_parallel_controller.py:571-606) and a rank without work runs an idle batch beside the others
     # (managers/scheduler_dp_attn_mixin.py:131-220, prepare_mlp_sync_batch_raw; sglang 0.5.12)
     holds_adp_requests = False
+    # one chunked request kept across its micro-batches, with no option to ask ("In the context pipeline parallelism, after
+    # the last chunk, the current microbatch still track outdated chunked_req", srt/managers/scheduler.py:2463-2466@0.5.11
+    # wheel, the same line at 0.5.5.post2 and 0.5.9; docs.sglang.io "Pipeline Parallelism for Long Context": "Different
+    # chunks of the same request can be processed simultaneously by different nodes")
+    pipelines_request_chunks = True
     # its fitted per-request cost is not front-end work: the clean sample's workers skip SGLang's tokenizer (Dynamo's front
     # end tokenises: ai-dynamo 0.9.0 dynamo/sglang/args.py:525-534), it does not grow with the prompt, and it is paid on top
     # of the wait in both campaigns (docs/modelling-notes.md#sglang-request-cost, #request-overhead-overlap): added as before

@@ -116,6 +116,9 @@ class VLLMEngine(Engine):
     # naive_dp_ep.py:16-52,124-131@0.19.0). Not modelled: the experts kernels that take BF16 and quantise themselves
     # (expects_unquantized_inputs: its CUTLASS and gpt-oss Triton experts, FlashInfer's CUTLASS at block FP8)
     gathers_quantised = True
+    # max_cudagraph_capture_size from max_num_seqs where unset (graphs_default, vllm/config/vllm.py:2447-2470@0.33.0), and
+    # every export writes max-num-seqs = the rank's batch (export_engines.base.launch_batch)
+    capture_from_batch_cap = True
     # MXFP4 experts (gpt-oss) on SM100 by default on FlashInfer's TRTLLM-Gen MoE with BF16 activations, SM100_FI_MXFP4_BF16:
     # MXFP8 activations only with VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1 (get_mxfp4_backend, vllm/model_executor/layers/
     # quantization/mxfp4.py@007d5005; its log line: "For faster performance on SM100, consider setting
