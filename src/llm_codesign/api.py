@@ -386,11 +386,12 @@ def _disagg_priced(m, g, dg, w, *, weight_dtype, activation_dtype, kv_dtype, **k
 
 def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path | None = None, isl_dist: str | None = None,
         osl_dist: str | None = None, concurrency: int = 64, calibration: Calibration | Profile | str | None = None,
-        arrival: str = DEFAULT_ARRIVAL) -> Mix:
+        arrival: str | None = None) -> Mix:
     """One deployment (one instance: `lc.deployment(...)`) serving requests of many lengths, as `llm-codesign mix` prices
     them (explore.lengths.mix, one code path): `lengths` a CSV of requests (columns isl, osl, and count or weight) or
     `isl_dist` and `osl_dist` (`fixed:N`, `uniform:LO,HI` or `lognormal:median=M,sigma=S`), at `concurrency` requests in
-    flight, arriving as `arrival` says (waves, closed_loop or burst: Workload.arrival). Returns a `Mix`: TTFT mean and percentiles over the requests, TPOT per output token, tok/s/user, tok/s/GPU
+    flight, arriving as `arrival` says (waves, closed_loop or burst: Workload.arrival; None: waves where every request has one
+    ISL and OSL, else closed_loop, explore.lengths.mix_arrival). Returns a `Mix`: TTFT mean and percentiles over the requests, TPOT per output token, tok/s/user, tok/s/GPU
     and each distinct length's figures; `to_dict()` is what `mix --json` prints."""
     from llm_codesign.explore.lengths import check_lengths
     from llm_codesign.explore.lengths import mix as run

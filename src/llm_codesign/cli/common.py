@@ -593,9 +593,13 @@ def priced_with(calibration: str | None) -> dict:
 
     return recorded(calibration)
 O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
-O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests kept in step by a closed loop, "
-                         "refilled in the cohorts the first wave's prefill formed, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "
-                         "spread: bench_serving --max-concurrency --random-range-ratio 0.8), burst (every request sent at once, in lockstep).")
+ARRIVAL_HELP = ("How requests arrive: waves (identical requests kept in step by a closed loop, "
+                "refilled in the cohorts the first wave's prefill formed, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "
+                "spread: bench_serving --max-concurrency --random-range-ratio 0.8), burst (every request sent at once, in lockstep).")
+O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help=ARRIVAL_HELP)
+# mix's: waves only where its requests are identical (explore.lengths.mix_arrival)
+O_MIX_ARRIVAL = typer.Option(None, "--arrival", help=ARRIVAL_HELP + " Default: waves where every request has one ISL and OSL, else "
+                             "closed_loop: requests of different lengths end apart, so no cohort stays in step.")
 
 
 def _progress():
