@@ -718,6 +718,21 @@ def check_replica_gpus(dep, gpus_: int | None, replicas: int | None) -> None:
                                         f"runs {replicas} copies of {dep.plan.label()}, {gpus_} GPUs in all")
 
 
+# pareto's and compare's GPU where --gpu is not given (pareto's model likewise): said on the answer's first line, never
+# silent (newc12 #5; docs/modelling-notes.md#fixN5c-waves-ttft)
+DEFAULT_GPU, DEFAULT_MODEL = "h200", "llama-3.1-70b"
+
+
+def defaulted(value: str | None, option: str, default: str) -> str:
+    """`value`, or `default` with a line on standard error, before the answer, naming the option it stands for:
+    "note: no --gpu given: default --gpu h200"."""
+    if value is not None:
+        return value
+    typer.echo(f"note: no {option} given: default {option} {default}" if option.startswith("-") else
+               f"note: no {option} given: default {default}", err=True)
+    return default
+
+
 def plan_note_line(dep) -> None:
     """The line where the GPUs were read off tp x attention_dp with TP > 1 (Deployment.plan_note,
     spec.plan.attention_dp_note), on standard error beside the answer, as the loader's notes (newc8 #9)."""

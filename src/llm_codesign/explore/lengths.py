@@ -302,7 +302,7 @@ def mix_arrival(lengths: Lengths) -> str:
     cohort is the whole prompts one step of that length takes, so a mix's TTFT percentiles came out flat (Llama-3.1-70B TP8
     H200, lognormal 800 x 0.8 / uniform 64-512 at 32: p50/p90/p99 400/414/432 ms; closed_loop 109/174/283;
     docs/modelling-notes.md#fixN5c-waves-ttft)."""
-    return DEFAULT_ARRIVAL if len(set(zip(lengths.isl.tolist(), lengths.osl.tolist()))) == 1 else "closed_loop"
+    return DEFAULT_ARRIVAL if len(set(zip(lengths.isl.tolist(), lengths.osl.tolist(), strict=True))) == 1 else "closed_loop"
 
 
 def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: int = 64, calibration=None, arrival: str | None = None) -> Mix:
