@@ -90,7 +90,7 @@ def test_every_option_and_argument_says_what_it_takes():
 
 
 @pytest.mark.parametrize("args, line", [
-    (["lint", "llama-3.1-70b"], "error: gpu: no value is not valid; --gpu is required: GPU id (see `gpus`) or a GPU .toml file\n"),
+    (["lint", "llama-3.1-70b"], "error: gpu: missing; --gpu is required: GPU id (see `gpus`) or a GPU .toml file\n"),
     (["disagg", "llama-3.1-8b", "--gpu", "b200", "--prefill", "tp=1", "--decode", "tp=1", "--prefill-instances", "0"],
      "error: prefill_instances: '0' is not valid; an integer from 1 to 65,536 (--prefill-instances)\n"),
 ])

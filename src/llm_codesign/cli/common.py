@@ -130,14 +130,16 @@ def usage_line(e: UsageError, group_ctx=None) -> str:
         param = _param_of(ctx, e.option_name)
         if param is not None and "requires an argument" in (e.message or ""):
             v = _valid(param)
-            return f"{param.name.rstrip('_')}: no value is not valid; {e.option_name} takes " + (v if v.startswith("a") else f"a value: {v}")
+            return f"{param.name.rstrip('_')}: no value given; {e.option_name} takes " + (v if v.startswith("a") else f"a value: {v}")
     if param is not None:
         name = param.name.rstrip("_")
         flags = " / ".join(getattr(param, "opts", ()) or ()) or name
         if isinstance(e, MissingParameter):
             if getattr(param, "param_type_name", "") == "argument":
-                return f"{name}: no value is not valid; the {name.upper()} argument is required (see {where})"
-            return f"{name}: no value is not valid; {flags} is required: {_valid(param)}"
+                return f"{name}: missing; the {name.upper()} argument is required (see {where})"
+            # "missing", as errors.MissingInput says a value the input lacks (newc12 #10: "no value is not valid" read as if
+            # a value had been given)
+            return f"{name}: missing; {flags} is required: {_valid(param)}"
         value = _given(e)
         if value is not None:
             return f"{name}: {value!r} is not valid; {_valid(param)} ({flags})"
