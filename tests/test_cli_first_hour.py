@@ -239,7 +239,7 @@ def test_backend_help_follows_the_registry(monkeypatch):
 def test_sweep_runs_each_gpu_on_its_vendors_engine(tmp_path):
     pd = pytest.importorskip("pandas")
     out = str(tmp_path / "s.parquet")
-    code, _, _ = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpus", "1", "--out", out)
+    code, _, _ = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpus", "1", "-o", out)  # -o as export's (newc12 #11)
     d = pd.read_parquet(out)
     assert code == 0 and sorted(set(zip(d["gpu"], d["backend"], strict=True))) == [("h100", "trtllm"), ("mi300x", "sglang")]
     assert sorted(d["task"].unique()) == list(range(d["task"].nunique()))  # tasks numbered across the two groups
