@@ -226,12 +226,14 @@ def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
     dense = [layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)]
     head_counts = sorted({int(np.max(h)) for h in heads})
 
-    def sizes(n: int) -> str:  # the sizes that divide n, as the message lists them
-        d = divisors(n)
+    def sizes(n: int, most: int | None = None) -> str:  # the sizes that divide n (up to `most`), as the message lists them
+        d = [x for x in divisors(n) if most is None or x <= most]
         return ", ".join(map(str, d[:-1])) + (" or " if len(d) > 1 else "") + str(d[-1])
 
+    # a TP the next check refuses is not offered: only those within the GPU's scale-up domain (the "scale_up" reason;
+    # newc12 #8: 8B on H100 at TP3 listed 16 and 32, past NVLink's 8)
     return MESSAGES[REASONS[code]].format(
-        heads=head_counts, heads_tp=sizes(math.gcd(*head_counts) if head_counts else 1), experts_ep=sizes(moe.experts if moe else 1),
+        heads=head_counts, heads_tp=sizes(math.gcd(*head_counts) if head_counts else 1, int(gpu.scale_up_domain)), experts_ep=sizes(moe.experts if moe else 1),
         kv_heads=sorted({int(np.max(k)) for k in kvh}), experts=moe.experts if moe else 0,
         moe_width=moe.expert_inter if moe else 0, layers=model.num_layers,
         domain=f"{gpu.scale_up_domain} GPU{'' if gpu.scale_up_domain == 1 else 's'}", link=SCALE_UP_LINKS.get(gpu.vendor, SCALE_UP_LINKS["nvidia"]),
