@@ -508,6 +508,30 @@ MAX_STEP_TOKENS = 1 << 24  # tokens of one step (max_num_tokens), and of one req
 # a request's ISL/OSL: the CLI's bound, one constant for Workload, the CLI and the page (Workload took 100,000,000 where the
 # CLI refused past 16,777,216, newc5 #22); the longest contexts of bundled models are 10M (Llama 4 Scout)
 MAX_TOKENS = MAX_STEP_TOKENS
+# InferenceX, whose runs the tool bundles, writes its lengths 1k1k, 1k8k and 8k1k for ISL/OSL 1024/1024, 1024/8192 and
+# 8192/1024 (SemiAnalysisAI/InferenceX utils/matrix_logic/generate_sweep_configs.py:17-21 seq_len_stoi @033aa6ec; the
+# bundled serving_inferencex_*.csv hold isl and osl 1024 and 8192 only, 862 runs): a k after a token count is 1,024
+# (newc5 #16). The CLI's options and the page's isl/osl read it (newc12 #6); lc.* take integers.
+K_TOKENS = 1024
+K_TEXT = f"or a whole number of k (1k = {K_TOKENS:,} tokens, InferenceX's 1k)"
+
+
+def read_tokens(value, lo: int = 1, hi: int | None = MAX_TOKENS) -> tuple[int, bool]:
+    """A token count given as an integer or text, a whole number of k (K_TOKENS each: `8k` is 8,192): (the count, whether
+    it was read in k). Outside lo..hi or unreadable: a ValueError (the CLI's and the page's one line say what is valid)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a token count")
+    if isinstance(value, float) and value.is_integer():  # JSON's 2048.0
+        value = int(value)
+    text = str(value).strip()
+    k = text[-1:] in ("k", "K") and text[:-1].isdigit()
+    try:
+        n = int(text[:-1]) * K_TOKENS if k else int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a token count") from None
+    if n < lo or (hi is not None and n > hi):
+        raise ValueError(f"{text!r} is out of range")
+    return n, k
 
 
 def check_concurrency(c, *, arrays: bool = False) -> np.ndarray:
