@@ -5,7 +5,7 @@ import json
 import re
 
 import pytest
-from conftest import cli_ok, plain
+from conftest import cli, cli_ok, plain
 
 import llm_codesign as lc
 
@@ -179,10 +179,15 @@ def test_export_point_is_the_file_export_point_writes(tmp_path, monkeypatch, eng
     (tmp_path / "f.json").write_text(_cli("pareto", "llama-3.1-8b", "--gpu", "h100", "--gpus", 2, "--isl", 1024, "--osl", 256, "--backend", engine,
                                           "--json"))
     last = len(f.points) - 1
-    for i in (0, last):
+    for i in (0, last, -1):  # -1 the last point, as Python indexes (newc12 #16)
         name = "cfg.yaml"
         _cli("export-point", "f.json", "--index", i, "-o", name)
         assert lc.export_point(f, i, file_name=name) == {name: (tmp_path / name).read_text()}
+    assert lc.export_point(f, -1) == lc.export_point(f, last) != lc.export_point(f, 0)
+    code, _, err = cli("export-point", "f.json", "--index", str(-last - 2), "-o", "x.yaml")
+    assert (code, err.strip()) == (2, f"error: index: {-last - 2} is not valid; a point of the aggregated series, {-last - 1} to {last} (0 the "
+                                      f"throughput end, -1 or {last} the interactive end); each point of pareto --json states its `series` "
+                                      "and `index`: --series and --index") and not (tmp_path / "x.yaml").exists()
     (default_name,) = lc.export_point(f, 0)  # the engine's own name for it (explore.export_engines), as the page offers it
     assert default_name == {"trtllm": "extra_llm_api_options.yaml", "vllm": "vllm_config.yaml"}[engine]
 
@@ -191,8 +196,10 @@ def test_export_point_refuses_a_bad_argument_naming_its_keyword():
     f = lc.pareto("llama-3.1-8b", "h100", num_gpus=1, workload=lc.Workload(isl=512, osl=128))
     d = lc.pareto("llama-3.1-8b", "h100", num_gpus=2, workload=lc.Workload(isl=512, osl=128), disagg=True)
     n = len(f.points)
-    for call, line in ((lambda: lc.export_point(f, n), f"index: {n} is not valid; a point of the frontier, 0 to {n - 1}"),
-                       (lambda: lc.export_point(f, -1), "index: -1 is not valid"),
+    for call, line in ((lambda: lc.export_point(f, n), f"index: {n} is not valid; a point of the frontier, -{n} to {n - 1} (0 the "
+                        f"throughput end, -1 or {n - 1} the interactive end)"),
+                       (lambda: lc.export_point(f, -n - 1), f"index: {-n - 1} is not valid; a point of the frontier, -{n} to {n - 1}"),
+                       (lambda: lc.export_point(f, 0.0), "index: 0.0 is not valid"),
                        (lambda: lc.export_point(d, 0), "frontier: 'a disaggregated Frontier' is not valid; an aggregated Frontier"),
                        (lambda: lc.export_point(f.to_dict(), 0), "frontier: 'dict' is not valid"),
                        (lambda: lc.export_point(f, 0, file_name="a/b.yaml"), "file_name: 'a/b.yaml' is not valid"),

@@ -152,7 +152,10 @@ def test_a_pasted_config_prices_as_the_bundled_model(client):
 
 @pytest.mark.parametrize("body,field,text", [
     ({"model": "llama-3.1-8b", "gpus": ["h200"], "num_gpus": 0}, "num_gpus", "num_gpus: 0 is not valid; a whole number of GPUs from 1 to 72" + RANGE),
-    ({"model": "llama-3.1-8b", "gpus": ["h200"], "isl": "abc"}, "isl", "isl: 'abc' is not valid; Input should be a valid integer"),
+    # the CLI's --isl line and range (newc12 #6)
+    ({"model": "llama-3.1-8b", "gpus": ["h200"], "isl": "abc"}, "isl", "isl: 'abc' is not valid; an integer from 1 to 16,777,216, or a "
+                                                                       "whole number of k (1k = 1,024 tokens, InferenceX's 1k)"),
+    ({"model": "llama-3.1-8b", "gpus": ["h200"], "osl": 0}, "osl", "osl: 0 is not valid; an integer from 1 to 16,777,216, or a whole"),
     ({"model": "llama-3.1-8b", "gpus": ["h200"], "min_tps_user": "nan"}, "min_tps_user", "min_tps_user: 'nan' is not valid"),
     ({"model": "llama-3.1-8b", "gpus": ["h200"], "engine": "tgi"}, "engine", "engine: 'tgi' is not valid; Input should be 'trtllm'"),
     ({"model": "llama-3.1-8b", "gpus": ["h200"], "islx": 5}, "islx", "islx: unknown field; did you mean 'isl'?"),
@@ -813,3 +816,15 @@ def test_the_priced_view_says_the_notes_the_cli_says(client, body, args):
     want = {"deepseek-r1": "GPUs", "llama-3.1-8b": "precision as run", "gemma-4-26b-a4b": "shape as run",
             "openai/gpt-oss-120b": "fitted attention-DP wait"}[body["model"]]
     assert want in said
+
+
+def test_isl_and_osl_take_k_as_the_cli_does(client):
+    """newc12 #6: "1k" is 1,024 tokens on the page as with --isl 1k (spec.plan.read_tokens, InferenceX's 1k): the same answer
+    as 1024, "8k" as 8,192; a fraction of k is the CLI's one line."""
+    body = {"model": "llama-3.1-8b", "gpu": "h100", "concurrency": 8}
+    a = client.post("/api/estimate", json={**body, "isl": "1k", "osl": "8k"})
+    b = client.post("/api/estimate", json={**body, "isl": 1024, "osl": 8192})
+    assert a.status_code == b.status_code == 200 and a.json() == b.json() and a.json()["isl"] == 1024
+    r = client.post("/api/estimate", json={**body, "isl": "1.5k"})
+    assert r.status_code == 422 and r.json() == {"error": "isl: '1.5k' is not valid; an integer from 1 to 16,777,216, or a whole number of k "
+                                                          "(1k = 1,024 tokens, InferenceX's 1k)", "field": "isl"}

@@ -90,7 +90,7 @@ def test_every_option_and_argument_says_what_it_takes():
 
 
 @pytest.mark.parametrize("args, line", [
-    (["lint", "llama-3.1-70b"], "error: gpu: no value is not valid; --gpu is required: GPU id (see `gpus`) or a GPU .toml file\n"),
+    (["lint", "llama-3.1-70b"], "error: gpu: missing; --gpu is required: GPU id (see `gpus`) or a GPU .toml file\n"),
     (["disagg", "llama-3.1-8b", "--gpu", "b200", "--prefill", "tp=1", "--decode", "tp=1", "--prefill-instances", "0"],
      "error: prefill_instances: '0' is not valid; an integer from 1 to 65,536 (--prefill-instances)\n"),
 ])
@@ -239,7 +239,7 @@ def test_backend_help_follows_the_registry(monkeypatch):
 def test_sweep_runs_each_gpu_on_its_vendors_engine(tmp_path):
     pd = pytest.importorskip("pandas")
     out = str(tmp_path / "s.parquet")
-    code, _, _ = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpus", "1", "--out", out)
+    code, _, _ = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100,mi300x", "--gpus", "1", "-o", out)  # -o as export's (newc12 #11)
     d = pd.read_parquet(out)
     assert code == 0 and sorted(set(zip(d["gpu"], d["backend"], strict=True))) == [("h100", "trtllm"), ("mi300x", "sglang")]
     assert sorted(d["task"].unique()) == list(range(d["task"].nunique()))  # tasks numbered across the two groups
@@ -288,3 +288,16 @@ def test_empty_lists_are_one_line():
     assert code == 2 and err.startswith("error: serving: ") and "Traceback" not in err
     code, _, err = cli("sweep", "--models", "llama-3.1-8b", "--gpu", "h100", "--backend", ",", "--out", "x.parquet")
     assert code == 2 and err.strip() == "error: backend: ',' is not valid; one or more engines, comma-separated"
+
+
+def test_a_defaulted_gpu_is_said_first():
+    """newc12 #5: pareto and compare without --gpu price h200 (pareto without MODEL, llama-3.1-70b), said on standard error
+    before the answer; the answer is the one --gpu h200 gives, and a --gpu given says nothing."""
+    for cmd in ("compare", "pareto"):
+        code, out, err = cli(cmd, "llama-3.1-8b", "--gpus", "1", "--json")
+        assert (code, err) == (0, "note: no --gpu given: default --gpu h200\n")
+        code, same, err = cli(cmd, "llama-3.1-8b", "--gpus", "1", "--gpu", "h200", "--json")
+        drop = (lambda d: {k: v for k, v in d.items() if k != "seconds"})  # noqa: E731 (how long the search took)
+        assert (code, err) == (0, "") and drop(json.loads(same)) == drop(json.loads(out))
+    code, _, err = cli("pareto", "--gpu", "h100", "--gpus", "1", "--max-ttft-ms", "-1")  # refused after the note, nothing searched
+    assert code == 2 and err.startswith("note: no MODEL given: default llama-3.1-70b\nerror: max_ttft_ms")

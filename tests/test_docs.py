@@ -292,3 +292,24 @@ def test_every_docs_anchor_the_source_cites_exists():
                 if anchor not in anchors.get(m[1], ()):
                     dead.append(f"{f.relative_to(ROOT)}: {m[1]}#{anchor}")
     assert cited > 60 and not dead, dead
+
+
+def test_concepts_whole_prompt_sawtooth_is_the_models():
+    """docs/concepts.md's waves entry quotes TensorRT-LLM's sawtooth in ISL (fixN5c, newc12 #9): Llama-3.1-70B TP8 on H200,
+    32 requests of 288 out, four 2,000-token prompts a step (8,000 tokens) against three 2,200-token ones (6,600): the
+    shorter step gives the longer prompt the earlier first token; chunked, the order is the prompts'. Recomputed to the
+    millisecond the page rounds to."""
+    import numpy as np
+
+    import llm_codesign as lc
+
+    text = " ".join((ROOT / "docs" / "concepts.md").read_text().split())
+    m = re.search(r"an earlier first token, (\d+) vs (\d+) ms; chunked, it rises, (\d+) vs (\d+)\)", text)
+    assert m, "concepts.md's sawtooth figures moved: update this test's pattern with them"
+    got = []
+    for chunked in (None, True):
+        dep = lc.deployment("llama-3.1-70b", gpu="h200", tp=8, **({} if chunked is None else {"chunked_prefill": True}))
+        for isl in (2000, 2200):
+            t = lc.evaluate("llama-3.1-70b", dep, lc.Workload(isl=isl, osl=288, concurrency=32)).ttft_s
+            got.append(round(float(np.ravel(t)[0]) * 1e3))
+    assert got == [int(x) for x in m.groups()] and got[0] > got[1] and got[2] < got[3]

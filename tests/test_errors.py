@@ -54,3 +54,23 @@ def test_read_toml_reads_a_byte_order_mark_and_bounds_nesting(tmp_path):
     p.write_text("a = " + "[" * 100_000 + "]" * 100_000 + "\n")
     with pytest.raises(InputError, match=r"^profile: '.*p.toml' is not valid; a file whose arrays and tables nest at most 64 levels deep$"):
         read_toml(str(p), "profile", "a calibration profile")
+
+
+def test_a_long_value_is_named_by_its_type_not_dumped():
+    """newc12 #7: lc.evaluate(m, [d, d]) quoted the list's repr, 4,432 characters, as its "one line". A repr past
+    MAX_QUOTED (80) is said by its type (a container with its length and its items' type), a text past MAX_QUOTED_TEXT
+    (256: a path whole) by its start and length; a short one stays quoted as typed."""
+    import llm_codesign as lc
+    d = lc.deployment("llama-3.1-8b", gpu="h100")
+    with pytest.raises(InputError) as e:
+        lc.evaluate("llama-3.1-8b", [d, d], lc.Workload())
+    assert str(e.value) == "deployment: a list of 2 Deployment is not valid; a Deployment: lc.deployment(model, gpu=..., num_gpus=...)"
+    assert str(InputError("f", d, "x")) == "f: a Deployment is not valid; x"
+    assert str(InputError("f", {i: i for i in range(40)}, "x")) == "f: a dict of 40 int is not valid; x"
+    assert str(InputError("f", [1, "a"] * 20, "x")) == "f: a list of 40 items is not valid; x"
+    assert str(InputError("f", "y" * 300, "x")) == f"f: {'y' * 60!r}... (300 characters) is not valid; x"
+    assert str(InputError("f", "/p" * 120, "x")) == f"f: {'/p' * 120!r} is not valid; x"  # a path, whole to MAX_QUOTED_TEXT
+    assert str(InputError("f", ["h100", "h200"], "x")) == "f: ['h100', 'h200'] is not valid; x"  # short: as typed
+    # a name past the file system's limit is an unknown model, not an OSError (ENAMETOOLONG) from the path check
+    with pytest.raises(InputError, match=r"^model: 'x+'\.\.\. \(300 characters\) is not valid; a bundled name"):
+        lc.get_model("x" * 300)

@@ -176,3 +176,24 @@ def test_the_mix_ceiling_is_priced_as_the_mix(tmp_path):
     # TPOT's floor over the decoded tokens: 3 x 1 of the 1024/2 requests' and 1 x 1023 of the 1024/1024 one's
     floor = (3 * per[2]["tpot_ms"] + 1023 * per[1024]["tpot_ms"]) / 1026
     assert d["intervals"]["tpot_ms"]["lo95"] >= floor * (1 - 1e-12) and d["intervals"]["tpot_ms"].get("capped", floor) == pytest.approx(floor)
+
+
+def test_a_mix_of_lengths_arrives_as_a_closed_loop():
+    """fixN5c (newc12 #9): waves' cohorts stay in step only where requests are identical (they end in one step and refill
+    together); a mix's end apart. So a mix of lengths defaults to closed_loop, one length to waves, and its TTFT then rises
+    with the prompt, where in waves TensorRT-LLM's whole prompts made it a sawtooth (floor(8192 / ISL) prompts a step:
+    3 x 2200 = 6600 tokens a step against 4 x 2000 = 8000, a shorter step, an earlier first token)."""
+    from llm_codesign.explore.lengths import mix, mix_arrival
+
+    assert mix_arrival(from_distributions("fixed:800", "fixed:288")) == "waves"
+    assert mix_arrival(from_distributions("uniform:100,2000", "fixed:288")) == "closed_loop"
+    m70 = get_model("llama-3.1-70b")
+    dep = Deployment(gpu=get_gpu("h200"), num_gpus=8, plan=Plan(8), precision=m70.default_precision)
+    d = mix(m70, dep, isl_dist="lognormal:median=800,sigma=0.8", osl_dist="uniform:64,512", concurrency=32).to_dict()
+    assert d["arrival"] == "closed_loop"
+    rows = sorted(d["per_length"], key=lambda x: x["isl"])
+    at = {x["isl"]: x["ttft_ms"] for x in rows if x["osl"] == rows[0]["osl"]}
+    assert list(at.values()) == sorted(at.values())  # one OSL's TTFT rises with its ISL
+    t = d["ttft_ms"]
+    # p99's ~4k prompt against p50's ~800: 283 vs 109 ms (waves read 432 vs 400)
+    assert t["p50"] == pytest.approx(109.3, abs=1.0) and t["p99"] == pytest.approx(283.5, abs=3.0) and t["p99"] > 2.4 * t["p50"]

@@ -132,7 +132,10 @@ def test_validity_reasons():
     # a refusal lists the sizes that would do
     from llm_codesign.spec.plan import reason_text
 
-    assert reason_text(m, g, REASONS.index("heads")) == "attention heads must be divisible by tp (heads [64]: tp 1, 2, 4, 8, 16, 32 or 64)"
+    # the TPs listed are those the GPU's scale-up domain holds as well (newc12 #8): 8 on an H100, 72 on a GB200 NVL72
+    assert reason_text(m, g, REASONS.index("heads")) == "attention heads must be divisible by tp (heads [64]: tp 1, 2, 4 or 8)"
+    assert reason_text(m, get_gpu("gb200"), REASONS.index("heads")).endswith("(heads [64]: tp 1, 2, 4, 8, 16, 32 or 64)")
+    assert all(REASONS[int(validity(m, g, Plan(tp=t), t))] == "scale_up" for t in (16, 32, 64))  # why they are left out
     assert reason_text(ds, g, REASONS.index("experts")).endswith("(experts 256: ep 1, 2, 4, 8, 16, 32, 64, 128 or 256)")
 
 

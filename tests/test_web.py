@@ -191,7 +191,7 @@ def test_a_bad_value_is_one_line_naming_the_field(page, server):
     page.click("#run")
     page.wait_for_function("document.getElementById('error').textContent !== ''")
     msg = page.text_content("#error")
-    assert msg == "isl: 'abc' is not valid; Input should be a valid integer, unable to parse string as an integer"
+    assert msg == "isl: 'abc' is not valid; an integer from 1 to 16,777,216, or a whole number of k (1k = 1,024 tokens, InferenceX's 1k)"
     page.fill("#isl", "1024")
     page.fill("#config", '{"model_type": "llama", "hidden_size": -5}')
     page.click("#run")

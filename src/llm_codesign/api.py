@@ -384,11 +384,12 @@ def _disagg_priced(m, g, dg, w, *, weight_dtype, activation_dtype, kv_dtype, **k
 
 def mix(model: str | ModelSpec, deployment: Deployment, *, lengths: str | Path | None = None, isl_dist: str | None = None,
         osl_dist: str | None = None, concurrency: int = 64, calibration: Calibration | Profile | str | None = None,
-        arrival: str = DEFAULT_ARRIVAL) -> Mix:
+        arrival: str | None = None) -> Mix:
     """One deployment (one instance: `lc.deployment(...)`) serving requests of many lengths, as `llm-codesign mix` prices
     them (explore.lengths.mix, one code path): `lengths` a CSV of requests (columns isl, osl, and count or weight) or
     `isl_dist` and `osl_dist` (`fixed:N`, `uniform:LO,HI` or `lognormal:median=M,sigma=S`), at `concurrency` requests in
-    flight, arriving as `arrival` says (waves, closed_loop or burst: Workload.arrival). Returns a `Mix`: TTFT mean and percentiles over the requests, TPOT per output token, tok/s/user, tok/s/GPU
+    flight, arriving as `arrival` says (waves, closed_loop or burst: Workload.arrival; None: waves where every request has one
+    ISL and OSL, else closed_loop, explore.lengths.mix_arrival). Returns a `Mix`: TTFT mean and percentiles over the requests, TPOT per output token, tok/s/user, tok/s/GPU
     and each distinct length's figures; `to_dict()` is what `mix --json` prints."""
     from llm_codesign.explore.lengths import check_lengths
     from llm_codesign.explore.lengths import mix as run
@@ -507,7 +508,7 @@ def calibrate(*, kernels: str | list[str] | None = None, serving: str | None = N
 def export_point(frontier: Frontier, index: int, *, file_name: str | None = None, calibration: str | Profile | None = None,
                  draft_model: str | None = None) -> dict:
     """The engine's launch configuration of one point of an aggregated frontier (`frontier.points[index]`: 0 the
-    throughput end, the last the interactive end), as `llm-codesign export-point` writes it from `pareto --json`
+    throughput end, the last, -1, the interactive end), as `llm-codesign export-point` writes it from `pareto --json`
     (explore.export.point_config, one code path): its plan, precision, step token budget and batch, its predicted
     metrics in the header. Returns `{file name: text}`, nothing written; `file_name` is the name the file launches
     itself by (default: the engine's own; no folder, path separator or control character). The header records the
@@ -515,15 +516,14 @@ def export_point(frontier: Frontier, index: int, *, file_name: str | None = None
     it; `calibration` may name that one again (a path, or a Profile written to one: an unwritten one given to pareto
     and written since), and another is refused, the launch file's figures being that profile's. `draft_model`: the
     EAGLE-3 head's repository where the frontier searched without one (export-point --draft-model, explore.export.with_drafter)."""
-    from llm_codesign.explore.export import point_config, with_drafter
-    from llm_codesign.spec.validation import as_int
+    from llm_codesign.explore.export import point_config, point_index, with_drafter
 
     if not isinstance(frontier, Frontier) or frontier.mode != "aggregated":
         raise InputError("frontier", type(frontier).__name__ if not isinstance(frontier, Frontier) else f"a {frontier.mode} Frontier",
                          "an aggregated Frontier (lc.pareto; a disaggregated deployment's files: `llm-codesign export --prefill/--decode`)")
     if not frontier.points:
         raise InputError("frontier", "no points", "a frontier with at least one point (no deployment met its SLO)")
-    as_int("index", index, lo=0, hi=len(frontier.points) - 1, what=f"a point of the frontier, 0 to {len(frontier.points) - 1}")
+    index = point_index(index, len(frontier.points), of="the frontier")
     if file_name is not None and (not isinstance(file_name, str) or file_name.strip() in ("", ".", "..") or "/" in file_name
                                   or "\\" in file_name or any(ord(c) < 32 or ord(c) == 127 for c in file_name)):
         raise InputError("file_name", file_name, "a file's name without a folder, path separator or control character, e.g. config.yaml")

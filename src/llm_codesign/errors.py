@@ -25,11 +25,28 @@ class Spelled(str):
         return (Spelled, (str(self), self.typed))
 
 
+# the longest repr an error quotes whole: one line, not a dump (newc12 #7: lc.evaluate(m, [d, d]) quoted 4,432 characters);
+# a text the user typed, a file's path most often, whole up to MAX_QUOTED_TEXT
+MAX_QUOTED, MAX_QUOTED_TEXT = 80, 256
+
+
+def _named(value: object) -> str:
+    """A value too long to quote, by its type: "a list of 2 Deployment", "a dict of 3 items", "a Deployment", or a long text's
+    start and length."""
+    if isinstance(value, str):
+        return f"{value[:60]!r}... ({len(value):,} characters)"
+    if isinstance(value, (list, tuple, set, frozenset, dict)):
+        kinds = {type(v).__name__ for v in value}
+        return f"a {type(value).__name__} of {len(value):,} " + (kinds.pop() if len(kinds) == 1 else f"item{'s' if len(value) != 1 else ''}")
+    return f"a {type(value).__name__}"
+
+
 def quoted(value: object) -> str:
-    """`value` as an error quotes it: repr, and for a Spelled name read through an alias, what was typed and what it
-    was read as."""
+    """`value` as an error quotes it: repr (a longer one by its type, _named), and for a Spelled name read through an alias,
+    what was typed and what it was read as."""
     if not isinstance(value, Spelled):
-        return repr(value)
+        r = repr(value)
+        return r if len(r) <= (MAX_QUOTED_TEXT if isinstance(value, str) else MAX_QUOTED) else _named(value)
     same = str(value.typed).strip().lower() == str(value)
     return repr(str(value)) if same else f"{str(value.typed)!r} (read as {str(value)})"
 

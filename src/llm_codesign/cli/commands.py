@@ -12,6 +12,8 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    DEFAULT_GPU,
+    DEFAULT_MODEL,
     DISAGG_GRAPHS_NOTE,
     GRAPHS_NOTE,
     MAX_CONCURRENCY,
@@ -54,6 +56,7 @@ from llm_codesign.cli.common import (
     check_paths,
     check_replica_gpus,
     check_search_size,
+    defaulted,
     nothing_found,
     on_gpus,
     plan_note_line,
@@ -619,8 +622,8 @@ def _pareto_runs(model_refs, gpu_refs, *, space: dict, limits: dict, workload, e
 
 @app.command()
 def pareto(
-    model: str = typer.Argument("llama-3.1-70b", help="Model(s), comma-separated to compare."),
-    gpu: str = typer.Option("h200", "--gpu", help="GPU id(s), comma-separated to compare."),
+    model: Optional[str] = typer.Argument(None, help=f"Model(s), comma-separated to compare (default {DEFAULT_MODEL}, said on the first line)."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"GPU id(s), comma-separated to compare (default {DEFAULT_GPU}, said on the first line)."),
     gpus_: str = typer.Option("8", "--gpus", help="GPUs (replicas of smaller instances fill them), or a range of instance sizes, e.g. 8-72."),
     tp: Optional[int] = O_TP, pp: Optional[int] = O_PP, ep: Optional[int] = O_EP, moe_tp: Optional[int] = O_MTP,
     attention_dp: Optional[int] = O_ADP, kvp: Optional[int] = O_KVP,
@@ -675,6 +678,7 @@ def pareto(
     # a repeat once, by what it names (compare.unique_refs): "qwen3-0.6b,Qwen/Qwen3-0.6B" and "h100,H100" are searched once
     from llm_codesign.cli.compare import unique_refs
 
+    model, gpu = defaulted(model, "MODEL", DEFAULT_MODEL), defaulted(gpu, "--gpu", DEFAULT_GPU)
     model_refs = [model] if Path(model).exists() else unique_refs((m for m in model.split(",") if m.strip()), _model)
     gpu_refs = [gpu] if Path(gpu).is_file() else unique_refs((g for g in gpu.split(",") if g.strip()), _gpu)
     if not model_refs:

@@ -11,7 +11,14 @@ import typer
 from llm_codesign.errors import InputError, close_matches, did_you_mean
 from llm_codesign.spec.engines import ENGINES, VENDOR_ENGINE, VENDOR_NAMES, listed
 from llm_codesign.spec.harness import DEFAULT_ARRIVAL
-from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_GPUS, MAX_STEP_TOKENS  # MAX_CONCURRENCY: the one bound, spec.plan's
+from llm_codesign.spec.plan import (  # MAX_CONCURRENCY: the one bound, spec.plan's
+    K_TEXT,
+    K_TOKENS,
+    MAX_CONCURRENCY,
+    MAX_GPUS,
+    MAX_STEP_TOKENS,
+    read_tokens,
+)
 
 try:
     from typer._click.exceptions import BadOptionUsage, MissingParameter, NoArgsIsHelpError, NoSuchOption, UsageError
@@ -130,14 +137,16 @@ def usage_line(e: UsageError, group_ctx=None) -> str:
         param = _param_of(ctx, e.option_name)
         if param is not None and "requires an argument" in (e.message or ""):
             v = _valid(param)
-            return f"{param.name.rstrip('_')}: no value is not valid; {e.option_name} takes " + (v if v.startswith("a") else f"a value: {v}")
+            return f"{param.name.rstrip('_')}: no value given; {e.option_name} takes " + (v if v.startswith("a") else f"a value: {v}")
     if param is not None:
         name = param.name.rstrip("_")
         flags = " / ".join(getattr(param, "opts", ()) or ()) or name
         if isinstance(e, MissingParameter):
             if getattr(param, "param_type_name", "") == "argument":
-                return f"{name}: no value is not valid; the {name.upper()} argument is required (see {where})"
-            return f"{name}: no value is not valid; {flags} is required: {_valid(param)}"
+                return f"{name}: missing; the {name.upper()} argument is required (see {where})"
+            # "missing", as errors.MissingInput says a value the input lacks (newc12 #10: "no value is not valid" read as if
+            # a value had been given)
+            return f"{name}: missing; {flags} is required: {_valid(param)}"
         value = _given(e)
         if value is not None:
             return f"{name}: {value!r} is not valid; {_valid(param)} ({flags})"
@@ -515,31 +524,18 @@ O_KVP = typer.Option(None, "--kvp", min=1, max=MAX_GPUS, help="Helix KV-parallel
 O_W = typer.Option(None, "--weight-dtype", help="Weight format: bf16, fp16, fp8, fp8_block, nvfp4, mxfp4, int4 or int8 (default: the checkpoint's).")
 O_A = typer.Option(None, "--activation-dtype", help="Activation format (default: what the weight format runs with on this GPU).")
 O_KV = typer.Option(None, "--kv-dtype", help="KV-cache format, one of --weight-dtype's (default: the checkpoint's).")
-# InferenceX, whose runs the tool bundles, writes its lengths 1k1k, 1k8k and 8k1k for ISL/OSL 1024/1024, 1024/8192 and
-# 8192/1024 (SemiAnalysisAI/InferenceX utils/matrix_logic/generate_sweep_configs.py:17-21 seq_len_stoi @033aa6ec; the
-# bundled serving_inferencex_*.csv hold isl and osl 1024 and 8192 only, 862 runs): a k after a token count is 1,024
-# (newc5 #16). The CLI's only: the JSON API and lc.* take integers.
-K_TOKENS = 1024
-K_FLAGS = ("--isl", "--osl", "--context")
-K_TEXT = f"or a whole number of k (1k = {K_TOKENS:,} tokens, InferenceX's 1k)"
+K_FLAGS = ("--isl", "--osl", "--context")  # the options that take 1k (spec.plan.read_tokens, K_TOKENS, K_TEXT)
 
 
 def token_count(value, flag: str, lo: int = 1, hi: int | None = MAX_STEP_TOKENS) -> int:
-    """A token count as an option gives it: an integer, or a whole number of k (K_TOKENS each: `8k` is 8,192), said on
-    standard error as read ("--isl 1k read as 1,024 tokens (InferenceX's 1k)"). Outside lo..hi or unreadable: a
+    """A token count as an option gives it (spec.plan.read_tokens: an integer, or a whole number of k, `8k` 8,192), said on
+    standard error where read in k ("--isl 1k read as 1,024 tokens (InferenceX's 1k)"). Outside lo..hi or unreadable: a
     ValueError, which the one-line error names with what is valid (usage_line, _valid)."""
     if isinstance(value, int):
         return value
-    text = str(value).strip()
-    k = text[-1:] in ("k", "K") and text[:-1].isdigit()
-    try:
-        n = int(text[:-1]) * K_TOKENS if k else int(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a token count") from None
-    if n < lo or (hi is not None and n > hi):
-        raise ValueError(f"{text!r} is out of range")
+    n, k = read_tokens(value, lo, hi)
     if k:
-        typer.echo(f"{flag} {text} read as {n:,} tokens (" + ("InferenceX's 1k)" if n == K_TOKENS else f"k = {K_TOKENS:,}, InferenceX's 1k)"), err=True)
+        typer.echo(f"{flag} {str(value).strip()} read as {n:,} tokens (" + ("InferenceX's 1k)" if n == K_TOKENS else f"k = {K_TOKENS:,}, InferenceX's 1k)"), err=True)
     return n
 
 
@@ -594,9 +590,13 @@ def priced_with(calibration: str | None) -> dict:
 
     return recorded(calibration)
 O_PREFIX = typer.Option(0.0, "--prefix-hit", help="Share of each prompt already in the prefix cache (0 to <1): not prefilled.")
-O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help="How requests arrive: waves (identical requests kept in step by a closed loop, "
-                         "refilled in the cohorts the first wave's prefill formed, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "
-                         "spread: bench_serving --max-concurrency --random-range-ratio 0.8), burst (every request sent at once, in lockstep).")
+ARRIVAL_HELP = ("How requests arrive: waves (identical requests kept in step by a closed loop, "
+                "refilled in the cohorts the first wave's prefill formed, as a fixed-length benchmark runs them), closed_loop (each slot refilled as its request ends, lengths "
+                "spread: bench_serving --max-concurrency --random-range-ratio 0.8), burst (every request sent at once, in lockstep).")
+O_ARRIVAL = typer.Option(DEFAULT_ARRIVAL, "--arrival", help=ARRIVAL_HELP)
+# mix's: waves only where its requests are identical (explore.lengths.mix_arrival)
+O_MIX_ARRIVAL = typer.Option(None, "--arrival", help=ARRIVAL_HELP + " Default: waves where every request has one ISL and OSL, else "
+                             "closed_loop: requests of different lengths end apart, so no cohort stays in step.")
 
 
 def _progress():
@@ -713,6 +713,21 @@ def check_replica_gpus(dep, gpus_: int | None, replicas: int | None) -> None:
     if gpus_ and replicas and replicas > 1 and own != gpus_ and own * replicas == gpus_:
         raise InputError("gpus", gpus_, f"the GPUs of one replica with --replicas {replicas}: --gpus {own} --replicas {replicas} "
                                         f"runs {replicas} copies of {dep.plan.label()}, {gpus_} GPUs in all")
+
+
+# pareto's and compare's GPU where --gpu is not given (pareto's model likewise): said on the answer's first line, never
+# silent (newc12 #5; docs/modelling-notes.md#fixN5c-waves-ttft)
+DEFAULT_GPU, DEFAULT_MODEL = "h200", "llama-3.1-70b"
+
+
+def defaulted(value: str | None, option: str, default: str) -> str:
+    """`value`, or `default` with a line on standard error, before the answer, naming the option it stands for:
+    "note: no --gpu given: default --gpu h200"."""
+    if value is not None:
+        return value
+    typer.echo(f"note: no {option} given: default {option} {default}" if option.startswith("-") else
+               f"note: no {option} given: default {default}", err=True)
+    return default
 
 
 def plan_note_line(dep) -> None:

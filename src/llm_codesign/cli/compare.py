@@ -6,6 +6,7 @@ from typing import Optional
 import typer
 
 from llm_codesign.cli.common import (
+    DEFAULT_GPU,
     GRAPHS_NOTE,
     O_ARRIVAL,
     O_BACKEND,
@@ -19,6 +20,7 @@ from llm_codesign.cli.common import (
     _table,
     app,
     check_paths,
+    defaulted,
 )
 from llm_codesign.errors import InputError
 from llm_codesign.explore.compare import MAX_COMBINATIONS, accuracy_compared  # noqa: F401 (compare's names, where they were)
@@ -109,7 +111,7 @@ def unique_refs(refs, resolve) -> list[str]:
 @app.command()
 def compare(
     model: str = typer.Argument(..., help="Models, comma-separated."),
-    gpu: str = typer.Option("h200", "--gpu", help="GPU ids, comma-separated."),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help=f"GPU ids, comma-separated (default {DEFAULT_GPU}, said on the first line)."),
     gpus_: int = typer.Option(8, "--gpus", min=1, max=MAX_GPUS, help="GPUs per deployment (replicas fill them)."),
     weight_dtype: Optional[str] = typer.Option(None, "--weight-dtype",
                                                help="Weight formats, comma-separated (default: the checkpoint's and what each GPU runs natively)."),
@@ -131,6 +133,7 @@ def compare(
 
     # a repeat once (the first), by what it names: "qwen3-0.6b,Qwen/Qwen3-0.6B" is one model, "h100,H100" one GPU
     models = unique_refs((x.strip() for x in model.split(",") if x.strip()), _model)
+    gpu = defaulted(gpu, "--gpu", DEFAULT_GPU)
     gpus = unique_refs((x.strip() for x in gpu.split(",") if x.strip()), _gpu)
     formats = [x.strip() for x in weight_dtype.split(",") if x.strip()] if weight_dtype else None
     # every check before any search, as lc.compare makes them (explore.compare.ask)

@@ -660,8 +660,8 @@ def _point_answer(m, dep, wl, *, calibration) -> dict:
 @app.command("export-point")
 def export_point(
     path: str = typer.Argument(..., help="A frontier as `pareto --json` writes it (`pareto --out DIR`: DIR/frontier.json)."),
-    index: int = typer.Option(..., "--index", min=0, help="The frontier point, in its series' order (0: the throughput end, the last: "
-                              "the interactive end): each point of `pareto --json` states its series and index."),
+    index: int = typer.Option(..., "--index", help="The frontier point, in its series' order (0: the throughput end, the last or -1: "
+                              "the interactive end, as Python indexes): each point of `pareto --json` states its series and index."),
     out: str = typer.Option(..., "-o", "--out", help="The file to write; - for standard output."),
     engine: Optional[str] = typer.Option(None, "--backend", "--engine", help=_written() + " (default: the frontier's engine)."),
     series: str = typer.Option("aggregated", "--series", help="aggregated: the frontier of aggregated plans; disagg: the "
@@ -674,7 +674,7 @@ def export_point(
     """The engine's launch configuration of one frontier point: its plan, precision, step token budget and batch."""
     import json
 
-    from llm_codesign.explore.export import engine_spec, point_config, with_drafter
+    from llm_codesign.explore.export import engine_spec, point_config, point_index, with_drafter
     from llm_codesign.explore.frontier import estimate_command
     from llm_codesign.outputs import write_text
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
@@ -696,9 +696,8 @@ def export_point(
     if not points:
         raise InputError("path", path, "a pareto --disagg --json result (a disaggregated frontier)" if series == "disagg" else
                          "a pareto --json result with an aggregated frontier")
-    if index >= len(points):
-        raise InputError("index", index, f"a point of the {series} series, 0 to {len(points) - 1} (each point of pareto --json states "
-                                         "its `series` and `index`: --series and --index)")
+    index = point_index(index, len(points), of=f"the {series} series",
+                        where="; each point of pareto --json states its `series` and `index`: --series and --index")
     r, p = points[index]
     if r.get("calibration_unrecorded"):  # the launch file's header would claim the bundled profile for its figures
         raise InputError("path", path, f"a frontier priced with the bundled profile or a profile's file (this one: {r['calibration_unrecorded']}, "

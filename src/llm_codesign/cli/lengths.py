@@ -10,7 +10,6 @@ from llm_codesign.cli.common import (
     O_A,
     O_ACC,
     O_ADP,
-    O_ARRIVAL,
     O_BACKEND,
     O_CAL,
     O_CHUNKED,
@@ -21,6 +20,7 @@ from llm_codesign.cli.common import (
     O_K,
     O_KV,
     O_KVP,
+    O_MIX_ARRIVAL,
     O_MNT,
     O_MTP,
     O_PP,
@@ -52,7 +52,7 @@ def mix(
     backend: Optional[str] = O_BACKEND, spec: Optional[str] = O_SPEC, draft_len: Optional[int] = O_K,
     acceptance: Optional[float] = O_ACC, acceptance_rates: Optional[str] = O_RATES, draft_model: Optional[str] = O_DRAFT,
     max_num_tokens: Optional[int] = O_MNT, chunked_prefill: Optional[bool] = O_CHUNKED,
-    calibration: Optional[str] = O_CAL, arrival: str = O_ARRIVAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
+    calibration: Optional[str] = O_CAL, arrival: Optional[str] = O_MIX_ARRIVAL, as_json: bool = typer.Option(False, "--json", help="Print the answer as JSON (what the table shows, and more)."),
 ):
     """What one deployment delivers on a mix of request lengths: TTFT percentiles, TPOT, tok/s/GPU."""
     from llm_codesign.explore.lengths import check_lengths

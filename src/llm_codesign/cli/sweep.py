@@ -42,7 +42,7 @@ def sweep(
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help="Dollars per GPU-hour, bundled, or a price file."),
-    out: str = typer.Option(..., "--out", help="Parquet file of every task's frontier rows, each metric with its 80% and 95% bounds (_lo80 ... _hi95), "
+    out: str = typer.Option(..., "-o", "--out", help="Parquet file of every task's frontier rows, each metric with its 80% and 95% bounds (_lo80 ... _hi95), "
                               "_predictable and why the bands widen (interval_widened)."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="local (a Dask LocalCluster) or tcp://HOST:PORT "
                                             "(default: DASK_SCHEDULER_ADDRESS, else in-process)."),

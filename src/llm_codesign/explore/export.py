@@ -118,6 +118,16 @@ def same_profile(a: str | None, b: str | None) -> bool:
     return a == b or (a is not None and b is not None and os.path.realpath(a) == os.path.realpath(b))
 
 
+def point_index(index, n: int, *, of: str, where: str = "") -> int:
+    """A frontier point's index among `n`, from 0 (the throughput end) or, as Python indexes, from -1 (the last, the
+    interactive end), as a non-negative index; else one line with the range (newc12 #16: --index -1 was refused)."""
+    from llm_codesign.spec.validation import as_int
+
+    i = as_int("index", index, lo=-n, hi=n - 1, what=f"a point of {of}, -{n} to {n - 1} (0 the throughput end, -1 or {n - 1} "
+                                                     f"the interactive end){where}")
+    return i % n
+
+
 def point_config(model: ModelSpec, dep: Deployment, *, concurrency: int, replicas: int = 1, isl: int | None, osl: int | None,
                  predicted: dict, calibration: str | None = None, file_name: str | None = None, arrival: str | None = None,
                  prefix_hit: float = 0.0) -> tuple[str, str]:

@@ -297,10 +297,20 @@ class Mix:
         return records_frame(self.to_records())
 
 
-def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: int = 64, calibration=None, arrival: str = DEFAULT_ARRIVAL) -> Mix:
+def mix_arrival(lengths: Lengths) -> str:
+    """A mix's arrival where none is named: "waves" only where every request has one ISL and OSL. Waves' cohorts persist
+    because identical requests that prefill in one step also end in one step and refill together (serve.aggregated._cohort);
+    requests of different lengths end apart, so a mix's refills spread as a closed loop's do. Priced in waves, each length's
+    cohort is the whole prompts one step of that length takes, so a mix's TTFT percentiles came out flat (Llama-3.1-70B TP8
+    H200, lognormal 800 x 0.8 / uniform 64-512 at 32: p50/p90/p99 400/414/432 ms; closed_loop 109/174/283;
+    docs/modelling-notes.md#fixN5c-waves-ttft)."""
+    return DEFAULT_ARRIVAL if len(set(zip(lengths.isl.tolist(), lengths.osl.tolist(), strict=True))) == 1 else "closed_loop"
+
+
+def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: int = 64, calibration=None, arrival: str | None = None) -> Mix:
     """One deployment on a mix of request lengths, as `mix` prices it: the lengths from a CSV (`lengths`) or two
     distributions (`isl_dist`, `osl_dist`), the deployment checked as estimate checks it (serve.estimate.check),
-    priced by price_mix at `concurrency` requests in flight under `arrival` (spec.harness.ARRIVALS; estimate's default).
+    priced by price_mix at `concurrency` requests in flight under `arrival` (spec.harness.ARRIVALS; None: mix_arrival).
     `calibration`: a profile's path, a Calibration or None."""
     from llm_codesign.cost.calibration import Calibration, calibration_for
     from llm_codesign.measure.intervals import priced_terms
@@ -309,9 +319,11 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     from llm_codesign.spec.harness import check_arrival
     from llm_codesign.spec.plan import Workload
 
-    check_arrival(arrival)
+    if arrival is not None:
+        check_arrival(arrival)
     check_lengths(lengths, isl_dist, osl_dist)
     mixture = from_csv(str(lengths)) if lengths else from_distributions(str(isl_dist), str(osl_dist))
+    arrival = mix_arrival(mixture) if arrival is None else arrival
     check(model, dep)
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     r = price_mix(model, dep, mixture, concurrency, calibration=cal, arrival=arrival)

@@ -227,12 +227,14 @@ def reason_text(model: ModelSpec, gpu: Gpu, code: int) -> str:
     dense = [layer.ffn.inter for layer, _ in model.groups if isinstance(layer.ffn, DenseFfn)]
     head_counts = sorted({int(np.max(h)) for h in heads})
 
-    def sizes(n: int) -> str:  # the sizes that divide n, as the message lists them
-        d = divisors(n)
+    def sizes(n: int, most: int | None = None) -> str:  # the sizes that divide n (up to `most`), as the message lists them
+        d = [x for x in divisors(n) if most is None or x <= most]
         return ", ".join(map(str, d[:-1])) + (" or " if len(d) > 1 else "") + str(d[-1])
 
+    # a TP the next check refuses is not offered: only those within the GPU's scale-up domain (the "scale_up" reason;
+    # newc12 #8: 8B on H100 at TP3 listed 16 and 32, past NVLink's 8)
     return MESSAGES[REASONS[code]].format(
-        heads=head_counts, heads_tp=sizes(math.gcd(*head_counts) if head_counts else 1), experts_ep=sizes(moe.experts if moe else 1),
+        heads=head_counts, heads_tp=sizes(math.gcd(*head_counts) if head_counts else 1, int(gpu.scale_up_domain)), experts_ep=sizes(moe.experts if moe else 1),
         kv_heads=sorted({int(np.max(k)) for k in kvh}), experts=moe.experts if moe else 0,
         moe_width=moe.expert_inter if moe else 0, layers=model.num_layers,
         domain=f"{gpu.scale_up_domain} GPU{'' if gpu.scale_up_domain == 1 else 's'}", link=SCALE_UP_LINKS.get(gpu.vendor, SCALE_UP_LINKS["nvidia"]),
@@ -527,6 +529,30 @@ MAX_STEP_TOKENS = 1 << 24  # tokens of one step (max_num_tokens), and of one req
 # a request's ISL/OSL: the CLI's bound, one constant for Workload, the CLI and the page (Workload took 100,000,000 where the
 # CLI refused past 16,777,216, newc5 #22); the longest contexts of bundled models are 10M (Llama 4 Scout)
 MAX_TOKENS = MAX_STEP_TOKENS
+# InferenceX, whose runs the tool bundles, writes its lengths 1k1k, 1k8k and 8k1k for ISL/OSL 1024/1024, 1024/8192 and
+# 8192/1024 (SemiAnalysisAI/InferenceX utils/matrix_logic/generate_sweep_configs.py:17-21 seq_len_stoi @033aa6ec; the
+# bundled serving_inferencex_*.csv hold isl and osl 1024 and 8192 only, 862 runs): a k after a token count is 1,024
+# (newc5 #16). The CLI's options and the page's isl/osl read it (newc12 #6); lc.* take integers.
+K_TOKENS = 1024
+K_TEXT = f"or a whole number of k (1k = {K_TOKENS:,} tokens, InferenceX's 1k)"
+
+
+def read_tokens(value, lo: int = 1, hi: int | None = MAX_TOKENS) -> tuple[int, bool]:
+    """A token count given as an integer or text, a whole number of k (K_TOKENS each: `8k` is 8,192): (the count, whether
+    it was read in k). Outside lo..hi or unreadable: a ValueError (the CLI's and the page's one line say what is valid)."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a token count")
+    if isinstance(value, float) and value.is_integer():  # JSON's 2048.0
+        value = int(value)
+    text = str(value).strip()
+    k = text[-1:] in ("k", "K") and text[:-1].isdigit()
+    try:
+        n = int(text[:-1]) * K_TOKENS if k else int(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a token count") from None
+    if n < lo or (hi is not None and n > hi):
+        raise ValueError(f"{text!r} is out of range")
+    return n, k
 
 
 def check_concurrency(c, *, arrays: bool = False) -> np.ndarray:

@@ -106,7 +106,11 @@ def get_model(ref: str | Path | dict) -> ModelSpec:
     if (m := bundled(ref)) is not None:
         return m
     p = Path(ref)
-    if p.suffix == ".json" or p.name.lower().startswith("config.") or p.is_dir() or p.exists():  # a file meant
+    try:  # a name past the file system's limit (ENAMETOOLONG) is no file: named as an unknown model, not an OSError
+        on_disk = p.is_dir() or p.exists()
+    except OSError:
+        on_disk = False
+    if p.suffix == ".json" or p.name.lower().startswith("config.") or on_disk:  # a file meant
         return load_config_file(p)
     from llm_codesign.spec import hub
 

@@ -50,7 +50,7 @@ from llm_codesign.serve.metrics import NO_DECODE_WHY
 from llm_codesign.spec.engines import engine_for, engine_for_pools, engine_names
 from llm_codesign.spec.hardware import WHAT_IF_FIELDS  # also a GPU file's with `base`: spec.hardware.what_if
 from llm_codesign.spec.harness import ARRIVALS, DEFAULT_ARRIVAL, MAX_RECV_INTERVAL, check_arrival
-from llm_codesign.spec.plan import MAX_CONCURRENCY, MAX_STEP_TOKENS
+from llm_codesign.spec.plan import K_TEXT, MAX_CONCURRENCY, MAX_STEP_TOKENS, read_tokens
 
 STATIC = resources.files("llm_codesign.web") / "static"
 # at most one NVL72 rack: any count up to 72 has at most 12 divisors, so a search visits < 0.4 M plans
@@ -77,6 +77,18 @@ def _not_bool(v):
 
 
 Int = Annotated[int, BeforeValidator(_not_bool)]
+
+
+def _tokens(v):
+    """A request's isl/osl as the CLI's --isl/--osl take them (spec.plan.read_tokens): an integer or a whole number of k
+    ("1k", InferenceX's), else the CLI's one line with the range (newc12 #6: "1k" was refused in pydantic's words)."""
+    try:
+        return read_tokens(v, 1, MAX_TOKENS)[0]
+    except ValueError:
+        raise PydanticCustomError("token_count", f"an integer from 1 to {MAX_TOKENS:,}, {K_TEXT}") from None
+
+
+Tokens = Annotated[int, BeforeValidator(_tokens)]
 Float = Annotated[float, AllowInfNan(allow_inf_nan=False), BeforeValidator(_not_bool)]  # json.loads reads NaN and Infinity
 
 
@@ -223,8 +235,8 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     attention_dp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     kvp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     engine: Optional[Engine] = Field(None, validation_alias=ENGINE_NAMES, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
-    isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
-    osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
+    isl: Tokens = Field(1024)
+    osl: Tokens = Field(1024)
     concurrency: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description="Requests in flight; omit for offline max throughput.")
     arrival: str = Field(DEFAULT_ARRIVAL, max_length=40, description=ARRIVAL_HELP)
     breakdown: StrictBool = False
@@ -305,8 +317,8 @@ class DisaggRequest(ModelRef, Precisions, WhatIf, Speculation):
         [1, 8, 32, 128, 512], min_length=1, max_length=32, description="Requests in flight, one row each.")
     arrival: str = Field(DEFAULT_ARRIVAL, max_length=40, description=ARRIVAL_HELP)
     engine: Optional[Engine] = Field(None, validation_alias=ENGINE_NAMES, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
-    isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
-    osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
+    isl: Tokens = Field(1024)
+    osl: Tokens = Field(1024)
     max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS)
     decode_max_num_tokens: Optional[Int] = Field(None, ge=1, le=MAX_TOKENS,
                                                  description="The decode instances' token budget per step where it differs from max_num_tokens.")
@@ -348,8 +360,8 @@ class ParetoRequest(ModelRef, Precisions, WhatIf, Speculation):
     attention_dp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     kvp: Optional[Int] = Field(None, ge=1, le=MAX_SERVE_GPUS)
     engine: Optional[Engine] = Field(None, validation_alias=ENGINE_NAMES, description="Omitted: the GPU vendor's (TensorRT-LLM on NVIDIA's, SGLang on AMD's).")
-    isl: Int = Field(1024, ge=1, le=MAX_TOKENS)
-    osl: Int = Field(1024, ge=1, le=MAX_TOKENS)
+    isl: Tokens = Field(1024)
+    osl: Tokens = Field(1024)
     min_tps_user: Optional[Float] = Field(None, ge=0, le=1e7)
     max_ttft_ms: Optional[Float] = Field(None, gt=0, le=1e9)
     arrival: str = Field(DEFAULT_ARRIVAL, max_length=40, description=ARRIVAL_HELP)
