@@ -835,14 +835,17 @@ def _serving_report(fit: _ServingFit, best: float, start_loss: float, start_bias
     return out | {"limits": limit_notes(out)}
 
 
-# the measurements a serving fit counts against its fitted parameters: each run's TTFT and TPOT (its tok/s/GPU, which the
-# loss also reads, follows from its TPOT and requests, so it is no third independent figure of the run)
-COUNTED = ("ttft_ms", "tpot_ms")
-
-
+# the measurements a serving fit counts against its fitted parameters: each run's TTFT and its decode rate, its TPOT or,
+# where that is blank, its tok/s/GPU (the loss reads both, but where a run has both its tok/s/GPU follows from its TPOT,
+# TTFT and requests: no third independent figure of the run)
 def measurements(ys: dict[str, np.ndarray]) -> int:
-    """The measured TTFTs and TPOTs (COUNTED) among a serving fit's rows (`ys`, metric -> the rows' values; blank: NaN)."""
-    return int(sum(np.sum(np.isfinite(ys[m]) & (ys[m] > 0)) for m in COUNTED if m in ys))
+    """The measured TTFTs and decode rates (TPOT, else tok/s/GPU) among a serving fit's rows (`ys`, metric -> the rows'
+    values; blank: NaN)."""
+    def has(m: str):
+        y = ys.get(m)
+        return False if y is None else np.isfinite(y) & (y > 0)
+
+    return int(np.sum(has("ttft_ms")) + np.sum(has("tpot_ms") | has("output_tok_s_per_gpu")))
 
 
 def underdetermined(report: dict) -> str:
@@ -853,8 +856,9 @@ def underdetermined(report: dict) -> str:
     n, k = report.get("measurements"), len(report.get("fitted") or [])
     if n is None or k <= n:
         return ""
-    return (f"{k} parameters fitted on {n} measurements (each run's TTFT and TPOT count one each): more unknowns than "
-            "measurements, so the runs do not determine them; add runs at other concurrencies or lengths")
+    return (f"{k} parameters fitted on {n} measurements (each run's TTFT and TPOT, or tok/s/GPU where its TPOT is blank, "
+            "count one each): more unknowns than measurements, so the runs do not determine them; add runs at other "
+            "concurrencies or lengths")
 
 
 def serving_trials(rows: list[dict], rounds: int = 8, *, warm: bool = False) -> int:
