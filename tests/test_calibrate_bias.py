@@ -41,7 +41,8 @@ def test_a_refusal_puts_the_cause_before_the_symptoms():
     with pytest.raises(InputError) as e:
         calibrate.refuse([], [cause, "default serving: a on the bound"], "p.toml", force=False)
     assert str(e.value) == (f"calibrate: the fit is refused: {cause}. A fit must be no worse than the starting profile, with no "
-                            "parameter on a bound of its range and its search converged; this one: default serving: a on the bound; "
+                            "parameter on a bound of its range, no more parameters than measurements and its search converged; this one: "
+                            "default serving: a on the bound; "
                             "nothing written to p.toml (--force writes it anyway)")
 
 

@@ -58,3 +58,35 @@ def test_a_single_value_on_a_limit_is_a_note_not_a_refusal():
     assert calibrate.doubtful([{"family": "default", "kind": "serving", "median_ape": 5.0, "start_median_ape": 6.0,
                                 "limits": notes, "converged": True}]) == []
     assert calibrate.limit_notes({"on_limits": [], "fitted": ["step_overhead_s:vllm"]}) == []
+
+
+def test_a_fit_of_more_parameters_than_measurements_is_refused_unless_forced(tmp_path):
+    # newc12 #3: one TensorRT-LLM run (TTFT 150 ms, TPOT 7.5 ms at 8 requests) fitted TensorRT-LLM's four host costs, two of
+    # them on their floors, and the profile was written unasked. 2 measurements (its TTFT and its TPOT) for 4 unknowns: any of
+    # many settings fits it as well; refused in one line naming the counts and --force, nothing written
+    path, out = tmp_path / "one.csv", tmp_path / "cal.toml"
+    path.write_text("source,model,gpu,num_gpus,backend,isl,osl,concurrency,tp,ttft_ms,tpot_ms\n"
+                    "r2,llama-3.1-8b,h100,1,trtllm,1024,1024,8,1,150,7.5\n")
+    code, _, err = cli("calibrate", "--serving", str(path), "-o", str(out))
+    said = [x for x in err.splitlines() if not x.startswith("searching: ")]
+    assert code == 2 and len(said) == 1 and not out.exists(), err
+    assert ("this one: default serving: 4 parameters fitted on 2 measurements (each run's TTFT and TPOT, or tok/s/GPU where its "
+            "TPOT is blank, count one each): more unknowns than measurements") in said[0]
+    assert said[0].endswith(f"nothing written to {out} (--force writes it anyway)") and "median error on these runs" not in said[0]
+    code, stdout, _ = cli("calibrate", "--serving", str(path), "-o", str(out), "--force")
+    assert code == 0 and out.exists() and "\nwarning: 4 parameters fitted on 2 measurements" in stdout
+    assert "\n# warning: 4 parameters fitted on 2 measurements" in out.read_text()
+
+
+def test_measurements_count_a_runs_ttft_and_its_decode_rate():
+    import numpy as np
+
+    nan = np.nan
+    # run 1: TTFT and TPOT (2); run 2: tok/s/GPU alone, its decode rate (1); run 3: TTFT and tok/s/GPU (2); run 4: TPOT and
+    # tok/s/GPU, one decode rate (1); run 5: only tok/s/user, which the loss does not read (0): 6
+    ys = {"ttft_ms": np.array([150, nan, 70, nan, nan]), "tpot_ms": np.array([7.5, nan, nan, 9.0, nan]),
+          "output_tok_s_per_gpu": np.array([nan, 900, 1700, 1200, nan]), "output_tok_s_per_user": np.array([nan] * 4 + [80.0])}
+    assert calibrate.measurements(ys) == 6
+    rep = {"measurements": 6, "fitted": ["a"] * 6}
+    assert calibrate.underdetermined(rep) == "" and calibrate.underdetermined({**rep, "fitted": ["a"] * 7}).startswith(
+        "7 parameters fitted on 6 measurements")

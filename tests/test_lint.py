@@ -737,10 +737,13 @@ def test_a_head_dim_no_fused_kernel_takes_is_an_error_naming_the_engine_and_unpr
     g = get_gpu("h100")
     m = from_hf_config({**BASE, "hidden_size": 5000, "num_attention_heads": 40, "intermediate_size": 13824}, "hd125")
     for e, sev, said in ((VLLM, "warning", "it runs its Triton attention (TRITON_ATTN, the head padded to 128) instead, slower"),
-                         (SGLANG, "error", "it needs --attention-backend triton (the export writes it), slower"), (TRTLLM, "error", "the model does not run")):
+                         (SGLANG, "error", "it needs --attention-backend triton (the export writes it), slower"),
+                         # TensorRT-LLM named: the rules that price on it price nothing (newc12 #2), and R4 says so
+                         (TRTLLM, "error", "the model does not run; not priced, nor are R2, R3, R6, R7's Helix and R9")):
         hd = [f for f in lint(m, g, calibration_for(g), "latency", engine=e, gpus=1) if f.rule == "R4" and f.where == "head_dim"]
         assert len(hd) == 1 and hd[0].severity == sev and hd[0].cost_pct == 0.0, hd
-        assert hd[0].message.startswith("head_dim 125: ") and hd[0].message.endswith(f": {said}; not priced"), hd[0].message
+        tail = "" if e is TRTLLM else "; not priced"
+        assert hd[0].message.startswith("head_dim 125: ") and hd[0].message.endswith(f": {said}{tail}"), hd[0].message
         assert hd[0].figures["padded_to"] == 128 and round(hd[0].figures["padding_pct"], 1) == 2.4
         assert hd[0].fix == "head_dim 125 -> 128"
     # head_dim 96 (3072 / 32), a multiple of 8 that FlashAttention takes: a warning, still unpriced, its width in the
@@ -819,3 +822,59 @@ def test_a_shape_of_8_kv_heads_or_fewer_has_no_r9():
     # R9 prices a shape's KV heads down to GQA's published 8 and 4 only where it has more than 8 (Llama-3.1-70B's 8: none)
     g = get_gpu("b200")
     assert not [f for f in lint(get_model("llama-3.1-70b"), g, calibration_for(g), "throughput") if f.rule == "R9"]
+
+
+# newc12 #2: hidden 4000 over 40 heads of 100, 5 KV heads. TensorRT-LLM (H100's engine) has no decode kernel for head_dim
+# 100 (spec.engines.head_dims: MMHA 32, ..., 96, 104, ...), estimate refuses it, yet R2 and R6 priced it there (TPOT
+# 4.7319 ms); and R3 credited depth with 250% that was TP8 against the TP1 its 5 KV heads leave the shape (R7)
+ODD = {"model_type": "llama", "hidden_size": 4000, "num_hidden_layers": 30, "num_attention_heads": 40, "num_key_value_heads": 5,
+       "head_dim": 100, "intermediate_size": 10000, "vocab_size": 50001, "max_position_embeddings": 8192}
+
+
+def test_a_head_size_the_gpus_engine_refuses_is_priced_on_one_that_runs_it_and_said():
+    from llm_codesign.explore import lint as lint_module
+    from llm_codesign.spec.engines import TRTLLM, VLLM
+
+    g, m = get_gpu("h100"), from_hf_config(ODD, "odd")
+    cal = calibration_for(g)
+    fs = lint(m, g, cal, "latency")
+    by = {(f.rule, f.where): f for f in fs}
+    # the engine the refusal names first (vLLM: its Triton attention takes 100 itself; SGLang needs a launch option)
+    pt, eng = lint_module.lint_point(m, g, cal, m.default_precision, "latency", gpus=None, engine=None)
+    assert eng is VLLM and pt.caption().startswith("Priced on vLLM: TensorRT-LLM, H100 SXM's default engine, does not run "
+                                                   "head_dim 100 (R4). R2, R3 and R6 priced at TP1, 1 request, 1024/1024 tokens")
+    assert by[("R4", "head_dim")].message.endswith("the model does not run; not priced; R2, R3, R6, R7's Helix and R9 priced on "
+                                                   "vLLM, which runs it")
+    # R2 prices the shape at the point on vLLM (5.074 ms), not on TensorRT-LLM (4.732 ms)
+    r2 = by[("R2", "hidden")].figures
+    on = {e.name: lint_module._time(m, g, cal, m.default_precision, pt.plan, regime="latency", engine=e, point=pt) * 1e3
+          for e in (VLLM, TRTLLM)}
+    assert r2["time_ms"] == pytest.approx(on["vllm"]) and r2["time_ms"] == pytest.approx(5.0740, abs=5e-4)
+    assert on["trtllm"] == pytest.approx(4.7319, abs=5e-4)
+    # the lint of the API, whose engine is None unless named, the same
+    import llm_codesign as lc
+
+    assert [f["message"] for f in lc.lint(m, "h100", regime="latency") if f["rule"] == "R4"] == [f.message for f in fs if f.rule == "R4"]
+    # TensorRT-LLM named: nothing is priced on it, R4 and the caption say why; the widths' findings stay
+    named = lint(m, g, cal, "latency", engine=TRTLLM)
+    assert {f.rule for f in named if f.figures.get("time_ms") or f.rule in ("R3", "R9")} == set()
+    assert {(f.rule, f.where) for f in named if f.rule in ("R2", "R6")} == {("R2", "vocab")}
+    pt, eng = lint_module.lint_point(m, g, cal, m.default_precision, "latency", gpus=None, engine=TRTLLM)
+    assert eng is None and pt.caption() == ("R2, R3 and R6 not priced: TensorRT-LLM does not run head_dim 100 (R4), so R7's Helix "
+                                            "and R9 are not priced either; --backend vllm or sglang prices them")
+
+
+def test_r3_compares_at_the_shapes_tp_where_its_kv_heads_block_the_variants():
+    # the variant (22 x 6400, 64 heads, 4 KV heads) serves at TP8 at 1 request, TPOT 1.681 ms: 201.8% faster than the shape's
+    # 5.074 ms at TP1, the TP its 5 KV heads allow (R7). At the shape's TP1 the variant's TPOT is 4.797 ms: 5.78% faster,
+    # what depth costs; R3's cost is that, and the message names the rest as R7's
+    g, m = get_gpu("h100"), from_hf_config(ODD, "odd")
+    r3 = [f for f in lint(m, g, calibration_for(g), "latency") if f.rule == "R3"][0]
+    f = r3.figures
+    assert f["point"]["tp"] == f["wider_point"]["tp"] == 1 and f["wider_own_point"]["tp"] == 8
+    assert r3.cost_pct == f["speed_gain_pct"] == pytest.approx(100 * (f["time_ms"] / f["wider_time_ms"] - 1))
+    assert r3.cost_pct == pytest.approx(5.78, abs=0.01) and f["speed_gain_at_own_point_pct"] == pytest.approx(201.8, abs=0.1)
+    assert f["speed_gain_at_own_point_pct"] == pytest.approx(100 * (f["time_ms"] / f["wider_own_time_ms"] - 1))
+    assert "5.8% faster at TP1, 1 request" in r3.message and ("the variant's own, TP8, 1 request, 1024/1024 tokens, TPOT 1.681 ms, "
+                                                              "201.8% faster, needs a TP the shape's 5 KV heads do not split over: "
+                                                              "R7's cost, not depth's") in r3.message

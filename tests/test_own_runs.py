@@ -71,7 +71,8 @@ def test_a_refused_fit_names_every_reason_after_what_a_fit_must_be():
         refuse([], ["default serving: a on the bound", "default serving: not converged"], "p.toml", force=False)
     # the fit is refused, not the file (it read "'p.toml' is not valid; ...", newcomer review 2026-12-06 item 8)
     assert str(e.value) == ("calibrate: the fit is refused: a fit must be no worse than the starting profile, with no parameter on a bound "
-                            "of its range and its search converged; this one: default serving: a on the bound; default serving: "
+                            "of its range, no more parameters than measurements and its search converged; this one: default serving: a on "
+                            "the bound; default serving: "
                             "not converged; nothing written to p.toml (--force writes it anyway)")
 
 

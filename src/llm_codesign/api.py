@@ -568,13 +568,14 @@ def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", 
          calibration: Calibration | Profile | str | None = None, backend: str | None = None) -> list[dict]:
     """The guideline findings for a shape on a GPU (the `findings` of `llm-codesign lint --json`), each with its predicted
     cost and fix, as dicts, priced on `engine`
-    (default: the GPU vendor's; one that does not run on the GPU is refused: spec.engines.engine_for)."""
+    (default: the GPU vendor's, or where its kernels take none of the shape's head sizes an engine that runs it, which R4
+    names; one that does not run on the GPU is refused: spec.engines.engine_for)."""
     from llm_codesign.explore.lint import lint as run
     from llm_codesign.spec.plan import precision_for
 
-    m, g = get_model(model), get_gpu(gpu)
+    m, g, name = get_model(model), get_gpu(gpu), engine_arg(engine, backend)
     return [f.to_dict() for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype, gpu=g),
-                                     engine=engine_for(g, engine_arg(engine, backend)))]
+                                     engine=engine_for(g, name) if name else None)]
 
 
 def design(params: float, gpu: str | Gpu = DESIGN_GPU, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,

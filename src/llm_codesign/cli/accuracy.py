@@ -192,11 +192,11 @@ def calibrate(
     output: str = typer.Option(..., "-o", "--output", help="Profile .toml to write; - for standard output."),
     hold_out: Optional[list[str]] = typer.Option(None, "--hold-out", help="Leave this model's serving rows out of the fit, to judge it out of sample (repeat the option)."),
     clean: bool = typer.Option(False, "--clean", help="Fit the serving rows' clean form: plans re-derived from the run names that state them, each measurement once, without runs whose own series rules out every reading of their concurrency, whose run name records none, or whose series is recorded mostly at TP sizes the heads do not divide (llm_codesign.measure.audit)."),
-    force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows (its banded median, or a figure validate prints on them), lands a kernel efficiency or a serving parameter on a bound of its range, or ends its serving search still gaining (never one whose error is not a finite figure)."),
+    force: bool = typer.Option(False, "--force", help="Write the profile even when a fit is worse than the starting profile on the same rows (its banded median, or a figure validate prints on them), lands a kernel efficiency or a serving parameter on a bound of its range (not one of the limits a quantity rests at: docs/howto/calibrate.md), fits more serving parameters than the runs' measured TTFTs and TPOTs, or ends its serving search still gaining (never one whose error is not a finite figure)."),
     calibration: Optional[str] = O_CAL,
 ):
     """Re-fit the efficiency parameters from measurements; use the profile with --calibration."""
-    from llm_codesign.measure.calibrate import FLOORED, SERVING_BOUNDS, fit_profile, scope_words, serving_words
+    from llm_codesign.measure.calibrate import FLOORED, SERVING_BOUNDS, fit_profile, scope_words, serving_words, underdetermined
     from llm_codesign.outputs import check_writable, write_text
 
     if not kernels and not serving:
@@ -240,6 +240,8 @@ def calibrate(
             con.print(f"written for {x}", highlight=False)
         for x in rep.get("limits", []):  # fitted values on a limit of their range, and what that means (measure.calibrate.limit_notes)
             con.print(f"{'warning' if x.startswith(FLOORED) else 'note'}: {x}", highlight=False)
+        if said := underdetermined(rep):  # written with --force only (doubtful refuses it otherwise)
+            con.print(f"warning: {said}", highlight=False)
         if rep.get("scope"):
             con.print("every other engine and GPU family keeps " + ("the profile given" if calibration else "the bundled fit")
                       + "'s serving values", highlight=False)

@@ -14,8 +14,8 @@ from llm_codesign.cost.ffns import EXPERT_GEMMS, distinct_experts, expert_scale,
 from llm_codesign.cost.ops import Batch, layer_ops, step_time
 from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import Serving, decode_step, evaluate
-from llm_codesign.spec.engines import Engine, check_kv_format, check_runs, engine_for
-from llm_codesign.spec.engines.head_dims import FAST_HEAD_DIMS, head_dim_support
+from llm_codesign.spec.engines import Engine, check_kv_format, check_runs, engine_for, get_engine
+from llm_codesign.spec.engines.head_dims import FAST_HEAD_DIMS, head_dim_refusal, head_dim_support
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import GQA, MLA, DenseFfn, GatedDeltaNet, Mamba2, MoE, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
@@ -125,6 +125,9 @@ class Point:
     source: str
     chosen: bool = True  # design's best deployment (False: lint's fixed point)
     holds: bool = True  # a deployment on the budget holds the model (False: R2, R3 and R6 price nothing)
+    # where the engine priced is not the GPU's own (pricing_engine: its kernels take no head size of the shape), what the
+    # caption says first: "Priced on vLLM: TensorRT-LLM ... (R4)"
+    engine_note: str = ""
 
     def text(self, plan: Plan | None = None) -> str:
         """The deployment in `estimate`'s terms, for a finding's message (at `plan` where a rule varies the point's)."""
@@ -137,14 +140,15 @@ class Point:
         """Where R2, R3 and R6 were priced, for lint's table: or that they were not, where nothing on the budget holds the model;
         and where no PP fits `gpus` (None: OPERATING_GPUS) beside this plan's stage, that R6 priced nothing and the budget
         that lets it (lint's default --gpus 8 dropped R6 on 405B at TP8 without a word, review 2026-12-06)."""
+        lead = f"{self.engine_note}. " if self.engine_note else ""
         if not self.holds:
-            return f"R2, R3 and R6 not priced: {self.source}"
+            return f"{lead}R2, R3 and R6 not priced: {self.source}"
         if not r6_pps(self, OPERATING_GPUS if gpus is None else gpus):
             stage = int(np.ravel(self.plan.gpus)[0]) // int(np.asarray(self.plan.pp))
-            return (f"R2 and R3 priced at {self.text()} ({self.source}); R3's shallower shape at its own best deployment. R6 not "
+            return (f"{lead}R2 and R3 priced at {self.text()} ({self.source}); R3's shallower shape at its own best deployment. R6 not "
                     f"priced: PP2 on {replace(self.plan, pp=1).label()} needs {2 * stage} GPUs (--gpus {2 * stage})")
         # what each rule actually prices there: R3's shallower shape at its own best deployment, R6's PP on this plan's stage
-        return (f"R2, R3 and R6 priced at {self.text()} ({self.source}); R3's shallower shape at its own best deployment, R6 with PP "
+        return (f"{lead}R2, R3 and R6 priced at {self.text()} ({self.source}); R3's shallower shape at its own best deployment, R6 with PP "
                 "added to this plan within the budget")
 
 
@@ -245,6 +249,40 @@ def operating_points(models: list[ModelSpec], gpu: Gpu, cal, prec: Precision, re
     return out
 
 
+def pricing_engine(model: ModelSpec, gpu: Gpu, prec: Precision, engine: Engine | None) -> tuple[Engine | None, str]:
+    """The engine lint prices the shape on (R2, R3, R6, R7's Helix, R9 and the operating point), and what it says of that
+    ('' where nothing): `engine`, or the GPU's own (engine_for) where None, where its attention kernels take the shape's
+    head sizes (spec.engines.head_dims, the rule estimate refuses by); where the GPU's own takes none, the first engine
+    its refusal names that runs the shape on the GPU; where a named one takes none, None: those rules price nothing and
+    the text says why (newc12 #2: a head_dim 100 priced on TensorRT-LLM, whose estimate refuses it, R4 saying "not run")."""
+    own = engine or engine_for(gpu)
+    refused = head_dim_refusal(model, own.name, gpu, prec.kv.name)
+    if refused is None:
+        return own, ""
+    hd, _, others = refused
+    for alt in ([] if engine is not None else [get_engine(e) for e in others]):
+        try:  # an engine that also holds the KV format and has the weights' kernels here, as estimate checks them
+            check_kv_format(alt, gpu, prec.kv.name, model)
+            check_runs(alt, gpu, prec=prec, moe=model.is_moe)
+        except InputError:
+            continue
+        return alt, f"Priced on {alt.title}: {own.title}, {gpu.name}'s default engine, does not run head_dim {hd} (R4)"
+    runs = f"; --backend {' or '.join(others)} prices them" if others else ""
+    return None, f"{own.title} does not run head_dim {hd} (R4), so R7's Helix and R9 are not priced either{runs}"
+
+
+def lint_point(model: ModelSpec, gpu: Gpu, cal, prec: Precision, regime: str, *, gpus: int | None, engine: Engine | None,
+               slo=None, point: Point | None = None) -> tuple[Point, Engine | None]:
+    """Where lint prices the shape and on which engine (pricing_engine): `point` (design's) or operating_point's, its caption
+    naming the engine where it is not the GPU's own; where the engine named runs none of the shape's head sizes, a point
+    that holds nothing, saying why, and None for the engine. The one choice lint's rules and its table's caption read."""
+    priced, said = pricing_engine(model, gpu, prec, engine)
+    if priced is None:
+        return Point(Plan(), 1, 0, 0, said, chosen=False, holds=False), None
+    point = point or operating_point(model, gpu, cal, prec, regime, gpus=gpus, engine=priced, slo=slo)
+    return replace(point, engine_note=said), priced
+
+
 def _fixed_point(model: ModelSpec, gpu: Gpu, cal, prec: Precision, regime: str, *, n: int, isl: int, osl: int, engine: Engine) -> Point:
     """Lint's fixed point where no deployment on `n` GPUs meets the floor (operating_point)."""
     tp = _tp_for(model, gpu, n)
@@ -314,12 +352,13 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     deployed the shape (design_point), in place of operating_point's search; R3's variants are still placed at `slo`."""
     if regime not in REGIMES:
         raise InputError("regime", regime, "one of: " + ", ".join(REGIMES))
-    prec, engine = prec or model.default_precision, engine or engine_for(gpu)
-    check_kv_format(engine, gpu, prec.kv.name, model)  # a KV-cache format the engine holds on this GPU, as estimate's
-    check_runs(engine, gpu, prec=prec, moe=model.is_moe)  # and weights the engine has a kernel for here (TensorRT-LLM: no FP4 before SM100)
+    prec, own = prec or model.default_precision, engine or engine_for(gpu)
+    check_kv_format(own, gpu, prec.kv.name, model)  # a KV-cache format the engine holds on this GPU, as estimate's
+    check_runs(own, gpu, prec=prec, moe=model.is_moe)  # and weights the engine has a kernel for here (TensorRT-LLM: no FP4 before SM100)
     # the larger plans R6 and R7 price stay within the budget the point was chosen on (the key names it): no TP8 PP4 on 8
     most = OPERATING_GPUS if gpus is None else gpus
-    point = point or operating_point(model, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo)
+    # priced on an engine that runs the shape's head sizes (None: the one named runs none; those rules price nothing)
+    point, engine = lint_point(model, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo, point=point)
     # R1 and R5 read kernels at fixed batches (their messages say which) on lint's widest TP, as before
     tp = _tp_for(model, gpu, most)
     moe = next((layer.ffn for layer, _ in model.groups if isinstance(layer.ffn, MoE)), None)
@@ -330,16 +369,18 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     # R1 and R5 on another plan than the point's say so (and rank after what the point pays)
     other = "" if sh == point.plan else sh.label()
     out += _memory_bound_gemm(model, gpu, cal, prec, sh, b=b, regime=regime, other=other)
-    out += _tile_alignment(model, gpu, cal, prec, point, regime=regime, engine=engine)
-    out += _width_vs_depth(model, gpu, cal, prec, point, regime=regime, proxy_file=proxy_file, engine=engine, gpus=most, slo=slo,
-                           place=lambda ms: operating_points(ms, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo))
-    out += _quantization_readiness(model, _shards(model, point.plan), gpu, engine, kv=prec.kv.name)
+    place = lambda ms: operating_points(ms, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo)  # noqa: E731
+    if engine is not None:
+        out += _tile_alignment(model, gpu, cal, prec, point, regime=regime, engine=engine)
+        out += _width_vs_depth(model, gpu, cal, prec, point, regime=regime, proxy_file=proxy_file, engine=engine, gpus=most, slo=slo,
+                               place=place)
+    out += _vocab(model)
+    out += _quantization_readiness(model, _shards(model, point.plan), gpu, own, kv=prec.kv.name, instead=engine)
     out += _moe_shape(model, gpu, cal, prec, sh, other=other)
     out += _pipeline_regularity(model, gpu, cal, prec, point, b=b, regime=regime, gpus=most, engine=engine, sh=sh)
     out += _parallel_readiness(model, gpu, cal, prec, point, gpus=most, engine=engine)
     out += _trust_region(model, prec, proxy_file=proxy_file)
-    out += _kv_heads(model, gpu, cal, prec, regime=regime, engine=engine,
-                     place=lambda ms: operating_points(ms, gpu, cal, prec, regime, gpus=gpus, engine=engine, slo=slo))
+    out += _kv_heads(model, gpu, cal, prec, regime=regime, engine=engine, place=place) if engine is not None else []
     # within a severity: what the reported point pays first, then costs priced on other plans (named in their messages),
     # then findings that cost nothing (newcomer review 4, item 10: R7's TP8 copies ranked first on a DP4xTP1 point)
     return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], rank_tier(f), -f.cost_pct))
@@ -444,8 +485,8 @@ def _shards(model: ModelSpec, sh: Plan) -> dict:
 def _tile_alignment(model, gpu, cal, prec, point, *, regime, engine):
     """R2: widths per GPU off the 128 and 256 grids, each priced at the operating point in the regime's objective (_time,
     as `estimate` prints it) against its aligned neighbours at equal FLOPs: their times interpolated to its width,
-    so what the neighbours' own sizes and waves cost stays out of the figure and only the padded tail's is left;
-    the vocabulary."""
+    so what the neighbours' own sizes and waves cost stays out of the figure and only the padded tail's is left (the
+    vocabulary: _vocab)."""
     out = []
     sh = point.plan
     tp = int(np.asarray(sh.tp))
@@ -484,12 +525,17 @@ def _tile_alignment(model, gpu, cal, prec, point, *, regime, engine):
             why = (f"on {gpu.name} alignment beyond 128 does not matter: {rate}" if unit == 256 and width <= 128
                    else f"the padded tail costs nothing at this deployment; {rate}")
             out.append(Finding("R2", "info", what, f"{head}: {_more_time(pct, 'them')}; {why}", 0.0, "nothing to fix", figures))
-    v = model.vocab
-    if v % 128:
-        pad = int(math.ceil(v / 128) * 128)
-        out.append(Finding("R2", "info", "vocab", f"vocab {v} is not a multiple of 128 (LM-head tiles pad to {pad})",
-                           100.0 * (pad / v - 1), f"pad the vocabulary to {pad}"))
     return out
+
+
+def _vocab(model) -> list[Finding]:
+    """R2's vocabulary: its padding to the LM head's tiles (a width, no engine priced)."""
+    v = model.vocab
+    if not v % 128:
+        return []
+    pad = int(math.ceil(v / 128) * 128)
+    return [Finding("R2", "info", "vocab", f"vocab {v} is not a multiple of 128 (LM-head tiles pad to {pad})",
+                    100.0 * (pad / v - 1), f"pad the vocabulary to {pad}")]
 
 
 def _shallower_layers(layers: int, *, moe: bool) -> int:
@@ -656,7 +702,7 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
                            variants=variants)
     if not priced:
         return []
-    wide, t1, pw, why, acc, q = min([x for x in priced if not x[3]] or priced, key=lambda x: x[1])
+    wide, t1, pw, why, acc, q, held = min([x for x in priced if not x[3]] or priced, key=lambda x: x[1])
     one = replace(plan, pp=1)  # a token's path through every stage: the whole stack on one stage
     floor, lone = _depth_floor(model, gpu, cal, prec, one, point=point, engine=engine)
     gain = 100.0 * (t0 / t1 - 1.0)
@@ -667,6 +713,9 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
                "wider_hidden": h2, "wider_heads": heads, "wider_ffn": w2, "wider_params": params, "params": model.total_params,
                "depth_floor_ms": floor * 1e3, "one_request_tpot_ms": lone * 1e3,
                "point": point.to_dict(), "wider_point": pw.to_dict(), **q}
+    if held:  # the variant's own best deployment, a TP the shape's heads block (R7's cost): said, not counted
+        figures |= {"wider_own_point": held[0].to_dict(), "wider_own_time_ms": held[1] * 1e3,
+                    "speed_gain_at_own_point_pct": 100.0 * (t0 / held[1] - 1.0)}
     quality = (f"proxy loss {_signed(q['quality_delta_pct'], 3)}% +- {q['quality_band_pct']:.3f}%, design's test at most "
                f"+{q['quality_test_pct']:.3f}%") + (f" (extrapolated: {', '.join(q['extrapolated'])})" if q["extrapolated"] else "")
     at = f"at {point.text()} on {gpu.name}"
@@ -674,6 +723,10 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
     variant = (f"{n2} layers x hidden {h2}" + (f" with {'/'.join(map(str, heads))} heads" if heads else "")
                + f", {ffn} {_ffn_width(model)} -> {w2}")
     at_w = "" if pw == point else f" at {pw.text()}"  # the variant at its own operating point
+    if held:  # both at the shape's point: the TP the variant's own needs is R7's, not depth's
+        at_w = (f" (both at the shape's deployment; the variant's own, {held[0].text()}, {obj} {held[1] * 1e3:.3f} ms, "
+                f"{_faster(figures['speed_gain_at_own_point_pct'])}, needs a TP the shape's {held[2]} do not split over: "
+                "R7's cost, not depth's)")
     count = f"{params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params"
     if why:
         if gain <= 0:
@@ -681,7 +734,7 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
         short = ("outside the published envelope" if not q["wider_inside_envelope"] else "beyond its budget" if "budget" in why
                  else "fails its quality test")
         return [Finding("R3", "info", "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): {variant} ({count}) would be "
-                        f"{gain:.1f}% faster {at}{' (the variant' + at_w + ')' if at_w else ''} but {why}", gain,
+                        f"{gain:.1f}% faster {at}{' (the variant' + at_w + ')' if at_w and not held else at_w} but {why}", gain,
                         f"keep the depth: design would not propose the variant ({short}); {quality}", figures)]
     sev = "warning" if gain > 10 else "info"
     # design prices the same variant the same: at --params the shape's count with the shape as its baseline it is one
@@ -704,20 +757,34 @@ def _design_hint(model, gpu, *, regime, gpus, slo) -> str:
             f"{' --moe' if model.is_moe else ''} --gpu {gpu.id} --gpus {gpus} --regime {regime}{slo_flag}")
 
 
+def _valid(model: ModelSpec, gpu: Gpu, plan: Plan) -> int:
+    """validity's reason code of `model` on `plan` (-1: it runs there)."""
+    return int(validity(model, gpu, plan, int(np.ravel(plan.gpus)[0])))
+
+
 def _wider_priced(model, gpu, cal, prec, point, *, regime, engine, place, proxy_file, variants) -> list[tuple]:
     """R3's variants, placed by one search over them at their own operating points (`place`, of a list of variants; the
     shape's fixed point where the shape has no chosen one) and judged (_judge_wider): (variant, time, point, why not,
-    aspect text, quality figures)."""
+    aspect text, quality figures, held). `held`: where the shape's heads or KV heads do not split over the variant's own
+    TP (R7), the variant is priced at the shape's point instead, so that R3's gain is depth's and not the TPs R7 prices
+    (newc12 #2: 5 KV heads hold the shape at TP1, and its variant at TP8 was "250% faster"); `held` is then (the variant's
+    own point, its time there, the shape's count that blocks it), else None."""
     priced = []
     # every variant placed by one search over them (operating_points), as design prices its shapes
     placed = place(variants) if point.chosen else [point] * len(variants)
     for wide, pw in zip(variants, placed, strict=True):
         pw = pw if pw.chosen or not point.chosen else point  # neither chosen: both at the shape's fixed point
-        if int(validity(wide, gpu, pw.plan, int(np.ravel(pw.plan.gpus)[0]))) >= 0:
+        if _valid(wide, gpu, pw.plan) >= 0:
             continue
         t1 = _time(wide, gpu, cal, prec, pw.plan, regime=regime, engine=engine, point=pw)
+        held, why = None, REASONS[max(_valid(model, gpu, pw.plan), 0)]
+        if pw != point and why in ("heads", "kv_heads") and _valid(model, gpu, pw.plan) >= 0:
+            counts = sorted({getattr(lay.attn, why) for lay, _ in model.groups if isinstance(lay.attn, (GQA, MLA))})
+            held = (pw, t1, f"{'/'.join(map(str, counts))} {'KV heads' if why == 'kv_heads' else 'attention heads'}")
+            pw = point
+            t1 = _time(wide, gpu, cal, prec, pw.plan, regime=regime, engine=engine, point=pw) if _valid(wide, gpu, pw.plan) < 0 else math.inf
         if math.isfinite(t1):
-            priced.append((wide, t1, pw, *_judge_wider(model, wide, prec, proxy_file=proxy_file)))
+            priced.append((wide, t1, pw, *_judge_wider(model, wide, prec, proxy_file=proxy_file), held))
     return priced
 
 
@@ -841,7 +908,8 @@ def runs_format(gpu: Gpu, fmt: str) -> bool:
     return run.weight.name == fmt and gpu.supports("fp8" if fmt == "fp8_block" else "fp4")
 
 
-def _quantization_readiness(model, shards: dict, gpu: Gpu, engine: Engine | None = None, *, kv: str | None = None):
+def _quantization_readiness(model, shards: dict, gpu: Gpu, engine: Engine | None = None, *, kv: str | None = None,
+                            instead: Engine | None = None):
     """R4: widths the FP4 and FP8-block scale blocks do not divide, of the formats `gpu` runs (runs_format: NVFP4's
     blocks are no finding on H100, which has no FP4 math), each proposed at the nearest multiple of every block
     and of R2's grid on its GPUs (`shards`: a width R2 checks per GPU), so R2 and R4 propose one width; head dims
@@ -861,7 +929,7 @@ def _quantization_readiness(model, shards: dict, gpu: Gpu, engine: Engine | None
                                    100.0 * (pad / d - 1), f"{name} -> {to} (the nearest multiple of {step}: every scale block "
                                    f"and R2's tile grid{on}; or keep this tensor in a wider format)", shape=_with_dim(model, name, to)))
                 break
-    return out + _head_dims(model, engine, gpu, kv) + _group_split(model, gpu)
+    return out + _head_dims(model, engine, gpu, kv, instead=instead) + _group_split(model, gpu)
 
 
 def _group_split(model: ModelSpec, gpu: Gpu) -> list[Finding]:
@@ -892,11 +960,12 @@ def _group_split(model: ModelSpec, gpu: Gpu) -> list[Finding]:
                     shape=_with_dim(model, "inter", to) if to else None)]
 
 
-def _head_dims(model: ModelSpec, engine: Engine | None, gpu, kv: str | None = None) -> list[Finding]:
+def _head_dims(model: ModelSpec, engine: Engine | None, gpu, kv: str | None = None, *, instead: Engine | None = None) -> list[Finding]:
     """R4's head dims: an error where no fused attention kernel of the engine on `gpu` takes it (spec.engines.head_dims,
     the rule estimate and export say it by), naming the engine and what runs instead; a warning where it is outside the
     fast sizes. Neither is priced: the padding to the next fast size is a width, not a time, so the cost is 0 and the
-    width is in the message and figures (newcomer review 6, item 11: head_dim 125 read as costing 2.4%)."""
+    width is in the message and figures (newcomer review 6, item 11: head_dim 125 read as costing 2.4%). Where the engine
+    runs no kernel for it, the error says where the other rules were priced: on `instead` (lint_point), or nowhere."""
     out = []
     name = engine.name if engine else "vllm"
     for hd in sorted({layer.attn.head_dim for layer, _ in model.groups if isinstance(layer.attn, GQA)}):
@@ -908,7 +977,9 @@ def _head_dims(model: ModelSpec, engine: Engine | None, gpu, kv: str | None = No
         fix = f"head_dim {hd} -> {up}" if up != hd else f"head_dim {hd} -> 256 (the largest size every engine's kernels take)"
         to = up if up != hd else 256
         if said:  # an error where the engine as launched does not run it; where it picks a slower kernel itself, a warning
-            out.append(Finding("R4", "warning" if said[0] == "slower" else "error", "head_dim", f"head_dim {hd}: {said[1]}: {said[2]}; not priced", 0.0, fix,
+            other = "" if said[0] != "none" else (f"; R2, R3, R6, R7's Helix and R9 priced on {instead.title}, which runs it"
+                                                  if instead is not None else ", nor are R2, R3, R6, R7's Helix and R9")
+            out.append(Finding("R4", "warning" if said[0] == "slower" else "error", "head_dim", f"head_dim {hd}: {said[1]}: {said[2]}; not priced{other}", 0.0, fix,
                                figures | {"kind": said[0]}, shape=_with_dim(model, "head_dim", to)))
         else:
             out.append(Finding("R4", "warning", "head_dim", f"head_dim {hd} is outside the fast attention kernels' sizes "
@@ -1033,7 +1104,7 @@ def _pipeline_regularity(model, gpu, cal, prec, point, *, b, regime, gpus, engin
     L = model.num_layers
     base = point.plan
     pps = r6_pps(point, gpus)
-    costs = _stage_costs(model, gpu, cal, prec, base, regime=regime, pps=pps, engine=engine, point=point) if pps else []
+    costs = _stage_costs(model, gpu, cal, prec, base, regime=regime, pps=pps, engine=engine, point=point) if pps and engine else []
     uneven = [p for p in pps if L % p and p <= L]
     if costs:
         pct, pp, t, n, tn, priced = max(costs, key=lambda c: c[0])
@@ -1143,7 +1214,7 @@ def _parallel_readiness(model, gpu, cal, prec, point, *, gpus, engine):
     # MLA keeps one latent KV head that every TP rank holds whole (DeepSeek-V2 sec. 2.1; the Helix
     # paper's own case, arXiv:2507.07120): TP shards none of its cache, so Helix runs it at TP1 x KVP8
     mla = any(isinstance(layer.attn, MLA) for layer, _ in model.groups)
-    if (mla or (kvh and min(kvh) < 8)) and gpu.scale_up_domain >= 8 and gpus >= 8:
+    if (mla or (kvh and min(kvh) < 8)) and gpu.scale_up_domain >= 8 and gpus >= 8 and engine is not None:
         out += _helix(model, gpu, cal, prec, engine, k=1 if mla else min(kvh), mla=mla)
     return out
 

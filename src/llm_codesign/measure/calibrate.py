@@ -270,9 +270,10 @@ def unfit(report: list[dict]) -> list[str]:
 
 def doubtful(report: list[dict]) -> list[str]:
     """One phrase per fitted table whose fit is worse than its starting profile on the same rows, lands
-    an efficiency on its bound, or (the serving search) stopped still gaining or made a figure validate prints on its
-    own runs worse (own_worse: fit_profile's own_check); `calibrate` refuses to write such a profile without --force."""
-    out = []
+    an efficiency on its bound, or (the serving search) stopped still gaining, made a figure validate prints on its
+    own runs worse (own_worse: fit_profile's own_check) or fitted more parameters than its runs' measured TTFTs and
+    TPOTs (measurements); `calibrate` refuses to write such a profile without --force."""
+    out, over = [], []
     for r in report:
         med, start = r.get("median_ape"), r.get("start_median_ape")
         if med is None:  # unfit's, not a judgement call
@@ -281,6 +282,8 @@ def doubtful(report: list[dict]) -> list[str]:
             out.append(f"{r['family']} {r['kind']}: median error {med:.1f}% against the starting profile's {start:.1f}% on the same rows")
         if r.get("at_bounds"):
             out.append(f"{r['family']} {r['kind']}: {', '.join(r['at_bounds'])} on the bound of its range (median error {med:.1f}%)")
+        if said := underdetermined(r):
+            over.append(f"{r['family']} {r['kind']}: {said}")
         out += [f"{r['family']} {r['kind']}: {x}" for x in r.get("limits", []) if x.startswith(FLOORED)]
         if r.get("converged") is False:
             out.append(f"{r['family']} {r['kind']}: the search had not converged after {POLISH_CYCLES} polish cycles (the last gained "
@@ -288,9 +291,10 @@ def doubtful(report: list[dict]) -> list[str]:
         if r.get("own_worse"):  # validate's figures on the fitted runs (own_check): a lower banded median can hide a worse p90
             out.append(f"{r['family']} {r['kind']}: worse than the starting profile on its own runs as validate measures them: "
                        + "; ".join(r["own_worse"]))
-    # the cause first where a serving fit is doubtful: what the starting profile gets wrong on the runs (bias_cause)
+    # the cause first where a serving fit is doubtful: what the starting profile gets wrong on the runs (bias_cause); too
+    # few runs (`over`) first of all, whose cause is themselves
     cause = [c for r in report if r.get("kind") == "serving" for c in [bias_cause(r.get("start_bias") or {}, r.get("fitted", []))] if c]
-    return cause + out if out else out
+    return over + (cause + out if out else out)
 
 
 def _kernel_of(param: str) -> str | None:
@@ -827,8 +831,34 @@ def _serving_report(fit: _ServingFit, best: float, start_loss: float, start_bias
            "median_ape": 100 * float(np.expm1(best)), "start_median_ape": 100 * float(np.expm1(start_loss)),
            "at_bounds": fit.at_bounds(best), "converged": converged, "gain": gain, "fitted": list(fit.state), "held": list(fit.held),
            "scope": fit.scope(), "start_bias": start_bias, "on_limits": fit.on_limits(), "values": {k: v[0] for k, v in fit.state.items()},
-           "band_bias": fit.band_bias()}
+           "band_bias": fit.band_bias(), "measurements": measurements(fit.ys)}
     return out | {"limits": limit_notes(out)}
+
+
+# the measurements a serving fit counts against its fitted parameters: each run's TTFT and its decode rate, its TPOT or,
+# where that is blank, its tok/s/GPU (the loss reads both, but where a run has both its tok/s/GPU follows from its TPOT,
+# TTFT and requests: no third independent figure of the run)
+def measurements(ys: dict[str, np.ndarray]) -> int:
+    """The measured TTFTs and decode rates (TPOT, else tok/s/GPU) among a serving fit's rows (`ys`, metric -> the rows'
+    values; blank: NaN)."""
+    def has(m: str):
+        y = ys.get(m)
+        return False if y is None else np.isfinite(y) & (y > 0)
+
+    return int(np.sum(has("ttft_ms")) + np.sum(has("tpot_ms") | has("output_tok_s_per_gpu")))
+
+
+def underdetermined(report: dict) -> str:
+    """Where a serving fit (its report) moved more parameters than its runs measure (measurements), what `calibrate` says:
+    refused unless forced, a warning then (newc12 #3: 4 fitted on one run, 2 of them on their floors, written unasked):
+    any of many settings fits such runs as well, and the profile carries the one found to every answer on the family.
+    '' otherwise."""
+    n, k = report.get("measurements"), len(report.get("fitted") or [])
+    if n is None or k <= n:
+        return ""
+    return (f"{k} parameters fitted on {n} measurements (each run's TTFT and TPOT, or tok/s/GPU where its TPOT is blank, "
+            "count one each): more unknowns than measurements, so the runs do not determine them; add runs at other "
+            "concurrencies or lengths")
 
 
 def serving_trials(rows: list[dict], rounds: int = 8, *, warm: bool = False) -> int:
@@ -1004,7 +1034,7 @@ def refuse(broken: list[str], bad: list[str], output: str | None, force: bool, *
         # starting profile: <a parameter on its bound>", a reason that contradicted its own clause
         cause = [x for x in bad if x.startswith(CAUSE)]  # the cause (bias_cause) before the symptoms it explains
         raise FitRefused(output, "".join(f"{x}. " for x in cause) + ("A" if cause else "a") + " fit must be no worse than the starting profile, with no "
-                         "parameter on a bound of its range and its search converged; this one: "
+                         "parameter on a bound of its range, no more parameters than measurements and its search converged; this one: "
                          f"{'; '.join(x for x in bad if x not in cause)}", f"{force_words} writes it anyway")
 
 
@@ -1090,6 +1120,7 @@ def _header(kernels: list[str], serving: str | None, *, clean: bool, hold_out: l
                    f"{'the profile given' if given else 'the bundled fit'}'s values (no run responds to them): {', '.join(fitted['held']) or 'none'}")
         header += "".join(f"\nwritten for {x}" for x in scope_words(fitted.get("scope", {}), values or {}))
         header += "".join(f"\n{'warning' if x.startswith(FLOORED) else 'note'}: {x}" for x in fitted.get("limits", []))
+        header += f"\nwarning: {said}" if (said := underdetermined(fitted)) else ""
     return header
 
 

@@ -1036,7 +1036,7 @@ def _lint(req: LintRequest, *, hub_cache: bool = False) -> dict:
     _what_if_named(req)
     m, g = _model(req, hub_cache=hub_cache), _gpu(req.gpu, what_if=req.what_if)
     fs = lc.lint(m, g, regime=req.regime, weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
-                 engine=_engine(g, req.engine))
+                 engine=_engine(g, req.engine) if req.engine else None)
     return _plain({"model": m.name, "gpu": g.id, "regime": req.regime, "findings": [{**f, "rule_name": RULES[f["rule"]][0]} for f in fs]})
 
 

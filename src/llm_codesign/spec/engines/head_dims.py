@@ -140,16 +140,29 @@ def head_dim_note(model, engine: str, gpu, kv: str | None = None) -> str | None:
     return None
 
 
-def check_head_dims(model, engine: str, gpu, kv: str | None = None) -> None:
-    """Refuse a model whose attention head size no kernel of `engine` on `gpu` runs (head_dim_support's "none": TensorRT-LLM
-    off its MMHA instantiations, vLLM below 32 off multiples of 8), in lint R4's words, naming the engines that run it: the
-    one rule estimate, pareto, export and import share with lint's R4 error (newc11 #2: head_dim 127 priced as if it ran)."""
-    from llm_codesign.errors import InputError
+def head_dim_refusal(model, engine: str, gpu, kv: str | None = None) -> tuple[int, str, tuple[str, ...]] | None:
+    """Where no kernel of `engine` on `gpu` runs one of the model's attention head sizes with a `kv` cache (head_dim_support's
+    "none"): (that head size, the kernels' rule, the engines on `gpu` that run it, those whose fast kernel takes it first,
+    then those that pick a slower one themselves, then those that need a launch option: a stable order otherwise,
+    engines_on's); None where every head size runs. check_head_dims refuses by it; lint prices on the first engine it names."""
     from llm_codesign.spec.engines.base import engines_on
 
     for hd in gqa_head_dims(model):
         said = head_dim_support(engine, gpu, hd, kv)
         if said and said[0] == "none":
-            others = [e for e in engines_on(gpu) if e != engine and (head_dim_support(e, gpu, hd, kv) or ("",))[0] != "none"]
-            alt = f"; --backend {' or '.join(others)} run{'s' if len(others) == 1 else ''} it" if others else ""
-            raise InputError("head_dim", hd, f"a head size {engine} runs on {gpu.name}: {said[1]} (lint R4){alt}")
+            rank = {None: 0, "slower": 1, "flag": 2}
+            kinds = {e: (head_dim_support(e, gpu, hd, kv) or (None,))[0] for e in engines_on(gpu) if e != engine}
+            return hd, said[1], tuple(sorted((e for e, k in kinds.items() if k != "none"), key=lambda e: rank[kinds[e]]))
+    return None
+
+
+def check_head_dims(model, engine: str, gpu, kv: str | None = None) -> None:
+    """Refuse a model whose attention head size no kernel of `engine` on `gpu` runs (head_dim_refusal: TensorRT-LLM off its
+    MMHA instantiations, vLLM below 32 off multiples of 8), in lint R4's words, naming the engines that run it: the one
+    rule estimate, pareto, export and import share with lint's R4 error (newc11 #2: head_dim 127 priced as if it ran)."""
+    from llm_codesign.errors import InputError
+
+    if (r := head_dim_refusal(model, engine, gpu, kv)) is not None:
+        hd, rule, others = r
+        alt = f"; --backend {' or '.join(others)} run{'s' if len(others) == 1 else ''} it" if others else ""
+        raise InputError("head_dim", hd, f"a head size {engine} runs on {gpu.name}: {rule} (lint R4){alt}")
