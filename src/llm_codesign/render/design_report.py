@@ -74,6 +74,7 @@ def _label(c: dict) -> str:
 
 def _shape_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
     keys = [("layers", "layers"), ("hidden", "hidden size"), ("heads", "query heads"), ("kv_heads", "KV heads"), ("head_dim", "head size"),
+            ("q_ratio", "query width / hidden"),
             ("inter", "FFN width"), ("experts", "experts"), ("top_k", "active experts (top-k)"), ("expert_inter", "expert width"),
             ("shared_inter", "shared expert width"), ("vocab", "vocabulary")]
     rows = [(label, [f"{c['shape'][k]:,}" if k in c["shape"] else "-" for c in cols]) for k, label in keys

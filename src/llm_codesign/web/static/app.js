@@ -862,6 +862,7 @@ function sideRows(sbs) {
   const cols = sbs.columns, obj = sbs.objective, rows = [];
   const add = (label, f) => rows.push([label, ...cols.map(f)]);
   const keys = [["layers", "layers"], ["hidden", "hidden size"], ["heads", "query heads"], ["kv_heads", "KV heads"], ["head_dim", "head size"],
+                ["q_ratio", "query width / hidden"],
                 ["inter", "FFN width"], ["experts", "experts"], ["top_k", "top-k"], ["expert_inter", "expert width"],
                 ["shared_inter", "shared expert width"], ["vocab", "vocabulary"]];
   for (const [k, label] of keys) if (cols.some((c) => k in c.shape)) add(label, (c) => k in c.shape ? c.shape[k].toLocaleString() : "-");
