@@ -39,8 +39,9 @@ def shape_of(m: ModelSpec) -> dict:
         s |= {"experts": moe.experts, "top_k": moe.top_k, "expert_inter": moe.expert_inter, "shared_inter": moe.shared_inter}
     if dense is not None:
         s["inter"] = dense.inter
-    q = accuracy_model.query_width(m)  # said where it is not hidden's (qwen3-32b's 1.6): Llama's report keeps its rows
-    return s | ({"q_ratio": round(q, 6)} if q is not None and abs(q - 1.0) > 1e-6 else {}) | {"vocab": m.vocab}
+    q = accuracy_model.query_width(m)  # the query width, as design's rows carry it (qwen3-32b's 1.6; Llama's a whole 1)
+    q = None if q is None else round(q, 6)
+    return s | ({"q_ratio": int(q) if q.is_integer() else q} if q is not None else {}) | {"vocab": m.vocab}
 
 
 def _frontier(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, engine, table) -> tuple[list[dict], int]:

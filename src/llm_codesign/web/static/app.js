@@ -865,7 +865,8 @@ function sideRows(sbs) {
                 ["q_ratio", "query width / hidden"],
                 ["inter", "FFN width"], ["experts", "experts"], ["top_k", "top-k"], ["expert_inter", "expert width"],
                 ["shared_inter", "shared expert width"], ["vocab", "vocabulary"]];
-  for (const [k, label] of keys) if (cols.some((c) => k in c.shape)) add(label, (c) => k in c.shape ? c.shape[k].toLocaleString() : "-");
+  // the query width only where a column's is not 1, as design.html shows it
+  for (const [k, label] of keys) if (cols.some((c) => k in c.shape && (k !== "q_ratio" || c.shape[k] !== 1))) add(label, (c) => k in c.shape ? c.shape[k].toLocaleString() : "-");
   add("total / active params", (c) => `${fix(c.total_params / 1e9, 1)}B / ${fix(c.active_params / 1e9, 1)}B`);
   const at = (c, k) => c.at_slo ? rate(c.at_slo[k]) : "none meets the SLO";
   add(`${METRIC[obj]} at the SLO, 80%`, (c) => c.at_slo ? `${rate(c.at_slo[obj])} (${rate(c.at_slo.intervals[obj].lo80)}-${rate(c.at_slo.intervals[obj].hi80)})` : at(c, obj));
