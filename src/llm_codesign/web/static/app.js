@@ -824,7 +824,9 @@ async function runDesign() {
 function designView(r, rankAll) {
   const rows = r.designs.map((d, i) => {
     const sh = d.shape;
-    const shape = `h${sh.hidden} L${sh.layers} H${sh.heads}/${sh.kv_heads} ` +
+    // the query width where it is not hidden's, as the CLI's shape label (render.design_lines.shape_label: "q1.6")
+    const qw = sh.q_ratio !== undefined && Math.abs(sh.q_ratio - 1) > 1e-6 ? `q${Number(sh.q_ratio.toPrecision(3))} ` : "";
+    const shape = `h${sh.hidden} L${sh.layers} H${sh.heads}/${sh.kv_heads} ${qw}` +
       (sh.experts ? `E${sh.experts} k${sh.top_k} w${sh.expert_inter}` : `ffn${sh.inter}`);
     const q = d.quality, e = d.envelope;
     return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4),
