@@ -4,6 +4,7 @@ rounding and wrapping that read as one."""
 import json
 import math
 
+import pytest
 from conftest import cli, hf_config
 
 
@@ -38,13 +39,14 @@ def test_two_shapes_the_proxy_prices_alike_still_differ_by_a_band(tmp_path):
     assert float(q["sigma_test"][0]) == 0.0  # the band widens, the test does not loosen
     # the 256-wide head on 4 KV heads: until fixE H32/4 read r = 8 as the baseline's H64/8 did (delta 0, band 0.590%); read
     # at the baseline's 64 query heads it holds r = 16: -0.220 x (log2 16 - log2 8) = -0.220 in ln N_eff, a loss (4 KV heads
-    # where the baseline has 8), and its band adds the query heads' 1.45% x ln 2 to the aspect's and head size's
+    # where the baseline has 8), and its band adds the head size's 0.82% x ln 2 to the aspect's; its query width is the
+    # baseline's, 32 x 256 = 8192 (designQ: the proxy reads the width, not the head count; it added 1.45% x ln 2 before)
     assert float(w["nats"]["kv_sharing"][1]) > 0 and float(q["delta"][1]) > 0
     wide_u = 100 * float(q["sigma"][1]) / loss
-    assert wide_u >= math.hypot(0.98 * math.log(80 / 68), 0.82 * math.log(2), 1.45 * math.log(2)) - 1e-9
+    assert wide_u >= math.hypot(0.98 * math.log(80 / 68), 0.82 * math.log(2)) - 1e-9
     # the axes the proxy is flat on, named
-    assert bool(w["flat"]["aspect"][0]) and not bool(w["flat"]["head_dim"][0]) and not bool(w["flat"]["q_heads"][0])
-    assert bool(w["flat"]["head_dim"][1]) and bool(w["flat"]["q_heads"][1])
+    assert bool(w["flat"]["aspect"][0]) and not bool(w["flat"]["head_dim"][0]) and not bool(w["flat"]["q_width"][0])
+    assert bool(w["flat"]["head_dim"][1]) and not bool(w["flat"]["q_width"][1])
 
 
 def _moe30(tmp_path):
@@ -95,10 +97,15 @@ def test_design_says_what_stops_each_rows_batch(tmp_path):
     # read r = 64 / 4 = 16 against the baseline's 8, a loss, and fail the test; the three fastest admitted rows run 1,848
     # requests at 9,228.9 / 9,055.5 / 9,036.9 tok/s/GPU and one batch up (2,172) miss the floor (17.08, 16.67, 16.60
     # tok/s/user). Was 2,556 / 2,556 / 1,848 at 13,770.6 / 12,399.8 / 11,902.5 (memory, floor, meets the floor)
+    # designQ: the grid holds the baseline's own query width, 64 x 128 / 6144 = 4/3 (conftest.hf_config's head_dim 128),
+    # beside 1, and its three fastest rows are on it: h6912 L36 H72/8 E128 k8 w1792 +sh1792, h7680 L44 H80/4 and L40 H80/8
+    # E64 k4 w2816 +sh2816, 1,848 requests at 10,173.8 / 9,377.6 / 9,341.2, one batch up under the floor (18.81, 17.20,
+    # 17.12). Was 9,228.9 / 9,055.5 / 9,036.9 (17.08, 16.67, 16.60) on a grid at a width of 1 alone
     assert code == 0 and [x["deployment"]["concurrency_per_instance"] for x in d[:3]] == [1848, 1848, 1848]
-    assert [round(x["objective"], 1) for x in d[:3]] == [9228.9, 9055.5, 9036.9]
+    assert [x["shape"]["q_ratio"] for x in d[:3]] == [pytest.approx(4 / 3, abs=1e-6)] * 3
+    assert [round(x["objective"], 1) for x in d[:3]] == [10173.8, 9377.6, 9341.2]
     assert [x["deployment"]["batch"]["binds"] for x in d[:3]] == ["floor"] * 3
-    assert [round(x["deployment"]["batch"]["next_tok_s_per_user"], 2) for x in d[:3]] == [17.08, 16.67, 16.6]
+    assert [round(x["deployment"]["batch"]["next_tok_s_per_user"], 2) for x in d[:3]] == [18.81, 17.2, 17.12]
     from llm_codesign.render.design_report import _next_batch  # the forwarded report's row
 
     assert [_next_batch(x["deployment"]["batch"]) for x in d[:3]] == ["2,172 misses the SLO's floor"] * 3
@@ -117,7 +124,8 @@ def test_design_says_what_stops_each_rows_batch(tmp_path):
 
 def test_an_active_parameter_budget_and_estimates_parameter_row(tmp_path):
     # "a ~30B-active MoE" had no flag: --active-params holds each design's active count within --budget-tol as --params
-    # holds its total (a 180B search's shapes span 3.9B-36.4B active at 180B +- 10%)
+    # holds its total (a 180B search's shapes span 3.9B-40.2B active at 180B +- 10%; 36.4B before designQ's query width, the
+    # reference's own (minimax-m2.5 scaled to 180B), whose wider q and o projections add active parameters)
     # fixcap (docs/modelling-notes.md#fixcap-capture): design 3's cache holds 3,304 (was 3,308), design 1's 7,000 (was 7,012; 1,750 a
     # rank of DP4, 3 fewer), the same batches and objectives: each deployment states the grid's
     # capture (explore.search.point_graphs), whose TensorRT-LLM graph pool now holds that batch's activations, not 128's.
@@ -136,7 +144,7 @@ def test_an_active_parameter_budget_and_estimates_parameter_row(tmp_path):
                        "error: active_params: 80000000000.0 is not valid; an active-parameter budget above 0 and below --params (70B)"),
                       (("--moe", "--params", "180e9", "--active-params", "1e9"),
                        "error: active_params: 1000000000.0 is not valid; an active budget the MoE shapes of 180B total reach: "
-                       "3.88B to 36.4B active (within --budget-tol 0.1 of them)")):
+                       "3.88B to 40.2B active (within --budget-tol 0.1 of them)")):
         code, out, err = cli("design", *args, "--gpu", "b200")
         assert code == 2 and " ".join((out + err).split()) == msg, out + err
     # moe30: 48 layers of attention 6144 x 8192 x 2 (q, o) + 6144 x 1024 x 2 (k, v) = 113,246,208, a router 6144 x 128

@@ -313,11 +313,14 @@ def test_what_binds_describes_design_1_where_it_is_not_the_fastest_row(monkeypat
     assert r["designs"][0]["quality"]["resolved"] and r["designs"][0]["objective"] < fast["designs"][0]["objective"]
     edge = [b for b in fast["binds"] if b["kind"] == "grid edge" and b["axis"] == "experts"]
     assert [(b["side"], b["value"]) for b in edge] == [("max", 256)]
-    # design 1 (64 experts, top-8, no shared expert): its own edges, top-k's largest and the shared expert's off; every
-    # neighbour one step along an axis admitted (priced in the search), so none named
+    # design 1 (64 experts, top-8): its own edges, top-k's largest and the shared expert's; every neighbour one step along
+    # an axis admitted (priced in the search), so none named. The objective ties every 64-expert top-8 row; since designQ
+    # the grid holds qwen3-235b-a22b's query width 2 too, and the tie falls to h4096 L124 H64/4 q2 with the shared expert
+    # on (was off); the query width is no edge (design.NO_EDGE)
     assert r["designs"][0]["shape"]["experts"] == 64 and r["designs"][0]["objective"] == pytest.approx(64 + 8e-6)
+    assert r["designs"][0]["shape"]["q_ratio"] == 2
     assert [(b["kind"], b["axis"], b["side"], b["value"]) for b in r["binds"]] == [
-        ("grid edge", "top_k", "max", 8), ("grid edge", "shared", "min", 0)]
+        ("grid edge", "top_k", "max", 8), ("grid edge", "shared", "max", 1)]
 
 
 def test_binds_step_from_design_1s_own_values(tmp_path):
@@ -336,8 +339,10 @@ def test_binds_step_from_design_1s_own_values(tmp_path):
     r = json.loads(out)
     s = r["designs"][0]["shape"]
     # design 1's value on each axis: head_dim its own (hidden / heads), the FFN ratio its width over its hidden
-    own = {"hidden": s["hidden"], "layers": s["layers"], "kv_heads": s["kv_heads"], "head_dim": s["head_dim"], "ffn_ratio": s["inter"] / s["hidden"]}
-    assert s["head_dim"] == s["hidden"] // s["heads"]
+    own = {"hidden": s["hidden"], "layers": s["layers"], "kv_heads": s["kv_heads"], "head_dim": s["head_dim"], "ffn_ratio": s["inter"] / s["hidden"],
+           "q_ratio": s["q_ratio"]}
+    # designQ: the grid holds the baseline's own query width, 32 x 128 / 5120 = 0.8, beside 1: heads x head size its width
+    assert s["heads"] * s["head_dim"] == round(s["q_ratio"] * s["hidden"]) and s["q_ratio"] in (0.8, 1)
     steps = [b for b in r["binds"] if b["kind"] != "grid edge"]
     assert steps and all(b["from"] == pytest.approx(own[b["axis"]]) and b["to"] != b["from"] for b in steps)
     assert all(b["value"] == pytest.approx(own[b["axis"]]) for b in r["binds"] if b["kind"] == "grid edge")

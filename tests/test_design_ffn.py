@@ -52,7 +52,7 @@ def test_design_finds_a_ratio_past_the_grid_and_says_its_edge(b200t):
     # before the pass the grid stopped at FFN ratio 4.5. Until fixE design 1 was h6144 L66 H24/4 of 256 at ratio 7.5 (+27.0%,
     # on the ffn_ratio.max limit), its 4 KV heads read at its own 24 query heads (r 6 against llama-3.1-70b's 8: a credit);
     # read at the baseline's 64 (r 16: a loss) it no longer leads. Now h9216 L46 H144/8 of 64, ratio 5.25 (the fine pass's)
-    assert d["shape"] == {"hidden": 9216, "layers": 46, "heads": 144, "kv_heads": 8, "head_dim": 64, "inter": 48384}
+    assert d["shape"] == {"hidden": 9216, "layers": 46, "heads": 144, "kv_heads": 8, "head_dim": 64, "q_ratio": 1, "inter": 48384}
     # 46 x (attention 9216 x 9216 x 2 + 9216 x 8 x 64 x 2 = 179,306,496 + FFN 3 x 9216 x 48384 = 1,337,720,832)
     # + 2 x 128,256 x 9216 = 46 x 1,517,027,328 + 2,364,014,592 = 72,147,271,680: +3.1% over 70B, inside the 10% budget
     assert d["total_params"] == 72_147_271_680 and 48384 == 5.25 * 9216

@@ -76,7 +76,7 @@ def test_the_columns_are_the_baseline_and_the_top_three_as_design_ranked_them(ru
     assert [(c["name"], c["role"]) for c in cols] == [("qwen3-8b", "baseline"), ("design 1", "design"), ("design 2", "design"),
                                                       ("design 3", "design")]
     # Qwen3-8B's config.json: 36 layers of 4096, 32 query heads over 8 KV heads of 128, FFN 12288, vocabulary 151936
-    assert cols[0]["shape"] == {"hidden": 4096, "layers": 36, "heads": 32, "kv_heads": 8, "head_dim": 128, "inter": 12288, "vocab": 151936}
+    assert cols[0]["shape"] == {"hidden": 4096, "layers": 36, "heads": 32, "kv_heads": 8, "head_dim": 128, "q_ratio": 1, "inter": 12288, "vocab": 151936}
     assert cols[0]["total_params"] == r["baseline"]["total_params"]
     # the baseline's best deployment at the SLO is the one design priced it at, and each design's is its ranked row's
     assert cols[0]["at_slo"]["objective"] == pytest.approx(r["baseline"]["objective"], rel=1e-9)

@@ -479,7 +479,7 @@ def design(
     thinned = f", thinned to {sc['priced']:,} of {sc['admitted']:,} admitted" if sc.get("priced", 0) < sc.get("admitted", 0) else ""
     t = _table(f"designs at {budget} on {gpus_}x {g.name}, {regime} regime\n({r['candidates']:,} shapes{thinned}, "
                f"{r['evaluated']:,} deployments in {r['seconds']:.1f} s)" + _span(r["designs"]), columns,
-               f"shape: hidden h, layers L, query/KV heads H, FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
+               f"shape: hidden h, layers L, query/KV heads H (q: their width / hidden, where not 1), FFN width (experts E, top-k, expert width w, shared sh). loss %: the "
                f"proxy loss against {ref['name']}'s; ±test: sigma_delta, the band the equal-quality test uses; err ± beneath: the "
                "model's error of the delta, flat axes and extrapolation included, the band to read as evidence; x beside it: a term "
                "extrapolated beyond its studied range or the model sizes it was measured at; ?: quality not resolved (err ± wider than "

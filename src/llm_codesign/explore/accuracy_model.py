@@ -155,7 +155,7 @@ def loss_terms(total_params, active_params, hidden, layers, weight_dtype: str = 
     pc = pc or proxy_constants()
     s, m, sh = c["scaling"], c["moe"], c["shape"]
     growth = pc["extrapolation"]["growth_per_efold"]
-    heads = arch.pop("heads", None)  # query heads: a position only, no term reads them (proxy.toml [query_heads])
+    q_width = arch.pop("q_width", None)  # query width / hidden: a position only, no term reads it (proxy.toml [query_heads])
     L = loss(total_params, active_params, hidden, layers, weight_dtype, tokens=tokens, c=c, pc=pc, **arch)
     ln_m = ln_multiplier(pc=pc, **arch)[0]
     n_act, n_tot = np.asarray(active_params, float), np.asarray(total_params, float)
@@ -185,8 +185,8 @@ def loss_terms(total_params, active_params, hidden, layers, weight_dtype: str = 
     loss_now = np.asarray(L, float)
     out["position"] = {"aspect": (np.log(A), sh["spread_per_efold"] * loss_now),
                        "head_dim": (np.log(np.asarray(arch.get("head_dim", 128), float)), pc["head_dim"]["spread_per_efold"] * loss_now)}
-    if heads is not None:  # no term prices the query heads: kv_sharing is measured at fixed query heads
-        out["position"]["q_heads"] = (np.log(np.asarray(heads, float)), pc["query_heads"]["spread_per_efold"] * loss_now)
+    if q_width is not None:  # no term prices the query width: kv_sharing is measured at fixed query heads
+        out["position"]["q_width"] = (np.log(np.asarray(q_width, float)), pc["query_heads"]["spread_per_efold"] * loss_now)
     return out
 
 
@@ -282,8 +282,8 @@ def quality_delta(cand: dict, ref: dict, *, k: float = 1.0, tol: float = 0.0) ->
     # together, else its "equal quality" is a band 5-15x narrower than its error (modelling-notes, designq)
     resolved = sigma <= np.abs(delta) + k * sigma_test
     beyond = {name: np.broadcast_to(t[3], delta.shape) for unit in ("ln", "nats") for name, t in cand[unit].items()}
-    if "q_heads" in cand.get("position", {}) and "q_heads" in ref.get("position", {}):  # no source measured it: extrapolated
-        beyond["q_heads"] = np.broadcast_to(np.abs(cand["position"]["q_heads"][0] - ref["position"]["q_heads"][0]), delta.shape)
+    if "q_width" in cand.get("position", {}) and "q_width" in ref.get("position", {}):  # no source measured it: extrapolated
+        beyond["q_width"] = np.broadcast_to(np.abs(cand["position"]["q_width"][0] - ref["position"]["q_width"][0]), delta.shape)
     beyond_scale = {name: np.broadcast_to(v["beyond"], delta.shape) for name, v in cand.get("scale", {}).items()}
     return {"delta": delta, "sigma": sigma, "sigma_test": sigma_test, "passes": passes, "resolved": resolved, "beyond": beyond,
             "beyond_scale": beyond_scale}
@@ -326,9 +326,9 @@ def delta_terms(cand: dict, ref: dict, *, active, ref_active, c: dict | None = N
     flat = {"aspect": in_band(la) & in_band(np.asarray(lr)) & (np.abs(la - lr) > 1e-9),
             "head_dim": in_hd(ha) & in_hd(np.asarray(hr)) & (np.abs(ha - hr) > 1e-9)}
     rng = {"aspect": band, "head_dim": (float(hd["low"]), float(hd["high"]))}
-    if "q_heads" in cand["position"] and "q_heads" in ref["position"]:  # flat everywhere: no range (proxy.toml [query_heads])
-        qa, qr = np.asarray(cand["position"]["q_heads"][0], float), float(np.ravel(ref["position"]["q_heads"][0])[0])
-        flat["q_heads"], rng["q_heads"] = np.abs(qa - qr) > 1e-9, None
+    if "q_width" in cand["position"] and "q_width" in ref["position"]:  # flat everywhere: no range (proxy.toml [query_heads])
+        qa, qr = np.asarray(cand["position"]["q_width"][0], float), float(np.ravel(ref["position"]["q_width"][0])[0])
+        flat["q_width"], rng["q_width"] = np.abs(qa - qr) > 1e-9, None
     return {"nats": out, "flat": flat, "flat_range": rng}
 
 
@@ -336,6 +336,16 @@ def query_heads(model) -> float | None:
     """A ModelSpec's query heads, the geometric mean over its attention layers (GQA and MLA); None without attention."""
     n = [(k, layer.attn.heads) for layer, k in model.groups if isinstance(layer.attn, (GQA, MLA))]
     return float(2.0 ** (sum(k * math.log2(h) for k, h in n) / sum(k for k, _ in n))) if n else None
+
+
+def query_width(model) -> float | None:
+    """A ModelSpec's query width over its hidden size (query heads x head size / hidden: 1 for Llama, 64 x 128 / 5120 = 1.6
+    for qwen3-32b), the geometric mean over its attention layers (GQA and MLA, the query-key width); None without
+    attention. The proxy's position on the query heads' axis (loss_terms): Chen et al. 2025's H at fixed head size and
+    hidden, while a head-count change at a fixed width is the head size's axis (Vaswani et al. Table 3 (A), h x d_k =
+    d_model), so counting heads would move both positions for one change."""
+    n = [(k, layer.attn.heads * layer.attn.head_dim / model.hidden) for layer, k in model.groups if isinstance(layer.attn, (GQA, MLA))]
+    return float(2.0 ** (sum(k * math.log2(w) for k, w in n) / sum(k for k, _ in n))) if n else None
 
 
 def model_features(model, ref_heads: float | None = None) -> dict:
@@ -425,7 +435,7 @@ def model_terms(model, weight_dtype: str | None = None, *, c: dict | None = None
     `ref_heads`: the query heads of the shape it is compared with, model_features')."""
     f = model_features(model, ref_heads)
     return loss_terms(model.total_params, model.active_params, model.hidden, model.num_layers,
-                      weight_dtype or model.default_precision.weight.name, tokens=tokens, c=c, pc=pc, heads=query_heads(model), **f)
+                      weight_dtype or model.default_precision.weight.name, tokens=tokens, c=c, pc=pc, q_width=query_width(model), **f)
 
 
 def shape_terms(cand: dict, weight_dtype: str, c: dict | None = None, pc: dict | None = None, *, ref_heads: float | None = None,
@@ -442,10 +452,12 @@ def _shape_arch(cand: dict, pc: dict, ref_heads: float | None = None) -> dict:
     ei = np.maximum(np.asarray(cand["expert_inter"], float), 1.0)
     gran = np.where(moe, pc["granularity"]["ffn_ratio_gated"] * np.asarray(cand["hidden"], float) / ei, 0.0)
     # Ainslie et al. 2023 and DeepSeek-V2 D.1 remove KV heads at fixed query heads: a shape's KV heads are read at the
-    # reference's query heads, and its own query heads are a position the proxy is flat on (loss_terms)
+    # reference's query heads, and its own query width (heads x head size / hidden: query_width) is a position the proxy is
+    # flat on (loss_terms)
     heads = np.asarray(cand["heads"], float)
     q = heads if ref_heads is None else np.full_like(heads, float(ref_heads))
-    return {"kv_ratio": q / np.asarray(cand["kv_heads"], float), "granularity": gran, "head_dim": cand["head_dim"], "heads": heads}
+    return {"kv_ratio": q / np.asarray(cand["kv_heads"], float), "granularity": gran, "head_dim": cand["head_dim"],
+            "q_width": heads * np.asarray(cand["head_dim"], float) / np.asarray(cand["hidden"], float)}
 
 
 def envelope_judgement(model, weight_dtype: str, *, pc: dict) -> dict | None:

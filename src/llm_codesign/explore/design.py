@@ -50,21 +50,27 @@ class Slo:
 
 # The shape grid's axes. Numeric axes extend by their step past an edge, geometric ones (x2); head sizes stay on
 # the fast attention kernels' sizes (lint R4: FlashAttention-3 / TensorRT-LLM FMHA/XQA) and the shared expert is
-# on or off: those two edges are real limits.
+# on or off: those two edges are real limits. The query width (query heads x head size / hidden) holds Llama's 1 and the
+# reference's own (grid_axes' q_ratios: design's reference_q_ratio): the layouts of the published models, not a range.
 DENSE_AXES = {"hidden": tuple(range(1024, 24577, 128)), "layers": tuple(range(8, 161, 2)),
-              "ffn_ratio": tuple(2.5 + 0.25 * i for i in range(9)), "kv_heads": (4, 8, 16), "head_dim": (64, 128, 256)}
+              "ffn_ratio": tuple(2.5 + 0.25 * i for i in range(9)), "kv_heads": (4, 8, 16), "head_dim": (64, 128, 256), "q_ratio": (1.0,)}
 MOE_AXES = {"hidden": tuple(range(1024, 24577, 256)), "layers": tuple(range(8, 161, 4)), "experts": (64, 128, 256), "top_k": (4, 8),
-            "expert_ratio": (0.25, 0.375, 0.5), "shared": (0, 1), "kv_heads": (4, 8, 16)}
+            "expert_ratio": (0.25, 0.375, 0.5), "shared": (0, 1), "kv_heads": (4, 8, 16), "q_ratio": (1.0,)}
 # axis -> (how it extends, its least value): "step" adds the grid's own step, "x2" doubles or halves; None: fixed
 EXTEND = {"hidden": ("step", 256), "layers": ("step", 2), "ffn_ratio": ("step", 1.0), "expert_ratio": ("step", 0.125),
-          "kv_heads": ("x2", 1), "experts": ("x2", 2), "top_k": ("x2", 1), "head_dim": None, "shared": None}
+          "kv_heads": ("x2", 1), "experts": ("x2", 2), "top_k": ("x2", 1), "head_dim": None, "shared": None, "q_ratio": None}
+# axes with no edges: their values are layouts (the query width: Llama's and the reference's), not the ends of a range,
+# so a winner at one of them is no grid edge to extend or to name as a limit
+NO_EDGE = ("q_ratio",)
 EXTEND_TOP = 10  # the best rows whose grid edges extend the grid (design's default table)
 EXTEND_ROUNDS = 12  # extensions of one search at most (each prices a slice of new shapes)
 EXTEND_SLICE = 128  # admitted shapes priced per extension slice at most (an even spread): bounds an open grid's extensions
 
 
-def grid_axes(*, moe: bool, head_dims=None, kv_heads=None, dense_hidden=None, layers=None) -> dict[str, tuple]:
+def grid_axes(*, moe: bool, head_dims=None, kv_heads=None, dense_hidden=None, layers=None, q_ratios=None) -> dict[str, tuple]:
     axes = dict(MOE_AXES if moe else DENSE_AXES)
+    if q_ratios is not None:
+        axes["q_ratio"] = tuple(sorted({float(q) for q in q_ratios}))
     if kv_heads is not None:
         axes["kv_heads"] = tuple(kv_heads)
     if head_dims is not None and not moe:
@@ -78,19 +84,42 @@ def grid_axes(*, moe: bool, head_dims=None, kv_heads=None, dense_hidden=None, la
 
 def grid_rows(axes: dict[str, tuple], *, moe: bool) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     """Every combination of the axes' values as SHAPE_COLUMNS rows (FFN widths in multiples of 256, expert
-    widths of 128; one numpy product: the dense grid holds ~1.1 million combinations), and each row's axis values."""
+    widths of 128; query heads q_ratio x hidden / head size; one numpy product: the dense grid holds ~1.1 million
+    combinations per query width), those with a head layout (_well_formed), and each row's axis values."""
     names = list(axes)
     mesh = np.meshgrid(*(np.asarray(axes[k], float) for k in names), indexing="ij")
     g = {k: m.ravel() for k, m in zip(names, mesh, strict=True)}
     h = g["hidden"]
     z = np.zeros_like(h)
+    hd = g["head_dim"] if not moe else z + 128
+    q = query_heads_at(g.get("q_ratio", 1.0), h, hd)
     if not moe:
         inter = ffn_width(g["ffn_ratio"], h, moe=False)
-        cols = (h, g["layers"], inter, g["kv_heads"], z, z, z, z, g["head_dim"])
+        cols = (h, g["layers"], inter, g["kv_heads"], z, z, z, z, hd, q)
     else:
         ei = ffn_width(g["expert_ratio"], h, moe=True)
-        cols = (h, g["layers"], z, g["kv_heads"], g["experts"], g["top_k"], ei, g["shared"] * ei, z + 128)
-    return np.stack(cols, axis=1).astype(np.int64), g
+        cols = (h, g["layers"], z, g["kv_heads"], g["experts"], g["top_k"], ei, g["shared"] * ei, hd, q)
+    # the rows with a head layout only (_well_formed's rule on the columns): most of a query width of 1.6's are none (its
+    # 64 x 128 at 5120 needs a hidden a multiple of 640), and counting their parameters doubled the grid's seconds
+    ok = _well_formed({"heads": q, "kv_heads": g["kv_heads"]})
+    return np.stack(cols, axis=1)[ok].astype(np.int64), {k: v[ok] for k, v in g.items()}
+
+
+def query_heads_at(q_ratio, hidden, head_dim):
+    """The query heads of a query width `q_ratio` x hidden at `head_dim` (qwen3-32b's 1.6 at 5120 and 128: 64), 0 where
+    the width is no whole number of heads: heads x head size is then q_ratio x hidden exactly, as the reference's."""
+    n = np.asarray(q_ratio, float) * np.asarray(hidden, float) / np.asarray(head_dim, float)
+    whole = np.abs(n - np.round(n)) < 1e-6
+    return np.where(whole, np.round(n), 0.0)
+
+
+def reference_q_ratio(m: ModelSpec) -> float | None:
+    """The query width (query heads x head size / hidden) of a reference whose every attention layer is GQA, the layout
+    design's grid takes beside Llama's 1 (accuracy_model.query_width: qwen3-32b 64 x 128 / 5120 = 1.6, qwen3-30b-a3b and
+    qwen3-235b-a22b 32 x 128 / 2048 and 64 x 128 / 4096 = 2, catalog config.json num_attention_heads, head_dim and
+    hidden_size); None for an MLA or non-attention mixer, a layout the grid's GQA rows cannot take (outside_grid)."""
+    attn = [layer.attn for layer, _ in m.groups]
+    return accuracy_model.query_width(m) if attn and all(isinstance(a, GQA) for a in attn) else None
 
 
 def axis_step(axis: str, *, moe: bool):
@@ -146,15 +175,18 @@ def candidates(params: float, *, moe: bool, tol: float = 0.1, vocab: int = DEFAU
     return thin(in_budget(grid_rows(axes, moe=moe), params, tol, vocab), max_candidates)
 
 
-SHAPE_COLUMNS = ("hidden", "layers", "inter", "kv_heads", "experts", "top_k", "expert_inter", "shared_inter", "head_dim")
+SHAPE_COLUMNS = ("hidden", "layers", "inter", "kv_heads", "experts", "top_k", "expert_inter", "shared_inter", "head_dim", "heads")
 
 
 def shapes(rows: np.ndarray, vocab: int) -> dict[str, np.ndarray]:
-    """Shape arrays (columns SHAPE_COLUMNS; experts = 0 for dense) with heads and parameter counts
-    (GQA attention, gated FFN/experts, router, untied embedding and LM head)."""
+    """Shape arrays (columns SHAPE_COLUMNS; experts = 0 for dense; rows without the query heads take hidden / head
+    size, a query width of 1) with the query width q_ratio and parameter counts (GQA attention with its q and o
+    projections hidden x heads x head size, gated FFN/experts, router, untied embedding and LM head)."""
+    if rows.shape[1] == len(SHAPE_COLUMNS) - 1:
+        rows = np.concatenate([rows, np.where(rows[:, 0] % rows[:, 8] == 0, rows[:, 0] // rows[:, 8], 0)[:, None]], axis=1)
     c = {k: rows[:, i] for i, k in enumerate(SHAPE_COLUMNS)}
-    h, kv, hd = c["hidden"], c["kv_heads"], c["head_dim"]
-    c["heads"] = heads = h // hd
+    h, kv, hd, heads = c["hidden"], c["kv_heads"], c["head_dim"], c["heads"]
+    c["q_ratio"] = heads * hd / h
     attn = h * heads * hd + h * kv * hd * 2 + heads * hd * h
     moe = c["experts"] > 0
     ffn_t = np.where(moe, c["experts"] * 3 * h * c["expert_inter"] + 3 * h * c["shared_inter"] + h * c["experts"], 3 * h * c["inter"])
@@ -165,8 +197,8 @@ def shapes(rows: np.ndarray, vocab: int) -> dict[str, np.ndarray]:
 
 
 def _well_formed(c: dict) -> np.ndarray:
-    h, hd, heads, kv = c["hidden"], c["head_dim"], c["heads"], c["kv_heads"]
-    return (h % hd == 0) & (heads % 8 == 0) & (heads >= kv) & (heads % kv == 0)
+    heads, kv = c["heads"], c["kv_heads"]
+    return (heads > 0) & (heads % 8 == 0) & (heads >= kv) & (heads % kv == 0)
 
 
 def _model(c: dict, sl, vocab: int, *, moe: bool) -> ModelSpec:
@@ -319,7 +351,9 @@ def _spec_shape(m: ModelSpec) -> dict:
     from llm_codesign.explore.envelope import row_of
 
     r = row_of(m)
-    return {k: r[k] for k in ("hidden", "layers", "heads", "kv_heads", "head_dim", "experts", "top_k", "expert_inter") if k in r}
+    q = accuracy_model.query_width(m)
+    return ({k: r[k] for k in ("hidden", "layers", "heads", "kv_heads", "head_dim", "experts", "top_k", "expert_inter") if k in r}
+            | ({"q_ratio": _num(round(q, 6))} if q is not None else {}))
 
 
 def reference(params: float, *, baseline: ModelSpec | None, moe: bool, weight_dtype: str, budget_tol: float, qc: dict, pc: dict,
@@ -384,10 +418,15 @@ def quality_window(c: dict, ref: Reference, *, open_envelope: bool = False) -> d
     return {"k": k, "from": float(max(0.0, np.max(z[below]) if below.any() else 0.0)),
             "to": float(z[nxt]) if nxt is not None else None, "shapes": int(seen.sum()), "admitted": int((seen & c["q_passes"]).sum()),
             "no_band": int((seen & ~band).sum()), "no_band_admitted": int((seen & ~band & c["q_passes"]).sum()), "banded": int(band.sum()),
-            "next": None if nxt is None else {key: int(c[key][nxt]) for key in _SHAPE_KEYS if key in c} | {"z": float(z[nxt])}}
+            "next": None if nxt is None else _shape_of(c, nxt) | {"z": float(z[nxt])}}
 
 
 _SHAPE_KEYS = ("hidden", "layers", "heads", "kv_heads", "head_dim", "inter", "experts", "top_k", "expert_inter", "shared_inter")
+
+
+def _shape_of(c: dict, i: int) -> dict:
+    """Shape i of judge()'s arrays as the lines name it (render.design_lines.shape_label): its grid fields and query width."""
+    return {key: int(c[key][i]) for key in _SHAPE_KEYS if key in c} | ({"q_ratio": _num(round(float(c["q_ratio"][i]), 6))} if "q_ratio" in c else {})
 
 
 def _take(c: dict, idx) -> dict:
@@ -396,6 +435,13 @@ def _take(c: dict, idx) -> dict:
 
 def _cat(a: dict, b: dict) -> dict:
     return {k: np.concatenate([a[k], b[k]]) for k in a}
+
+
+def q_ratios(ref: Reference) -> tuple[float, ...]:
+    """The query widths design's grid holds: Llama's 1 and the reference's own (reference_q_ratio), so that the
+    reference's layout and its neighbours are rows (a grid at 1 alone held no row of qwen3-32b's 1.6: 0 of 237 resolved)."""
+    own = reference_q_ratio(ref.model)
+    return (1.0,) if own is None or np.isclose(own, 1.0) else (1.0, own)
 
 
 def _setup(params, baseline, moe, prec, *, budget_tol, quality_tol, quality_sigmas, outside_envelope, quality_file, proxy_file,
@@ -459,7 +505,7 @@ def design(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: Slo, *
     prec = prec.on(gpu)  # an activation left to the GPU settled on it (MXFP4: W4A4 on CDNA4), so that the answer says what runs
     check_kv_format(engine, gpu, prec.kv.name)  # a KV-cache format the engine holds on this GPU, as estimate's
     check_runs(engine, gpu, prec=prec, moe=moe)  # and weights the engine has a kernel for here, as a Deployment refuses them
-    axes = grid_axes(moe=moe)
+    axes = grid_axes(moe=moe, q_ratios=q_ratios(ref))
     grid = grid_rows(axes, moe=moe)
     allc = judge(in_budget(grid, params, budget_tol, vocab, active_params), **jk)
     screened = {"in_budget": int(len(allc["hidden"])), "inside_envelope": int(allc["inside"].sum()),
@@ -587,6 +633,8 @@ def _next_value(axes: dict, axis: str, side: str):
 def _edges(c: dict, i: int, axes: dict) -> list[tuple[str, str]]:
     out = []
     for axis, vals in axes.items():
+        if axis in NO_EDGE:
+            continue
         v = c[f"ax_{axis}"][i]
         if len(vals) and np.isclose(v, vals[-1]):
             out.append((axis, "max"))
@@ -597,7 +645,7 @@ def _edges(c: dict, i: int, axes: dict) -> list[tuple[str, str]]:
 
 # the axes an extension slice keeps at the best rows' values (all but the axis it extends): the attention geometry and
 # the MoE's expert layout; the trunk (hidden, layers) and the FFN widths move with the budget
-LIKE_AXES = ("kv_heads", "head_dim", "experts", "top_k", "shared")
+LIKE_AXES = ("kv_heads", "head_dim", "q_ratio", "experts", "top_k", "shared")
 LIKE_HIDDEN = 512  # and widths within this of the best rows' (4 dense grid steps, 2 MoE): the walk follows them (1024 found +27.0% on the 70B B200 throughput search, not +23.2%, at +42% CPU)
 
 
@@ -878,10 +926,10 @@ def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Referen
     e-fold and extrapolation. One key each (sigma / sigma_test, their old copies, are gone)."""
     bq = float(ref.terms["loss"])
     sd, ex = float(cand["q_sigma_test"][i]), sorted(k[3:] for k in cand if k.startswith("qx_") and cand[k][i] > 0)
-    # q_heads: flat everywhere (flat_range None), the KV-sharing term read at the reference's (accuracy_model._shape_arch)
+    # q_width: flat everywhere (flat_range None), the KV-sharing term read at the reference's (accuracy_model._shape_arch)
     flat = [{"term": t, "value": float(np.exp(pos)), "reference": float(np.exp(np.ravel(ref.terms["position"][t][0])[0])),
              "flat_range": list(why["flat_range"][t]) if why["flat_range"][t] else None}
-            for t, pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i])), ("q_heads", np.log(cand["heads"][i])))
+            for t, pos in (("aspect", np.log(f["aspect_ratio"][i])), ("head_dim", np.log(f["head_dim"][i])), ("q_width", np.log(cand["q_ratio"][i])))
             if t in why["flat"] and bool(why["flat"][t][j])]
     terms = sorted(({"term": t, "delta": float(v[j]), "delta_pct": 100.0 * float(v[j]) / bq}
                     for t, v in why["nats"].items() if abs(float(v[j])) > 1e-7), key=lambda x: -abs(x["delta"]))
@@ -897,7 +945,7 @@ def _quality_row(cand: dict, i: int, j: int, *, why: dict, f: dict, ref: Referen
 
 
 # what a nil test band is said as, per flat axis (accuracy_model.delta_terms' "flat"): the aspect ratio at the budget is depth
-_NA_AXES = {"aspect": "depth", "head_dim": "head size", "q_heads": "query heads"}
+_NA_AXES = {"aspect": "depth", "head_dim": "head size", "q_width": "query width"}
 
 
 def nil_band_why(sigma_delta_pct: float, terms: list[dict], flat: list[dict]) -> str | None:
@@ -961,7 +1009,7 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     ref_kv = kv_bytes_per_token(ref.model, prec)
     designs = []
     for j, i in enumerate(rank):
-        shape = {k: int(cand[k][i]) for k in ("hidden", "layers", "heads", "kv_heads", "head_dim")}
+        shape = {k: int(cand[k][i]) for k in ("hidden", "layers", "heads", "kv_heads", "head_dim")} | {"q_ratio": _num(round(float(cand["q_ratio"][i]), 6))}
         if moe:
             shape.update({k: int(cand[k][i]) for k in ("experts", "top_k", "expert_inter", "shared_inter")})
         else:
@@ -997,7 +1045,7 @@ def _resolved(cand: dict, obj: np.ndarray, res: np.ndarray, rank: list[int], bo:
     return {"shapes": int(res[ok].sum()), "of": int(ok.sum()), "rows": [j + 1 for j, i in enumerate(rank) if res[i]],
             "beats_reference": bool(bo) and bool((obj[res & ok] > bo).any()),
             "best_resolved_gain_pct": None if best is None else gain(best),
-            "best_resolved_shape": None if best is None else {k: int(cand[k][best]) for k in _SHAPE_KEYS if k in cand},
+            "best_resolved_shape": None if best is None else _shape_of(cand, best),
             "best_resolved_row": rank.index(best) + 1 if best in rank else None,
             "best_unresolved_gain_pct": None if fast is None else gain(fast)}
 
@@ -1079,10 +1127,11 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     on = dict(gpu=gpu, cal=cal, prec=prec, plan=plan, inst=inst, slo=slo, engine=engine)  # what every shape is priced on
     seen: dict[tuple, tuple] = {}
     bq = float(ref.terms["loss"])
-    hidden = _trial_widths(params, moe=moe, budget_tol=budget_tol, vocab=vocab, judge_kw=jk, active=active_params)
+    qr = q_ratios(ref)
+    hidden = _trial_widths(params, moe=moe, budget_tol=budget_tol, vocab=vocab, judge_kw=jk, active=active_params, q_ratios=qr)
 
     def run(trial):
-        row = _trial_shape(trial, moe=moe, params=params, vocab=vocab, hidden=hidden)
+        row = _trial_shape(trial, moe=moe, params=params, vocab=vocab, hidden=hidden, q_ratios=qr)
         c = judge(shapes(np.asarray([row], dtype=np.int64), vocab), **jk)
         ql = float(c["q_loss"][0])
         out = sum(float(c[k][0]) for k in c if k.startswith("env_"))
@@ -1128,29 +1177,35 @@ def _trials_result(vals: list, *, vocab, baseline, ref, moe, params, num_gpus, t
     return r
 
 
-def _trial_widths(params, *, moe, budget_tol, vocab, judge_kw, active=None) -> tuple[int, int]:
+def _trial_widths(params, *, moe, budget_tol, vocab, judge_kw, active=None, q_ratios=(1.0,)) -> tuple[int, int]:
     """The widths the grid's admitted shapes span (inside the envelope, as good as the reference): most random
     widths outside them leave a depth for the budget outside the envelope."""
-    grid = judge(in_budget(grid_rows(grid_axes(moe=moe), moe=moe), params, budget_tol, vocab, active), **judge_kw)
+    grid = judge(in_budget(grid_rows(grid_axes(moe=moe, q_ratios=q_ratios), moe=moe), params, budget_tol, vocab, active), **judge_kw)
     ok = grid["hidden"][grid["admit"]]
     return (int(ok.min()) // 128 * 128, -(-int(ok.max()) // 128) * 128) if len(ok) else (1024, 24576)
 
 
-def _trial_shape(trial, *, moe: bool, params: float, vocab: int, hidden: tuple[int, int] = (1024, 24576)) -> tuple:
-    """One NSGA-II trial's shape (a SHAPE_COLUMNS row): widths and heads suggested (the width within `hidden`),
-    the depth the one (even) layer count that comes nearest the budget, so the budget constraint mostly holds."""
+def _trial_shape(trial, *, moe: bool, params: float, vocab: int, hidden: tuple[int, int] = (1024, 24576), q_ratios=(1.0,)) -> tuple:
+    """One NSGA-II trial's shape (a SHAPE_COLUMNS row): widths, heads and the query width (design's q_ratios) suggested
+    (the width within `hidden`), the depth the one (even) layer count that comes nearest the budget, so the budget
+    constraint mostly holds."""
     h = trial.suggest_int("hidden", hidden[0], hidden[1], step=128)
     hd = trial.suggest_categorical("head_dim", [64, 128, 256])
     kv = trial.suggest_categorical("kv_heads", [4, 8, 16])
-    unit = hd * max(8, kv)  # a well-formed head layout: heads a multiple of 8 and of the KV heads
-    h = max(int(round(h / unit)) * unit, unit)
+    # the query width suggested only where the grid holds two (a one-value suggestion would move the sampler's stream)
+    qr = float(trial.suggest_categorical("q_ratio", list(q_ratios)) if len(q_ratios) > 1 else q_ratios[0])
+    # a well-formed head layout: heads a multiple of 8 and of the KV heads, q_ratio x hidden = heads x head size, the
+    # hidden the nearest whole one to that (a ratio the hidden cannot meet exactly reads its own, heads x hd / hidden)
+    unit = max(8, kv)
+    heads = max(int(round(h * qr / hd / unit)) * unit, unit)
+    h = int(round(heads * hd / qr))
     if moe:
         E = trial.suggest_categorical("experts", [32, 64, 128, 256, 512])
         k = trial.suggest_categorical("top_k", [1, 2, 4, 8])
         ei = max(int(round(trial.suggest_float("expert_ratio", 0.125, 1.0) * h / 128) * 128), 128)
-        row = [h, 2, 0, kv, E, k, ei, trial.suggest_categorical("shared", [0, 1]) * ei, hd]
+        row = [h, 2, 0, kv, E, k, ei, trial.suggest_categorical("shared", [0, 1]) * ei, hd, heads]
     else:
-        row = [h, 2, int(round(trial.suggest_float("ffn_ratio", 2.0, 5.0) * h / 256) * 256), kv, 0, 0, 0, 0, hd]
+        row = [h, 2, int(round(trial.suggest_float("ffn_ratio", 2.0, 5.0) * h / 256) * 256), kv, 0, 0, 0, 0, hd, heads]
     per = shapes(np.asarray([row], dtype=np.int64), vocab)
     per_layer = (float(per["total_params"][0]) - 2 * vocab * h) / 2
     row[1] = int(np.clip(round((params - 2 * vocab * h) / max(per_layer, 1.0) / 2) * 2, 2, 400))

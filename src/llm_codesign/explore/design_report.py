@@ -6,6 +6,7 @@ envelope, what binds the winner, and the guideline findings with their predicted
 from __future__ import annotations
 
 from llm_codesign.cost.calibration import Calibration
+from llm_codesign.explore import accuracy_model
 from llm_codesign.explore.design import DEFAULT_VOCAB, Slo, at_best, reference_model, to_model
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.hardware import Gpu
@@ -38,7 +39,9 @@ def shape_of(m: ModelSpec) -> dict:
         s |= {"experts": moe.experts, "top_k": moe.top_k, "expert_inter": moe.expert_inter, "shared_inter": moe.shared_inter}
     if dense is not None:
         s["inter"] = dense.inter
-    return s | {"vocab": m.vocab}
+    q = accuracy_model.query_width(m)  # the query width, as design's rows carry it (qwen3-32b's 1.6; Llama's a whole 1)
+    q = None if q is None else round(q, 6)
+    return s | ({"q_ratio": int(q) if q.is_integer() else q} if q is not None else {}) | {"vocab": m.vocab}
 
 
 def _frontier(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, engine, table) -> tuple[list[dict], int]:

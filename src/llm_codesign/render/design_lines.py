@@ -8,14 +8,14 @@ from __future__ import annotations
 OBJECTIVE_SHORT = {"output_tok_s_per_gpu": "tok/s/GPU", "tok_s_per_user": "tok/s/user"}
 _TERM_NAMES = {"params": "active params", "moe_rule": "total/active", "kv_sharing": "KV heads", "head_dim": "head size",
                "granularity": "expert granularity", "aspect": "aspect penalty", "mla": "MLA", "hybrid": "recurrent", "window": "window"}
-_FLAT_NAMES = {"aspect": "aspect ratio (depth)", "head_dim": "head size", "q_heads": "query heads"}
+_FLAT_NAMES = {"aspect": "aspect ratio (depth)", "head_dim": "head size", "q_width": "query width (heads x head size / hidden)"}
 
 
 def flat_said(x: dict) -> str:
     """One axis the proxy is flat on (explore.design._quality_row's "flat"): where its term reads 0, or, for the query
-    heads, that no term prices them (proxy.toml [query_heads])."""
+    width, that no term prices it (proxy.toml [query_heads])."""
     if x["flat_range"] is None:
-        return (f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} are not priced (KV sharing is measured at "
+        return (f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} is not priced (KV sharing is measured at "
                 "fixed query heads: read at the reference's; extrapolated)")
     return (f"{_FLAT_NAMES[x['term']]} {x['value']:.4g} vs {x['reference']:.4g} is invisible to the proxy "
             f"(flat on {x['flat_range'][0]:g}-{x['flat_range'][1]:g})")
@@ -125,7 +125,9 @@ def versus_line(r: dict) -> str | None:
 
 def shape_label(s: dict) -> str:
     """A shape as design's table names it: "h4096 L32 H32/8 ffn14336", a MoE's "... E128 k8 w768 +sh2048"."""
-    head = f"h{s['hidden']} L{s['layers']} H{s['heads']}/{s['kv_heads']} "
+    # the query width where it is not hidden's (explore.design's q_ratio axis: qwen3-32b's H64 x 128 at 5120, "q1.6")
+    q = s.get("q_ratio", 1)
+    head = f"h{s['hidden']} L{s['layers']} H{s['heads']}/{s['kv_heads']} " + (f"q{q:.3g} " if abs(q - 1) > 1e-6 else "")
     if s.get("experts"):
         return head + f"E{s['experts']} k{s['top_k']} w{s['expert_inter']}" + (f" +sh{s['shared_inter']}" if s.get("shared_inter") else "")
     return head + f"ffn{s['inter']}"
@@ -190,17 +192,4 @@ def resolved_line(r: dict) -> str | None:
         if b is None or u > b:  # what a faster unresolved row means, said where it outruns every resolved one
             out += (f", at a quality the proxy cannot tell from {who}'s (its error wider than its loss and the test band together): "
                     "unproven until such a shape is trained and measured")
-    return out + _off_grid(r["reference"])
-
-
-def _off_grid(ref: dict) -> str:
-    """Why every row differs from the reference in query heads, where it does: design's grid sets them to hidden / head
-    size (explore.design.shapes), and Qwen3's (32B: 64 x 128 = 8192 against hidden 5120) are wider, so no row matches
-    them and each row's error takes the query heads' spread (proxy.toml [query_heads]): 0 of 263 resolved at 32B."""
-    s = ref.get("shape") or {}
-    if not {"heads", "head_dim", "hidden"} <= set(s) or s["heads"] * s["head_dim"] == s["hidden"]:
-        return ""
-    q = s["heads"] * s["head_dim"]
-    return (f"; {ref['name']}'s {s['heads']} query heads x {s['head_dim']} ({q}) are {'wider' if q > s['hidden'] else 'narrower'} than its "
-            f"hidden {s['hidden']}, a layout design's grid (query heads = hidden / head size) does not hold: every row differs from it "
-            "in query heads, which no term prices")
+    return out

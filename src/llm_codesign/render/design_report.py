@@ -74,10 +74,12 @@ def _label(c: dict) -> str:
 
 def _shape_rows(cols: list[dict]) -> list[tuple[str, list[str]]]:
     keys = [("layers", "layers"), ("hidden", "hidden size"), ("heads", "query heads"), ("kv_heads", "KV heads"), ("head_dim", "head size"),
+            ("q_ratio", "query width / hidden"),
             ("inter", "FFN width"), ("experts", "experts"), ("top_k", "active experts (top-k)"), ("expert_inter", "expert width"),
             ("shared_inter", "shared expert width"), ("vocab", "vocabulary")]
+    # the query width only where a column's is not 1 (a Llama search's report keeps its rows)
     rows = [(label, [f"{c['shape'][k]:,}" if k in c["shape"] else "-" for c in cols]) for k, label in keys
-            if any(k in c["shape"] for c in cols)]
+            if any(k in c["shape"] for c in cols) and (k != "q_ratio" or any(c["shape"].get(k, 1) != 1 for c in cols))]
     return rows + [("total parameters", [f"{c['total_params'] / 1e9:.1f}B" for c in cols]),
                    ("active parameters", [f"{c['active_params'] / 1e9:.1f}B" for c in cols])]
 

@@ -826,7 +826,9 @@ async function runDesign() {
 function designView(r, rankAll) {
   const rows = r.designs.map((d, i) => {
     const sh = d.shape;
-    const shape = `h${sh.hidden} L${sh.layers} H${sh.heads}/${sh.kv_heads} ` +
+    // the query width where it is not hidden's, as the CLI's shape label (render.design_lines.shape_label: "q1.6")
+    const qw = sh.q_ratio !== undefined && Math.abs(sh.q_ratio - 1) > 1e-6 ? `q${Number(sh.q_ratio.toPrecision(3))} ` : "";
+    const shape = `h${sh.hidden} L${sh.layers} H${sh.heads}/${sh.kv_heads} ${qw}` +
       (sh.experts ? `E${sh.experts} k${sh.top_k} w${sh.expert_inter}` : `ffn${sh.inter}`);
     const q = d.quality, e = d.envelope;
     return [i + 1, shape, `${fix(d.total_params / 1e9, 1)}B`, fix(d.quality_proxy, 4),
@@ -864,9 +866,11 @@ function sideRows(sbs) {
   const cols = sbs.columns, obj = sbs.objective, rows = [];
   const add = (label, f) => rows.push([label, ...cols.map(f)]);
   const keys = [["layers", "layers"], ["hidden", "hidden size"], ["heads", "query heads"], ["kv_heads", "KV heads"], ["head_dim", "head size"],
+                ["q_ratio", "query width / hidden"],
                 ["inter", "FFN width"], ["experts", "experts"], ["top_k", "top-k"], ["expert_inter", "expert width"],
                 ["shared_inter", "shared expert width"], ["vocab", "vocabulary"]];
-  for (const [k, label] of keys) if (cols.some((c) => k in c.shape)) add(label, (c) => k in c.shape ? c.shape[k].toLocaleString() : "-");
+  // the query width only where a column's is not 1, as design.html shows it
+  for (const [k, label] of keys) if (cols.some((c) => k in c.shape && (k !== "q_ratio" || c.shape[k] !== 1))) add(label, (c) => k in c.shape ? c.shape[k].toLocaleString() : "-");
   add("total / active params", (c) => `${fix(c.total_params / 1e9, 1)}B / ${fix(c.active_params / 1e9, 1)}B`);
   const at = (c, k) => c.at_slo ? rate(c.at_slo[k]) : "none meets the SLO";
   add(`${METRIC[obj]} at the SLO, 80%`, (c) => c.at_slo ? `${rate(c.at_slo[obj])} (${rate(c.at_slo.intervals[obj].lo80)}-${rate(c.at_slo.intervals[obj].hi80)})` : at(c, obj));
