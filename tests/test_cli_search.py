@@ -56,6 +56,14 @@ def test_pareto_prefix_hit_is_estimates_prefix_hit():
         assert e["ttft_ms"] == pytest.approx(p["ttft_ms"], rel=1e-6) and e["tpot_ms"] == pytest.approx(p["tpot_ms"], rel=1e-6)
 
 
+@pytest.mark.parametrize("name", ["x.csv", "x.parquet.json", "x"])
+def test_sweep_refuses_an_out_that_is_not_parquet(name, tmp_path):
+    # frev12 #3: `sweep -o x.csv` wrote Parquet under a CSV name; refused in one line, before any task, nothing written
+    line = one_line(["sweep", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "-o", str(tmp_path / name)], "error: out: ")
+    assert line == f"error: out: '{tmp_path / name}' is not valid; a .parquet path (sweep writes its rows as Parquet)"
+    assert not list(tmp_path.iterdir())
+
+
 @pytest.mark.parametrize("value", ["1", "-0.1", "nan"])
 def test_prefix_hit_out_of_range_is_one_line(value, tmp_path):
     one_line([*PARETO, "--prefix-hit", value], "error: prefix_hit: ")

@@ -42,7 +42,7 @@ def sweep(
     max_ttft_ms: Optional[float] = typer.Option(None, "--max-ttft-ms", help="SLO: maximum TTFT in ms."),
     min_tps_user: Optional[float] = typer.Option(None, "--min-tps-user", help="SLO: minimum tokens/s per user."),
     gpu_hour_price: Optional[str] = typer.Option(None, "--gpu-hour-price", help="Dollars per GPU-hour, bundled, or a price file."),
-    out: str = typer.Option(..., "-o", "--out", help="Parquet file of every task's frontier rows, each metric with its 80% and 95% bounds (_lo80 ... _hi95), "
+    out: str = typer.Option(..., "-o", "--out", help="Parquet file (.parquet) of every task's frontier rows, each metric with its 80% and 95% bounds (_lo80 ... _hi95), "
                               "_predictable and why the bands widen (interval_widened)."),
     scheduler: Optional[str] = typer.Option(None, "--scheduler", help="local (a Dask LocalCluster) or tcp://HOST:PORT "
                                             "(default: DASK_SCHEDULER_ADDRESS, else in-process)."),
@@ -56,6 +56,8 @@ def sweep(
     from llm_codesign.outputs import check_writable
 
     check_writable("out", out)  # before the tasks run, not after
+    if not out.lower().endswith(".parquet"):  # the rows are Parquet whatever the name says (frev12 #3: x.csv held Parquet)
+        raise InputError("out", out, "a .parquet path (sweep writes its rows as Parquet)")
     names = lambda s: list(dict.fromkeys(x.strip() for x in s.split(",") if x.strip()))  # noqa: E731  (a repeat once)
     models = ",".join([*(model or ()), *([models] if models else [])])  # the positional ones and --models', together
     if not names(models) and not models:

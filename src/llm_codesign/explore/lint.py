@@ -739,7 +739,7 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
     sev = "warning" if gain > 10 else "info"
     # design prices the same variant the same: at --params the shape's count with the shape as its baseline it is one
     # of design's rows, its gain % this one (test_lint: test_r3_variant_is_designs_row)
-    hint = _design_hint(model, gpu, regime=regime, gpus=gpus, slo=slo)
+    hint = _design_hint(model, wide, gpu, regime=regime, gpus=gpus, slo=slo)
     return [Finding("R3", sev, "layers", f"{L} layers x hidden {h} (aspect {aspect:.0f}): depth alone costs ~{floor * 1e3:.2f} ms per token "
                     f"of one request's {lone * 1e3:.2f} ms TPOT on {one.label()} (fixed kernel costs and collectives); {at} {obj} {t0 * 1e3:.3f} ms",
                     gain, f"{variant} ({count}){at_w}: {obj} {t1 * 1e3:.3f} ms, "
@@ -749,11 +749,17 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
                     + (hint if gain > 0 else ""), figures, shape=wide)]
 
 
-def _design_hint(model, gpu, *, regime, gpus, slo) -> str:
-    """The `design` command that searches shapes like R3's variant with the shape as baseline, on the same GPUs and SLO;
-    MODEL the model as lint was given it (a name, an id or a path: the finding does not depend on which)."""
+def _design_hint(model, wide, gpu, *, regime, gpus, slo) -> str:
+    """The `design` command that searches shapes like R3's variant `wide` with the shape as baseline, on the same GPUs and
+    SLO; MODEL the model as lint was given it (a name, an id or a path: the finding does not depend on which). design's
+    grid holds query widths 1 and the reference's (design.grid_axes' q_ratio): a variant at another width is not its row."""
+    from llm_codesign.explore.accuracy_model import query_width
+
     slo_flag = "" if slo is None else (f" --min-tps-gpu {slo.min_tps_gpu:g}" if regime == "latency" else f" --min-tps-user {slo.min_tps_user:g}")
-    return (f"; design ranks it with shapes like it: llm-codesign design --params {model.total_params / 1e9:.4g}e9 --baseline MODEL"
+    w, ref = query_width(wide), query_width(model)
+    said = ("design ranks it with shapes like it" if w is None or ref is None or any(math.isclose(w, x, rel_tol=1e-6) for x in (1.0, ref))
+            else f"design ranks shapes like it at query widths 1 and the shape's {ref:.3g} (this variant's {w:.3g} is not on its grid)")
+    return (f"; {said}: llm-codesign design --params {model.total_params / 1e9:.4g}e9 --baseline MODEL"
             f"{' --moe' if model.is_moe else ''} --gpu {gpu.id} --gpus {gpus} --regime {regime}{slo_flag}")
 
 
@@ -807,7 +813,7 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     and the proxy's whole quality delta of `wide` against `model` (percent of the loss), its band, design's test of it
     (explore.accuracy_model.quality_delta at design's default k = 1, tol = 0: delta at most sigma_test) and the terms
     it extrapolates (explore.accuracy_model, as design's rows carry them)."""
-    from llm_codesign.explore.accuracy_model import extrapolated, model_terms, proxy_constants, quality_delta, query_heads
+    from llm_codesign.explore.accuracy_model import model_terms, proxy_constants, quality_delta, query_heads
     from llm_codesign.explore.design import BUDGET_TOL
     from llm_codesign.explore.envelope import envelope_at, features, position, row_of
 
@@ -815,7 +821,11 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     # the wider shape's KV heads read at the shape's query heads, as design reads a row's at its reference's (accuracy_model)
     a, b = model_terms(model, prec.weight.name, pc=pc), model_terms(wide, prec.weight.name, pc=pc, ref_heads=query_heads(model))
     loss = float(a["loss"])
-    whole = {k: float(np.ravel(v)[0]) for k, v in quality_delta(b, a).items() if k not in ("beyond", "beyond_scale")}
+    qd = quality_delta(b, a)
+    whole = {k: float(np.ravel(v)[0]) for k, v in qd.items() if k not in ("beyond", "beyond_scale")}
+    # the terms past their studied ranges as design's rows carry them (design.py's qx_, its `extrapolated`): the query
+    # width's distance from the reference's among them
+    beyond = sorted(k for k, v in qd["beyond"].items() if float(np.ravel(v)[0]) > 0)
     only = [{"loss": t["nats"]["aspect"][0], "slope": t["slope"], "ln": {}, "nats": {"aspect": t["nats"]["aspect"]}} for t in (a, b)]
     q = {k: float(np.ravel(v)[0]) for k, v in quality_delta(only[1], only[0]).items() if k not in ("beyond", "beyond_scale")}
     acc = f"aspect-ratio term {_signed(100 * q['delta'] / loss, 3)}% +- {100 * q['sigma'] / loss:.3f}% of the proxy loss"
@@ -825,7 +835,7 @@ def _judge_wider(model, wide, prec, *, proxy_file) -> tuple[str, str, dict]:
     here = position(envelope_at(float(model.total_params), dense=not model.is_moe), features(row_of(model)) | {"hidden": float(model.hidden)})
     figures = {"quality_delta_pct": 100 * whole["delta"] / loss, "quality_band_pct": 100 * whole["sigma"] / loss,
                "quality_test_pct": 100 * whole["sigma_test"] / loss,
-               "quality_passes": bool(whole["passes"]), "extrapolated": extrapolated(b), "wider_inside_envelope": bool(pos["inside"]),
+               "quality_passes": bool(whole["passes"]), "extrapolated": beyond, "wider_inside_envelope": bool(pos["inside"]),
                "aspect_delta_pct": 100 * q["delta"] / loss, "aspect_band_pct": 100 * q["sigma"] / loss}
     if not pos["inside"]:  # design proposes no shape outside the envelope, whether or not this one is (R8 says so)
         where = "leaves" if here["inside"] else "lies outside"

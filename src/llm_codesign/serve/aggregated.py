@@ -845,7 +845,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     work = partial(_work_cycle, admitted=admitted, osl=osl, t_iter=t_iter, acc=acc)
     q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
-    ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, capped=c_rank <= cap, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline)
+    ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline)
     life, ttft, behind, fronted = _cycle_bounds(life, ttft, tpot, osl, work=work(t_req_pf) if closed else None, front=None if offline or arrival == "burst" else admitted * costs.ttft_overhead)
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
@@ -1647,19 +1647,20 @@ def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool,
     return {"evicted_ttft": ttft, "evicted_tpot": tpot, "evicted_tail": tail, "evicted": evicted + 0.0 * tpot, "recomputed": recomputed + 0.0 * tpot}
 
 
-def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCosts, capped, free, times, arrival: str, offline: bool):
+def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCosts, free, times, arrival: str, offline: bool):
     """evaluate's first token, TPOT and life (`times`: those, the decode iteration, the tokens it accepts, the wave's
     prefill span) with the evictions of requests kept in step (IN_STEP) past what the rank's `free` KV bytes hold at
     ISL + OSL where the engine recomputes them (Engine.recomputes_evicted; none where SGLang's ignore-EOS admission
-    reserves every output, nor where requests wait for a slot: `capped` false): in_step_evictions, _evicted_times. A
-    burst's evicted decode their rest alone once recomputed, at their batch's step; the life is the slot cycle's in a
+    reserves every output): in_step_evictions, _evicted_times. Priced at the requests running (r.running, the admitted
+    min(C, cap)): past the cap those still run out of blocks, and the requests waiting for a slot queue behind them
+    (evaluate's slot queue, on top). A burst's evicted decode their rest alone once recomputed, at their batch's step; the life is the slot cycle's in a
     closed loop, the wave's in a burst or an offline batch. Returns them and _evicted_times' figures."""
     ttft, tpot, life, t_iter, acc, pf_span = times
     engine, fl = r.scheduler
     sh, full, t_token = at.plan.broadcast(), r.running, t_iter / acc
     if arrival in IN_STEP and engine.recomputes_evicted:
         held = full_context_seqs(model, at.prec, at.gpu, sh, at.spec, k=r.k, seq_len=r.isl + r.osl, free=free)
-        evicts = capped & (held >= 1.0) & ~(np.asarray(fl.ignore_eos, bool) & engine.reserves_all_ignoring_eos)
+        evicts = (held >= 1.0) & ~(np.asarray(fl.ignore_eos, bool) & engine.reserves_all_ignoring_eos)
         full = np.where(evicts, np.minimum(held, r.running), r.running)
     evictions = in_step_evictions(r.running, full, isl=r.isl, osl=r.osl)
     one_wave = arrival == "burst" and not offline  # an offline batch is in step in its first batch alone, as waves

@@ -902,12 +902,13 @@ def _ep_upcast(model: ModelSpec, dep: Deployment) -> str:
 
 def _capacity(model: ModelSpec, dep: Deployment, workload: Workload, *, concurrency: int, max_batch: int, budget_binds: bool,
               free: float) -> dict:
-    """Estimate's over_capacity (past max_batch: _over_capacity) and in_step (within it, past what the cache holds at the
-    full context where requests run in step: _in_step), from the sequences of ISL+OSL the KV bytes `free` hold (whole_seqs)."""
+    """Estimate's over_capacity (past max_batch: _over_capacity) and in_step (the min(concurrency, max_batch) running, past
+    what the cache holds at the full context where requests run in step: _in_step), from the sequences of ISL+OSL the KV bytes `free` hold (whole_seqs)."""
     whole = whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=dep.spec.k if dep.spec is not None else 0.0,
                        seq_len=workload.isl + workload.osl, free=free)
     over = _over_capacity(dep, workload, max_batch=max_batch, budget_binds=budget_binds, whole=whole) if concurrency > max_batch else None
-    return {"over_capacity": over, "in_step": None if over is not None or budget_binds else _in_step(dep, workload, concurrency, whole)}
+    # past max_batch the engine still runs max_batch in step, and they still run out of blocks (the rest wait for a slot)
+    return {"over_capacity": over, "in_step": None if budget_binds else _in_step(dep, workload, min(concurrency, max_batch), whole)}
 
 
 def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) -> str | None:
