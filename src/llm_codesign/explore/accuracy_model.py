@@ -608,6 +608,7 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     ref, ref_why = reference_basis(model)
     rows = rows_of(model.name)
     here = [r for r in rows if r["precision"] == fmt]
+    here, other = _as_priced(here, precision)
     requant = _requantised(fmt, ref) and not here
     # no score, no pair, and same_as would claim 0.00% ± 0.00%: a re-quantisation leaves the drop unknown, said below
     drop, sigma, drop_source, basis = (None, None, None, "") if requant else _drop(fmt, ref, rows, here, pc=pc, pc_override=pc_override)
@@ -640,11 +641,36 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
                        f"delta from {ref} to {fmt}; the proxy loss covers the architecture only")
     elif source == "proxy" and not rows:
         out["note"] = f"no published score for {model.name}; the drop is the proxy's (published format deltas)"
+    elif other:
+        out["note"] = other
     if said := _provenance(model, fmt, ref, ref_why, out["training_tokens"]):
         out["note"] = f"{out['note']}; {said}" if out.get("note") else said
     if head:
         out |= _headline_fields(head, out, fmt=fmt, ref=ref)
     return out
+
+
+def _as_priced(here: list[dict], precision) -> tuple[list[dict], str]:
+    """(the published rows at the priced weight format whose checkpoint is the one priced, a note on those left out): a
+    row whose checkpoint the registry holds (spec.registry.registered) with its attention in another format than
+    `precision`'s (a Precision; a format name checks nothing) is another recipe's score, not this answer's (newc12 #1:
+    deepseek-r1-mxfp4 at NVFP4, every projection NVFP4 as no NVFP4 checkpoint of its release exists, quoted
+    nvidia/DeepSeek-R1-NVFP4's, which keeps its attention BF16). A checkpoint the registry does not hold is taken as
+    published."""
+    from llm_codesign.spec.registry import registered
+
+    if not hasattr(precision, "attn") or not here:
+        return here, ""
+    kept, left = [], []
+    for r in here:
+        ck = registered(r["checkpoint"])
+        (left if ck is not None and ck.default_precision.attn != precision.attn else kept).append(r)
+    if not left:
+        return here, ""
+    ck = left[0]["checkpoint"]
+    return kept, (f"the drop is the proxy's, not a published recipe's: {ck}'s published {precision.weight.name} scores are "
+                  f"of its attention projections in {registered(ck).default_precision.attn.name}, priced here in "
+                  f"{precision.attn.name} (no {precision.weight.name} checkpoint of this model in the registry)")
 
 
 def _provenance(model, fmt: str, ref: str, why: str, tok: dict | None) -> str:

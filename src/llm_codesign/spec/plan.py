@@ -583,6 +583,23 @@ def quark_mxfp4(model: ModelSpec, prec: Precision, gpu=None) -> Precision:
     return prec
 
 
+def checkpoint_precision(model: ModelSpec, prec: Precision, gpu=None) -> Precision:
+    """`prec`, weights re-quantised from `model`'s own, with the attention format of the checkpoint an answer at them
+    launches and quotes (newc12 #1): the registry's checkpoint of the same release at those weights
+    (spec.registry.release_checkpoint, what export names) where it keeps its attention wider, else AMD Quark's
+    (quark_mxfp4). deepseek-r1 at NVFP4 is nvidia/DeepSeek-R1-NVFP4, whose hf_quant_config excludes every layer's q_a_proj,
+    q_b_proj, kv_a_proj_with_mqa and kv_b_proj from quantisation (data/models/nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json
+    exclude_modules, the registry's deepseek-r1-nvfp4 entry; spec.quant._attn_kept reads it as BF16 attention): it was
+    priced with every projection NVFP4 (44.9 GiB of weights a GPU at TP8/EP8, not the launched 47.9). A format stated for
+    the attention, or weights in the checkpoint's own format, are kept."""
+    from llm_codesign.spec.registry import release_checkpoint
+
+    if prec.attn_weight is None and prec.weight != model.default_precision.weight and (ck := release_checkpoint(model, prec.weight, gpu)):
+        if (attn := get_model(ck).default_precision.attn_weight) is not None and attn != prec.weight:
+            return replace(prec, attn_weight=attn)
+    return quark_mxfp4(model, prec, gpu)
+
+
 def quark_runs_on(gpu) -> bool:
     """Whether AMD's Quark MXFP4 checkpoint is the one an MXFP4 answer on `gpu` runs: a CDNA GPU's (InferenceX runs
     amd/DeepSeek-R1-0528-MXFP4-Preview on MI355X only: .github/configs/amd-master.yaml@843c6254); None (no GPU known)
@@ -621,7 +638,7 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
     if weight:
         q = Precision.of(weight, activation, kv or p.kv.name)
         if q.weight.name != p.weight.name:
-            return quark_mxfp4(model, q, gpu)
+            return checkpoint_precision(model, q, gpu)
         # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16), and its
         # own groups (an AWQ checkpoint's int4 at 4.156 bits, not --weight-dtype int4's 4.5: spec.precision.int_grouped)
         return replace(p, kv=q.kv) if activation is None else replace(q, weight=p.weight, attn_weight=p.attn_weight)
