@@ -583,17 +583,47 @@ def quark_mxfp4(model: ModelSpec, prec: Precision, gpu=None) -> Precision:
     return prec
 
 
+def release_checkpoint(model: ModelSpec, weight, gpu=None, *, skip=None) -> str | None:
+    """The registry's checkpoint of `model` already quantized to `weight` (a Dtype), or None: an entry of the same shape
+    (hidden, layers, parameters) whose own weights are `weight` and whose Hugging Face id extends one of `model`'s (the
+    same release: nvidia/Llama-3.1-70B-Instruct-FP8 for meta-llama/Llama-3.1-70B; never another release of one shape,
+    kimi-k2.5's int4 for kimi-k2). An AMD Quark checkpoint only where Quark's MXFP4 runs (quark_runs_on: CDNA;
+    `gpu` None counts as one); none of the entries `skip(entry)` is true of. What export launches (explore.export_engines.base.quantized_checkpoint) and what an answer
+    at `weight` prices (spec.plan.precision_for: the checkpoint's own attention format), one lookup."""
+    import re
+
+    from llm_codesign.spec.registry import entries
+
+    stems = [h.split("/")[-1].lower() for h in model.hf_ids]
+    if not stems:
+        return None
+    shape = (model.hidden, model.num_layers, model.total_params)
+    for e in entries():
+        m = get_model(e["name"])
+        if m.name == model.name or (m.hidden, m.num_layers, m.total_params) != shape or m.default_precision.weight != weight:
+            continue
+        if (_is_quark(e) and not quark_runs_on(gpu)) or (skip is not None and skip(e)):
+            continue
+        # `model`'s own id first; a stem ends at a dash, so Llama-3.1-70B never takes Llama-3.3-70B's FP8 nor Kimi-K2 K2.5
+        for stem in stems:
+            if hit := next((h for h in m.hf_ids if re.fullmatch(re.escape(stem) + r"(-.*)?", h.split("/")[-1].lower())), None):
+                return hit
+    return None
+
+
+def _is_quark(entry: dict) -> bool:
+    return str(entry.get("quantization_config", {}).get("quant_method", "")).lower() == "quark"
+
+
 def checkpoint_precision(model: ModelSpec, prec: Precision, gpu=None) -> Precision:
     """`prec`, weights re-quantised from `model`'s own, with the attention format of the checkpoint an answer at them
     launches and quotes (newc12 #1): the registry's checkpoint of the same release at those weights
-    (spec.registry.release_checkpoint, what export names) where it keeps its attention wider, else AMD Quark's
+    (release_checkpoint, what export names) where it keeps its attention wider, else AMD Quark's
     (quark_mxfp4). deepseek-r1 at NVFP4 is nvidia/DeepSeek-R1-NVFP4, whose hf_quant_config excludes every layer's q_a_proj,
     q_b_proj, kv_a_proj_with_mqa and kv_b_proj from quantisation (data/models/nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json
     exclude_modules, the registry's deepseek-r1-nvfp4 entry; spec.quant._attn_kept reads it as BF16 attention): it was
     priced with every projection NVFP4 (44.9 GiB of weights a GPU at TP8/EP8, not the launched 47.9). A format stated for
     the attention, or weights in the checkpoint's own format, are kept."""
-    from llm_codesign.spec.registry import release_checkpoint
-
     if prec.attn_weight is None and prec.weight != model.default_precision.weight and (ck := release_checkpoint(model, prec.weight, gpu)):
         if (attn := get_model(ck).default_precision.attn_weight) is not None and attn != prec.weight:
             return replace(prec, attn_weight=attn)

@@ -98,38 +98,6 @@ def registered(hf_id: str) -> ModelSpec | None:
     return get_model(e["name"]) if e else None
 
 
-def release_checkpoint(model: ModelSpec, weight, gpu=None, *, skip=None) -> str | None:
-    """The registry's checkpoint of `model` already quantized to `weight` (a Dtype), or None: an entry of the same shape
-    (hidden, layers, parameters) whose own weights are `weight` and whose Hugging Face id extends one of `model`'s (the
-    same release: nvidia/Llama-3.1-70B-Instruct-FP8 for meta-llama/Llama-3.1-70B; never another release of one shape,
-    kimi-k2.5's int4 for kimi-k2). An AMD Quark checkpoint only where Quark's MXFP4 runs (spec.plan.quark_runs_on: CDNA;
-    `gpu` None counts as one); none of the entries `skip(entry)` is true of. What export launches (explore.export_engines.base.quantized_checkpoint) and what an answer
-    at `weight` prices (spec.plan.precision_for: the checkpoint's own attention format), one lookup."""
-    import re
-
-    from llm_codesign.spec.plan import quark_runs_on
-
-    stems = [h.split("/")[-1].lower() for h in model.hf_ids]
-    if not stems:
-        return None
-    shape = (model.hidden, model.num_layers, model.total_params)
-    for e in entries():
-        m = get_model(e["name"])
-        if m.name == model.name or (m.hidden, m.num_layers, m.total_params) != shape or m.default_precision.weight != weight:
-            continue
-        if (_is_quark(e) and not quark_runs_on(gpu)) or (skip is not None and skip(e)):
-            continue
-        # `model`'s own id first; a stem ends at a dash, so Llama-3.1-70B never takes Llama-3.3-70B's FP8 nor Kimi-K2 K2.5
-        for stem in stems:
-            if hit := next((h for h in m.hf_ids if re.fullmatch(re.escape(stem) + r"(-.*)?", h.split("/")[-1].lower())), None):
-                return hit
-    return None
-
-
-def _is_quark(entry: dict) -> bool:
-    return str(entry.get("quantization_config", {}).get("quant_method", "")).lower() == "quark"
-
-
 def get_model(ref: str | Path | dict) -> ModelSpec:
     """A registry name, a Hugging Face id, a path to a config.json (or a folder holding one), or a config.json's
     contents as a dict (a shape of one's own, named by its _name_or_path, else "custom": nothing is read or downloaded)."""

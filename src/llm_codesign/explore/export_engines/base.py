@@ -207,10 +207,10 @@ def served_name(model: ModelSpec) -> str:
 
 def quantized_checkpoint(model: ModelSpec, weight, gpu=None, engine: str | None = None) -> str | None:
     """The registry's checkpoint of `model` already quantized to `weight` that `engine` loads on `gpu`, or None
-    (spec.registry.release_checkpoint: the same release and shape; an AMD Quark one only where Quark's MXFP4 runs, elsewhere
+    (spec.plan.release_checkpoint: the same release and shape; an AMD Quark one only where Quark's MXFP4 runs, elsewhere
     quark_elsewhere says why not); NVIDIA's ModelOpt FP8 one only where `engine` loads it on `gpu` (modelopt_fp8_loads: not
     SGLang on ROCm; None counts as loading)."""
-    from llm_codesign.spec.registry import release_checkpoint
+    from llm_codesign.spec.plan import release_checkpoint
 
     return release_checkpoint(model, weight, gpu, skip=lambda e: _is_modelopt(e) and weight.name == "fp8"
                               and not modelopt_fp8_loads(engine, gpu))
