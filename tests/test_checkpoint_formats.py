@@ -115,6 +115,9 @@ def test_a_requantised_answer_prices_the_attention_of_the_checkpoint_it_launches
     r1, b200 = lc.get_model("deepseek-r1"), lc.get_gpu("b200")
     p = precision_for(r1, "nvfp4", kv="fp8", gpu=b200)
     assert p == lc.get_model("deepseek-r1-nvfp4").default_precision and p.label() == "W:nvfp4 attn-W:bf16 A:nvfp4 KV:fp8"
+    from llm_codesign.explore.search import default_precisions  # pareto's formats without --weight-dtype: the same one
+
+    assert p in default_precisions(r1, b200) and lc.Precision.of("nvfp4", kv="fp8") not in default_precisions(r1, b200)
     # Meta's FP8 Maverick keeps self_attn BF16 (its modules_to_not_convert); no NVFP4 checkpoint of Llama-3.1-8B: as named
     assert precision_for(lc.get_model("llama-4-maverick"), "fp8").attn.name == "bf16"
     assert precision_for(lc.get_model("llama-3.1-8b"), "nvfp4").attn_weight is None
