@@ -657,7 +657,37 @@ def precision_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     # a checkpoint format read as BF16 (ModelSpec.unpriced_quant), while the weights run at that fallback (no other
     # --weight-dtype given): said in --json, the API and the page, not only on stderr (newc9 #8)
     fallback = (model.unpriced_quant,) if model.unpriced_quant and dep.precision.weight == model.default_precision.weight else ()
-    return fallback + tuple(said) + quark_note(model, dep.precision) + ((emulated,) if emulated else ())
+    return fallback + tuple(said) + quark_note(model, dep.precision) + partial_attn_note(model, dep) + ((emulated,) if emulated else ())
+
+
+def launched_checkpoint(model: ModelSpec, prec: Precision, gpu=None) -> ModelSpec:
+    """The checkpoint an answer at `prec` launches: `model` at its own weights, else the registry's of its release at
+    those weights (release_checkpoint), else `model` re-quantised."""
+    ck = None if prec.weight == model.default_precision.weight else release_checkpoint(model, prec.weight, gpu)
+    return get_model(ck) if ck else model
+
+
+# the bytes of one weight of each MLA projection a layer (DeepSeek-V2 sec. 2.1; vLLM deepseek_v2.py DeepseekV2MLAAttention)
+_MLA_PROJ = {"q_a_proj": lambda a, h: h * a.q_lora_rank, "q_b_proj": lambda a, h: a.q_lora_rank * a.heads * a.head_dim,
+             "kv_a_proj_with_mqa": lambda a, h: h * (a.kv_lora_rank + a.rope_dim),
+             "kv_b_proj": lambda a, h: a.kv_lora_rank * a.heads * (a.nope_dim + a.v_head_dim)}
+
+
+def partial_attn_note(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
+    """Where the launched checkpoint leaves only some attention projections BF16 (ModelSpec.attn_kept_partial:
+    nvidia/DeepSeek-R1-NVFP4's q_a/q_b/kv_a/kv_b, o_proj NVFP4), priced at the linear format (one attention format a
+    layer here): the projections and the weight bytes a GPU not priced, params a layer x (2 - bytes a weight of the
+    format: NVFP4 0.5625, 4 bits + an FP8 scale per 16) x MLA layers / TP (fixN5a)."""
+    p = dep.precision
+    kept = launched_checkpoint(model, p, dep.gpu).attn_kept_partial if p.attn_weight is None else ()
+    if not kept:
+        return ()
+    mla = [(layer.attn, n) for layer, n in model.groups if isinstance(layer.attn, MLA)]
+    per = sum(n * _MLA_PROJ[k](a, model.hidden) for a, n in mla for k in kept if k in _MLA_PROJ)
+    tp = int(np.asarray(dep.plan.tp).reshape(-1)[0])
+    gb = per * (2 - p.weight.bytes_per_weight()) / tp / 1e9
+    return (f"the checkpoint keeps {', '.join(kept)} BF16, priced here in {p.weight.name}: "
+            f"{gb:.2f} GB of weights a GPU not priced (at TP{tp})",)
 
 
 def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None, *,
