@@ -147,3 +147,16 @@ def test_a_requantised_answer_prices_the_attention_of_the_checkpoint_it_launches
     assert mx["source"] == "proxy" and mx["note"].startswith("the drop is the proxy's, not a published recipe's: "
                                                              "nvidia/DeepSeek-R1-NVFP4's published nvfp4 scores are of its "
                                                              "kv_a_proj_with_mqa, kv_b_proj, q_a_proj, q_b_proj in bf16, priced here in nvfp4")
+
+
+def test_a_partial_attention_exclusion_is_read_as_partial():
+    """spec.quant.attn_excluded (fixN5a): a name ending at self_attn, a wildcard after it or o_proj is the whole attention
+    (Maverick FP8, Quark, gpt-oss, Kimi-K2.5's regex); q/kv projections without o_proj a part (nvidia's R1 NVFP4)."""
+    from llm_codesign.spec.quant import attn_excluded
+
+    for whole in (["language_model.model.layers.*.self_attn"], ["*self_attn*"], ["re:.*self_attn.*"],
+                  ["model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.o_proj"]):
+        assert attn_excluded(whole) == (True, ()), whole
+    assert attn_excluded(["lm_head", "model.layers.0.self_attn.kv_b_proj", "model.layers.1.self_attn.q_a_proj",
+                          "model.layers.61*"]) == (False, ("kv_b_proj", "q_a_proj"))
+    assert attn_excluded(["lm_head", "*mlp.gate.*"]) == (False, ())

@@ -655,7 +655,7 @@ def _as_priced(here: list[dict], precision, model=None) -> tuple[list[dict], str
     row whose checkpoint the registry holds (spec.registry.registered) with its attention in another format than
     `precision`'s (a Precision; a format name checks nothing) is another recipe's score, not this answer's (newc12 #1:
     deepseek-r1-mxfp4 at NVFP4, every projection NVFP4 as no NVFP4 checkpoint of its release exists, quoted
-    nvidia/DeepSeek-R1-NVFP4's, which keeps its attention BF16). A checkpoint the registry does not hold is taken as
+    nvidia/DeepSeek-R1-NVFP4's, which keeps q/kv BF16). A checkpoint the registry does not hold is taken as
     published. A checkpoint keeping only some attention projections wider (ModelSpec.attn_kept_partial, priced at the
     linear format) is this answer's recipe where `model` launches it (spec.plan.launched_checkpoint), else another's."""
     from llm_codesign.spec.plan import launched_checkpoint

@@ -82,9 +82,9 @@ def same_model(model: ModelSpec, meta: dict) -> bool:
 
 def attn_said(prec: Precision) -> dict:
     """The attention projections' format a header records where the weights are MXFP4 (AMD's Quark MXFP4 R1 keeps them
-    BF16, spec.plan.quark_mxfp4) or the checkpoint keeps them wider (nvidia/DeepSeek-R1-NVFP4: spec.plan.checkpoint_precision),
+    BF16, spec.plan.quark_mxfp4) or the checkpoint keeps them wider (Meta's FP8 Maverick: spec.plan.checkpoint_precision),
     which `import` reads back (_precision): without it an MI355X MXFP4 R1 point re-imported with MXFP4 attention, 3-8%
-    faster and 3.3 GB lighter than the checkpoint it names (crev11 #3), and a B200 NVFP4 R1 one NVFP4 (newc12 #1)."""
+    faster and 3.3 GB lighter than the checkpoint it names (crev11 #3), and an FP8 Maverick one FP8 (newc12 #1)."""
     wider = prec.attn_weight is not None and prec.attn_weight != prec.weight
     return {"attn_weight_dtype": prec.attn.name} if prec.weight.name == "mxfp4" or wider else {}
 

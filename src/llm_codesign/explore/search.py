@@ -167,8 +167,8 @@ def _plan_rows(model: ModelSpec, space: SearchSpace) -> np.ndarray:
 def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
     """The checkpoint's own precision plus the lower-precision formats this GPU runs natively."""
     out = [model.default_precision]
-    # a re-quantised format at the attention of the checkpoint it launches (checkpoint_precision: deepseek-r1's NVFP4 is
-    # nvidia/DeepSeek-R1-NVFP4, attention BF16; newc12 #1, its points had priced every projection NVFP4)
+    # a re-quantised format at the attention of the checkpoint it launches (checkpoint_precision: Maverick's FP8 is Meta's,
+    # self_attn BF16; newc12 #1. deepseek-r1's NVFP4 keeps only q/kv BF16: the linear format, partial_attn_note says it)
     if gpu.supports("fp8"):
         out.append(checkpoint_precision(model, Precision.of("fp8", kv="fp8"), gpu))
     if "nvfp4" in gpu.fp4_formats:

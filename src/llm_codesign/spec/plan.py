@@ -619,11 +619,10 @@ def checkpoint_precision(model: ModelSpec, prec: Precision, gpu=None) -> Precisi
     """`prec`, weights re-quantised from `model`'s own, with the attention format of the checkpoint an answer at them
     launches and quotes (newc12 #1): the registry's checkpoint of the same release at those weights
     (release_checkpoint, what export names) where it keeps its attention wider, else AMD Quark's
-    (quark_mxfp4). deepseek-r1 at NVFP4 is nvidia/DeepSeek-R1-NVFP4, whose hf_quant_config excludes every layer's q_a_proj,
-    q_b_proj, kv_a_proj_with_mqa and kv_b_proj from quantisation (data/models/nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json
-    exclude_modules, the registry's deepseek-r1-nvfp4 entry; spec.quant._attn_kept reads it as BF16 attention): it was
-    priced with every projection NVFP4 (44.9 GiB of weights a GPU at TP8/EP8, not the launched 47.9). A format stated for
-    the attention, or weights in the checkpoint's own format, are kept."""
+    (quark_mxfp4). llama-4-maverick at FP8 is Meta's FP8 checkpoint, whose modules_to_not_convert leaves the whole
+    self_attn BF16 (spec.quant.attn_excluded); deepseek-r1 at NVFP4 is nvidia/DeepSeek-R1-NVFP4, which leaves only
+    q_a/q_b/kv_a/kv_b BF16 (o_proj NVFP4): its attention stays at the linear format, said by partial_attn_note (fixN5a).
+    A format stated for the attention, or weights in the checkpoint's own format, are kept."""
     if prec.attn_weight is None and prec.weight != model.default_precision.weight and (ck := release_checkpoint(model, prec.weight, gpu)):
         if (attn := get_model(ck).default_precision.attn_weight) is not None and attn != prec.weight:
             return replace(prec, attn_weight=attn)
