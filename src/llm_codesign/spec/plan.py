@@ -656,7 +656,9 @@ def precision_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     # a checkpoint format read as BF16 (ModelSpec.unpriced_quant), while the weights run at that fallback (no other
     # --weight-dtype given): said in --json, the API and the page, not only on stderr (newc9 #8)
     fallback = (model.unpriced_quant,) if model.unpriced_quant and dep.precision.weight == model.default_precision.weight else ()
-    return fallback + tuple(said) + quark_note(model, dep.precision) + partial_attn_note(model, dep) + ((emulated,) if emulated else ())
+    # the launched checkpoint's BF16 part, where the GPU runs its format as priced (a remapped one says its own line)
+    part = () if said or emulated else partial_attn_note(model, dep)
+    return fallback + tuple(said) + quark_note(model, dep.precision) + part + ((emulated,) if emulated else ())
 
 
 def launched_checkpoint(model: ModelSpec, prec: Precision, gpu=None) -> ModelSpec:
