@@ -65,6 +65,14 @@ def test_the_frontiers_note_is_paretos_footnote():
     assert unpredictable_footnote(bands, metrics) == want.replace("in the JSON", "in --json")
 
 
+def test_the_pages_span_is_span_text():
+    """spanText is render.intervals.span_text: a span over x20 never reads "x20" (newc12 #12)."""
+    from llm_codesign.render.intervals import span_text
+
+    xs = [3.74, 9.96, 19.6, 20.46, 20.04, 20.0004, 21.5, 120.4]
+    assert _js([HELPERS], f"console.log(JSON.stringify({json.dumps(xs)}.map(spanText)))") == [span_text(x) for x in xs]
+
+
 def test_the_offline_knee_and_the_request_cost_read_as_estimates_rows(client):
     """Offline llama-3.1-8b on one H100: batch 198, the smallest within 3% of the most tok/s/GPU (225, the largest batch, the
     KV cache's, as the "largest batch" row says it: newc9 #1 had the grid's 212 here); on SGLang at one request 25 ms of its 59 ms TTFT is the fitted per-request cost. The page's

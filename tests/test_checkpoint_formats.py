@@ -100,3 +100,63 @@ def test_export_and_import_say_no_interval_where_estimate_does(tmp_path):
     assert "TTFT 392 ms (no interval: 95% spans x33)" in said and "TPOT 13.15 ms (80%: 11.05-16.36)" in said
     _, out, _ = cli("import", str(path), "--concurrency", "64")
     assert out.startswith("llama-3.1-70b on 8x H200") and "TTFT 392 ms (no interval: 95% spans x33)" in " ".join(out.split())
+
+
+def test_a_requantised_answer_prices_the_attention_of_the_checkpoint_it_launches(tmp_path):
+    """newc12 #1, fixN5a: deepseek-r1 --weight-dtype nvfp4 quotes and launches nvidia/DeepSeek-R1-NVFP4, whose
+    hf_quant_config leaves q_a/q_b/kv_a/kv_b unquantised but not o_proj (data/models/nvidia--DeepSeek-V3.1-NVFP4_
+    hf_quant_config.json exclude_modules): a partial exclusion, priced at NVFP4 (one attention format a layer) and said,
+    0.76 GB a GPU unpriced at TP8 = 61 layers x (7168*1536 + 1536*128*192 + 7168*576 + 512*128*256 = 69,664,768)
+    x (2 - 0.5625) B / 8; the checkpoint's own name the same; Meta's FP8 Maverick leaves the whole self_attn: BF16."""
+    import json
+
+    from llm_codesign.explore.accuracy_model import accuracy_of
+    from llm_codesign.explore.search import default_precisions
+    from llm_codesign.spec.plan import precision_for
+
+    r1, b200 = lc.get_model("deepseek-r1"), lc.get_gpu("b200")
+    assert lc.get_model("deepseek-r1-nvfp4").attn_kept_partial == ("kv_a_proj_with_mqa", "kv_b_proj", "q_a_proj", "q_b_proj")
+    p = precision_for(r1, "nvfp4", kv="fp8", gpu=b200)
+    assert p == lc.get_model("deepseek-r1-nvfp4").default_precision and p.label() == "W:nvfp4 A:nvfp4 KV:fp8"
+    assert p in default_precisions(r1, b200)
+    assert precision_for(lc.get_model("llama-4-maverick"), "fp8").attn.name == "bf16"
+    assert precision_for(lc.get_model("llama-3.1-8b"), "nvfp4").attn_weight is None
+    common = ("--gpu", "b200", "--tp", "8", "--ep", "8", "--concurrency", "64", "--json")
+    a = json.loads(cli("estimate", "deepseek-r1", "--weight-dtype", "nvfp4", "--kv-dtype", "fp8", *common)[1])
+    b = json.loads(cli("estimate", "deepseek-r1-nvfp4", *common)[1])
+    assert a["precision"] == b["precision"] == "W:nvfp4 A:nvfp4 KV:fp8"
+    assert (a["tpot_ms"], a["memory"]) == (b["tpot_ms"], b["memory"]) and a["tpot_ms"] == pytest.approx(15.83, abs=0.005)
+    said = ("the checkpoint keeps kv_a_proj_with_mqa, kv_b_proj, q_a_proj, q_b_proj BF16, priced here in nvfp4: "
+            f"{61 * 69_664_768 * (2 - 0.5625) / 8 / 1e9:.2f} GB of weights a GPU not priced (at TP8)")
+    assert said == "the checkpoint keeps kv_a_proj_with_mqa, kv_b_proj, q_a_proj, q_b_proj BF16, priced here in nvfp4: " \
+                   "0.76 GB of weights a GPU not priced (at TP8)"
+    assert said in a["precision_notes"] and said in b["precision_notes"]
+    assert a["accuracy"]["source"] == "published" and a["accuracy"]["scores"][0]["checkpoint"] == "nvidia/DeepSeek-R1-NVFP4"
+    out = tmp_path / "r1.yaml"
+    assert cli("export", "deepseek-r1", "--weight-dtype", "nvfp4", "--kv-dtype", "fp8", *common[:-1], "--out", str(out))[0] == 0
+    head = json.loads(out.read_text().splitlines()[0].split(": ", 1)[1])
+    assert "attn_weight_dtype" not in head and "trtllm-serve nvidia/DeepSeek-R1-NVFP4" in out.read_text()
+    assert "W:nvfp4 A:nvfp4 KV:fp8" in " ".join(cli("import", str(out))[1].split())
+    # Maverick at FP8 launches Meta's FP8 checkpoint, self_attn BF16: the header records it and import reads it back
+    mav = tmp_path / "mav.yaml"
+    assert cli("export", "llama-4-maverick", "--weight-dtype", "fp8", "--gpu", "h200", "--tp", "8", "--out", str(mav))[0] == 0
+    assert json.loads(mav.read_text().splitlines()[0].split(": ", 1)[1])["attn_weight_dtype"] == "bf16"
+    assert "attn-W:bf16" in " ".join(cli("import", str(mav))[1].split())
+    # no NVFP4 checkpoint of AMD's MXFP4 release: every projection NVFP4, and the NVIDIA checkpoint's score is not its own
+    mx = accuracy_of(lc.get_model("deepseek-r1-mxfp4"), lc.Precision.of("nvfp4", kv="fp8"))
+    assert mx["source"] == "proxy" and mx["note"].startswith("the drop is the proxy's, not a published recipe's: "
+                                                             "nvidia/DeepSeek-R1-NVFP4's published nvfp4 scores are of its "
+                                                             "kv_a_proj_with_mqa, kv_b_proj, q_a_proj, q_b_proj in bf16, priced here in nvfp4")
+
+
+def test_a_partial_attention_exclusion_is_read_as_partial():
+    """spec.quant.attn_excluded (fixN5a): a name ending at self_attn, a wildcard after it or o_proj is the whole attention
+    (Maverick FP8, Quark, gpt-oss, Kimi-K2.5's regex); q/kv projections without o_proj a part (nvidia's R1 NVFP4)."""
+    from llm_codesign.spec.quant import attn_excluded
+
+    for whole in (["language_model.model.layers.*.self_attn"], ["*self_attn*"], ["re:.*self_attn.*"],
+                  ["model.layers.0.self_attn.q_proj", "model.layers.0.self_attn.o_proj"]):
+        assert attn_excluded(whole) == (True, ()), whole
+    assert attn_excluded(["lm_head", "model.layers.0.self_attn.kv_b_proj", "model.layers.1.self_attn.q_a_proj",
+                          "model.layers.61*"]) == (False, ("kv_b_proj", "q_a_proj"))
+    assert attn_excluded(["lm_head", "*mlp.gate.*"]) == (False, ())

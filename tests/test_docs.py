@@ -247,6 +247,21 @@ def test_design_howto_prose_quotes_the_run_above_it():
     assert "err ±" in run_
 
 
+def test_tutorial_prose_quotes_the_run_above_it():
+    """The tutorial's reading of its first estimate names rows and factors that answer prints (newc12 #13: it named an
+    `interval basis` row the answer splits into `basis: TTFT` and `basis: TPOT, ...`, and x1.17/x1.58 beside a run printing
+    x1.07/x1.26); tools/rerun_docs.py regenerates the run, this keeps the prose to it."""
+    text = (ROOT / "docs" / "tutorial.md").read_text()
+    run_ = re.search(r"```console\n(.*?)```", text, re.S).group(1)
+    prose = " ".join(text.split("Read it top to bottom:", 1)[1].split("Change one thing", 1)[0].split())
+    rows = {line.split("│")[1].strip() for line in run_.splitlines() if line.startswith("│") and line.split("│")[1].strip()}
+    flat = " ".join(run_.split())
+    factors = re.findall(r"x[\d.]+/x[\d.]+ at 80/95%", prose)
+    names = re.findall(r"`(basis: [^`]*)`", prose)
+    assert factors and names
+    assert all(f in flat for f in factors) and all(n in rows for n in names), (factors, names, rows)
+
+
 def test_concepts_arrival_figures_are_the_models():
     """docs/concepts.md's arrival entry quotes two TTFTs by hand (llama-3.1-70b, 8x H200, SGLang, 128 requests, the
     default lengths): recomputed here, each to the millisecond the page rounds it to, so a change that moves them fails."""

@@ -72,3 +72,16 @@ def test_every_frontier_point_says_whether_it_is_predictable():
             assert b["span95"] == pytest.approx(b["hi95"] / b["lo95"], rel=1e-12) and b["predictable"] is (b["span95"] <= 20.0)
             seen.add(b["predictable"])
     assert seen == {True, False}
+    # newc12 #4: the CSV `pareto --out` writes says it too, under sweep's column names (outputs.predictable_column), each
+    # point's "True" where the table prints its value bare and "False" where it marks it "?"
+    import csv
+    import io
+
+    from llm_codesign.render.report import csv_text
+
+    rows = list(csv.DictReader(io.StringIO(csv_text([f]))))
+    points = f.to_dict()["frontier"]
+    assert len(rows) == len(points)
+    for row, p in zip(rows, points, strict=True):
+        assert {m: row[f"{m}_predictable"] for m in p["intervals"]} == {m: str(b["predictable"]) for m, b in p["intervals"].items()}
+    assert {r["ttft_ms_predictable"] for r in rows} == {"True", "False"}

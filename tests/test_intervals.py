@@ -484,7 +484,7 @@ def test_estimate_json_states_its_error_as_the_intervals():
     # under the morning's, x22.0 before): past x20, so "no interval", the 80% said beside it; the reason follows
     assert f"{d['ttft_ms']:.1f} ms; " + interval_text(d["intervals"]["ttft_ms"], "ttft_ms").split("; beyond")[0] in text
     assert 20 < d["intervals"]["ttft_ms"]["span95"] < 21
-    assert "411.9 ms; no interval: the runs like it are too few or too spread (95% spans x20; 80%: 217-797 ms)" in text
+    assert "411.9 ms; no interval: the runs like it are too few or too spread (95% spans x20.5; 80%: 217-797 ms)" in text
     assert "no serving run on any Hopper GPU" in text
 
 
@@ -1093,6 +1093,21 @@ def test_a_tables_unpredictable_cells_are_marked_and_said_once():
         "predictable of each in --json")
     assert unpredictable_footnote(rows[:1], ["ttft_ms"], "rows").endswith("(TTFT at 1 of 1 rows, x22); span95 and predictable of each in --json")
     assert unpredictable_footnote(rows[2:], ["ttft_ms", "tpot_ms"]) == ""
+    # newc12 #12: a span just over the x20 rule reads over it (20.46 had read "x20"), at both ends of a range
+    near = [{"ttft_ms": wide | {"span95": 20.46}}, {"ttft_ms": wide | {"span95": 20.04}}]
+    assert "(TTFT at 2 of 2 points shown, x20.04-x20.5)" in unpredictable_footnote(near, ["ttft_ms"])
+
+
+def test_a_span_never_reads_as_the_threshold_it_passed():
+    """render.intervals.span_text: 0.1 below 10, whole above, more places only where the whole number would read x20 for
+    a span over it; every line quoting a span uses it (no_interval, short, the footnote, design's UNINFORMATIVE_TEXT)."""
+    from llm_codesign.render.intervals import UNINFORMATIVE_TEXT, short, span_text
+
+    got = [span_text(x) for x in (3.74, 9.96, 19.6, 20.0, 20.46, 20.04, 20.0004, 21.5, 35.2, 120.4)]
+    assert got == ["3.7", "10.0", "20", "20", "20.5", "20.04", "20.000", "22", "35", "120"]
+    b = {"lo80": 10.0, "hi80": 100.0, "lo95": 10.0, "hi95": 204.6, "span95": 20.46, "predictable": False}
+    assert short({"intervals": {"ttft_ms": b}}, "ttft_ms") == " (no interval: 95% spans x20.5)"
+    assert UNINFORMATIVE_TEXT.format(span=span_text(b["span95"])) == " (not predictable here: 95% spans x20.5)"
 
 
 ALIASES = 'aliases = ["b200_sxm", "b200-sxm", "b200-180gb", "dgx-b200", "NVIDIA B200"]\n'  # b200.toml's: the file's own id only

@@ -149,7 +149,9 @@ def test_hf_ids_and_quant_defaults():
     assert get_model("meta-llama/Llama-3.1-70B-Instruct").name == "llama-3.1-70b"
     fp4 = get_model("nvidia/DeepSeek-R1-NVFP4")
     assert fp4.default_precision.weight.name == "nvfp4" and fp4.default_precision.kv.name == "fp8"
-    assert fp4.default_precision.attn.name == "bf16"  # modelopt excludes self_attn
+    # modelopt's exclude_modules names q_a/q_b/kv_a/kv_b, not o_proj: attention at the linear format, the part recorded (fixN5a)
+    assert fp4.default_precision.attn.name == "nvfp4"
+    assert fp4.attn_kept_partial == ("kv_a_proj_with_mqa", "kv_b_proj", "q_a_proj", "q_b_proj")
     assert get_model("deepseek-r1").default_precision.weight.name == "fp8_block"
     assert get_model("gpt-oss-120b").default_precision.weight.name == "mxfp4"
 

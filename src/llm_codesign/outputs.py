@@ -29,6 +29,13 @@ BOUND_SUFFIX = {"lo80": "lo80", "hi80": "hi80", "lo95": "lo95", "hi95": "hi95"}
 VALIDATE_BOUND_SUFFIX = BOUND_SUFFIX | {"lo80": "lo", "hi80": "hi"}
 
 
+def predictable_column(metric: str) -> str:
+    """The column saying whether `metric`'s 95% interval is narrow enough to be a prediction (its band's `predictable`,
+    measure.intervals.predictability): sweep's Parquet, a frontier's CSV and records, estimate's and disagg's rows
+    (newc12 #4: frontier.csv gave lo80/hi80 of 26 points the table marks "?" with no flag)."""
+    return f"{metric}_predictable"
+
+
 def bound_columns(metric: str, keys=tuple(BOUND_SUFFIX), *, table: dict | None = None) -> dict[str, str]:
     """{band key: column name} of `metric`'s bounds `keys` as `table` (BOUND_SUFFIX unless given) names them."""
     table = BOUND_SUFFIX if table is None else table

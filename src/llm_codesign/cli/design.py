@@ -352,7 +352,7 @@ def design(
     )
     from llm_codesign.explore.design import design as run
     from llm_codesign.outputs import check_writable, write_all, write_text
-    from llm_codesign.render.intervals import UNINFORMATIVE_TEXT, unpredictable, unpredictable_footnote
+    from llm_codesign.render.intervals import UNINFORMATIVE_TEXT, span_text, unpredictable, unpredictable_footnote
 
     # every option before the shape grid (seconds) and the search (minutes)
     check_options(params=params, active_params=active_params, budget_tol=budget_tol, quality_tol=quality_tol, quality_sigmas=quality_sigmas,
@@ -515,7 +515,7 @@ def design(
     if r["designs"]:  # how far to trust the objective (every row's in --json)
         b1 = r["designs"][0]["intervals"][r["objective"]]
         con.print(f"{short} of design 1: 80% interval {b1['lo80']:.1f}-{b1['hi80']:.1f}, 95% {b1['lo95']:.1f}-{b1['hi95']:.1f}"
-                  + (UNINFORMATIVE_TEXT.format(span=b1["span95"]) if unpredictable(b1) else "")
+                  + (UNINFORMATIVE_TEXT.format(span=span_text(b1["span95"])) if unpredictable(b1) else "")
                   + f" (from {b1['source']}{'; ' + '; '.join(b1['widened']) if b1['widened'] else ''})", highlight=False)
         con.print(versus_line(r), highlight=False)
         if line := scale_line(r["designs"][0]):

@@ -620,6 +620,7 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
     ref, ref_why = reference_basis(model)
     rows = rows_of(model.name)
     here = [r for r in rows if r["precision"] == fmt]
+    here, other = _as_priced(here, precision, model)
     requant = _requantised(fmt, ref) and not here
     # no score, no pair, and same_as would claim 0.00% ± 0.00%: a re-quantisation leaves the drop unknown, said below
     drop, sigma, drop_source, basis = (None, None, None, "") if requant else _drop(fmt, ref, rows, here, pc=pc, pc_override=pc_override)
@@ -652,11 +653,43 @@ def accuracy_of(model, precision=None, *, pc_override: str | None = None) -> dic
                        f"delta from {ref} to {fmt}; the proxy loss covers the architecture only")
     elif source == "proxy" and not rows:
         out["note"] = f"no published score for {model.name}; the drop is the proxy's (published format deltas)"
+    elif other:
+        out["note"] = other
     if said := _provenance(model, fmt, ref, ref_why, out["training_tokens"]):
         out["note"] = f"{out['note']}; {said}" if out.get("note") else said
     if head:
         out |= _headline_fields(head, out, fmt=fmt, ref=ref)
     return out
+
+
+def _as_priced(here: list[dict], precision, model=None) -> tuple[list[dict], str]:
+    """(the published rows at the priced weight format whose checkpoint is the one priced, a note on those left out): a
+    row whose checkpoint the registry holds (spec.registry.registered) with its attention in another format than
+    `precision`'s (a Precision; a format name checks nothing) is another recipe's score, not this answer's (newc12 #1:
+    deepseek-r1-mxfp4 at NVFP4, every projection NVFP4 as no NVFP4 checkpoint of its release exists, quoted
+    nvidia/DeepSeek-R1-NVFP4's, which keeps q/kv BF16). A checkpoint the registry does not hold is taken as
+    published. A checkpoint keeping only some attention projections wider (ModelSpec.attn_kept_partial, priced at the
+    linear format) is this answer's recipe where `model` launches it (spec.plan.launched_checkpoint), else another's."""
+    from llm_codesign.spec.plan import launched_checkpoint
+    from llm_codesign.spec.registry import registered
+
+    if not hasattr(precision, "attn") or not here:
+        return here, ""
+    kept, left = [], []
+    for r in here:
+        ck = registered(r["checkpoint"])
+        other = ck is not None and (ck.default_precision.attn != precision.attn or (
+            ck.attn_kept_partial and model is not None and launched_checkpoint(model, precision).name != ck.name))
+        (left if other else kept).append(r)
+    if not left:
+        return here, ""
+    ck = left[0]["checkpoint"]
+    attn = registered(ck)
+    attn = (f"{', '.join(attn.attn_kept_partial)} in bf16" if attn.attn_kept_partial and attn.default_precision.attn == precision.attn
+            else f"attention projections in {attn.default_precision.attn.name}")
+    return kept, (f"the drop is the proxy's, not a published recipe's: {ck}'s published {precision.weight.name} scores are "
+                  f"of its {attn}, priced here in "
+                  f"{precision.attn.name} (no {precision.weight.name} checkpoint of this model in the registry)")
 
 
 def _provenance(model, fmt: str, ref: str, why: str, tok: dict | None) -> str:

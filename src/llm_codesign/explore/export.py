@@ -81,11 +81,12 @@ def same_model(model: ModelSpec, meta: dict) -> bool:
 
 
 def attn_said(prec: Precision) -> dict:
-    """The attention projections' format a header records where the weights are MXFP4 (the one format whose checkpoint keeps
-    them wider: AMD's Quark MXFP4 R1, BF16, spec.plan.quark_mxfp4), which `import` reads back (_precision): without it an
-    MI355X MXFP4 R1 point re-imported with MXFP4 attention, 3-8% faster and 3.3 GB lighter than the checkpoint it names
-    (crev11 #3)."""
-    return {"attn_weight_dtype": prec.attn.name} if prec.weight.name == "mxfp4" else {}
+    """The attention projections' format a header records where the weights are MXFP4 (AMD's Quark MXFP4 R1 keeps them
+    BF16, spec.plan.quark_mxfp4) or the checkpoint keeps them wider (Meta's FP8 Maverick: spec.plan.checkpoint_precision),
+    which `import` reads back (_precision): without it an MI355X MXFP4 R1 point re-imported with MXFP4 attention, 3-8%
+    faster and 3.3 GB lighter than the checkpoint it names (crev11 #3), and an FP8 Maverick one FP8 (newc12 #1)."""
+    wider = prec.attn_weight is not None and prec.attn_weight != prec.weight
+    return {"attn_weight_dtype": prec.attn.name} if prec.weight.name == "mxfp4" or wider else {}
 
 
 def priced_with(calibration: str | None) -> dict:
@@ -394,11 +395,11 @@ def _precision(model: ModelSpec, engine: str, quant: str | None, kv: str, meta: 
         p = Precision.of(w.name, None, kvd.name)
     if meta.get("activation_dtype"):
         p = replace(p, activation=get_dtype(meta["activation_dtype"], "activation_dtype"))
-    if aw := meta.get("attn_weight_dtype"):  # attn_said; one written before it was (crev11 #3) names the Quark checkpoint on CDNA
+    if aw := meta.get("attn_weight_dtype"):  # attn_said; one written before it was (crev11 #3, newc12 #1) names the checkpoint
         return replace(p, attn_weight=None if aw == p.weight.name else get_dtype(aw, "attn_weight_dtype"))
-    from llm_codesign.spec.plan import quark_mxfp4
+    from llm_codesign.spec.plan import checkpoint_precision
 
-    return quark_mxfp4(model, p, gpu) if "weight_dtype" in meta and gpu is not None else p
+    return checkpoint_precision(model, p, gpu) if "weight_dtype" in meta and gpu is not None else p
 
 
 def _deployment(engine: str, o: dict, model: ModelSpec, *, gpu, meta: dict, cpp: bool = False, real: bool = False) -> tuple[Deployment, int | None]:

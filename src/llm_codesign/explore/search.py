@@ -42,11 +42,11 @@ from llm_codesign.spec.plan import (
     Workload,
     check_sizes,
     check_spec_model,
+    checkpoint_precision,
     divisors,
     precision_for,
     precision_notes,
     quant_group,
-    quark_mxfp4,
     reason_text,
     validity,
 )
@@ -167,10 +167,12 @@ def _plan_rows(model: ModelSpec, space: SearchSpace) -> np.ndarray:
 def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
     """The checkpoint's own precision plus the lower-precision formats this GPU runs natively."""
     out = [model.default_precision]
+    # a re-quantised format at the attention of the checkpoint it launches (checkpoint_precision: Maverick's FP8 is Meta's,
+    # self_attn BF16; newc12 #1. deepseek-r1's NVFP4 keeps only q/kv BF16: the linear format, partial_attn_note says it)
     if gpu.supports("fp8"):
-        out.append(Precision.of("fp8", kv="fp8"))
+        out.append(checkpoint_precision(model, Precision.of("fp8", kv="fp8"), gpu))
     if "nvfp4" in gpu.fp4_formats:
-        out.append(Precision.of("nvfp4", kv="fp8"))
+        out.append(checkpoint_precision(model, Precision.of("nvfp4", kv="fp8"), gpu))
     elif "mxfp4" in gpu.fp4_formats:
         # an MXFP4 checkpoint runs as it states, not re-quantised W4A4: gpt-oss's clamped-SwiGLU experts on AITER's BF16
         # activations (the path SGLang's mxfp4.py _apply_aiter takes, sglang 0.5.23; FP8 or MXFP4 from 256 tokens on gfx950,
@@ -178,7 +180,7 @@ def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
         # checkpoint's score
         own = model.default_precision.weight.name == "mxfp4"
         out.append(replace(model.default_precision, kv=get_dtype("fp8", "kv_dtype")) if own
-                   else quark_mxfp4(model, Precision.of("mxfp4", activation="mxfp4", kv="fp8"), gpu))  # AMD's: attention BF16 (MLA)
+                   else checkpoint_precision(model, Precision.of("mxfp4", activation="mxfp4", kv="fp8"), gpu))  # AMD's: attention BF16 (MLA)
     uniq = []
     for p in out:
         if p not in uniq:

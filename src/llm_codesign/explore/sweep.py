@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from llm_codesign.errors import InputError
 from llm_codesign.measure.intervals import METRICS  # the metrics a row carries bounds of: the frontier's, one definition
-from llm_codesign.outputs import bound_columns, write_all
+from llm_codesign.outputs import bound_columns, predictable_column, write_all
 
 # the columns of a sweep's rows, in order (Parquet schema: see _schema)
 COLUMNS = (
@@ -32,7 +32,7 @@ COLUMNS = (
     # each metric's 80% and 95% bounds and whether its 95% is narrow enough to be a prediction (measure.intervals.band,
     # as pareto's points carry them), and why the bands widen beyond the runs: Frontier.to_records' names (newc7 #10)
     *((c, "float64") for m in METRICS for c in bound_columns(m).values()),
-    *((f"{m}_predictable", "bool") for m in METRICS), ("interval_widened", "string"),
+    *((predictable_column(m), "bool") for m in METRICS), ("interval_widened", "string"),
 )
 
 
@@ -138,7 +138,7 @@ def run_task(task: Task) -> dict:
         row["usd_per_m_output_tokens"] = c["usd_per_m_output_tokens"] if c else None
         row["usd_per_m_tokens"] = c["usd_per_m_tokens"] if c else None
         iv = p.get("intervals") or {}
-        rows.append(row | interval_columns(iv) | {f"{k}_predictable": iv[k].get("predictable") for k in METRICS if k in iv})
+        rows.append(row | interval_columns(iv))
     return {"task": task.index, "rows": rows, "evaluated": r.evaluated, "fitting": r.fitting,
             "seconds": time.perf_counter() - t0}
 

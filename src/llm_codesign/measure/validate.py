@@ -30,8 +30,8 @@ from llm_codesign.spec.plan import (
     Deployment,
     Plan,
     SpecDecoding,
+    checkpoint_precision,
     default_moe_tp,
-    quark_mxfp4,
     reason_text,
     validity,
 )
@@ -144,11 +144,11 @@ def _precision(model, r) -> Precision:
     if base.math == d.weight.math and base.bits == d.weight.bits:
         p = d  # the checkpoint's own format (e.g. "fp8" for DeepSeek's block-scaled FP8)
     else:
-        try:  # a re-quantised MXFP4 checkpoint's attention format: AMD's Quark checkpoint on a CDNA GPU
+        try:  # a re-quantised checkpoint's attention format, as an answer prices it: NVIDIA's NVFP4 R1, AMD's Quark on CDNA
             gpu = get_gpu((r.get("gpu") or "").strip())
         except InputError:
             gpu = None
-        p = quark_mxfp4(model, Precision.of(base.name), gpu)
+        p = checkpoint_precision(model, Precision.of(base.name), gpu)
     # the row's own, else its campaign's: the KV cache its scripts pass (data/measurements/campaigns.toml)
     kv = (r.get("kv_dtype") or "").strip() or (campaigns.campaign_of(r) or {}).get("kv_dtype", "")
     if kv:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from llm_codesign.explore.lint import COST_KEY, COST_MEASURE, OBJECTIVE_KEY
 from llm_codesign.render.design_lines import bind_text, ffn_pass_line, params_line, quality_rule_line, resolved_line
-from llm_codesign.render.intervals import UNINFORMATIVE_TEXT
+from llm_codesign.render.intervals import UNINFORMATIVE_TEXT, span_text
 from llm_codesign.render.plot import data_limits, gpus_text
 from llm_codesign.render.report import _PLOT_JS, BAND_TEXT
 
@@ -91,7 +91,7 @@ def _speed_rows(cols: list[dict], objective: str) -> list[tuple[str, list[str]]]
             return "none meets the SLO"
         b, own = a["intervals"].get(k) if band else None, a["intervals"].get(k) or {}
         # a value whose 95% interval spans more than x20 said so, as estimate says it (render.intervals)
-        lost = UNINFORMATIVE_TEXT.format(span=own["span95"]) if own.get("predictable") is False else ""
+        lost = UNINFORMATIVE_TEXT.format(span=span_text(own["span95"])) if own.get("predictable") is False else ""
         return _n(a[k]) + (f" (80%: {_n(b['lo80'])}-{_n(b['hi80'])})" if b else "") + lost
 
     return [(f"{_METRIC[objective]} at the SLO (the objective)", [at(c, objective, band=True) for c in cols]),

@@ -15,7 +15,17 @@ CENTRE = ("the intervals are centred on the prediction times the median measured
 # number with its ratio (newc5 #17; before: "spans over 100x" past 100x only); "no measured run like it" only where the
 # band was widened for a reason (measure.intervals.reasons), the one cause the answer checks (review of uxa)
 UNINFORMATIVE = PREDICTABLE_SPAN
-UNINFORMATIVE_TEXT = " (not predictable here: 95% spans x{span:.0f})"
+UNINFORMATIVE_TEXT = " (not predictable here: 95% spans x{span})"  # span: span_text's
+
+
+def span_text(x: float) -> str:
+    """'3.7', '35', '20.5': a 95% span (high / low) as every line that quotes one writes it (web/static/app.js spanText
+    too): to 0.1 below 10, whole above, but never as the threshold it was tested against, x20 for a span over
+    PREDICTABLE_SPAN (newc12 #12: 20.46 read "spans x20" beside a rule of "more than x20"), to as many places as that takes."""
+    digits = 1 if x < 10 else 0
+    while digits < 3 and x > PREDICTABLE_SPAN >= float(f"{x:.{digits}f}"):
+        digits += 1
+    return f"{x:.{digits}f}"
 
 
 def _fmt(metric: str):
@@ -130,8 +140,7 @@ def no_interval(b: dict, metric: str, *, reasons_below: bool = False) -> str:
 
 def _span(b: dict, lvl: str) -> str:
     """'3.7', '22': how many times its low end a band's `lvl`% interval's high end is (no_interval's 'x35')."""
-    x = b[f"hi{lvl}"] / b[f"lo{lvl}"] if b[f"lo{lvl}"] > 0 else float("inf")
-    return f"{x:.1f}" if x < 10 else f"{x:.0f}"
+    return span_text(b[f"hi{lvl}"] / b[f"lo{lvl}"] if b[f"lo{lvl}"] > 0 else float("inf"))
 
 
 def _plain(w) -> str:
@@ -335,7 +344,7 @@ def unpredictable_footnote(bands: list[dict | None], metrics, what: str = "point
     for m in metrics:
         spans = [b[m]["span95"] for b in bands if b and unpredictable(b.get(m))]
         if spans:
-            lo, hi = min(spans), max(spans)
-            said.append(f"{LABELS[m]} at {len(spans)} of {len(bands)} {what}, x{lo:.0f}" + (f"-x{hi:.0f}" if round(hi) > round(lo) else ""))
+            lo, hi = span_text(min(spans)), span_text(max(spans))
+            said.append(f"{LABELS[m]} at {len(spans)} of {len(bands)} {what}, x{lo}" + (f"-x{hi}" if hi != lo else ""))
     return (f"{UNPREDICTABLE_MARK}: not predictable here: its 95% interval spans more than x{PREDICTABLE_SPAN:.0f} "
             f"({'; '.join(said)}); span95 and predictable of each in --json") if said else ""

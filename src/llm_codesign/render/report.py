@@ -14,7 +14,7 @@ from pathlib import Path
 
 from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import point_row
-from llm_codesign.outputs import bound_columns
+from llm_codesign.outputs import bound_columns, predictable_column
 from llm_codesign.render.accuracy import accuracy_said
 from llm_codesign.render.intervals import CAPPED_TEXT, capped_bounds, frontier_reasons
 from llm_codesign.render.plot import (
@@ -30,8 +30,9 @@ from llm_codesign.render.plot import (
 )
 
 _METRICS = ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")
-# each point's 80% interval per metric (measure.intervals), blank where the search gave none
-_BANDS = tuple(c for m in _METRICS for c in bound_columns(m, ("lo80", "hi80")).values())
+# each point's 80% interval per metric (measure.intervals), and whether its 95% is narrow enough to be a prediction
+# (the table's "?": sweep's names, outputs.predictable_column), blank where the search gave none
+_BANDS = tuple(c for m in _METRICS for c in (*bound_columns(m, ("lo80", "hi80")).values(), predictable_column(m)))
 _DEP_FIELDS = ("plan", "instance_gpus", "replicas", "concurrency_per_instance", "weight_dtype", "activation_dtype", "kv_dtype", "spec",
                "draft_len")
 # the series' engine beside its GPU: `pareto --gpu b200,mi355x` prices each on its vendor's (TensorRT-LLM, SGLang), which the

@@ -8,7 +8,7 @@ import numpy as np
 
 from llm_codesign.cost.calibration import Calibration, calibration_for
 from llm_codesign.errors import InputError
-from llm_codesign.outputs import bound_columns
+from llm_codesign.outputs import bound_columns, predictable_column
 from llm_codesign.serve.aggregated import Serving, deployment_ops
 from llm_codesign.serve.aggregated import evaluate as _evaluate
 from llm_codesign.serve.invariants import check_metrics
@@ -168,9 +168,11 @@ def without_decode(d: dict) -> dict:
 
 
 def interval_columns(bands: dict | None) -> dict:
-    """An answer's intervals (measure.intervals.band, per metric) as flat columns: `{metric}_lo80` ... `{metric}_hi95`, and
-    why they are widened beyond the runs, every metric's reasons once, in `interval_widened` (empty where none is)."""
+    """An answer's intervals (measure.intervals.band, per metric) as flat columns: `{metric}_lo80` ... `{metric}_hi95`,
+    `{metric}_predictable` (outputs.predictable_column), and why they are widened beyond the runs, every metric's
+    reasons once, in `interval_widened` (empty where none is)."""
     if not bands:
         return {}
     cols = {c: b[e] for m, b in bands.items() for e, c in bound_columns(m).items()}  # outputs' one naming table
+    cols |= {predictable_column(m): b.get("predictable") for m, b in bands.items()}
     return cols | {"interval_widened": "; ".join(dict.fromkeys(str(w) for b in bands.values() for w in b.get("widened", ())))}

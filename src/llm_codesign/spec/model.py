@@ -31,7 +31,7 @@ from llm_codesign.spec.kinds import (
     NoMixer,
 )
 from llm_codesign.spec.precision import Precision
-from llm_codesign.spec.quant import read_quant
+from llm_codesign.spec.quant import attn_excluded, excluded_modules, read_quant
 from llm_codesign.spec.validation import check_config, check_hf_quant
 
 SUPPORTED_LAYERS = ("full attention (MHA/GQA/MQA, optionally output-gated)", "sliding-window attention", "MLA",
@@ -86,6 +86,9 @@ class ModelSpec:
     # the checkpoint's quantization no format here prices, read as BF16 (spec.quant.read_quant's note): an answer priced at
     # that fallback carries it in its precision_notes (spec.plan.precision_notes), not on stderr alone (newc9 #8); '' none
     unpriced_quant: str = ""
+    # the attention projections the checkpoint leaves BF16 where it leaves only some (spec.quant.attn_excluded:
+    # nvidia/DeepSeek-R1-NVFP4's q_a/q_b/kv_a/kv_b, not o_proj), priced at the linear format (spec.plan.partial_attn_note)
+    attn_kept_partial: tuple[str, ...] = ()
 
     def check_context(self, isl, osl, *, field: str = "isl+osl") -> None:
         """One line refusing a request longer than the model's context, as engines refuse it (vLLM
@@ -332,7 +335,8 @@ def from_hf_config(cfg: dict, name: str = "custom", quant: dict | None = None,
     return ModelSpec(name=name, hidden=h, vocab=vocab, groups=groups,
                      tie_embeddings=tie, default_precision=prec, hf_ids=hf_ids, **facts,
                      max_context=max_context_from_config(cfg, mtype), layout=tuple(index[layer] for layer in layers),
-                     architecture=_architecture(outer), unpriced_quant=quant_note or "")
+                     architecture=_architecture(outer), unpriced_quant=quant_note or "",
+                     attn_kept_partial=attn_excluded(excluded_modules(cfg, quant))[1])
 
 
 # the keys a checkpoint's config counts its MTP modules by: DeepSeek-V3/R1/V3.2, GLM and MiMo num_nextn_predict_layers

@@ -630,6 +630,52 @@ def quark_mxfp4(model: ModelSpec, prec: Precision, gpu=None) -> Precision:
     return prec
 
 
+def release_checkpoint(model: ModelSpec, weight, gpu=None, *, skip=None) -> str | None:
+    """The registry's checkpoint of `model` already quantized to `weight` (a Dtype), or None: an entry of the same shape
+    (hidden, layers, parameters) whose own weights are `weight` and whose Hugging Face id extends one of `model`'s (the
+    same release: nvidia/Llama-3.1-70B-Instruct-FP8 for meta-llama/Llama-3.1-70B; never another release of one shape,
+    kimi-k2.5's int4 for kimi-k2). An AMD Quark checkpoint only where Quark's MXFP4 runs (quark_runs_on: CDNA;
+    `gpu` None counts as one); none of the entries `skip(entry)` is true of. What export launches (explore.export_engines.base.quantized_checkpoint) and what an answer
+    at `weight` prices (spec.plan.precision_for: the checkpoint's own attention format), one lookup."""
+    import re
+
+    from llm_codesign.spec.registry import entries
+
+    stems = [h.split("/")[-1].lower() for h in model.hf_ids]
+    if not stems:
+        return None
+    shape = (model.hidden, model.num_layers, model.total_params)
+    for e in entries():
+        m = get_model(e["name"])
+        if m.name == model.name or (m.hidden, m.num_layers, m.total_params) != shape or m.default_precision.weight != weight:
+            continue
+        if (_is_quark(e) and not quark_runs_on(gpu)) or (skip is not None and skip(e)):
+            continue
+        # `model`'s own id first; a stem ends at a dash, so Llama-3.1-70B never takes Llama-3.3-70B's FP8 nor Kimi-K2 K2.5
+        for stem in stems:
+            if hit := next((h for h in m.hf_ids if re.fullmatch(re.escape(stem) + r"(-.*)?", h.split("/")[-1].lower())), None):
+                return hit
+    return None
+
+
+def _is_quark(entry: dict) -> bool:
+    return str(entry.get("quantization_config", {}).get("quant_method", "")).lower() == "quark"
+
+
+def checkpoint_precision(model: ModelSpec, prec: Precision, gpu=None) -> Precision:
+    """`prec`, weights re-quantised from `model`'s own, with the attention format of the checkpoint an answer at them
+    launches and quotes (newc12 #1): the registry's checkpoint of the same release at those weights
+    (release_checkpoint, what export names) where it keeps its attention wider, else AMD Quark's
+    (quark_mxfp4). llama-4-maverick at FP8 is Meta's FP8 checkpoint, whose modules_to_not_convert leaves the whole
+    self_attn BF16 (spec.quant.attn_excluded); deepseek-r1 at NVFP4 is nvidia/DeepSeek-R1-NVFP4, which leaves only
+    q_a/q_b/kv_a/kv_b BF16 (o_proj NVFP4): its attention stays at the linear format, said by partial_attn_note (fixN5a).
+    A format stated for the attention, or weights in the checkpoint's own format, are kept."""
+    if prec.attn_weight is None and prec.weight != model.default_precision.weight and (ck := release_checkpoint(model, prec.weight, gpu)):
+        if (attn := get_model(ck).default_precision.attn_weight) is not None and attn != prec.weight:
+            return replace(prec, attn_weight=attn)
+    return quark_mxfp4(model, prec, gpu)
+
+
 def quark_runs_on(gpu) -> bool:
     """Whether AMD's Quark MXFP4 checkpoint is the one an MXFP4 answer on `gpu` runs: a CDNA GPU's (InferenceX runs
     amd/DeepSeek-R1-0528-MXFP4-Preview on MI355X only: .github/configs/amd-master.yaml@843c6254); None (no GPU known)
@@ -657,7 +703,39 @@ def precision_notes(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     # a checkpoint format read as BF16 (ModelSpec.unpriced_quant), while the weights run at that fallback (no other
     # --weight-dtype given): said in --json, the API and the page, not only on stderr (newc9 #8)
     fallback = (model.unpriced_quant,) if model.unpriced_quant and dep.precision.weight == model.default_precision.weight else ()
-    return fallback + tuple(said) + quark_note(model, dep.precision) + ((emulated,) if emulated else ())
+    # the launched checkpoint's BF16 part, where the GPU runs its format as priced (a remapped one says its own line)
+    part = () if said or emulated else partial_attn_note(model, dep)
+    return fallback + tuple(said) + quark_note(model, dep.precision) + part + ((emulated,) if emulated else ())
+
+
+def launched_checkpoint(model: ModelSpec, prec: Precision, gpu=None) -> ModelSpec:
+    """The checkpoint an answer at `prec` launches: `model` at its own weights, else the registry's of its release at
+    those weights (release_checkpoint), else `model` re-quantised."""
+    ck = None if prec.weight == model.default_precision.weight else release_checkpoint(model, prec.weight, gpu)
+    return get_model(ck) if ck else model
+
+
+# the bytes of one weight of each MLA projection a layer (DeepSeek-V2 sec. 2.1; vLLM deepseek_v2.py DeepseekV2MLAAttention)
+_MLA_PROJ = {"q_a_proj": lambda a, h: h * a.q_lora_rank, "q_b_proj": lambda a, h: a.q_lora_rank * a.heads * a.head_dim,
+             "kv_a_proj_with_mqa": lambda a, h: h * (a.kv_lora_rank + a.rope_dim),
+             "kv_b_proj": lambda a, h: a.kv_lora_rank * a.heads * (a.nope_dim + a.v_head_dim)}
+
+
+def partial_attn_note(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
+    """Where the launched checkpoint leaves only some attention projections BF16 (ModelSpec.attn_kept_partial:
+    nvidia/DeepSeek-R1-NVFP4's q_a/q_b/kv_a/kv_b, o_proj NVFP4), priced at the linear format (one attention format a
+    layer here): the projections and the weight bytes a GPU not priced, params a layer x (2 - bytes a weight of the
+    format: NVFP4 0.5625, 4 bits + an FP8 scale per 16) x MLA layers / TP (fixN5a)."""
+    p = dep.precision
+    kept = launched_checkpoint(model, p, dep.gpu).attn_kept_partial if p.attn_weight is None else ()
+    if not kept:
+        return ()
+    mla = [(layer.attn, n) for layer, n in model.groups if isinstance(layer.attn, MLA)]
+    per = sum(n * _MLA_PROJ[k](a, model.hidden) for a, n in mla for k in kept if k in _MLA_PROJ)
+    tp = int(np.asarray(dep.plan.tp).reshape(-1)[0])
+    gb = per * (2 - p.weight.bytes_per_weight()) / tp / 1e9
+    return (f"the checkpoint keeps {', '.join(kept)} BF16, priced here in {p.weight.name}: "
+            f"{gb:.2f} GB of weights a GPU not priced (at TP{tp})",)
 
 
 def precision_for(model: ModelSpec, weight: str | None = None, activation: str | None = None, kv: str | None = None, *,
@@ -668,7 +746,7 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
     if weight:
         q = Precision.of(weight, activation, kv or p.kv.name)
         if q.weight.name != p.weight.name:
-            return quark_mxfp4(model, q, gpu)
+            return checkpoint_precision(model, q, gpu)
         # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16), and its
         # own groups (an AWQ checkpoint's int4 at 4.156 bits, not --weight-dtype int4's 4.5: spec.precision.int_grouped)
         return replace(p, kv=q.kv) if activation is None else replace(q, weight=p.weight, attn_weight=p.attn_weight)

@@ -23,11 +23,37 @@ def _names(v) -> list[str]:
     return [str(x) for x in v] if isinstance(v, list) else []
 
 
+def attn_excluded(names: list[str]) -> tuple[bool, tuple[str, ...]]:
+    """(whether a module list leaves the whole attention unquantized, the projections it leaves where only some): a name
+    ending at self_attn or a wildcard after it (Meta's FP8 Maverick "layers.*.self_attn", Quark's "*self_attn*"), or one
+    naming o_proj, is the whole; nvidia/DeepSeek-R1-NVFP4's exclude_modules names q_a_proj, q_b_proj, kv_a_proj_with_mqa
+    and kv_b_proj of every layer, not o_proj (data/models/nvidia--DeepSeek-V3.1-NVFP4_hf_quant_config.json): a part."""
+    projs = set()
+    for n in names:
+        _, sep, tail = n.partition("self_attn")
+        tail = tail.lstrip(".")
+        if sep and (not tail or tail[0] in "*.$"):
+            return True, ()
+        if sep:
+            projs.add(tail.split(".")[0].rstrip("*"))
+    return (True, ()) if "o_proj" in projs else (False, tuple(sorted(projs)))
+
+
 def _attn_kept(names: list[str], p: Precision) -> Precision:
-    """`p` with BF16 attention projections where the checkpoint leaves them unquantized: a module list naming self_attn
-    (modelopt exclude_modules, compressed-tensors ignore, fbgemm/mxfp4 modules_to_not_convert, Quark exclude), as each
-    loader skips the layers it names (vLLM is_layer_skipped / should_ignore_layer)."""
-    return replace(p, attn_weight=get_dtype("bf16")) if any("self_attn" in n for n in names) else p
+    """`p` with BF16 attention projections where the checkpoint leaves the whole attention unquantized (attn_excluded;
+    modelopt exclude_modules, compressed-tensors ignore, fbgemm/mxfp4 modules_to_not_convert, Quark exclude), as each
+    loader skips the layers it names (vLLM is_layer_skipped / should_ignore_layer); a part left unquantized is priced at
+    the linear format, said by spec.plan.partial_attn_note (one attention format a layer here)."""
+    return replace(p, attn_weight=get_dtype("bf16")) if attn_excluded(names)[0] else p
+
+
+def excluded_modules(cfg: dict, quant: dict | None) -> list[str]:
+    """The module names a checkpoint leaves unquantized, from whichever list its reader reads (_attn_kept's)."""
+    if quant and isinstance(quant.get("quantization"), dict):
+        return _names(quant["quantization"].get("exclude_modules"))
+    qc = _d(cfg.get("quantization_config"))
+    q = _d(qc.get("quantization")) or qc
+    return [n for k in ("exclude_modules", "ignore", "modules_to_not_convert", "exclude") for n in _names(q.get(k))]
 
 
 def _modelopt(q: dict) -> tuple[Precision | None, str]:

@@ -92,6 +92,12 @@ def bundled(ref: str) -> ModelSpec | None:
     return _load_entry(key) if key in _index() else None
 
 
+def registered(hf_id: str) -> ModelSpec | None:
+    """The registry's model whose Hugging Face ids list `hf_id` exactly, or None (nothing read from the hub)."""
+    e = next((e for e in entries() if hf_id.lower() in (h.lower() for h in e.get("hf_ids", []))), None)
+    return get_model(e["name"]) if e else None
+
+
 def get_model(ref: str | Path | dict) -> ModelSpec:
     """A registry name, a Hugging Face id, a path to a config.json (or a folder holding one), or a config.json's
     contents as a dict (a shape of one's own, named by its _name_or_path, else "custom": nothing is read or downloaded)."""

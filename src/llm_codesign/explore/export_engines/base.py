@@ -206,34 +206,14 @@ def served_name(model: ModelSpec) -> str:
 
 
 def quantized_checkpoint(model: ModelSpec, weight, gpu=None, engine: str | None = None) -> str | None:
-    """The registry's checkpoint of `model` already quantized to `weight`, or None: an entry of the same shape (hidden,
-    layers, parameters) whose own weights are `weight` and whose Hugging Face id extends one of `model`'s (the same
-    release: nvidia/Llama-3.1-70B-Instruct-FP8 for meta-llama/Llama-3.1-70B; never another release of one shape,
-    kimi-k2.5's int4 for kimi-k2, or nvidia/DeepSeek-R1-NVFP4 for deepseek-v3). An AMD Quark checkpoint only where Quark's
-    MXFP4 runs (spec.plan.quark_runs_on: CDNA; `gpu` None counts as one): elsewhere quark_elsewhere says why not; NVIDIA's
-    ModelOpt FP8 one only where `engine` loads it on `gpu` (modelopt_fp8_loads: not SGLang on ROCm; None counts as loading)."""
-    from llm_codesign.spec.plan import quark_runs_on
-    from llm_codesign.spec.registry import entries, get_model
+    """The registry's checkpoint of `model` already quantized to `weight` that `engine` loads on `gpu`, or None
+    (spec.plan.release_checkpoint: the same release and shape; an AMD Quark one only where Quark's MXFP4 runs, elsewhere
+    quark_elsewhere says why not); NVIDIA's ModelOpt FP8 one only where `engine` loads it on `gpu` (modelopt_fp8_loads: not
+    SGLang on ROCm; None counts as loading)."""
+    from llm_codesign.spec.plan import release_checkpoint
 
-    stems = [h.split("/")[-1].lower() for h in model.hf_ids]
-    if not stems:
-        return None
-    shape = (model.hidden, model.num_layers, model.total_params)
-    for e in entries():
-        m = get_model(e["name"])
-        if m.name == model.name or (m.hidden, m.num_layers, m.total_params) != shape or m.default_precision.weight != weight:
-            continue
-        if (_is_quark(e) and not quark_runs_on(gpu)) or (_is_modelopt(e) and weight.name == "fp8" and not modelopt_fp8_loads(engine, gpu)):
-            continue
-        # `model`'s own id first; a stem ends at a dash, so Llama-3.1-70B never takes Llama-3.3-70B's FP8 nor Kimi-K2 K2.5
-        for stem in stems:
-            if hit := next((h for h in m.hf_ids if re.fullmatch(re.escape(stem) + r"(-.*)?", h.split("/")[-1].lower())), None):
-                return hit
-    return None
-
-
-def _is_quark(entry: dict) -> bool:
-    return str(entry.get("quantization_config", {}).get("quant_method", "")).lower() == "quark"
+    return release_checkpoint(model, weight, gpu, skip=lambda e: _is_modelopt(e) and weight.name == "fp8"
+                              and not modelopt_fp8_loads(engine, gpu))
 
 
 def _is_modelopt(entry: dict) -> bool:

@@ -380,7 +380,7 @@ const capSpan = (k, b, l) => { const lo = b["lo" + l], hi = b["hi" + l], c = b.c
   return k === "ttft_ms" || k === "tpot_ms" ? `${dur(k, lo).join(" ")} (floor)-${dur(k, hi).join(" ")}` : `${bound(k, lo)} (floor)-${bound(k, hi)}`; };
 // render/intervals.py no_interval: past x20 the value alone, its 95% span (the rule's), its 80% range and each reason
 const noInterval = (b, k, below = false) => { const x = b.lo95 > 0 ? b.hi95 / b.lo95 : Infinity;
-  const out = `no interval: the runs like it are too few or too spread (95% spans x${x < 10 ? x.toFixed(1) : x.toFixed(0)}; 80%: ${capSpan(k, b, "80")})`;
+  const out = `no interval: the runs like it are too few or too spread (95% spans x${spanText(x)}; 80%: ${capSpan(k, b, "80")})`;
   const why = [...new Set((b.widened || []).map((w) => String(w).replace(FACTORS, "")))];
   return why.length ? `${out}; beyond its runs: ${why.join("; ")}` : out + (below ? "; its runs: the basis below" : ""); };
 // `below`: the runs the band is drawn from are listed beneath (disagg's view, reasons_below)
@@ -493,6 +493,12 @@ function largestBatchText(e) {
 // render/intervals.py unpredictable and unpredictable_footnote: a value whose 95% interval spans more than PREDICTABLE_SPAN
 // (its band's predictable false) marked "?", and the line beneath saying per metric at how many rows and over what spans
 const PREDICTABLE_SPAN = 20;
+// render/intervals.py span_text: a 95% span to 0.1 below 10, whole above, never reading as the x20 it was tested against
+function spanText(x) {
+  let d = x < 10 ? 1 : 0;
+  while (d < 3 && x > PREDICTABLE_SPAN && PREDICTABLE_SPAN >= +x.toFixed(d)) d += 1;
+  return Number.isFinite(x) ? x.toFixed(d) : "inf";
+}
 const LABELS = {tok_s_per_user: "tok/s/user", output_tok_s_per_gpu: "tok/s/GPU", ttft_ms: "TTFT", tpot_ms: "TPOT"};
 const unpredictable = (b) => (b && b.predictable === false ? "?" : "");
 function unpredictableFootnote(bands, metrics, what = "points shown") {
@@ -500,8 +506,8 @@ function unpredictableFootnote(bands, metrics, what = "points shown") {
   for (const m of metrics) {
     const spans = bands.filter((b) => b && unpredictable(b[m])).map((b) => b[m].span95);
     if (!spans.length) continue;
-    const lo = Math.min(...spans), hi = Math.max(...spans);
-    said.push(`${LABELS[m]} at ${spans.length} of ${bands.length} ${what}, x${lo.toFixed(0)}` + (Math.round(hi) > Math.round(lo) ? `-x${hi.toFixed(0)}` : ""));
+    const lo = spanText(Math.min(...spans)), hi = spanText(Math.max(...spans));
+    said.push(`${LABELS[m]} at ${spans.length} of ${bands.length} ${what}, x${lo}` + (hi !== lo ? `-x${hi}` : ""));
   }
   return said.length ? `?: not predictable here: its 95% interval spans more than x${PREDICTABLE_SPAN.toFixed(0)} (${said.join("; ")}); `
     + "span95 and predictable of each in the JSON" : "";
