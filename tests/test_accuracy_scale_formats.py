@@ -53,16 +53,23 @@ def test_design_at_100b_flags_the_terms_used_beyond_their_measured_sizes(moe100)
     args = ("design", "--params", "100e9", "--active-params", "10e9", "--moe", "--gpu", "mi355x", "--regime", "throughput",
             "--baseline", moe100, "--top", "3")
     r = json.loads(_cli(*args, "--json"))
-    d1 = r["designs"][0]
-    q = d1["quality"]
-    xs = {x["term"]: x for x in q["extrapolated_scale"]}
-    assert {"aspect", "kv_sharing", "granularity"} <= set(xs) <= set(q["extrapolated"])
-    assert xs["kv_sharing"]["studied_params"] == [6.9e9, 11e9] and xs["aspect"]["studied_params"] == [50e6, 1.5e9]
-    assert xs["kv_sharing"]["at_params"] == pytest.approx(d1["total_params"])
+    d1, d2 = r["designs"][:2]
+    # since designQ's query-width axis (q2, the reference's own) the fastest is the baseline itself: zero distance on every
+    # axis, so its delta and both bands are 0 exactly, its terms still flagged at 101B
+    ref = r["reference"]["shape"]
+    assert {k: d1["shape"][k] for k in ref} == ref and d1["shape"]["shared_inter"] == 0
+    assert (d1["quality"]["delta"], d1["quality"]["sigma_delta_pct"], d1["quality"]["uncertainty_pct"]) == (0.0, 0.0, 0.0)
+    assert d2["shape"] == d1["shape"] | {"shared_inter": 1536}  # design 2: the same with a shared expert, a real distance
+    for d in (d1, d2):
+        xs = {x["term"]: x for x in d["quality"]["extrapolated_scale"]}
+        assert {"aspect", "kv_sharing", "granularity"} <= set(xs) <= set(d["quality"]["extrapolated"])
+        assert xs["kv_sharing"]["studied_params"] == [6.9e9, 11e9] and xs["aspect"]["studied_params"] == [50e6, 1.5e9]
+        assert xs["kv_sharing"]["at_params"] == pytest.approx(d["total_params"])
     # the test's band keeps each term's measured sigma; the error band (err ±) carries the extrapolation
+    q = d2["quality"]
     assert q["uncertainty_pct"] > q["sigma_delta_pct"] > 0 and q["passes"]
     out = " ".join(_cli(*args).split())
-    assert f"err ±{q['uncertainty_pct']:.2f} x" in out
+    assert "err ±0.00 x" in out and f"err ±{q['uncertainty_pct']:.2f} x" in out
     assert (f"scale: design 1's proxy terms measured at other model sizes, applied at {d1['total_params'] / 1e9:.3g}B: "
             "aspect penalty 50M-1.5B, expert granularity 129M-3.7B, KV heads 6.9B-11B") in out
     assert "x beside it: a term extrapolated beyond its studied range or the model sizes it was measured at" in out

@@ -135,8 +135,12 @@ def test_the_design_reports_lint_costs_say_their_measure(tmp_path):
 
 
 @pytest.mark.parametrize("args, said", [
-    (["--params", "1e6"], "0.001B is not valid; a budget the dense shape grid reaches: its shapes hold 0.347B to 1,536B"),
-    (["--params", "2e8", "--moe"], "0.2B is not valid; a budget the MoE shape grid reaches: its shapes hold 0.691B to 37,470B")])
+    # the largest since designQ's query-width axis (the reference's own q ratio beside 1): dense h24576 L160 FFN 110592,
+    # 768 heads x 256 (q8) / 16 KV, vocab 128,256 untied: 160 x (2 x 24576 x 196608 + 2 x 24576 x 4096 + 3 x 24576 x
+    # 110592 + 2 x 24576) + 2 x 128256 x 24576 + 24576 = 2,889.3B (1,536B at q1: 160 x 2 x 24576 x (196608 - 24576) less);
+    # MoE h24576 L160 256 experts x 12288 + a shared one, 384 heads x 128 (q2): 37,470B + 160 x 2 x 24576^2 = 37,663B
+    (["--params", "1e6"], "0.001B is not valid; a budget the dense shape grid reaches: its shapes hold 0.347B to 2,889B"),
+    (["--params", "2e8", "--moe"], "0.2B is not valid; a budget the MoE shape grid reaches: its shapes hold 0.691B to 37,663B")])
 def test_a_budget_no_shape_reaches_says_the_grids_range_not_a_tolerance(args, said):
     # it read "(0 in the budget, 0 inside the published envelope, 0 as good as qwen3-0.6b ...): raise --budget-tol or
     # --quality-sigmas, or add --outside-envelope": neither of the last two admits a shape the budget holds none of

@@ -188,13 +188,15 @@ def test_design_that_admits_no_shape_says_what_each_constraint_kept():
     # 1000000000.0)
     base = ["design", "--params", "1e9", "--gpus", "1", "--gpu", "h100", "--budget-tol", "0.01"]
     line = one_line(base, "error: params: 1B is not valid; ")
-    assert line.endswith("a budget and tolerances that admit at least one shape (49 in the budget; 3 inside the published envelope "
-                         "and 10 as good as qwen3-0.6b scaled to 0.9858B, none both; the best inside shape's loss is +1.99% over the "
-                         "reference's (it passes at --quality-sigmas 3); the nearest as good lies outside the envelope by "
-                         "q_per_kv.min x1.33, kv_heads.max x1.60): raise --budget-tol or --quality-sigmas, or add --outside-envelope")
+    # since designQ's query-width axis (q1 and the reference's own q2: 16 heads x 128 over hidden 1024) 91 in the budget, 19
+    # inside, 20 as good; the q2 shapes hold more query heads per KV head, so the nearest as good breaks kv_heads.max alone
+    assert line.endswith("a budget and tolerances that admit at least one shape (91 in the budget; 19 inside the published envelope "
+                         "and 20 as good as qwen3-0.6b scaled to 0.9858B, none both; the best inside shape's loss is +1.76% over the "
+                         "reference's (it passes at --quality-sigmas 2.7); the nearest as good lies outside the envelope by "
+                         "kv_heads.max x1.60): raise --budget-tol or --quality-sigmas, or add --outside-envelope")
     # the --quality-sigmas it names admits a shape (the search runs), 0.1 less still refuses: the k is rounded up to 0.1
-    assert "is not valid" in one_line([*base, "--quality-sigmas", "2.9"], "error: params: 1B is not valid; ")
-    code, out, err = cli(*base, "--quality-sigmas", "3", "--max-candidates", "16", "--top", "1", "--json")
+    assert "is not valid" in one_line([*base, "--quality-sigmas", "2.6"], "error: params: 1B is not valid; ")
+    code, out, err = cli(*base, "--quality-sigmas", "2.7", "--max-candidates", "16", "--top", "1", "--json")
     assert code == 0 and json.loads(out)["screened"]["admitted"] >= 1, err
 
 
@@ -204,11 +206,12 @@ def test_design_too_large_names_the_candidates_that_fit():
     from llm_codesign.explore.design import MAX_DEPLOYMENTS
     from llm_codesign.explore.search import BATCHES
 
-    # 72 GB200s: 1,000 (TP, PP, EP, MoE TP, attention DP) plans x 55 batches per shape; outside the envelope 1,496 shapes
-    # (inside it, since fixE's query-head reading, 290 or fewer are admitted and the search runs)
+    # 72 GB200s: 1,000 (TP, PP, EP, MoE TP, attention DP) plans x 55 batches per shape; outside the envelope 1,832 shapes
+    # since designQ's query-width axis (1,496 at q1 alone) (inside it, since fixE's query-head reading, 290 or fewer are
+    # admitted and the search runs)
     line = one_line(["design", "--params", "1e12", "--moe", "--gpu", "gb200", "--gpus", "72", "--outside-envelope"], "error: max_candidates: ")
     cap = MAX_DEPLOYMENTS // (1000 * len(BATCHES))
-    assert f"at most {cap:,} shapes on 72 GPUs" in line and "--max-candidates" in line and cap == 290 and "'1,496 shapes'" in line
+    assert f"at most {cap:,} shapes on 72 GPUs" in line and "--max-candidates" in line and cap == 290 and "'1,832 shapes'" in line
 
 
 def test_design_nsga2_trials_bounded_too():

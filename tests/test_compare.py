@@ -50,7 +50,9 @@ def test_compare_records_are_flat_rows_with_intervals_and_cost(comparison):
     ({"min_tps_user": -1}, "min_tps_user: -1 is not valid; a positive finite number"),
     ({"workload": lc.Workload(isl=512, osl=128, concurrency=8)}, "workload.concurrency: 8 is not valid"),
     ({"workload": {"isl": 512}}, "workload: {'isl': 512} is not valid; a Workload"),
-    ({"model": ["llama-3.1-8b"] * 9, "gpu": ["h100", "b200"]}, "model: ['llama-3.1-8b'"),
+    # a list whose repr passes 80 characters named by its type and length (errors.quoted, fixN5c)
+    ({"model": ["llama-3.1-8b"] * 9, "gpu": ["h100", "b200"]},
+     "model: a list of 9 str is not valid; at most 48 model x GPU x precision combinations (54 asked)"),
     ({"engine": "vllm", "backend": "sglang"}, "backend: 'sglang' is not valid"),
 ])
 def test_compare_refuses_a_bad_argument_naming_its_keyword(kw, line):

@@ -141,7 +141,9 @@ def test_each_pareto_json_point_states_the_series_and_index_export_point_takes(t
         ("disagg", i - n_agg) for i in range(n_agg, len(points))]
     last = points[-1]
     code, _, err = cli("export-point", str(front), "--index", len(points) - 1, "-o", str(tmp_path / "x.yaml"))
-    assert code == 2 and f"a point of the aggregated series, 0 to {n_agg - 1}" in " ".join(err.split())
+    # fixN5c's --index counts from either end: -n_agg (the throughput end) to n_agg - 1
+    assert code == 2 and (f"a point of the aggregated series, -{n_agg} to {n_agg - 1} (0 the throughput end, -1 or {n_agg - 1} "
+                          "the interactive end)") in " ".join(err.split())
     out = tmp_path / "dyn.yaml"
     cli_ok("export-point", front, "--series", last["series"], "--index", last["index"], "-o", out)
     _same(lc.import_config(out).to_dict(), last)

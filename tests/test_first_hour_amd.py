@@ -82,7 +82,9 @@ def test_design_keeps_its_title_and_lint_column_at_80_columns():
     # branch uxcli, whose binds price design 1's unadmitted neighbours, not the fastest shape's (one shape more: +550);
     # 150 shapes, 114,400 deployments since fixE: KV heads read at the reference's query heads (qwen3-8b's 32, scaled) move
     # which shapes pass the equal-quality test (150 of them, 162 before) and so the extensions priced around the best
-    assert "(150 shapes, 114,400 deployments in" in " ".join(out.split())
+    # 194 shapes, 145,200 deployments since designQ: the query-width axis (q1.05, the reference's own width scaled) adds
+    # its shapes beside the 150 at q1 (rows 2, 3, 5, 6, 8 and 10 are q1.05's, on their own line beneath the heads)
+    assert "(194 shapes, 145,200 deployments in" in " ".join(out.split())
     # the envelope said exactly: which models, the margin, the aspect limit and who set it (falcon-7b's 4544 / 32 x 1.5;
     # llama-3.1-8b's 4096 / 32 x 1.5 = 192 before)
     assert ("Every design lies inside the envelope: the published models (trunk: width, depth, aspect from the dense models; attention geometry from all) near 13B, ratios widened x1.5 and counts +-25% "
@@ -103,7 +105,10 @@ def test_design_outside_the_envelope_keeps_its_lint_column_at_80_columns():
     # beneath the loss: the model's error of the delta, then the bound broken. Row 1 since fixE (KV heads read at the
     # reference's query heads) h10240 L6 H160/32: 10240 / 6 = 1706.7 against falcon-7b's 213 -> x8.01, "aspect>x8"; its
     # two warnings R9 (32 KV heads, 8 run 17.4% faster) and R8 (outside the published envelope, as --outside-envelope asks)
-    assert first[0] == "1" and first[-2:] == ["0E", "2W"] and "err" in lines[i + 3].split() and lines[i + 4].split()[-1] == "aspect>x8"
+    # since designQ's query-width axis row 1 is h9728 L6 H160/32 q1.05: 9728 / 6 = 1621.3 against 213 -> x7.6, its bound
+    # beneath the q label's line (the label takes the shape column's third line, the row stays 80 columns)
+    assert first[0] == "1" and first[-2:] == ["0E", "2W"] and "err" in lines[i + 3].split()
+    assert lines[i + 2].split()[1:3] == ["h9728", "L6"] and lines[i + 4].split() == ["q1.05", "aspect>x7.6"]
     assert ("envelope, beneath the loss: in, or the bound it breaks most, above its maximum (>) or below its minimum (<), and by "
             "what factor (--json: every bound) (--outside-envelope).") in " ".join(out.split())
 

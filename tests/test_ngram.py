@@ -24,9 +24,9 @@ def test_the_proposers_cost_is_each_engines_read_cost(h100):
     # nothing to propose: no decoding request, or k = 0 (a sweep's point without speculation)
     assert ngram_propose_time(get_engine("sglang"), np.array([0.0, 16.0]), 2048.0, np.array([3, 0])).tolist() == [0.0, 0.0]
     cal = calibration_for(h100)
-    scan = ngram_scan_time(get_engine("vllm"), h100, cal, np.array([0.0, 16.0, 16.0]), 2048.0, np.array([3, 0, 3]))
+    scan = ngram_scan_time(get_engine("vllm"), h100, cal, b=np.array([0.0, 16.0, 16.0]), ctx=2048.0, k=np.array([3, 0, 3]))
     assert scan.tolist()[:2] == [0.0, 0.0] and scan[2] > 0
-    assert ngram_scan_time(get_engine("sglang"), h100, cal, 16.0, 2048.0, 3) == 0.0  # its match is the host's
+    assert ngram_scan_time(get_engine("sglang"), h100, cal, b=16.0, ctx=2048.0, k=3) == 0.0  # its match is the host's
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])
@@ -165,7 +165,7 @@ def test_the_proposer_neither_launches_nor_hides_launches(h100, graphs, engine):
     ngram, t_draft, _ = _decode_stage(m, h100, m.default_precision, sh, spec=SpecDecoding("ngram", 3, mean_accepted=2.0), **kw)
     assert np.array_equal(ngram.eager, verify.eager) and np.array_equal(ngram.eager_n, verify.eager_n)
     assert np.all(np.asarray(ngram.draft_host) == 0.0)
-    host = ngram_propose_time(costs.engine, 16.0, 2048.0, 3) + ngram_scan_time(costs.engine, h100, costs.cal, 16.0, 2048.0, 3)
+    host = ngram_propose_time(costs.engine, 16.0, 2048.0, 3) + ngram_scan_time(costs.engine, h100, costs.cal, b=16.0, ctx=2048.0, k=3)
     assert host == pytest.approx({"vllm": 6.2e-6, "sglang": 80e-6}[engine], rel=0.05)
     assert ngram.stage.item() == pytest.approx(verify.stage.item() + host, rel=1e-12)
     assert (verify.eager.item() > 0) == (graphs == 0.0)

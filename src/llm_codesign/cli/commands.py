@@ -60,6 +60,7 @@ from llm_codesign.cli.common import (
     nothing_found,
     on_gpus,
     plan_note_line,
+    say_notes,
     tokens_option,
 )
 from llm_codesign.errors import InputError
@@ -678,7 +679,7 @@ def pareto(
     # a repeat once, by what it names (compare.unique_refs): "qwen3-0.6b,Qwen/Qwen3-0.6B" and "h100,H100" are searched once
     from llm_codesign.cli.compare import unique_refs
 
-    model, gpu = defaulted(model, "MODEL", DEFAULT_MODEL), defaulted(gpu, "--gpu", DEFAULT_GPU)
+    (model, model_note), (gpu, gpu_note) = defaulted(model, "MODEL", DEFAULT_MODEL), defaulted(gpu, "--gpu", DEFAULT_GPU)
     model_refs = [model] if Path(model).exists() else unique_refs((m for m in model.split(",") if m.strip()), _model)
     gpu_refs = [gpu] if Path(gpu).is_file() else unique_refs((g for g in gpu.split(",") if g.strip()), _gpu)
     if not model_refs:
@@ -761,6 +762,7 @@ def pareto(
     finally:
         if plotter is not None:
             plotter.close()
+    say_notes(model_note, gpu_note)  # once nothing is left to refuse
     if as_json:
         return _dump(doc)
     con.file.write(tables.get())

@@ -720,14 +720,20 @@ def check_replica_gpus(dep, gpus_: int | None, replicas: int | None) -> None:
 DEFAULT_GPU, DEFAULT_MODEL = "h200", "llama-3.1-70b"
 
 
-def defaulted(value: str | None, option: str, default: str) -> str:
-    """`value`, or `default` with a line on standard error, before the answer, naming the option it stands for:
-    "note: no --gpu given: default --gpu h200"."""
+def defaulted(value: str | None, option: str, default: str) -> tuple[str, str | None]:
+    """(`value`, None), or (`default`, the line naming the option it stands for: "note: no --gpu given: default --gpu
+    h200"), the line said (say_notes) only once every check has passed: a bad input is one line, the error's."""
     if value is not None:
-        return value
-    typer.echo(f"note: no {option} given: default {option} {default}" if option.startswith("-") else
-               f"note: no {option} given: default {default}", err=True)
-    return default
+        return value, None
+    return default, (f"note: no {option} given: default {option} {default}" if option.startswith("-") else
+                     f"note: no {option} given: default {default}")
+
+
+def say_notes(*notes: str | None) -> None:
+    """Each note on standard error, before the answer (defaulted's)."""
+    for note in notes:
+        if note:
+            typer.echo(note, err=True)
 
 
 def plan_note_line(dep) -> None:

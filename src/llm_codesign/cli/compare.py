@@ -21,6 +21,7 @@ from llm_codesign.cli.common import (
     app,
     check_paths,
     defaulted,
+    say_notes,
 )
 from llm_codesign.errors import InputError
 from llm_codesign.explore.compare import MAX_COMBINATIONS, accuracy_compared  # noqa: F401 (compare's names, where they were)
@@ -133,7 +134,7 @@ def compare(
 
     # a repeat once (the first), by what it names: "qwen3-0.6b,Qwen/Qwen3-0.6B" is one model, "h100,H100" one GPU
     models = unique_refs((x.strip() for x in model.split(",") if x.strip()), _model)
-    gpu = defaulted(gpu, "--gpu", DEFAULT_GPU)
+    gpu, gpu_note = defaulted(gpu, "--gpu", DEFAULT_GPU)
     gpus = unique_refs((x.strip() for x in gpu.split(",") if x.strip()), _gpu)
     formats = [x.strip() for x in weight_dtype.split(",") if x.strip()] if weight_dtype else None
     # every check before any search, as lc.compare makes them (explore.compare.ask)
@@ -165,6 +166,7 @@ def compare(
 
         title = f"compare at ISL/OSL {isl}/{osl} on {gpus_} GPUs, SLO {slo}"
         write_all([(lambda p: draw_compare(rows, [_accuracy_cell(r["accuracy_compared"]) for r in rows], p, title=title), plot_path)])
+    say_notes(gpu_note)  # once nothing is left to refuse
     if as_json:
         return _dump(answer.to_dict())
     # one table per model, its name the title and what its accuracy cells are beneath: a long name

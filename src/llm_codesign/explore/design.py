@@ -1108,10 +1108,7 @@ def design_nsga2(params: float, gpu: Gpu, cal: Calibration, num_gpus: int, slo: 
     objective up, the quality proxy down) with the budget, the quality test against the reference (as `design`)
     and the envelope as constraints. Each trial prices one shape over every deployment through the same
     vectorised `objective`."""
-    try:
-        import optuna
-    except ImportError:
-        raise InputError("search", "nsga2", "the dist extra: pip install 'llm-codesign[dist]'") from None
+    optuna = _import_optuna()
     t0 = time.perf_counter()
     if slo.regime not in REGIMES:
         raise InputError("regime", slo.regime, "one of: " + ", ".join(REGIMES))
@@ -1219,6 +1216,15 @@ def _constrain(trial, cons: list) -> None:
             trial.set_constraint(name, value)
     else:
         trial.set_user_attr("constraints", cons)
+
+
+def _import_optuna():
+    """optuna, the dist extra --search nsga2 runs on, or one line saying how to install it."""
+    try:
+        import optuna
+    except ImportError:
+        raise InputError("search", "nsga2", "the dist extra: pip install 'llm-codesign[dist]'") from None
+    return optuna
 
 
 def _nsga2_sampler(optuna, seed: int):

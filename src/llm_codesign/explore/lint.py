@@ -719,14 +719,7 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
     quality = (f"proxy loss {_signed(q['quality_delta_pct'], 3)}% +- {q['quality_band_pct']:.3f}%, design's test at most "
                f"+{q['quality_test_pct']:.3f}%") + (f" (extrapolated: {', '.join(q['extrapolated'])})" if q["extrapolated"] else "")
     at = f"at {point.text()} on {gpu.name}"
-    ffn = "experts" if model.is_moe else "FFN"
-    variant = (f"{n2} layers x hidden {h2}" + (f" with {'/'.join(map(str, heads))} heads" if heads else "")
-               + f", {ffn} {_ffn_width(model)} -> {w2}")
-    at_w = "" if pw == point else f" at {pw.text()}"  # the variant at its own operating point
-    if held:  # both at the shape's point: the TP the variant's own needs is R7's, not depth's
-        at_w = (f" (both at the shape's deployment; the variant's own, {held[0].text()}, {obj} {held[1] * 1e3:.3f} ms, "
-                f"{_faster(figures['speed_gain_at_own_point_pct'])}, needs a TP the shape's {held[2]} do not split over: "
-                "R7's cost, not depth's)")
+    variant, at_w = _r3_variant_text(model, wide, heads, point=point, pw=pw, held=held, obj=obj, figures=figures)
     count = f"{params / 1e9:.1f}B vs {model.total_params / 1e9:.1f}B params"
     if why:
         if gain <= 0:
@@ -747,6 +740,20 @@ def _width_vs_depth(model, gpu, cal, prec, point, *, regime, proxy_file=None, en
                     # the aspect term alone where it moves (on Kaplan's flat band it changes by nothing: no figure)
                     + (f"; {acc}" if round(q["aspect_delta_pct"], 3) or round(q["aspect_band_pct"], 3) else "")
                     + (hint if gain > 0 else ""), figures, shape=wide)]
+
+
+def _r3_variant_text(model, wide, heads, *, point, pw, held, obj, figures) -> tuple[str, str]:
+    """(R3's variant as its layers, hidden, heads and FFN width; where it is priced: its own operating point `pw`, or both
+    at the shape's where the variant's own (`held`) needs a TP the shape's heads block)."""
+    ffn = "experts" if model.is_moe else "FFN"
+    variant = (f"{wide.num_layers} layers x hidden {wide.hidden}" + (f" with {'/'.join(map(str, heads))} heads" if heads else "")
+               + f", {ffn} {_ffn_width(model)} -> {_ffn_width(wide)}")
+    at_w = "" if pw == point else f" at {pw.text()}"  # the variant at its own operating point
+    if held:  # both at the shape's point: the TP the variant's own needs is R7's, not depth's
+        at_w = (f" (both at the shape's deployment; the variant's own, {held[0].text()}, {obj} {held[1] * 1e3:.3f} ms, "
+                f"{_faster(figures['speed_gain_at_own_point_pct'])}, needs a TP the shape's {held[2]} do not split over: "
+                "R7's cost, not depth's)")
+    return variant, at_w
 
 
 def _design_hint(model, wide, gpu, *, regime, gpus, slo) -> str:

@@ -419,7 +419,7 @@ def ngram_propose_time(engine: Engine, b, ctx, k):
     return np.where((np.asarray(k) > 0) & (b > 0), fixed + b * (per_req + per_req2 * b + per_tok * ctx), 0.0)
 
 
-def ngram_scan_time(engine: Engine, gpu: Gpu, cal: Calibration, b, ctx, k):
+def ngram_scan_time(engine: Engine, gpu: Gpu, cal: Calibration, *, b, ctx, k):
     """Seconds the GPU's prompt-lookup scan (--spec ngram where Engine.ngram_gpu_scan: vLLM's default runner) adds to a step
     of `b` decoding sequences at context `ctx`, where k > 0: NgramGPUSpeculator.propose's two kernels, _ngram_scan_kernel
     over a grid of requests x max_model_len / 256 blocks, each block loading its 256 positions' tokens and the 5-token
@@ -510,7 +510,7 @@ def _draft_passes(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
     their layers, priced here (a mixed step's). Prompt lookup (ngram): its host proposer's time (ngram_propose_time) and
     its GPU scan's (ngram_scan_time), each 0 where the engine does not run one."""
     if not spec.on_gpu:
-        return ngram_propose_time(costs.engine, b, ctx, k) + ngram_scan_time(costs.engine, gpu, costs.cal, b, ctx, k)
+        return ngram_propose_time(costs.engine, b, ctx, k) + ngram_scan_time(costs.engine, gpu, costs.cal, b=b, ctx=ctx, k=k)
     cal = costs.cal
     dm = draft_model(model, spec)
     dsh = sh if spec.method != "draft" else replace(sh, pp=np.ones_like(np.asarray(sh.pp, float)))
