@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import perf_overview_batch as B  # noqa: E402
-
 from dataclasses import replace  # noqa: E402
+
+import perf_overview_batch as B  # noqa: E402
 
 from llm_codesign.cost.calibration import calibration_for  # noqa: E402
 from llm_codesign.measure import validate as V  # noqa: E402

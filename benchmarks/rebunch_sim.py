@@ -83,7 +83,7 @@ def simulate(rule: str, *, C: int, isl: int, osl: int, t_dec, t_pf, tau=0.002, r
     mixes = rule != "sglang-eagle"
     t = 0.0
     arrivals: list[tuple[float, int]] = []  # (time in the engine's queue, request id)
-    sent, first, done, left, gen = {}, {}, {}, {}, {}
+    sent, first, done, gen = {}, {}, {}, {}
     cohort = {}
     nxt = 0
     total = warm * C + rounds * C
@@ -207,7 +207,7 @@ def _positive(kind):
         try:
             v = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not valid; a {'positive integer' if kind is int else 'finite number above 0'}")
+            raise argparse.ArgumentTypeError(f"{text!r} is not valid; a {'positive integer' if kind is int else 'finite number above 0'}") from None
         if not (np.isfinite(v) and v > 0):
             raise argparse.ArgumentTypeError(f"{text!r} is not valid; a {'positive integer' if kind is int else 'finite number above 0'}")
         return v

@@ -84,7 +84,7 @@ def measured_pairs(rows, runs) -> None:
         if len(v) == 2:
             lo, hi = sorted(v, key=lambda x: x[1])
             ixv = ix.get(k[4:], {})
-            f = lambda m: f"{median(ixv[m]):.1f}" if m in ixv else "-"  # noqa: E731
+            f = lambda m, ixv=ixv: f"{median(ixv[m]):.1f}" if m in ixv else "-"  # noqa: E731
             print(f"| {k[1]} {k[2]} TP{k[6]} EP{k[7]} {k[9]}/{k[10]} C{k[11]} | {lo[0]:.0f} / {lo[1]:.1f} | {hi[0]:.0f} / {hi[1]:.1f} | "
                   f"{lo[1] / hi[1]:.2f} | {lo[0] / hi[0]:.2f} | {f('none')} / {f('mtp')} |")
     # each pair's rows by their measured TPOT: a diagnosis of the pricing where a row's mode were known, never a row's fact
@@ -101,6 +101,7 @@ TRTLLM_MTP_DATES = {("1.1.0rc2.post2", "2026-01-14"), ("1.2.0rc6.post3", "2026-0
 
 def trtllm_builds() -> dict:
     import csv
+
     from crossval_campaigns import MEAS
     with open(MEAS / "serving_measured_blackwell.builds.csv") as f:
         return {r["source"]: (r["build"], r["measured"]) for r in csv.DictReader(f)}
@@ -112,6 +113,7 @@ def measured_pairs_trtllm(rows) -> None:
 
     ix = defaultdict(lambda: defaultdict(list))
     from crossval_campaigns import CAMPAIGNS
+
     from llm_codesign.measure.validate import read_rows
 
     for r in read_rows(CAMPAIGNS["B"][1]):  # every InferenceX TensorRT-LLM run, its 1.1 builds' too
