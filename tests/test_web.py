@@ -923,8 +923,9 @@ def test_lint_table_gives_each_rules_measure_and_an_objective_cost_as_a_rate(pag
     # at DP2 x TP1, MoE-TP2, 924 requests, 1,024/1,024 on H200, the page's figures those of the API's lint
     import llm_codesign as lc
 
+    answer = lc.lint("gpt-oss-120b", "h200")
     want = [[f"{f['cost_pct']:.1f} (-{f['objective_cost']['lost']:.1f} tok/s/GPU)", f["measure"]]
-            for f in lc.lint("gpt-oss-120b", "h200") if f["rule"] == "R2"]
+            for f in answer if f["rule"] == "R2"]
     assert [w[0].split(" ")[0] for w in want] == ["0.3", "0.2"]
     _run_frontier(page, model="gpt-oss-120b")
     page.wait_for_selector("#lint-table")
@@ -934,6 +935,9 @@ def test_lint_table_gives_each_rules_measure_and_an_objective_cost_as_a_rate(pag
     r2 = [r for r in rows if r[0] == "R2 tile-alignment"]
     assert [r[3:5] for r in r2] == want and want[0][1] == "the regime's objective re-priced aligned (vocab: its padding)"
     assert all(r[4] for r in rows) and not page.errors
+    # where they were priced, and on what engine: the CLI table's caption above the table (explore.lint.Lint, leftS)
+    hints = page.eval_on_selector_all("#lint .hint", "xs => xs.map(x => x.textContent)")
+    assert hints[1] == answer.caption + "." and answer.caption.startswith("R2, R3 and R6 priced at DP2xTP1 EP1/MoE-TP2, 924 requests, 1024/1024 tokens")
 
 
 def _cli_interval_cell(b: dict, metric: str, value: float, *, reasons_below: bool = False) -> str:

@@ -23,6 +23,7 @@ from llm_codesign.explore.compare import Comparison
 from llm_codesign.explore.export import ImportEstimate, recorded_profile, same_profile
 from llm_codesign.explore.frontier import Frontier, FrontierPoint, model_reference
 from llm_codesign.explore.lengths import Mix
+from llm_codesign.explore.lint import Lint
 from llm_codesign.measure.calibrate import Profile
 from llm_codesign.serve.disagg import DisaggEstimate
 from llm_codesign.serve.estimate import Estimate
@@ -149,9 +150,9 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
 
     m, w, dep = get_model(model), _checked(deployment, workload), deployment
     r = run(m, dep, w, calibration=_calibration(dep.gpu, calibration), breakdown=breakdown)
-    # the load band of the batch that runs, not of the requests offered: 64 requests on 16 slots run as 16 (newc7 #7; the
-    # queue's cohorts ahead are priced, Estimate.queue)
-    running = None if w.concurrency is None else min(w.concurrency, r.max_batch)
+    # the load band of the batch that runs, not of the requests offered (intervals.running_load; the queue's cohorts ahead
+    # are priced, Estimate.queue)
+    running = intervals.running_load(w.concurrency, r.max_batch)
     ctx = intervals.context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=running, isl=w.isl, osl=w.osl,
                             spec=dep.spec is not None, arrival=w.arrival, prefix_hit=w.prefix_hit,
                             # the plan of ints estimate priced (a one-element array size: test_estimate), its eager decode
@@ -167,8 +168,7 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     batch = running or r.max_batch
     bands = intervals.capped(bands, values, intervals.ideal(m, dep, batch, isl=w.isl, osl=w.osl, accepted=r.accepted_per_step,
                                                                 prefix_hit=w.prefix_hit))
-    if queue_ms and "ttft_ms" in bands:  # the band covers the TTFT as quoted, queue included (newc7 #7)
-        bands["ttft_ms"] = intervals.with_queue(bands["ttft_ms"], values["ttft_ms"], queue_ms, bands.get("tpot_ms"), values["tpot_ms"])
+    bands = intervals.queued(bands, values, queue_ms)  # the band covers the TTFT as quoted, queue included (newc7 #7)
     # the third dimension: published where known, else the proxy
     return replace(r, accuracy=accuracy_of(m, dep.precision), intervals=bands)
 
@@ -565,17 +565,19 @@ def _recorded(calibration, gpu: Gpu) -> str | None:
 
 def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", weight_dtype: str | None = None,
          activation_dtype: str | None = None, kv_dtype: str | None = None, engine: str | None = None,
-         calibration: Calibration | Profile | str | None = None, backend: str | None = None) -> list[dict]:
+         calibration: Calibration | Profile | str | None = None, backend: str | None = None) -> Lint:
     """The guideline findings for a shape on a GPU (the `findings` of `llm-codesign lint --json`), each with its predicted
     cost and fix, as dicts, priced on `engine`
     (default: the GPU vendor's, or where its kernels take none of the shape's head sizes an engine that runs it, which R4
-    names; one that does not run on the GPU is refused: spec.engines.engine_for)."""
-    from llm_codesign.explore.lint import lint as run
+    names; one that does not run on the GPU is refused: spec.engines.engine_for). A list of them (explore.lint.Lint) that
+    also says where they were priced: `engine`, `priced_at` and `caption`; `to_dict()` is what `lint --json` prints."""
+    from llm_codesign.explore.lint import lint_priced
     from llm_codesign.spec.plan import precision_for
 
     m, g, name = get_model(model), get_gpu(gpu), engine_arg(engine, backend)
-    return [f.to_dict() for f in run(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype, gpu=g),
-                                     engine=engine_for(g, name) if name else None)]
+    found = lint_priced(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype, gpu=g),
+                        engine=engine_for(g, name) if name else None)
+    return Lint(m, g, regime, *found)
 
 
 def design(params: float, gpu: str | Gpu = DESIGN_GPU, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,

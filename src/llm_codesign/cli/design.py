@@ -233,8 +233,7 @@ def lint(
 ):
     """Check a model shape against the hardware guidelines, with the predicted cost of each finding."""
     from llm_codesign.cost.calibration import calibration_for
-    from llm_codesign.explore.lint import COST_KEY, OBJECTIVE_KEY, RULES, SEVERITY_ORDER, lint_point, to_sarif
-    from llm_codesign.explore.lint import lint as run
+    from llm_codesign.explore.lint import COST_KEY, OBJECTIVE_KEY, RULES, SEVERITY_ORDER, Lint, lint_priced, to_sarif
 
     fmt = "json" if as_json else fmt
     if fmt not in ("table", "json", "sarif"):
@@ -245,15 +244,15 @@ def lint(
     # the engine named, else None: lint prices on the GPU's own, or on one that runs the shape where that one does not (R4)
     cal, prec = calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype, g)
     eng = engine_for(g, backend) if backend else None
-    findings = run(m, g, cal, regime, prec=prec, proxy_file=accuracy_proxy, engine=eng, gpus=gpus_)
+    findings, at, priced = lint_priced(m, g, cal, regime, prec=prec, proxy_file=accuracy_proxy, engine=eng, gpus=gpus_)
+    answer = Lint(m, g, regime, findings, at, priced, gpus=gpus_)  # where they were priced, and on what: every surface's
     if fmt == "json":  # as POST /api/lint answers; R2's, R3's and R6's figures carry the point they were priced at
-        _dump({"model": m.name, "gpu": g.id, "regime": regime, "findings": [f.to_dict() for f in findings]})
+        _dump(answer.to_dict())
     elif fmt == "sarif":
         _dump(to_sarif(findings, model))
     else:
-        at, _ = lint_point(m, g, cal, prec, regime, gpus=gpus_, engine=eng)  # where R2, R3 and R6 were priced, and on what (0.03 s)
         t = _table(f"lint: {m.name} on {g.name}, {regime} regime ({len(findings)} finding{'s' if len(findings) != 1 else ''})", "rule:t severity:k where:t cost_%:n finding:t fix:t",
-                   f"{at.caption(gpus_)}. {COST_KEY} {OBJECTIVE_KEY}")
+                   f"{answer.caption}. {COST_KEY} {OBJECTIVE_KEY}")
         color = {"error": "red", "warning": "yellow", "info": "cyan"}
         for f in findings:
             oc = f.objective_cost()

@@ -73,7 +73,8 @@ def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) 
         return None
     isl, osl = slo.lengths()
     # at_best's search prices TTFT at the default arrival (Workload's), so its basis is that arrival's runs, as estimate's is
-    # its plan's attention-DP ranks as estimate's bands take them (priced_terms; design's search prices no eager note)
+    # its plan's attention-DP ranks as estimate's bands take them (priced_terms; design's search prices every batch inside its
+    # CUDA graphs, explore.design._priced: no eager term)
     ctx = context(m, gpu, prec, engine=engine.name, concurrency=best["deployment"]["concurrency_per_instance"], isl=isl, osl=osl,
                   arrival=DEFAULT_ARRIVAL, **priced_terms(Plan.from_dict(best["deployment"]), osl=osl))
     values = {k: best[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}

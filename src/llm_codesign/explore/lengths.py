@@ -206,6 +206,8 @@ def price_mix(model, dep, lengths: Lengths, concurrency: int, *, calibration, ar
         # measure.intervals.ideal per length, _mix_ideal)
         "_batch": np.broadcast_to(np.minimum(concurrency, r["max_batch"]), w.shape).astype(float),
         "_accepted": np.broadcast_to(r["accepted_per_step"], w.shape).astype(float),
+        # the mean TTFT's wait for a slot, in it (popped by mix: its TTFT band about the rest, the queue added as estimate's)
+        "_queue_ms": float(np.sum(w * np.broadcast_to(r["slot_queue_s"], w.shape))) * 1e3,
         "per_length": [{"isl": int(a), "osl": int(b), "share": float(c), "ttft_ms": float(d) * 1e3, "tpot_ms": float(e) * 1e3,
                         "fits": bool(f)} for a, b, c, d, e, f in zip(lengths.isl, lengths.osl, w, ttft, tpot, fits, strict=True)],
     }
@@ -313,7 +315,7 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     priced by price_mix at `concurrency` requests in flight under `arrival` (spec.harness.ARRIVALS; None: mix_arrival).
     `calibration`: a profile's path, a Calibration or None."""
     from llm_codesign.cost.calibration import Calibration, calibration_for
-    from llm_codesign.measure.intervals import priced_terms
+    from llm_codesign.measure.intervals import priced_terms, running_load
     from llm_codesign.serve.estimate import as_run, check, estimate
     from llm_codesign.serve.metrics import no_decode, without_decode
     from llm_codesign.spec.harness import check_arrival
@@ -334,9 +336,11 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     # the formats priced, as estimate's title says them (Estimate.to_dict's precision_as_run, newc8 #16)
     r |= {"model": model.name, "gpu": dep.gpu.id, "num_gpus": dep.num_gpus, "plan": dep.plan.label(), "backend": dep.backend, "arrival": arrival,
           "precision": dep.precision.label(), "precision_as_run": as_run(dep)}
-    batch, accepted = r.pop("_batch"), r.pop("_accepted")
-    r["intervals"] = _mix_bands(model, dep, r, concurrency, calibration, batch=batch, accepted=accepted, arrival=arrival,  # issue 40
-                                terms=priced_terms(at_mean.deployment.plan, at_mean.eager_decode, osl=r["mean_osl"]))
+    batch, accepted, queue_ms = r.pop("_batch"), r.pop("_accepted"), r.pop("_queue_ms")
+    # looked up at the batch that runs there, as estimate's (running_load: the requests offered above the cap, until leftS)
+    r["intervals"] = _mix_bands(model, dep, r, running_load(concurrency, at_mean.max_batch), calibration, batch=batch, accepted=accepted,
+                                arrival=arrival, terms=priced_terms(at_mean.deployment.plan, at_mean.eager_decode, osl=r["mean_osl"]),
+                                queue_ms=queue_ms)  # issue 40
     # a length of one output token decodes nothing: its TPOT and tok/s/user null, and the mix's where every length is so
     # (serve.metrics.without_decode, as estimate's answer says it)
     r["per_length"] = [without_decode(x) if no_decode(x["osl"]) else x for x in r["per_length"]]
@@ -345,24 +349,25 @@ def mix(model, dep, *, lengths=None, isl_dist=None, osl_dist=None, concurrency: 
     return Mix(model=model.name, deployment=dep, concurrency=concurrency, answer=r)
 
 
-def _mix_bands(m, dep, r: dict, concurrency: int, calibration, *, batch: np.ndarray, accepted: np.ndarray, arrival: str,
-               terms: dict) -> dict:
+def _mix_bands(m, dep, r: dict, running: int, calibration, *, batch: np.ndarray, accepted: np.ndarray, arrival: str,
+               terms: dict, queue_ms: float = 0.0) -> dict:
     """The intervals of a mix's mean TTFT, TPOT and rates (measure.intervals.band), as estimate's at the mix's mean ISL
-    and OSL in the mix's arrival, as the mix is priced: the runs measured fixed lengths, none a mix. `terms`: what estimate
-    priced there (measure.intervals.priced_terms)."""
-    from llm_codesign.measure.intervals import bands, capped, context, table_for
+    and OSL in the mix's arrival, as the mix is priced: the runs measured fixed lengths, none a mix. `running`: the batch
+    that runs there (measure.intervals.running_load); `terms`: what estimate priced there (measure.intervals.priced_terms);
+    `queue_ms`: the mean TTFT's wait for a slot, added to the band as estimate's (measure.intervals.queued)."""
+    from llm_codesign.measure.intervals import bands, capped, context, queued, table_for
 
-    ctx = context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=concurrency, isl=r["mean_isl"], osl=r["mean_osl"],
+    ctx = context(m, dep.gpu, dep.precision, engine=dep.backend, concurrency=running, isl=r["mean_isl"], osl=r["mean_osl"],
                   spec=dep.spec is not None, arrival=arrival, **terms)
     table = table_for(calibration, gpu=dep.gpu)
-    values = {"ttft_ms": r["ttft_ms"]["mean"], "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
+    values = {"ttft_ms": r["ttft_ms"]["mean"] - queue_ms, "tpot_ms": r["tpot_ms"], "tok_s_per_user": r["tok_s_per_user"],
               "output_tok_s_per_gpu": r["output_tok_s_per_gpu"]}
     far, said = _far_lengths(ctx, table, r["per_length"])
     out = bands(values, far, table=table)
     for b in out.values():  # the lengths reasons said of the requests outside the runs, with the mix's mean beside
         b["widened"] = [said.get(w.quantity, lambda w: w)(w) for w in b["widened"]]
     # held within what the GPUs allow at the batches that run, as estimate's (api.estimate), combined as the mix combines its values
-    return capped(out, values, _mix_ideal(m, dep, r["per_length"], batch, accepted))
+    return queued(capped(out, values, _mix_ideal(m, dep, r["per_length"], batch, accepted)), values, queue_ms)
 
 
 def _far_lengths(ctx, table: dict, rows: list[dict]) -> tuple:

@@ -341,10 +341,37 @@ def _signed(x: float, digits: int) -> str:
     return f"{round(x, digits) + 0.0:+.{digits}f}"
 
 
-def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", *, prec: Precision | None = None,
-         proxy_file: str | None = None, gpus: int | None = None, engine: Engine | None = None, slo=None,
-         point: Point | None = None) -> list[Finding]:
-    """The shape's findings at `regime`. R2, R3 and R6 price the shape at the regime's operating point (operating_point:
+def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", **kw) -> list[Finding]:
+    """The shape's findings at `regime` (lint_priced's, without where they were priced)."""
+    return lint_priced(model, gpu, cal, regime, **kw)[0]
+
+
+class Lint(list):
+    """A lint answer: its findings as dicts (a list, what `lint --json` carries as `findings`), and where they were
+    priced (lint_point), the same keys for `lint --json`, POST /api/lint, lc.lint and the page's lint view (fixN5b's left-over:
+    the engine was said only inside R4's message): `engine` (its name; None where the one named runs none of the shape's
+    head sizes and nothing was priced), `priced_at` (the plan's sizes, requests, lengths and source; None where no
+    deployment holds the model) and `caption` (the CLI table's line). `to_dict()` is `lint --json`."""
+
+    def __init__(self, model: ModelSpec, gpu: Gpu, regime: str, findings: list[Finding], point: Point, engine: Engine | None, *,
+                 gpus: int | None = None):
+        super().__init__(f.to_dict() for f in findings)
+        self.model, self.gpu, self.regime = model.name, gpu.id, regime
+        self.engine = None if engine is None else engine.name
+        # the plan as estimate's options name it, on the answer's GPU (`gpu`): the engine may differ from the GPU's own, the GPU not
+        self.priced_at = {"plan": point.plan.label(), "num_gpus": int(np.ravel(point.plan.gpus)[0]), **point.to_dict()} if point.holds else None
+        self.caption = point.caption(gpus)
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "gpu": self.gpu, "regime": self.regime, "engine": self.engine, "priced_at": self.priced_at,
+                "caption": self.caption, "findings": list(self)}
+
+
+def lint_priced(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput", *, prec: Precision | None = None,
+                proxy_file: str | None = None, gpus: int | None = None, engine: Engine | None = None, slo=None,
+                point: Point | None = None) -> tuple[list[Finding], Point, Engine | None]:
+    """The shape's findings at `regime`, the point they were priced at and the engine they were priced on (lint_point;
+    None where the engine named runs none of the shape's head sizes). R2, R3 and R6 price the shape at the regime's operating point (operating_point:
     the deployment design would give it on `gpus` GPUs, None: OPERATING_GPUS, at `slo`, a design.Slo, else the
     regime's), R6 with PP 2, 4 and 8 added to that point's plan within `gpus` (None: OPERATING_GPUS, the point's own
     budget), R7 on TP up to 8 within it. `engine` serves them; None: the GPU vendor's
@@ -383,7 +410,7 @@ def lint(model: ModelSpec, gpu: Gpu, cal: Calibration, regime: str = "throughput
     out += _kv_heads(model, gpu, cal, prec, regime=regime, engine=engine, place=place) if engine is not None else []
     # within a severity: what the reported point pays first, then costs priced on other plans (named in their messages),
     # then findings that cost nothing (newcomer review 4, item 10: R7's TP8 copies ranked first on a DP4xTP1 point)
-    return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], rank_tier(f), -f.cost_pct))
+    return sorted(out, key=lambda f: (-SEVERITY_ORDER[f.severity], rank_tier(f), -f.cost_pct)), point, engine
 
 
 def rank_tier(f: Finding) -> int:

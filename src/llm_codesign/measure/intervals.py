@@ -316,6 +316,13 @@ def priced_terms(plan, eager=None, *, osl: float) -> dict:
     return adp | {"eager": eager.moves, "eager_ttft": eager.ttft_moves, "eager_piecewise": eager.piecewise}
 
 
+def running_load(concurrency, max_batch):
+    """The load a band is looked up at: the batch that runs, min(`concurrency`, `max_batch`), not the requests offered (64
+    requests on 16 slots run as 16, the queue's cohorts ahead priced apart: newc7 #7); None where no load is given. One
+    rule for estimate's bands and mix's (crev12's left-over: mix looked up the concurrency offered, equal below the cap)."""
+    return None if concurrency is None else min(concurrency, max_batch)
+
+
 def adp_holds(engine, adp, concurrency) -> bool:
     """Whether `engine` prices its fitted attention-DP hold at `adp` ranks and `concurrency` requests
     (EngineCosts.adp_hold_steps' condition: Engine.holds_adp_requests, more than one rank and, where it holds only while
@@ -1389,6 +1396,15 @@ def with_queue(own: dict, own_value: float, queue_ms: float, per: dict | None = 
     return {**{k: v for k, v in own.items() if k != "capped"}, **out, "widened": widened, "queue_ms": float(queue_ms),
             "source": f"{own['source']}, for the TTFT once a request runs; its queue at {how}",
             **predictability(out["lo95"], out["hi95"])}
+
+
+def queued(out: dict, values: dict, queue_ms: float) -> dict:
+    """`out`, bands about `values` whose TTFT is the TTFT once a request runs (the quoted TTFT less `queue_ms`, its wait for
+    a slot), with TTFT's band about the TTFT as quoted (with_queue, at TPOT's spread) where there is a queue: one rule for
+    estimate's bands and mix's (a mix above the cap scaled its whole TTFT, queue included, by the runs' spread: leftS)."""
+    if not queue_ms or "ttft_ms" not in out:
+        return out
+    return out | {"ttft_ms": with_queue(out["ttft_ms"], values["ttft_ms"], queue_ms, out.get("tpot_ms"), values.get("tpot_ms"))}
 
 
 def bands(values: dict, ctx: Context, *, table: dict | None = None) -> dict[str, dict]:

@@ -602,6 +602,11 @@ class LintResponse(BaseModel):
     model: str
     gpu: str
     regime: str
+    engine: Optional[str] = Field(description="The engine R2, R3, R6, R7's Helix and R9 were priced on (explore.lint.pricing_engine); "
+                                  "null where the engine named runs none of the shape's head sizes and they priced nothing.")
+    priced_at: Optional[dict[str, Any]] = Field(description="The deployment they were priced at on `gpu`: the plan, its sizes, the "
+                                                "requests, ISL/OSL and its source; null where no deployment holds the model.")
+    caption: str = Field(description="Where they were priced, in words: the line above the CLI's lint table.")
     findings: list[Finding]
 
 
@@ -1031,13 +1036,12 @@ def _pareto(req: ParetoRequest, job: "_Job", *, hub_cache: bool = False) -> dict
 
 def _lint(req: LintRequest, *, hub_cache: bool = False) -> dict:
     import llm_codesign as lc
-    from llm_codesign.explore.lint import RULES
 
     _what_if_named(req)
     m, g = _model(req, hub_cache=hub_cache), _gpu(req.gpu, what_if=req.what_if)
     fs = lc.lint(m, g, regime=req.regime, weight_dtype=req.weight_dtype, activation_dtype=req.activation_dtype, kv_dtype=req.kv_dtype,
                  engine=_engine(g, req.engine) if req.engine else None)
-    return _plain({"model": m.name, "gpu": g.id, "regime": req.regime, "findings": [{**f, "rule_name": RULES[f["rule"]][0]} for f in fs]})
+    return _plain(fs.to_dict())  # lint --json's answer: the engine and point priced at beside the findings (explore.lint.Lint)
 
 
 def _design_inputs(req: DesignRequest, *, hub_cache: bool = False):

@@ -619,7 +619,9 @@ async function runLint(s, req) {
   if (!r.findings.length) { box.replaceChildren(el("div", `no findings for ${modelName(r.model)} on ${r.gpu}`, "hint")); return; }
   // whose findings: the first GPU's only, where several are checked (a B200's beside an MI355X's frontier read as both's)
   const which = req.gpus.length > 1 ? ", the first GPU checked" : "";
-  box.replaceChildren(el("div", `findings for ${modelName(r.model)} on ${r.gpu}${which}, ${s.regime} regime`, "hint"), table("lint-table", [["rule", "t"], ["severity", "t"], ["where", "t"], ["cost %", "n"], ["cost measured as", "t"],
+  // where R2, R3 and R6 were priced and on which engine: the caption the CLI's table prints (explore.lint.Lint)
+  box.replaceChildren(el("div", `findings for ${modelName(r.model)} on ${r.gpu}${which}, ${s.regime} regime`, "hint"),
+    el("div", `${r.caption}.`, "hint"), table("lint-table", [["rule", "t"], ["severity", "t"], ["where", "t"], ["cost %", "n"], ["cost measured as", "t"],
                                            ["finding", "t"], ["fix", "t"]],
     r.findings.map((f) => [`${f.rule} ${f.rule_name}`, f.severity, f.where, lintCost(f), f.measure, f.message, f.fix])));
 }
