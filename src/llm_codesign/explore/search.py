@@ -364,8 +364,11 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
             # vLLM's max-num-seqs = the batch, file_capture), which its Deployment carries (_point): no batch runs eagerly
             at = Serving(gpu=gpu, prec=prec, plan=sub, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget,
                          **{"cuda_graph_max_bs": SEARCH_GRAPHS, **(launch or {})})
-            most = max_running(model, at, isl=isl, osl=osl)
-            held = np.nonzero(batches <= np.max(most))[0]
+            # what each batch runs at once under the cap its file writes (vLLM's max-num-seqs = the batch, which also sizes
+            # its sampler warm-up, memory.activation_bytes): held where some plan of the chunk runs the whole batch
+            capped = file_capture(engine, batches[None, :, None], gpu=gpu, plan=sub, k=ks[None, None, :], launch=launch)
+            most = max_running(model, replace(at, **{k_: v for k_, v in capped.items() if k_ == "max_batch"}), isl=isl, osl=osl)
+            held = np.nonzero(np.any(np.asarray(most) >= batches[None, :, None], axis=(0, 2)))[0]
             at = replace(at, **file_capture(engine, batches[None, held, None], gpu=gpu, plan=sub, k=ks[None, None, :], launch=launch))
             r = evaluate(model, at, cal=cal, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl,
                          prefix_hit=prefix_hit, arrival=arrival)
