@@ -12,8 +12,8 @@ from conftest import cli
 from llm_codesign.cost import memory
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.hardware import get_gpu
-from llm_codesign.spec.registry import get_model
 from llm_codesign.spec.plan import Plan
+from llm_codesign.spec.registry import get_model
 
 
 def _ok(*args):
