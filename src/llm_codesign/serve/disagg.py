@@ -78,16 +78,17 @@ def routing_of(engine, routing: str | None) -> str:
     return routing
 
 
-def _notes(prefill_plan: Plan, prefill_routing: str | None, decode_plan: Plan | None = None) -> list[str]:
+def _notes(prefill: Deployment, prefill_routing: str | None, decode_plan: Plan | None = None, *, isl: int = 0) -> list[str]:
     """What was asked and changes nothing: a routing named for a prefill plan of one attention-DP rank, where every
     request goes to that rank and balanced and random price alike (prefill_pool's queue_s); and a pool whose GPUs are
     tp x attention_dp with TP > 1, SGLang's spelling of what a copied launch meant beside it (spec.plan.attention_dp_note:
-    a pool's GPUs are always read off its plan, newc8 #9)."""
-    out = []
+    a pool's GPUs are always read off its plan, newc8 #9). Then how an `isl`-token prompt's chunks cross the prefill pool's
+    PP stages, as priced (serve.aggregated.pipeline_note, estimate's PP prefill row)."""
+    out, prefill_plan = [], prefill.plan
     if prefill_routing is not None and int(prefill_plan.adp) == 1:
         out.append(f"prefill_routing {prefill_routing}: no effect, the prefill plan {prefill_plan.label()} has no attention-DP ranks")
-    return out + [f"{pool} pool: {note}" for pool, plan in (("prefill", prefill_plan), ("decode", decode_plan))
-                  if plan is not None and (note := attention_dp_note(plan))]
+    return out + [f"{pool} pool: {note}" for pool, note in (("prefill", attention_dp_note(prefill_plan)), ("decode", None if decode_plan is None
+                  else attention_dp_note(decode_plan)), ("prefill", pipeline_note(prefill, isl))) if note]
 
 
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None,
@@ -706,10 +707,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                        **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {}),
                        **({"recv_interval": int(decode_recv_interval)} if decode_recv_interval != 1 else {}),
                        **({"moe_a2a": decode_moe_a2a} if decode_moe_a2a else {})},
-            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]),
-            # how a prompt's chunks cross the prefill pool's PP stages, as estimate says it (its PP prefill row)
-            "notes": _slot_note(rows, r, **held) + _eager_note(rows) + _notes(prefill_plan, prefill_routing, decode_plan)
-            + [f"prefill pool: {note}" for note in [pipeline_note(prefill, isl)] if note],
+            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _slot_note(rows, r, **held) + _eager_note(rows) + _notes(prefill, prefill_routing, decode_plan, isl=isl),
             "rows": rows}
 
 
