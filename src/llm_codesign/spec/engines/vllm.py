@@ -164,8 +164,7 @@ class VLLMEngine(Engine):
         import numpy as np
 
         q = 1.0 + np.asarray(k, float)
-        seqs = np.asarray(max_running, float)
-        seqs = np.where(np.isfinite(seqs), seqs, self.max_batch(gpu))
+        seqs = self.batch_limit(gpu, max_running)  # the launch's max_num_seqs, else the default
         ceiling = 1024.0 if gpu.family == "blackwell" else 512.0
         return np.floor(np.minimum(seqs * q * 2.0, ceiling) / q), True
 
