@@ -22,8 +22,9 @@ USABLE_FRACTION = 0.90
 # memory profiler: non_torch_increase, vllm/v1/worker/gpu_worker.py determine_available_memory).
 # Assumption, no source sizes it: 0.5-1 GB per GPU, more with NCCL's buffers over many ranks.
 CUDA_CONTEXT_BYTES = 0.75e9
-# vLLM's profile run ends with the sampler on min(max_num_seqs, max_num_batched_tokens) rows of logits
-# (gpu_model_runner.profile_run -> _dummy_sampler_run, dummy top-k and top-p so it takes its largest
+# vLLM's profile run ends with the sampler on min(max_num_seqs, max_num_batched_tokens) rows of logits, max_num_seqs the
+# launch's (the default Model Runner V2's _dummy_run and _dummy_sampler_run, v1/worker/gpu/model_runner.py:232, 862,
+# 993-1050@0.33.0 wheel; gpu_model_runner.profile_run -> _dummy_sampler_run before it, dummy top-k and top-p so it takes its largest
 # path): the whole vocabulary on every TP rank (LogitsProcessor gathers the shards) in the model's
 # dtype (2 B), its float32 copy (Sampler, "use float32 for the logits", 4 B) and top-k/top-p's sort
 # into float32 values and int64 indices (apply_top_k_top_p, 4 + 8 B): 18 B per logit.
@@ -211,8 +212,8 @@ def fit(model: ModelSpec, gpu, prec: Precision, sh: Plan, isl, *, osl, max_num_t
     reserve being activations and graphs) and its layers' KV cache with each token's (TensorRT-LLM
     sizes the cache over the target's and the draft's layers, KvCacheCreator cal_max_tokens with
     draft_model_config; vLLM and SGLang give the draft's attention layers their own pages).
-    `max_seqs`: the engine's batch limit sizing vLLM's sampler warm-up (Engine.max_batch; by default
-    vLLM's max_num_seqs on a GPU of >= 70 GiB).
+    `max_seqs`: the batch limit sizing vLLM's sampler warm-up, as the launch states it (Engine.batch_limit: its
+    --max-num-seqs, which every vLLM export writes, else the default max_num_seqs; broadcasting).
     `draft_len`: the draft length each point runs (a search's sweep, broadcasting; spec.k by default):
     where it is 0 speculation is off and no draft is loaded. `engine`: the engine, which decides how it
     shards the draft (draft_weight_bytes_per_gpu). `graph_batch`: the run's largest captured decode batch per rank

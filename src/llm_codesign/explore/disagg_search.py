@@ -14,6 +14,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore.frontier import DisaggPoint, Frontier
 from llm_codesign.explore.search import (
     SEARCH_GRAPHS,
+    file_capture,
     not_searched,
     op_rows,
     plans,
@@ -106,10 +107,14 @@ def _price_units(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     sizes = np.stack(plan.arrays(), axis=1)  # (P, 6): tp, pp, ep, moe_tp, adp, kvp
     adp = sizes[:, 4].astype(float)
     pf = prefill_pool(model, gpu, prec, plan, costs=costs, isl=isl, max_num_tokens=max_num_tokens)
-    dec = decode_pool(model, gpu, prec, plan.take(np.s_[:, None, None]), costs=costs,
+    # the decode workers' batch cap as each point's file writes it (vLLM's max-num-seqs = the batch a rank, explore.search.
+    # file_capture), which sizes their sampler warm-up (memory.activation_bytes) as its import prices it
+    sub = plan.take(np.s_[:, None, None])
+    filed = file_capture(costs.engine, batches[None, :, None], gpu=gpu, plan=sub, k=ks[None, None, :])
+    dec = decode_pool(model, gpu, prec, sub, costs=costs,
                       per_instance=batches[None, :, None] * adp[:, None, None], isl=isl, osl=osl, spec=spec,
                       spec_k=ks[None, None, :] if spec is not None else None, max_num_tokens=max_num_tokens,
-                      cuda_graph_max_bs=SEARCH_GRAPHS)  # captured up to each point's batch, as its export writes (_point)
+                      cuda_graph_max_bs=SEARCH_GRAPHS, max_batch=filed.get("max_batch"))  # captured up to each point's batch, as its export writes (_point)
     tpot = np.broadcast_to(dec["tpot"], (P, B, K))[id_]  # (M, B, K)
     C = batches[None, :, None] * adp[id_, None, None] * ndd[:, None, None]
     base = (pf["t_alone"] - pf["t_idle"])[ip][:, None, None]  # first_token adds the idle extra where an arrival finds the pool idle

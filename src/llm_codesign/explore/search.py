@@ -364,8 +364,7 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
             # vLLM's max-num-seqs = the batch, file_capture), which its Deployment carries (_point): no batch runs eagerly
             at = Serving(gpu=gpu, prec=prec, plan=sub, engine=engine, spec=spec, spec_k=spec_k, max_num_tokens=budget,
                          **{"cuda_graph_max_bs": SEARCH_GRAPHS, **(launch or {})})
-            most = max_running(model, at, isl=isl, osl=osl)
-            held = np.nonzero(batches <= np.max(most))[0]
+            held = _held_batches(model, at, batches=batches, ks=ks, launch=launch, isl=isl, osl=osl)
             at = replace(at, **file_capture(engine, batches[None, held, None], gpu=gpu, plan=sub, k=ks[None, None, :], launch=launch))
             r = evaluate(model, at, cal=cal, concurrency=batches[None, held, None] * np.asarray(sub.adp), isl=isl, osl=osl,
                          prefix_hit=prefix_hit, arrival=arrival)
@@ -391,6 +390,15 @@ def _evaluate_grid(model: ModelSpec, gpu: Gpu, cal: Calibration, space: SearchSp
         for k, v in part.items():
             cols.setdefault(k, []).append(v)
     return {k: np.concatenate(v) for k, v in cols.items()}, total
+
+
+def _held_batches(model: ModelSpec, at: Serving, *, batches, ks, launch: dict | None, isl, osl) -> np.ndarray:
+    """The indices of `batches` some plan of `at`'s chunk runs whole at the cap its file writes (file_capture: vLLM's
+    max-num-seqs = the batch, which also sizes its sampler warm-up, memory.activation_bytes; above its default 1,024 too,
+    Engine.batch_limit): the rest fit none of them and are not priced."""
+    capped = file_capture(at.engine, batches[None, :, None], gpu=at.gpu, plan=at.plan, k=ks[None, None, :], launch=launch)
+    most = max_running(model, replace(at, **{k: v for k, v in capped.items() if k == "max_batch"}), isl=isl, osl=osl)
+    return np.nonzero(np.any(np.asarray(most) >= batches[None, :, None], axis=(0, 2)))[0]
 
 
 def _chunking(size: int, groups: int, workers: int) -> tuple[list[int], int]:

@@ -1297,8 +1297,7 @@ def max_running(model: ModelSpec, at: Serving, *, isl, osl) -> np.ndarray:
     mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k, chunked_prefill=at.chunked_prefill)
     mem, cap, *_ = _running(model, at.gpu, at.prec, plan.broadcast(), np.ones(1), adp=np.asarray(plan.adp, float), engine=at.engine,
                             lengths=(np.asarray(isl, float), np.asarray(osl, float)), mnt=mnt, kv_budget=kv_budget, spec=spec,
-                            draft_len=k, flags=run_flags(None, chunked_prefill=at.chunked_prefill, kv_fraction=at.kv_fraction,
-                                                         cuda_graph_max_bs=at.cuda_graph_max_bs))
+                            draft_len=k, flags=at.flags(None))
     return np.where((mem["free_for_kv"] > 0) & (mnt >= 1), cap, 0.0)  # (evaluate's fits)
 
 
@@ -1316,7 +1315,10 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     isl, osl = lengths
     budget, own, occupancy = kv_budget
     fraction = kv_fraction_of(flags, own)
-    draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.max_batch(gpu),
+    # the batch cap the launch states (vLLM's --max-num-seqs, which also sizes its profile run's sampler warm-up: memory.
+    # activation_bytes), else the engine's own (Engine.batch_limit)
+    stated = flags.max_running_requests
+    draft = {"spec": spec, "draft": draft_model(model, spec) if spec is not None else None, "max_seqs": engine.batch_limit(gpu, stated),
              "draft_len": draft_len, "engine": engine,  # a sweep's k = 0 loads no draft
              # the graph pool the run's capture holds (memory.activation_bytes); a capture padded up to whatever batch runs (a
              # search's, SEARCH_GRAPHS) is its export's, max_batch_size = the rank's requests (export_engines/trtllm.py)
@@ -1324,11 +1326,10 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
                      **draft)
     # sequences that run at once per rank: what is in flight, capped by the KV cache, by the engine's
-    # own batch limit (Engine.max_batch; requests beyond it wait, as beyond the cache) and by the step
-    # token budget where it counts the decodes (Engine.budget_batch: 1 + draft tokens each)
-    bcap = engine.max_batch(gpu, mem["free_for_kv"] / np.maximum(mem["kv_per_token"], 1e-9), model.max_context)
+    # batch limit as the launch states it (Engine.batch_limit; requests beyond it wait, as beyond the cache) and by the
+    # step token budget where it counts the decodes (Engine.budget_batch: 1 + draft tokens each)
+    bcap = engine.batch_limit(gpu, stated, mem["free_for_kv"] / np.maximum(mem["kv_per_token"], 1e-9), model.max_context)
     bcap = np.minimum(bcap, engine.budget_batch(mnt, 0.0 if draft_len is None else draft_len, sh.pp))
-    bcap = np.minimum(bcap, flags.max_running_requests)
     cap = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], bcap), mem["max_seqs_per_rank"])
     running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
     # requests past their first token: engines that admit on less than a request's whole KV footprint
@@ -1388,11 +1389,40 @@ def _prefill_wave(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _
             through)
 
 
+def over_pipeline(n, *, pp, pipelined, through=None):
+    """Stage times n steps take through `pp` pipeline stages: n + pp - 1 where they stream through the stages (`pipelined`:
+    different requests' chunks, or one request's where the engine's scheduler or the deployment's cpp pipelines them,
+    _Rank.pipelined), n x `through` where each step crosses every stage alone (PrefillParts.through: the stages' sum over the
+    slowest stage's step; None: pp, every stage as slow as the slowest). An aggregated rank's prefill and a disaggregated
+    prefill pool's (serve.disagg.prefill_pool) read it alike."""
+    return np.where(pipelined, n + pp - 1.0, n * (pp if through is None else through))
+
+
 def _over_pipeline(r: _Rank, n, through=None):
-    """Stage times n steps take through the rank's pipeline: n + pp - 1 where they stream through its stages, n x
-    `through` where each step crosses every stage alone (PrefillParts.through: the stages' sum over the slowest stage's
-    step; None: pp, every stage as slow as the slowest)."""
-    return np.where(r.pipelined, n + r.pp - 1.0, n * (r.pp if through is None else through))
+    """over_pipeline on the rank's stages and its pipelining."""
+    return over_pipeline(n, pp=r.pp, pipelined=r.pipelined, through=through)
+
+
+def pipeline_note(dep: Deployment, isl: int, *, prefix_hit: float = 0.0) -> str | None:
+    """How one request's prefill chunks cross a pipeline-parallel instance, as priced (over_pipeline, _Rank.pipelined and
+    serve.disagg.prefill_pool's): pipelined over the stages where the deployment states cpp or the engine's scheduler does
+    so by default (Engine.pipelines_request_chunks: SGLang's), else one after another. None without PP, with chunked
+    prefill off, or where the prompt's computed tokens take one chunk."""
+    pp = int(np.asarray(dep.plan.pp).reshape(-1)[0])
+    if pp <= 1 or dep.chunked_prefill is False or (dep.chunked_prefill is None and not dep.engine.chunks_prefill):
+        return None  # prompts scheduled whole
+    chunk = int(np.asarray(dep.rank_step_tokens).reshape(-1)[0])
+    n = int(np.ceil(isl * (1.0 - prefix_hit) / max(chunk, 1)))
+    if n <= 1:
+        return None
+    head = f"one request's {n:,} prefill chunks of {chunk:,} tokens"
+    if dep.engine.pipelines_request_chunks:
+        return (f"{head} pipelined over its {pp} PP stages: {dep.engine.title}'s scheduler does so by default (chunked pipeline "
+                "parallelism, no flag); no bundled run measures it")
+    if dep.cpp:
+        return f"{head} pipelined over its {pp} PP stages, as --cpp states (no {dep.engine.title} launch option runs it)"
+    return (f"{head} cross its {pp} PP stages one after another: {dep.engine.title} pipelines only different requests' "
+            "chunks (SGLang's scheduler pipelines one request's by default)")
 
 
 

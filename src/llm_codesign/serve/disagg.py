@@ -43,6 +43,8 @@ from llm_codesign.serve.aggregated import (
     kv_fraction_of,
     log_moves,
     micro_batches,
+    over_pipeline,
+    pipeline_note,
     prefill_batch,
     prefill_step,
     prompt_budget,
@@ -76,23 +78,26 @@ def routing_of(engine, routing: str | None) -> str:
     return routing
 
 
-def _notes(prefill_plan: Plan, prefill_routing: str | None, decode_plan: Plan | None = None) -> list[str]:
+def _notes(prefill: Deployment, prefill_routing: str | None, decode_plan: Plan | None = None, *, isl: int = 0) -> list[str]:
     """What was asked and changes nothing: a routing named for a prefill plan of one attention-DP rank, where every
     request goes to that rank and balanced and random price alike (prefill_pool's queue_s); and a pool whose GPUs are
     tp x attention_dp with TP > 1, SGLang's spelling of what a copied launch meant beside it (spec.plan.attention_dp_note:
-    a pool's GPUs are always read off its plan, newc8 #9)."""
-    out = []
+    a pool's GPUs are always read off its plan, newc8 #9). Then how an `isl`-token prompt's chunks cross the prefill pool's
+    PP stages, as priced (serve.aggregated.pipeline_note, estimate's PP prefill row)."""
+    out, prefill_plan = [], prefill.plan
     if prefill_routing is not None and int(prefill_plan.adp) == 1:
         out.append(f"prefill_routing {prefill_routing}: no effect, the prefill plan {prefill_plan.label()} has no attention-DP ranks")
-    return out + [f"{pool} pool: {note}" for pool, plan in (("prefill", prefill_plan), ("decode", decode_plan))
-                  if plan is not None and (note := attention_dp_note(plan))]
+    return out + [f"{pool} pool: {note}" for pool, note in (("prefill", attention_dp_note(prefill_plan)), ("decode", None if decode_plan is None
+                  else attention_dp_note(decode_plan)), ("prefill", pipeline_note(prefill, isl))) if note]
 
 
 def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, costs: EngineCosts, isl, max_num_tokens=None,
-                 routing: str | None = None, chunked_prefill: bool | None = None, kv_fraction: float | None = None) -> dict:
+                 routing: str | None = None, chunked_prefill: bool | None = None, kv_fraction: float | None = None, cpp=False) -> dict:
     """One prefill instance (`costs`: its engine's fitted costs and in-step calibration): a lone
     prompt's time (chunks of a rank's step budget, Engine.rank_step_tokens, its MoE carrying that prompt's tokens alone:
-    _lone_prompt_credit; `t_loaded`, the same with a prompt on every attention-DP rank, and `adp`,
+    _lone_prompt_credit; its chunks over the PP stages as an aggregated rank's, serve.aggregated.over_pipeline: pipelined
+    where the engine's scheduler pipelines one request's chunks, Engine.pipelines_request_chunks, or the deployment states
+    `cpp`, else one after another; `t_loaded`, the same with a prompt on every attention-DP rank, and `adp`,
     for shared_steps), the requests per second it serves when loaded (whole steps; each
     attention-DP rank runs its own prompts, pipeline stages overlap different prompts' steps), the
     service time of the queue a request joins (`queue_s`: the instance's, 1 / per_instance,
@@ -111,8 +116,11 @@ def prefill_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cos
     chunk = np.minimum(isl, mnt)
     # one stage's step of a chunk on every attention-DP rank (the step a request arriving under load waits for), and a lone one's
     t_step = prefill_step(model, gpu, prec, sh, costs=costs, tokens=chunk, isl=isl, chunk=chunk, flags=fl)
-    t_loaded = isl / chunk * pp * t_step
-    t_alone = t_loaded - isl / chunk * pp * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
+    # the prompt's chunks' stage times through the stages (SGLang's scheduler pipelines one request's chunks:
+    # srt/managers/scheduler.py:2463-2466@0.5.11, spec.engines.sglang pipelines_request_chunks)
+    span = over_pipeline(isl / chunk, pp=pp, pipelined=np.asarray(cpp) | costs.engine.pipelines_request_chunks)
+    t_loaded = span * t_step
+    t_alone = t_loaded - span * _lone_prompt_credit(model, gpu, prec, sh, costs=costs, chunk=chunk, isl=isl, adp=adp)
     # a lone prompt reaches an idle server: its first chunk's step has no earlier step to launch under, so its host dispatch
     # shows where it outlasts the GPU (prefill_step's `idle`); later chunks launch under the one before (the overlap loop)
     # (every stage's: SGLang's PP stage receives the previous stage's activations with a synchronous recv, sent only after
@@ -186,7 +194,8 @@ def decode_pool(model: ModelSpec, gpu: Gpu, prec: Precision, plan: Plan, *, cost
     t_stage = parts.stage
     fraction = own if kv_fraction is None else kv_fraction
     mem = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=occupancy, budget=budget,
-                     spec=spec, draft=draft_model(model, spec) if spec is not None else None, max_seqs=costs.engine.max_batch(gpu), draft_len=k,
+                     spec=spec, draft=draft_model(model, spec) if spec is not None else None, draft_len=k,
+                     max_seqs=costs.engine.batch_limit(gpu, fl.max_running_requests),  # the workers' cap (vLLM's sampler warm-up)
                      engine=costs.engine)
     # what a rank decodes at once: what its KV cache holds, and no more than its step budget schedules where that counts
     # the decodes (Engine.budget_batch; the rest wait for a slot); a cache that holds none keeps its figure
@@ -480,7 +489,7 @@ def evaluate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
     C, osl = np.asarray(concurrency, float), np.asarray(osl, float)
     gpus = n_p * g_p + n_d * g_d
     p = prefill_pool(model, gpu, prefill.precision, prefill_plan, costs=pcost, isl=isl, max_num_tokens=prefill.max_num_tokens,
-                     routing=prefill_routing, chunked_prefill=prefill.chunked_prefill, kv_fraction=prefill.kv_fraction)
+                     routing=prefill_routing, chunked_prefill=prefill.chunked_prefill, kv_fraction=prefill.kv_fraction, cpp=prefill.cpp)
     pool = dict(costs=dcost, isl=isl, osl=osl, spec=decode.spec, spec_k=spec_k, max_num_tokens=decode.max_num_tokens, piecewise=decode.piecewise_graphs,
                 kv_fraction=decode.kv_fraction, cuda_graph_max_bs=decode_graphs(decode, decode_cuda_graph_max_bs), max_batch=decode_max_batch, together=arrival != "closed_loop")
     d = decode_pool(model, dg, decode.precision, decode_plan, per_instance=C / n_d, **pool)
@@ -698,7 +707,7 @@ def estimate_disagg(model: ModelSpec, prefill: Deployment, decode: Deployment, *
                        **({"max_batch": int(decode_max_batch)} if decode_max_batch is not None else {}),
                        **({"recv_interval": int(decode_recv_interval)} if decode_recv_interval != 1 else {}),
                        **({"moe_a2a": decode_moe_a2a} if decode_moe_a2a else {})},
-            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _slot_note(rows, r, **held) + _eager_note(rows) + _notes(prefill_plan, prefill_routing, decode_plan),
+            "num_gpus": int(np.asarray(r["gpus"]).reshape(-1)[0]), "notes": _slot_note(rows, r, **held) + _eager_note(rows) + _notes(prefill, prefill_routing, decode_plan, isl=isl),
             "rows": rows}
 
 

@@ -22,6 +22,7 @@ from llm_codesign.serve.aggregated import (
     engine_budget,
     op_step_time,
     pdl_per_launch,
+    pipeline_note,
     resource_times,
     seqs_text,
     stage_ranks,
@@ -256,28 +257,6 @@ def chunking_note(dep: Deployment, isl: int) -> str | None:
     past = f"; each {int(isl):,}-token prompt is one: its prefill runs as one {int(isl):,}-token step" if int(isl) > budget else ""
     return ("chunked prefill off (--chunked-prefill-size -1, or any value <= 0): prefill batches of up to "
             f"{budget:,} tokens (--max-prefill-tokens), a longer prompt run whole, alone{past}")
-
-
-def pipeline_note(dep: Deployment, isl: int, *, prefix_hit: float = 0.0) -> str | None:
-    """How one request's prefill chunks cross a pipeline-parallel instance, as priced (serve.aggregated's _Rank.pipelined):
-    pipelined over the stages where the deployment states cpp or the engine's scheduler does so by default
-    (Engine.pipelines_request_chunks: SGLang's), else one after another. None without PP, with chunked prefill off, or
-    where the prompt's computed tokens take one chunk."""
-    pp = int(np.asarray(dep.plan.pp).reshape(-1)[0])
-    if pp <= 1 or dep.chunked_prefill is False or (dep.chunked_prefill is None and not dep.engine.chunks_prefill):
-        return None  # prompts scheduled whole
-    chunk = int(np.asarray(dep.rank_step_tokens).reshape(-1)[0])
-    n = int(np.ceil(isl * (1.0 - prefix_hit) / max(chunk, 1)))
-    if n <= 1:
-        return None
-    head = f"one request's {n:,} prefill chunks of {chunk:,} tokens"
-    if dep.engine.pipelines_request_chunks:
-        return (f"{head} pipelined over its {pp} PP stages: {dep.engine.title}'s scheduler does so by default (chunked pipeline "
-                "parallelism, no flag); no bundled run measures it")
-    if dep.cpp:
-        return f"{head} pipelined over its {pp} PP stages, as --cpp states (no {dep.engine.title} launch option runs it)"
-    return (f"{head} cross its {pp} PP stages one after another: {dep.engine.title} pipelines only different requests' "
-            "chunks (SGLang's scheduler pipelines one request's by default)")
 
 
 def _arrival_text(w) -> str | None:

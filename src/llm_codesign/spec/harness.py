@@ -56,7 +56,8 @@ class SchedulerFlags:
     - max_prefill_tokens: prompt tokens one step admits (SGLang --max-prefill-tokens; the step's
       budget is the smaller of it and the chunk, max_num_tokens).
     - max_running_requests: sequences a rank runs at once (SGLang --max-running-requests, TensorRT-LLM
-      max_batch_size, vLLM --max-num-seqs), below the engine's own limit.
+      max_batch_size, vLLM --max-num-seqs): below the engine's own limit, or in place of it where the engine takes
+      a stated cap so (Engine.batch_limit: vLLM's).
     - cuda_graph_max_bs: the largest decode batch per rank replayed from a CUDA graph (SGLang
       --cuda-graph-max-bs, TensorRT-LLM cuda_graph_config.max_batch_size), every batch up to it padded to a
       captured size (SGLang pads by default; the campaigns' TensorRT-LLM configs set enable_padding or list every

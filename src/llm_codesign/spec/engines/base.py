@@ -364,6 +364,15 @@ class Engine(ABC):
         """The most sequences one engine rank (an attention-DP rank) runs at once by default, whatever
         its KV cache could hold (`kv_tokens`: the tokens it holds; `context_len`: the model's context)."""
 
+    def batch_limit(self, gpu, stated=float("inf"), kv_tokens=None, context_len: int = 0):
+        """The most sequences one rank runs at once under a launch that states `stated` (SchedulerFlags.max_running_requests:
+        TensorRT-LLM max_batch_size, vLLM --max-num-seqs, SGLang --max-running-requests; inf where it states none; arrays
+        broadcast): the stated cap below the engine's own (max_batch), which it does not raise; an engine that takes a stated
+        cap in place of its default says so in its module."""
+        import numpy as np
+
+        return np.minimum(self.max_batch(gpu, kv_tokens, context_len), np.asarray(stated, float))
+
     def rank_step_tokens(self, max_num_tokens, adp):
         """The step budget one attention-DP rank runs when the server is given `max_num_tokens` (arrays broadcast
         with the `adp` ranks): the figure itself, each rank's scheduler taking the server's (TensorRT-LLM's max_num_tokens,

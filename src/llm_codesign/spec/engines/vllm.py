@@ -164,8 +164,7 @@ class VLLMEngine(Engine):
         import numpy as np
 
         q = 1.0 + np.asarray(k, float)
-        seqs = np.asarray(max_running, float)
-        seqs = np.where(np.isfinite(seqs), seqs, self.max_batch(gpu))
+        seqs = self.batch_limit(gpu, max_running)  # the launch's max_num_seqs, else the default
         ceiling = 1024.0 if gpu.family == "blackwell" else 512.0
         return np.floor(np.minimum(seqs * q * 2.0, ceiling) / q), True
 
@@ -177,6 +176,16 @@ class VLLMEngine(Engine):
     def max_batch(self, gpu, kv_tokens=None, context_len: int = 0):
         """max_num_seqs = 1024 on GPUs with >= 70 GiB other than A100, else 256 (EngineArgs.get_batch_defaults)."""
         return 1024.0 if _large_gpu(gpu) else 256.0
+
+    def batch_limit(self, gpu, stated=float("inf"), kv_tokens=None, context_len: int = 0):
+        """A stated --max-num-seqs in place of the default (max_batch), above it too: EngineArgs keeps a given max_num_seqs
+        and defaults only an unset one (_set_default_max_num_seqs_and_batched_tokens_args, engine/arg_utils.py:3164-3181@0.33.0
+        wheel), and SchedulerConfig takes any from 1 up to max_num_batched_tokens, refusing a launch above it
+        (config/scheduler.py:62, 331-336), which budget_batch's bound prices; the KV cache bounds it as every cap."""
+        import numpy as np
+
+        stated = np.asarray(stated, float)
+        return np.where(np.isfinite(stated), stated, self.max_batch(gpu))
 
     def budget_batch(self, max_num_tokens, draft_len, pp):
         """As Engine.budget_batch: Scheduler.schedule takes its running requests in order while token_budget
