@@ -811,6 +811,10 @@ def _wait_rows(add, one, tp, first: dict) -> None:
     add("preempt/recompute", "per token", one(tp.get("evicted_tpot", 0.0)),
         "requests kept in step past the full context's KV count: the evicted ones' wait for the others to finish and their "
         "prompt and output so far prefilled again, over the wave's OSL - 1 tokens (serve.aggregated.in_step_evictions)", scale=1.0)
+    add("first/shared_slots", "first token", one(tp.get("shared_ttft", 0.0)),
+        "requests kept in step past the largest batch the KV cache holds: the engine admits more (their prompts fit) and "
+        "each holds a running slot running / admitted of the time, its first token's wait among them "
+        "(serve.aggregated._in_step_priced)", phase="first token")
     add("first/slot_queue", "first token", one(tp["slot_queue"]),
         "the wait for a slot: requests beyond those the engine admits wait for whole requests to finish", **first)
 
