@@ -830,8 +830,6 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
-    # requests kept in step share the running slots whole (_in_step_priced), a closed loop's only in its decode steps
-    in_step = offline or arrival in IN_STEP
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | engine.pipelines_request_chunks | (running >= pp), (engine, fl), C, adp)
     wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
     # a micro-batch's decodes (k + 1 tokens each), below pp a wave's all in one (micro_batches); ops kept only with_ops
@@ -840,15 +838,14 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
                                         piecewise=at.piecewise_graphs)
     t_stage, ops, t_iter = parts.stage, ops if with_ops else None, parts.iteration(pp, running, together=together)
     t_wait = _first_wait(costs, fl, adp=adp, C=C, arrival=arrival, t_iter=t_iter)
+    closed = arrival == "closed_loop" and not offline  # else in step: the time share whole, _in_step_priced's
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
-                      steps=(t_stage, acc, 1.0 if in_step else time_share, t_wait, t_iter), wave=(wave_tok, t_wave_step, pf_span, wave_through), spec=spec)
+                      steps=(t_stage, acc, time_share if closed else 1.0, t_wait, t_iter), wave=(wave_tok, t_wave_step, pf_span, wave_through), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
-    closed = arrival == "closed_loop" and not offline
     work = partial(_work_cycle, admitted=admitted, osl=osl, t_iter=t_iter, acc=acc)
     q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
-    ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline,
-                                           admitted=admitted)
+    ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline, admitted=admitted)
     life, ttft, behind, fronted = _cycle_bounds(life, ttft, tpot, osl, work=work(t_req_pf) if closed else None, front=None if offline or arrival == "burst" else admitted * costs.ttft_overhead)
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
