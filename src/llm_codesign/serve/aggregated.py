@@ -838,14 +838,14 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
                                         piecewise=at.piecewise_graphs)
     t_stage, ops, t_iter = parts.stage, ops if with_ops else None, parts.iteration(pp, running, together=together)
     t_wait = _first_wait(costs, fl, adp=adp, C=C, arrival=arrival, t_iter=t_iter)
+    closed = arrival == "closed_loop" and not offline  # else in step: the time share whole, _in_step_priced's
     request = partial(_request_times, model, gpu, prec, sh, r=r, costs=costs, arrival=arrival,
-                      steps=(t_stage, acc, time_share, t_wait, t_iter), wave=(wave_tok, t_wave_step, pf_span, wave_through), spec=spec)
+                      steps=(t_stage, acc, time_share if closed else 1.0, t_wait, t_iter), wave=(wave_tok, t_wave_step, pf_span, wave_through), spec=spec)
     # a closed loop's cohort from the slot cycle its throughput uses, in its steps; offline, both take the wave's life (_cohort)
-    closed = arrival == "closed_loop" and not offline
     work = partial(_work_cycle, admitted=admitted, osl=osl, t_iter=t_iter, acc=acc)
     q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
-    ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline)
+    ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline, admitted=admitted)
     life, ttft, behind, fronted = _cycle_bounds(life, ttft, tpot, osl, work=work(t_req_pf) if closed else None, front=None if offline or arrival == "burst" else admitted * costs.ttft_overhead)
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
@@ -867,7 +867,7 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     }
     if with_ops:  # and the sums TTFT and TPOT were made of, as made (serve.estimate.step_rows, a breakdown's rows)
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
-            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "front_queue": fronted, "adp_hold": costs.adp_hold_steps(adp, C) * t_iter, "batch": per_mb, "queued_steps": fl.queued_steps, "evicted_ttft": ev["evicted_ttft"], "evicted_tpot": ev["evicted_tpot"]}}
+            "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "front_queue": fronted, "adp_hold": costs.adp_hold_steps(adp, C) * t_iter, "batch": per_mb, "queued_steps": fl.queued_steps, "evicted_ttft": ev["evicted_ttft"], "evicted_tpot": ev["evicted_tpot"], "shared_ttft": ev["shared_ttft"]}}
     return res
 
 
@@ -1658,7 +1658,7 @@ def in_step_evictions(running, full, *, isl, osl) -> tuple:
     return evicted, recomputed, left, np.minimum((isl + osl) / x - isl, osl)
 
 
-def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool, share=1.0) -> dict:
+def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool, share=1.0, beyond=0.0) -> dict:
     """What a wave's `evictions` (in_step_evictions': evicted P, recomputed R, decode tokens left D, t_fill) add to its
     requests, over a `share` of the run's requests (a burst's wave: 1; in waves and an offline batch the first wave's, 1 /
     rounds: the evictions put the slots out of step). The recompute runs at the wave's prefill rate (`pf_span` over its
@@ -1668,42 +1668,62 @@ def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool,
     so TPOT, the mean over the wave, grows by (P t_re + D t_token) / (running (O - 1)). In waves the survivors' slots send
     their next requests behind the recompute (prepended to the waiting queue), the first token of full / running of them
     t_re later; a burst has no next wave, and its makespan (its life) grows by t_re and the O - t_fill tokens the first
-    evicted has left (an offline batch's by its first wave's share of that). Returns the first token's and TPOT's
-    additions, the life's, and P and R."""
+    evicted has left (an offline batch's by its first wave's share of that). `beyond`: the tokens the admitted past the
+    running recompute (_in_step_priced), at the same rate: t_x, which stalls every request's decode steps (a resumed
+    request's prompt runs in them) and the makespan alike. Returns the first token's and TPOT's additions, the life's,
+    t_x's share, and P and R."""
     evicted, recomputed, left, t_fill = evictions
     n = np.maximum(np.asarray(r.running, float), 1.0)
-    t_re = np.asarray(pf_span, float) * recomputed / np.maximum(n * r.new, 1.0)
+    rate = np.asarray(pf_span, float) / np.maximum(n * r.new, 1.0)
+    t_re, t_x = rate * recomputed, share * rate * beyond
     tpot = share * (evicted * t_re + left * t_token) / n / np.maximum(r.osl - 1.0, 1.0)
     ttft = 0.0 * tpot if burst else share * (n - evicted) / n * t_re
     tail = share * np.where(evicted > 0, t_re + (r.osl - t_fill) * t_token, 0.0)
-    return {"evicted_ttft": ttft, "evicted_tpot": tpot, "evicted_tail": tail, "evicted": evicted + 0.0 * tpot, "recomputed": recomputed + 0.0 * tpot}
+    return {"evicted_ttft": ttft, "evicted_tpot": tpot, "evicted_tail": tail, "beyond": t_x + 0.0 * tpot, "evicted": evicted + 0.0 * tpot,
+            "recomputed": recomputed + 0.0 * tpot}
 
 
-def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCosts, free, times, arrival: str, offline: bool):
+def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCosts, free, times, arrival: str, offline: bool, admitted):
     """evaluate's first token, TPOT and life (`times`: those, the decode iteration, the tokens it accepts, the wave's
-    prefill span) with the evictions of requests kept in step (IN_STEP) past what the rank's `free` KV bytes hold at
+    prefill span) for requests kept in step (IN_STEP, or an offline batch): one account of the running wave and the
+    `admitted` past it. The running (r.running, min(C, cap)) run out of blocks past what the rank's `free` KV bytes hold at
     ISL + OSL where the engine recomputes them (Engine.recomputes_evicted; none where SGLang's ignore-EOS admission
-    reserves every output): in_step_evictions, _evicted_times. Priced at the requests running (r.running, the admitted
-    min(C, cap)): past the cap those still run out of blocks, and the requests waiting for a slot queue behind them
-    (evaluate's slot queue, on top). A burst's evicted decode their rest alone once recomputed, at their batch's step; the life is the slot cycle's in a
-    closed loop, the wave's in a burst or an offline batch. Returns them and _evicted_times' figures."""
+    reserves every output): in_step_evictions, _evicted_times. An engine that admits past the cap (Engine.admission) holds
+    admitted / running requests for each running slot: vLLM takes a waiting request once its prompt's blocks fit
+    (allocate_slots for its new tokens, vllm/v1/core/sched/scheduler.py:423-480@0.11.0), and out of blocks pops the newest
+    running one (:271), frees its blocks and zeroes its computed tokens (:273-276) and prepends it to the waiting queue
+    (:281), where it waits for a slot the others free. Each request so holds a slot running / admitted of the time: its
+    first token, decode and the wave's evicted tail are the running wave's times the time share (the r slots do the same
+    work, so tok/s/GPU is flat past the cap). What they recompute is the wave's own: a burst's wave starts at the admitted
+    (their prompts fit) and is evicted down to the full-context count, K ln(admitted / full) tokens, K ln(admitted /
+    running) of them beyond the running wave's, priced at its prefill rate (_evicted_times' beyond) in the evictions'
+    share: the makespan and every decode step grow by it, so tok/s/GPU falls past the cap. A closed loop (out of step)
+    keeps its time share in its decode steps alone (_decode_times). A burst's evicted decode their rest alone once
+    recomputed, at their batch's step; the life is the slot cycle's in a closed loop and in waves, the wave's in a burst or
+    an offline batch. Returns them and _evicted_times' figures, with the first token's share wait (shared_ttft)."""
     ttft, tpot, life, t_iter, acc, pf_span = times
     engine, fl = r.scheduler
     sh, full, t_token = at.plan.broadcast(), r.running, t_iter / acc
-    if arrival in IN_STEP and engine.recomputes_evicted:
+    in_step, admitted = offline or arrival in IN_STEP, np.asarray(admitted, float)
+    evicts = False
+    if in_step and engine.recomputes_evicted:
         held = full_context_seqs(model, at.prec, at.gpu, sh, at.spec, k=r.k, seq_len=r.isl + r.osl, free=free)
         evicts = (held >= 1.0) & ~(np.asarray(fl.ignore_eos, bool) & engine.reserves_all_ignoring_eos)
         full = np.where(evicts, np.minimum(held, r.running), r.running)
     evictions = in_step_evictions(r.running, full, isl=r.isl, osl=r.osl)
+    beyond = np.where(evicts, in_step_evictions(np.maximum(admitted, r.running), full, isl=r.isl, osl=r.osl)[1] - evictions[1], 0.0)
     one_wave = arrival == "burst" and not offline  # an offline batch is in step in its first batch alone, as waves
     if one_wave and np.any(evictions[0] > 0):
         tail, _, _ = _decode_stage(model, at.gpu, at.prec, sh, costs=costs, b=np.maximum(evictions[0], 1.0), k=r.k, spec=at.spec,
                                    ctx=r.isl + (r.osl + evictions[3]) / 2.0, flags=fl, piecewise=at.piecewise_graphs)
         t_token = np.where(evictions[0] > 0, tail.iteration(r.pp, evictions[0], together=True) / acc, t_token)
     ev = _evicted_times(r, evictions, pf_span=pf_span, t_token=t_token, burst=one_wave,
-                        share=1.0 if one_wave else 1.0 / np.maximum(fl.rounds, 1.0))
-    ttft, tpot = ttft + ev["evicted_ttft"], tpot + ev["evicted_tpot"]
-    life = life + ev["evicted_tail"] if offline or arrival == "burst" else _slot_cycle(ttft, tpot, r.osl)
+                        share=1.0 if one_wave else 1.0 / np.maximum(fl.rounds, 1.0), beyond=beyond)
+    shared = admitted / np.maximum(np.asarray(r.running, float), 1.0) if in_step else 1.0
+    ttft, life = ttft + ev["evicted_ttft"], life + ev["evicted_tail"]
+    ev = ev | {"shared_ttft": (shared - 1.0) * ttft, "evicted_tpot": shared * ev["evicted_tpot"] + ev["beyond"] / np.maximum(r.osl - 1.0, 1.0)}
+    ttft, tpot = shared * ttft, shared * tpot + ev["evicted_tpot"]
+    life = shared * life + ev["beyond"] if offline or arrival == "burst" else _slot_cycle(ttft, tpot, r.osl)
     return ttft, tpot, life, ev
 
 

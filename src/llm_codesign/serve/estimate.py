@@ -790,6 +790,10 @@ def _wait_rows(add, one, tp, first: dict) -> None:
     add("preempt/recompute", "per token", one(tp.get("evicted_tpot", 0.0)),
         "requests kept in step past the full context's KV count: the evicted ones' wait for the others to finish and their "
         "prompt and output so far prefilled again, over the wave's OSL - 1 tokens (serve.aggregated.in_step_evictions)", scale=1.0)
+    add("first/shared_slots", "first token", one(tp.get("shared_ttft", 0.0)),
+        "requests kept in step past the largest batch the KV cache holds: the engine admits more (their prompts fit) and "
+        "each holds a running slot running / admitted of the time, its first token's wait among them "
+        "(serve.aggregated._in_step_priced)", phase="first token")
     add("first/slot_queue", "first token", one(tp["slot_queue"]),
         "the wait for a slot: requests beyond those the engine admits wait for whole requests to finish", **first)
 
@@ -895,10 +899,12 @@ def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) 
     requests kept in step (IN_STEP) past the `whole` sequences of ISL+OSL its cache holds: none of them admits at the
     mean, each admits a request whose prompt's blocks fit and grows it a block at a time. vLLM, out of blocks for a running
     request's next token, preempts the newest running request, frees its blocks and requeues it at the front to recompute
-    its prompt and output so far (v1/core/sched/scheduler.py Scheduler.schedule: `preempted_req = self.running.pop()`,
-    num_computed_tokens = 0, waiting.prepend_request@v0.11); SGLang retracts decoding requests, the fewest outputs and
-    longest prompts first (managers/schedule_batch.py ScheduleBatch.retract_decode, called from the scheduler's
-    update_running_batch when check_decode_mem fails) and raises its new-token ratio. Staggered (closed_loop) a sequence holds
+    its prompt and output so far (vllm/v1/core/sched/scheduler.py:271-281@0.11.0: `preempted_req = self.running.pop()`,
+    num_computed_tokens = 0, waiting.prepend_request); SGLang retracts decoding requests, the fewest outputs and longest
+    prompts first, just enough for the next step, their cache released without inserting it into the radix tree
+    (srt/managers/schedule_batch.py:1751-1827@0.5.7 retract_decode, release_req's is_insert=False), re-queues them at the
+    waiting queue's back and sets its new-token ratio to (decoded + 20 a request) / the batch's max new tokens
+    (scheduler.py:2082-2139@0.5.7). Staggered (closed_loop) a sequence holds
     ISL + OSL/2 on average, the mean sizing's premise; in step all hold ISL + OSL at the wave's end, so past `whole` the
     engine preempts: newc11 #7 (290 Llama-3.1-8B requests, 1024/1024, on an H100: 72.5 GiB at the full context against a
     55.4 GiB pool). Priced where the engine recomputes the evicted (Engine.recomputes_evicted: vLLM, ATOM;
@@ -949,7 +955,8 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
     held = f"the KV cache holds {seqs_text(max_batch, isl, osl, share, whole)}"
     if dep.engine.admission is not None:
         return (f"{held}; {dep.backend} admits requests before their whole KV cache fits and preempts when "
-                "blocks run out, so the admitted requests share the decode slots (longer TPOT)")
+                "blocks run out, so the admitted requests share the decode slots (longer TPOT; kept in step, waves or a burst, "
+                "the first token's too)")
     return f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"
 
 
