@@ -208,23 +208,27 @@ class _Step(NamedTuple):
 
 def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, b: Batch, *, engine: Engine | None) -> _Step:
     dec_tok = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq
-    fa, ff, fq = (_gemm_format(w, prec.activation, gpu, engine) for w in (prec.attn, prec.weight, prec.attn_in))
+    fa, ff = (_gemm_format(w, prec.activation, gpu, engine) for w in (prec.attn, prec.weight))
+    fq = _gemm_format(prec.attn_in, prec.activation, gpu, engine, excluded=prec.attn_in != prec.attn)
     T = dec_tok + np.asarray(b.pf_tokens, float)
     return _Step(model.hidden, dec_tok, T, Tokens(T), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
                  fa, ff, None if engine is None else engine.moe_input_quant_fused(model.architecture), fq=fq)
 
 
-def _gemm_format(weight, activation, gpu: Gpu, engine: Engine | None) -> dict:
+def _gemm_format(weight, activation, gpu: Gpu, engine: Engine | None, *, excluded: bool = False) -> dict:
     """The `_gemm` keywords of a linear whose weights are `weight` on the step's `activation`: its math, the kernel (the
-    engine's where not the kernel tables', DeepGEMM's), and the bytes a value of each operand. A 16-bit linear beside
-    quantised ones (a checkpoint's excluded module: TensorRT-LLM builds it with a QuantConfig of no quant_algo,
-    tensorrt_llm/_torch/models/modeling_utils.py@000a01de DecoderModelForCausalLM.__post_init__; vLLM's
-    UnquantizedLinearMethod where is_layer_skipped) takes the BF16 hidden state as it is: 2 bytes a value, no quantise."""
+    engine's where not the kernel tables', DeepGEMM's), and the bytes a value of each operand. `excluded`: a 16-bit part
+    of the attention a checkpoint leaves beside quantised ones (Precision.attn_in), which the engine builds as an
+    unquantised linear (TensorRT-LLM: a QuantConfig with no quant_algo for each module is_module_excluded_from_quantization
+    names, tensorrt_llm/_torch/models/modeling_utils.py@000a01de DecoderModelForCausalLM.__post_init__; vLLM's
+    UnquantizedLinearMethod where is_layer_skipped): it takes the BF16 hidden state as it is, 2 bytes a value and no
+    quantise. A whole attention left BF16 (Maverick FP8, AMD Quark's MXFP4 R1) keeps the step's activation bytes, as
+    fitted: read as BF16 it moved MI355X's MXFP4 TPOT 9.6 -> 11.8% (docs/modelling-notes.md#attnproj-per-projection)."""
     math = gemm_math(weight, activation, gpu)
     kernel = gemm.gemm_kernel(math, weight.name, fp4_math=gpu.supports("fp4"))
     if engine is not None:
         kernel = engine.gemm_kernel(gpu.family, kernel)
-    a_b = 2.0 if weight.bits >= 16 else activation.bytes_per_value()
+    a_b = 2.0 if excluded and weight.bits >= 16 else activation.bytes_per_value()
     return {"math": math, "a_b": a_b, "w_b": weight.bytes_per_weight(), "kernel": kernel, "weight": weight.name}
 
 
