@@ -199,8 +199,9 @@ def test_a_bf16_q_kv_projection_prices_its_own_roofline():
     2112 x 2 + W 2112 x 7168 x 2 = 31,465,472 B, 3.93 us memory-bound (0.86 us of math). At NVFP4 (the linear format
     fixN5a priced it at): A 0.5625 B a value, W 0.5625 = 9,043,968 B, 1.13 us. q_b (N 128 / 8 x 192 = 3072, K 1536):
     10,027,008 B, 1.25 us BF16; 3,102,720 B, 0.39 us NVFP4. o_proj stays NVFP4 either way."""
-    import numpy as np
     from dataclasses import replace
+
+    import numpy as np
 
     from llm_codesign.cost.calibration import calibration_for
     from llm_codesign.cost.ops import Batch, layer_ops

@@ -10,9 +10,9 @@ import numpy as np
 from llm_codesign.cost import gemm
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.engines.trtllm import GRAPH_MAX_BATCH as TRTLLM_GRAPH_MAX_BATCH
+from llm_codesign.spec.kinds import Attention
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
-from llm_codesign.spec.kinds import Attention
 from llm_codesign.spec.precision import DTYPES, Precision, executable
 
 # Fraction of HBM an engine lets itself use where the caller names none (Engine.kv_budget).
