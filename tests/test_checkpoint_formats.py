@@ -191,6 +191,13 @@ def test_each_attention_projection_holds_its_own_format_a_gpu():
     assert mixer_weight_bytes(mla, m.hidden, flat, 8.0, 1.0) == (21_954_560 + 14_680_064) * 0.5625 == 20_606_976
     diff = weight_bytes_per_gpu(m, p, Plan(tp=8, ep=8)) - weight_bytes_per_gpu(m, flat, Plan(tp=8, ep=8))
     assert float(diff) == pytest.approx(61 * 21_954_560 * 1.4375) and round(float(diff) / 1e9, 2) == 1.93
+    # a precision that leaves the part at the linear format says those same bytes unpriced (q_a and kv_a whole a GPU)
+    from llm_codesign.spec.plan import partial_attn_note
+
+    d = lc.deployment("deepseek-r1-nvfp4", gpu="b200", tp=8, ep=8)
+    assert partial_attn_note(m, replace(d, precision=flat)) == (
+        "the checkpoint keeps kv_a_proj_with_mqa, kv_b_proj, q_a_proj, q_b_proj BF16, priced here in nvfp4: "
+        "1.93 GB of weights a GPU not priced (at TP8)",)
 
 
 def test_a_bf16_q_kv_projection_prices_its_own_roofline():

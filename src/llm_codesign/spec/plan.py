@@ -720,17 +720,20 @@ def launched_checkpoint(model: ModelSpec, prec: Precision, gpu=None) -> ModelSpe
     return get_model(ck) if ck else model
 
 
-# the bytes of one weight of each MLA projection a layer (DeepSeek-V2 sec. 2.1; vLLM deepseek_v2.py DeepseekV2MLAAttention)
-_MLA_PROJ = {"q_a_proj": lambda a, h: h * a.q_lora_rank, "q_b_proj": lambda a, h: a.q_lora_rank * a.heads * a.head_dim,
-             "kv_a_proj_with_mqa": lambda a, h: h * (a.kv_lora_rank + a.rope_dim),
-             "kv_b_proj": lambda a, h: a.kv_lora_rank * a.heads * (a.nope_dim + a.v_head_dim)}
+# the weights of each MLA projection a layer (DeepSeek-V2 sec. 2.1; vLLM deepseek_v2.py DeepseekV2MLAAttention), and
+# whether TP splits them: the down-projections q_a and kv_a are replicated on every rank (spec.kinds MLA.weight_bytes_per_gpu)
+_MLA_PROJ = {"q_a_proj": (lambda a, h: h * a.q_lora_rank, False),
+             "q_b_proj": (lambda a, h: a.q_lora_rank * a.heads * a.head_dim, True),
+             "kv_a_proj_with_mqa": (lambda a, h: h * (a.kv_lora_rank + a.rope_dim), False),
+             "kv_b_proj": (lambda a, h: a.kv_lora_rank * a.heads * (a.nope_dim + a.v_head_dim), True)}
 
 
 def partial_attn_note(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     """Where the launched checkpoint leaves only some attention projections BF16 (ModelSpec.attn_kept_partial:
     nvidia/DeepSeek-R1-NVFP4's q_a/q_b/kv_a/kv_b, o_proj NVFP4): which run at which format where the precision prices
     them so (attn_in_weight: spec.quant.input_projs_kept), else the part priced at the linear format and its weight bytes
-    a GPU not priced, params a layer x (2 - bytes a weight of the format) x MLA layers / TP (fixN5a)."""
+    a GPU not priced, params a GPU (q_b and kv_b split by TP, q_a and kv_a whole) x (2 - bytes a weight of the format) x
+    MLA layers (fixN5a; attnproj: fixN5a split q_a and kv_a too)."""
     p = dep.precision
     kept = launched_checkpoint(model, p, dep.gpu).attn_kept_partial if p.attn_weight is None else ()
     if not kept:
@@ -738,9 +741,9 @@ def partial_attn_note(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     if p.attn_in != p.attn:
         return (f"the checkpoint keeps {', '.join(kept)} {p.attn_in.name.upper()}, priced so; o_proj in {p.attn.name}",)
     mla = [(layer.attn, n) for layer, n in model.groups if isinstance(layer.attn, MLA)]
-    per = sum(n * _MLA_PROJ[k](a, model.hidden) for a, n in mla for k in kept if k in _MLA_PROJ)
     tp = int(np.asarray(dep.plan.tp).reshape(-1)[0])
-    gb = per * (2 - p.weight.bytes_per_weight()) / tp / 1e9
+    per = sum(n * _MLA_PROJ[k][0](a, model.hidden) / (tp if _MLA_PROJ[k][1] else 1) for a, n in mla for k in kept if k in _MLA_PROJ)
+    gb = per * (2 - p.weight.bytes_per_weight()) / 1e9
     return (f"the checkpoint keeps {', '.join(kept)} BF16, priced here in {p.weight.name}: "
             f"{gb:.2f} GB of weights a GPU not priced (at TP{tp})",)
 
