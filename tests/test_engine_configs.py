@@ -158,7 +158,7 @@ def test_sglang_command_line():
 def test_trtllm_extra_llm_api_options_yaml_with_the_model_given():
     imp = read_config(TRTLLM_YAML, "extra_llm_api_options.yaml", model="nvidia/DeepSeek-R1-0528-FP4", gpu=get_gpu("b200"))
     # attention DP: every rank attention TP1 and its own batch of 256; the NVFP4 checkpoint's weights
-    _golden(imp, model="deepseek-r1-nvfp4", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:nvfp4 A:nvfp4 KV:fp8",
+    _golden(imp, model="deepseek-r1-nvfp4", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:nvfp4 q/kv-W:bf16 A:nvfp4 KV:fp8",
             concurrency=2048, step_tokens=8192)
     # its CUDA graphs read (padded up to 256 a rank), not ignored
     assert imp.engine == "trtllm" and imp.ignored == ("moe_config.backend", "print_iter_log")
@@ -188,7 +188,7 @@ def test_trtllm_serve_command_with_its_yaml(tmp_path):
     cmd.write_text("trtllm-serve nvidia/DeepSeek-R1-FP4 --backend pytorch --tp_size 8 --ep_size 8 --max_batch_size 128 "
                    "--max_num_tokens 4096 --kv_cache_free_gpu_memory_fraction 0.9 --extra_llm_api_options extra.yaml\n")
     imp = read_config(cmd.read_text(), str(cmd), gpu=get_gpu("b200"))
-    _golden(imp, model="deepseek-r1-nvfp4", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:nvfp4 A:nvfp4 KV:fp8",
+    _golden(imp, model="deepseek-r1-nvfp4", plan=Plan(1, 1, 8, 1, 8, 1), precision="W:nvfp4 q/kv-W:bf16 A:nvfp4 KV:fp8",
             concurrency=1024, step_tokens=4096)
     assert imp.ignored == () and imp.deployment.kv_fraction == 0.9  # --kv_cache_free_gpu_memory_fraction
 

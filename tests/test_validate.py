@@ -155,7 +155,9 @@ def test_published_single_runs_held_out():
     # with PDL off, not what this row checks): now that figure + ~2 points, branch revfix)
     # (branch fixN5a, newc12 #1: deepseek-r1-nvfp4's attention priced at NVFP4, as the checkpoint's o_proj is, where it was
     # all BF16; its q/kv projections, 6.1 GB a GPU at TP1, said and not priced: max throughput +30.4 / -0.9 -> +41.1 / +4.6)
-    ceiling = {"b200-max-throughput-fp8-kv": 42, "b200-max-throughput-bf16-kv": 16, "h200-max-throughput": 26,
+    # (branch attnproj: those q/kv projections priced BF16 beside its NVFP4 o_proj, as TensorRT-LLM builds them: max
+    # throughput +41.1 / +4.6 -> +37.1 / +2.7, min latency +36.3 -> +38.5, strict +9.9 -> +11.7, relaxed +11.4 -> +13.2)
+    ceiling = {"b200-max-throughput-fp8-kv": 39, "b200-max-throughput-bf16-kv": 16, "h200-max-throughput": 26,
                "b200-min-latency": 44, "b200-strict-mtp3": 18, "b200-relaxed-mtp3": 20, "h200-min-latency": 59, "b200-eagle3": 10}
     for r, p in zip(rows, preds, strict=True):
         m = "output_tok_s_per_gpu" if r["output_tok_s_per_gpu"] else "output_tok_s_per_user"
@@ -183,8 +185,10 @@ def test_mtp_depth_scan_at_one_request_held_out():
     # docs/modelling-notes.md#moe-tile, the serving profile not re-fitted; +47.9-54.1% with the shared expert's NVFP4 quantise
     # and the MTP worker's 25 + 6k kernels, #onestep-inventory; +41.0-47.5% with the early-2025 gate's sigmoid and bias add
     # as kernels of their own, campaigns.toml routing_fusion false, #onereq-hopper; +38.2-44.5% with tok/s/user read as
-    # trtllm-bench's, the prefill in each request's latency, campaigns.toml per_user_with_ctx, #onereq3-per-user)
-    assert all(0.37 <= pk / yk - 1 <= 0.46 for yk, pk in zip(y, p, strict=True))
+    # trtllm-bench's, the prefill in each request's latency, campaigns.toml per_user_with_ctx, #onereq3-per-user; +38.7-45.0%
+    # -> +40.9-47.1% with the checkpoint's q/kv projections priced BF16, as TensorRT-LLM builds them: at one request a BF16
+    # GEMM with no input quantise beside NVFP4's GEMM and its quantise kernel, #attnproj-per-projection)
+    assert all(0.39 <= pk / yk - 1 <= 0.48 for yk, pk in zip(y, p, strict=True))
 
 
 def test_max_num_tokens_column(tmp_path):

@@ -10,12 +10,14 @@ import numpy as np
 from llm_codesign.cost import gemm
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.engines.trtllm import GRAPH_MAX_BATCH as TRTLLM_GRAPH_MAX_BATCH
+from llm_codesign.spec.kinds import Attention
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Plan, SpecDecoding
 from llm_codesign.spec.precision import DTYPES, Precision, executable
 
 # Fraction of HBM an engine lets itself use where the caller names none (Engine.kv_budget).
 USABLE_FRACTION = 0.90
+BF16 = Precision.of("bf16")  # an EAGLE-3 draft layer's formats (draft_weight_bytes_per_gpu)
 # The CUDA context, cuBLAS/NCCL workspaces and other memory outside torch's allocator, which the
 # engines measure at start-up rather than size (TensorRT-LLM's KvCacheCreator: extra_cost, "memory
 # used outside torch (e.g., NCCL and CUDA graphs)", tensorrt_llm/_torch/pyexecutor/_util.py; vLLM's
@@ -42,8 +44,8 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan, *, expert_
     (expert_weight_bytes), per plan."""
     tp, pp, ep, moe_tp, kvp = (np.asarray(x, float) for x in (sh.tp, sh.pp, sh.ep, sh.moe_tp, sh.kvp))
     h = model.hidden
-    wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
-    per_layer = [_layer_weight_bytes(layer, h, wa, wf, (tp, ep, moe_tp, kvp), expert_bytes=expert_bytes) for layer, _ in model.groups]
+    wf = prec.weight.bytes_per_weight()
+    per_layer = [_layer_weight_bytes(layer, h, prec, wf, (tp, ep, moe_tp, kvp), expert_bytes=expert_bytes) for layer, _ in model.groups]
     # embedding on the first stage, LM head on the last (vocab-parallel over TP), kept in BF16
     emb = model.embedding_params * 2.0 / (tp * kvp)
     head = model.lm_head_params * 2.0 / (tp * kvp)
@@ -51,14 +53,23 @@ def weight_bytes_per_gpu(model: ModelSpec, prec: Precision, sh: Plan, *, expert_
     return busiest_stage(model, pp, per_layer) + ends
 
 
-def _layer_weight_bytes(layer, h, wa, wf, shards, *, expert_bytes=None):
-    """One layer's weights on one GPU (`wa`, `wf`: bytes per attention / FFN weight, `expert_bytes` per routed-expert
-    weight where not `wf`'s; `shards`: TP, EP, MoE-TP and Helix degrees as arrays)."""
+def _layer_weight_bytes(layer, h, prec: Precision, wf, shards, *, expert_bytes=None):
+    """One layer's weights on one GPU (`prec`: the attention's formats, mixer_weight_bytes; `wf`, `expert_bytes`: bytes
+    per FFN / routed-expert weight where not `wf`'s; `shards`: TP, EP, MoE-TP and Helix degrees as arrays)."""
     tp, ep, moe_tp, kvp = shards
     # the mixer sharded by TP, replicated across attention-DP and Helix ranks (as each kind holds it:
     # spec.kinds weight_bytes_per_gpu); the FFN split by TP and Helix, experts by EP and MoE-TP
-    return (layer.attn.weight_bytes_per_gpu(h, wa, tp, kvp)
+    return (mixer_weight_bytes(layer.attn, h, prec, tp, kvp)
             + layer.ffn.weight_bytes_per_gpu(h, wf, tp=tp, kvp=kvp, ep=ep, moe_tp=moe_tp, expert_bytes=expert_bytes))
+
+
+def mixer_weight_bytes(mixer, h, prec: Precision, tp, kvp):
+    """A mixer's weights on one GPU at the checkpoint's formats: every projection at its input projections' (prec.attn_in),
+    an attention's output projection moved to prec.attn where the checkpoint stores it otherwise (nvidia/DeepSeek-R1-NVFP4:
+    q_a/q_b/kv_a/kv_b BF16, o_proj NVFP4). The bytes are linear in bytes a weight, so the move is exact."""
+    wi, wo = prec.attn_in.bytes_per_weight(), prec.attn.bytes_per_weight()
+    held = mixer.weight_bytes_per_gpu(h, wi, tp, kvp)
+    return held + mixer.o_bytes_per_gpu(h, wo - wi, tp, kvp) if wi != wo and isinstance(mixer, Attention) else held
 
 
 def expert_weight_bytes(gpu, prec: Precision, engine: Engine | None, ep, *, gated: bool = True):
@@ -171,13 +182,12 @@ def draft_weight_bytes_per_gpu(model: ModelSpec, draft: ModelSpec, method: str, 
         return weight_bytes_per_gpu(draft, prec, replace(sh, pp=np.ones_like(np.asarray(sh.pp, float))))
     layer = draft.groups[0][0]
     if method == "mtp":
-        wa, wf = prec.attn.bytes_per_weight(), prec.weight.bytes_per_weight()
         split = engine is not None and engine.mtp_eh_proj_split(sh.adp)
         eh = 2.0 * h * h * 2.0 / np.where(split, tp, 1.0)
-        return _layer_weight_bytes(layer, h, wa, wf, (tp, ep, moe_tp, kvp)) + eh
+        return _layer_weight_bytes(layer, h, prec, prec.weight.bytes_per_weight(), (tp, ep, moe_tp, kvp)) + eh
     a = layer.attn
     qkv_extra = h * (a.heads * a.head_dim + a.kv_heads * (a.head_dim + a.v_head_dim))  # the second h of the 2h input
-    return (_layer_weight_bytes(layer, h, 2.0, 2.0, (tp, ep, moe_tp, kvp)) + qkv_extra * 2.0 / tp + 3.0 * h * h * 2.0
+    return (_layer_weight_bytes(layer, h, BF16, 2.0, (tp, ep, moe_tp, kvp)) + qkv_extra * 2.0 / tp + 3.0 * h * h * 2.0
             + draft.vocab * h * 2.0 / (tp * kvp))
 
 

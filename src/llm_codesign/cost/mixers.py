@@ -20,7 +20,7 @@ def gqa_ops(a: GQA, P: Site, *, at: _At, s: _Step, b: Batch, prec: Precision) ->
     """GQA's fused QKV projection (and Qwen3.5's cross-head QK norm), then the attention (_attend)."""
     kv_l = np.ceil(a.kv_heads / s.tp)  # KV heads replicate when TP exceeds them
     q_out = a.heads / s.tp * a.head_dim * (2 if a.out_gate else 1)  # plus the output gate
-    ops = [_gemm(P / "qkv", s.M, q_out + kv_l * a.kv_width, s.h, at, **s.fa)]
+    ops = [_gemm(P / "qkv", s.M, q_out + kv_l * a.kv_width, s.h, at, **s.fq)]
     if a.qk_norm_across_heads:  # fp32 sums of squares of Q and K per token, reduced over TP
         ops.append(_comm(P / "qk_norm_all_reduce", "all_reduce", s.T * 2.0 * 4.0, s.tp, at, norm=False))
         # which splits the norm in two: the sums of squares, a pass over Q and K (BF16) before it, and the scaling after,
@@ -119,8 +119,8 @@ def _helix_exchange(core: list[Op], b: Batch, at: _At, P: Site, *, nbytes, kvp) 
 
 def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
     """MLA's low-rank projections, the absorbed decode products and the prefill's up-projection of
-    the latent."""
-    M, h, fa, dec_tok = s.M, s.h, s.fa, s.dec_tok
+    the latent, at the input projections' format (_Step.fq: q_a, q_b, kv_a, kv_b; o_proj's is _attend's)."""
+    M, h, fa, dec_tok = s.M, s.h, s.fq, s.dec_tok
     heads_l = a.heads / s.tp
     ops = []
     latent = a.kv_lora_rank + a.rope_dim
@@ -146,7 +146,7 @@ def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
         ops.append(_elementwise(P / "latent_norms", norm_b, 2.0 if a.q_lora_rank else 1.0, at))
     # decode: weight absorption, attention runs in the latent space (DeepSeek-V2 sec. 2.1.2)
     dec = Tokens(dec_tok)
-    quantised = at.engine is not None and s.fa["weight"] == "fp8_block" and at.engine.mla_bmm_quantised(at.gpu.family)
+    quantised = at.engine is not None and fa["weight"] == "fp8_block" and at.engine.mla_bmm_quantised(at.gpu.family)
     # where the build quantises the products' input (mla_bmm_quant below), fp8_block_scaling_bmm_out is a block-FP8 BMM over
     # the FP8 input and the 1-byte weights: the attention GEMMs' block-FP8 format, its quantise priced once, by that op
     # ("epilogue": the input arrives quantised; gemm.quantise_kernel); elsewhere BF16 maths on BF16 weights
@@ -160,7 +160,7 @@ def _mla_proj(a: MLA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
         q_b = np.asarray(dec_tok, float) * heads_l * (a.nope_dim + a.kv_lora_rank) * (2.0 + 1.0 + 4.0 / 128.0)
         ops.append(_elementwise(P / "mla_bmm_quant", q_b, 2.0, at))
     products = at.engine.dequantised_mla_products(at.gpu.family) if at.engine is not None else ()
-    if products and s.fa["weight"] in ("fp8", "fp8_block"):
+    if products and fa["weight"] in ("fp8", "fp8_block"):
         # a build with no FP8 bmm (SGLang 0.5.2 on ROCm, "TODO(haishaw): add bmm_fp8 to ROCm") runs each absorbed product
         # as torch.bmm(x, w.to(torch.bfloat16) * w_scale) over its per-tensor FP8 copy of kv_b_proj (sglang 0.5.2
         # models/deepseek_v2.py:1377-1399, 1485-1510; requantised per tensor at load, :2545-2551): per product and
@@ -179,7 +179,7 @@ def _dsa_indexer(a: DSA, b: Batch, at: _At, P: Site, *, s: _Step) -> list[Op]:
     projections (replicated on every TP rank, as vLLM and SGLang run them), FP8 scores of every
     query token against every cached index key, and a top-k selection over those scores."""
     gpu, cal = at.gpu, at.cal
-    h, T, M, dec_tok, kvp, fa = s.h, s.T, s.M, s.dec_tok, s.kvp, s.fa
+    h, T, M, dec_tok, kvp, fa = s.h, s.T, s.M, s.dec_tok, s.kvp, s.fq
     hi, di = a.index_heads, a.index_head_dim
     ops = [_gemm(P / "dsa_q", M, hi * di, a.q_lora_rank or h, at, **fa),
            _gemm(P / "dsa_k_weights", M, di + hi, h, at, **fa)]

@@ -22,7 +22,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.cost.pipeline import slowest_stage
 from llm_codesign.spec.engines import AR_NORM_KERNELS, Engine
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.kinds import GQA, DenseFfn, Ffn, Mixer, MoE, NoFfn, NoMixer
+from llm_codesign.spec.kinds import GQA, Attention, DenseFfn, Ffn, Mixer, MoE, NoFfn, NoMixer
 from llm_codesign.spec.model import Layer, ModelSpec
 from llm_codesign.spec.plan import Plan
 from llm_codesign.spec.precision import DTYPES, Precision, executable, gemm_math
@@ -199,26 +199,37 @@ class _Step(NamedTuple):
     adp: object
     ep: object
     moe_tp: object
-    fa: dict  # attention GEMMs: math, activation and weight bytes, kernel, weight format
+    fa: dict  # attention GEMMs (the output projection's; all where fq is fa's): math, activation and weight bytes, kernel, weight format
     ff: dict  # FFN and expert GEMMs
     shared_quant: bool | None = None  # the shared expert's first GEMM's `fused_quant` (Engine.moe_input_quant_fused)
     sf: dict | None = None  # the shared experts' GEMMs where not `ff` (emulated BF16 linears: _shared_emulated)
+    fq: dict | None = None  # the attention's input projections' GEMMs (Precision.attn_in): q/k/v, MLA's q_a, q_b, kv_a, kv_b
 
 
 def _step(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, b: Batch, *, engine: Engine | None) -> _Step:
     dec_tok = np.asarray(b.dec_seqs, float) * b.dec_tokens_per_seq
-    act_b = prec.activation.bytes_per_value()
-    math_attn = gemm_math(prec.attn, prec.activation, gpu)
-    math_ffn = gemm_math(prec.weight, prec.activation, gpu)
-    fp4 = gpu.supports("fp4")
-    kernels = [gemm.gemm_kernel(math_attn, prec.attn.name, fp4_math=fp4), gemm.gemm_kernel(math_ffn, prec.weight.name, fp4_math=fp4)]
-    if engine is not None:  # the kernel the engine runs where it is not the kernel tables' (DeepGEMM's)
-        kernels = [engine.gemm_kernel(gpu.family, k) for k in kernels]
-    fa = {"math": math_attn, "a_b": act_b, "w_b": prec.attn.bytes_per_weight(), "kernel": kernels[0], "weight": prec.attn.name}
-    ff = {"math": math_ffn, "a_b": act_b, "w_b": prec.weight.bytes_per_weight(), "kernel": kernels[1], "weight": prec.weight.name}
+    fa, ff = (_gemm_format(w, prec.activation, gpu, engine) for w in (prec.attn, prec.weight))
+    fq = _gemm_format(prec.attn_in, prec.activation, gpu, engine, excluded=prec.attn_in != prec.attn)
     T = dec_tok + np.asarray(b.pf_tokens, float)
     return _Step(model.hidden, dec_tok, T, Tokens(T), *(np.asarray(x, float) for x in (sh.tp, sh.kvp, sh.adp, sh.ep, sh.moe_tp)),
-                 fa, ff, None if engine is None else engine.moe_input_quant_fused(model.architecture))
+                 fa, ff, None if engine is None else engine.moe_input_quant_fused(model.architecture), fq=fq)
+
+
+def _gemm_format(weight, activation, gpu: Gpu, engine: Engine | None, *, excluded: bool = False) -> dict:
+    """The `_gemm` keywords of a linear whose weights are `weight` on the step's `activation`: its math, the kernel (the
+    engine's where not the kernel tables', DeepGEMM's), and the bytes a value of each operand. `excluded`: a 16-bit part
+    of the attention a checkpoint leaves beside quantised ones (Precision.attn_in), which the engine builds as an
+    unquantised linear (TensorRT-LLM: a QuantConfig with no quant_algo for each module is_module_excluded_from_quantization
+    names, tensorrt_llm/_torch/models/modeling_utils.py@000a01de DecoderModelForCausalLM.__post_init__; vLLM's
+    UnquantizedLinearMethod where is_layer_skipped): it takes the BF16 hidden state as it is, 2 bytes a value and no
+    quantise. A whole attention left BF16 (Maverick FP8, AMD Quark's MXFP4 R1) keeps the step's activation bytes, as
+    fitted: read as BF16 it moved MI355X's MXFP4 TPOT 9.6 -> 11.8% (docs/modelling-notes.md#attnproj-per-projection)."""
+    math = gemm_math(weight, activation, gpu)
+    kernel = gemm.gemm_kernel(math, weight.name, fp4_math=gpu.supports("fp4"))
+    if engine is not None:
+        kernel = engine.gemm_kernel(gpu.family, kernel)
+    a_b = 2.0 if excluded and weight.bits >= 16 else activation.bytes_per_value()
+    return {"math": math, "a_b": a_b, "w_b": weight.bytes_per_weight(), "kernel": kernel, "weight": weight.name}
 
 
 class _Builder(NamedTuple):
@@ -322,8 +333,9 @@ def _emulated_precisions(ffn: Ffn, asked: Precision, run: Precision) -> tuple[Pr
     MoE model's dense-FFN layers are emulated linears, and so are its shared experts (_shared_emulated)."""
     bf16 = DTYPES["bf16"]
     experts = isinstance(ffn, MoE) and asked.weight.name == "nvfp4"
-    held = Precision(bf16 if experts else asked.weight, bf16, asked.kv, asked.attn)
-    gemms = Precision(asked.weight if experts else _bf16_if_fp4(run.weight), bf16, run.kv, _bf16_if_fp4(asked.attn))
+    held = Precision(bf16 if experts else asked.weight, bf16, asked.kv, asked.attn, asked.attn_in_weight)
+    gemms = Precision(asked.weight if experts else _bf16_if_fp4(run.weight), bf16, run.kv, _bf16_if_fp4(asked.attn),
+                      _bf16_if_fp4(asked.attn_in_weight))
     return held, gemms
 
 
@@ -331,12 +343,16 @@ def _mxfp4_dequant(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site, a
     """An emulated MXFP4 layer's dequantisation (Engine.mxfp4_emulation: vLLM's Quark on CDNA3): each forward, one kernel
     a linear (amd-quark's dq_mxfp4; two a half: QKV and output, gate/up and down) reads every MXFP4 weight this GPU holds,
     packed with its E8M0 scales (0.53125 bytes a weight), and writes it in BF16 (2 bytes), which the BF16 GEMM then reads
-    (priced there). The input's quantise-dequantise: _mxfp4_input_qdq."""
-    at_a, at_f = held.attn.name in EMULATED_FP4, held.weight.name in EMULATED_FP4
-    n_attn = a.weight_bytes_per_gpu(s.h, 1.0, s.tp, s.kvp) * (held.attn.bytes_per_weight() + 2.0) if at_a else 0.0
+    (priced there); an attention's input projections and its output each where emulated (Precision.attn_in: a
+    checkpoint's BF16 q/kv run as they are). The input's quantise-dequantise: _mxfp4_input_qdq."""
+    at_in, at_o, at_f = (d.name in EMULATED_FP4 for d in (held.attn_in, held.attn, held.weight))
+    n_o = a.o_bytes_per_gpu(s.h, 1.0, s.tp, s.kvp) if isinstance(a, Attention) else 0.0
+    n_in = a.weight_bytes_per_gpu(s.h, 1.0, s.tp, s.kvp) - n_o
+    n_attn = n_in * (held.attn_in.bytes_per_weight() + 2.0) * at_in + n_o * (held.attn.bytes_per_weight() + 2.0) * at_o
     n_ffn = (f.weight_bytes_per_gpu(s.h, 1.0, tp=s.tp, kvp=s.kvp, ep=s.ep, moe_tp=s.moe_tp, expert_bytes=0.0)
              * (held.weight.bytes_per_weight() + 2.0) if at_f else 0.0)
-    halves = at_a * float(not isinstance(a, NoMixer)) + at_f * float(not isinstance(f, NoFfn))
+    # a kernel a linear: the attention's two (inputs, output) each where emulated, the FFN's two a half
+    halves = (at_in + at_o) / 2.0 * float(not isinstance(a, NoMixer)) + at_f * float(not isinstance(f, NoFfn))
     if s.sf is not None:  # the shared experts' two linears (_shared_emulated), sharded like a dense FFN
         n_ffn = n_ffn + f.mats * s.h * f.shared_inter / (s.tp * s.kvp) * (DTYPES["nvfp4"].bytes_per_weight() + 2.0)
         halves = halves + 1.0
@@ -352,8 +368,9 @@ def _mxfp4_input_qdq(a: Mixer, f: Ffn, held: Precision, s: _Step, *, site: Site,
     shard (O's over TP x Helix's ranks: spec.kinds._o_bytes_per_gpu)
     (a mixer other than GQA, none of which an emulated MXFP4 checkpoint has, read as two linears of h)."""
     width, kernels = 0.0, 0.0
-    if held.attn.name in EMULATED_FP4 and not isinstance(a, NoMixer):
-        width, kernels = s.h + (a.heads * a.v_head_dim / (s.tp * s.kvp) if isinstance(a, GQA) else s.h), 2.0
+    if not isinstance(a, NoMixer):  # the input projections' and the output's, each where emulated (Precision.attn_in)
+        at_in, at_o = held.attn_in.name in EMULATED_FP4, held.attn.name in EMULATED_FP4
+        width, kernels = s.h * at_in + (a.heads * a.v_head_dim / (s.tp * s.kvp) if isinstance(a, GQA) else s.h) * at_o, at_in + at_o
     if held.weight.name in EMULATED_FP4 and not isinstance(f, NoFfn):
         width, kernels = width + s.h + (f.inter / (s.tp * s.kvp) if isinstance(f, DenseFfn) else s.h), kernels + 2.0
     if s.sf is not None:  # the shared experts' gate/up (h) and down (shared_inter / TP) inputs (_shared_emulated)

@@ -179,7 +179,7 @@ def step_floor(model: ModelSpec, prec: Precision, *, tokens, seqs=None, context=
 
     Decode, `tokens` query tokens (verified drafts included) of `seqs` requests (default one token each), each with
     `context` cached tokens (the batch's mean):
-    - weights read once as the memory model holds them (cost.memory.weight_bytes_per_gpu: attention at prec.attn, FFN
+    - weights read once as the memory model holds them (cost.memory.weight_bytes_per_gpu: attention at prec.attn_in / prec.attn, FFN
       and experts at prec.weight, the LM head in BF16 as forward_ops prices it), the input embedding not at all (a
       gather), of the routed experts only those the tokens pick (weights_read's distinct_experts);
     - kv: each request's cache over the keys its mixer reads (Attention.decode_keys: at most a sliding window, a chunk's

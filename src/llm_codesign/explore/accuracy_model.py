@@ -668,8 +668,9 @@ def _as_priced(here: list[dict], precision, model=None) -> tuple[list[dict], str
     `precision`'s (a Precision; a format name checks nothing) is another recipe's score, not this answer's (newc12 #1:
     deepseek-r1-mxfp4 at NVFP4, every projection NVFP4 as no NVFP4 checkpoint of its release exists, quoted
     nvidia/DeepSeek-R1-NVFP4's, which keeps q/kv BF16). A checkpoint the registry does not hold is taken as
-    published. A checkpoint keeping only some attention projections wider (ModelSpec.attn_kept_partial, priced at the
-    linear format) is this answer's recipe where `model` launches it (spec.plan.launched_checkpoint), else another's."""
+    published. A checkpoint keeping only some attention projections wider (ModelSpec.attn_kept_partial: its input
+    projections in Precision.attn_in, or a smaller part at the linear format) is this answer's recipe where the formats
+    match and `model` launches it (spec.plan.launched_checkpoint), else another's."""
     from llm_codesign.spec.plan import launched_checkpoint
     from llm_codesign.spec.registry import registered
 
@@ -678,18 +679,18 @@ def _as_priced(here: list[dict], precision, model=None) -> tuple[list[dict], str
     kept, left = [], []
     for r in here:
         ck = registered(r["checkpoint"])
-        other = ck is not None and (ck.default_precision.attn != precision.attn or (
+        other = ck is not None and (ck.default_precision.attn != precision.attn or ck.default_precision.attn_in != precision.attn_in or (
             ck.attn_kept_partial and model is not None and launched_checkpoint(model, precision).name != ck.name))
         (left if other else kept).append(r)
     if not left:
         return here, ""
     ck = left[0]["checkpoint"]
     attn = registered(ck)
-    attn = (f"{', '.join(attn.attn_kept_partial)} in bf16" if attn.attn_kept_partial and attn.default_precision.attn == precision.attn
-            else f"attention projections in {attn.default_precision.attn.name}")
+    part = attn.attn_kept_partial and attn.default_precision.attn == precision.attn
+    attn = (f"{', '.join(attn.attn_kept_partial)} in bf16" if part else f"attention projections in {attn.default_precision.attn.name}")
     return kept, (f"the drop is the proxy's, not a published recipe's: {ck}'s published {precision.weight.name} scores are "
                   f"of its {attn}, priced here in "
-                  f"{precision.attn.name} (no {precision.weight.name} checkpoint of this model in the registry)")
+                  f"{(precision.attn_in if part else precision.attn).name} (no {precision.weight.name} checkpoint of this model in the registry)")
 
 
 def _provenance(model, fmt: str, ref: str, why: str, tok: dict | None) -> str:

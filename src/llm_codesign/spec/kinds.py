@@ -117,6 +117,11 @@ class Attention(Mixer):
     def tp_heads(self) -> tuple:
         return (self.heads,)
 
+    def o_bytes_per_gpu(self, hidden: int, w_bytes: float, tp, kvp):
+        """The output projection's part of weight_bytes_per_gpu (_o_bytes_per_gpu), for a checkpoint that stores it in
+        another format than the input projections (Precision.attn_in)."""
+        return _o_bytes_per_gpu(self, hidden, w_bytes, tp, kvp)
+
 
 @dataclass(frozen=True, kw_only=True)
 class GQA(Attention):

@@ -460,7 +460,8 @@ class Deployment:
         """Everything needed to rebuild this deployment (`Deployment.from_dict`), in plain types."""
         p, s = self.precision, self.spec
         return {"gpu": self.gpu.id, "num_gpus": int(self.num_gpus), **self.plan.to_dict(), "weight_dtype": p.weight.name, "activation_dtype": p.activation.name,
-                "kv_dtype": p.kv.name, "attn_weight_dtype": p.attn.name, "backend": self.backend,
+                "kv_dtype": p.kv.name, "attn_weight_dtype": p.attn.name,
+                **({"attn_in_weight_dtype": p.attn_in.name} if p.attn_in != p.attn else {}), "backend": self.backend,
                 "spec": s.method if s else None, "draft_len": self.draft_len,
                 "acceptance": s.mean_accepted if s else None, "acceptance_rates": list(s.rates) if s else [],
                 "draft_model": s.draft_model if s else None, "max_num_tokens": self.step_tokens, "cpp": bool(self.cpp),
@@ -477,7 +478,8 @@ class Deployment:
         w = _grouped(get_dtype(d["weight_dtype"], "weight_dtype"), d.get("weight_groups"))
         aw = d.get("attn_weight_dtype")
         prec = Precision(weight=w, activation=get_dtype(d["activation_dtype"], "activation_dtype"), kv=get_dtype(d["kv_dtype"], "kv_dtype"),
-                         attn_weight=get_dtype(aw, "attn_weight_dtype") if aw and aw != w.name else None)
+                         attn_weight=get_dtype(aw, "attn_weight_dtype") if aw and aw != w.name else None,
+                         attn_in_weight=get_dtype(d["attn_in_weight_dtype"], "attn_in_weight_dtype") if d.get("attn_in_weight_dtype") else None)
         spec = None
         if d.get("spec") or d.get("draft_len"):  # half a speculation (a method without a draft length, or the reverse) was none, in silence
             if not d.get("spec"):
@@ -668,11 +670,14 @@ def checkpoint_precision(model: ModelSpec, prec: Precision, gpu=None) -> Precisi
     (release_checkpoint, what export names) where it keeps its attention wider, else AMD Quark's
     (quark_mxfp4). llama-4-maverick at FP8 is Meta's FP8 checkpoint, whose modules_to_not_convert leaves the whole
     self_attn BF16 (spec.quant.attn_excluded); deepseek-r1 at NVFP4 is nvidia/DeepSeek-R1-NVFP4, which leaves only
-    q_a/q_b/kv_a/kv_b BF16 (o_proj NVFP4): its attention stays at the linear format, said by partial_attn_note (fixN5a).
+    q_a/q_b/kv_a/kv_b BF16: those priced BF16, its o_proj NVFP4 (attn_in_weight, said by partial_attn_note).
     A format stated for the attention, or weights in the checkpoint's own format, are kept."""
     if prec.attn_weight is None and prec.weight != model.default_precision.weight and (ck := release_checkpoint(model, prec.weight, gpu)):
-        if (attn := get_model(ck).default_precision.attn_weight) is not None and attn != prec.weight:
+        own = get_model(ck).default_precision
+        if (attn := own.attn_weight) is not None and attn != prec.weight:
             return replace(prec, attn_weight=attn)
+        if own.attn_in != prec.weight:
+            return replace(prec, attn_in_weight=own.attn_in)
     return quark_mxfp4(model, prec, gpu)
 
 
@@ -715,25 +720,30 @@ def launched_checkpoint(model: ModelSpec, prec: Precision, gpu=None) -> ModelSpe
     return get_model(ck) if ck else model
 
 
-# the bytes of one weight of each MLA projection a layer (DeepSeek-V2 sec. 2.1; vLLM deepseek_v2.py DeepseekV2MLAAttention)
-_MLA_PROJ = {"q_a_proj": lambda a, h: h * a.q_lora_rank, "q_b_proj": lambda a, h: a.q_lora_rank * a.heads * a.head_dim,
-             "kv_a_proj_with_mqa": lambda a, h: h * (a.kv_lora_rank + a.rope_dim),
-             "kv_b_proj": lambda a, h: a.kv_lora_rank * a.heads * (a.nope_dim + a.v_head_dim)}
+# the weights of each MLA projection a layer (DeepSeek-V2 sec. 2.1; vLLM deepseek_v2.py DeepseekV2MLAAttention), and
+# whether TP splits them: the down-projections q_a and kv_a are replicated on every rank (spec.kinds MLA.weight_bytes_per_gpu)
+_MLA_PROJ = {"q_a_proj": (lambda a, h: h * a.q_lora_rank, False),
+             "q_b_proj": (lambda a, h: a.q_lora_rank * a.heads * a.head_dim, True),
+             "kv_a_proj_with_mqa": (lambda a, h: h * (a.kv_lora_rank + a.rope_dim), False),
+             "kv_b_proj": (lambda a, h: a.kv_lora_rank * a.heads * (a.nope_dim + a.v_head_dim), True)}
 
 
 def partial_attn_note(model: ModelSpec, dep: Deployment) -> tuple[str, ...]:
     """Where the launched checkpoint leaves only some attention projections BF16 (ModelSpec.attn_kept_partial:
-    nvidia/DeepSeek-R1-NVFP4's q_a/q_b/kv_a/kv_b, o_proj NVFP4), priced at the linear format (one attention format a
-    layer here): the projections and the weight bytes a GPU not priced, params a layer x (2 - bytes a weight of the
-    format: NVFP4 0.5625, 4 bits + an FP8 scale per 16) x MLA layers / TP (fixN5a)."""
+    nvidia/DeepSeek-R1-NVFP4's q_a/q_b/kv_a/kv_b, o_proj NVFP4): which run at which format where the precision prices
+    them so (attn_in_weight: spec.quant.input_projs_kept), else the part priced at the linear format and its weight bytes
+    a GPU not priced, params a GPU (q_b and kv_b split by TP, q_a and kv_a whole) x (2 - bytes a weight of the format) x
+    MLA layers (fixN5a; attnproj: fixN5a split q_a and kv_a too)."""
     p = dep.precision
     kept = launched_checkpoint(model, p, dep.gpu).attn_kept_partial if p.attn_weight is None else ()
     if not kept:
         return ()
+    if p.attn_in != p.attn:
+        return (f"the checkpoint keeps {', '.join(kept)} {p.attn_in.name.upper()}, priced so; o_proj in {p.attn.name}",)
     mla = [(layer.attn, n) for layer, n in model.groups if isinstance(layer.attn, MLA)]
-    per = sum(n * _MLA_PROJ[k](a, model.hidden) for a, n in mla for k in kept if k in _MLA_PROJ)
     tp = int(np.asarray(dep.plan.tp).reshape(-1)[0])
-    gb = per * (2 - p.weight.bytes_per_weight()) / tp / 1e9
+    per = sum(n * _MLA_PROJ[k][0](a, model.hidden) / (tp if _MLA_PROJ[k][1] else 1) for a, n in mla for k in kept if k in _MLA_PROJ)
+    gb = per * (2 - p.weight.bytes_per_weight()) / 1e9
     return (f"the checkpoint keeps {', '.join(kept)} BF16, priced here in {p.weight.name}: "
             f"{gb:.2f} GB of weights a GPU not priced (at TP{tp})",)
 
@@ -749,7 +759,8 @@ def precision_for(model: ModelSpec, weight: str | None = None, activation: str |
             return checkpoint_precision(model, q, gpu)
         # the checkpoint's own format: its activations too unless others are named (gpt-oss's MXFP4 runs W4A16), and its
         # own groups (an AWQ checkpoint's int4 at 4.156 bits, not --weight-dtype int4's 4.5: spec.precision.int_grouped)
-        return replace(p, kv=q.kv) if activation is None else replace(q, weight=p.weight, attn_weight=p.attn_weight)
+        return replace(p, kv=q.kv) if activation is None else replace(q, weight=p.weight, attn_weight=p.attn_weight,
+                                                                      attn_in_weight=p.attn_in_weight)
     if activation:
         p = replace(p, activation=get_dtype(activation, "activation_dtype"))
     if kv:

@@ -131,16 +131,16 @@ def _narrower_activations(w: Dtype, a: Dtype) -> tuple[Dtype, list[str]]:
 
 def _executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
     prec = prec.on(gpu)
-    w, a, attn = prec.weight, prec.activation, prec.attn_weight
+    w, a, attn, attn_in = prec.weight, prec.activation, prec.attn_weight, prec.attn_in_weight
     a, notes = _narrower_activations(w, a)
     has_fp4 = gpu.supports("fp4")
-    for d in {x.name: x for x in (w, a, attn) if x is not None and x.math == "fp4"}.values():
+    for d in {x.name: x for x in (w, a, attn, attn_in) if x is not None and x.math == "fp4"}.values():
         if has_fp4 and d.name not in gpu.fp4_formats and gpu.fp4_formats:
             # FP4 tensor cores of another block format (CDNA4 runs MXFP4, no NVFP4: AMD CDNA4 ISA;
             # AMD publishes MXFP4 re-quantisations, e.g. amd/DeepSeek-R1-MXFP4-Preview)
             alt = DTYPES[gpu.fp4_formats[0]]
             w, a = (alt if x.name == d.name else x for x in (w, a))
-            attn = alt if attn is not None and attn.name == d.name else attn
+            attn, attn_in = (alt if x is not None and x.name == d.name else x for x in (attn, attn_in))
             cores = "matrix cores" if gpu.vendor == "amd" else "tensor cores"  # each vendor's name for them (AMD CDNA4 ISA)
             notes.append(f"{d.name} has no {gpu.name} kernel: priced as {alt.name} (the FP4 format its {cores} run, "
                          "a re-quantised checkpoint)")
@@ -159,7 +159,7 @@ def _executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
         # no FP8 math (Ampere): FP8 checkpoints run weight-only FP8 (vLLM Marlin W8A16 fallback)
         a = DTYPES["bf16"]
         notes.append(f"{gpu.name} has no FP8 math: W8A8 runs as W8A16 (FP8 weights dequantised to BF16, as vLLM's Marlin kernel does)")
-    return Precision(w, a, prec.kv, attn), tuple(notes)
+    return Precision(w, a, prec.kv, attn, attn_in), tuple(notes)
 
 
 def executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
@@ -170,7 +170,7 @@ def executable(prec: "Precision", gpu) -> tuple["Precision", tuple[str, ...]]:
     def plain(d):
         return d if d is None or type(d.name) is str else replace(d, name=str(d.name))
     return _executable_cached(replace(prec, weight=plain(prec.weight), activation=plain(prec.activation), kv=plain(prec.kv),
-                                      attn_weight=plain(prec.attn_weight)), gpu)
+                                      attn_weight=plain(prec.attn_weight), attn_in_weight=plain(prec.attn_in_weight)), gpu)
 
 
 @lru_cache(maxsize=256)
@@ -189,6 +189,9 @@ class Precision:
     activation: Dtype | None
     kv: Dtype
     attn_weight: Dtype | None = None  # attention projections when the checkpoint keeps them wider
+    # the attention's input projections (GQA's q/k/v, MLA's q_a, q_b, kv_a, kv_b) where the checkpoint keeps those alone
+    # wider, its o_proj at `attn` (nvidia/DeepSeek-R1-NVFP4: spec.quant.attn_excluded's part); None: at `attn`
+    attn_in_weight: Dtype | None = None
 
     def __post_init__(self):
         if self.activation is None and self.weight.name != "mxfp4":
@@ -196,7 +199,13 @@ class Precision:
 
     @property
     def attn(self) -> Dtype:
+        """The attention projections' format: all of them, or the output projection where the inputs differ (attn_in)."""
         return self.attn_weight or self.weight
+
+    @property
+    def attn_in(self) -> Dtype:
+        """The attention's input projections' format (q/k/v; MLA's q_a, q_b, kv_a, kv_b)."""
+        return self.attn_in_weight or self.attn
 
     @classmethod
     def of(cls, weight: str = "bf16", activation: str | None = None, kv: str | None = None) -> "Precision":
@@ -225,5 +234,6 @@ class Precision:
         """W:, A: and KV: formats; `moe_activation`: the format the MoE's experts run on where it is not A:'s (AITER's
         switch: cost.ffns.moe_step_activation)."""
         attn = f" attn-W:{self.attn_weight.name}" if self.attn_weight and self.attn_weight != self.weight else ""
+        attn += f" q/kv-W:{self.attn_in.name}" if self.attn_in != self.attn else ""
         moe = f" MoE-A:{moe_activation}" if moe_activation else ""
         return f"W:{self.weight.name}{attn} A:{self.activation.name if self.activation else 'per GPU'}{moe} KV:{self.kv.name}"

@@ -39,12 +39,31 @@ def attn_excluded(names: list[str]) -> tuple[bool, tuple[str, ...]]:
     return (True, ()) if "o_proj" in projs else (False, tuple(sorted(projs)))
 
 
+# the attention's input projections as checkpoints name them: MLA's with a query LoRA (DeepSeek-V3/R1), MLA's without
+# (DeepSeek-V2-Lite), GQA's apart and fused (HF LlamaAttention, Phi-3's qkv_proj): a part naming every one of a layout
+_INPUT_PROJS = ({"q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj"}, {"q_proj", "kv_a_proj_with_mqa", "kv_b_proj"},
+                {"q_proj", "k_proj", "v_proj"}, {"qkv_proj"})
+
+
+def input_projs_kept(part: tuple[str, ...]) -> bool:
+    """Whether an attention part left unquantized (attn_excluded's second value) is all of the input projections of one
+    layout (_INPUT_PROJS), priced BF16 beside an o_proj at the linear format; a smaller part stays at it, said."""
+    return any(layout <= set(part) for layout in _INPUT_PROJS)
+
+
 def _attn_kept(names: list[str], p: Precision) -> Precision:
-    """`p` with BF16 attention projections where the checkpoint leaves the whole attention unquantized (attn_excluded;
-    modelopt exclude_modules, compressed-tensors ignore, fbgemm/mxfp4 modules_to_not_convert, Quark exclude), as each
-    loader skips the layers it names (vLLM is_layer_skipped / should_ignore_layer); a part left unquantized is priced at
-    the linear format, said by spec.plan.partial_attn_note (one attention format a layer here)."""
-    return replace(p, attn_weight=get_dtype("bf16")) if attn_excluded(names)[0] else p
+    """`p` with BF16 attention projections where the checkpoint leaves them unquantized (attn_excluded; modelopt
+    exclude_modules, compressed-tensors ignore, fbgemm/mxfp4 modules_to_not_convert, Quark exclude), as each loader skips
+    the layers it names (vLLM is_layer_skipped / should_ignore_layer; TensorRT-LLM's DecoderModelForCausalLM.__post_init__
+    gives each module is_module_excluded_from_quantization names a QuantConfig with no quant_algo, an unquantized BF16
+    Linear, tensorrt_llm/_torch/models/modeling_utils.py@000a01de "2. skip quant for modules in
+    QuantConfig.exclude_modules"): the whole attention (attn_weight), or its input projections alone where the part names
+    all of them (attn_in_weight: nvidia/DeepSeek-R1-NVFP4's q_a/q_b/kv_a/kv_b BF16, o_proj NVFP4). A smaller part is
+    priced at the linear format, said by spec.plan.partial_attn_note."""
+    whole, part = attn_excluded(names)
+    if whole:
+        return replace(p, attn_weight=get_dtype("bf16"))
+    return replace(p, attn_in_weight=get_dtype("bf16")) if input_projs_kept(part) else p
 
 
 def excluded_modules(cfg: dict, quant: dict | None) -> list[str]:
