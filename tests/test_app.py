@@ -559,8 +559,8 @@ def test_disagg_answers_the_lines_under_the_clis_table_and_the_front_end(client)
      "draft_model: '/etc/passwd.json' is not valid; a bundled model"),
     ("/api/estimate", {"spec": "eagle3", "acceptance": 2, "draft_model": "llama-3.1-8b"}, "draft_model",
      "draft_model: 'llama-3.1-8b' is not valid; the EAGLE-3 head's Hugging Face repository with spec eagle3"),
-    ("/api/estimate", {"spec": "mtp", "acceptance": 1.5, "draft_model": "llama-3.1-8b"}, "draft_model",
-     "draft_model: 'llama-3.1-8b' is not valid; left out with --spec mtp (MTP drafts with the model's own module"),
+    ("/api/estimate", {"draft_model": "llama-3.1-8b"}, "draft_model",
+     "draft_model: 'llama-3.1-8b' is not valid; used with --spec draft or eagle3 (without --spec nothing is drafted)"),
     ("/api/estimate", {"acceptance_rates": [0.5, 1.5]}, "acceptance_rates.1", "acceptance_rates.1: 1.5 is not valid; a number from 0 to 1"),
 ])
 def test_a_bad_plan_or_speculation_is_422_naming_the_field(client, path, body, field, text):

@@ -86,6 +86,9 @@ def test_the_page_refuses_a_drafter_with_ngram_in_the_clis_line(client):
     r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h100", "engine": "vllm", "spec": "ngram",
                                            "acceptance": 2, "draft_model": "llama-3.2-1b", "concurrency": 4})
     assert r.status_code == 422 and r.json() == {"error": line, "field": "draft_model"}
+    # without a method nothing drafts: refused on both (the CLI dropped it without a word)
+    code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--draft-model", "llama-3.2-1b", "--concurrency", "4")
+    assert code == 2 and "draft_model: 'llama-3.2-1b' is not valid; used with --spec draft or eagle3" in " ".join(err.split())
 
 
 @pytest.mark.parametrize("body,field,words", [

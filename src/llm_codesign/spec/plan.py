@@ -903,16 +903,15 @@ def acceptance_hint(method: str) -> str:
 
 
 # why a drafter named with a method that runs none is refused: the one rule of the CLI's --draft-model, the page's
-# draft_model and lc's (spec_decoding, SpecDecoding)
+# draft_model, lc's and import's (spec_decoding, SpecDecoding). MTP's is not refused: it names the module's checkpoint where
+# an engine loads it apart (SGLang's NEXTN with --speculative-draft-model-path, as DeepSeek-R1's launches set it)
 NO_DRAFTER = {None: "used with --spec draft or eagle3 (without --spec nothing is drafted)",
-              "mtp": "left out with --spec mtp (MTP drafts with the model's own module; a separate draft model is --spec draft, an "
-                     "EAGLE-3 head's repository --spec eagle3)",
               "ngram": "left out with --spec ngram (prompt lookup drafts from the request's own tokens; no draft model runs)"}
 
 
 def check_draft_model(method: str | None, draft_model: str | None) -> None:
     """Refuses a drafter with a method that runs none (NO_DRAFTER), in one line naming draft_model."""
-    if draft_model and method in (None, "none", "mtp", "ngram"):
+    if draft_model and method in (None, "none", "ngram"):
         raise InputError("draft_model", draft_model, NO_DRAFTER[None if method == "none" else method])
 
 
