@@ -96,6 +96,7 @@ def test_the_page_refuses_a_drafter_with_ngram_in_the_clis_line(client):
     ({"prefix_hit": 1.5}, "prefix_hit", "prefix_hit: 1.5 is not valid; a number from 0 up to (not including) 1"),
     ({"spec": "eagle3", "draft_len": 40, "acceptance": 2}, "draft_len", "draft_len: 40 is not valid; an integer from 1 to 16"),
     ({"acceptance_rates": [0.5, 1.5]}, "acceptance_rates.1", "acceptance_rates.1: 1.5 is not valid; a number from 0 to 1"),
+    ({"gpu_hour_price": -1}, "gpu_hour_price", "gpu_hour_price: -1 is not valid; a number above 0, or bundled"),
 ])
 def test_the_page_says_a_range_as_the_cli_does(client, body, field, words):
     r = client.post("/api/estimate", json={"model": "llama-3.1-8b", "gpu": "h100", **body})

@@ -1182,13 +1182,16 @@ def _annotation_at(model, loc: list[str]):
 def _range_words(model, loc: list[str], err: dict) -> str | None:
     """The range the field at `loc` takes, in the CLI's words: `an integer from 1 to 1,048,576`, `a number from 0 up to
     (not including) 1`; from its annotation's constraints, through Optional and Annotated layers (Int, Float, a list's
-    Annotated item), else the bound pydantic names alone. None where the field takes no number."""
+    Annotated item), else the bound pydantic names alone, and any word it takes instead (`, or bundled`). None where the
+    field takes no number."""
     ann, meta = _annotation_at(model, loc) if model is not None else (None, [])
-    bounds, kinds, todo = {}, set(), [ann, *meta]
+    bounds, kinds, words, todo = {}, set(), [], [ann, *meta]
     while todo:
         a = todo.pop()
         if a is int or a is float:
             kinds.add(a)
+        elif typing.get_origin(a) is Literal:  # a word the field takes besides the number (gpu_hour_price's `bundled`)
+            words += [str(x) for x in typing.get_args(a)]
         elif typing.get_origin(a) is Annotated:
             todo += typing.get_args(a)
         elif typing.get_origin(a) in (Union, types.UnionType):
@@ -1209,7 +1212,7 @@ def _range_words(model, loc: list[str], err: dict) -> str | None:
         hi = f"of at most {fmt(bounds['le'])}" if "le" in bounds else f"below {fmt(bounds['lt'])}"
     elif not hi and "ge" in bounds:
         lo = f"of at least {fmt(bounds['ge'])}"
-    return f"{'an integer' if whole else 'a number'} {lo} {hi}".strip()
+    return f"{'an integer' if whole else 'a number'} {lo} {hi}".strip() + "".join(f", or {w}" for w in words)
 
 
 def _names(model) -> dict[str, str]:
