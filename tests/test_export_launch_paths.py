@@ -71,11 +71,12 @@ def test_dynamo_writes_the_decode_capture_cap_and_both_pools_chunking(tmp_path, 
 
 def test_vllm_with_chunking_off_is_written_read_back_and_priced_whole(tmp_path):
     # V1 honours --no-enable-chunked-prefill (scheduler.py:1335-1344@0.33.0): prompts whole, the context capped at the
-    # step budget (8,192 on H200) as SchedulerConfig.verify_max_model_len requires
+    # step budget (8,192 on H200) as SchedulerConfig.verify_max_model_len requires, and written for the workload's 4,256
+    # tokens rounded up to a multiple of 1,024 (fixB13: explore.export_engines.vllm.model_len)
     args = ["llama-3.1-8b", "--gpu", "h200", "--tp", "1", "--isl", "4000", "--osl", "256", "--concurrency", "8", "--backend", "vllm"]
     e = _json("export", *args, "--no-chunked-prefill", "-o", str(tmp_path / "v.yaml"))
     text = (tmp_path / "v.yaml").read_text()
-    assert "enable-chunked-prefill: false" in text and "max-model-len: 8192" in text and "max-num-batched-tokens: 8192" in text
+    assert "enable-chunked-prefill: false" in text and "max-model-len: 5120" in text and "max-num-batched-tokens: 8192" in text
     est = _json("estimate", *args, "--no-chunked-prefill")
     assert e["predicted"] == pytest.approx({k: est[k] for k in KEYS}, rel=1e-9)
     back = _json("import", str(tmp_path / "v.yaml"))
@@ -168,7 +169,7 @@ def test_the_pages_vllm_export_without_chunking_is_written_and_imports_at_its_he
 
     x = _estimate(EstimateRequest(model="llama-3.1-8b", gpu="h200", backend="vllm", tp=1, isl=4000, osl=256, concurrency=8,
                                   chunked_prefill=False, export=True))["export"]
-    assert "enable-chunked-prefill: false" in x["text"] and "max-model-len: 8192" in x["text"]
+    assert "enable-chunked-prefill: false" in x["text"] and "max-model-len: 5120" in x["text"]
     assert round(x["predicted"]["ttft_ms"], 1) == 210.2
     (tmp_path / "p.yaml").write_text(x["text"])
     assert _back(tmp_path / "p.yaml") == pytest.approx(x["predicted"], rel=1e-9)

@@ -1361,3 +1361,15 @@ def test_the_disaggregated_form_takes_piecewise_decode_graphs(page, server):
     notes = page.eval_on_selector_all(".disagg-note", "ns => ns.map(n => n.textContent)")
     assert any(n.startswith("Piecewise CUDA graphs: ") for n in notes), notes
     assert _fragment(page)["p_decode_graphs"] == "piecewise" and not page.errors
+
+
+def test_a_points_capture_of_0_fills_the_pricing_form_as_0(page, server):
+    # a point priced eager (cuda_graph_max_bs 0) fills the form with its 0, not the engine's default: `|| ""` read 0 as
+    # unset (review fixB13 #2); a point with no capture of its own leaves the field empty
+    page.goto(server + "/")
+    _ready(page)
+    d = {"instance_gpus": 1, "tp": 1, "pp": 1, "ep": 1, "attention_dp": 1, "kvp": 1, "concurrency_per_instance": 8,
+         "weight_dtype": "bf16", "kv_dtype": "bf16"}
+    fill = "(d) => { fillPrice(d, 'h200'); return document.getElementById('p_cuda_graph_max_bs').value; }"
+    assert page.evaluate(fill, {**d, "cuda_graph_max_bs": 0}) == "0"
+    assert page.evaluate(fill, d) == ""

@@ -25,9 +25,29 @@ from llm_codesign.cli.common import (
 )
 from llm_codesign.errors import InputError
 from llm_codesign.explore.compare import MAX_COMBINATIONS, accuracy_compared  # noqa: F401 (compare's names, where they were)
+from llm_codesign.measure.intervals import Widening
 from llm_codesign.render.accuracy import drop_pct
 from llm_codesign.spec.engines import get_engine
 from llm_codesign.spec.plan import MAX_GPUS
+
+
+def said_once(reasons: list) -> list:
+    """One GPU's widening reasons over its rows, each said once: a reason whose parts (its `what`, "; "-joined as
+    measure.intervals joins the kernel tables a question lacks) another of the same term and note holds too is left out.
+    An MI300X's BF16 row lacks the GEMM and attention tables, its other row the attention table alone: "no attention
+    kernel table on CDNA3" was said twice for the one GPU (review fixB13 #5). Reasons without their fields (text): by text."""
+    def key(w):
+        return (w.kind, w.quantity, w.span, w.factors, w.levels, w.note) if isinstance(w, Widening) else str(w)
+
+    def parts(w):
+        return set(w.what.split("; ")) if isinstance(w, Widening) else {str(w)}
+
+    out = []
+    for i, w in enumerate(reasons):
+        held = [v for j, v in enumerate(reasons) if j != i and key(v) == key(w) and parts(w) <= parts(v)]
+        if not any(parts(w) < parts(v) or str(v) == str(w) and v in out for v in held):
+            out.append(w)
+    return out
 
 
 def _accuracy_cell(c: dict) -> str:
@@ -222,10 +242,14 @@ def compare(
     con.print(GRAPHS_NOTE, highlight=False)
     # the GPUs whose interval is widened beyond the runs it came from (an H200 row has no serving run of its family):
     # pareto and estimate said so, compare did not, beside a B200 row whose band had no such stretch
-    beyond: dict[str, list[str]] = {}
+    own: dict[str, list] = {}  # each GPU's (or model on a GPU's) reasons, in the rows' order
     for r in rows:
-        for why in ((r["best"] or {}).get("intervals", {}).get("output_tok_s_per_gpu", {}).get("widened") or []):
-            beyond.setdefault(why, []).append(r["gpu"] if one_gpu or len({x["model"] for x in rows}) == 1 else f"{r['model']} on {r['gpu']}")
+        at = r["gpu"] if one_gpu or len({x["model"] for x in rows}) == 1 else f"{r['model']} on {r['gpu']}"
+        own.setdefault(at, []).extend((r["best"] or {}).get("intervals", {}).get("output_tok_s_per_gpu", {}).get("widened") or [])
+    beyond: dict[str, list[str]] = {}
+    for at, reasons in own.items():
+        for why in said_once(reasons):
+            beyond.setdefault(why, []).append(at)
     ran = {}
     for r in rows:
         for note in (r["precision_notes"] if r["best"] else ()):  # a row refused has no price to say how it ran

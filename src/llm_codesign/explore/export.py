@@ -257,7 +257,9 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
     model, said = launched(model, dep, engine)
     head += said
     engine_runs(model, dep)
-    opts = x.options(model, dep, concurrency)
+    work = extra or {}  # the longest request the launch admits set for the workload's (Exporter.with_context)
+    tokens = int(work["isl"]) + int(work["osl"]) if work.get("isl") and work.get("osl") else None
+    opts = x.with_context(x.options(model, dep, concurrency), model, dep, tokens)
     if engine == "trtllm" and (extra or {}).get("isl", 0) > dep.step_tokens:  # such a prompt runs only chunked (prompt_budget)
         opts["enable_chunked_prefill"] = True
     _whole_requests(model, dep, extra)

@@ -302,7 +302,8 @@ def _decode_stage(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, cost
         if spec is not None and np.any(miss) else 0.0
     n = launches(ops) + n_draft / pp
     host = decode_launch_host(n, launches(_collectives(ops)), ranks)
-    # the draft passes' kernels hide the host's launches as the target's do; prompt lookup's host time (ngram) hides none
+    # the draft passes' kernels hide the host's launches as the target's do; prompt lookup's time (ngram: SGLang's host match,
+    # vLLM's two-kernel GPU scan, ngram_propose_time / ngram_scan_time) is counted as hiding none
     on_gpu = spec is not None and spec.on_gpu
     kernels = parts.kernels + (parts.draft if on_gpu else 0.0)
     eager = _eager_decode(b, flags, default=own, host=host, kernels=kernels)

@@ -298,7 +298,8 @@ def get_gpu(name_or_path: str) -> Gpu:
 
 
 # what-if key (the page's form, the API's what_if, a GPU file with `base`) -> (GPU TOML field, the key's unit in the
-# TOML's, the unit's name)
+# TOML's, the unit's name). memory_gb is the driver's memory in GB of 1e9 bytes (the TOML's memory_bytes), not the GiB
+# `gpus` prints: the H200's 140.4 GiB is memory_gb 150.75 (docs/howto/compare-gpus.md)
 WHAT_IF_FIELDS = {
     "hbm_tb_s": ("hbm_bandwidth_bytes_per_s", 1e12, "TB/s"), "memory_gb": ("memory_bytes", 1e9, "GB"),
     "bf16_tflops": ("peak_flops.bf16", 1e12, "TFLOP/s"), "fp8_tflops": ("peak_flops.fp8", 1e12, "TFLOP/s"),

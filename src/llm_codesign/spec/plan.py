@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field, replace
+from inspect import signature
 from numbers import Real
 
 import numpy as np
@@ -258,7 +259,8 @@ def _group_words(model: ModelSpec, heads: int) -> dict:
 
 
 # the drafters priced: a model's MTP module, an EAGLE-3 head, a separate draft model, and prompt lookup (n-gram: drafts matched
-# in the request's own tokens on the host, no draft forward pass; serve.aggregated.ngram_propose_time)
+# in the request's own tokens, no draft forward pass: on the host between steps in SGLang, serve.aggregated.ngram_propose_time;
+# in two small GPU kernels of the step in vLLM 0.33's default runner, ngram_scan_time, spec.engines.vllm ngram_gpu_scan)
 SPEC_METHODS = ("mtp", "eagle3", "draft", "ngram")
 
 
@@ -288,9 +290,7 @@ class SpecDecoding:
                      what=f"a mean accepted length between 1 and k+1 = {self.k + 1}")
         if any(not (isinstance(r, Real) and not isinstance(r, bool) and 0.0 <= r <= 1.0) for r in self.rates):
             raise InputError("acceptance_rates", self.rates, "probabilities between 0 and 1")
-        if self.method == "ngram" and self.draft_model:
-            raise InputError("draft_model", self.draft_model, "left out with --spec ngram (prompt lookup drafts from the request's "
-                                                              "own tokens; no draft model runs)")
+        check_draft_model(self.method, self.draft_model)
 
     @property
     def on_gpu(self) -> bool:
@@ -366,7 +366,7 @@ class Deployment:
     # the largest decode batch per rank its CUDA graphs capture, every batch up to it padded to a captured one (SGLang
     # --cuda-graph-max-bs, TensorRT-LLM cuda_graph_config max_batch_size with enable_padding); 0: none captured, every decode
     # step eager (TensorRT-LLM `cuda_graph_config: null`, SGLang --disable-cuda-graph, vLLM --enforce-eager: what `import` reads;
-    # estimate's and disagg's capture flags take 0 too, the web form 1 and up); None: the engine's default capture (Engine.graphs_default:
+    # estimate's and disagg's capture flags, the page's field and lc.deployment take 0 too); None: the engine's default capture (Engine.graphs_default:
     # TensorRT-LLM's LLM API stops at 128 and skips 33-63 and 65-127; SGLang's by GPU memory and TP, vLLM's by max_num_seqs)
     cuda_graph_max_bs: int | None = None
     # whether its decode graphs are vLLM's pieces between the attention ops rather than one full graph (cudagraph_mode
@@ -913,6 +913,19 @@ def acceptance_hint(method: str) -> str:
             "--acceptance-rates 0.85")
 
 
+# why a drafter named with a method that runs none is refused: the one rule of the CLI's --draft-model, the page's
+# draft_model, lc's and import's (spec_decoding, SpecDecoding). MTP's is not refused: it names the module's checkpoint where
+# an engine loads it apart (SGLang's NEXTN with --speculative-draft-model-path, as DeepSeek-R1's launches set it)
+NO_DRAFTER = {None: "used with --spec draft or eagle3 (without --spec nothing is drafted)",
+              "ngram": "left out with --spec ngram (prompt lookup drafts from the request's own tokens; no draft model runs)"}
+
+
+def check_draft_model(method: str | None, draft_model: str | None) -> None:
+    """Refuses a drafter with a method that runs none (NO_DRAFTER), in one line naming draft_model."""
+    if draft_model and method in (None, "none", "ngram"):
+        raise InputError("draft_model", draft_model, NO_DRAFTER[None if method == "none" else method])
+
+
 def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptance: float | None = None,
                   acceptance_rates: str | tuple | None = None, draft_model: str | None = None, model=None) -> SpecDecoding | None:
     """SpecDecoding from loose options (None when `method` is None or "none"); rates as "0.8,0.6" or a tuple. With no
@@ -920,6 +933,7 @@ def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptanc
     published position kept (a search's other draft lengths read them: SpecDecoding.at), as many draft tokens as
     `draft_len` says, else MTP's one (the one module DeepSeek ships) and EAGLE-3's three; positions
     past the published ones held at the last."""
+    check_draft_model(method, draft_model)
     if method is None or method == "none":
         if acceptance is not None or acceptance_rates:
             raise InputError("spec", method, f"--spec {'|'.join(SPEC_METHODS)} when --acceptance or --acceptance-rates is given")
@@ -1036,14 +1050,21 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
                engine: str | None = None, spec: str | SpecDecoding | None = None, draft_len: int | None = None,
                acceptance: float | None = None, acceptance_rates: str | tuple | None = None, draft_model: str | None = None,
                max_num_tokens: int | None = None, cpp: bool = False, backend: str | None = None, max_batch: int | None = None,
-               chunked_prefill: bool | None = None) -> Deployment:
+               chunked_prefill: bool | None = None, kv_fraction: float | None = None, cuda_graph_max_bs: int | None = None,
+               piecewise_graphs: bool = False, **unknown) -> Deployment:
     """A Deployment from loose options, filled in as the engines do: TP takes the GPUs the other sizes
     leave, MoE TP what EP and PP leave of the attention side's GPUs; with attention DP over TP > 1 and no `num_gpus`, the
     GPUs are tp x attention_dp, said in `plan_note` (attention_dp_note: SGLang's --tp counts every GPU); precision defaults to the checkpoint's own; the engine to the GPU
     vendor's, and one that does not run on the GPU is refused (spec.engines.engine_for; `backend=` names it as well).
     `max_batch`: the engine's batch cap per attention-DP rank (Deployment.max_batch; None: the engine's own); `chunked_prefill`:
-    the launch's enable_chunked_prefill (Deployment.chunked_prefill; None: the engine's default). `model` is a ModelSpec
-    or anything `get_model` takes; `gpu` a Gpu, a catalog id or a GPU TOML path."""
+    the launch's enable_chunked_prefill (Deployment.chunked_prefill; None: the engine's default); `kv_fraction`,
+    `cuda_graph_max_bs` (0: eager, as estimate --cuda-graph-max-bs 0) and `piecewise_graphs` as Deployment's, checked there
+    (the one check of the CLI's flags, the page's fields and this). `model` is a ModelSpec or anything `get_model` takes;
+    `gpu` a Gpu, a catalog id or a GPU TOML path. Any other keyword is refused in one line naming it."""
+    if unknown:  # a misspelt keyword was Python's TypeError traceback, not the one line every input error is
+        name = sorted(unknown)[0]
+        raise InputError(name, unknown[name], "left out: not a deployment option (lc.deployment's keywords: "
+                         + ", ".join(p for p in signature(deployment).parameters if p not in ("model", "unknown")) + ")")
     if not isinstance(model, ModelSpec):  # a name, an id, a path or a config dict, as every other entry point takes it
         model = get_model(model)
     check_sizes(MAX_STEP_TOKENS, max_num_tokens=max_num_tokens)
@@ -1060,7 +1081,8 @@ def deployment(model: ModelSpec | str | dict, *, gpu: Gpu | str, num_gpus: int |
     check_runs(engine_for(gpu, backend), gpu, prec=prec.on(gpu), moe=model.is_moe)
     check_head_dims(model, engine_for(gpu, backend).name, gpu, prec.kv.name)  # lint R4's error: a head size no kernel runs
     dep = Deployment(gpu=gpu, num_gpus=n, plan=plan, precision=prec, backend=backend, spec=sd, max_num_tokens=max_num_tokens, cpp=cpp, max_batch=max_batch,
-                     chunked_prefill=chunked_prefill, plan_note=attention_dp_note(plan, gpus_given=bool(num_gpus)))
+                     chunked_prefill=chunked_prefill, kv_fraction=kv_fraction, cuda_graph_max_bs=cuda_graph_max_bs,
+                     piecewise_graphs=piecewise_graphs, plan_note=attention_dp_note(plan, gpus_given=bool(num_gpus)))
     check_step_budget(dep)
     return dep
 

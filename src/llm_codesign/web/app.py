@@ -37,11 +37,15 @@ import re
 import sys
 import threading
 import time
+import types
+import typing
 from dataclasses import replace
 from importlib import resources
 from typing import Annotated, Any, Literal, Optional, Union
 
+import annotated_types
 from pydantic import AliasChoices, AllowInfNan, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, model_serializer
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
 from llm_codesign.errors import InputError
@@ -194,7 +198,8 @@ class WhatIfGpu(_Req):
     base: str = Field("h200", max_length=100, description="The catalog GPU it starts from.")
     id: str = Field("what-if", max_length=40, description="Its name in the results; none of the catalog's GPUs.")
     hbm_tb_s: Optional[Float] = Field(None, description="HBM bandwidth, TB/s.")
-    memory_gb: Optional[Float] = Field(None, description="Memory the driver reports, GB (1e9 bytes).")
+    memory_gb: Optional[Float] = Field(None, description="Memory the driver reports, in GB of 1e9 bytes, not the GiB `gpus` prints "
+                                             "(the H200's 140.4 GiB is 150.75).")
     bf16_tflops: Optional[Float] = Field(None, description="Dense BF16 TFLOP/s.")
     fp8_tflops: Optional[Float] = Field(None, description="Dense FP8 TFLOP/s (0: none).")
     fp4_tflops: Optional[Float] = Field(None, description="Dense FP4 TFLOP/s (0: none).")
@@ -242,8 +247,9 @@ class EstimateRequest(ModelRef, Precisions, WhatIf, Speculation):
     breakdown: StrictBool = False
     deployment: Optional[PointDeployment] = Field(
         None, description="A frontier point's `deployment` record: priced at its batch, with the point's per-operator breakdown.")
-    cuda_graph_max_bs: Optional[Int] = Field(None, ge=1, le=MAX_CONCURRENCY, description=(
-        "Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up (estimate --cuda-graph-max-bs); "
+    cuda_graph_max_bs: Optional[Int] = Field(None, ge=0, le=MAX_CONCURRENCY, description=(
+        "Largest decode batch per rank replayed from a CUDA graph, smaller ones padded up; 0: none, every decode step eager "
+        "(estimate --cuda-graph-max-bs); "
         "omitted: the engine's default (TensorRT-LLM's: 1-32, 64 and 128 unpadded)."))
     export: StrictBool = Field(default=False, description="Also the engine's launch configuration (`export`), as a frontier point's has it.")
     # the rest of `estimate --help` (newc6 #19; tests/test_web.py checks each CLI option is a field here or named display-only)
@@ -934,10 +940,9 @@ def _speculation(req: Speculation, model=None):
         if not REPO_ID.match(req.draft_model.strip()):
             raise InputError("draft_model", req.draft_model, "the EAGLE-3 head's Hugging Face repository with spec eagle3 (owner/name, "
                                                              "e.g. yuhuili/EAGLE3-LLaMA3.1-Instruct-8B), which the launch file names")
-    elif req.draft_model is not None:  # resolved again by name in the cost model: the registry's only
+    elif req.draft_model is not None and req.spec == "draft":  # resolved again by name in the cost model: the registry's only
         _registry_model(req.draft_model, "draft_model")
-        if req.spec != "draft":
-            raise InputError("draft_model", req.draft_model, "used with spec draft or eagle3 (mtp drafts with the model's own module)")
+    # a drafter with another method: spec_decoding's refusal (spec.plan.check_draft_model), the CLI's line
     return spec_decoding(req.spec, draft_len=req.draft_len, acceptance=req.acceptance,
                          acceptance_rates=tuple(req.acceptance_rates) if req.acceptance_rates else None, draft_model=req.draft_model,
                          model=model)
@@ -1132,8 +1137,9 @@ def _accuracy() -> dict:
     return json.loads(json.dumps({"notes": notes, "table": bundled()}, allow_nan=False))
 
 
-def _field_line(err: dict) -> tuple[str, str]:
-    """pydantic's first complaint as (field, one line): `body.gpus.0` -> `gpus.0`."""
+def _field_line(err: dict, model=None) -> tuple[str, str]:
+    """pydantic's first complaint as (field, one line): `body.gpus.0` -> `gpus.0`; a bound passed said with the field's
+    whole range, as the CLI says it (_range_words; `model`, the request's, where known)."""
     # a Union's member is pydantic's tag in loc (`baseline.constrained-str`, `baseline.dict[str,any]`): the field is its parent
     loc = [str(x) for x in err.get("loc", ()) if x != "body" and not _UNION_TAG.fullmatch(str(x))]
     name = ".".join(loc) or "body"
@@ -1150,7 +1156,67 @@ def _field_line(err: dict) -> tuple[str, str]:
         msg = f"a whole number of GPUs from 1 to {MAX_SERVE_GPUS}"
     elif loc == ["baseline"] and err.get("type") == "string_type":  # neither member: "a valid string" named half of it
         msg = "a registry name (a string) or a pasted config.json (an object)"
+    elif err.get("type") in _BOUNDS and (words := _range_words(model, loc, err)):
+        msg = words
     return name, " ".join(f"{name}{shown}; {msg}".split())
+
+
+# pydantic's complaints of a bound passed, each by its constraint: said as the CLI says a range (cli.common._valid), not
+# pydantic's "Input should be greater than or equal to 1", which gave neither the field's other bound nor its kind
+_BOUNDS = {"greater_than_equal": "ge", "greater_than": "gt", "less_than_equal": "le", "less_than": "lt"}
+
+
+def _annotation_at(model, loc: list[str]):
+    """(annotation, field metadata) of the field `loc` names in request model `model`, through nested objects (what_if,
+    decode) and a list's items (acceptance_rates.1); (None, []) where it names none."""
+    ann, meta = model, []
+    for part in loc:
+        sub = _submodel(ann)
+        if sub is not None and part in sub.model_fields:
+            f = sub.model_fields[part]
+            ann, meta = f.annotation, list(f.metadata)
+        elif part.isdigit():  # a list's item: its element's type, through Optional
+            items = [typing.get_args(a) for a in (ann, *typing.get_args(ann)) if typing.get_origin(a) is list]
+            ann, meta = (items[0][0] if items and items[0] else None), []
+        else:
+            return None, []
+    return ann, meta
+
+
+def _range_words(model, loc: list[str], err: dict) -> str | None:
+    """The range the field at `loc` takes, in the CLI's words: `an integer from 1 to 1,048,576`, `a number from 0 up to
+    (not including) 1`; from its annotation's constraints, through Optional and Annotated layers (Int, Float, a list's
+    Annotated item), else the bound pydantic names alone, and any word it takes instead (`, or bundled`). None where the
+    field takes no number."""
+    ann, meta = _annotation_at(model, loc) if model is not None else (None, [])
+    bounds, kinds, words, todo = {}, set(), [], [ann, *meta]
+    while todo:
+        a = todo.pop()
+        if a is int or a is float:
+            kinds.add(a)
+        elif typing.get_origin(a) is Literal:  # a word the field takes besides the number (gpu_hour_price's `bundled`)
+            words += [str(x) for x in typing.get_args(a)]
+        elif typing.get_origin(a) is Annotated:
+            todo += typing.get_args(a)
+        elif typing.get_origin(a) in (Union, types.UnionType):
+            todo += [x for x in typing.get_args(a) if typing.get_origin(x) is not list]
+        elif isinstance(a, FieldInfo):
+            todo += a.metadata
+        elif isinstance(a, (annotated_types.Ge, annotated_types.Gt, annotated_types.Le, annotated_types.Lt)):
+            k = type(a).__name__.lower()
+            bounds[k] = getattr(a, k)
+    bounds = bounds or {_BOUNDS[err["type"]]: (err.get("ctx") or {}).get(_BOUNDS[err["type"]])}
+    if any(v is None for v in bounds.values()):
+        return None
+    whole = int in kinds or (not kinds and all(isinstance(v, int) for v in bounds.values()))
+    fmt = (lambda v: f"{v:,}") if whole else (lambda v: f"{v:g}")  # noqa: E731
+    lo = f"from {fmt(bounds['ge'])}" if "ge" in bounds else f"above {fmt(bounds['gt'])}" if "gt" in bounds else ""
+    hi = (f"to {fmt(bounds['le'])}" if "le" in bounds else f"up to (not including) {fmt(bounds['lt'])}") if "le" in bounds or "lt" in bounds else ""
+    if not lo:
+        hi = f"of at most {fmt(bounds['le'])}" if "le" in bounds else f"below {fmt(bounds['lt'])}"
+    elif not hi and "ge" in bounds:
+        lo = f"of at least {fmt(bounds['ge'])}"
+    return f"{'an integer' if whole else 'a number'} {lo} {hi}".strip() + "".join(f", or {w}" for w in words)
 
 
 def _names(model) -> dict[str, str]:
@@ -1400,7 +1466,7 @@ def create_app(allowed_hosts: list[str] | None = None, *, hub_cache: bool = Fals
         errs = e.errors()
         if errs and errs[0].get("type") == "json_invalid":
             return JSONResponse({"error": _json_line(errs[0], getattr(e, "body", None)), "field": "body"}, status_code=422)
-        field, line = _field_line(errs[0]) if errs else ("body", "body: not valid")
+        field, line = _field_line(errs[0], REQUESTS.get(request.url.path)) if errs else ("body", "body: not valid")
         if errs and errs[0].get("type") == "extra_forbidden":  # a key no field takes: the nearest field's name
             line = _unknown_line(REQUESTS.get(request.url.path), field.split("."))
         return JSONResponse({"error": line, "field": field}, status_code=422)

@@ -87,6 +87,13 @@ class Exporter(ABC):
         vLLM's cudagraph_mode PIECEWISE); False: one full graph, or none."""
         return False
 
+    def with_context(self, opts: dict, model: ModelSpec, dep: Deployment, tokens: int | None) -> dict:
+        """`opts` with the longest request the launch admits set for the workload's `tokens` (isl + osl; None where the
+        export prices none), where the engine refuses to start without room for one such request; unchanged by default
+        (SGLang caps its longest request at the KV pool and only warns, scheduler's get_worker_info,
+        sglang/srt/managers/tp_worker.py:557-571@0.5.23)."""
+        return opts
+
     def own_kv_fraction(self, dep: Deployment) -> float:
         """The fraction the engine takes for `dep` where the deployment states none (Engine.kv_budget), which
         its export writes out."""

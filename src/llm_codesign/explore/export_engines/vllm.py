@@ -85,6 +85,20 @@ def vllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
     return o
 
 
+# the longest request an export's max-model-len admits: the workload's isl + osl rounded up to a multiple of this (vLLM's
+# KV block is 16 tokens; a round figure leaves room for a few more tokens a request), within the model's context and,
+# with chunked prefill off, the step budget. Unset, vLLM takes the model's whole context (ModelConfig.max_model_len None,
+# vllm/config/model.py:249, 824@0.33.0) and refuses to start where the KV cache cannot hold one such request
+# (_check_enough_kv_cache_memory, vllm/v1/core/kv_cache_planning.py:50-86, called at :1551-1559@0.33.0): Llama-3.1-70B on
+# two H100s holds ~5 GB of KV a GPU where its 131,072 tokens need 21.5 GB
+CONTEXT_ROUND = 1024
+
+
+def model_len(o: dict, model: ModelSpec, tokens: int) -> int:
+    """The max-model-len an export writes for requests of `tokens` (isl + osl) under options `o` (CONTEXT_ROUND)."""
+    return min(x for x in (-(-int(tokens) // CONTEXT_ROUND) * CONTEXT_ROUND, o.get("max-model-len"), model.max_context) if x)
+
+
 NGRAM_LOOKUP = 5  # vLLM's prompt_lookup_min and _max where neither is given (vllm/config/speculative.py:1302-1305@0.33.0)
 
 
@@ -256,6 +270,10 @@ class VLLMExporter(Exporter):
 
     def options(self, model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         return vllm_options(model, dep, concurrency)
+
+    def with_context(self, opts: dict, model: ModelSpec, dep: Deployment, tokens: int | None) -> dict:
+        """max-model-len for the workload's requests (model_len), so the launch starts where its KV cache holds one."""
+        return opts if tokens is None else {**opts, "max-model-len": model_len(opts, model, tokens)}
 
     def render(self, opts: dict, *, head: list[str], model: ModelSpec, file_name: str, env: dict[str, str]) -> str:
         # quoted as trtllm's line is (shlex.join): a name with a space ran as two arguments

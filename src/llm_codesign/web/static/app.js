@@ -552,7 +552,7 @@ function fillPrice(d, gpu) {
   $("p_num_gpus").value = d.instance_gpus;
   for (const f of PLAN) $("p_" + f).value = d[f];
   $("p_concurrency").value = d.concurrency_per_instance;
-  $("p_cuda_graph_max_bs").value = d.cuda_graph_max_bs || "";  // the capture the search priced the point with
+  $("p_cuda_graph_max_bs").value = d.cuda_graph_max_bs ?? "";  // the capture the search priced the point with
   $("p_weight_dtype").value = d.weight_dtype;
   $("p_kv_dtype").value = d.kv_dtype;
   $("p_spec").value = d.spec || "";
