@@ -108,7 +108,7 @@ def time_sglang():
 # SPDX-FileCopyrightText: Copyright (c) 2022-2025 NVIDIA CORPORATION & AFFILIATES. All rights reserved.
 # SPDX-License-Identifier: Apache-2.0 (http://www.apache.org/licenses/LICENSE-2.0)
 # NGramPoolManager.get_draft_tokens, NVIDIA/TensorRT-LLM tensorrt_llm/_torch/speculative/ngram.py:86-143@02499765, re-typed
-# as a function of the pool's fields (its `self`); the logic unchanged.
+# as a function of the pool's fields (its `self`, here `m`), its loop variable `l` named `lo`; the logic unchanged.
 def trtllm_get_draft_tokens(m, prefix, request_id, max_sequence_length):
     from ordered_set import OrderedSet
 
@@ -123,10 +123,10 @@ def trtllm_get_draft_tokens(m, prefix, request_id, max_sequence_length):
     pool = m.pool if m.is_public_pool else m.pool[request_id]
     sequence = prefix[m.start_index[request_id]:]
     for size in range(min(m.max_matching_ngram_size, prefix_len - 1), 0, -1):
-        for l in range(len(sequence) - size):
-            r = min(l + size + m.max_total_draft_tokens, len(sequence))
-            pattern = tuple(sequence[l:l + size])
-            new_match = tuple(sequence[l + size:r])
+        for lo in range(len(sequence) - size):
+            r = min(lo + size + m.max_total_draft_tokens, len(sequence))
+            pattern = tuple(sequence[lo:lo + size])
+            new_match = tuple(sequence[lo + size:r])
             if pattern not in pool or (not m.is_keep_all and len(new_match) > len(pool[pattern][0])):
                 pool[pattern] = OrderedSet((new_match, ))
             elif new_match not in pool[pattern]:
@@ -146,43 +146,65 @@ def trtllm_get_draft_tokens(m, prefix, request_id, max_sequence_length):
     return draft_tokens
 
 
+def word_ids(text: str) -> list[int]:
+    """Text as token ids, a word or a punctuation mark with its leading space a token (as BPE merges them): a real text's
+    repetitions and frequencies, which the pool's match sets follow."""
+    vocab: dict[str, int] = {}
+    return [vocab.setdefault(w, len(vocab)) for w in re.findall(r"\s*\w+|\s*[^\w\s]", text)]
+
+
 def time_trtllm():
     """TensorRT-LLM's NGram drafter a step (NGramDrafter.prepare_draft_tokens, ngram.py:179-202@02499765): per generation
-    request, a copy of its tokens (`list(request.get_tokens(0))`, the binding's list of Python ints) and get_draft_tokens
-    over the pool's defaults (NGramDecodingConfig: max_matching_ngram_size 2, is_keep_all, is_use_oldest and
-    is_public_pool True; 1.4.0rc4's API reference), k = 3."""
+    request, a copy of its tokens (`list(request.get_tokens(0))`, the binding's list of Python ints: tolist() here) and
+    get_draft_tokens with NGramDecodingConfig's defaults (max_matching_ngram_size 2, is_keep_all, is_use_oldest; 1.4.0rc4's
+    API reference), k = 3, on the private pool the export writes (is_public_pool false), each request 2 tokens longer a
+    step. The match sets of frequent patterns, scanned on each new match, grow with the context, so the per-request time
+    is fitted as a + b x ctx over 512 and 8,192 tokens, on distinct (uniform) ids, Zipf-1.1 ids, and this project's own
+    notes and source as word tokens. Then the public pool (TensorRT-LLM's default, never pruned) on Zipf ids, and each
+    request's first call, which builds its pool from the whole prompt."""
     from types import SimpleNamespace
 
-    rng, k, grow = np.random.default_rng(0), 3, 2
-    draws = {"uniform": lambda size: rng.integers(0, 128000, size), "zipf": lambda size: np.minimum(rng.zipf(1.1, size), 128000)}
-    for name, draw in draws.items():
-        rows, builds = [], []
-        for b in (1, 8, 32, 128):
-            for ctx in (512, 2048, 8192):
-                if b * ctx > 32 * 8192:
-                    continue
-                m = SimpleNamespace(max_total_draft_tokens=k, max_matching_ngram_size=2, is_keep_all=True, is_use_oldest=True,
-                                    is_public_pool=True, pool={}, start_index={})
-                toks, lens = draw((b, ctx + grow * 64)).astype(np.int32), [ctx] * b
-                t = time.process_time()
-                for i in range(b):  # each request's first call builds the pool from its whole prompt
-                    trtllm_get_draft_tokens(m, list(toks[i, :lens[i]].tolist()), i, 1 << 30)
-                builds.append((b, ctx, time.process_time() - t))
+    root, rng, k, grow, b = Path(__file__).resolve().parents[1], np.random.default_rng(0), 3, 2, 8
 
-                def step():
-                    for i in range(b):
-                        lens[i] += grow
-                        trtllm_get_draft_tokens(m, list(toks[i, :lens[i]].tolist()), i, 1 << 30)
-                rows.append((b, ctx, best(step, n=9)))
-        a = np.array([[1.0, b, b * ctx] for b, ctx, _ in rows])
-        c, *_ = np.linalg.lstsq(a, np.array([t for *_, t in rows]), rcond=None)
-        print(f"TensorRT-LLM {name:7s} step: fixed {c[0] * 1e6:.1f} us, {c[1] * 1e6:.2f} us a request, {c[2] * 1e9:.2f} ns a "
-              "context token")
-        for b, ctx, t in rows:
-            print(f"  b={b:4d} ctx={ctx:5d}: {t * 1e6:9.1f} us (fit {(c[0] + b * c[1] + b * ctx * c[2]) * 1e6:9.1f})")
-        per = [t / (b * ctx) for b, ctx, t in builds]
-        print(f"TensorRT-LLM {name:7s} first build: {min(per) * 1e9:.0f}-{max(per) * 1e9:.0f} ns a prompt token (2 n-gram sizes), "
-              "once a request")
+    def pool(public=False):
+        return SimpleNamespace(max_total_draft_tokens=k, max_matching_ngram_size=2, is_keep_all=True, is_use_oldest=True,
+                               is_public_pool=public, pool={}, start_index={})
+
+    def steady(m, seqs, ctx):
+        """Seconds a request a step, the prefixes' slicing (the copy, timed apart) taken out."""
+        lens = [ctx] * len(seqs)
+        for i, q in enumerate(seqs):
+            trtllm_get_draft_tokens(m, q[:ctx], i, 1 << 30)
+
+        def step(m, seqs, lens):
+            for i, q in enumerate(seqs):
+                lens[i] += grow
+                trtllm_get_draft_tokens(m, q[:lens[i]], i, 1 << 30)
+
+        def slices(seqs, lens):
+            for i, q in enumerate(seqs):
+                q[:lens[i]]
+        return (best(step, m, seqs, lens, n=100) - best(slices, seqs, lens, n=100)) / len(seqs)
+
+    a = rng.integers(0, 128000, 8192).astype(np.int32)
+    copy = best(lambda: list(a.tolist()), n=50) / 8192
+    print(f"TensorRT-LLM token copy: {copy * 1e9:.1f} ns a context token")
+    src = "".join(f.read_text() for f in sorted((root / "src").rglob("*.py")))
+    draws = {"uniform": rng.integers(0, 128000, (b, 9000)).tolist(),
+             "zipf": np.minimum(rng.zipf(1.1, (b, 9000)), 128000).tolist(),
+             "notes": [word_ids((root / "docs/modelling-notes.md").read_text())[i * 20000:i * 20000 + 9000] for i in range(b)],
+             "source": [word_ids(src)[i * 20000:i * 20000 + 9000] for i in range(b)]}
+    for name, seqs in draws.items():
+        t = {ctx: steady(pool(), seqs, ctx) for ctx in (512, 2048, 8192)}
+        slope = (t[8192] - t[512]) / (8192 - 512)
+        print(f"TensorRT-LLM {name:7s}: {t[512] * 1e6:.1f} / {t[2048] * 1e6:.1f} / {t[8192] * 1e6:.1f} us a request at 512 / 2,048 / "
+              f"8,192 tokens: {(t[512] - 512 * slope) * 1e6:.1f} us + {slope * 1e9:.1f} ns a context token (+ the copy's)")
+    zipf = np.minimum(rng.zipf(1.1, (16, 3000)), 128000).tolist()
+    print(f"TensorRT-LLM public pool, 16 Zipf requests at 2,048: {steady(pool(True), zipf, 2048) * 1e6:.0f} us a request")
+    m, t = pool(), time.process_time()
+    for i, q in enumerate(draws["notes"]):
+        trtllm_get_draft_tokens(m, q[:8192], i, 1 << 30)
+    print(f"TensorRT-LLM first call: {(time.process_time() - t) / (b * 8192) * 1e9:.0f} ns a prompt token, once a request")
 
 
 if __name__ == "__main__":
