@@ -1,5 +1,5 @@
-"""Time the host side of prompt-lookup drafting (--spec ngram) as the engines run it: SGLang's figure of Engine.ngram_host
-(spec/engines/sglang.py; docs/modelling-notes.md#ngram-prompt-lookup). vLLM's is its V1 model runner's host matcher
+"""Time the host side of prompt-lookup drafting (--spec ngram) as the engines run it: SGLang's and TensorRT-LLM's figures of
+Engine.ngram_host (spec/engines/sglang.py, trtllm.py; docs/modelling-notes.md#ngram-prompt-lookup, #trtngram-host-pool). vLLM's is its V1 model runner's host matcher
 (VLLM_USE_V2_MODEL_RUNNER=0), not priced: 0.33's default runner matches on the GPU (docs/modelling-notes.md#ngramO-v2-runner).
 
 vLLM: its own NgramProposer code, read from an unpacked vllm 0.33.0 wheel (`--vllm DIR`, the folder holding vllm/), the
@@ -9,9 +9,8 @@ SGLang: NGRAMWorker's per-request Python around its C++ corpus (speculative/ngra
 re-typed below with the C++ match and insert stubbed (they are not built here), so its per-request cost only.
 TensorRT-LLM: NGramDrafter.prepare_draft_tokens and NGramPoolManager.get_draft_tokens (tensorrt_llm/_torch/speculative/
 ngram.py:86-143, 179-202@02499765), re-typed below with TensorRT-LLM's Apache-2.0 notice (ordered-set needed: pip install
-ordered-set), the binding's get_tokens(0) list (a Python int per token) made by tolist(); fitted as fixed + b x
-per_request + b x ctx x per_token in the steady state (each request 2 tokens longer a step), its pool's first build
-(max_matching_ngram_size x the prompt's tokens, once a request) timed apart.
+ordered-set), the binding's get_tokens(0) list (a Python int per token) made by tolist(): its copy a context token and its
+match and update a request (a + b x ctx) on uniform, Zipf and word-token ids; the public pool and the first build apart.
 
     python benchmarks/ngram_host_cost.py --vllm /tmp/vllm-0.33.0   # a few minutes on one core
 """
