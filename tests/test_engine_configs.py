@@ -173,7 +173,7 @@ def test_trtllm_extra_llm_api_options_yaml_with_the_model_given():
     ("kv_cache_config: 5", "kv_cache_config: 5 is not valid; a mapping of TensorRT-LLM fields: dtype, free_gpu_memory_fraction, "
      "enable_block_reuse, tokens_per_block, max_tokens"),
     ("speculative_config: [1]", "speculative_config: [1] is not valid; a mapping of TensorRT-LLM fields: decoding_type, max_draft_len, "
-     "speculative_model"),
+     "speculative_model, max_matching_ngram_size, is_keep_all, is_use_oldest, is_public_pool"),
     ("context_parallel_size: 2\ncp_config: helix", "cp_config: 'helix' is not valid; a mapping of TensorRT-LLM fields: cp_type"),
 ])
 def test_trtllm_yaml_with_a_value_where_a_mapping_belongs_is_one_line(yaml, line):

@@ -567,7 +567,7 @@ def _vendor_only() -> str:
 
 O_BACKEND = typer.Option(None, "--backend", "--engine", help=f"{listed()} (default: {vendor_engines()}"
                          + (f"; {_vendor_only()}" if _vendor_only() else "") + ").")
-O_SPEC = typer.Option(None, "--spec", help="Speculative decoding: eagle3, mtp, draft, or ngram (prompt lookup, vLLM and SGLang: "
+O_SPEC = typer.Option(None, "--spec", help="Speculative decoding: eagle3, mtp, draft, or ngram (prompt lookup: vLLM, SGLang and TensorRT-LLM; "
                       "give its --acceptance, the workload's hit rate).")
 O_K = typer.Option(None, "--draft-len", min=1, max=16, help="Draft tokens per step.")
 O_ACC = typer.Option(None, "--acceptance", help="Mean accepted tokens per step (1..k+1).")

@@ -803,9 +803,15 @@ class Serving:
                    piecewise_graphs=dep.piecewise_graphs, max_batch=dep.max_batch)
 
     def flags(self, flags: SchedulerFlags | None) -> SchedulerFlags:
-        """A run's flags with its deployment's launch options where it sets none (run_flags)."""
-        return run_flags(flags, chunked_prefill=self.chunked_prefill, kv_fraction=self.kv_fraction, cuda_graph_max_bs=self.cuda_graph_max_bs,
-                         max_batch=self.max_batch)
+        """A run's flags with its deployment's launch options where it sets none (run_flags); under prompt lookup on an
+        engine whose loop drops its overlap for it (Engine.ngram_overlap False: TensorRT-LLM's), no step queued ahead
+        (queued_steps 0) where the run states none."""
+        fl = run_flags(flags, chunked_prefill=self.chunked_prefill, kv_fraction=self.kv_fraction, cuda_graph_max_bs=self.cuda_graph_max_bs,
+                       max_batch=self.max_batch)
+        if self.spec is not None and not self.spec.on_gpu and not self.engine.ngram_overlap:
+            q = np.asarray(fl.queued_steps, float)
+            fl = replace(fl, queued_steps=np.where(np.isnan(q), 0.0, q))
+        return fl
 
 
 def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, isl, osl, with_ops: bool = False, prefix_hit=0.0, arrival: str = DEFAULT_ARRIVAL, flags: SchedulerFlags | None = None,

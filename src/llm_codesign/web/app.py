@@ -222,7 +222,7 @@ class Speculation(_Req):
     """Speculative decoding, as estimate's, disagg's and pareto's --spec, --draft-len, --acceptance,
     --acceptance-rates and --draft-model take it."""
     spec: Optional[SpecMethod] = Field(None, description="The drafter: mtp, eagle3, draft (a separate draft model) or ngram (prompt lookup, no draft model; "
-                                                         "vllm or sglang, its acceptance required); none or omitted: none.")
+                                                         "vllm, sglang or trtllm, its acceptance required); none or omitted: none.")
     draft_len: Optional[Int] = Field(None, ge=1, le=16, description="Draft tokens per step (default 3, or one per acceptance rate).")
     acceptance: Optional[Float] = Field(None, ge=1, le=17, description="Mean tokens a step emits, 1 to draft_len + 1.")
     acceptance_rates: Optional[list[Annotated[Float, Field(ge=0, le=1)]]] = Field(

@@ -67,9 +67,15 @@ def trtllm_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
         max_batch_size=min(dep.cuda_graph_max_bs or o["max_batch_size"], o["max_batch_size"]))
     if dep.spec is not None:
         draft = {"speculative_model": draft_path(dep.spec.draft_model)} if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model else {}
+        # prompt lookup: NGramDecodingConfig's default n-gram size stated, and the private pool the estimate prices (the
+        # public default is never pruned, so its host time grows with every request served: spec/engines/trtllm.py)
+        lookup = {"max_matching_ngram_size": NGRAM_SIZE, "is_public_pool": False} if dep.spec.method == "ngram" else {}
         o["speculative_config"] = nested("trtllm", "speculative_config", decoding_type=engine_spec("trtllm")["spec_method"][dep.spec.method],
-                                         max_draft_len=dep.spec.k, **draft)
+                                         max_draft_len=dep.spec.k, **draft, **lookup)
     return o
+
+
+NGRAM_SIZE = 2  # NGramDecodingConfig.max_matching_ngram_size's default (1.4.0rc4 API reference)
 
 
 class TRTLLMExporter(Exporter):
@@ -155,11 +161,14 @@ class TRTLLMExporter(Exporter):
     def unread(self, o: dict, model: ModelSpec, dep: Deployment) -> list[str]:
         """An unpadded list of capture sizes: priced as padded up to its largest (cuda_graph_max_bs), its gaps' eager
         steps not priced (a Deployment carries one largest batch), so listed with why."""
-        g = o.get("cuda_graph_config")
+        g, sc, out = o.get("cuda_graph_config"), _table(o, "speculative_config"), []
         if isinstance(g, dict) and g.get("batch_sizes") and not g.get("enable_padding"):
-            return ["cuda_graph_config.batch_sizes (unpadded: priced as padded up to its largest, the batches between its sizes "
-                    "that run eagerly are not)"]
-        return []
+            out.append("cuda_graph_config.batch_sizes (unpadded: priced as padded up to its largest, the batches between its sizes "
+                       "that run eagerly are not)")
+        if sc.get("decoding_type") == "NGram" and sc.get("is_public_pool", True) is not False:
+            out.append("speculative_config.is_public_pool (the public pool, never pruned: its host time grows with every request "
+                       "served; priced as the private pool)")
+        return out
 
     def cuda_graph_max_bs(self, o: dict) -> int | None:
         """cuda_graph_config's largest batch (max_batch_size, else its batch_sizes' largest, else 128: CudaGraphConfig,

@@ -275,6 +275,10 @@ class Engine(ABC):
     # whether its prompt lookup matches on the GPU, a scan of each decoding request's token ids in the step's kernels
     # (serve.aggregated.ngram_scan_time; vLLM's default runner, spec/engines/vllm.py), beside its host seconds (ngram_host)
     ngram_gpu_scan: ClassVar[bool] = False
+    # whether its loop keeps a step queued ahead (its overlap scheduler) under prompt lookup; False: a synchronous loop
+    # under --spec ngram, its host work in series and no step queued ahead of a new request (serve.aggregated.Serving.flags
+    # sets SchedulerFlags.queued_steps 0; TensorRT-LLM's, spec/engines/trtllm.py)
+    ngram_overlap: ClassVar[bool] = True
 
     def runs_spec(self, pp, k):
         """Where it launches `k` draft tokens a step (0: no speculation) on `pp` pipeline stages, a boolean array over the

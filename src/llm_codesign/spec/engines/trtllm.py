@@ -38,10 +38,23 @@ GRAPH_MAX_BATCH = 128
 
 
 class TensorRTLLMEngine(Engine):
-    # it has NGram drafting (NGramDecodingConfig; its pool in tensorrt_llm/_torch/speculative/ngram.py), but that drafter's
-    # host cost is not read at the release data/engines/trtllm.toml names: refused, not priced as another engine's
-    ngram_refusal = ("its NGram drafter (NGramDecodingConfig, _torch/speculative/ngram.py) is not read at 1.4.0rc4, so its "
-                     "host cost is not priced")
+    # prompt lookup (--spec ngram): NGramDrafter.prepare_draft_tokens runs on the host before the step's forward, for each
+    # generation request a copy of its tokens (`list(request.get_tokens(0))`, the binding's list of Python ints) and
+    # NGramPoolManager.get_draft_tokens, a Python dict pool of 1..max_matching_ngram_size-token patterns updated over the
+    # last k + n - 1 tokens and looked up at the tail (tensorrt_llm/_torch/speculative/ngram.py:86-143, 179-202
+    # @02499765); the drafts padded to k, so every request verifies 1 + k tokens (pad_draft_tokens_for_cuda_graph,
+    # PyExecutor._executor_loop, _torch/pyexecutor/py_executor.py@00043967). Timed by benchmarks/ngram_host_cost.py on this
+    # project's own notes and source as word tokens: ~20 us a request + 15 ns a context token for the copy and ~10 ns for
+    # the match sets of frequent patterns scanned on each insert (0 on distinct ids, 54 on Zipf-1.1 ids), 25 kept
+    # (docs/modelling-notes.md#trtngram-host-pool). The export writes the private pool (is_public_pool false), pruned when
+    # a request ends; the default public pool is never pruned (update_resources returns at once), so its match sets, and
+    # the step's host time, grow with every request served. Each request's first call builds its pool from the whole
+    # prompt (~4-15 us a prompt token, once): not priced
+    ngram_host = (0.0, 20e-6, 0.0, 25e-9)
+    # NGRAM is not among SpeculativeDecodingMode.support_overlap_scheduler's modes (_torch/speculative/interface.py
+    # @00b6d5a2), so create_py_executor sets disable_overlap_scheduler ("Disable overlap scheduler for speculation mode
+    # NGRAM", _torch/pyexecutor/py_executor_creator.py@000429d5): the synchronous _executor_loop, no step queued ahead
+    ngram_overlap = False
     # its per-request cost is trtllm-serve's front end, before the engine's queue: one FastAPI/uvicorn process parses the
     # request and tokenises with the model's HF tokenizer (serve/openai_server.py _init_llm, NVIDIA/TensorRT-LLM@00057725;
     # default.toml [default.ttft_overhead_s])
