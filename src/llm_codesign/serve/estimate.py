@@ -20,6 +20,7 @@ from llm_codesign.serve.aggregated import (
     eager_tpot_moves,
     eager_ttft_moves,
     engine_budget,
+    full_context_seqs,
     op_step_time,
     pdl_per_launch,
     resource_times,
@@ -904,11 +905,31 @@ def _capacity(model: ModelSpec, dep: Deployment, workload: Workload, *, concurre
               free: float) -> dict:
     """Estimate's over_capacity (past max_batch: _over_capacity) and in_step (the min(concurrency, max_batch) running, past
     what the cache holds at the full context where requests run in step: _in_step), from the sequences of ISL+OSL the KV bytes `free` hold (whole_seqs)."""
-    whole = whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=dep.spec.k if dep.spec is not None else 0.0,
-                       seq_len=workload.isl + workload.osl, free=free)
+    k, seq_len = dep.spec.k if dep.spec is not None else 0.0, workload.isl + workload.osl
+    whole = whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=k, seq_len=seq_len, free=free)
     over = _over_capacity(dep, workload, max_batch=max_batch, budget_binds=budget_binds, whole=whole) if concurrency > max_batch else None
+    if whole < 1 and dep.engine.kv_budget[2] < 1.0 and workload.osl > 1:
+        # not one sequence at ISL+OSL: no eviction brings it to its end (the pricing's gate, serve.aggregated._in_step_priced)
+        held = float(np.ravel(full_context_seqs(model, dep.precision, dep.gpu, dep.plan.broadcast(), dep.spec, k=k, seq_len=seq_len, free=free))[0])
+        return {"over_capacity": over, "in_step": _short_context(dep, workload, tokens=held * seq_len)}
     # past max_batch the engine still runs max_batch in step, and they still run out of blocks (the rest wait for a slot)
     return {"over_capacity": over, "in_step": None if budget_binds else _in_step(dep, workload, min(concurrency, max_batch), whole)}
+
+
+def _short_context(dep: Deployment, workload: Workload, *, tokens: float) -> str:
+    """What an engine sizing its KV cache at the mean context (Engine.kv_budget's share < 1) does where its cache (`tokens`
+    a rank) holds less than one request at ISL+OSL: the mean sizing admits it, and no preemption lets it finish (one
+    running, nothing to evict but itself), so nothing is priced for it, whatever the arrival. vLLM does not start with a
+    max_model_len its KV cache cannot hold ("To serve at least one request with the model's max seq len ...",
+    _check_enough_kv_cache_memory, vllm/v1/core/kv_cache_utils.py, read in the code index), and refuses a request whose
+    prompt and max_tokens pass a shorter one: review fixW13 #2, where the eviction line said "priced" of nothing priced."""
+    isl, osl = workload.isl, workload.osl
+    why = (" (vLLM starts only with a --max-model-len its KV cache holds, _check_enough_kv_cache_memory, and refuses a "
+           "request past it)" if dep.backend == "vllm" else "")
+    return (f"one request reaches {isl}+{osl} tokens and the KV cache holds {int(tokens):,} tokens{' a rank' if int(np.asarray(dep.plan.adp)) > 1 else ''}: "
+            f"{dep.backend} sizes its batch at the mean context ({isl}+{dep.engine.kv_budget[2] * osl:.10g}) but cannot run one "
+            f"request to its end{why}; not priced (TTFT, TPOT and tok/s/GPU are the mean sizing's): a shorter ISL or OSL, "
+            "more GPUs or a narrower KV cache fit it")
 
 
 def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) -> str | None:
