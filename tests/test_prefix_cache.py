@@ -110,3 +110,22 @@ def test_tensorrt_llms_waves_first_token_never_later_with_more_hits():
     assert np.all(np.diff(t, axis=0) <= 0.0), t
     # 64 requests: the first and the last, as estimate prints them
     assert t[0, 1] * 1e3 == pytest.approx(411.9, abs=0.1) and t[-1, 1] * 1e3 == pytest.approx(94.6, abs=0.1)
+
+
+def test_the_arrival_line_says_where_hits_grow_the_waves_cohorts():
+    """vLLM counts new tokens only (Scheduler.schedule: num_tokens - num_computed_tokens after the prefix lookup), so under
+    waves a hit fits more prompts in a step: 64 requests of 1,024 half cached, floor(8,129 / 512) = 15 a cohort where
+    TensorRT-LLM keeps 7. estimate's arrival line says so for vLLM, not for TensorRT-LLM nor without hits."""
+    import json
+
+    from conftest import cli
+
+    def said(*args):
+        code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h200", "--tp", "8", "--concurrency", "64", "--json", *args)
+        assert code == 0, err
+        return json.loads(out)["arrival_text"]
+
+    assert "the cohorts grow" in said("--engine", "vllm", "--prefix-hit", "0.5")
+    assert "cohorts grow" not in said("--engine", "trtllm", "--prefix-hit", "0.5")
+    assert "cohorts grow" not in said("--engine", "vllm")
+    assert "cohorts grow" not in said("--engine", "vllm", "--prefix-hit", "0.5", "--arrival", "closed_loop")

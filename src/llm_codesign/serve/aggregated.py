@@ -1068,8 +1068,8 @@ def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_F
     alone = (~np.asarray(chunks, bool)) & (engine.whole_prompt_refusal is None) & (whole < np.maximum(new, 1.0))
     took = np.where(alone, np.maximum(new, 1.0), np.where(chunks | (whole < np.maximum(new, 1.0)), mnt, whole))
     # the prompts that fit compute their new tokens only; one that does not (its chunk, or its fallback above) computes at
-    # most its new tokens, the step's budget spent on it (the same where nothing cached is counted)
-    return np.where(new <= mnt, took * computed / np.maximum(new, 1.0), np.minimum(took, computed))
+    # most its new tokens, the step's budget spent on it (where nothing cached is counted, `took` as it was, bit for bit)
+    return np.where(new == computed, took, np.where(new <= mnt, took * computed / np.maximum(new, 1.0), np.minimum(took, computed)))
 
 
 def stage_ranks(sh: Plan):

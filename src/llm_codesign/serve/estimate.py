@@ -189,7 +189,7 @@ class Estimate:
             # "W:nvfp4 A:nvfp4" on an H100 read as FP4 math beside the note that it runs W4A16
             "precision_as_run": as_run(dep, self.moe_activation),
             # the arrival the TTFT turns on, in words (spec.harness.ARRIVAL_TEXT); None offline (every request queued)
-            "arrival_text": _arrival_text(w),
+            "arrival_text": _arrival_text(w, dep),
         }
         if dep.plan_note is not None:  # GPUs read off tp x attention_dp, none given (spec.plan.attention_dp_note)
             out["plan_note"] = dep.plan_note
@@ -281,10 +281,19 @@ def pipeline_note(dep: Deployment, isl: int, *, prefix_hit: float = 0.0) -> str 
             "chunks (SGLang's scheduler pipelines one request's by default)")
 
 
-def _arrival_text(w) -> str | None:
+def _arrival_text(w, dep: Deployment) -> str | None:
+    """ARRIVAL_TEXT's words for the arrival, and under waves with prefix hits what a hit does to its cohorts: an engine
+    counting new tokens only against its step budget (vLLM; not TensorRT-LLM, Engine.budget_counts_cached) that mixes
+    prompts into decode steps fits more of the shorter prompts in a step, so its cohorts grow, its step stays full and its
+    front end serves more at once: TTFT need not fall with the hit (docs/modelling-notes.md#fixW13-prefix-waves)."""
     from llm_codesign.spec.harness import ARRIVAL_TEXT
 
-    return None if w.concurrency is None else ARRIVAL_TEXT[w.arrival]
+    if w.concurrency is None:
+        return None
+    grows = w.arrival == "waves" and w.prefix_hit > 0 and dep.engine.mixes_prefill and not dep.engine.budget_counts_cached
+    return ARRIVAL_TEXT[w.arrival] + (f"; with prefix hits {dep.backend} counts only new tokens against its step budget, so "
+                                      "more prompts share a step and the cohorts grow: TTFT need not fall as hits rise"
+                                      if grows else "")
 
 
 def _per_joule(e: dict) -> dict:
