@@ -827,7 +827,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl,
                                                    kv_budget=kv_budget, spec=spec, draft_len=k)
     mix = mixes(engine, fl, k) & (arrival != "burst")  # a burst prefills its wave before any decode: no prompt beside them
-    fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
+    # the arriving prompts at what they take off the budget: their whole ISL where the engine counts the cached prefix
+    fill = budget_fill(mnt, new=isl if engine.budget_counts_cached else new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | engine.pipelines_request_chunks | (running >= pp), (engine, fl), C, adp)
@@ -1000,7 +1001,8 @@ def budget_fill(mnt, *, new, osl, k, acc, pp, mixes):
     """The most requests per rank that decode under a step budget of `mnt` where the engine mixes prompts into the
     decodes' steps (inf where it does not): in steady state the decodes' 1 + k tokens each and the prompts arriving take
     the budget together. A micro-batch of d decodes completes d x acc / (OSL - 1) requests a step, and as many arrive,
-    each with `new` prompt tokens, so d (1 + k + acc new / (OSL - 1)) <= budget. vLLM schedules the running requests
+    each with `new` prompt tokens (what each takes off the budget: its ISL where the engine counts the cached prefix,
+    Engine.budget_counts_cached), so d (1 + k + acc new / (OSL - 1)) <= budget. vLLM schedules the running requests
     first and a waiting request's prompt gets min(its tokens, what they leave) (v1/core/sched/scheduler.py:383-517, 567,
     680@0.19.0; TensorRT-LLM's MicroBatchScheduler alike, docs/modelling-notes.md#budget-decode-batch); more decoding
     than this leaves the prompts a few tokens a step, which the steady state cannot keep up with: the arriving requests

@@ -985,7 +985,7 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
         budget = dep.rank_step_tokens
         if osl == 1:  # a request's one output token comes from its prefill: the prompts take the budget (budget_fill)
             return (f"a step of {dep.backend} schedules at most {budget} tokens{rank} and at OSL 1 nothing decodes: "
-                    f"the prompts arriving take them ({workload.new_tokens} tokens and 1 output token each), so {max_batch} request{plural} "
+                    f"the prompts arriving take them ({_budget_tokens(dep, workload)} tokens{_cached_counted(dep, workload)} and 1 output token each), so {max_batch} request{plural} "
                     f"run{'s' if max_batch == 1 else ''} at once and the rest wait for them to finish (longer TTFT)")
         per = 1 + (dep.spec.k if dep.spec is not None else 0)
         return (f"a step of {dep.backend} schedules at most {budget} tokens{rank} ({per} per decoding request and "
@@ -1004,6 +1004,17 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
     return f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"
 
 
+def _budget_tokens(dep: Deployment, workload: Workload) -> int:
+    """The tokens an arriving prompt takes off the step budget: its new tokens, or its whole ISL where the engine counts the
+    cached prefix (Engine.budget_counts_cached: TensorRT-LLM; serve.aggregated.budget_fill)."""
+    return workload.isl if dep.engine.budget_counts_cached else workload.new_tokens
+
+
+def _cached_counted(dep: Deployment, workload: Workload) -> str:
+    """", cached prefix included," where the budget counts a prefix the prompt has (_budget_tokens), else ""."""
+    return ", cached prefix included," if _budget_tokens(dep, workload) != workload.new_tokens else ""
+
+
 # each engine's own running-batch limit as its launch names it (Engine.max_batch's sources)
 BATCH_LIMIT_FLAG = {"trtllm": "max_batch_size", "vllm": "--max-num-seqs", "sglang": "--max-running-requests", "atom": "max_num_seqs"}
 
@@ -1016,7 +1027,7 @@ def batch_limit(dep: Deployment, workload: Workload, *, max_batch: int, budget_b
     adp, pp = int(np.asarray(dep.plan.adp)), int(np.asarray(dep.plan.pp))
     held = f"; the KV cache holds {kv_seqs:,}" if kv_seqs > max_batch else ""
     if budget_binds:
-        k, new, out = dep.spec.k if dep.spec is not None else 0, workload.new_tokens, max(workload.osl - 1, 1)
+        k, new, out = dep.spec.k if dep.spec is not None else 0, _budget_tokens(dep, workload), max(workload.osl - 1, 1)
         per = f"1 + {k}" if k else "1"
         arriving = f"{new}/{out}" if accepted == 1.0 else f"{accepted:.2f} x {new}/{out}"
         mixed = np.floor(dep.rank_step_tokens / (1 + k + accepted * new / out)) * pp * adp
