@@ -172,6 +172,18 @@ def test_a_steps_prompts_get_the_budget_the_decodes_leave():
     # no decode beside: the whole budget, as before
     assert prompt_budget(8192.0, 8192.0, engine=vllm) == 8192.0
     assert prompt_budget(2524.0, 1024.0, engine=trt, flags=SchedulerFlags(chunked_prefill=True), decode_tokens=24.0) == 2500.0
+    # a cached prefix: TensorRT-LLM counts the whole prompt (Engine.budget_counts_cached), so 8,192 less 63 decodes at ISL
+    # 1,024 half cached takes floor(8,129 / 1,024) = 7 prompts of 512 new tokens, 3,584; vLLM counts new tokens only:
+    # floor(8,129 / 512) x 512 = 7,680 unchunked, all 8,129 chunked
+    assert prompt_budget(8192.0, 512.0, engine=trt, decode_tokens=63.0, cached=512.0) == 7 * 512.0
+    assert prompt_budget(8192.0, 512.0, engine=trt, flags=SchedulerFlags(chunked_prefill=True), decode_tokens=63.0,
+                         cached=512.0) == pytest.approx(8129.0 / 1024.0 * 512.0)
+    assert prompt_budget(8192.0, 512.0, engine=vllm, flags=SchedulerFlags(chunked_prefill=False), decode_tokens=63.0, cached=512.0) == 15 * 512.0
+    assert prompt_budget(8192.0, 512.0, engine=vllm, decode_tokens=63.0, cached=512.0) == 8129.0
+    # an 8,192-token prompt half cached beside 15 decodes: counted past the 8,177 left, it takes the step and computes its
+    # 4,096 new tokens (without hits its 8,177-token chunk, as before)
+    assert prompt_budget(8192.0, 4096.0, engine=trt, decode_tokens=15.0, cached=4096.0) == 4096.0
+    assert prompt_budget(8192.0, 8192.0, engine=trt, decode_tokens=15.0) == 8177.0
 
 
 def test_a_mixed_steps_decodes_verify_and_draft_as_a_decode_steps_do(h100):

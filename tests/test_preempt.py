@@ -188,3 +188,25 @@ def test_waves_price_the_first_wave_alone_and_sglang_says_it():
     assert not get_engine("sglang").recomputes_evicted and get_engine("vllm").recomputes_evicted
     sg = _est("--backend", "sglang", "--concurrency", "250", "--arrival", "burst")  # 206 held at 2048 tokens
     assert "preempts about 44 of them to recompute later (not priced" in sg["in_step"]
+
+
+def test_a_cache_short_of_one_request_says_nothing_is_priced():
+    """Review fixW13 #2: Llama-3.1-70B on 2 H100s (TP2), vLLM, 8,000 + 30,000 tokens, one request in a burst: the KV
+    cache holds 30,595 tokens, 0.805 of one request at its full 38,000, so the pricing's gate (held >= 1,
+    serve.aggregated._in_step_priced) prices no eviction (nothing else runs to evict), and the line said "(priced: ...
+    which TPOT and tok/s/GPU include)" of 0 s. Now it says the request cannot finish and vLLM's start check, and that
+    nothing is priced; the figures are the mean sizing's."""
+    code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h100", "--gpus", "2", "--tp", "2", "--engine", "vllm", "--isl", "8000",
+                         "--osl", "30000", "--concurrency", "1", "--arrival", "burst", "--json", "--breakdown")
+    assert code == 0, err
+    r = json.loads(out)
+    assert not any(row["name"].startswith("preempt") for row in r["breakdown"])  # no eviction row: nothing priced
+    said = r["in_step"]
+    assert "priced:" not in said and "preempts" not in said and "not priced" in said
+    assert said.startswith("one request reaches 8000+30000 tokens and the KV cache holds 30,595 tokens")
+    assert "_check_enough_kv_cache_memory" in said
+    # the same request with the room for it (8,000 + 20,000 = 28,000 < 30,595): nothing to say
+    code, out, err = cli("estimate", "llama-3.1-70b", "--gpu", "h100", "--gpus", "2", "--tp", "2", "--engine", "vllm", "--isl", "8000",
+                         "--osl", "20000", "--concurrency", "1", "--arrival", "burst", "--json")
+    assert code == 0, err
+    assert "in_step" not in json.loads(out)

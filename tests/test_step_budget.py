@@ -154,7 +154,8 @@ def test_evaluate_exposes_the_batch_the_budget_decodes_and_estimate_reads_it():
 
 def test_at_osl_1_the_budget_message_names_the_prompts_not_a_decode():
     # nothing decodes at OSL 1 (the one output token comes from the prefill): the 8,192-token budget holds
-    # floor(8192 / (1024 + 1)) = 7 requests at once, floor(8192 / (512 + 1)) = 15 with half of each prompt cached
+    # floor(8192 / (1024 + 1)) = 7 requests at once; with half of each prompt cached TensorRT-LLM still counts the whole
+    # 1,024 (Engine.budget_counts_cached): 7, vLLM the 512 new ones: floor(8192 / (512 + 1)) = 15
     def over(*extra):
         r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--osl", "1", "--concurrency", "64", *extra, "--json"])
         d = json.loads(r.stdout)
@@ -162,4 +163,6 @@ def test_at_osl_1_the_budget_message_names_the_prompts_not_a_decode():
 
     assert over() == (7, "a step of trtllm schedules at most 8192 tokens and at OSL 1 nothing decodes: the prompts arriving take them "
                          "(1024 tokens and 1 output token each), so 7 requests run at once and the rest wait for them to finish (longer TTFT)")
-    assert over("--prefix-hit", "0.5")[0] == 15 and "(512 tokens and 1 output token each)" in over("--prefix-hit", "0.5")[1]
+    assert over("--prefix-hit", "0.5")[0] == 7 and "(1024 tokens, cached prefix included, and 1 output token each)" in over("--prefix-hit", "0.5")[1]
+    assert over("--prefix-hit", "0.5", "--engine", "vllm")[0] == 15
+    assert "(512 tokens and 1 output token each)" in over("--prefix-hit", "0.5", "--engine", "vllm")[1]

@@ -760,7 +760,7 @@ class _Rank(NamedTuple):
     def beside(self, decodes=0.0):
         """The prompt tokens a step takes beside `decodes` decoding requests: what their 1 + k tokens each leave (prompt_budget)."""
         engine, fl = self.scheduler
-        return prompt_budget(self.budget, self.new, engine=engine, flags=fl, decode_tokens=decodes * (1.0 + self.k))
+        return prompt_budget(self.budget, self.new, engine=engine, flags=fl, decode_tokens=decodes * (1.0 + self.k), cached=self.cached)
 
     @property
     def mnt(self):
@@ -834,7 +834,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl,
                                                    kv_budget=kv_budget, spec=spec, draft_len=k)
     mix = mixes(engine, fl, k) & (arrival != "burst")  # a burst prefills its wave before any decode: no prompt beside them
-    fill = budget_fill(mnt, new=new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
+    # the arriving prompts at what they take off the budget: their whole ISL where the engine counts the cached prefix
+    fill = budget_fill(mnt, new=isl if engine.budget_counts_cached else new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted = (np.minimum(x, fill) for x in (running, admitted))
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | engine.pipelines_request_chunks | (running >= pp), (engine, fl), C, adp)
@@ -1009,7 +1010,8 @@ def budget_fill(mnt, *, new, osl, k, acc, pp, mixes):
     """The most requests per rank that decode under a step budget of `mnt` where the engine mixes prompts into the
     decodes' steps (inf where it does not): in steady state the decodes' 1 + k tokens each and the prompts arriving take
     the budget together. A micro-batch of d decodes completes d x acc / (OSL - 1) requests a step, and as many arrive,
-    each with `new` prompt tokens, so d (1 + k + acc new / (OSL - 1)) <= budget. vLLM schedules the running requests
+    each with `new` prompt tokens (what each takes off the budget: its ISL where the engine counts the cached prefix,
+    Engine.budget_counts_cached), so d (1 + k + acc new / (OSL - 1)) <= budget. vLLM schedules the running requests
     first and a waiting request's prompt gets min(its tokens, what they leave) (v1/core/sched/scheduler.py:383-517, 567,
     680@0.19.0; TensorRT-LLM's MicroBatchScheduler alike, docs/modelling-notes.md#budget-decode-batch); more decoding
     than this leaves the prompts a few tokens a step, which the steady state cannot keep up with: the arriving requests
@@ -1041,7 +1043,7 @@ def _work_cycle(t_req_pf, *, admitted, osl, t_iter, acc):
     return np.asarray(admitted, float) * t_req_pf + np.maximum(np.asarray(osl, float) - 1.0, 0.0) / acc * t_iter
 
 
-def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS, decode_tokens=0.0):
+def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS, decode_tokens=0.0, cached=0.0):
     """The prompt tokens one step takes under a step budget of `mnt` (per attention-DP rank) for prompts of `new` tokens,
     beside decodes taking `decode_tokens` of it: the budget they leave, never below zero, where the engine splits prompts
     into chunks (Engine.chunks_prefill, or the run's chunked_prefill flag), else the whole prompts that fit it,
@@ -1057,17 +1059,28 @@ def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_F
     in its request order (docs/modelling-notes.md#budget-decode-batch); SGLang's PrefillAdder takes the running batch's
     size off both max_prefill_tokens and the chunk where it mixes (--enable-mixed-chunk: managers/scheduler.py:2038,
     schedule_policy.py:393-401@0.5.9; mixing is off under speculative decoding, server_args.py:2390). Where the decodes
-    fill the budget no prompt token fits that step (0), as in the engines."""
+    fill the budget no prompt token fits that step (0), as in the engines.
+
+    A prompt's `cached` prefix (prefix-cache hits) takes budget where the engine counts it (Engine.budget_counts_cached:
+    TensorRT-LLM charges the whole prompt before it finds the reused blocks): the prompts that fit are counted at
+    new + cached and each computes its new tokens, so 8,129 left at ISL 1,024 half cached take 7 prompts, 3,584 tokens
+    (vLLM, SGLang: 15 prompts, 7,680). A prompt counted past the budget left is charged all of it and computes at most its
+    new tokens: its first chunk keeps its size past the prefix (setPrepopulatedPromptLen advances the start, not the end)."""
     chunks = engine.chunks_prefill if flags.chunked_prefill is None else np.asarray(flags.chunked_prefill, bool)
     mnt = np.maximum(np.asarray(mnt, float) - np.asarray(decode_tokens, float), 0.0)
-    new = np.asarray(new, float)
+    computed = np.asarray(new, float)
+    # what a prompt takes off the budget: its new tokens, or its whole prompt where the engine counts the cached prefix
+    new = computed + (np.asarray(cached, float) if engine.budget_counts_cached else 0.0)
     whole = np.floor(mnt / np.maximum(new, 1.0)) * new
     # an engine that serves a longer prompt unchunked, whole (no refusal: SGLang, whose PrefillAdder.add_one_req always
     # admits a prefill batch's first request, `if the can_run_list is empty, always accept the first prefill request`,
     # python/sglang/srt/managers/schedule_policy.py@00550cd; chunked prefill off: rem_chunk_tokens None), runs it alone
     # in its step: priced so where its chunked prefill is turned off, not in chunks of the budget (crev9 #9)
     alone = (~np.asarray(chunks, bool)) & (engine.whole_prompt_refusal is None) & (whole < np.maximum(new, 1.0))
-    return np.where(alone, np.maximum(new, 1.0), np.where(chunks | (whole < np.maximum(new, 1.0)), mnt, whole))
+    took = np.where(alone, np.maximum(new, 1.0), np.where(chunks | (whole < np.maximum(new, 1.0)), mnt, whole))
+    # the prompts that fit compute their new tokens only; one that does not (its chunk, or its fallback above) computes at
+    # most its new tokens, the step's budget spent on it (where nothing cached is counted, `took` as it was, bit for bit)
+    return np.where(new == computed, took, np.where(new <= mnt, took * computed / np.maximum(new, 1.0), np.minimum(took, computed)))
 
 
 def stage_ranks(sh: Plan):

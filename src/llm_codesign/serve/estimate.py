@@ -20,6 +20,7 @@ from llm_codesign.serve.aggregated import (
     eager_tpot_moves,
     eager_ttft_moves,
     engine_budget,
+    full_context_seqs,
     op_step_time,
     pdl_per_launch,
     pipeline_note,
@@ -189,7 +190,7 @@ class Estimate:
             # "W:nvfp4 A:nvfp4" on an H100 read as FP4 math beside the note that it runs W4A16
             "precision_as_run": as_run(dep, self.moe_activation),
             # the arrival the TTFT turns on, in words (spec.harness.ARRIVAL_TEXT); None offline (every request queued)
-            "arrival_text": _arrival_text(w),
+            "arrival_text": _arrival_text(w, dep),
         }
         if dep.plan_note is not None:  # GPUs read off tp x attention_dp, none given (spec.plan.attention_dp_note)
             out["plan_note"] = dep.plan_note
@@ -259,10 +260,19 @@ def chunking_note(dep: Deployment, isl: int) -> str | None:
             f"{budget:,} tokens (--max-prefill-tokens), a longer prompt run whole, alone{past}")
 
 
-def _arrival_text(w) -> str | None:
+def _arrival_text(w, dep: Deployment) -> str | None:
+    """ARRIVAL_TEXT's words for the arrival, and under waves with prefix hits what a hit does to its cohorts: an engine
+    counting new tokens only against its step budget (vLLM; not TensorRT-LLM, Engine.budget_counts_cached) that mixes
+    prompts into decode steps fits more of the shorter prompts in a step, so its cohorts grow, its step stays full and its
+    front end serves more at once: TTFT need not fall with the hit (docs/modelling-notes.md#fixW13-prefix-waves)."""
     from llm_codesign.spec.harness import ARRIVAL_TEXT
 
-    return None if w.concurrency is None else ARRIVAL_TEXT[w.arrival]
+    if w.concurrency is None:
+        return None
+    grows = w.arrival == "waves" and w.prefix_hit > 0 and dep.engine.mixes_prefill and not dep.engine.budget_counts_cached
+    return ARRIVAL_TEXT[w.arrival] + (f"; with prefix hits {dep.backend} counts only new tokens against its step budget, so "
+                                      "more prompts share a step and the cohorts grow: TTFT need not fall as hits rise"
+                                      if grows else "")
 
 
 def _per_joule(e: dict) -> dict:
@@ -887,11 +897,31 @@ def _capacity(model: ModelSpec, dep: Deployment, workload: Workload, *, concurre
               free: float) -> dict:
     """Estimate's over_capacity (past max_batch: _over_capacity) and in_step (the min(concurrency, max_batch) running, past
     what the cache holds at the full context where requests run in step: _in_step), from the sequences of ISL+OSL the KV bytes `free` hold (whole_seqs)."""
-    whole = whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=dep.spec.k if dep.spec is not None else 0.0,
-                       seq_len=workload.isl + workload.osl, free=free)
+    k, seq_len = dep.spec.k if dep.spec is not None else 0.0, workload.isl + workload.osl
+    whole = whole_seqs(model, dep.precision, dep.gpu, dep.plan, dep.spec, k=k, seq_len=seq_len, free=free)
     over = _over_capacity(dep, workload, max_batch=max_batch, budget_binds=budget_binds, whole=whole) if concurrency > max_batch else None
+    if whole < 1 and dep.engine.kv_budget[2] < 1.0 and workload.osl > 1:
+        # not one sequence at ISL+OSL: no eviction brings it to its end (the pricing's gate, serve.aggregated._in_step_priced)
+        held = float(np.ravel(full_context_seqs(model, dep.precision, dep.gpu, dep.plan.broadcast(), dep.spec, k=k, seq_len=seq_len, free=free))[0])
+        return {"over_capacity": over, "in_step": _short_context(dep, workload, tokens=held * seq_len)}
     # past max_batch the engine still runs max_batch in step, and they still run out of blocks (the rest wait for a slot)
     return {"over_capacity": over, "in_step": None if budget_binds else _in_step(dep, workload, min(concurrency, max_batch), whole)}
+
+
+def _short_context(dep: Deployment, workload: Workload, *, tokens: float) -> str:
+    """What an engine sizing its KV cache at the mean context (Engine.kv_budget's share < 1) does where its cache (`tokens`
+    a rank) holds less than one request at ISL+OSL: the mean sizing admits it, and no preemption lets it finish (one
+    running, nothing to evict but itself), so nothing is priced for it, whatever the arrival. vLLM does not start with a
+    max_model_len its KV cache cannot hold ("To serve at least one request with the model's max seq len ...",
+    _check_enough_kv_cache_memory, vllm/v1/core/kv_cache_utils.py, read in the code index), and refuses a request whose
+    prompt and max_tokens pass a shorter one: review fixW13 #2, where the eviction line said "priced" of nothing priced."""
+    isl, osl = workload.isl, workload.osl
+    why = (" (vLLM starts only with a --max-model-len its KV cache holds, _check_enough_kv_cache_memory, and refuses a "
+           "request past it)" if dep.backend == "vllm" else "")
+    return (f"one request reaches {isl}+{osl} tokens and the KV cache holds {int(tokens):,} tokens{' a rank' if int(np.asarray(dep.plan.adp)) > 1 else ''}: "
+            f"{dep.backend} sizes its batch at the mean context ({isl}+{dep.engine.kv_budget[2] * osl:.10g}) but cannot run one "
+            f"request to its end{why}; not priced (TTFT, TPOT and tok/s/GPU are the mean sizing's): a shorter ISL or OSL, "
+            "more GPUs or a narrower KV cache fit it")
 
 
 def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) -> str | None:
@@ -940,7 +970,7 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
         budget = dep.rank_step_tokens
         if osl == 1:  # a request's one output token comes from its prefill: the prompts take the budget (budget_fill)
             return (f"a step of {dep.backend} schedules at most {budget} tokens{rank} and at OSL 1 nothing decodes: "
-                    f"the prompts arriving take them ({workload.new_tokens} tokens and 1 output token each), so {max_batch} request{plural} "
+                    f"the prompts arriving take them ({_budget_tokens(dep, workload)} tokens{_cached_counted(dep, workload)} and 1 output token each), so {max_batch} request{plural} "
                     f"run{'s' if max_batch == 1 else ''} at once and the rest wait for them to finish (longer TTFT)")
         per = 1 + (dep.spec.k if dep.spec is not None else 0)
         return (f"a step of {dep.backend} schedules at most {budget} tokens{rank} ({per} per decoding request and "
@@ -960,6 +990,17 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
     return f"{held}; {dep.backend} reserves ISL+OSL per request, so the rest wait for whole requests to finish (longer TTFT)"
 
 
+def _budget_tokens(dep: Deployment, workload: Workload) -> int:
+    """The tokens an arriving prompt takes off the step budget: its new tokens, or its whole ISL where the engine counts the
+    cached prefix (Engine.budget_counts_cached: TensorRT-LLM; serve.aggregated.budget_fill)."""
+    return workload.isl if dep.engine.budget_counts_cached else workload.new_tokens
+
+
+def _cached_counted(dep: Deployment, workload: Workload) -> str:
+    """", cached prefix included," where the budget counts a prefix the prompt has (_budget_tokens), else ""."""
+    return ", cached prefix included," if _budget_tokens(dep, workload) != workload.new_tokens else ""
+
+
 # each engine's own running-batch limit as its launch names it (Engine.max_batch's sources)
 BATCH_LIMIT_FLAG = {"trtllm": "max_batch_size", "vllm": "--max-num-seqs", "sglang": "--max-running-requests", "atom": "max_num_seqs"}
 
@@ -972,7 +1013,7 @@ def batch_limit(dep: Deployment, workload: Workload, *, max_batch: int, budget_b
     adp, pp = int(np.asarray(dep.plan.adp)), int(np.asarray(dep.plan.pp))
     held = f"; the KV cache holds {kv_seqs:,}" if kv_seqs > max_batch else ""
     if budget_binds:
-        k, new, out = dep.spec.k if dep.spec is not None else 0, workload.new_tokens, max(workload.osl - 1, 1)
+        k, new, out = dep.spec.k if dep.spec is not None else 0, _budget_tokens(dep, workload), max(workload.osl - 1, 1)
         per = f"1 + {k}" if k else "1"
         arriving = f"{new}/{out}" if accepted == 1.0 else f"{accepted:.2f} x {new}/{out}"
         mixed = np.floor(dep.rank_step_tokens / (1 + k + accepted * new / out)) * pp * adp

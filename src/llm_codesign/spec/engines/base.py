@@ -179,6 +179,13 @@ class Engine(ABC):
     # whole request, prompt + generated tokens (vLLM: its max_model_len, which bounds a request's prompt + max_tokens, must
     # stay within max_num_batched_tokens), spec.plan.prompt_schedules
     whole_request_in_budget: ClassVar[bool] = False
+    # whether a prompt's prefix-cache hit still takes its share of the step budget: its whole prompt counted when first
+    # scheduled, the cached prefix found only after (TensorRT-LLM's), so fewer prompts share a step than their new tokens
+    # would fill. vLLM looks the prefix up before it counts (Scheduler.schedule: get_computed_blocks, then num_new_tokens =
+    # request.num_tokens - num_computed_tokens, v1/core/sched/scheduler.py), SGLang likewise (PrefillAdder.add_one_req
+    # charges extend_input_len, the prompt less its matched prefix, managers/schedule_policy.py): False
+    # (serve.aggregated.prompt_budget, docs/modelling-notes.md#fixW13-prefix-waves)
+    budget_counts_cached: ClassVar[bool] = False
     # the decode CUDA graphs it captures where the run sets none (SchedulerFlags.cuda_graph_max_bs NaN): the largest
     # batch per rank, and whether a batch between the captured sizes is padded up to the next one (else it runs eagerly,
     # serve.aggregated.graph_misses). Every batch by default; an engine whose default stops or leaves gaps says so, here

@@ -95,6 +95,13 @@ class TensorRTLLMEngine(Engine):
     # its LLM API rejects the request (tensorrt_llm/llmapi/llm.py BaseLLM._check_arguments@4c05a748, spec.plan.check_whole_prompt)
     whole_prompt_refusal = ("schedules a prompt whole and its LLM API refuses a longer one (BaseLLM._check_arguments)",
                             "", "enable_chunked_prefill: true")
+    # a context request takes its whole prompt off max_num_tokens, cached prefix included: MicroBatchScheduler::operator()
+    # charges `llmReq->getNumTokens(beam)` unchunked and getContextRemainingLength() chunked, both before the KV cache
+    # manager finds the reused blocks ("the runtime process is to apply for cache first and then determine prepopulation",
+    # LlmRequest::setPrepopulatedPromptLen, cpp/include/tensorrt_llm/batch_manager/llmRequest.h; microBatchScheduler.cpp
+    # @0a949d31 and @b8b7b782, the PyTorch path's PyMicroBatchScheduler the same, "C++ uses getNumTokens(beam=0)",
+    # tensorrt_llm/_torch/pyexecutor/scheduler.py; all read in the code index)
+    budget_counts_cached = True
     # the LLM API's default CUDA graphs (trtllm-serve and the LLM class, where the options set no cuda_graph_config):
     # TorchLlmArgs.cuda_graph_config = CudaGraphConfig() (enable_padding False, max_batch_size 0 -> "max_batch_size or
     # 128"), whose generated sizes without padding are 1-32, 64 and 128 (list(range(1, 32)) + [32, 64, 128], powers of 2
