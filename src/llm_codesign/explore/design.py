@@ -243,8 +243,8 @@ def _priced(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan:
     # replays a graph (serve.aggregated._eager_misses: none at an infinite capture), so no row decodes outside its capture and
     # its bands carry no eager term (priced_terms' `eager` None), as a search's point's do. A row's batch above the engine's
     # default capture (TensorRT-LLM's 1-32, 64 and 128, unpadded: 8B's 241 a rank on an H100) is priced as the launch that
-    # pads the graphs up to it runs it (point_graphs' capture; estimate at that cuda_graph_max_bs gives the row's figure),
-    # not as the default launch, where the eager launches would be priced (leftS: tests/test_leftS_surfaces.py)
+    # pads the graphs up to it runs it (point_graphs' capture, which the row states: _dep's cuda_graph_max_bs; estimate at it
+    # gives the row's figure and band, leftS2), not as the default launch, where the eager launches would be priced (leftS)
     r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=pa, engine=engine, cuda_graph_max_bs=SEARCH_GRAPHS), cal=cal, concurrency=conc,
                  isl=isl, osl=osl)
     # the plans the engine launches (Engine.runs_plans: TensorRT-LLM's attention DP at TP 1 only), as pareto searches them

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.explore import accuracy_model
-from llm_codesign.explore.design import DEFAULT_VOCAB, Slo, at_best, reference_model, to_model
+from llm_codesign.explore.design import DEFAULT_VOCAB, REGIMES, Slo, at_best, reference_model, to_model
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import DenseFfn, MoE
@@ -91,9 +91,9 @@ def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) 
     isl, osl = slo.lengths()
     values = {k: best[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
     b = banded([(m, best["deployment"], values)], gpu=gpu, prec=prec, engine=engine, isl=isl, osl=osl, table=table)[0]
-    first = next(iter(b.values()))
-    return best | {"intervals": {k: _bounds(v) for k, v in b.items()},
-                   "interval_basis": {"source": first["source"], "widened": list(first["widened"])}}
+    basis = b[REGIMES[slo.regime][0]]  # the objective's runs (TTFT's are its arrival's own slice)
+    return best | {"intervals": {k: _bounds(b[k]) for k in values},
+                   "interval_basis": {"source": basis["source"], "widened": list(basis["widened"])}}
 
 
 def _envelope(m: ModelSpec, scale: float) -> dict:
