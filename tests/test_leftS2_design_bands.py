@@ -44,8 +44,8 @@ def test_each_row_of_8b_on_an_h100_is_estimate_at_its_deployment_and_capture(den
     assert r["objective"] == "output_tok_s_per_gpu" and r["isl_osl"] in ((1024, 1024), [1024, 1024])
     for d in r["designs"]:
         dep = d["deployment"]
-        # TensorRT-LLM's default capture is unpadded: every row states its own batch a rank
-        assert dep["cuda_graph_max_bs"] == dep["concurrency_per_instance"] // dep["attention_dp"]
+        # above TensorRT-LLM's default capture (1-32, 64, 128): every row states its own batch a rank
+        assert dep["cuda_graph_max_bs"] == dep["concurrency_per_instance"] // dep["attention_dp"] > 128
         e = _estimate(to_model(d, DEFAULT_VOCAB, ""), dep, "h100", 1024, 1024)
         assert e.eager_decode is None and e.output_tok_s_per_gpu == pytest.approx(d["objective"], rel=1e-12)
         _same(d["intervals"]["output_tok_s_per_gpu"], e.intervals["output_tok_s_per_gpu"])
@@ -72,10 +72,12 @@ def test_each_row_of_8b_on_an_h100_is_estimate_at_its_deployment_and_capture(den
 
 def test_a_latency_row_is_estimate_at_one_request():
     """The latency regime's objective, tok/s/user, at design 1's one request: estimate's band there, its 95% top held at
-    what one H100 allows (220.24 tok/s/user); the capture TensorRT-LLM's unpadded default would miss none of, stated as 1."""
+    what one H100 allows (220.24 tok/s/user: 234.4 before). TensorRT-LLM's default capture (1-32, 64, 128) replays a batch of
+    one, so the row states none (null: the default's), and estimate at the default prices it."""
     r = lc.design(8e9, "h100", num_gpus=1, regime="latency", top=1, max_candidates=100)
     d = r["designs"][0]
-    assert r["objective"] == "tok_s_per_user" and d["deployment"]["concurrency_per_instance"] == 1 == d["deployment"]["cuda_graph_max_bs"]
+    assert r["objective"] == "tok_s_per_user" and d["deployment"]["concurrency_per_instance"] == 1
+    assert d["deployment"]["cuda_graph_max_bs"] is None
     e = _estimate(to_model(d, DEFAULT_VOCAB, ""), d["deployment"], "h100", 1024, 1024)
     assert e.tok_s_per_user == pytest.approx(d["objective"], rel=1e-12)
     _same(d["intervals"]["tok_s_per_user"], e.intervals["tok_s_per_user"])
@@ -130,3 +132,16 @@ def test_the_table_and_the_page_state_the_capture():
 
     js = resources.files("llm_codesign.web").joinpath("static/app.js").read_text()
     assert "` graphs ≤${d.deployment.cuda_graph_max_bs}`" in js and "r.graphs_line, r.quality_line" in js
+
+
+def test_a_row_states_a_capture_only_where_the_default_misses_its_batch():
+    """row_graphs: TensorRT-LLM's default on an H100 at TP1 replays 1-32, 64 and 128 (unpadded), so a row there states none;
+    at 33, 48 or 241 it states graphs padded up to its batch (a frontier's point_graphs states one for every load of a plan)."""
+    from llm_codesign.explore.search import point_graphs, row_graphs
+    from llm_codesign.spec.engines import get_engine
+    from llm_codesign.spec.plan import Plan
+
+    g, trt = lc.get_gpu("h100"), get_engine("trtllm")
+    got = {b: row_graphs(trt, b, gpu=g, plan=Plan(tp=1)) for b in (1, 8, 32, 33, 48, 64, 128, 129, 241)}
+    assert got == {1: None, 8: None, 32: None, 33: 33, 48: 48, 64: None, 128: None, 129: 129, 241: 241}
+    assert point_graphs(trt, 8, gpu=g, plan=Plan(tp=1)) == 8  # the frontier's rule: the unpadded default is never the point's

@@ -13,7 +13,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP, accuracy_model, quality
 from llm_codesign.explore.envelope import reference_model
-from llm_codesign.explore.search import BATCHES, SEARCH_GRAPHS, divisors, point_graphs, refuse_without_decode
+from llm_codesign.explore.search import BATCHES, SEARCH_GRAPHS, divisors, refuse_without_decode, row_graphs
 from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format, check_runs
 from llm_codesign.spec.hardware import Gpu
@@ -243,7 +243,7 @@ def _priced(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan:
     # replays a graph (serve.aggregated._eager_misses: none at an infinite capture), so no row decodes outside its capture and
     # its bands carry no eager term (priced_terms' `eager` None), as a search's point's do. A row's batch above the engine's
     # default capture (TensorRT-LLM's 1-32, 64 and 128, unpadded: 8B's 241 a rank on an H100) is priced as the launch that
-    # pads the graphs up to it runs it (point_graphs' capture, which the row states: _dep's cuda_graph_max_bs; estimate at it
+    # pads the graphs up to it runs it (the capture the row states: _dep's cuda_graph_max_bs, row_graphs; estimate at it
     # gives the row's figure and band, leftS2), not as the default launch, where the eager launches would be priced (leftS)
     r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=pa, engine=engine, cuda_graph_max_bs=SEARCH_GRAPHS), cal=cal, concurrency=conc,
                  isl=isl, osl=osl)
@@ -1243,13 +1243,13 @@ def _nsga2_sampler(optuna, seed: int):
 
 def _dep(plan: Plan, inst, ip: int, ib: int, *, engine: Engine, gpu: Gpu) -> dict:
     """Deployment `ip` of `plan` at batch `ib` a rank, with the decode capture it was priced with (`cuda_graph_max_bs`):
-    graphs padded up to its batch a rank where the engine's default capture misses it (explore.search.point_graphs, as a
-    search's point states it; _priced's SEARCH_GRAPHS), None where the default captures it, so that estimate at that
-    capture prices the row's figure (leftS2)."""
+    graphs padded up to its batch a rank where the engine's default capture misses it (explore.search.row_graphs; _priced's
+    SEARCH_GRAPHS replays every batch), None where the default replays it, so that estimate at that capture prices the
+    row's figure (leftS2)."""
     p = plan.at(ip)
     return {"plan": p.label(), "instance_gpus": int(inst[ip]), "tp": p.tp, "pp": p.pp, "ep": p.ep, "moe_tp": p.moe_tp,
             "attention_dp": p.adp, "kvp": p.kvp, "concurrency_per_instance": int(BATCHES[ib] * p.adp),
-            "cuda_graph_max_bs": point_graphs(engine, int(BATCHES[ib]), gpu=gpu, plan=p)}
+            "cuda_graph_max_bs": row_graphs(engine, int(BATCHES[ib]), gpu=gpu, plan=p)}
 
 
 def to_model(d: dict, vocab: int, name: str = "design") -> ModelSpec:
