@@ -30,7 +30,7 @@ def test_designs_baseline_line_names_its_objective_as_the_table_does_and_the_pro
                        "--max-candidates", "20")
     line = out.splitlines()[0]
     assert code == 0 and re.fullmatch(r"baseline llama-3\.1-8b: 8\.0B params, quality proxy 1\.\d{4} nats/token, tok/s/GPU \d+\.\d "
-                                      r"\(TP1, batch \d+\)", line), line
+                                      r"\(TP1, batch (\d+), graphs ≤\1\)", line), line  # the capture it was priced with (leftS2)
     code, out, _ = cli("design", "--params", "8e9", "--gpu", "h100", "--gpus", "1", "--regime", "latency", "--top", "1",
                        "--max-candidates", "20")
     # since fixE read the KV heads at the reference's query heads, none of these 20 shapes beats llama-3.1-8b at equal

@@ -35,7 +35,9 @@ def test_the_api_carries_the_clis_baseline_lines(client):
     # the baseline's row from the answer's own figures: 20,907,786,240 params (the bundled gpt-oss-20b) -> 20.9B
     assert b["total_params"] == 20_907_786_240
     assert lines[2] == (f"baseline gpt-oss-20b: 20.9B params, quality proxy {b['quality_proxy']:.4f} nats/token, "
-                        f"tok/s/GPU {b['objective']:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
+                        f"tok/s/GPU {b['objective']:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']}, "
+                        # the capture it was priced with (leftS2): TensorRT-LLM's unpadded default, so its batch a rank
+                        f"graphs ≤{b['deployment']['concurrency_per_instance'] // b['deployment']['attention_dp']})")
     assert lines[3] == b["hint"] == "the baseline is MoE: --moe --active-params 3.6e9 searches MoE shapes"  # 3.61B active
     # design 1 against the baseline: the CLI's line beneath its table
     assert got["versus_line"].startswith("design 1 vs gpt-oss-20b: loss ") and got["versus_line"] in out.splitlines()

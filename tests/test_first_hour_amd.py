@@ -108,7 +108,9 @@ def test_design_outside_the_envelope_keeps_its_lint_column_at_80_columns():
     # since designQ's query-width axis row 1 is h9728 L6 H160/32 q1.05: 9728 / 6 = 1621.3 against 213 -> x7.6, its bound
     # beneath the q label's line (the label takes the shape column's third line, the row stays 80 columns)
     assert first[0] == "1" and first[-2:] == ["0E", "2W"] and "err" in lines[i + 3].split()
-    assert lines[i + 2].split()[1:3] == ["h9728", "L6"] and lines[i + 4].split() == ["q1.05", "aspect>x7.6"]
+    # (and beneath the deployment, the capture it was priced with, leftS2: "graphs ≤639", at 80 columns over two lines)
+    assert lines[i + 2].split()[1:3] == ["h9728", "L6"] and lines[i + 4].split() == ["q1.05", "aspect>x7.6", "≤639"]
+    assert lines[i + 3].split()[-1] == "graphs"
     assert ("envelope, beneath the loss: in, or the bound it breaks most, above its maximum (>) or below its minimum (<), and by "
             "what factor (--json: every bound) (--outside-envelope).") in " ".join(out.split())
 

@@ -29,10 +29,12 @@ from llm_codesign.errors import InputError
 from llm_codesign.explore import DESIGN_GPU, DESIGN_TOP, MAX_CANDIDATES, MAX_TOP
 from llm_codesign.render.design_lines import (  # noqa: F401 (shared with design --report and the page)
     _TERM_NAMES,
+    GRAPHS_LEGEND,
     _params,
     baseline_lines,
     bind_text,
     ffn_pass_line,
+    graphs_said,
     objective_short,
     params_line,
     quality_rule_line,
@@ -351,7 +353,13 @@ def design(
     )
     from llm_codesign.explore.design import design as run
     from llm_codesign.outputs import check_writable, write_all, write_text
-    from llm_codesign.render.intervals import UNINFORMATIVE_TEXT, span_text, unpredictable, unpredictable_footnote
+    from llm_codesign.render.intervals import (
+        UNINFORMATIVE_TEXT,
+        capped_footnote,
+        span_text,
+        unpredictable,
+        unpredictable_footnote,
+    )
 
     # every option before the shape grid (seconds) and the search (minutes)
     check_options(params=params, active_params=active_params, budget_tol=budget_tol, quality_tol=quality_tol, quality_sigmas=quality_sigmas,
@@ -463,7 +471,8 @@ def design(
                      # whole tok/s from 1,000 up: the tenth is noise there, and it kept the deployment column whole at 80
                      f"{d['objective']:.{1 if d['objective'] < 1000 else 0}f}{unpredictable(d.get('intervals', {}).get(r['objective']))}",
                      f"{d['gain_pct']:+.1f}" if d["gain_pct"] is not None else "-",
-                     f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}", f"{d['lint']['errors']}E {d['lint']['warnings']}W"))
+                     f"{d['deployment']['plan']} B={d['deployment']['concurrency_per_instance']}"
+                     + (f"\n{cg}" if (cg := graphs_said(d["deployment"])) else ""), f"{d['lint']['errors']}E {d['lint']['warnings']}W"))
     # where the rows differ in the envelope, each row's place in it beneath its loss (a column of its own cropped the lint
     # column at 80); every row inside it (a search inside it, the default) is said once in the caption, as pareto says a
     # shared column beneath, and the figures' headers take two lines: the table then fits 80 columns, lint included
@@ -488,7 +497,8 @@ def design(
                + (envelope_said(env) if inside else "envelope, beneath the loss: in, or the bound it breaks most, above its "
                   "maximum (>) or below its minimum (<), and by what factor (--json: every bound)") + " ("
                + ("searched inside it" if env["applied"] else "--outside-envelope") + f"). {short}: the regime's objective at its best "
-               "deployment; gain % over the baseline (else the reference) at the same SLO. lint: errors and warnings.")
+               "deployment; gain % over the baseline (else the reference) at the same SLO. deployment: its plan, B requests an "
+               f"instance; {GRAPHS_LEGEND}. lint: errors and warnings.")
     for row in rows:
         t.add_row(*row)
     con.print(t)
@@ -516,6 +526,8 @@ def design(
         con.print(f"{short} of design 1: 80% interval {b1['lo80']:.1f}-{b1['hi80']:.1f}, 95% {b1['lo95']:.1f}-{b1['hi95']:.1f}"
                   + (UNINFORMATIVE_TEXT.format(span=span_text(b1["span95"])) if unpredictable(b1) else "")
                   + f" (from {b1['source']}{'; ' + '; '.join(b1['widened']) if b1['widened'] else ''})", highlight=False)
+        if line := capped_footnote([("", {r["objective"]: b1})], levels=("80", "95")):  # a bound held at what its GPUs allow, as estimate says it
+            con.print(line, highlight=False)
         con.print(versus_line(r), highlight=False)
         if line := scale_line(r["designs"][0]):
             con.print(line, highlight=False)

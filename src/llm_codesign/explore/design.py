@@ -13,7 +13,7 @@ from llm_codesign.cost.calibration import Calibration
 from llm_codesign.errors import InputError
 from llm_codesign.explore import MAX_CANDIDATES, MAX_TOP, accuracy_model, quality
 from llm_codesign.explore.envelope import reference_model
-from llm_codesign.explore.search import BATCHES, SEARCH_GRAPHS, divisors, refuse_without_decode
+from llm_codesign.explore.search import BATCHES, SEARCH_GRAPHS, divisors, refuse_without_decode, row_graphs
 from llm_codesign.serve.aggregated import Serving, evaluate
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format, check_runs
 from llm_codesign.spec.hardware import Gpu
@@ -243,8 +243,8 @@ def _priced(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, plan:
     # replays a graph (serve.aggregated._eager_misses: none at an infinite capture), so no row decodes outside its capture and
     # its bands carry no eager term (priced_terms' `eager` None), as a search's point's do. A row's batch above the engine's
     # default capture (TensorRT-LLM's 1-32, 64 and 128, unpadded: 8B's 241 a rank on an H100) is priced as the launch that
-    # pads the graphs up to it runs it (point_graphs' capture; estimate at that cuda_graph_max_bs gives the row's figure),
-    # not as the default launch, where the eager launches would be priced (leftS: tests/test_leftS_surfaces.py)
+    # pads the graphs up to it runs it (the capture the row states: _dep's cuda_graph_max_bs, row_graphs; estimate at it
+    # gives the row's figure and band, leftS2), not as the default launch, where the eager launches would be priced (leftS)
     r = evaluate(model, Serving(gpu=gpu, prec=prec, plan=pa, engine=engine, cuda_graph_max_bs=SEARCH_GRAPHS), cal=cal, concurrency=conc,
                  isl=isl, osl=osl)
     # the plans the engine launches (Engine.runs_plans: TensorRT-LLM's attention DP at TP 1 only), as pareto searches them
@@ -282,7 +282,7 @@ def at_best(model: ModelSpec, gpu: Gpu, cal: Calibration, prec: Precision, *, nu
         return None
     at = lambda key: float(np.broadcast_to(r[key], val.shape).ravel()[k])  # noqa: E731
     ip, ib = np.unravel_index(k, val.shape)[1:]
-    dep = _dep(plan, inst, int(ip), int(ib))
+    dep = _dep(plan, inst, int(ip), int(ib), engine=engine, gpu=gpu)
     dep["batch"] = batch_binds(model, dep, gpu=gpu, cal=cal, prec=prec, slo=slo, engine=engine)
     return {"objective": float(val.ravel()[k]), "tok_s_per_user": at("tok_s_per_user"), "output_tok_s_per_gpu": at("output_tok_s_per_gpu"),
             "ttft_ms": 1e3 * at("ttft_s"), "tpot_ms": 1e3 * at("tpot_s"), "deployment": dep}
@@ -995,7 +995,7 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
     who = baseline if baseline is not None else ref.model
     bplans, binst = (plan, inst) if who.is_moe == moe else plans_for(num_gpus, gpu, moe=who.is_moe, long_context=slo.regime == "long-context")
     base_v, bp, bb, _ = objective(who, gpu, cal, prec, bplans, inst=binst, slo=slo, engine=engine)
-    at = {"objective": float(base_v[0]) if np.isfinite(base_v[0]) else None, "deployment": _dep(bplans, binst, int(bp[0]), int(bb[0]))}
+    at = {"objective": float(base_v[0]) if np.isfinite(base_v[0]) else None, "deployment": _dep(bplans, binst, int(bp[0]), int(bb[0]), engine=engine, gpu=gpu)}
     if baseline is not None:
         base = {"name": baseline.name, "total_params": int(baseline.total_params), "active_params": int(baseline.active_params),
                 "quality_proxy": float(ref.terms["loss"]), **at, "outside_grid": outside_grid(baseline), "is_moe": bool(baseline.is_moe),
@@ -1025,7 +1025,7 @@ def _result(cand, obj, *, best, evaluated, plan, inst, gpu, cal, prec, slo, base
                         "quality_proxy": float(cand["q_loss"][i]), "quality": quality_row, "versus_reference": versus,
                         "envelope": position(env, f, int(i)),
                         "objective": float(obj[i]), "gain_pct": (100.0 * (obj[i] / bo - 1.0)) if bo else None,
-                        "deployment": _dep(plan, inst, int(bplan[i]), int(bbatch[i]))})
+                        "deployment": _dep(plan, inst, int(bplan[i]), int(bbatch[i]), engine=engine, gpu=gpu)})
     obj_name, cons, _, _ = REGIMES[slo.regime]
     return {"regime": slo.regime, "objective": obj_name, "constraint": {cons: slo.min_tps_user if cons == "min_tps_user" else slo.min_tps_gpu},
             "isl_osl": slo.lengths(), "gpu": gpu.id, "num_gpus": num_gpus, "precision": prec.label(), "params": params,
@@ -1241,10 +1241,15 @@ def _nsga2_sampler(optuna, seed: int):
     return optuna.samplers.NSGAIISampler(seed=seed, constraints_func=lambda t: t.user_attrs["constraints"])
 
 
-def _dep(plan: Plan, inst, ip: int, ib: int) -> dict:
+def _dep(plan: Plan, inst, ip: int, ib: int, *, engine: Engine, gpu: Gpu) -> dict:
+    """Deployment `ip` of `plan` at batch `ib` a rank, with the decode capture it was priced with (`cuda_graph_max_bs`):
+    graphs padded up to its batch a rank where the engine's default capture misses it (explore.search.row_graphs; _priced's
+    SEARCH_GRAPHS replays every batch), None where the default replays it, so that estimate at that capture prices the
+    row's figure (leftS2)."""
     p = plan.at(ip)
     return {"plan": p.label(), "instance_gpus": int(inst[ip]), "tp": p.tp, "pp": p.pp, "ep": p.ep, "moe_tp": p.moe_tp,
-            "attention_dp": p.adp, "kvp": p.kvp, "concurrency_per_instance": int(BATCHES[ib] * p.adp)}
+            "attention_dp": p.adp, "kvp": p.kvp, "concurrency_per_instance": int(BATCHES[ib] * p.adp),
+            "cuda_graph_max_bs": row_graphs(engine, int(BATCHES[ib]), gpu=gpu, plan=p)}
 
 
 def to_model(d: dict, vocab: int, name: str = "design") -> ModelSpec:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from llm_codesign.cost.calibration import Calibration
 from llm_codesign.explore import accuracy_model
-from llm_codesign.explore.design import DEFAULT_VOCAB, Slo, at_best, reference_model, to_model
+from llm_codesign.explore.design import DEFAULT_VOCAB, REGIMES, Slo, at_best, reference_model, to_model
 from llm_codesign.spec.engines import Engine
 from llm_codesign.spec.hardware import Gpu
 from llm_codesign.spec.kinds import DenseFfn, MoE
@@ -60,30 +60,40 @@ def _frontier(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, engine, table) -> 
     return pts, int(f.evaluated)
 
 
-def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) -> dict | None:
-    """The shape's best deployment at the SLO (as design ranks it) with its four metrics' intervals there."""
+def banded(rows: list[tuple[ModelSpec, dict, dict]], *, gpu, prec, engine, isl: int, osl: int, table) -> list[dict]:
+    """The bands of design's deployments as estimate's are (api.estimate): each (model, its deployment as design's rows
+    state it, {metric: value}) at the batch it runs (its requests: design prices no queue), with its plan's attention-DP
+    ranks (priced_terms: the fitted hold's widening) and no eager term (design._priced prices every batch inside its
+    graphs, the capture the deployment states), its TTFT's basis the default arrival's runs (at_best's search prices TTFT
+    there, as Workload's), each held within what its GPUs allow at that batch (intervals.ideal, capped); design prices
+    no speculation. Rows sharing a slice are looked up in one pass (intervals.banded_rows)."""
     from types import SimpleNamespace
 
-    from llm_codesign.measure.intervals import bands, capped, context, ideal, priced_terms
+    from llm_codesign.measure.intervals import banded_rows, context, ideal, priced_terms
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
     from llm_codesign.spec.plan import Plan
 
+    contexts, bounds = [], []
+    for m, dep, _ in rows:
+        plan, conc = Plan.from_dict(dep), dep["concurrency_per_instance"]
+        contexts.append(context(m, gpu, prec, engine=engine.name, concurrency=conc, isl=isl, osl=osl, arrival=DEFAULT_ARRIVAL,
+                                **priced_terms(plan, osl=osl)))
+        inst = SimpleNamespace(gpu=gpu, num_gpus=dep["instance_gpus"], precision=prec, plan=plan)
+        bounds.append(ideal(m, inst, conc, isl=isl, osl=osl))
+    return banded_rows([v for *_, v in rows], contexts, bounds, table=table)
+
+
+def _at_slo(m: ModelSpec, gpu, cal, prec, *, num_gpus, slo, moe, engine, table) -> dict | None:
+    """The shape's best deployment at the SLO (as design ranks it) with its four metrics' intervals there (`banded`)."""
     best = at_best(m, gpu, cal, prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine)
     if best is None:
         return None
     isl, osl = slo.lengths()
-    # at_best's search prices TTFT at the default arrival (Workload's), so its basis is that arrival's runs, as estimate's is
-    # its plan's attention-DP ranks as estimate's bands take them (priced_terms; design's search prices every batch inside its
-    # CUDA graphs, explore.design._priced: no eager term)
-    ctx = context(m, gpu, prec, engine=engine.name, concurrency=best["deployment"]["concurrency_per_instance"], isl=isl, osl=osl,
-                  arrival=DEFAULT_ARRIVAL, **priced_terms(Plan.from_dict(best["deployment"]), osl=osl))
     values = {k: best[k] for k in ("tok_s_per_user", "output_tok_s_per_gpu", "ttft_ms", "tpot_ms")}
-    # held within what its GPUs allow at its batch, as estimate's (api.estimate); design prices no speculation
-    inst = SimpleNamespace(gpu=gpu, num_gpus=best["deployment"]["instance_gpus"], precision=prec)
-    b = capped(bands(values, ctx, table=table), values, ideal(m, inst, best["deployment"]["concurrency_per_instance"], isl=isl, osl=osl))
-    first = next(iter(b.values()))
-    return best | {"intervals": {k: _bounds(v) for k, v in b.items()},
-                   "interval_basis": {"source": first["source"], "widened": list(first["widened"])}}
+    b = banded([(m, best["deployment"], values)], gpu=gpu, prec=prec, engine=engine, isl=isl, osl=osl, table=table)[0]
+    basis = b[REGIMES[slo.regime][0]]  # the objective's runs (TTFT's are its arrival's own slice)
+    return best | {"intervals": {k: _bounds(b[k]) for k in values},
+                   "interval_basis": {"source": basis["source"], "widened": list(basis["widened"])}}
 
 
 def _envelope(m: ModelSpec, scale: float) -> dict:
@@ -145,9 +155,8 @@ def complete(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precis
              engine: Engine, baseline: ModelSpec | None, budget_tol: float, table: dict, quality_file: str | None = None,
              proxy_file: str | None = None, side: bool = True) -> dict:
     """A `design` result as `design --json` and the API give it: each row's lint counts and first finding, its
-    objective's intervals (measure.intervals.design_rows) and, with `side`, the `side_by_side` record."""
+    objective's intervals (_row_bands: estimate's at its deployment) and, with `side`, the `side_by_side` record."""
     from llm_codesign.explore.lint import design_point, lint
-    from llm_codesign.measure.intervals import design_rows
 
     vocab = baseline.vocab if baseline is not None else DEFAULT_VOCAB
     lint_regime = slo.regime  # lint prices each regime's objective (long-context: GPU time per output token, as design's)
@@ -159,8 +168,7 @@ def complete(r: dict, *, params: float, gpu: Gpu, cal: Calibration, prec: Precis
         linted.append(fs)
         d["lint"] = {"errors": sum(f.severity == "error" for f in fs), "warnings": sum(f.severity == "warning" for f in fs),
                      "top": fs[0].message if fs else None}
-    r = design_rows(r, gpu=gpu, prec=prec, engine=engine.name, baseline=baseline, table=table)
-    _gain_bands(r, params=params, gpu=gpu, prec=prec, engine=engine, baseline=baseline, moe=moe, budget_tol=budget_tol, table=table)
+    _row_bands(r, params=params, gpu=gpu, prec=prec, engine=engine, baseline=baseline, moe=moe, budget_tol=budget_tol, table=table)
     r["budget"] = budget(r, params, budget_tol)
     if side and r["designs"]:
         r["side_by_side"] = side_by_side(r, params=params, gpu=gpu, cal=cal, prec=prec, num_gpus=num_gpus, slo=slo, moe=moe, engine=engine,
@@ -204,24 +212,25 @@ def gain_band(d: dict, b: dict, level: int = 80, *, shared: bool | None = None) 
                                                                                    "error cancels in the ratio: an upper bound" if same else "")}
 
 
-def _gain_bands(r: dict, *, params, gpu, prec, engine, baseline, moe, budget_tol, table) -> None:
-    """Each row's gain_band against the baseline's interval (design_rows), else the reference's (priced here as a
-    baseline's is: measure.intervals.context of the reference shape at its deployment)."""
-    from llm_codesign.measure.intervals import band, context, priced_terms
-    from llm_codesign.spec.harness import DEFAULT_ARRIVAL
-    from llm_codesign.spec.plan import Plan
-
-    obj = r["objective"]
+def _row_bands(r: dict, *, params, gpu, prec, engine, baseline, moe, budget_tol, table) -> None:
+    """Each row's objective with its intervals (`intervals`: {objective: band}) at its deployment, and what it is measured
+    against, the baseline, else the reference shape (the nearest published model), alike (`banded`: estimate's bands
+    of that shape at that deployment and capture); then each row's gain_band against it."""
+    obj, (isl, osl) = r["objective"], r["isl_osl"]
+    vocab = baseline.vocab if baseline is not None else DEFAULT_VOCAB
     who = r["baseline"] if r.get("baseline") else r["reference"]
+    # a designed shape is named "" in its band's reasons ("no measured run of this designed shape")
+    rows = [(to_model(d, vocab, ""), d) for d in r["designs"] if d.get("objective") is not None]
+    if who.get("objective") is not None:
+        m0 = baseline if baseline is not None else reference_model(params, baseline=None, moe=moe, budget_tol=budget_tol,
+                                                                    active=r.get("active_params"))[0]
+        rows.append((m0, who))
+    got = banded([(m, d["deployment"], {obj: d["objective"]}) for m, d in rows], gpu=gpu, prec=prec, engine=engine, isl=isl,
+                 osl=osl, table=table)
+    for (_, d), b in zip(rows, got, strict=True):
+        d["intervals"] = b
     if who.get("objective") is None:
         return
-    if not who.get("intervals"):
-        m0, _, _ = reference_model(params, baseline=baseline, moe=moe, budget_tol=budget_tol, active=r.get("active_params"))
-        isl, osl = r["isl_osl"]
-        # as the rows' (_at_slo): at_best's arrival and the plan's attention-DP ranks
-        ctx = context(m0, gpu, prec, engine=engine.name, concurrency=who["deployment"]["concurrency_per_instance"], isl=isl, osl=osl,
-                      arrival=DEFAULT_ARRIVAL, **priced_terms(Plan.from_dict(who["deployment"]), osl=osl))
-        who["intervals"] = {obj: band(obj, who["objective"], ctx, table=table)}
     b = who["intervals"][obj] | {"value": who["objective"]}
     for d in r["designs"]:
         if d.get("intervals") and d["gain_pct"] is not None:

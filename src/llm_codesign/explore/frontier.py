@@ -351,8 +351,8 @@ class Frontier:
 
         w, disagg = self.workload, self.mode == "disaggregated"
         contexts: dict = {}  # one Context per precision, speculation and load band
-        groups: dict = {}
-        for i, p in enumerate(self.points):
+        rows = []
+        for p in self.points:
             dep = p.decode if disagg else p.deployment
             # (and the side of AITER's MoE switch its steps fall on: intervals.context's format follows it)
             key = (dep.precision, dep.spec is not None, iv.load_of(p.concurrency), p.concurrency is None or p.concurrency >= AITER_SWIGLU_BOUND)
@@ -363,20 +363,12 @@ class Frontier:
             # the point's own concurrency where it lies beyond the runs' (its band widens, naming it), and its fitted
             # attention-DP hold where priced (the reason of its own: intervals.ADP_WAIT; an aggregated step's, not a
             # disaggregated decode pool's, whose TTFT serve.disagg prices without it)
-            ctx = replace(contexts[key], concurrency=None if p.concurrency is None else float(p.concurrency),
-                          adp_hold=not disagg and iv.adp_holds(ENGINES.get(self.backend), np.max(dep.plan.adp), p.concurrency))
-            groups.setdefault(iv.grouped(ctx, table=table), []).append(i)
-        out = list(self.points)
-        for ctx, idx in groups.items():
-            values = {k: np.array([_metrics(self.points[i])[k] for i in idx]) for k in iv.METRICS}
-            b = iv.bands(values, ctx, table=table)
-            bounds = {m: {k: v.tolist() for k, v in d.items() if k in iv.POINTWISE} for m, d in b.items()}
-            rest = {m: {k: v for k, v in d.items() if k not in iv.POINTWISE} for m, d in b.items()}
-            for j, i in enumerate(idx):
-                p = out[i]
-                one = {m: {**{k: v[j] for k, v in bounds[m].items()}, **rest[m]} for m in b}
-                # held within what the point's GPUs allow at its batch, as estimate's (api.estimate, intervals.ideal)
-                out[i] = replace(p, intervals=iv.capped(one, _metrics(p), _ideal(model, p, disagg, w.isl, w.osl, prefix_hit=w.prefix_hit)))
+            rows.append(replace(contexts[key], concurrency=None if p.concurrency is None else float(p.concurrency),
+                                adp_hold=not disagg and iv.adp_holds(ENGINES.get(self.backend), np.max(dep.plan.adp), p.concurrency)))
+        # held within what each point's GPUs allow at its batch, as estimate's (api.estimate, intervals.ideal)
+        banded = iv.banded_rows([_metrics(p) for p in self.points], rows,
+                                [_ideal(model, p, disagg, w.isl, w.osl, prefix_hit=w.prefix_hit) for p in self.points], table=table)
+        out = [replace(p, intervals=b) for p, b in zip(self.points, banded, strict=True)]
         return replace(self, points=tuple(out))
 
     def priced(self, price: str | float | None) -> "Frontier":

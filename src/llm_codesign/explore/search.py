@@ -22,6 +22,7 @@ from llm_codesign.serve.aggregated import (
     default_capture,
     evaluate,
     evaluate_for,
+    graph_misses,
     max_running,
     op_step_time,
     pdl_per_launch,
@@ -31,7 +32,7 @@ from llm_codesign.serve.invariants import check_values, weight_floor_s
 from llm_codesign.spec.engines import TRTLLM, Engine, check_kv_format, check_runs
 from llm_codesign.spec.engines.head_dims import check_head_dims
 from llm_codesign.spec.hardware import Gpu
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL, SchedulerFlags
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, DEFAULT_FLAGS, SchedulerFlags
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import (
     MAX_STEP_TOKENS,
@@ -497,6 +498,14 @@ def point_graphs(engine: Engine, batch: int, *, gpu: Gpu, plan: Plan, k=0.0, lar
     top, padded = default_capture(engine, gpu, plan, k=k)
     need = batch if largest is None else largest
     return None if padded and bool(np.all(np.asarray(top, float) >= need)) else int(batch)
+
+
+def row_graphs(engine: Engine, batch: int, *, gpu: Gpu, plan: Plan, k=0.0) -> int | None:
+    """The capture one deployment at `batch` requests a rank states (a design row's): graphs padded up to `batch` where the
+    engine's default capture on this GPU and `plan` does not replay that batch (serve.aggregated.graph_misses at the
+    default flags: above TensorRT-LLM's 128 or in its unpadded gaps, above SGLang's and vLLM's caps), else None (the
+    default's, which prices it alike). A frontier's points state point_graphs' instead: one capture for every load of a plan."""
+    return int(batch) if bool(np.any(graph_misses(batch, DEFAULT_FLAGS, default_capture(engine, gpu, plan, k=k)))) else None
 
 
 def file_capture(engine: Engine, batch, *, gpu: Gpu, plan: Plan, k=0.0, launch: dict | None = None) -> dict:

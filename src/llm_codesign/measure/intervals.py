@@ -382,26 +382,6 @@ def unfitted_moe(gpu, prec, engine: str) -> tuple[str, ...]:
     return tuple(f"{f} {kernel}" for f in fams if f is not None and f not in TABLES_OWN and f"{f}.{kernel}" not in fitted)
 
 
-def design_rows(result: dict, *, gpu, prec, engine: str, baseline=None, table: dict | None = None) -> dict:
-    """A `design` result (explore.design) with each row's objective given its intervals (`intervals`:
-    {objective: band}) at the row's deployment; a designed shape has GQA layers with a dense or MoE FFN."""
-    obj, (isl, osl) = result["objective"], result["isl_osl"]
-    fmt = format_label(_executable(prec, gpu))
-    rows = [(d, None) for d in result["designs"]] + ([(result["baseline"], baseline)] if result.get("baseline") else [])
-    for d, model in rows:
-        if d.get("objective") is None:
-            continue
-        conc = d["deployment"]["concurrency_per_instance"]
-        if model is not None:
-            ctx = context(model, gpu, prec, engine=engine, concurrency=conc, isl=isl, osl=osl)
-        else:
-            cls = "moe" if "experts" in d["shape"] else "dense"
-            ctx = Context("serving", engine, gpu.family, cls, load_of(conc), lengths_class(isl, osl),
-                          ("gqa", cls), fmt, concurrency=float(conc), isl=float(isl), osl=float(osl), what_if=what_if_gpu(gpu))
-        d["intervals"] = {obj: band(obj, d["objective"], ctx, table=table)}
-    return result
-
-
 def _executable(prec, gpu):
     from llm_codesign.spec.precision import executable
 
@@ -1410,6 +1390,23 @@ def queued(out: dict, values: dict, queue_ms: float) -> dict:
 def bands(values: dict, ctx: Context, *, table: dict | None = None) -> dict[str, dict]:
     """`band` of each metric in `values` ({metric: value}, METRICS' names)."""
     return {m: band(m, v, ctx, table=table) for m, v in values.items() if m in METRICS}
+
+
+def banded_rows(values: list[dict], contexts: list[Context], bounds: list[dict], *, table: dict | None = None) -> list[dict]:
+    """Each row's `bands` about its `values` ({metric: value}) at its Context, held within its `bounds` (ideal's at the batch
+    it runs: `capped`), as estimate's are: one rule for a frontier's points and design's rows. Rows whose contexts differ only
+    where no band moves (grouped) are looked up in one pass, their values as one array."""
+    groups: dict = {}
+    for i, ctx in enumerate(contexts):
+        groups.setdefault(grouped(ctx, table=table), []).append(i)
+    out: list = [None] * len(values)
+    for ctx, idx in groups.items():
+        b = bands({m: np.array([values[i][m] for i in idx]) for m in METRICS if m in values[idx[0]]}, ctx, table=table)
+        each = {m: {k: np.asarray(v).tolist() for k, v in d.items() if k in POINTWISE} for m, d in b.items()}
+        rest = {m: {k: v for k, v in d.items() if k not in POINTWISE} for m, d in b.items()}
+        for j, i in enumerate(idx):
+            out[i] = capped({m: {**{k: v[j] for k, v in each[m].items()}, **rest[m]} for m in b}, values[i], bounds[i])
+    return out
 
 
 def table_for(profile=None, *, gpu=None) -> dict:

@@ -85,6 +85,24 @@ def bind_text(x: dict) -> str:
     return f"{x['kind']}: {x['axis']} {x['from']} -> {x['to']} would gain {x['gain_pct']:+.1f}% but {x['why']}"
 
 
+def graphs_said(dep: dict) -> str:
+    """'graphs ≤241': the decode CUDA graphs a design row's deployment was priced with (its cuda_graph_max_bs, padded up
+    to its batch a rank where the engine's default capture misses it: explore.design._dep), so that `estimate
+    --cuda-graph-max-bs 241` prices the row again; "" where the engine's default captures it (None)."""
+    n = dep.get("cuda_graph_max_bs")
+    return "" if n is None else f"graphs ≤{n}"
+
+
+# the table's and the page's words for graphs_said
+GRAPHS_LEGEND = ("graphs ≤n: the decode CUDA graphs it was priced with, padded up to its batch a rank where the engine's "
+                 "default capture misses it (estimate --cuda-graph-max-bs n prices it again; none shown: the default's)")
+
+
+def graphs_line(r: dict) -> str | None:
+    """GRAPHS_LEGEND where a row states its capture (the page's note beneath its table; the CLI's caption says it), else None."""
+    return GRAPHS_LEGEND if any(graphs_said(d["deployment"]) for d in r["designs"]) else None
+
+
 def objective_short(objective: str) -> str:
     """The objective as design's lines name it ("tok/s/GPU")."""
     return OBJECTIVE_SHORT.get(objective, objective)
@@ -106,7 +124,8 @@ def baseline_lines(r: dict) -> list[str]:
             out.append(grid_said(b["name"], b["outside_grid"]))
     if b:
         out.append(f"baseline {b['name']}: {b['total_params'] / 1e9:.1f}B params, quality proxy {b['quality_proxy']:.4f} nats/token, "
-                   f"{short} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']})")
+                   f"{short} {b['objective'] or 0:.1f} ({b['deployment']['plan']}, batch {b['deployment']['concurrency_per_instance']}"
+                   + (f", {cg}" if (cg := graphs_said(b["deployment"])) else "") + ")")
         if b.get("hint"):  # a MoE baseline in a dense search (explore.design.moe_hint)
             out.append(b["hint"])
     else:

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from llm_codesign.explore.lint import COST_KEY, COST_MEASURE, OBJECTIVE_KEY
-from llm_codesign.render.design_lines import bind_text, ffn_pass_line, params_line, quality_rule_line, resolved_line
+from llm_codesign.render.design_lines import bind_text, ffn_pass_line, graphs_said, params_line, quality_rule_line, resolved_line
 from llm_codesign.render.intervals import UNINFORMATIVE_TEXT, span_text
 from llm_codesign.render.plot import data_limits, gpus_text
 from llm_codesign.render.report import _PLOT_JS, BAND_TEXT
@@ -98,7 +98,7 @@ def _speed_rows(cols: list[dict], objective: str) -> list[tuple[str, list[str]]]
             ("gain over the reference (its own 80% band)", [_gain(c) if c["role"] == "design" else "-" for c in cols]),
             *((_METRIC[k] + " there", [at(c, k) for c in cols]) for k in _METRIC if k != objective),
             ("best deployment", [f"{c['at_slo']['deployment']['plan']}, batch {c['at_slo']['deployment']['concurrency_per_instance']}"
-                                 if c["at_slo"] else "-" for c in cols]),
+                                 + (f", {cg}" if (cg := graphs_said(c["at_slo"]["deployment"])) else "") if c["at_slo"] else "-" for c in cols]),
             ("the next batch up the grid", [_next_batch(c["at_slo"]["deployment"]["batch"]) if c["at_slo"] else "-" for c in cols])]
 
 

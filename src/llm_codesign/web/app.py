@@ -636,6 +636,8 @@ class DesignResponse(_Open):
     resolved_line: Optional[str] = Field(None, description="The line `design` prints beneath its table where the proxy cannot "
                                          "resolve every priced shape's quality: which rows it resolves, the best of them and what "
                                          "the best unresolved gain means (render.design_lines.resolved_line).")
+    graphs_line: Optional[str] = Field(None, description="What a row's 'graphs ≤n' says (render.design_lines.graphs_line: the "
+                                       "decode CUDA graphs it was priced with, deployment.cuda_graph_max_bs), where a row states one.")
     side_by_side: Optional[dict[str, Any]] = Field(None, description="The reference and the top three designs side by side "
                                                    "(explore.design_report): frontiers, speed at the SLO, quality with its band, "
                                                    "envelope, lint findings.")
@@ -1065,7 +1067,7 @@ def _design(req: DesignRequest, job: "_Job", *, inputs, progress=None) -> dict:
         if progress:
             progress(done, total)
 
-    from llm_codesign.render.design_lines import baseline_lines, quality_rule_line, resolved_line, versus_line
+    from llm_codesign.render.design_lines import baseline_lines, graphs_line, quality_rule_line, resolved_line, versus_line
 
     g, base = inputs
     r = _plain(lc.design(req.params, g, num_gpus=req.num_gpus, regime=req.regime, moe=req.moe, baseline=base,
@@ -1075,7 +1077,7 @@ def _design(req: DesignRequest, job: "_Job", *, inputs, progress=None) -> dict:
                          progress=step, rank_all=req.rank_all))
     # the lines `design` prints of the baseline (else the reference) and of design 1 against it: the CLI's own functions
     return r | {"baseline_lines": baseline_lines(r), "versus_line": versus_line(r), "quality_line": quality_rule_line(r),
-                "resolved_line": resolved_line(r)}
+                "resolved_line": resolved_line(r), "graphs_line": graphs_line(r)}
 
 
 NDJSON = "application/x-ndjson"

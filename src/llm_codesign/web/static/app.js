@@ -843,7 +843,9 @@ function designView(r, rankAll) {
             `${q.delta_pct >= 0 ? "+" : ""}${fix(q.delta_pct, 2)}±${q.test_band_na ? "n/a" : fix(q.sigma_delta_pct, 2)}${q.flat.length ? " ~" : ""}`,
             `±${fix(q.uncertainty_pct, 2)}${q.extrapolated.length ? " x" : ""}${q.resolved === false ? " ?" : ""}`,
             e.inside ? "in" : `out: ${e.outside[0].bound}`, fix(d.objective, 1) + unpredictable((d.intervals || {})[r.objective]),
-            `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}`];
+            // the capture it was priced with, as the CLI's row states it (render.design_lines.graphs_said)
+            `${d.deployment.plan} B=${d.deployment.concurrency_per_instance}` +
+              (d.deployment.cuda_graph_max_bs != null ? ` graphs ≤${d.deployment.cuda_graph_max_bs}` : "")];
   });
   // the CLI's own lines of what the rows are measured against (render/design_lines.py baseline_lines, sent by /api/design):
   // none beating the baseline first (a warning), the baseline's row and its MoE hint, else the reference's; a thinned grid in
@@ -860,7 +862,7 @@ function designView(r, rankAll) {
     el("div", `loss % against ${r.reference.name} (${r.reference.basis}), ± sigma_delta, the band the equal-quality test uses; model error %: the model's error of the delta (flat axes and extrapolation included), the band to read as evidence; x beside it: a term extrapolated beyond its studied range or the model sizes it was measured at; ~: the shapes differ on an axis the proxy is flat on`, "hint"),
     table("design-table", [["#", "n"], ["shape", "t"], ["params", "n"], ["quality proxy", "n"], ["loss % ±test", "n"], ["model error %", "n"], ["envelope", "t"],
                            [r.objective, "n"], ["deployment", "t"]], rows),
-    ...hints([unresolved, na, unpredictableFootnote(r.designs.map((d) => d.intervals), [r.objective], "rows"), r.quality_line, r.resolved_line], "hint design-note"),
+    ...hints([unresolved, na, unpredictableFootnote(r.designs.map((d) => d.intervals), [r.objective], "rows"), r.graphs_line, r.quality_line, r.resolved_line], "hint design-note"),
     ...hints([r.versus_line], "said design-versus")];
 }
 
@@ -884,7 +886,8 @@ function sideRows(sbs) {
   add(`${METRIC[obj]} at the SLO, 80%`, (c) => c.at_slo ? `${rate(c.at_slo[obj])} (${rate(c.at_slo.intervals[obj].lo80)}-${rate(c.at_slo.intervals[obj].hi80)})` : at(c, obj));
   add("gain over the reference", (c) => c.gain_pct === null ? "-" : `${c.gain_pct >= 0 ? "+" : ""}${fix(c.gain_pct, 1)}%`);
   for (const k of Object.keys(METRIC)) if (k !== obj) add(`${METRIC[k]} there`, (c) => at(c, k));
-  add("best deployment", (c) => c.at_slo ? `${c.at_slo.deployment.plan}, batch ${c.at_slo.deployment.concurrency_per_instance}` : "-");
+  add("best deployment", (c) => c.at_slo ? `${c.at_slo.deployment.plan}, batch ${c.at_slo.deployment.concurrency_per_instance}` +
+    (c.at_slo.deployment.cuda_graph_max_bs != null ? `, graphs ≤${c.at_slo.deployment.cuda_graph_max_bs}` : "") : "-");
   add("proxy loss", (c) => fix(c.quality.loss, 4));
   add("loss vs reference ± sigma_delta", (c) => {
     const q = c.quality, sg = (x) => `${x >= 0 ? "+" : ""}${fix(x, 2)}%`;
