@@ -208,13 +208,11 @@ class Estimate:
             out["eager_decode"] = self.eager_decode.to_dict()
         if self.knee is not None:  # offline: the knee chosen, and the most tok/s/GPU's batch it leaves (offline_knee)
             out["offline_knee"] = self.knee
-        if self.offline_note is not None:
-            out["offline_note"] = self.offline_note
         # each absent where it says nothing: no fitted per-request cost or rank skew a material share of TTFT, no
         # attention-DP hold priced, the engine's fast attention kernels taking the head size, prompts chunked (or refused
         # past the budget), no PP or a prompt of one chunk
         for key, note in (("request_cost_note", self.request_cost), ("rank_skew_note", self.rank_skew),
-                          ("adp_hold_note", self.adp_hold), ("attention_note", self.attention_note),
+                          ("adp_hold_note", self.adp_hold), ("attention_note", self.attention_note), ("offline_note", self.offline_note),
                           ("chunking_note", chunking_note(dep, w.isl)), ("pipeline_note", pipeline_note(dep, w.isl, prefix_hit=w.prefix_hit))):
             if note is not None:
                 out[key] = note
@@ -516,8 +514,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     cal = calibration
     adp = int(np.asarray(dep.plan.adp))
     grid = BATCH_GRID * adp
-    # priced as the offline benchmark runs, where no load is given, at every load tried (the knee's search)
-    off = workload.concurrency is None
+    off = workload.concurrency is None  # no load given: every load tried priced as the offline benchmark runs (the knee's)
     r = evaluate(model, dep, workload, calibration=cal, concurrency=grid, offline=off)
     max_conc = int(r.max_concurrency.reshape(-1)[0])
     if max_conc < 1:
@@ -530,8 +527,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
             r = evaluate(model, dep, workload, calibration=cal, concurrency=grid, offline=True)
         concurrency, knee = offline_knee(r, grid, max_batch=max_batch)
         mode = "offline-max-throughput"
-        served = evaluate(model, dep, workload, calibration=cal, concurrency=concurrency, offline=False).output_tok_s_per_gpu
-        offline_text = offline_note(concurrency, float(np.asarray(served).reshape(-1)[0]))
+        offline_text = offline_note(model, dep, workload, cal, batch=concurrency)
     else:
         mode, offline_text = "concurrency", None
     one = evaluate(model, dep, workload, calibration=cal, concurrency=concurrency, offline=off)
@@ -569,12 +565,14 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     return check_estimate(model, est)
 
 
-def offline_note(batch: int, served: float) -> str:
+def offline_note(model: ModelSpec, dep: Deployment, workload: Workload, cal: Calibration, *, batch: int) -> str:
     """How an offline estimate's tok/s/GPU is counted: over each batch's whole life, its prompts prefilled and then
     decoded together, as an offline benchmark runs every request queued at once (OFFLINE_ARRIVAL, trtllm-bench's
     throughput; serve.aggregated._cohort), not a served loop's slot cycle (_slot_cycle: TTFT + (OSL - 1) x TPOT, each
-    slot refilled as its request ends), whose figure at the same batch, `served`, it quotes beside (fixA13: 8B H100 FP8
-    offline 14,072.8 against --concurrency 372's 14,571.3, the same TTFT and TPOT, and no row said why)."""
+    slot refilled as its request ends), whose figure at the same `batch` it quotes beside (fixA13: 8B H100 FP8 offline
+    14,072.8 against --concurrency 372's 14,571.3, the same TTFT and TPOT, and no row said why)."""
+    served = evaluate(model, dep, workload, calibration=cal, concurrency=batch, offline=False).output_tok_s_per_gpu
+    served = float(np.asarray(served).reshape(-1)[0])
     return (f"counted over each batch's life, its prompts prefilled then decoded together (every request queued at once, "
             f"as an offline benchmark runs them); served at --concurrency {batch}, each slot refilled as its request ends, "
             f"{served:,.1f}")
