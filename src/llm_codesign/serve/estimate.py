@@ -1032,10 +1032,10 @@ def _spec_break_even(model: ModelSpec, dep: Deployment, workload: Workload, cal:
                      tpot_s: float) -> SpecPayoff:
     """Speculation's TPOT speedup over the same deployment without it at this concurrency (`tpot_s`: the estimate's TPOT
     there, so the speed-up is the ratio of the two estimates), at one request (a rank), and the first concurrency at which
-    it stops paying, with every run of loads at which it does not (SpecPayoff.losing_loads). Both are priced at every batch of a rank up to
-    `max_batch` (the largest that runs at once): a decode CUDA graph captured at one batch and missed at the next
-    (serve.aggregated.graph_misses: TensorRT-LLM's 1-32, 64, 128 unpadded) makes TPOT jump between neighbours, and a ratio
-    interpolated across a jump is neither's (fixA13: "1.83x here" at 128 where the two estimates give 0.95x)."""
+    it stops paying, with every run of loads at which it does not (SpecPayoff.losing_loads). Both are priced at every
+    batch of a rank up to `max_batch` (the largest that runs at once): a decode CUDA graph captured at one batch and
+    missed at the next (serve.aggregated.graph_misses: TensorRT-LLM's 1-32, 64, 128 unpadded) makes TPOT jump between
+    neighbours, and a ratio interpolated across a jump is neither's (fixA13: "1.83x here" at 128, the estimates' 0.95x)."""
     adp = int(np.asarray(dep.plan.adp))
     grid = np.union1d(adp * np.arange(1, max(max_batch // adp, 1) + 1, dtype=np.int64), [concurrency])
     off = workload.concurrency is None  # an offline estimate's, priced as its own figures are
