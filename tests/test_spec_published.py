@@ -86,7 +86,8 @@ def test_import_defaults_mtp_as_estimate_does_and_says_so():
             "--speculative-config '{\"method\":\"deepseek_mtp\",\"num_speculative_tokens\":2}'")
     r = CliRunner().invoke(app, ["import", line, "--gpu", "h200", "--concurrency", "64"])
     assert r.exit_code == 0, r.output
-    assert "speculation: acceptance not given, so the published one: per position 0.920" in " ".join(r.output.split())
+    assert ("speculation priced: mtp k=2, 2.58 tokens/step (acceptance not given, so the published one: per position 0.920"
+            in " ".join(r.output.split()))
     dep = deployment("deepseek-r1", gpu="h200", num_gpus=8, spec="mtp", draft_len=2)
     j = json.loads(CliRunner().invoke(app, ["import", line, "--gpu", "h200", "--concurrency", "64", "--json"]).stdout)
     # k = 2: 1 + 0.92 + 0.66 = 2.58, the same as estimate's default at k = 2

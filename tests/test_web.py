@@ -623,6 +623,10 @@ def test_price_any_plan_with_speculation_or_disaggregated(page, server):
     assert (got["TTFT"], got["TPOT"]) == (f"{e['ttft_ms']:.1f} ms" + inline(e, "ttft_ms"), f"{e['tpot_ms']:.2f} ms" + inline(e, "tpot_ms"))
     assert got["output tokens/s per GPU"] == f"{e['output_tok_s_per_gpu']:.1f}" + inline(e, "output_tok_s_per_gpu")
     assert got["speculation"].startswith(f"eagle3 k=3, {e['accepted_per_step']:.2f} tokens/step, speed-up {e['spec']['speedup_at_concurrency']:.2f}x")
+    from llm_codesign.cli.commands import spec_losing_text  # the CLI's row, its losing loads too (fixA13)
+
+    assert got["speculation stops paying at"] == (str(e["spec"]["stops_paying_at_concurrency"] or "never within the batch that fits")
+                                                  + spec_losing_text(e["spec"]["losing_loads"]))
     assert "max_draft_len: 3" in page.text_content("#priced-export-text")  # its launch configuration, speculation included
     assert _fragment(page)["priced"] == "1" and _fragment(page)["p_spec"] == "eagle3"
     # disaggregated: the rows `disagg` prints

@@ -165,7 +165,9 @@ def estimate(model: str | ModelSpec, deployment: Deployment, workload: Workload 
     # no rate's bound above what the GPUs allow at the batch that runs, no TPOT's below its ideal step, no TTFT's below
     # one prefill's (intervals.ideal),
     # here so that to_dict, --json, the web page and the table carry one band
-    batch = running or r.max_batch
+    # offline, the knee's batch it reports (r.concurrency), not the KV cache's largest (fixA13: 8B H100 FP8 offline at
+    # batch 372 had its TPOT floored and tok/s/user capped at batch 497's)
+    batch = running or r.concurrency
     bands = intervals.capped(bands, values, intervals.ideal(m, dep, batch, isl=w.isl, osl=w.osl, accepted=r.accepted_per_step,
                                                                 prefix_hit=w.prefix_hit))
     bands = intervals.queued(bands, values, queue_ms)  # the band covers the TTFT as quoted, queue included (newc7 #7)

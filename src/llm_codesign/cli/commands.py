@@ -349,7 +349,8 @@ def estimate(
                   f"speed-up {s['speedup_at_concurrency']:.2f}x here, {s['speedup_at_1']:.2f}x at batch 1")
         if s.get("acceptance_source"):  # no --acceptance given: the published one it used, with its source
             t.add_row("acceptance", f"published: {s['acceptance_source']}")
-        t.add_row("speculation stops paying at", str(s["stops_paying_at_concurrency"] or "never within the batch that fits"))
+        t.add_row("speculation stops paying at", str(s["stops_paying_at_concurrency"] or "never within the batch that fits")
+                  + spec_losing_text(s.get("losing_loads") or ()))
     if "cost" in r:
         c = r["cost"]
         t.add_row("cost", f"${c['usd_per_m_output_tokens']:.3f} per M output tokens, ${c['usd_per_m_tokens']:.3f} per M tokens "
@@ -368,6 +369,8 @@ def estimate(
         t.add_row("shape as run", f"[yellow]{note}[/yellow]")
     if "attention_note" in r:  # lint R4's head size on the engine's attention kernels (spec.engines.head_dims)
         t.add_row("shape as run", f"[yellow]{r['attention_note']}[/yellow]")
+    if "offline_note" in r:  # offline: its tok/s/GPU over the batch's life, not a served loop's (serve.estimate.offline_note)
+        t.add_row("offline tok/s/GPU", r["offline_note"])
     if "chunking_note" in r:  # SGLang's chunking off: its prefill budget, a prompt past it run whole (serve.estimate.chunking_note)
         t.add_row("chunked prefill", r["chunking_note"])
     if "pipeline_note" in r:  # how one request's chunks cross the PP stages, as priced (serve.estimate.pipeline_note)
@@ -464,6 +467,16 @@ def _bound_text(r: dict, phase: str) -> str:
     missing = list(dict.fromkeys(p.strip() for w in widened for p in str(w).split(" (x")[0].split(";")
                                  if "kernel table" in p and f"no {table} " in p))
     return f"{bound} ({why}" + (f"; the rate assumed: {', '.join(missing)})" if missing else ")")
+
+
+def spec_losing_text(runs) -> str:
+    """The loads at which speculation does not pay (SpecPayoff.losing_loads: runs of (first, last)), after the "stops
+    paying at" row's first: a CUDA graph one side captures and the other misses can make it lose at one load and pay
+    again above (fixA13). The page's twin: app.js specLosingText."""
+    if not runs:
+        return ""
+    shown = [str(a) if a == b else f"{a}-{b}" for a, b in runs[:4]]
+    return f" (loses at {', '.join(shown)}{', ...' if len(runs) > 4 else ''})"
 
 
 def _largest_batch_text(r: dict) -> str:

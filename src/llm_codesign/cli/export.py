@@ -615,8 +615,11 @@ def _import_lines(imp, r: dict) -> None:
         con.print(f"[yellow]{r['attention_note']}[/yellow]", highlight=False)
     if r.get("chunking_note"):  # SGLang's chunking off, a prompt past its prefill budget (serve.estimate, as estimate says it)
         con.print(r["chunking_note"], highlight=False)
-    if d.spec is not None and d.spec.source and imp.engine != "dynamo":  # no acceptance stated: the published one, as estimate says
-        con.print(f"speculation: acceptance not given, so the published one: {d.spec.source}", highlight=False)
+    if "spec" in r and imp.engine != "dynamo":  # the speculation priced and where its acceptance came from (fixA13: never said)
+        s = r["spec"]
+        said = {"export": "the export's acceptance", "given": "the acceptance given",
+                "published": f"acceptance not given, so the published one: {s['acceptance_source']}"}[s["acceptance_from"]]
+        con.print(f"speculation priced: {s['method']} k={s['draft_len']}, {r['accepted_per_step']:.2f} tokens/step ({said})", highlight=False)
     if caps := capped_footnote([("", r.get("intervals"))], ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")):
         con.print(caps, highlight=False)
     if imp.ignored:

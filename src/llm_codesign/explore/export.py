@@ -793,6 +793,8 @@ def import_config(path: str, *, price, price_pools, gpu=None, model=None, backen
     conc, endpoint, batch = _load(meta, concurrency, imp)
     est = price(imp.model, imp.deployment, Workload(isl=isl, osl=osl, concurrency=conc, prefix_hit=hit, arrival=arrival), calibration=calibration)
     r = est.to_dict()
+    if "spec" in r:  # where the acceptance priced came from, which import's summary says (fixA13: it said no speculation)
+        r["spec"]["acceptance_from"] = ("published" if imp.deployment.spec.source else "export" if meta else "given")
     r["deployment"] = imp.deployment.to_dict()
     r |= {"engine": imp.engine, "replicas": imp.replicas, "ignored": list(imp.ignored), "unset_env": list(imp.unset_env)} | (
         {"endpoint_concurrency": endpoint} if endpoint else {})  # a launch line's data-parallel ranks' shared count (newc11 #11)

@@ -118,8 +118,8 @@ def kv_fraction_of(fl: SchedulerFlags, own):
 def draft_lengths(spec: SpecDecoding | None, spec_k=None, osl=None):
     """Draft length k and tokens accepted per step; k = 0 (speculation off in a sweep) accepts 1. With `osl`, the
     tokens a step credits a request, no more than it has left to decode (spec.plan.accepted_within)."""
-    if spec is None:
-        return np.zeros(1), np.ones(1)
+    if spec is None:  # 0-d, as a SpecDecoding's scalar k gives: a scalar load's metrics 0-d with speculation or without
+        return np.zeros(()), np.ones(())
     k = np.asarray(spec.k if spec_k is None else spec_k, float)
     acc = spec.accepted(k.astype(np.int64))
     return k, acc if osl is None else accepted_within(acc, osl)

@@ -104,6 +104,10 @@ class SpecPayoff:
     speedup_at_concurrency: float
     speedup_at_1: float
     stops_paying_at_concurrency: int | None
+    # every run of loads (first, last) at which it does not pay, up to the largest batch that runs at once: a decode CUDA
+    # graph captured without speculation and missed with it makes one load lose amid paying ones (TensorRT-LLM's unpadded
+    # 128 on 70B H200 TP8: (128, 128), (421, 488), (537, 1259))
+    losing_loads: tuple = ()
     acceptance_source: str = ""  # the published acceptance used where none was given (spec.plan.published_acceptance)
 
 
@@ -154,6 +158,7 @@ class Estimate:
     # where no fast attention kernel of the engine takes the model's head size (spec.engines.head_dims, lint R4's rule)
     attention_note: str | None = None
     batch_limit: dict | None = None  # what sets max_batch: the step budget, a launch cap, the KV cache or the engine's limit
+    offline_note: str | None = None  # offline: how its tok/s/GPU is counted, and the served load's at its batch (offline_note)
 
     @property
     def fits(self) -> bool:
@@ -209,7 +214,7 @@ class Estimate:
         # attention-DP hold priced, the engine's fast attention kernels taking the head size, prompts chunked (or refused
         # past the budget), no PP or a prompt of one chunk
         for key, note in (("request_cost_note", self.request_cost), ("rank_skew_note", self.rank_skew),
-                          ("adp_hold_note", self.adp_hold), ("attention_note", self.attention_note),
+                          ("adp_hold_note", self.adp_hold), ("attention_note", self.attention_note), ("offline_note", self.offline_note),
                           ("chunking_note", chunking_note(dep, w.isl)), ("pipeline_note", pipeline_note(dep, w.isl, prefix_hit=w.prefix_hit))):
             if note is not None:
                 out[key] = note
@@ -498,7 +503,8 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     cal = calibration
     adp = int(np.asarray(dep.plan.adp))
     grid = BATCH_GRID * adp
-    r = evaluate(model, dep, workload, calibration=cal, concurrency=grid)
+    off = workload.concurrency is None  # no load given: every load tried priced as the offline benchmark runs (the knee's)
+    r = evaluate(model, dep, workload, calibration=cal, concurrency=grid, offline=off)
     max_conc = int(r.max_concurrency.reshape(-1)[0])
     if max_conc < 1:
         _refuse_unfit(dep, r, model, workload, cal)
@@ -507,12 +513,13 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
     if concurrency is None:
         if max_batch not in grid:  # the knee's maximum at the largest batch itself, not at the grid's point beside it (newc9 #1)
             grid = np.union1d(grid, [max_batch])
-            r = evaluate(model, dep, workload, calibration=cal, concurrency=grid)
+            r = evaluate(model, dep, workload, calibration=cal, concurrency=grid, offline=True)
         concurrency, knee = offline_knee(r, grid, max_batch=max_batch)
         mode = "offline-max-throughput"
+        offline_text = offline_note(model, dep, workload, cal, batch=concurrency)
     else:
-        mode = "concurrency"
-    one = evaluate(model, dep, workload, calibration=cal, concurrency=concurrency)
+        mode, offline_text = "concurrency", None
+    one = evaluate(model, dep, workload, calibration=cal, concurrency=concurrency, offline=off)
     s = lambda k: float(np.asarray(getattr(one, k)).reshape(-1)[0])  # noqa: E731
     # the bottlenecks are read from the very steps the metrics time (decode: the step at this load)
     priced = deployment_ops(model, dep, workload, cal=cal, concurrency=concurrency)  # the evaluation the metrics above are
@@ -532,7 +539,7 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         precision_notes=precision_notes(model, dep) + _expert_notes(model, dep),
         **_capacity(model, dep, workload, concurrency=concurrency, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
                     free=s("kv_bytes") + s("free_bytes")),
-        spec=_spec_break_even(model, dep, workload, cal, r=r, grid=grid, concurrency=concurrency) if dep.spec is not None else None,
+        spec=_spec_break_even(model, dep, workload, cal, max_batch=max_batch, concurrency=concurrency, tpot_s=s("tpot_s")) if dep.spec is not None else None,
         breakdown=rows if breakdown else None,
         moe_activation=getattr(moe_step_activation(model, dep.gpu, executable(dep.precision, dep.gpu)[0], dep.engine, concurrency), "name", None),
         eager_decode=_eager_decode(dep, rows, priced["step_parts"], priced["time_parts"], batch=float(np.asarray(priced["time_parts"]["batch"], float).reshape(-1)[0]),
@@ -543,8 +550,21 @@ def estimate(model: ModelSpec, dep: Deployment, workload: Workload, *, calibrati
         kv_seqs=int(r.kv_seqs.reshape(-1)[0]), queue=_queue(priced["time_parts"]),
         batch_limit=batch_limit(dep, workload, max_batch=max_batch, budget_binds=bool(r.budget_binds.reshape(-1)[0]),
                                 kv_seqs=int(r.kv_seqs.reshape(-1)[0]), accepted=s("accepted_per_step")),
-        attention_note=head_dim_note(model, dep.engine.name, dep.gpu, dep.precision.kv.name))
+        attention_note=head_dim_note(model, dep.engine.name, dep.gpu, dep.precision.kv.name), offline_note=offline_text)
     return check_estimate(model, est)
+
+
+def offline_note(model: ModelSpec, dep: Deployment, workload: Workload, cal: Calibration, *, batch: int) -> str:
+    """How an offline estimate's tok/s/GPU is counted: over each batch's whole life, its prompts prefilled and then
+    decoded together, as an offline benchmark runs every request queued at once (OFFLINE_ARRIVAL, trtllm-bench's
+    throughput; serve.aggregated._cohort), not a served loop's slot cycle (_slot_cycle: TTFT + (OSL - 1) x TPOT, each
+    slot refilled as its request ends), whose figure at the same `batch` it quotes beside (fixA13: 8B H100 FP8 offline
+    14,072.8 against --concurrency 372's 14,571.3, the same TTFT and TPOT, and no row said why)."""
+    served = evaluate(model, dep, workload, calibration=cal, concurrency=batch, offline=False).output_tok_s_per_gpu
+    served = float(np.asarray(served).reshape(-1)[0])
+    return (f"counted over each batch's life, its prompts prefilled then decoded together (every request queued at once, "
+            f"as an offline benchmark runs them); served at --concurrency {batch}, each slot refilled as its request ends, "
+            f"{served:,.1f}")
 
 
 def _queue(tp: dict) -> dict | None:
@@ -946,7 +966,9 @@ def _in_step(dep: Deployment, workload: Workload, concurrency: int, whole: int) 
     if share >= 1.0 or arrival not in IN_STEP or concurrency <= whole or workload.osl <= 1:
         return None
     isl, osl = workload.isl, workload.osl
-    said = (f"in step ({arrival}), the {concurrency} requests reach {isl}+{osl} tokens together and the KV cache holds "
+    many = concurrency != 1
+    said = (f"in step ({arrival}), " + (f"the {concurrency} requests reach" if many else "the 1 request reaches")
+            + f" {isl}+{osl} tokens" + (" together" if many else "") + " and the KV cache holds "
             f"{whole} of them at that length: {dep.backend} sizes its batch at the mean context ({isl}+{share * osl:.10g}) and, out of "
             f"blocks near each wave's end, preempts about {concurrency - whole} of them to recompute later")
     if not dep.engine.recomputes_evicted:
@@ -978,8 +1000,9 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
                 "for whole requests to finish (longer TTFT)")
     if dep.max_batch is not None and max_batch >= dep.max_batch * int(np.asarray(dep.plan.adp)):  # the launch's cap binds, not the cache
         rank = " per attention-DP rank" if int(np.asarray(dep.plan.adp)) > 1 else ""
-        return (f"the launch caps the batch at {dep.max_batch} requests{rank} (max_batch: TensorRT-LLM max_batch_size, vLLM "
-                f"--max-num-seqs, SGLang --max-running-requests), so {max_batch} run at once and the rest wait for whole requests "
+        return (f"the launch caps the batch at {dep.max_batch} request{'s' if dep.max_batch != 1 else ''}{rank} (max_batch: "
+                f"TensorRT-LLM max_batch_size, vLLM --max-num-seqs, SGLang --max-running-requests), so {max_batch} "
+                f"run{'s' if max_batch == 1 else ''} at once and the rest wait for whole requests "
                 "to finish (longer TTFT)")
     share = dep.engine.kv_budget[2]  # the share of the OSL a sequence holds as the engine sizes its batch (memory.fit's occupancy)
     held = f"the KV cache holds {seqs_text(max_batch, isl, osl, share, whole)}"
@@ -1032,13 +1055,23 @@ def batch_limit(dep: Deployment, workload: Workload, *, max_batch: int, budget_b
             + (", per attention-DP rank" if adp > 1 else "") + f"){held}"}
 
 
-def _spec_break_even(model: ModelSpec, dep: Deployment, workload: Workload, cal: Calibration, *, r, grid, concurrency) -> SpecPayoff:
-    """Speculation's TPOT speedup over the same deployment without it (`r`: its metrics over `grid`),
-    at this concurrency, at one request, and the first concurrency at which it stops paying."""
-    base = evaluate(model, replace(dep, spec=None), workload, calibration=cal, concurrency=grid)
-    speedup = base.tpot_s / r.tpot_s
-    fits = r.fits
-    loses = np.nonzero((speedup < 1.0) & fits)[0]
-    return SpecPayoff(dep.spec.method, dep.spec.k, speedup_at_concurrency=float(np.interp(concurrency, grid, speedup)),
-                      speedup_at_1=float(speedup[0]), stops_paying_at_concurrency=int(grid[loses[0]]) if len(loses) else None,
+def _spec_break_even(model: ModelSpec, dep: Deployment, workload: Workload, cal: Calibration, *, max_batch: int, concurrency: int,
+                     tpot_s: float) -> SpecPayoff:
+    """Speculation's TPOT speedup over the same deployment without it at this concurrency (`tpot_s`: the estimate's TPOT
+    there, so the speed-up is the ratio of the two estimates), at one request (a rank), and the first concurrency at which
+    it stops paying, with every run of loads at which it does not (SpecPayoff.losing_loads). Both are priced at every
+    batch of a rank up to `max_batch` (the largest that runs at once): a decode CUDA graph captured at one batch and
+    missed at the next (serve.aggregated.graph_misses: TensorRT-LLM's 1-32, 64, 128 unpadded) makes TPOT jump between
+    neighbours, and a ratio interpolated across a jump is neither's (fixA13: "1.83x here" at 128, the estimates' 0.95x)."""
+    adp = int(np.asarray(dep.plan.adp))
+    grid = np.union1d(adp * np.arange(1, max(max_batch // adp, 1) + 1, dtype=np.int64), [concurrency])
+    off = workload.concurrency is None  # an offline estimate's, priced as its own figures are
+    spec, base = (evaluate(model, d, workload, calibration=cal, concurrency=grid, offline=off) for d in (dep, replace(dep, spec=None)))
+    speedup = base.tpot_s / spec.tpot_s
+    here = float(base.tpot_s[np.searchsorted(grid, concurrency)]) / tpot_s
+    loses = (speedup < 1.0) & spec.fits & (grid <= max_batch)
+    edges = np.flatnonzero(np.diff(np.r_[0, loses.astype(np.int8), 0]))  # each run of losing loads: [start, end)
+    runs = tuple((int(grid[a]), int(grid[e - 1])) for a, e in zip(edges[::2], edges[1::2], strict=True))
+    return SpecPayoff(dep.spec.method, dep.spec.k, speedup_at_concurrency=here, speedup_at_1=float(speedup[0]),
+                      stops_paying_at_concurrency=runs[0][0] if runs else None, losing_loads=runs,
                       acceptance_source=dep.spec.source)

@@ -13,6 +13,7 @@ from llm_codesign.serve.aggregated import Serving, deployment_ops
 from llm_codesign.serve.aggregated import evaluate as _evaluate
 from llm_codesign.serve.invariants import check_metrics
 from llm_codesign.spec.engines import check_kv_format
+from llm_codesign.spec.harness import OFFLINE_ARRIVAL
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, Workload
 
@@ -94,17 +95,21 @@ def _refuse_tight_fraction(dep: Deployment, activations: float) -> None:
 
 
 def evaluate(model: ModelSpec, deployment: Deployment, workload: Workload, *, calibration: Calibration | str | None = None,
-             concurrency=None) -> Metrics:
+             concurrency=None, offline: bool | None = None) -> Metrics:
     """Metrics of `deployment` serving `workload`. `concurrency` (an int or an array; a user's is checked where it
-    enters, spec.plan.check_concurrency) overrides the workload's; with neither, the offline maximum throughput: the load of the batch grid that fits
-    and gives the most output tokens/s per GPU."""
+    enters, spec.plan.check_concurrency) overrides the workload's, priced as the workload's would be (its arrival); with
+    neither, the offline maximum throughput: the load of the batch grid that fits and gives the most output tokens/s per
+    GPU, priced as the offline benchmark runs it (OFFLINE_ARRIVAL, every request queued). `offline`: price the loads given
+    as that benchmark's (estimate's search of an offline knee); None: offline only where neither gives a load (fixA13:
+    an array of concurrencies on a load-less workload was priced offline, its arrival ignored)."""
     dep = deployment
     # a KV-cache format the engine holds for this model's attention (Engine.kv_formats: vLLM's NVFP4 cache, not for MLA)
     check_kv_format(dep.engine, dep.gpu, dep.precision.kv.name, model)
     cal = calibration if isinstance(calibration, Calibration) else calibration_for(dep.gpu, calibration)
     conc = workload.concurrency if concurrency is None else concurrency
-    kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit, arrival=workload.priced_arrival,
-              offline=workload.concurrency is None)
+    offline = conc is None if offline is None else offline
+    kw = dict(cal=cal, isl=workload.isl, osl=workload.osl, prefix_hit=workload.prefix_hit,
+              arrival=OFFLINE_ARRIVAL if offline else workload.arrival, offline=offline)
     if conc is None:
         grid = BATCH_GRID * int(np.asarray(dep.plan.adp))
         r = _evaluate(model, Serving.of(dep), concurrency=grid, **kw)

@@ -482,6 +482,13 @@ function kneeText(e) {
     + `the smallest batch within ${(100 * k.fraction).toFixed(0)}% of the most tok/s/GPU)`;
 }
 
+// the loads at which speculation does not pay, after its first (cli/commands.py spec_losing_text)
+function specLosingText(runs) {
+  if (!runs.length) return "";
+  const shown = runs.slice(0, 4).map(([a, b]) => (a === b ? `${a}` : `${a}-${b}`));
+  return ` (loses at ${shown.join(", ")}${runs.length > 4 ? ", ..." : ""})`;
+}
+
 // the "largest batch" row (cli/commands.py _largest_batch_text): what sets it, and what happens to the requests past it
 function largestBatchText(e) {
   if (e.in_step) return `${e.max_batch_text}; ${e.in_step}`;  // requests in step past the full context: preempted (cli twin)
@@ -710,7 +717,8 @@ function showPriced(e) {
   if (sp) {
     rows.push(["speculation", `${sp.method} k=${sp.draft_len}, ${fix(e.accepted_per_step, 2)} tokens/step, speed-up ${fix(sp.speedup_at_concurrency, 2)}x `
                + `here, ${fix(sp.speedup_at_1, 2)}x at batch 1`],
-              ["speculation stops paying at", sp.stops_paying_at_concurrency || "never within the batch that fits"]);
+              ["speculation stops paying at", (sp.stops_paying_at_concurrency || "never within the batch that fits")
+               + specLosingText(sp.losing_loads || [])]);
   }
   $("priced").replaceChildren(el("h2", `Priced: ${modelName(e.model)}, ${e.plan} on ${e.gpu}`),
     table("priced-table", [["metric", "t"], ["value", "t"]], rows), ...exportBox(e.export, "priced-export"));
