@@ -1725,8 +1725,7 @@ def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCos
         # the counts unrounded where they decide what is evicted (fixP13): the running wave (the mean-context count) and the
         # admitted (their prompts' blocks), as `held` is, so neither floor steps the evictions as ISL grows; the running
         # wave's floor (r.running) still sets the batch priced and the slots shared
-        runs, admits = (np.where(evicts, np.asarray(u, float), a) for u, a in zip(unrounded, (r.running, admitted)))
-        wave, admitted = runs, admits
+        wave, admitted = (np.where(evicts, np.asarray(u, float), a) for u, a in zip(unrounded, (r.running, admitted), strict=True))
         full = np.where(evicts, np.minimum(held, wave), wave)
         beyond = np.where(evicts, in_step_evictions(np.maximum(admitted, wave), full, isl=r.isl, osl=r.osl)[1]
                           - in_step_evictions(wave, full, isl=r.isl, osl=r.osl)[1], 0.0)
