@@ -201,3 +201,45 @@ def test_waves_price_the_first_wave_alone_and_sglang_says_it():
     assert not get_engine("sglang").recomputes_evicted and get_engine("vllm").recomputes_evicted
     sg = _est("--backend", "sglang", "--concurrency", "250", "--arrival", "burst")  # 206 held at 2048 tokens
     assert "preempts about 44 of them to recompute later (not priced" in sg["in_step"]
+
+
+def test_a_longer_prompt_never_answers_faster_around_the_cap():
+    """fixP13, the consistency review's repro: Llama-3.1-8B on an H100, vLLM, 64 sent as one burst at OSL 256. From ISL 7,832
+    to 7,848 the largest batch the cache holds at the mean context steps 57 -> 56 while vLLM still admits 57 (their prompts'
+    blocks fit) and evicts down to the 56.13 / 56.02 the cache holds at the full context: before, the running wave's
+    evictions were counted from the floor (57 -> 56.13 priced, 56 -> 56.02 none) and the admitted past it by the share, so
+    TTFT 7,775.5 -> 7,687.2 ms and tok/s/GPU 769.0 -> 804.9 (+4.7%). Now the running wave's evictions count from the
+    mean-context count unrounded, K / (L + O/2), and the share from the admitted unrounded, K / L (K = held x (L + O)): at
+    7,848, 56.020 x 8,104 / 7,976 = 56.919 running, 56.020 x 8,104 / 7,848 = 57.847 admitted over the 56 slots priced."""
+    r = _sweep("vllm", 64.0, isl=np.array([7816.0, 7832.0, 7848.0, 7864.0]), osl=256)
+    ttft, tpot, tps = (np.ravel(r[k]) for k in ("ttft_s", "tpot_s", "output_tok_s_per_gpu"))
+    assert list(np.ravel(r["max_concurrency"])) == [57.0, 57.0, 56.0, 56.0]
+    assert ttft * 1e3 == pytest.approx([7525.0, 7568.4, 7620.9, 7664.3], abs=0.1)  # 7,527.3 / 7,775.5 / 7,687.2 / 7,716.7 before
+    assert tps == pytest.approx([761.59, 760.65, 757.65, 756.72], abs=0.01)  # 768.4 / 769.0 / 804.9 / 798.7 before
+    assert tpot * 1e3 == pytest.approx([30.848, 30.785, 30.851, 30.788], abs=1e-3)  # 30.839 / 29.611 / 30.430 / 30.431 before
+    assert float(np.ravel(r["time_parts"]["time_share"])[2]) * 56 == pytest.approx(57.847, abs=1e-3)
+    assert np.all(np.diff(ttft) > 0) and np.all(np.diff(tps) < 0)
+
+
+@settings(max_examples=10, deadline=None)
+@given(engine=st.sampled_from(["vllm", "sglang"]), mode=st.sampled_from(["burst", "waves", "offline"]),
+       case=st.sampled_from([("llama-3.1-8b", "h100", 64, 256, 7000), ("qwen3-32b", "h200", 56, 512, 5000),
+                             ("llama-3.1-8b", "h100", 40, 1024, 11000)]))
+def test_past_the_cap_a_longer_prompt_is_never_faster(engine, mode, case):
+    """fixP13's invariant: at a fixed C past the cap, kept in step (the cache holds 63 -> 49, 50 -> 36, 39 -> 33 over each
+    sweep of 500 prompt lengths, 4 tokens apart), a longer prompt never gives an earlier first token, and tok/s/GPU never
+    rises by more than 0.15% from one length to the next (the decode's own kernel steps, e.g. a tail batch's; before fixP13
+    vLLM's burst rose up to +7.6% where the cap stepped, its TTFT fell 3.5% and TPOT 5.6%). TPOT may fall, smoothly (at
+    most 0.3% a step, none a whole request's share, 1 / 50 of the slots; 0.25% where Qwen3-32B's 49 slots become 48, a
+    CUDA graph's size, which no padding slows): the requests admitted past the cap, K / L
+    unrounded, fall as the prompt grows, and with them the share of the slots each waits for (Qwen3-32B's vLLM burst 43.7
+    -> 41.3 ms over the sweep); before fixP13 it fell by steps (SGLang's 2.5% where its admission's floor stepped)."""
+    model, gpu, C, osl, lo = case
+    isl = lo + 4.0 * np.arange(500)
+    r = _sweep(engine, float(C), arrival="waves" if mode == "offline" else mode, offline=mode == "offline", model=model, gpu=gpu,
+               isl=isl, osl=osl)
+    tpot, ttft, tps = (np.ravel(r[k]) for k in ("tpot_s", "ttft_s", "output_tok_s_per_gpu"))
+    assert np.all(np.ravel(r["max_concurrency"]) < C)
+    assert np.all(ttft[1:] >= ttft[:-1] * (1 - 1e-9)), (engine, mode, case)
+    assert np.all(tps[1:] <= tps[:-1] * 1.0015), (engine, mode, case)
+    assert np.all(tpot[1:] >= tpot[:-1] * 0.997), (engine, mode, case)

@@ -1335,25 +1335,25 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     bcap = np.minimum(bcap, engine.budget_batch(mnt, 0.0 if draft_len is None else draft_len, sh.pp))
     cap = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], bcap), mem["max_seqs_per_rank"])
     running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
-    # the same count unrounded (the cache's bytes over a sequence's), for _in_step_priced's evictions: one prompt's blocks
-    # more or less move what is evicted by as much, not by a whole request at each floor
+    # `runs` and `admits`: the running and the admitted unrounded (the cache's bytes over a sequence's, over a reservation's),
+    # for requests kept in step past the cap (_in_step_priced): one prompt's blocks more or less move them by as much
     whole = partial(np.minimum, c_rank)
     runs = np.where(cap >= 1, whole(np.minimum(np.maximum(mem["free_for_kv"], 0.0) / np.maximum(mem["kv_per_seq"], 1e-9), bcap)), c_rank)
     # requests past their first token: engines that admit on less than a request's whole KV footprint
     # (Engine.admission) take in up to what fits with that reservation, and the admitted requests then
     # share the decode slots (preempted and resumed); the rest queue for whole requests to finish
     rule = engine.admission
-    admitted, admits = running, runs
+    admitted = admits = running
     if rule is not None:
         share, clip = rule
         adm_occ = share * np.minimum(osl, clip) / np.maximum(osl, 1.0)
         adm = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=adm_occ,
                          budget=budget, **draft)
-        admitted, admits = (np.where(cap >= 1, whole(np.minimum(np.maximum(a, c), bcap)), c_rank) for a, c in (
-            (adm["max_seqs_per_rank"], cap), (np.maximum(adm["free_for_kv"], 0.0) / np.maximum(adm["kv_per_seq"], 1e-9), runs)))
+        admitted, admits = (np.where(cap >= 1, whole(np.minimum(np.maximum(a, cap), bcap)), c_rank) for a in (
+            adm["max_seqs_per_rank"], np.maximum(adm["free_for_kv"], 0.0) / np.maximum(adm["kv_per_seq"], 1e-9)))
         # requests that ignore EOS are admitted with their whole output reserved
         ignoring = np.asarray(flags.ignore_eos, bool) & engine.reserves_all_ignoring_eos
-        admitted, admits = np.where(ignoring, running, admitted), np.where(ignoring, runs, admits)
+        admitted, admits = (np.where(ignoring, running, a) for a in (admitted, admits))
     return mem, cap, c_rank, running, admitted, (runs, admits)
 
 
@@ -1717,15 +1717,17 @@ def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCos
     engine, fl = r.scheduler
     sh, full, t_token = at.plan.broadcast(), r.running, t_iter / acc
     in_step, admitted = offline or arrival in IN_STEP, np.asarray(admitted, float)
-    wave = r.running
+    wave, (runs, admits) = r.running, unrounded
+    # kept in step, the admitted past the cap unrounded (their reservations' bytes), as `held` is (fixP13): one prompt's
+    # blocks more or less move the share by as much, not by a whole request at the admission's floor
+    admitted = np.asarray(admits, float) if in_step else admitted
     beyond = 0.0
     if in_step and engine.recomputes_evicted:
         held = full_context_seqs(model, at.prec, at.gpu, sh, at.spec, k=r.k, seq_len=r.isl + r.osl, free=free)
         evicts = (held >= 1.0) & ~(np.asarray(fl.ignore_eos, bool) & engine.reserves_all_ignoring_eos)
-        # the counts unrounded where they decide what is evicted (fixP13): the running wave (the mean-context count) and the
-        # admitted (their prompts' blocks), as `held` is, so neither floor steps the evictions as ISL grows; the running
-        # wave's floor (r.running) still sets the batch priced and the slots shared
-        wave, admitted = (np.where(evicts, np.asarray(u, float), a) for u, a in zip(unrounded, (r.running, admitted), strict=True))
+        # the running wave's evictions from the mean-context count unrounded (fixP13), so neither floor steps them as ISL
+        # grows; its floor (r.running) still sets the batch priced and the slots shared
+        wave = np.where(evicts, np.asarray(runs, float), r.running)
         full = np.where(evicts, np.minimum(held, wave), wave)
         beyond = np.where(evicts, in_step_evictions(np.maximum(admitted, wave), full, isl=r.isl, osl=r.osl)[1]
                           - in_step_evictions(wave, full, isl=r.isl, osl=r.osl)[1], 0.0)
