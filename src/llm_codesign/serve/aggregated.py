@@ -1712,7 +1712,12 @@ def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCos
     share: the makespan and every decode step grow by it, so tok/s/GPU falls past the cap. A closed loop (out of step)
     keeps its time share in its decode steps alone (_decode_times). A burst's evicted decode their rest alone once
     recomputed, at their batch's step; the life is the slot cycle's in a closed loop and in waves, the wave's in a burst or
-    an offline batch. Returns them and _evicted_times' figures, with the first token's share wait (shared_ttft)."""
+    an offline batch. The counts that decide what is evicted and shared are unrounded (fixP13; `unrounded`, _running's
+    running and admitted as the cache's bytes over a sequence's and a reservation's), as the full-context count is: the
+    running wave is evicted from min(C, K / (L + O/2)) and the admitted are min(C, K / L) for vLLM, so a prompt a block
+    longer moves them by a block's worth, where the floors stepped them by a whole request (at the mean-context count's
+    step TTFT fell and tok/s/GPU rose 4.7%); the floor, r.running, is still the batch priced and the slots shared.
+    Returns them and _evicted_times' figures, with the first token's share wait (shared_ttft) and the admitted."""
     ttft, tpot, life, t_iter, acc, pf_span = times
     engine, fl = r.scheduler
     sh, full, t_token = at.plan.broadcast(), r.running, t_iter / acc
