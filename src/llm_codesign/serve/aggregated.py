@@ -831,12 +831,11 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     k, acc = draft_lengths(spec, at.spec_k, osl)  # a step credits no more than a request has left (accepted_within)
     mnt, kv_budget = engine_budget(at.gpu, engine=at.engine, max_num_tokens=at.max_num_tokens, plan=at.plan, spec=at.spec, draft_len=k, chunked_prefill=at.chunked_prefill)
     mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
-    mem, cap, c_rank, running, admitted = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl,
-                                                   kv_budget=kv_budget, spec=spec, draft_len=k)
+    mem, cap, c_rank, running, admitted, unrounded = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl, kv_budget=kv_budget, spec=spec, draft_len=k)
     mix = mixes(engine, fl, k) & (arrival != "burst")  # a burst prefills its wave before any decode: no prompt beside them
     # the arriving prompts at what they take off the budget: their whole ISL where the engine counts the cached prefix
     fill = budget_fill(mnt, new=isl if engine.budget_counts_cached else new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
-    running, admitted = (np.minimum(x, fill) for x in (running, admitted))
+    running, admitted, unrounded = np.minimum(running, fill), np.minimum(admitted, fill), tuple(np.minimum(x, fill) for x in unrounded)
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | engine.pipelines_request_chunks | (running >= pp), (engine, fl), C, adp)
     wave_tok, t_wave_step, pf_span, wave_through = _prefill_wave(model, gpu, prec, sh, r=r, costs=costs, arrival=arrival)
@@ -853,7 +852,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     work = partial(_work_cycle, admitted=admitted, osl=osl, t_iter=t_iter, acc=acc)
     q, t_pf_stage, ttft, tpot, life, said, t_req_pf = request(q=_closed_loop_cohort(request, r.running, osl, t_iter=t_iter, window=np.maximum(
         fl.recv_interval, 1.0), per_step=np.where(mix, acc / np.maximum(time_share, 1e-30), 0.0), work=work) if closed else None)
-    ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline, admitted=admitted)
+    ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline, admitted=admitted, unrounded=unrounded)
+    time_share = (admitted := ev["admitted"]) / np.maximum(running, 1.0)  # kept in step past the cap, unrounded (_in_step_priced)
     life, ttft, behind, fronted = _cycle_bounds(life, ttft, tpot, osl, work=work(t_req_pf) if closed else None, front=None if offline or arrival == "burst" else admitted * costs.ttft_overhead)
     queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
     ttft = ttft + queued
@@ -1352,20 +1352,26 @@ def _running(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, C, *, adp, e
     bcap = np.minimum(bcap, engine.budget_batch(mnt, 0.0 if draft_len is None else draft_len, sh.pp))
     cap = np.where(mem["max_seqs_per_rank"] >= 1, np.minimum(mem["max_seqs_per_rank"], bcap), mem["max_seqs_per_rank"])
     running = np.where(cap >= 1, np.minimum(c_rank, cap), c_rank)
+    # `runs` and `admits`: the running and the admitted unrounded (the cache's bytes over a sequence's, over a reservation's),
+    # for requests kept in step past the cap (_in_step_priced): one prompt's blocks more or less move them by as much
+    whole = partial(np.minimum, c_rank)
+    runs = np.where(cap >= 1, whole(np.minimum(np.maximum(mem["free_for_kv"], 0.0) / np.maximum(mem["kv_per_seq"], 1e-9), bcap)), c_rank)
     # requests past their first token: engines that admit on less than a request's whole KV footprint
     # (Engine.admission) take in up to what fits with that reservation, and the admitted requests then
     # share the decode slots (preempted and resumed); the rest queue for whole requests to finish
     rule = engine.admission
-    admitted = running
+    admitted = admits = running
     if rule is not None:
         share, clip = rule
         adm_occ = share * np.minimum(osl, clip) / np.maximum(osl, 1.0)
         adm = memory.fit(model, gpu, prec, sh, isl, osl=osl, max_num_tokens=mnt, usable_fraction=fraction, osl_occupancy=adm_occ,
-                         budget=budget, **draft)["max_seqs_per_rank"]
-        admitted = np.where(cap >= 1, np.minimum(c_rank, np.minimum(np.maximum(adm, cap), bcap)), c_rank)
+                         budget=budget, **draft)
+        admitted, admits = (np.where(cap >= 1, whole(np.minimum(np.maximum(a, cap), bcap)), c_rank) for a in (
+            adm["max_seqs_per_rank"], np.maximum(adm["free_for_kv"], 0.0) / np.maximum(adm["kv_per_seq"], 1e-9)))
         # requests that ignore EOS are admitted with their whole output reserved
-        admitted = np.where(np.asarray(flags.ignore_eos, bool) & engine.reserves_all_ignoring_eos, running, admitted)
-    return mem, cap, c_rank, running, admitted
+        ignoring = np.asarray(flags.ignore_eos, bool) & engine.reserves_all_ignoring_eos
+        admitted, admits = (np.where(ignoring, running, a) for a in (admitted, admits))
+    return mem, cap, c_rank, running, admitted, (runs, admits)
 
 
 def _wave_idle(model: ModelSpec, gpu: Gpu, prec: Precision, sh: Plan, *, r: _Rank, costs: EngineCosts, arrival, wave) -> object:
@@ -1678,7 +1684,7 @@ def in_step_evictions(running, full, *, isl, osl) -> tuple:
     return evicted, recomputed, left, np.minimum((isl + osl) / x - isl, osl)
 
 
-def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool, share=1.0, beyond=0.0) -> dict:
+def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool, share=1.0, beyond=0.0, wave=None) -> dict:
     """What a wave's `evictions` (in_step_evictions': evicted P, recomputed R, decode tokens left D, t_fill) add to its
     requests, over a `share` of the run's requests (a burst's wave: 1; in waves and an offline batch the first wave's, 1 /
     rounds: the evictions put the slots out of step). The recompute runs at the wave's prefill rate (`pf_span` over its
@@ -1690,11 +1696,13 @@ def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool,
     t_re later; a burst has no next wave, and its makespan (its life) grows by t_re and the O - t_fill tokens the first
     evicted has left (an offline batch's by its first wave's share of that). `beyond`: the tokens the admitted past the
     running recompute (_in_step_priced), at the same rate: t_x, which stalls every request's decode steps (a resumed
-    request's prompt runs in them) and the makespan alike. Returns the first token's and TPOT's additions, the life's,
-    t_x's share, and P and R."""
+    request's prompt runs in them) and the makespan alike. `wave`: the running wave's count, unrounded (default
+    r.running), over which TPOT's and the next first tokens' means run; the prefill rate stays the priced wave's (r.running
+    prompts). Returns the first token's and TPOT's additions, the life's, t_x's share, and P and R."""
     evicted, recomputed, left, t_fill = evictions
-    n = np.maximum(np.asarray(r.running, float), 1.0)
-    rate = np.asarray(pf_span, float) / np.maximum(n * r.new, 1.0)
+    running = np.maximum(np.asarray(r.running, float), 1.0)
+    n = running if wave is None else np.maximum(np.asarray(wave, float), 1.0)
+    rate = np.asarray(pf_span, float) / np.maximum(running * r.new, 1.0)
     t_re, t_x = rate * recomputed, share * rate * beyond
     tpot = share * (evicted * t_re + left * t_token) / n / np.maximum(r.osl - 1.0, 1.0)
     ttft = 0.0 * tpot if burst else share * (n - evicted) / n * t_re
@@ -1703,7 +1711,8 @@ def _evicted_times(r: _Rank, evictions: tuple, *, pf_span, t_token, burst: bool,
             "recomputed": recomputed + 0.0 * tpot}
 
 
-def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCosts, free, times, arrival: str, offline: bool, admitted):
+def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCosts, free, times, arrival: str, offline: bool, admitted,
+                    unrounded):
     """evaluate's first token, TPOT and life (`times`: those, the decode iteration, the tokens it accepts, the wave's
     prefill span) for requests kept in step (IN_STEP, or an offline batch): one account of the running wave and the
     `admitted` past it. The running (r.running, min(C, cap)) run out of blocks past what the rank's `free` KV bytes hold at
@@ -1720,28 +1729,42 @@ def _in_step_priced(model: ModelSpec, at: Serving, r: _Rank, *, costs: EngineCos
     share: the makespan and every decode step grow by it, so tok/s/GPU falls past the cap. A closed loop (out of step)
     keeps its time share in its decode steps alone (_decode_times). A burst's evicted decode their rest alone once
     recomputed, at their batch's step; the life is the slot cycle's in a closed loop and in waves, the wave's in a burst or
-    an offline batch. Returns them and _evicted_times' figures, with the first token's share wait (shared_ttft)."""
+    an offline batch. The counts that decide what is evicted and shared are unrounded (fixP13; `unrounded`, _running's
+    running and admitted as the cache's bytes over a sequence's and a reservation's), as the full-context count is: the
+    running wave is evicted from min(C, K / (L + O/2)) and the admitted are min(C, K / L) for vLLM, so a prompt a block
+    longer moves them by a block's worth, where the floors stepped them by a whole request (at the mean-context count's
+    step TTFT fell and tok/s/GPU rose 4.7%); the floor, r.running, is still the batch priced and the slots shared.
+    Returns them and _evicted_times' figures, with the first token's share wait (shared_ttft) and the admitted."""
     ttft, tpot, life, t_iter, acc, pf_span = times
     engine, fl = r.scheduler
     sh, full, t_token = at.plan.broadcast(), r.running, t_iter / acc
     in_step, admitted = offline or arrival in IN_STEP, np.asarray(admitted, float)
-    evicts = False
+    wave, (runs, admits) = r.running, unrounded
+    # kept in step, the admitted past the cap unrounded (their reservations' bytes), as `held` is (fixP13): one prompt's
+    # blocks more or less move the share by as much, not by a whole request at the admission's floor
+    admitted = np.asarray(admits, float) if in_step else admitted
+    beyond = 0.0
     if in_step and engine.recomputes_evicted:
         held = full_context_seqs(model, at.prec, at.gpu, sh, at.spec, k=r.k, seq_len=r.isl + r.osl, free=free)
         evicts = (held >= 1.0) & ~(np.asarray(fl.ignore_eos, bool) & engine.reserves_all_ignoring_eos)
-        full = np.where(evicts, np.minimum(held, r.running), r.running)
-    evictions = in_step_evictions(r.running, full, isl=r.isl, osl=r.osl)
-    beyond = np.where(evicts, in_step_evictions(np.maximum(admitted, r.running), full, isl=r.isl, osl=r.osl)[1] - evictions[1], 0.0)
+        # the running wave's evictions from the mean-context count unrounded (fixP13), so neither floor steps them as ISL
+        # grows; its floor (r.running) still sets the batch priced and the slots shared
+        wave = np.where(evicts, np.asarray(runs, float), r.running)
+        full = np.where(evicts, np.minimum(held, wave), wave)
+        beyond = np.where(evicts, in_step_evictions(np.maximum(admitted, wave), full, isl=r.isl, osl=r.osl)[1]
+                          - in_step_evictions(wave, full, isl=r.isl, osl=r.osl)[1], 0.0)
+    evictions = in_step_evictions(wave, full, isl=r.isl, osl=r.osl)
     one_wave = arrival == "burst" and not offline  # an offline batch is in step in its first batch alone, as waves
     if one_wave and np.any(evictions[0] > 0):
         tail, _, _ = _decode_stage(model, at.gpu, at.prec, sh, costs=costs, b=np.maximum(evictions[0], 1.0), k=r.k, spec=at.spec,
                                    ctx=r.isl + (r.osl + evictions[3]) / 2.0, flags=fl, piecewise=at.piecewise_graphs)
         t_token = np.where(evictions[0] > 0, tail.iteration(r.pp, evictions[0], together=True) / acc, t_token)
     ev = _evicted_times(r, evictions, pf_span=pf_span, t_token=t_token, burst=one_wave,
-                        share=1.0 if one_wave else 1.0 / np.maximum(fl.rounds, 1.0), beyond=beyond)
+                        share=1.0 if one_wave else 1.0 / np.maximum(fl.rounds, 1.0), beyond=beyond, wave=wave)
     shared = admitted / np.maximum(np.asarray(r.running, float), 1.0) if in_step else 1.0
     ttft, life = ttft + ev["evicted_ttft"], life + ev["evicted_tail"]
-    ev = ev | {"shared_ttft": (shared - 1.0) * ttft, "evicted_tpot": shared * ev["evicted_tpot"] + ev["beyond"] / np.maximum(r.osl - 1.0, 1.0)}
+    ev = ev | {"shared_ttft": (shared - 1.0) * ttft, "evicted_tpot": shared * ev["evicted_tpot"] + ev["beyond"] / np.maximum(r.osl - 1.0, 1.0),
+               "admitted": admitted + 0.0 * ttft}
     ttft, tpot = shared * ttft, shared * tpot + ev["evicted_tpot"]
     life = shared * life + ev["beyond"] if offline or arrival == "burst" else _slot_cycle(ttft, tpot, r.osl)
     return ttft, tpot, life, ev
