@@ -579,7 +579,7 @@ def lint(model: str | ModelSpec, gpu: str | Gpu, *, regime: str = "throughput", 
     m, g, name = get_model(model), get_gpu(gpu), engine_arg(engine, backend)
     found = lint_priced(m, g, _calibration(g, calibration), regime, prec=precision_for(m, weight_dtype, activation_dtype, kv_dtype, gpu=g),
                         engine=engine_for(g, name) if name else None)
-    return Lint(m, g, regime, *found)
+    return Lint(m, g, regime, found)
 
 
 def design(params: float, gpu: str | Gpu = DESIGN_GPU, *, num_gpus: int = 8, regime: str = "throughput", moe: bool = False,

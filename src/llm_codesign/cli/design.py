@@ -247,7 +247,7 @@ def lint(
     cal, prec = calibration_for(g, calibration), _precision(m, weight_dtype, activation_dtype, kv_dtype, g)
     eng = engine_for(g, backend) if backend else None
     findings, at, priced = lint_priced(m, g, cal, regime, prec=prec, proxy_file=accuracy_proxy, engine=eng, gpus=gpus_)
-    answer = Lint(m, g, regime, findings, at, priced, gpus=gpus_)  # where they were priced, and on what: every surface's
+    answer = Lint(m, g, regime, (findings, at, priced), gpus=gpus_)  # where they were priced, and on what: every surface's
     if fmt == "json":  # as POST /api/lint answers; R2's, R3's and R6's figures carry the point they were priced at
         _dump(answer.to_dict())
     elif fmt == "sarif":

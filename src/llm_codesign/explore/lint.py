@@ -353,8 +353,9 @@ class Lint(list):
     head sizes and nothing was priced), `priced_at` (the plan's sizes, requests, lengths and source; None where no
     deployment holds the model) and `caption` (the CLI table's line). `to_dict()` is `lint --json`."""
 
-    def __init__(self, model: ModelSpec, gpu: Gpu, regime: str, findings: list[Finding], point: Point, engine: Engine | None, *,
+    def __init__(self, model: ModelSpec, gpu: Gpu, regime: str, priced: tuple[list[Finding], Point, Engine | None], *,
                  gpus: int | None = None):
+        findings, point, engine = priced  # lint_priced's answer
         super().__init__(f.to_dict() for f in findings)
         self.model, self.gpu, self.regime = model.name, gpu.id, regime
         self.engine = None if engine is None else engine.name

@@ -855,11 +855,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     ttft, tpot, life, ev = _in_step_priced(model, at, r, costs=costs, free=mem["free_for_kv"], times=(ttft, tpot, life, t_iter, acc, pf_span), arrival=arrival, offline=offline, admitted=admitted, unrounded=unrounded)
     time_share = (admitted := ev["admitted"]) / np.maximum(running, 1.0)  # kept in step past the cap, unrounded (_in_step_priced)
     life, ttft, behind, fronted = _cycle_bounds(life, ttft, tpot, osl, work=work(t_req_pf) if closed else None, front=None if offline or arrival == "burst" else admitted * costs.ttft_overhead)
-    queued = np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life  # beyond what the engine admits: whole waves
-    ttft = ttft + queued
-    # requests served over the ranks: all C unless every rank is full (busiest-rank counts over-count where adp does not divide C)
-    served = np.minimum(C, admitted * adp)
-    out_per_gpu = served * osl / life / gpus
+    queued, served = _slot_queue(C, c_rank, admitted, adp=adp, life=life)
+    ttft, out_per_gpu = ttft + queued, served * osl / life / gpus
     res = {
         "ttft_s": ttft, "tpot_s": tpot, "tok_s_per_user": 1.0 / tpot,
         # TTFT's wait for a slot (in ttft_s): what intervals.queued adds to the runs' band, none of which queued (a mix's, price_mix)
@@ -877,6 +874,12 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
         res |= _phase_parts(model, gpu, prec, sh, costs=costs, r=r, steps=(wave_tok, t_wave_step, t_stage, t_draft, ops), share=pf_span / life) | {
             "step_parts": parts, "time_parts": said | {"pp": pp, "stages_per_iteration": t_iter / np.maximum(t_stage, 1e-30), "iteration": t_iter, "life": life, "iteration_ends": eager_iterations(parts, pp, running, together=together, hosts_in_turn=engine.name not in PP_HOSTS_TOGETHER), "iteration_parts": parts.iteration_parts(pp, running, together=together), "accepted": acc, "time_share": time_share, "slot_queue": queued, "prompt_queue": behind, "front_queue": fronted, "adp_hold": costs.adp_hold_steps(adp, C) * t_iter, "batch": per_mb, "queued_steps": fl.queued_steps, "evicted_ttft": ev["evicted_ttft"], "evicted_tpot": ev["evicted_tpot"], "shared_ttft": ev["shared_ttft"]}}
     return res
+
+
+def _slot_queue(C, c_rank, admitted, *, adp, life):
+    """(the wait for a slot: beyond what the engine admits a request waits whole waves; the requests served over the
+    ranks: all C unless every rank is full, the busiest rank's counts over-counting where adp does not divide C)."""
+    return np.maximum(c_rank / np.maximum(admitted, 1.0) - 1.0, 0.0) * life, np.minimum(C, admitted * adp)
 
 
 def _first_wait(costs, fl: SchedulerFlags, *, adp, C, arrival: str, t_iter):
