@@ -805,12 +805,13 @@ class Serving:
     def flags(self, flags: SchedulerFlags | None) -> SchedulerFlags:
         """A run's flags with its deployment's launch options where it sets none (run_flags); under prompt lookup on an
         engine whose loop drops its overlap for it (Engine.ngram_overlap False: TensorRT-LLM's), no step queued ahead
-        (queued_steps 0) where the run states none."""
+        (queued_steps 0) where the run states none, on the rows that draft (k > 0): a search's k = 0 rows launch
+        without speculation and keep the overlap loop (their own estimate's)."""
         fl = run_flags(flags, chunked_prefill=self.chunked_prefill, kv_fraction=self.kv_fraction, cuda_graph_max_bs=self.cuda_graph_max_bs,
                        max_batch=self.max_batch)
         if self.spec is not None and not self.spec.on_gpu and not self.engine.ngram_overlap:
-            q = np.asarray(fl.queued_steps, float)
-            fl = replace(fl, queued_steps=np.where(np.isnan(q), 0.0, q))
+            q, k = np.asarray(fl.queued_steps, float), draft_lengths(self.spec, self.spec_k)[0]
+            fl = replace(fl, queued_steps=np.where(np.isnan(q) & (k > 0), 0.0, q))
         return fl
 
 
