@@ -51,6 +51,23 @@ def test_a_vllm_export_writes_a_context_its_kv_cache_holds(tmp_path):
     assert {k: back[k] for k in KEYS} == pytest.approx(e["predicted"], rel=1e-9) and back["ignored"] == []
 
 
+def test_a_closed_loop_exports_context_admits_its_longest_draws(tmp_path):
+    # a closed loop is vLLM's bench at --random-range-ratio 0.8, which draws ISL and OSL up to ceil(L x 1.8)
+    # (vllm/benchmarks/datasets.py:488-491@0.11.0): 2,048 / 1,024 sends up to 3,687 + 1,844 = 5,531 tokens, written
+    # 6,144 (waves' fixed lengths: 3,072); the file still prices as its header says
+    from llm_codesign.spec.harness import longest_request
+
+    assert longest_request(2048, 1024, "closed_loop") == 3687 + 1844 and longest_request(2048, 1024, "waves") == 3072
+    assert longest_request(2048, 1024, "burst") == 3072
+    args = ["llama-3.1-70b", "--gpu", "h100", "--gpus", "2", "--backend", "vllm", "--isl", "2048", "--osl", "1024", "--concurrency", "16"]
+    for arrival, written in (("waves", 3072), ("closed_loop", 6144)):
+        path = tmp_path / f"{arrival}.yaml"
+        e = _json("export", *args, "--arrival", arrival, "-o", str(path))
+        assert f"max-model-len: {written}" in path.read_text().splitlines()
+        back = _json("import", str(path))
+        assert {k: back[k] for k in KEYS} == pytest.approx(e["predicted"], rel=1e-9)
+
+
 def test_the_context_rule_rounds_up_within_the_model_and_the_budget():
     m = get_model("llama-3.1-8b")  # 131,072 tokens of context
     assert model_len({}, m, 10000) == 10240 and model_len({}, m, 10240) == 10240 and model_len({}, m, 1) == 1024

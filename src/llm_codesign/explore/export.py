@@ -38,7 +38,7 @@ from llm_codesign.explore.export_engines.base import (
     whole,
 )
 from llm_codesign.spec.engines import check_runs, get_engine
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival, longest_request
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, acceptance_rates_of, check_whole_prompt
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -267,10 +267,12 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
 
 
 def _request_tokens(extra: dict | None) -> int | None:
-    """The workload's longest request (isl + osl) that an export's launch must admit (Exporter.with_context), None where
-    the export prices no workload."""
+    """The workload's longest request that an export's launch must admit (Exporter.with_context): isl + osl, or a closed
+    loop's largest draws (spec.harness.longest_request); None where the export prices no workload."""
     work = extra or {}
-    return int(work["isl"]) + int(work["osl"]) if work.get("isl") and work.get("osl") else None
+    if not (work.get("isl") and work.get("osl")):
+        return None
+    return longest_request(work["isl"], work["osl"], work.get("arrival", DEFAULT_ARRIVAL))
 
 
 def _whole_requests(model: ModelSpec, dep: Deployment, extra: dict | None) -> None:

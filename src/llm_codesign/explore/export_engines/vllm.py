@@ -95,7 +95,8 @@ CONTEXT_ROUND = 1024
 
 
 def model_len(o: dict, model: ModelSpec, tokens: int) -> int:
-    """The max-model-len an export writes for requests of `tokens` (isl + osl) under options `o` (CONTEXT_ROUND)."""
+    """The max-model-len an export writes for requests of up to `tokens` (isl + osl, a closed loop's largest draws:
+    spec.harness.longest_request) under options `o` (CONTEXT_ROUND)."""
     return min(x for x in (-(-int(tokens) // CONTEXT_ROUND) * CONTEXT_ROUND, o.get("max-model-len"), model.max_context) if x)
 
 
