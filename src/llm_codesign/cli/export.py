@@ -246,7 +246,7 @@ def export(
             asked, dep = dep, with_capture(dep, concurrency)  # priced with the capture the file writes
             r = run(m, dep, wl, calibration=calibration).to_dict()
             if dep != asked:  # estimate at these flags prices the engine's default capture: both said (crev10 #2)
-                capture = capture_line(dep, run(m, asked, wl, calibration=calibration).to_dict()["tpot_ms"], r["tpot_ms"])
+                capture = capture_line(dep, run(m, asked, wl, calibration=calibration).to_dict(), r)
             conc, n_rep = int(r["concurrency"]), replicas or 1
             predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
             intervals = r.get("intervals")
