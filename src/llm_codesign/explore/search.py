@@ -169,7 +169,8 @@ def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
     """The checkpoint's own precision plus the lower-precision formats this GPU runs natively."""
     out = [model.default_precision]
     # a re-quantised format at the attention of the checkpoint it launches (checkpoint_precision: Maverick's FP8 is Meta's,
-    # self_attn BF16; newc12 #1. deepseek-r1's NVFP4 keeps only q/kv BF16: the linear format, partial_attn_note says it)
+    # self_attn BF16; newc12 #1. deepseek-r1's NVFP4 keeps q_a/q_b/kv_a/kv_b BF16, o_proj NVFP4: priced per projection,
+    # attn_in_weight, partial_attn_note says it)
     if gpu.supports("fp8"):
         out.append(checkpoint_precision(model, Precision.of("fp8", kv="fp8"), gpu))
     if "nvfp4" in gpu.fp4_formats:
