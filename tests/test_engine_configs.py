@@ -801,3 +801,27 @@ def test_a_dynamo_vllm_workers_human_readable_budget_is_read_as_vllm_reads_it(tm
     assert json.loads(stdout)["decode"]["max_num_tokens"] == 4_000
     code, stdout, err = cli("import", _edited_dynamo(tmp_path, "vllm", ["--max-num-batched-tokens", "1.5K"]))
     assert code == 2 and "max-num-batched-tokens: '1.5K' is not valid; a whole number, or one with vLLM" in " ".join(err.split())
+
+
+def test_a_dynamo_vllm_workers_launch_admits_the_workload_and_import_repeats_its_prediction(tmp_path):
+    # each vLLM worker is given --max-model-len for the workload's requests as export_config's file is (ceil(2,048 + 1,024
+    # to 1,024) = 3,072), and the export prices the decode pool at the max-num-seqs it writes (16: a stated cap shrinks
+    # vLLM's sampler warm-up, leftD), so import gives its header's figures (frev13: the header priced vLLM's default
+    # 1,024, TTFT 14,452 ms against import's 10,612)
+    import yaml
+
+    out = tmp_path / "dyn.yaml"
+    code, _, err = cli("export", "llama-3.1-70b", "--gpu", "h100", "--backend", "dynamo", "--engine", "vllm", "--prefill", "tp=2",
+                       "--decode", "tp=2", "--prefill-instances", "1", "--decode-instances", "1", "--isl", "2048", "--osl", "1024",
+                       "--concurrency", "16", "-o", str(out))
+    assert code == 0, err
+    text = out.read_text()
+    for comp in yaml.safe_load(text)["spec"]["components"][1:]:
+        args = comp["podTemplate"]["spec"]["containers"][0]["args"]
+        assert args[args.index("--max-model-len") + 1] == "3072" and args[args.index("--max-num-seqs") + 1] == "16"
+    predicted = json.loads(text.splitlines()[0].split(":", 1)[1])["predicted"]
+    code, stdout, err = cli("import", str(out), "--json")
+    assert code == 0, err
+    got = json.loads(stdout)
+    for k in ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu"):
+        assert got[k] == pytest.approx(predicted[k], rel=1e-9)

@@ -155,3 +155,20 @@ def test_pareto_out_writes_the_frontier_json_export_point_reads(tmp_path):
     assert code == 0, err
     p = saved["frontier"][1]
     assert _header((tmp_path / "p.yaml").read_text())["predicted"] == {k: p[k] for k in KEYS}
+
+
+def test_a_kv_bound_vllm_export_says_its_max_num_seqs_frees_the_sampler_rows_and_estimates_default(tmp_path):
+    # Llama-3.1-70B on 2 H100s, vLLM 2,048 / 1,024 at 16 requests: the file's max-num-seqs 16 sizes the sampler's warm-up
+    # on 16 rows of logits, not the default 1,024, so its KV cache holds 12 sequences where estimate's default launch holds
+    # 11: the export prices its file (estimate --max-batch 16, import alike) and says estimate's default figures (frev13)
+    args = ["llama-3.1-70b", "--gpu", "h100", "--gpus", "2", "--backend", "vllm", "--isl", "2048", "--osl", "1024", "--concurrency", "16"]
+    default, capped = _json("estimate", *args), _json("estimate", *args, "--max-batch", "16")
+    assert (default["max_batch"], capped["max_batch"]) == (11, 12) and capped["memory"]["kv_gb"] > default["memory"]["kv_gb"]
+    x = _json("export", *args, "-o", str(tmp_path / "v.yaml"))
+    assert x["predicted"]["ttft_ms"] == pytest.approx(capped["ttft_ms"], rel=1e-9)
+    assert x["capture"] == ("priced at the file's max-num-seqs 16 (estimate --max-batch 16): vLLM's capture from it, and its "
+                            f"sampler's warm-up on 16 rows of logits, not 1,024, leaves the KV cache {capped['memory']['kv_gb']:.1f} GB "
+                            f"a GPU, not {default['memory']['kv_gb']:.1f}; estimate at vLLM's default launch (max-num-seqs 1,024): "
+                            f"TTFT {default['ttft_ms']:.0f} ms, TPOT {default['tpot_ms']:.2f} ms, {default['output_tok_s_per_gpu']:.0f} "
+                            "tok/s/GPU, largest batch 11")
+    assert round(default["ttft_ms"]) == 7486 and round(x["predicted"]["ttft_ms"]) == 4132

@@ -222,6 +222,11 @@ def test_tensorrt_llm_drops_its_overlap_scheduler_under_prompt_lookup(h100):
         at = Serving(gpu=h100, prec=m.default_precision, plan=Plan(), engine=eng, spec=spec)
         tp = evaluate(m, at, cal=cal, concurrency=16, isl=2048, osl=256, with_ops=True, arrival="closed_loop", flags=flags)["time_parts"]
         assert np.asarray(tp["wait"]).item() == pytest.approx(waits * np.asarray(tp["iteration"]).item(), rel=1e-12)
+    # a sweep's k = 0 rows launch without speculation and keep the overlap loop's 2 iterations, its k = 3 rows 1
+    at = Serving(gpu=h100, prec=m.default_precision, plan=Plan(), engine=eng, spec=SpecDecoding("ngram", 3, mean_accepted=2.0),
+                 spec_k=np.array([0.0, 3.0]))
+    tp = evaluate(m, at, cal=cal, concurrency=16, isl=2048, osl=256, with_ops=True, arrival="closed_loop")["time_parts"]
+    np.testing.assert_allclose(tp["wait"], np.array([2.0, 1.0]) * tp["iteration"], rtol=1e-12)
     out = " ".join(cli_ok("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", "trtllm", "--concurrency", 16, "--spec", "ngram",
                           "--draft-len", 3, "--acceptance", 2.0, "--breakdown").split())
     assert "the build's loop is synchronous (no step queued ahead): its host work runs in series" in out
@@ -260,3 +265,20 @@ def test_a_tensorrt_llm_public_pool_is_priced_as_the_private_one_and_said(tmp_pa
     assert got[True][0] == got[False][0] and got[True][1] == ()
     assert got[False][1] == ("speculative_config.is_public_pool (the public pool, never pruned: its host time grows with every request "
                              "served; priced as the private pool)",)
+
+
+def test_a_tensorrt_llm_prompt_lookup_searchs_points_are_their_own_estimates():
+    # a search under --spec ngram prices k = 0 (no speculation) beside k = 2: each point's TTFT is its deployment's own
+    # estimate, the no-speculation rows at the overlap loop's wait, not the synchronous loop's (frev13)
+    import llm_codesign as lc
+
+    w = lc.Workload(isl=1024, osl=256, arrival="waves")
+    pts = lc.pareto("llama-3.1-8b", "h100", num_gpus=1, engine="trtllm", weight_dtype="bf16", workload=w, spec="ngram",
+                    acceptance=1.8, draft_len=2).points
+    seen = set()
+    for p in pts:
+        dep = p.deployment
+        e = lc.estimate("llama-3.1-8b", dep, lc.Workload(isl=1024, osl=256, concurrency=int(p.concurrency), arrival="waves"))
+        assert float(e.ttft_s) == pytest.approx(p.ttft_s, rel=1e-9)
+        seen.add(dep.draft_len)
+    assert seen == {0, 2}

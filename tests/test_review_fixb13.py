@@ -51,6 +51,23 @@ def test_a_vllm_export_writes_a_context_its_kv_cache_holds(tmp_path):
     assert {k: back[k] for k in KEYS} == pytest.approx(e["predicted"], rel=1e-9) and back["ignored"] == []
 
 
+def test_a_closed_loop_exports_context_admits_its_longest_draws(tmp_path):
+    # a closed loop is vLLM's bench at --random-range-ratio 0.8, which draws ISL and OSL up to ceil(L x 1.8)
+    # (vllm/benchmarks/datasets.py:488-491@0.11.0): 2,048 / 1,024 sends up to 3,687 + 1,844 = 5,531 tokens, written
+    # 6,144 (waves' fixed lengths: 3,072); the file still prices as its header says
+    from llm_codesign.spec.harness import longest_request
+
+    assert longest_request(2048, 1024, "closed_loop") == 3687 + 1844 and longest_request(2048, 1024, "waves") == 3072
+    assert longest_request(2048, 1024, "burst") == 3072
+    args = ["llama-3.1-70b", "--gpu", "h100", "--gpus", "2", "--backend", "vllm", "--isl", "2048", "--osl", "1024", "--concurrency", "16"]
+    for arrival, written in (("waves", 3072), ("closed_loop", 6144)):
+        path = tmp_path / f"{arrival}.yaml"
+        e = _json("export", *args, "--arrival", arrival, "-o", str(path))
+        assert f"max-model-len: {written}" in path.read_text().splitlines()
+        back = _json("import", str(path))
+        assert {k: back[k] for k in KEYS} == pytest.approx(e["predicted"], rel=1e-9)
+
+
 def test_the_context_rule_rounds_up_within_the_model_and_the_budget():
     m = get_model("llama-3.1-8b")  # 131,072 tokens of context
     assert model_len({}, m, 10000) == 10240 and model_len({}, m, 10240) == 10240 and model_len({}, m, 1) == 1024
@@ -125,3 +142,31 @@ def test_the_what_if_memory_unit_is_said_with_the_h200s_figures():
     assert round(g.memory_bytes / 2**30, 1) == 140.4 and round(g.memory_bytes / 1e9, 2) == 150.75
     howto = " ".join((Path(__file__).parents[1] / "docs/howto/compare-gpus.md").read_text().split())
     assert "in GB of 10^9 bytes: `gpus` prints it in GiB, so the H200's 140.4 GiB is `memory_gb = 150.75`" in howto
+
+
+def test_an_mtp_modules_checkpoint_is_written_for_sglang_and_refused_elsewhere(tmp_path):
+    # --spec mtp --draft-model was taken and dropped (frev13): SGLang writes it as NEXTN's --speculative-draft-model-path
+    # (a Hub id or folder: anything else is refused), the engines whose launch reads the module from the target's
+    # checkpoint refuse it naming the one that loads it apart; a real NEXTN launch line naming it still imports
+    kw = dict(gpu="h200", num_gpus=8, spec="mtp")
+    with pytest.raises(InputError, match=r"^draft_model: 'no such model at all!' is not valid; the MTP module's checkpoint as a "
+                                         r"Hugging Face id \(owner/name"):
+        lc.deployment("deepseek-r1", draft_model="no such model at all!", engine="sglang", **kw)
+    for engine, title in (("vllm", "vLLM"), ("trtllm", "TensorRT-LLM")):
+        with pytest.raises(InputError) as e:
+            lc.deployment("deepseek-r1", draft_model="lmsys/DeepSeek-R1-NextN", engine=engine, **kw)
+        assert str(e.value) == (f"draft_model: 'lmsys/DeepSeek-R1-NextN' is not valid; left out with --spec mtp on {title} (its launch "
+                                "reads the MTP module from the target's checkpoint); SGLang loads it apart")
+    assert lc.deployment("deepseek-r1", draft_model="/models/DeepSeek-R1-NextN", engine="sglang", **kw).spec.draft_model == "/models/DeepSeek-R1-NextN"
+    args = ["deepseek-r1", "--gpu", "h200", "--gpus", "8", "--backend", "sglang", "--spec", "mtp", "--draft-model", "lmsys/DeepSeek-R1-NextN",
+            "--concurrency", "32"]
+    e = _json("export", *args, "-o", str(tmp_path / "s.sh"))
+    assert "--speculative-draft-model-path lmsys/DeepSeek-R1-NextN" in (tmp_path / "s.sh").read_text()
+    back = _json("import", str(tmp_path / "s.sh"))
+    assert {k: back[k] for k in KEYS} == pytest.approx(e["predicted"], rel=1e-9) and back["deployment"]["draft_model"] == "lmsys/DeepSeek-R1-NextN"
+    line = ("python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-R1 --tp 8 --speculative-algorithm NEXTN "
+            "--speculative-draft-model-path lmsys/DeepSeek-R1-NextN --speculative-num-steps 3 --speculative-eagle-topk 1 "
+            "--speculative-num-draft-tokens 4")
+    got = _json("import", line, "--gpu", "h200")
+    d = got["deployment"]
+    assert (d["spec"], d["draft_len"], d["draft_model"]) == ("mtp", 3, "lmsys/DeepSeek-R1-NextN")

@@ -166,3 +166,23 @@ def test_at_osl_1_the_budget_message_names_the_prompts_not_a_decode():
     assert over("--prefix-hit", "0.5")[0] == 7 and "(1024 tokens, cached prefix included, and 1 output token each)" in over("--prefix-hit", "0.5")[1]
     assert over("--prefix-hit", "0.5", "--engine", "vllm")[0] == 15
     assert "(512 tokens and 1 output token each)" in over("--prefix-hit", "0.5", "--engine", "vllm")[1]
+
+
+def test_a_cached_prompt_longer_than_the_budget_is_charged_the_budget_not_its_whole_prompt():
+    # TensorRT-LLM counts a prompt's cached prefix against its step budget, but a prompt counted past the budget takes the
+    # budget and computes its new tokens (serve.aggregated.budget_charge, prompt_budget's rule): max(new, min(ISL, budget)).
+    # 32,768 tokens 95% cached: 1,639 new, charged 8,192 (not 32,768), so budget_fill holds floor(8192 / (1 + 8192 / 15)) = 14
+    # decodes, where charging the whole prompt held floor(8192 / (1 + 32768 / 15)) = 3 (frev13)
+    from llm_codesign.serve.aggregated import budget_charge
+    from llm_codesign.spec.engines import get_engine
+
+    trt, vllm = get_engine("trtllm"), get_engine("vllm")
+    assert budget_charge(1639.0, 31129.0, 8192.0, engine=trt) == 8192.0
+    assert budget_charge(16384.0, 16384.0, 8192.0, engine=trt) == 16384.0  # more new tokens than the budget: all of them
+    assert budget_charge(512.0, 512.0, 8192.0, engine=trt) == 1024.0  # within the budget: the whole prompt (fixW13's)
+    assert budget_charge(1639.0, 31129.0, 8192.0, engine=vllm) == 1639.0
+    r = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--gpu", "h100", "--gpus", "1", "--backend", "trtllm", "--concurrency", "64",
+                                 "--prefix-hit", "0.95", "--isl", "32768", "--osl", "16", "--json"])
+    d = json.loads(r.stdout)
+    assert d["max_batch"] == 14
+    assert "max_num_tokens 8192 / (1 + 8192/15)" in d["max_batch_text"]

@@ -246,7 +246,7 @@ def export(
             asked, dep = dep, with_capture(dep, concurrency)  # priced with the capture the file writes
             r = run(m, dep, wl, calibration=calibration).to_dict()
             if dep != asked:  # estimate at these flags prices the engine's default capture: both said (crev10 #2)
-                capture = capture_line(dep, run(m, asked, wl, calibration=calibration).to_dict()["tpot_ms"], r["tpot_ms"])
+                capture = capture_line(dep, run(m, asked, wl, calibration=calibration).to_dict(), r)
             conc, n_rep = int(r["concurrency"]), replicas or 1
             predicted = {k: r[k] for k in ("ttft_ms", "tpot_ms", "tok_s_per_user", "output_tok_s_per_gpu")}
             intervals = r.get("intervals")
@@ -442,6 +442,7 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     and --decode-max-batch), and --chunked-prefill, both pools' (the prefill pool's is the one it prices), written as priced."""
     from llm_codesign.cli.common import _gpu, _precision, _spec
     from llm_codesign.explore.disagg_search import price_pools
+    from llm_codesign.explore.export_engines.base import launch_batch, per_rank
     from llm_codesign.explore.search import with_capture
     from llm_codesign.spec.engines import check_runs
     from llm_codesign.spec.harness import DEFAULT_ARRIVAL
@@ -469,6 +470,9 @@ def _dynamo(m, gpu, *, prefill, decode, n_pre, n_dec, concurrency, isl, osl, bac
     # prediction is disagg's with --decode-cuda-graph-max-bs N (it rebuilt the pools and gave 66.2 ms TPOT where disagg
     # gave 98.8, review 2026-12-06)
     dec = with_capture(dec, concurrency, instances=n_dec)
+    # the decode workers priced at the batch cap the file writes (launch_batch, as import reads it back): vLLM's stated
+    # max-num-seqs shrinks its sampler warm-up and frees KV cache (leftD), so the default's price was not the file's
+    cap = launch_batch(dec, per_rank(concurrency, 1, instances=n_dec), int(dec.plan.adp))
     r = price_pools(m, g, prefill=pp_, decode=dp_, precision=prec, engine=backend, spec=sd, max_num_tokens=max_num_tokens,
                     prefill_instances=n_pre, decode_instances=n_dec, concurrencies=[concurrency], isl=isl, osl=osl,
                     calibration=calibration, decode_cuda_graph_max_bs=dec.cuda_graph_max_bs, arrival=arrival, decode_max_batch=cap,

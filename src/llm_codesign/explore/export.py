@@ -38,7 +38,7 @@ from llm_codesign.explore.export_engines.base import (
     whole,
 )
 from llm_codesign.spec.engines import check_runs, get_engine
-from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival
+from llm_codesign.spec.harness import DEFAULT_ARRIVAL, check_arrival, longest_request
 from llm_codesign.spec.model import ModelSpec
 from llm_codesign.spec.plan import Deployment, acceptance_rates_of, check_whole_prompt
 from llm_codesign.spec.precision import Precision, get_dtype
@@ -257,15 +257,22 @@ def export_config(model: ModelSpec, dep: Deployment, *, engine: str, concurrency
     model, said = launched(model, dep, engine)
     head += said
     engine_runs(model, dep)
-    work = extra or {}  # the longest request the launch admits set for the workload's (Exporter.with_context)
-    tokens = int(work["isl"]) + int(work["osl"]) if work.get("isl") and work.get("osl") else None
-    opts = x.with_context(x.options(model, dep, concurrency), model, dep, tokens)
+    opts = x.with_context(x.options(model, dep, concurrency), model, dep, _request_tokens(extra))
     if engine == "trtllm" and (extra or {}).get("isl", 0) > dep.step_tokens:  # such a prompt runs only chunked (prompt_budget)
         opts["enable_chunked_prefill"] = True
     _whole_requests(model, dep, extra)
     if replicas > 1:
         head.append(f"# run {replicas} instances of this configuration behind a load balancer ({dep.num_gpus} GPU{'s' if dep.num_gpus != 1 else ''} each)")
     return x.render(opts, head=head, model=model, file_name=file_name, env=x.env(dep))
+
+
+def _request_tokens(extra: dict | None) -> int | None:
+    """The workload's longest request that an export's launch must admit (Exporter.with_context): isl + osl, or a closed
+    loop's largest draws (spec.harness.longest_request); None where the export prices no workload."""
+    work = extra or {}
+    if not (work.get("isl") and work.get("osl")):
+        return None
+    return longest_request(work["isl"], work["osl"], work.get("arrival", DEFAULT_ARRIVAL))
 
 
 def _whole_requests(model: ModelSpec, dep: Deployment, extra: dict | None) -> None:
@@ -607,6 +614,7 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     # a prefill instance holds the prompts it is computing: at most what its step budget and the queue give it
     pre_conc = per_rank(concurrency, 1, instances=prefill_instances)
     _whole_requests(model, prefill, extra)  # a prefill pool that schedules prompts whole (vLLM's max-model-len at its budget)
+    tokens = _request_tokens(extra)  # each worker's launch admits the workload's longest request (vLLM's max-model-len)
 
     def component(cname, ctype, replicas, args, dep=None):
         c = {"name": "main", "image": image, "command": ["python3", "-m", spec["modules"][ctype if ctype == "frontend" else backend]],
@@ -621,8 +629,8 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     doc = {"apiVersion": spec["api_version"], "kind": spec["kind"], "metadata": {"name": name},
            "spec": {"components": [
                component("Frontend", "frontend", 1, ["--http-port", "8000"]),
-               component("prefill", "prefill", prefill_instances, x.worker_args(model, prefill, pre_conc, "prefill"), prefill),
-               component("decode", "decode", decode_instances, x.worker_args(model, decode, dec_conc, "decode"), decode)]}}
+               component("prefill", "prefill", prefill_instances, x.worker_args(model, prefill, pre_conc, "prefill", tokens), prefill),
+               component("decode", "decode", decode_instances, x.worker_args(model, decode, dec_conc, "decode", tokens), decode)]}}
     meta = {"model": model.name, "gpu": decode.gpu.id, "backend": backend, "concurrency": concurrency,
             "prefill": {"plan": prefill.plan.label(), "instances": prefill_instances, "num_gpus": prefill.num_gpus},
             "decode": {"plan": decode.plan.label(), "instances": decode_instances, "num_gpus": decode.num_gpus},

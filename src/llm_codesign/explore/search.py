@@ -169,7 +169,8 @@ def default_precisions(model: ModelSpec, gpu: Gpu) -> tuple[Precision, ...]:
     """The checkpoint's own precision plus the lower-precision formats this GPU runs natively."""
     out = [model.default_precision]
     # a re-quantised format at the attention of the checkpoint it launches (checkpoint_precision: Maverick's FP8 is Meta's,
-    # self_attn BF16; newc12 #1. deepseek-r1's NVFP4 keeps only q/kv BF16: the linear format, partial_attn_note says it)
+    # self_attn BF16; newc12 #1. deepseek-r1's NVFP4 keeps q_a/q_b/kv_a/kv_b BF16, o_proj NVFP4: priced per projection,
+    # attn_in_weight, partial_attn_note says it)
     if gpu.supports("fp8"):
         out.append(checkpoint_precision(model, Precision.of("fp8", kv="fp8"), gpu))
     if "nvfp4" in gpu.fp4_formats:
@@ -551,19 +552,36 @@ def with_capture(dep: Deployment, concurrency: int, *, instances: int = 1) -> De
     return replace(dep, cuda_graph_max_bs=point_graphs(dep.engine, rank, gpu=dep.gpu, plan=dep.plan, k=float(dep.draft_len)))
 
 
-def capture_line(dep: Deployment, default_tpot_ms: float | None, tpot_ms: float | None = None) -> str | None:
-    """What an export priced with the capture it writes (with_capture) says beside estimate's answer at the same flags, which
-    prices the engine's default capture: llama-3.1-70b on 4x H200 FP8 at 78 requests, TPOT 14.52 ms padded to 78 against
-    29.32 ms with TensorRT-LLM's default (1-32, 64, 128 unpadded: 78 decodes eager), the 2x crev10 #2 found unsaid. None
-    where the file's TPOT (`tpot_ms`) prints as the default's: padding to the concurrency changes nothing where the batch
-    that runs (the KV cache's 274 of 300 requests on SGLang's default 256, admitted ones sharing slots) decodes alike (frev10 #6)."""
-    if tpot_ms is not None and default_tpot_ms is not None and f"{tpot_ms:.2f}" == f"{default_tpot_ms:.2f}":
-        return None
+def capture_line(dep: Deployment, default: dict | None, file: dict | None = None) -> str | None:
+    """What an export priced with the capture and batch cap it writes (with_capture) says beside estimate's answer at the
+    same flags (`default`), which prices the engine's default launch; `file`: the export's own answer. Padded graphs:
+    llama-3.1-70b on 4x H200 FP8 at 78 requests, TPOT 14.52 ms padded to 78 against 29.32 ms with TensorRT-LLM's default
+    (1-32, 64, 128 unpadded: 78 decodes eager), the 2x crev10 #2 found unsaid. vLLM's max-num-seqs: besides its capture,
+    a stated cap sizes the sampler's warm-up (max_num_seqs rows of logits, not the default 1,024), which frees KV cache
+    (leftD): Llama-3.1-70B on 2 H100s, 2,048 / 1,024 at 16 requests, the file's 16 hold 12 sequences and give TTFT
+    4,132 ms and 178 tok/s/GPU, estimate at the default 11, 7,486 ms and 165 (frev13), so both are said. None where the
+    file's figures print as the default's: padding to the concurrency changes nothing where the batch that runs (the KV
+    cache's 274 of 300 requests on SGLang's default 256, admitted ones sharing slots) decodes alike (frev10 #6)."""
+    def shown(r, k):
+        return None if r is None or r.get(k) is None else f"{r[k]:.2f}"
+
+    keys = ("ttft_ms", "tpot_ms", "output_tok_s_per_gpu")
     n = dep.cuda_graph_max_bs
-    was = "" if default_tpot_ms is None else f"; estimate's default capture (without it): TPOT {default_tpot_ms:.2f} ms"
-    if n is None:  # vLLM's default capture at the max-num-seqs the file writes (with_capture, crev11 #4)
-        return f"priced with vLLM's capture at the file's max-num-seqs {dep.max_batch} (estimate --max-batch {dep.max_batch}){was}"
-    return f"priced with graphs padded to {n} a rank, as the file writes them (estimate --cuda-graph-max-bs {n}){was}"
+    if default is not None and file is not None and all(shown(default, k) == shown(file, k) for k in (keys if n is None else keys[1:2])):
+        return None
+    if n is not None:
+        was = "" if shown(default, "tpot_ms") is None else f"; estimate's default capture (without it): TPOT {default['tpot_ms']:.2f} ms"
+        return f"priced with graphs padded to {n} a rank, as the file writes them (estimate --cuda-graph-max-bs {n}){was}"
+    # vLLM's default capture at the max-num-seqs the file writes (with_capture, crev11 #4), and its sampler's warm-up
+    own = int(dep.engine.max_batch(dep.gpu))
+    was = "" if default is None else (
+        f"; estimate at vLLM's default launch (max-num-seqs {own:,}): TTFT {default['ttft_ms']:.0f} ms"
+        + ("" if default.get("tpot_ms") is None else f", TPOT {default['tpot_ms']:.2f} ms")
+        + f", {default['output_tok_s_per_gpu']:.0f} tok/s/GPU" + (f", largest batch {default['max_batch']:,}" if "max_batch" in default else ""))
+    kv = [((r or {}).get("memory") or {}).get("kv_gb", 0.0) for r in (default, file)]
+    freed = (f", and its sampler's warm-up on {dep.max_batch} rows of logits, not {own:,}, leaves the KV cache "
+             f"{kv[1]:.1f} GB a GPU, not {kv[0]:.1f}") if kv[1] > kv[0] else ""  # where the warm-up, not the budget's forward, sized the reserve
+    return f"priced at the file's max-num-seqs {dep.max_batch} (estimate --max-batch {dep.max_batch}): vLLM's capture from it{freed}{was}"
 
 
 # The plan search visits every (TP, PP, attention DP, KV-parallel[, EP]) factorisation of each

@@ -805,12 +805,13 @@ class Serving:
     def flags(self, flags: SchedulerFlags | None) -> SchedulerFlags:
         """A run's flags with its deployment's launch options where it sets none (run_flags); under prompt lookup on an
         engine whose loop drops its overlap for it (Engine.ngram_overlap False: TensorRT-LLM's), no step queued ahead
-        (queued_steps 0) where the run states none."""
+        (queued_steps 0) where the run states none, on the rows that draft (k > 0): a search's k = 0 rows launch
+        without speculation and keep the overlap loop (their own estimate's)."""
         fl = run_flags(flags, chunked_prefill=self.chunked_prefill, kv_fraction=self.kv_fraction, cuda_graph_max_bs=self.cuda_graph_max_bs,
                        max_batch=self.max_batch)
         if self.spec is not None and not self.spec.on_gpu and not self.engine.ngram_overlap:
-            q = np.asarray(fl.queued_steps, float)
-            fl = replace(fl, queued_steps=np.where(np.isnan(q), 0.0, q))
+            q, k = np.asarray(fl.queued_steps, float), draft_lengths(self.spec, self.spec_k)[0]
+            fl = replace(fl, queued_steps=np.where(np.isnan(q) & (k > 0), 0.0, q))
         return fl
 
 
@@ -833,8 +834,8 @@ def evaluate(model: ModelSpec, at: Serving, *, cal: Calibration, concurrency, is
     mnt = mnt if flags is None else np.minimum(mnt, fl.max_prefill_tokens)  # SGLang's PrefillAdder: the smaller budget
     mem, cap, c_rank, running, admitted, unrounded = _running(model, gpu, prec, sh, C, adp=adp, engine=engine, lengths=(isl, osl), mnt=mnt, flags=fl, kv_budget=kv_budget, spec=spec, draft_len=k)
     mix = mixes(engine, fl, k) & (arrival != "burst")  # a burst prefills its wave before any decode: no prompt beside them
-    # the arriving prompts at what they take off the budget: their whole ISL where the engine counts the cached prefix
-    fill = budget_fill(mnt, new=isl if engine.budget_counts_cached else new, osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
+    # the arriving prompts at what they take off the budget (budget_charge, prompt_budget's rule)
+    fill = budget_fill(mnt, new=budget_charge(new, cached, mnt, engine=engine), osl=osl, k=k, acc=acc, pp=pp, mixes=mix)
     running, admitted, unrounded = np.minimum(running, fill), np.minimum(admitted, fill), tuple(np.minimum(x, fill) for x in unrounded)
     time_share = admitted / np.maximum(running, 1.0)
     r = _Rank(isl, osl, new, cached, mnt, k, running, pp, np.asarray(at.cpp) | engine.pipelines_request_chunks | (running >= pp), (engine, fl), C, adp)
@@ -1046,6 +1047,19 @@ def _work_cycle(t_req_pf, *, admitted, osl, t_iter, acc):
     return np.asarray(admitted, float) * t_req_pf + np.maximum(np.asarray(osl, float) - 1.0, 0.0) / acc * t_iter
 
 
+def budget_charge(new, cached, budget, *, engine: Engine):
+    """The tokens a prompt of `new` tokens past a `cached` prefix takes off a step budget of `budget`: its new tokens, or
+    where the engine counts the cached prefix (Engine.budget_counts_cached: TensorRT-LLM) its whole prompt but no more
+    than the budget, max(new, min(new + cached, budget)): a prompt counted past the budget is charged all of it and
+    computes its new tokens in that chunk (setPrepopulatedPromptLen advances the chunk's start past the prefix, not its
+    end), so a 32,768-token prompt 95% cached under an 8,192-token budget takes 8,192, not 32,768 (frev13). The one rule
+    for prompt_budget (a step's prompts) and budget_fill (the prompts arriving in steady state)."""
+    new = np.asarray(new, float)
+    if not engine.budget_counts_cached:
+        return new
+    return np.maximum(new, np.minimum(new + np.asarray(cached, float), np.asarray(budget, float)))
+
+
 def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_FLAGS, decode_tokens=0.0, cached=0.0):
     """The prompt tokens one step takes under a step budget of `mnt` (per attention-DP rank) for prompts of `new` tokens,
     beside decodes taking `decode_tokens` of it: the budget they leave, never below zero, where the engine splits prompts
@@ -1072,8 +1086,9 @@ def prompt_budget(mnt, new, *, engine: Engine, flags: SchedulerFlags = DEFAULT_F
     chunks = engine.chunks_prefill if flags.chunked_prefill is None else np.asarray(flags.chunked_prefill, bool)
     mnt = np.maximum(np.asarray(mnt, float) - np.asarray(decode_tokens, float), 0.0)
     computed = np.asarray(new, float)
-    # what a prompt takes off the budget: its new tokens, or its whole prompt where the engine counts the cached prefix
-    new = computed + (np.asarray(cached, float) if engine.budget_counts_cached else 0.0)
+    # what a prompt takes off the budget: its new tokens, or its whole prompt where the engine counts the cached prefix,
+    # at most the budget left (budget_charge)
+    new = budget_charge(computed, cached, mnt, engine=engine)
     whole = np.floor(mnt / np.maximum(new, 1.0)) * new
     # an engine that serves a longer prompt unchunked, whole (no refusal: SGLang, whose PrefillAdder.add_one_req always
     # admits a prefill batch's first request, `if the can_run_list is empty, always accept the first prefill request`,

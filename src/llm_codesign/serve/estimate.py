@@ -16,6 +16,7 @@ from llm_codesign.errors import InputError
 from llm_codesign.serve.aggregated import (
     IN_STEP,
     binding_resource,
+    budget_charge,
     deployment_ops,
     eager_tpot_moves,
     eager_ttft_moves,
@@ -1014,9 +1015,9 @@ def _over_capacity(dep: Deployment, workload: Workload, *, max_batch: int, budge
 
 
 def _budget_tokens(dep: Deployment, workload: Workload) -> int:
-    """The tokens an arriving prompt takes off the step budget: its new tokens, or its whole ISL where the engine counts the
-    cached prefix (Engine.budget_counts_cached: TensorRT-LLM; serve.aggregated.budget_fill)."""
-    return workload.isl if dep.engine.budget_counts_cached else workload.new_tokens
+    """The tokens an arriving prompt takes off the step budget: its new tokens, or its whole ISL, at most the budget, where
+    the engine counts the cached prefix (serve.aggregated.budget_charge, budget_fill's)."""
+    return int(budget_charge(workload.new_tokens, workload.isl - workload.new_tokens, dep.rank_step_tokens, engine=dep.engine))
 
 
 def _cached_counted(dep: Deployment, workload: Workload) -> str:

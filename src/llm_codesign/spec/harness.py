@@ -9,7 +9,7 @@ Arrival patterns (`Workload.arrival`, serve.aggregated prices each):
   share of the rest of the wave re-arrives with each (prefill_queue_fraction, fitted per engine); the first
   wave, 1 / rounds of the requests, queues as the burst it is (serve.aggregated._own_prefill).
 - "closed_loop": C slots, each refilled the moment its request finishes, lengths drawn with a spread
-  (vLLM's benchmark_serving `--max-concurrency C --request-rate inf --random-range-ratio 0.8`, as
+  (vLLM's benchmark_serving `--max-concurrency C --request-rate inf --random-range-ratio 0.8`, CLOSED_LOOP_RANGE_RATIO, as
   InferenceX runs it: SemiAnalysisAI/InferenceX@843c6254 benchmarks/benchmark_lib.sh:680-700): after a
   lifetime the completions, hence the arrivals, are spread out, C / (life in iterations) per iteration,
   and a request shares its prefill step only with those arriving within the scheduler's receive window.
@@ -19,11 +19,15 @@ Arrival patterns (`Workload.arrival`, serve.aggregated prices each):
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
 
 from llm_codesign.errors import InputError
 
 ARRIVALS = ("waves", "closed_loop", "burst")
+# a closed loop's spread of lengths: vLLM's bench at --random-range-ratio 0.8 draws each ISL and OSL from
+# [floor(L (1 - r)), ceil(L (1 + r))] (RandomDataset.get_sampling_params, vllm/benchmarks/datasets.py:488-491@0.11.0)
+CLOSED_LOOP_RANGE_RATIO = 0.8
 # what a concurrency of requests of one ISL and OSL means where no harness is named: C identical requests started
 # together, as a benchmark of fixed lengths runs them (aiperf, trtllm-bench; vLLM's and SGLang's bench_serving at their
 # default random range ratio 0), which stay in step ("closed_loop" is the same loop with lengths spread)
@@ -38,6 +42,15 @@ OFFLINE_ARRIVAL = "waves"
 # waits for none (0). A random (Poisson) arrival would wait half a step on average (0.5; no harness here sends one).
 # The steps the scheduler has queued ahead of it are the engine's (EngineCosts.ttft_wait_steps)
 ARRIVAL_PHASE_STEPS = {"waves": 1.0, "closed_loop": 1.0, "burst": 0.0}
+
+
+def longest_request(isl: int, osl: int, arrival: str) -> int:
+    """The longest request (prompt + output tokens) the arrival's harness sends for a workload of `isl` / `osl`: a closed
+    loop's largest draws, ceil(ISL (1 + r)) + ceil(OSL (1 + r)) (CLOSED_LOOP_RANGE_RATIO), else the lengths themselves
+    (the other harnesses send fixed lengths). What a launch file must admit (an export's vLLM max-model-len)."""
+    if arrival != "closed_loop":
+        return int(isl) + int(osl)
+    return sum(math.ceil(int(n) * (1.0 + CLOSED_LOOP_RANGE_RATIO)) for n in (isl, osl))
 
 
 def check_arrival(value) -> str:

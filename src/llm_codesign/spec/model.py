@@ -87,7 +87,8 @@ class ModelSpec:
     # that fallback carries it in its precision_notes (spec.plan.precision_notes), not on stderr alone (newc9 #8); '' none
     unpriced_quant: str = ""
     # the attention projections the checkpoint leaves BF16 where it leaves only some (spec.quant.attn_excluded:
-    # nvidia/DeepSeek-R1-NVFP4's q_a/q_b/kv_a/kv_b, not o_proj), priced at the linear format (spec.plan.partial_attn_note)
+    # nvidia/DeepSeek-R1-NVFP4's q_a/q_b/kv_a/kv_b, not o_proj), priced per projection where they are all the input ones
+    # (Precision.attn_in_weight, spec.quant.input_projs_kept), a smaller part at the linear format (spec.plan.partial_attn_note)
     attn_kept_partial: tuple[str, ...] = ()
 
     def check_context(self, isl, osl, *, field: str = "isl+osl") -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from dataclasses import dataclass, field, replace
 from inspect import signature
 from numbers import Real
@@ -431,6 +432,10 @@ class Deployment:
             runs = ", ".join(e.name for e in ENGINES.values() if e.ngram_host is not None)
             raise InputError("spec", "ngram", f"mtp, eagle3 or draft on {engine.title} ({engine.ngram_refusal}); prompt lookup is "
                                               f"priced on {runs} (--engine)")
+        if self.spec is not None and self.spec.method == "mtp" and self.spec.draft_model and not engine.mtp_module_apart:
+            apart = ", ".join(e.title for e in ENGINES.values() if e.mtp_module_apart)
+            raise InputError("draft_model", self.spec.draft_model, f"left out with --spec mtp on {engine.title} (its launch reads the "
+                             f"MTP module from the target's checkpoint); {apart} load{'s' if ', ' not in apart else ''} it apart")
         if self.spec is not None and not bool(np.all(engine.runs_spec(p.pp, self.spec.k))):  # SGLang's PP + speculation
             raise InputError("pp", int(np.max(p.pp)), f"1 with speculative decoding on {engine.title} ({engine.spec_pp_refusal}); "
                              "drop --spec, or --pp 1")
@@ -915,15 +920,20 @@ def acceptance_hint(method: str) -> str:
 
 # why a drafter named with a method that runs none is refused: the one rule of the CLI's --draft-model, the page's
 # draft_model, lc's and import's (spec_decoding, SpecDecoding). MTP's is not refused: it names the module's checkpoint where
-# an engine loads it apart (SGLang's NEXTN with --speculative-draft-model-path, as DeepSeek-R1's launches set it)
+# an engine loads it apart (SGLang's NEXTN with --speculative-draft-model-path, as DeepSeek-R1's launches set it, which its
+# export writes); a Hub id or folder only (check_draft_model), on an engine that loads it so (Engine.mtp_module_apart)
 NO_DRAFTER = {None: "used with --spec draft or eagle3 (without --spec nothing is drafted)",
               "ngram": "left out with --spec ngram (prompt lookup drafts from the request's own tokens; no draft model runs)"}
 
 
 def check_draft_model(method: str | None, draft_model: str | None) -> None:
-    """Refuses a drafter with a method that runs none (NO_DRAFTER), in one line naming draft_model."""
+    """Refuses a drafter with a method that runs none (NO_DRAFTER), and an MTP module's checkpoint that names no Hub id or
+    folder (it is written as the launch's path, never looked up), in one line naming draft_model."""
     if draft_model and method in (None, "none", "ngram"):
         raise InputError("draft_model", draft_model, NO_DRAFTER[None if method == "none" else method])
+    if draft_model and method == "mtp" and not re.fullmatch(r"[\w.~/-]*/[\w.-]+/?", str(draft_model)):
+        raise InputError("draft_model", draft_model, "the MTP module's checkpoint as a Hugging Face id (owner/name, e.g. "
+                         "lmsys/DeepSeek-R1-NextN) or a folder, or left out (the target's own module)")
 
 
 def spec_decoding(method: str | None, *, draft_len: int | None = None, acceptance: float | None = None,

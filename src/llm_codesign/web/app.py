@@ -838,7 +838,7 @@ def _priced_export(m, dep, req: EstimateRequest, r: dict, *, wl, profile: str | 
     x = r if written == dep else _priced(m, written, wl, req, profile, breakdown=False, replicas=replicas)
     out = _export(m, written, req, conc=r["concurrency"], replicas=replicas, predicted={k: x[k] for k in keys})
     out["predicted"] = {k: x[k] for k in keys}
-    out["capture"] = None if written == dep else capture_line(written, r["tpot_ms"], x["tpot_ms"])
+    out["capture"] = None if written == dep else capture_line(written, r, x)
     return out
 
 

@@ -102,7 +102,7 @@ def sglang_options(model: ModelSpec, dep: Deployment, concurrency: int) -> dict:
             o["speculative-num-steps"] = dep.spec.k
             o["speculative-eagle-topk"] = 1
         o["speculative-num-draft-tokens"] = dep.spec.k + 1
-        if dep.spec.method in ("eagle3", "draft") and dep.spec.draft_model:
+        if dep.spec.method in ("eagle3", "draft", "mtp") and dep.spec.draft_model:  # mtp: NEXTN's module apart (mtp_module_apart)
             o["speculative-draft-model-path"] = draft_path(dep.spec.draft_model)
     return o
 

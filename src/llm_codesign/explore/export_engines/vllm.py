@@ -95,7 +95,8 @@ CONTEXT_ROUND = 1024
 
 
 def model_len(o: dict, model: ModelSpec, tokens: int) -> int:
-    """The max-model-len an export writes for requests of `tokens` (isl + osl) under options `o` (CONTEXT_ROUND)."""
+    """The max-model-len an export writes for requests of up to `tokens` (isl + osl, a closed loop's largest draws:
+    spec.harness.longest_request) under options `o` (CONTEXT_ROUND)."""
     return min(x for x in (-(-int(tokens) // CONTEXT_ROUND) * CONTEXT_ROUND, o.get("max-model-len"), model.max_context) if x)
 
 
@@ -373,10 +374,10 @@ class VLLMExporter(Exporter):
                        "its kernels priced as -O2 compiles them)")
         return out
 
-    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str) -> list[str]:
+    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str, tokens: int | None = None) -> list[str]:
         """Its Dynamo worker's flags; chunking off as --no-enable-chunked-prefill (a bool field's BooleanOptionalAction,
         vllm/engine/arg_utils.py:386@0.33.0), which flags() would leave out as a false value (the worker then chunked)."""
-        words = super().worker_args(model, dep, concurrency, mode)
+        words = super().worker_args(model, dep, concurrency, mode, tokens)
         return words + ["--no-enable-chunked-prefill"] if dep.chunked_prefill is False else words
 
     def worker_options(self, args: dict) -> tuple[dict, str]:

@@ -274,6 +274,9 @@ class Engine(ABC):
     # the --spec methods its disaggregated prefill-only servers launch under PP where spec_pp_refusal refuses them elsewhere
     # (SGLang 0.5.23's, spec/engines/sglang.py); Engine.prefill_spec
     spec_pp_prefill: ClassVar[tuple[str, ...]] = ()
+    # whether its launch loads a model's MTP module from a checkpoint of its own (--spec mtp --draft-model: SGLang's NEXTN
+    # --speculative-draft-model-path, as DeepSeek-R1's launches set it); else the export reads it from the target's
+    mtp_module_apart: ClassVar[bool] = False
     # prompt lookup (--spec ngram): its host proposer's seconds a step, (fixed, per decoding request, per request squared,
     # per context token a request's match scans), read in each engine's source and timed there (its module says where);
     # None: not priced for this engine, `ngram_refusal` saying why (spec.plan.Deployment refuses it)

@@ -129,6 +129,7 @@ class SGLangEngine(Engine):
     # (:396-420), timed here with the C++ calls stubbed: 2.6-6.4 us a request, 5 (docs/modelling-notes.md#ngram-prompt-lookup);
     # the C++ match itself is not timed (no build here)
     ngram_host = (0.0, 5e-6, 0.0, 0.0)
+    mtp_module_apart = True  # NEXTN's --speculative-draft-model-path (explore.export_engines.sglang writes it)
     # with ignore_eos and the radix cache off, PrefillAdder.add_one_req_ignore_eos reserves every running and
     # new request's whole remaining output (new_token_ratio 1.0; sglang 0.5.12 managers/schedule_policy.py:720-813, 839-840)
     reserves_all_ignoring_eos = True
