@@ -629,8 +629,8 @@ def export_dynamo(model: ModelSpec, *, prefill: Deployment, decode: Deployment, 
     doc = {"apiVersion": spec["api_version"], "kind": spec["kind"], "metadata": {"name": name},
            "spec": {"components": [
                component("Frontend", "frontend", 1, ["--http-port", "8000"]),
-               component("prefill", "prefill", prefill_instances, x.worker_args(model, prefill, pre_conc, "prefill", tokens), prefill),
-               component("decode", "decode", decode_instances, x.worker_args(model, decode, dec_conc, "decode", tokens), decode)]}}
+               component("prefill", "prefill", prefill_instances, x.worker_args(model, prefill, pre_conc, "prefill", tokens=tokens), prefill),
+               component("decode", "decode", decode_instances, x.worker_args(model, decode, dec_conc, "decode", tokens=tokens), decode)]}}
     meta = {"model": model.name, "gpu": decode.gpu.id, "backend": backend, "concurrency": concurrency,
             "prefill": {"plan": prefill.plan.label(), "instances": prefill_instances, "num_gpus": prefill.num_gpus},
             "decode": {"plan": decode.plan.label(), "instances": decode_instances, "num_gpus": decode.num_gpus},

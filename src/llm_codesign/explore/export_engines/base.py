@@ -118,7 +118,7 @@ class Exporter(ABC):
         by default."""
         return {}
 
-    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str, tokens: int | None = None) -> list[str]:
+    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str, *, tokens: int | None = None) -> list[str]:
         """The command-line words of its Dynamo worker in `mode` (prefill or decode): its own options as flags, with the
         longest request its launch admits set for the workload's `tokens` as export_config's file (with_context)."""
         return flags({"disaggregation-mode": mode} | self.with_context(self.options(model, dep, concurrency), model, dep, tokens))

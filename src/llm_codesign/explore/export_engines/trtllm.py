@@ -184,7 +184,7 @@ class TRTLLMExporter(Exporter):
         sizes = [whole("cuda_graph_config.batch_sizes", b, hi=1 << 20) for b in (g.get("batch_sizes") or [])]
         return whole("cuda_graph_config.max_batch_size", g.get("max_batch_size") or None, max(sizes, default=GRAPH_MAX_BATCH), hi=1 << 20)
 
-    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str, tokens: int | None = None) -> list[str]:
+    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str, *, tokens: int | None = None) -> list[str]:
         """Dynamo's TensorRT-LLM worker takes the sizes, batch, step budget and KV fraction as its own
         flags and the remaining TorchLlmArgs fields as one inline mapping (override-engine-args); `tokens` unread, as its
         with_context (the base's: no context length its launch must be given)."""

@@ -374,10 +374,10 @@ class VLLMExporter(Exporter):
                        "its kernels priced as -O2 compiles them)")
         return out
 
-    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str, tokens: int | None = None) -> list[str]:
+    def worker_args(self, model: ModelSpec, dep: Deployment, concurrency: int, mode: str, *, tokens: int | None = None) -> list[str]:
         """Its Dynamo worker's flags; chunking off as --no-enable-chunked-prefill (a bool field's BooleanOptionalAction,
         vllm/engine/arg_utils.py:386@0.33.0), which flags() would leave out as a false value (the worker then chunked)."""
-        words = super().worker_args(model, dep, concurrency, mode, tokens)
+        words = super().worker_args(model, dep, concurrency, mode, tokens=tokens)
         return words + ["--no-enable-chunked-prefill"] if dep.chunked_prefill is False else words
 
     def worker_options(self, args: dict) -> tuple[dict, str]:
