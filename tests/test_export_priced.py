@@ -171,4 +171,5 @@ def test_a_kv_bound_vllm_export_says_its_max_num_seqs_frees_the_sampler_rows_and
                             f"a GPU, not {default['memory']['kv_gb']:.1f}; estimate at vLLM's default launch (max-num-seqs 1,024): "
                             f"TTFT {default['ttft_ms']:.0f} ms, TPOT {default['tpot_ms']:.2f} ms, {default['output_tok_s_per_gpu']:.0f} "
                             "tok/s/GPU, largest batch 11")
-    assert round(default["ttft_ms"]) == 7486 and round(x["predicted"]["ttft_ms"]) == 4132
+    # 7,486 / 4,132 ms before fixP13 counted vLLM's admitted past the cap unrounded (K / L: every prompt's blocks fit)
+    assert round(default["ttft_ms"]) == 4653 and round(x["predicted"]["ttft_ms"]) == 3897

@@ -43,7 +43,7 @@ def test_a_prefix_hit_answer_keeps_its_lower_bound_and_says_no_run_used_a_prefix
     # adds in quadrature to it (fixD): hypot(0.0529, 0.0285) = 0.0601 over the campaign's 0.0317, hypot(0.1858, 0.0572) = 0.1944
     assert [(w.kind, w.term) for w in why] == [("prefix_lengths", "lengths")]
     assert str(why[0]).startswith("no measured serving run with prefix-cache hits (99% of each prompt: 82 of its 8,192 tokens prefilled)")
-    assert str(why[0]).endswith(f"(x1.03/x1.06 at 80/95%: {iv.QUADRATURE[True]})")
+    assert str(why[0]).endswith(f"(x1.03/x1.05 at 80/95%: {iv.QUADRATURE[True]})")
     T = iv.bundled()["between"]
     assert iv.between(["family", "lengths"], iv.bundled())[95] == pytest.approx(math.hypot(T["family"]["t95"], T["lengths"]["t95"]))
     # half the prompt cached: 4,096 prefilled, within the measured ISLs: no term measures it; said, and the band is the one

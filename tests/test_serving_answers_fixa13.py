@@ -57,8 +57,8 @@ def test_offline_bands_are_floored_at_the_batch_reported():
     for metric in ("tpot_ms", "tok_s_per_user"):
         assert off.intervals[metric]["lo95"] == pytest.approx(at.intervals[metric]["lo95"], rel=1e-12)
         assert off.intervals[metric]["hi95"] == pytest.approx(at.intervals[metric]["hi95"], rel=1e-12)
-    assert off.intervals["tpot_ms"]["lo95"] == pytest.approx(13.74, abs=0.005)
-    assert off.intervals["tok_s_per_user"]["hi95"] == pytest.approx(72.8, abs=0.05)
+    assert off.intervals["tpot_ms"]["lo95"] == pytest.approx(13.67, abs=0.005)  # 13.74 before the 2026-12-08 folds' terms
+    assert off.intervals["tok_s_per_user"]["hi95"] == pytest.approx(73.17, abs=0.05)  # 72.8 before the 2026-12-08 folds
     # the same TTFT and TPOT, a tok/s/GPU of its own: the offline benchmark's count over the batch's life, said beside the
     # served loop's at that batch
     assert off.tpot_s == pytest.approx(at.tpot_s, rel=1e-12)
